@@ -1,0 +1,72 @@
+/* config: the job's INI file, parsed and validated into struct cn_config.
+ *
+ * Shared by the preload and the CLI as a static library. It may read files and the environment; it
+ * never prints, never exits and never touches CUDA. Functions return 0 or -errno and, where a user
+ * must see why, fill an error buffer with one line. */
+#ifndef CN_CONFIG_H
+#define CN_CONFIG_H
+
+#include <limits.h>
+#include <stddef.h>
+
+#define CN_MAX_GPUS 64
+#define CN_ERR_LEN 512
+#define CN_HOOK_LEN 2048
+#define CN_UUID_STR_LEN 41 /* "GPU-" + 36 + NUL */
+
+enum cn_log_level { CN_LOG_ERROR = 0, CN_LOG_INFO = 1, CN_LOG_DEBUG = 2 };
+
+/* One side of a gpu_map pair: a device index as nvidia-smi numbers GPUs, or a UUID. */
+struct cn_gpu_ref {
+	int index; /* -1 when uuid holds the GPU */
+	unsigned char uuid[16];
+};
+
+struct cn_gpu_pair {
+	struct cn_gpu_ref from, to;
+};
+
+struct cn_config {
+	char path[PATH_MAX]; /* "" when built from defaults alone */
+	int suspend_signal;
+	int resume_signal;
+	unsigned lock_timeout_ms; /* 0 waits forever */
+	unsigned n_pairs;
+	struct cn_gpu_pair pairs[CN_MAX_GPUS];
+	char status_dir[PATH_MAX];
+	int log_level;
+	char log_target[PATH_MAX]; /* "" means stderr */
+	char on_suspended[CN_HOOK_LEN];
+	char on_resumed[CN_HOOK_LEN];
+	char on_failure[CN_HOOK_LEN];
+	unsigned hook_timeout_ms;
+};
+
+/* Defaults for every key; the status dir comes from $XDG_RUNTIME_DIR or the uid. */
+void cn_config_defaults(struct cn_config *c);
+
+/* Defaults, then the file at path on top. On error, err reads "FILE:LINE: section.key: reason"
+ * and c is left in an unspecified state. */
+int cn_config_load(struct cn_config *c, const char *path, char *err, size_t errlen);
+
+/* The file named by $CUDANAP_CONFIG, or defaults alone when it is unset or empty. */
+int cn_config_load_env(struct cn_config *c, char *err, size_t errlen);
+
+/* "SIGUSR1", "USR1", "SIGRTMIN+3", "RTMAX-1" or a number. Signals that cannot be caught or that
+ * report faults (KILL, STOP, SEGV, BUS, ILL, FPE, ABRT, TRAP, SYS) are refused with -EINVAL. */
+int cn_signal_parse(const char *s, int *sig);
+const char *cn_signal_name(int sig, char *buf, size_t len);
+
+/* "old=new, old=new": each side an index or "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx". Repeated
+ * sources or targets written the same way are refused; the controller checks the rest. */
+int cn_gpu_map_parse(const char *s, struct cn_gpu_pair *pairs, unsigned *n, char *err,
+		     size_t errlen);
+int cn_uuid_parse(const char *s, unsigned char uuid[16]);
+void cn_uuid_format(const unsigned char uuid[16], char out[CN_UUID_STR_LEN]);
+void cn_gpu_ref_format(const struct cn_gpu_ref *r, char *out, size_t len);
+
+/* Create dir 0700 if missing; refuse a symlink, a non-directory, another owner, or a directory
+ * that others may write to. */
+int cn_status_dir_prepare(const char *dir, char *err, size_t errlen);
+
+#endif

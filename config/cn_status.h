@@ -1,0 +1,45 @@
+/* status: the per-process status file <dir>/<pid>.json, written by the preload's helper thread
+ * and read by the CLI. One flat JSON object; written atomically (temp file + rename), mode 0600.
+ * Like the rest of this library it never prints. */
+#ifndef CN_STATUS_H
+#define CN_STATUS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define CN_STATUS_MAX 4096
+
+enum cn_step { CN_STEP_LOCK, CN_STEP_CHECKPOINT, CN_STEP_RESTORE, CN_STEP_UNLOCK, CN_STEPS };
+
+struct cn_status {
+	int pid;
+	unsigned long long starttime; /* /proc/PID/stat field 22: tells a reused pid apart */
+	char command[256];
+	char state[16]; /* running, locked, checkpointed, failed, no-cuda */
+	bool busy;	/* an action is under way; state is the one before it */
+	unsigned long seq; /* actions completed so far */
+	char action[16];   /* start, suspend, resume */
+	char result[48];   /* "ok", a CUDA error name, or a cudanap error class */
+	char message[320];
+	double step_ms[CN_STEPS]; /* < 0: the step did not run in the last action */
+	double total_ms;
+	char timestamp[32]; /* UTC, ISO 8601, milliseconds */
+	int suspend_signal, resume_signal;
+};
+
+extern const char *const cn_step_names[CN_STEPS];
+
+void cn_status_init(struct cn_status *s, int pid);
+int cn_status_format(const struct cn_status *s, char *buf, size_t len);
+int cn_status_parse(const char *buf, struct cn_status *s);
+
+/* Atomic replace of <dir>/<pid>.json. Needs no allocation, so the helper thread can call it at
+ * any time. */
+int cn_status_write(const char *dir, const struct cn_status *s);
+int cn_status_read(const char *dir, int pid, struct cn_status *s);
+int cn_status_remove(const char *dir, int pid);
+
+/* /proc/PID/stat's start time, or 0 when the process is gone. */
+unsigned long long cn_proc_starttime(int pid);
+
+#endif

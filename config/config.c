@@ -1,0 +1,538 @@
+/* config: INI loading and validation for struct cn_config (see cn_config.h for the rules). */
+#define _GNU_SOURCE
+#include "cn_config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <ini.h>
+
+#define CN_TIMEOUT_MAX_MS (24u * 3600u * 1000u)
+
+void cn_config_defaults(struct cn_config *c)
+{
+	const char *xdg = secure_getenv("XDG_RUNTIME_DIR");
+
+	memset(c, 0, sizeof(*c));
+	c->suspend_signal = SIGUSR1;
+	c->resume_signal = SIGUSR2;
+	c->lock_timeout_ms = 10000;
+	c->log_level = CN_LOG_INFO;
+	c->hook_timeout_ms = 30000;
+	if (xdg && xdg[0] == '/')
+		snprintf(c->status_dir, sizeof(c->status_dir), "%s/cudanap", xdg);
+	else
+		snprintf(c->status_dir, sizeof(c->status_dir), "/tmp/cudanap-%u", (unsigned)getuid());
+}
+
+/* ---- signals ---- */
+
+static const struct {
+	const char *name;
+	int sig;
+} signal_names[] = {
+	{ "HUP", SIGHUP },	 { "INT", SIGINT },	  { "QUIT", SIGQUIT },	 { "USR1", SIGUSR1 },
+	{ "USR2", SIGUSR2 },	 { "PIPE", SIGPIPE },	  { "ALRM", SIGALRM },	 { "TERM", SIGTERM },
+	{ "CHLD", SIGCHLD },	 { "CONT", SIGCONT },	  { "TSTP", SIGTSTP },	 { "TTIN", SIGTTIN },
+	{ "TTOU", SIGTTOU },	 { "URG", SIGURG },	  { "XCPU", SIGXCPU },	 { "XFSZ", SIGXFSZ },
+	{ "VTALRM", SIGVTALRM }, { "PROF", SIGPROF },	  { "WINCH", SIGWINCH }, { "IO", SIGIO },
+	{ "PWR", SIGPWR },	 { "STKFLT", SIGSTKFLT }, { "KILL", SIGKILL },	 { "STOP", SIGSTOP },
+	{ "SEGV", SIGSEGV },	 { "BUS", SIGBUS },	  { "ILL", SIGILL },	 { "FPE", SIGFPE },
+	{ "ABRT", SIGABRT },	 { "TRAP", SIGTRAP },	  { "SYS", SIGSYS },
+};
+
+/* Uncatchable, or raised by faults: handling them on the app's behalf would hide crashes. */
+static bool signal_refused(int sig)
+{
+	switch (sig) {
+	case SIGKILL:
+	case SIGSTOP:
+	case SIGSEGV:
+	case SIGBUS:
+	case SIGILL:
+	case SIGFPE:
+	case SIGABRT:
+	case SIGTRAP:
+	case SIGSYS:
+		return true;
+	}
+	return false;
+}
+
+static int parse_uint(const char *s, unsigned long max, unsigned long *out)
+{
+	char *end;
+	unsigned long v;
+
+	if (!isdigit((unsigned char)s[0]))
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+int cn_signal_parse(const char *s, int *sig)
+{
+	unsigned long n;
+	int v = -1;
+
+	if (parse_uint(s, 1000, &n) == 0) {
+		v = (int)n;
+	} else {
+		const char *p = strncasecmp(s, "SIG", 3) == 0 ? s + 3 : s;
+
+		if (strncasecmp(p, "RTMIN", 5) == 0 || strncasecmp(p, "RTMAX", 5) == 0) {
+			bool min = strncasecmp(p, "RTMIN", 5) == 0;
+			const char *q = p + 5;
+
+			v = min ? SIGRTMIN : SIGRTMAX;
+			if (*q == '+' && min && parse_uint(q + 1, 64, &n) == 0)
+				v += (int)n;
+			else if (*q == '-' && !min && parse_uint(q + 1, 64, &n) == 0)
+				v -= (int)n;
+			else if (*q)
+				return -EINVAL;
+		} else {
+			for (size_t i = 0; i < sizeof(signal_names) / sizeof(signal_names[0]); i++)
+				if (strcasecmp(p, signal_names[i].name) == 0)
+					v = signal_names[i].sig;
+		}
+	}
+	if (v < 1 || v > SIGRTMAX || (v > 31 && v < SIGRTMIN) || signal_refused(v))
+		return -EINVAL;
+	*sig = v;
+	return 0;
+}
+
+const char *cn_signal_name(int sig, char *buf, size_t len)
+{
+	for (size_t i = 0; i < sizeof(signal_names) / sizeof(signal_names[0]); i++)
+		if (signal_names[i].sig == sig) {
+			snprintf(buf, len, "SIG%s", signal_names[i].name);
+			return buf;
+		}
+	if (sig >= SIGRTMIN && sig <= SIGRTMAX)
+		snprintf(buf, len, "SIGRTMIN+%d", sig - SIGRTMIN);
+	else
+		snprintf(buf, len, "signal %d", sig);
+	return buf;
+}
+
+/* ---- GPU references and gpu_map ---- */
+
+int cn_uuid_parse(const char *s, unsigned char uuid[16])
+{
+	int nib = 0;
+
+	if (strncasecmp(s, "GPU-", 4) != 0)
+		return -EINVAL;
+	for (s += 4; *s; s++) {
+		int v;
+
+		if (*s == '-')
+			continue;
+		if (!isxdigit((unsigned char)*s) || nib >= 32)
+			return -EINVAL;
+		v = isdigit((unsigned char)*s) ? *s - '0' : (tolower((unsigned char)*s) - 'a' + 10);
+		if (nib % 2 == 0)
+			uuid[nib / 2] = (unsigned char)(v << 4);
+		else
+			uuid[nib / 2] |= (unsigned char)v;
+		nib++;
+	}
+	return nib == 32 ? 0 : -EINVAL;
+}
+
+void cn_uuid_format(const unsigned char u[16], char out[CN_UUID_STR_LEN])
+{
+	snprintf(out, CN_UUID_STR_LEN,
+		 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+		 u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+		 u[14], u[15]);
+}
+
+void cn_gpu_ref_format(const struct cn_gpu_ref *r, char *out, size_t len)
+{
+	char u[CN_UUID_STR_LEN];
+
+	if (r->index >= 0) {
+		snprintf(out, len, "%d", r->index);
+	} else {
+		cn_uuid_format(r->uuid, u);
+		snprintf(out, len, "%s", u);
+	}
+}
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+static int gpu_ref_parse(char *s, struct cn_gpu_ref *r)
+{
+	unsigned long n;
+
+	s = trim(s);
+	if (parse_uint(s, CN_MAX_GPUS - 1, &n) == 0) {
+		r->index = (int)n;
+		return 0;
+	}
+	r->index = -1;
+	return cn_uuid_parse(s, r->uuid);
+}
+
+static bool gpu_ref_same(const struct cn_gpu_ref *a, const struct cn_gpu_ref *b)
+{
+	if (a->index >= 0 || b->index >= 0)
+		return a->index == b->index;
+	return memcmp(a->uuid, b->uuid, 16) == 0;
+}
+
+int cn_gpu_map_parse(const char *s, struct cn_gpu_pair *pairs, unsigned *n, char *err,
+		     size_t errlen)
+{
+	char buf[CN_MAX_GPUS * 96], *save = NULL, *item;
+	unsigned count = 0;
+
+	if (strlen(s) >= sizeof(buf)) {
+		snprintf(err, errlen, "too long");
+		return -EINVAL;
+	}
+	strcpy(buf, s);
+	if (trim(buf)[0] == '\0') {
+		*n = 0;
+		return 0;
+	}
+	for (item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(item, '=');
+		struct cn_gpu_pair *p = &pairs[count];
+
+		if (count == CN_MAX_GPUS) {
+			snprintf(err, errlen, "more than %d pairs", CN_MAX_GPUS);
+			return -EINVAL;
+		}
+		if (!eq) {
+			snprintf(err, errlen, "'%s' is not OLD=NEW", trim(item));
+			return -EINVAL;
+		}
+		*eq = '\0';
+		if (gpu_ref_parse(item, &p->from) || gpu_ref_parse(eq + 1, &p->to)) {
+			snprintf(err, errlen,
+				 "'%s=%s': each side must be a GPU index (0-%d) or a UUID like "
+				 "GPU-8c5c8d2e-0000-1111-2222-333344445555",
+				 trim(item), trim(eq + 1), CN_MAX_GPUS - 1);
+			return -EINVAL;
+		}
+		for (unsigned i = 0; i < count; i++) {
+			if (gpu_ref_same(&pairs[i].from, &p->from)) {
+				snprintf(err, errlen, "GPU '%s' is mapped twice", trim(item));
+				return -EINVAL;
+			}
+			if (gpu_ref_same(&pairs[i].to, &p->to)) {
+				snprintf(err, errlen, "two GPUs are mapped onto '%s'", trim(eq + 1));
+				return -EINVAL;
+			}
+		}
+		count++;
+	}
+	*n = count;
+	return 0;
+}
+
+/* ---- the INI file ---- */
+
+struct load_ctx {
+	struct cn_config *c;
+	const char *path;
+	FILE *f;
+	int line;	  /* line inih is handling now */
+	int long_line;	  /* first line longer than inih's buffer, or 0 */
+	unsigned seen;	  /* bit per key_table entry */
+	char msg[CN_ERR_LEN]; /* first handler error, without the FILE:LINE prefix */
+	int msg_line;
+};
+
+/* inih hands out no line numbers here, so count them as we feed it. */
+static char *counting_reader(char *str, int num, void *stream)
+{
+	struct load_ctx *x = stream;
+	char *r = fgets(str, num, x->f);
+	size_t len;
+
+	if (!r)
+		return NULL;
+	len = strlen(str);
+	if (len == (size_t)num - 1 && str[len - 1] != '\n') {
+		int ch;
+
+		while ((ch = fgetc(x->f)) != EOF && ch != '\n')
+			;
+		if (!x->long_line)
+			x->long_line = x->line + 1;
+	}
+	x->line++;
+	return r;
+}
+
+typedef int (*key_parser)(struct cn_config *c, const char *v, char *why, size_t len);
+
+static int set_signal(int *dst, const char *v, char *why, size_t len)
+{
+	if (cn_signal_parse(v, dst) == 0)
+		return 0;
+	snprintf(why, len,
+		 "'%s' is not a signal that can be used (try SIGUSR1, USR2, SIGRTMIN+3 or a number)",
+		 v);
+	return -EINVAL;
+}
+
+static int set_timeout(unsigned *dst, const char *v, char *why, size_t len)
+{
+	unsigned long n;
+
+	if (parse_uint(v, CN_TIMEOUT_MAX_MS, &n) == 0) {
+		*dst = (unsigned)n;
+		return 0;
+	}
+	snprintf(why, len, "'%s' is not a number of milliseconds from 0 to %u", v,
+		 CN_TIMEOUT_MAX_MS);
+	return -EINVAL;
+}
+
+static int set_abs_path(char *dst, size_t dstlen, const char *v, char *why, size_t len)
+{
+	if (v[0] != '/' || strlen(v) >= dstlen) {
+		snprintf(why, len, "'%s' must be an absolute path", v);
+		return -EINVAL;
+	}
+	strcpy(dst, v);
+	return 0;
+}
+
+static int set_hook(char *dst, const char *v, char *why, size_t len)
+{
+	if (strlen(v) >= CN_HOOK_LEN) {
+		snprintf(why, len, "command longer than %d characters", CN_HOOK_LEN - 1);
+		return -EINVAL;
+	}
+	strcpy(dst, v);
+	return 0;
+}
+
+static int k_suspend(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	return set_signal(&c->suspend_signal, v, why, len);
+}
+
+static int k_resume(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	return set_signal(&c->resume_signal, v, why, len);
+}
+
+static int k_lock_timeout(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	return set_timeout(&c->lock_timeout_ms, v, why, len);
+}
+
+static int k_gpu_map(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	return cn_gpu_map_parse(v, c->pairs, &c->n_pairs, why, len);
+}
+
+static int k_status_dir(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	return set_abs_path(c->status_dir, sizeof(c->status_dir), v, why, len);
+}
+
+static int k_log_level(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	static const char *const levels[] = { "error", "info", "debug" };
+
+	for (int i = 0; i < 3; i++)
+		if (strcasecmp(v, levels[i]) == 0) {
+			c->log_level = i;
+			return 0;
+		}
+	snprintf(why, len, "'%s' is not one of error, info, debug", v);
+	return -EINVAL;
+}
+
+static int k_log_target(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	if (strcmp(v, "stderr") == 0) {
+		c->log_target[0] = '\0';
+		return 0;
+	}
+	return set_abs_path(c->log_target, sizeof(c->log_target), v, why, len);
+}
+
+static int k_on_suspended(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	return set_hook(c->on_suspended, v, why, len);
+}
+
+static int k_on_resumed(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	return set_hook(c->on_resumed, v, why, len);
+}
+
+static int k_on_failure(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	return set_hook(c->on_failure, v, why, len);
+}
+
+static int k_hook_timeout(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	int r = set_timeout(&c->hook_timeout_ms, v, why, len);
+
+	if (r == 0 && c->hook_timeout_ms == 0) {
+		snprintf(why, len, "must be at least 1 ms: hooks always run under a timeout");
+		return -EINVAL;
+	}
+	return r;
+}
+
+static const struct {
+	const char *section, *key;
+	key_parser parse;
+} key_table[] = {
+	{ "signals", "suspend", k_suspend },	   { "signals", "resume", k_resume },
+	{ "lock", "timeout_ms", k_lock_timeout },  { "restore", "gpu_map", k_gpu_map },
+	{ "status", "dir", k_status_dir },	   { "log", "level", k_log_level },
+	{ "log", "target", k_log_target },	   { "hooks", "on_suspended", k_on_suspended },
+	{ "hooks", "on_resumed", k_on_resumed },   { "hooks", "on_failure", k_on_failure },
+	{ "hooks", "timeout_ms", k_hook_timeout },
+};
+#define N_KEYS (sizeof(key_table) / sizeof(key_table[0]))
+
+static int on_ini_key(void *user, const char *section, const char *name, const char *value)
+{
+	struct load_ctx *x = user;
+	bool section_known = false;
+	char why[CN_ERR_LEN - 64];
+
+	for (size_t i = 0; i < N_KEYS; i++) {
+		if (strcmp(section, key_table[i].section) != 0)
+			continue;
+		section_known = true;
+		if (strcmp(name, key_table[i].key) != 0)
+			continue;
+		if (x->seen & (1u << i)) {
+			snprintf(why, sizeof(why),
+				 "given more than once (an indented line continues the key above)");
+		} else {
+			x->seen |= 1u << i;
+			if (key_table[i].parse(x->c, value, why, sizeof(why)) == 0)
+				return 1;
+		}
+		snprintf(x->msg, sizeof(x->msg), "%s.%s: %s", section, name, why);
+		x->msg_line = x->line;
+		return 0;
+	}
+	snprintf(x->msg, sizeof(x->msg), "%s.%s: unknown %s", section, name,
+		 section_known ? "key" : "section");
+	x->msg_line = x->line;
+	return 0;
+}
+
+int cn_config_load(struct cn_config *c, const char *path, char *err, size_t errlen)
+{
+	struct load_ctx x = { .c = c, .path = path };
+	int r;
+
+	cn_config_defaults(c);
+	if (strlen(path) >= sizeof(c->path)) {
+		snprintf(err, errlen, "%s: path too long", path);
+		return -ENAMETOOLONG;
+	}
+	strcpy(c->path, path);
+	x.f = fopen(path, "re");
+	if (!x.f) {
+		r = -errno;
+		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		return r;
+	}
+	r = ini_parse_stream(counting_reader, &x, on_ini_key, &x);
+	fclose(x.f);
+	if (x.long_line && (r == 0 || x.long_line <= r)) {
+		snprintf(err, errlen, "%s:%d: line longer than %d characters", path, x.long_line,
+			 INI_MAX_LINE - 2);
+		return -EINVAL;
+	}
+	if (r < 0) {
+		snprintf(err, errlen, "%s: cannot read", path);
+		return -EIO;
+	}
+	if (r > 0) {
+		if (x.msg[0] && x.msg_line == r)
+			snprintf(err, errlen, "%s:%d: %s", path, r, x.msg);
+		else
+			snprintf(err, errlen, "%s:%d: syntax error: expected [section] or key = value",
+				 path, r);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int cn_config_load_env(struct cn_config *c, char *err, size_t errlen)
+{
+	const char *p = secure_getenv("CUDANAP_CONFIG");
+
+	if (!p || !*p) {
+		cn_config_defaults(c);
+		return 0;
+	}
+	return cn_config_load(c, p, err, errlen);
+}
+
+int cn_status_dir_prepare(const char *dir, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		int e = errno;
+
+		snprintf(err, errlen, "status dir %s: cannot create: %s", dir, strerror(e));
+		return -e;
+	}
+	if (lstat(dir, &st) < 0) {
+		int e = errno;
+
+		snprintf(err, errlen, "status dir %s: %s", dir, strerror(e));
+		return -e;
+	}
+	if (S_ISLNK(st.st_mode) || !S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "status dir %s: is a symlink or not a directory; refusing",
+			 dir);
+		return -ENOTDIR;
+	}
+	if (st.st_uid != geteuid()) {
+		snprintf(err, errlen, "status dir %s: owned by uid %u, not by you; refusing", dir,
+			 (unsigned)st.st_uid);
+		return -EPERM;
+	}
+	if (st.st_mode & 022) {
+		snprintf(err, errlen, "status dir %s: mode %03o lets others write; chmod 700 it", dir,
+			 (unsigned)(st.st_mode & 0777));
+		return -EPERM;
+	}
+	return 0;
+}

@@ -1,0 +1,297 @@
+/* status: format, parse and atomically replace the status file (see cn_status.h). */
+#define _GNU_SOURCE
+#include "cn_status.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *const cn_step_names[CN_STEPS] = { "lock_ms", "checkpoint_ms", "restore_ms",
+					      "unlock_ms" };
+
+void cn_status_init(struct cn_status *s, int pid)
+{
+	memset(s, 0, sizeof(*s));
+	s->pid = pid;
+	for (int i = 0; i < CN_STEPS; i++)
+		s->step_ms[i] = -1;
+	s->total_ms = -1;
+}
+
+/* JSON string escaping into a bounded buffer; returns bytes written or -1 when it does not fit. */
+static int put_str(char *out, size_t len, const char *s)
+{
+	size_t o = 0;
+
+	if (len < 3)
+		return -1;
+	out[o++] = '"';
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		char esc[8];
+		size_t n;
+
+		if (ch == '"' || ch == '\\')
+			n = (size_t)snprintf(esc, sizeof(esc), "\\%c", ch);
+		else if (ch < 0x20)
+			n = (size_t)snprintf(esc, sizeof(esc), "\\u%04x", ch);
+		else
+			n = (size_t)snprintf(esc, sizeof(esc), "%c", ch);
+		if (o + n + 2 > len)
+			return -1;
+		memcpy(out + o, esc, n);
+		o += n;
+	}
+	out[o++] = '"';
+	out[o] = '\0';
+	return (int)o;
+}
+
+int cn_status_format(const struct cn_status *s, char *buf, size_t len)
+{
+	char cmd[600], msg[700];
+	size_t o;
+	int n;
+
+	if (put_str(cmd, sizeof(cmd), s->command) < 0 || put_str(msg, sizeof(msg), s->message) < 0)
+		return -ENOSPC;
+	n = snprintf(buf, len,
+		     "{\"pid\":%d,\"starttime\":%llu,\"command\":%s,\"state\":\"%s\",\"busy\":%s,"
+		     "\"seq\":%lu,\"action\":\"%s\",\"result\":\"%s\",\"message\":%s",
+		     s->pid, s->starttime, cmd, s->state, s->busy ? "true" : "false", s->seq,
+		     s->action, s->result, msg);
+	if (n < 0 || (size_t)n >= len)
+		return -ENOSPC;
+	o = (size_t)n;
+	for (int i = 0; i <= CN_STEPS; i++) {
+		double v = i < CN_STEPS ? s->step_ms[i] : s->total_ms;
+		const char *k = i < CN_STEPS ? cn_step_names[i] : "total_ms";
+
+		if (v < 0)
+			n = snprintf(buf + o, len - o, ",\"%s\":null", k);
+		else
+			n = snprintf(buf + o, len - o, ",\"%s\":%.3f", k, v);
+		if (n < 0 || (size_t)n >= len - o)
+			return -ENOSPC;
+		o += (size_t)n;
+	}
+	n = snprintf(buf + o, len - o,
+		     ",\"timestamp\":\"%s\",\"suspend_signal\":%d,\"resume_signal\":%d}\n",
+		     s->timestamp, s->suspend_signal, s->resume_signal);
+	if (n < 0 || (size_t)n >= len - o)
+		return -ENOSPC;
+	return (int)(o + (size_t)n);
+}
+
+/* ---- parsing: a flat object of strings, numbers, booleans and nulls ---- */
+
+static const char *skip_ws(const char *p)
+{
+	while (isspace((unsigned char)*p))
+		p++;
+	return p;
+}
+
+static const char *get_str(const char *p, char *out, size_t len)
+{
+	size_t o = 0;
+
+	if (*p++ != '"')
+		return NULL;
+	while (*p && *p != '"') {
+		char ch = *p++;
+
+		if (ch == '\\') {
+			ch = *p++;
+			if (ch == 'u') {
+				char hex[5] = { 0 };
+
+				if (strlen(p) < 4)
+					return NULL;
+				memcpy(hex, p, 4);
+				ch = (char)strtol(hex, NULL, 16);
+				p += 4;
+			} else if (ch == 'n') {
+				ch = '\n';
+			} else if (ch == 't') {
+				ch = '\t';
+			} else if (ch != '"' && ch != '\\' && ch != '/') {
+				return NULL;
+			}
+		}
+		if (o + 1 < len)
+			out[o++] = ch;
+	}
+	if (*p != '"')
+		return NULL;
+	out[o] = '\0';
+	return p + 1;
+}
+
+/* Truncating copy: a too-long field from an edited file must not break the reader. */
+static void copy_field(char *dst, size_t len, const char *v)
+{
+	size_t n = strnlen(v, len - 1);
+
+	memcpy(dst, v, n);
+	dst[n] = '\0';
+}
+
+static void set_field(struct cn_status *s, const char *key, const char *v, bool is_null)
+{
+	if (strcmp(key, "pid") == 0)
+		s->pid = atoi(v);
+	else if (strcmp(key, "starttime") == 0)
+		s->starttime = strtoull(v, NULL, 10);
+	else if (strcmp(key, "command") == 0)
+		copy_field(s->command, sizeof(s->command), v);
+	else if (strcmp(key, "state") == 0)
+		copy_field(s->state, sizeof(s->state), v);
+	else if (strcmp(key, "busy") == 0)
+		s->busy = strcmp(v, "true") == 0;
+	else if (strcmp(key, "seq") == 0)
+		s->seq = strtoul(v, NULL, 10);
+	else if (strcmp(key, "action") == 0)
+		copy_field(s->action, sizeof(s->action), v);
+	else if (strcmp(key, "result") == 0)
+		copy_field(s->result, sizeof(s->result), v);
+	else if (strcmp(key, "message") == 0)
+		copy_field(s->message, sizeof(s->message), v);
+	else if (strcmp(key, "total_ms") == 0)
+		s->total_ms = is_null ? -1 : strtod(v, NULL);
+	else if (strcmp(key, "timestamp") == 0)
+		copy_field(s->timestamp, sizeof(s->timestamp), v);
+	else if (strcmp(key, "suspend_signal") == 0)
+		s->suspend_signal = atoi(v);
+	else if (strcmp(key, "resume_signal") == 0)
+		s->resume_signal = atoi(v);
+	for (int i = 0; i < CN_STEPS; i++)
+		if (strcmp(key, cn_step_names[i]) == 0)
+			s->step_ms[i] = is_null ? -1 : strtod(v, NULL);
+}
+
+int cn_status_parse(const char *buf, struct cn_status *s)
+{
+	const char *p = skip_ws(buf);
+	char key[32], val[700];
+
+	cn_status_init(s, 0);
+	if (*p++ != '{')
+		return -EINVAL;
+	for (p = skip_ws(p); *p != '}'; p = skip_ws(p)) {
+		bool is_null = false;
+
+		p = get_str(p, key, sizeof(key));
+		if (!p)
+			return -EINVAL;
+		p = skip_ws(p);
+		if (*p++ != ':')
+			return -EINVAL;
+		p = skip_ws(p);
+		if (*p == '"') {
+			p = get_str(p, val, sizeof(val));
+			if (!p)
+				return -EINVAL;
+		} else {
+			size_t n = strcspn(p, ",} \t\r\n");
+
+			if (n == 0 || n >= sizeof(val))
+				return -EINVAL;
+			memcpy(val, p, n);
+			val[n] = '\0';
+			is_null = strcmp(val, "null") == 0;
+			p += n;
+		}
+		set_field(s, key, val, is_null);
+		p = skip_ws(p);
+		if (*p == ',')
+			p++;
+		else if (*p != '}')
+			return -EINVAL;
+	}
+	return s->pid > 0 ? 0 : -EINVAL;
+}
+
+/* ---- files ---- */
+
+int cn_status_write(const char *dir, const struct cn_status *s)
+{
+	char path[4200], tmp[4200], buf[CN_STATUS_MAX];
+	int n = cn_status_format(s, buf, sizeof(buf)), fd, r = 0;
+
+	if (n < 0)
+		return n;
+	snprintf(path, sizeof(path), "%s/%d.json", dir, s->pid);
+	snprintf(tmp, sizeof(tmp), "%s/.%d.json.tmp", dir, s->pid);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, buf, (size_t)n) != n)
+		r = errno ? -errno : -EIO;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0)
+		unlink(tmp);
+	return r;
+}
+
+int cn_status_read(const char *dir, int pid, struct cn_status *s)
+{
+	char path[4200], buf[CN_STATUS_MAX];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%d.json", dir, pid);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return cn_status_parse(buf, s);
+}
+
+int cn_status_remove(const char *dir, int pid)
+{
+	char path[4200];
+
+	snprintf(path, sizeof(path), "%s/%d.json", dir, pid);
+	return unlink(path) < 0 ? -errno : 0;
+}
+
+unsigned long long cn_proc_starttime(int pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long v = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* The command name may hold spaces and parens: count fields after the last ')'. */
+	p = strrchr(buf, ')');
+	if (!p)
+		return 0;
+	for (int field = 2; field < 22 && p; field++)
+		p = strchr(p + 1, ' ');
+	if (p)
+		v = strtoull(p + 1, NULL, 10);
+	return v;
+}

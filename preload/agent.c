@@ -1,0 +1,368 @@
+/* agent: the helper thread inside the target, and the state machine of cudanap.
+ *
+ * It waits on the wake pipe that the signal handler writes to, works out which state the signals
+ * asked for, asks the controller for the driver calls that get there, and reports the outcome:
+ * status file first, then one log line, then the hook. It is the only writer of the status file and
+ * the only thread of ours in the target; it never calls libcuda itself. */
+#define _GNU_SOURCE
+#include "agent.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cn_status.h"
+#include "cuda_abi.h"
+#include "hooks.h"
+#include "log.h"
+#include "proto.h"
+
+static struct {
+	struct cn_config cfg; /* reloaded at each resume */
+	int wake_fd, sock;
+	struct cn_status st;
+	atomic_bool exiting;
+} ag;
+
+static const char *state_name(int s)
+{
+	switch (s) {
+	case CN_STATE_RUNNING:
+		return "running";
+	case CN_STATE_LOCKED:
+		return "locked";
+	case CN_STATE_CHECKPOINTED:
+		return "checkpointed";
+	case CN_STATE_FAILED:
+		return "failed";
+	}
+	return NULL;
+}
+
+static void publish(void)
+{
+	struct timespec ts;
+	struct tm tm;
+	char when[24];
+
+	if (atomic_load(&ag.exiting))
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(ag.st.timestamp, sizeof(ag.st.timestamp), "%s.%03dZ", when,
+		 (int)(ts.tv_nsec / 1000000));
+	if (cn_status_write(ag.cfg.status_dir, &ag.st) < 0)
+		cn_log(&ag.cfg, CN_LOG_DEBUG, "cannot write status in %s", ag.cfg.status_dir);
+}
+
+/* One request, one answer. A controller that is gone leaves CN_RES_IO and the state unknown. */
+static int call(uint32_t op, struct cn_resp *resp)
+{
+	struct cn_req req;
+	ssize_t n;
+
+	memset(&req, 0, sizeof(req));
+	req.op = op;
+	req.timeout_ms = ag.cfg.lock_timeout_ms;
+	if (op == CN_OP_RESTORE) {
+		req.n_pairs = ag.cfg.n_pairs;
+		memcpy(req.pairs, ag.cfg.pairs, sizeof(req.pairs));
+	}
+	memset(resp, 0, sizeof(*resp));
+	n = send(ag.sock, &req, sizeof(req), MSG_NOSIGNAL);
+	if (n == (ssize_t)sizeof(req)) {
+		do
+			n = recv(ag.sock, resp, sizeof(*resp), 0);
+		while (n < 0 && errno == EINTR);
+	}
+	if (n != (ssize_t)sizeof(*resp)) {
+		resp->result = CN_RES_IO;
+		resp->state = CN_STATE_UNKNOWN;
+		snprintf(resp->name, sizeof(resp->name), "CONTROLLER_GONE");
+		snprintf(resp->message, sizeof(resp->message),
+			 "the cudanap controller process is gone; the process's CUDA state is "
+			 "unknown");
+		return -1;
+	}
+	return resp->result == CUDA_SUCCESS ? 0 : -1;
+}
+
+static void begin(const char *action)
+{
+	snprintf(ag.st.action, sizeof(ag.st.action), "%s", action);
+	ag.st.busy = true;
+	ag.st.result[0] = ag.st.message[0] = '\0';
+	for (int i = 0; i < CN_STEPS; i++)
+		ag.st.step_ms[i] = -1;
+	ag.st.total_ms = -1;
+	publish();
+}
+
+static void fmt_secs(double ms, char *buf, size_t len)
+{
+	if (ms < 1000)
+		snprintf(buf, len, "%.1f ms", ms);
+	else
+		snprintf(buf, len, "%.2f s", ms / 1000);
+}
+
+/* Record the outcome, then tell: status file, log line, hook, in that order. */
+static void finish(const struct cn_resp *r, const char *what, const char *message)
+{
+	const char *hook = NULL, *event;
+	const char *st = state_name(r->state);
+	bool ok = r->result == CUDA_SUCCESS;
+	char total[32], steps[160] = "";
+	size_t o = 0;
+
+	if (r->result == CUDA_ERROR_NOT_INITIALIZED || r->result == CN_RES_NO_DRIVER)
+		st = "no-cuda";
+	if (st)
+		snprintf(ag.st.state, sizeof(ag.st.state), "%s", st);
+	ag.st.busy = false;
+	ag.st.seq++;
+	snprintf(ag.st.result, sizeof(ag.st.result), "%s", ok ? "ok" : r->name);
+	snprintf(ag.st.message, sizeof(ag.st.message), "%s", message);
+	ag.st.total_ms = 0;
+	for (int i = 0; i < CN_STEPS; i++) {
+		char t[32];
+
+		if (ag.st.step_ms[i] < 0)
+			continue;
+		ag.st.total_ms += ag.st.step_ms[i];
+		fmt_secs(ag.st.step_ms[i], t, sizeof(t));
+		o += (size_t)snprintf(steps + o, sizeof(steps) - o, "%s%.*s %s", o ? ", " : "",
+				      (int)strcspn(cn_step_names[i], "_"), cn_step_names[i], t);
+	}
+	publish();
+
+	fmt_secs(ag.st.total_ms, total, sizeof(total));
+	if (ok && o)
+		cn_log(&ag.cfg, CN_LOG_INFO, "%s in %s (%s)", what, total, steps);
+	else if (ok || r->result == CUDA_ERROR_NOT_INITIALIZED)
+		cn_log(&ag.cfg, CN_LOG_INFO, "%s", message);
+	else
+		cn_log(&ag.cfg, CN_LOG_ERROR, "%s failed: %s: %s; state %s", ag.st.action,
+		       r->name, message, ag.st.state);
+
+	event = ag.st.action;
+	if (!ok && r->result != CUDA_ERROR_NOT_INITIALIZED)
+		hook = ag.cfg.on_failure, event = "failure";
+	else if (ok && strcmp(what, "suspended") == 0)
+		hook = ag.cfg.on_suspended, event = "suspended";
+	else if (ok && strcmp(what, "resumed") == 0)
+		hook = ag.cfg.on_resumed, event = "resumed";
+	if (hook && hook[0]) {
+		int rc = cn_hook_run(&ag.cfg, hook, event, ag.st.state, ag.st.result);
+
+		if (rc == -ETIMEDOUT)
+			cn_log(&ag.cfg, CN_LOG_ERROR, "%s hook killed after %u ms", event,
+			       ag.cfg.hook_timeout_ms);
+		else if (rc != 0)
+			cn_log(&ag.cfg, CN_LOG_ERROR, "%s hook exited with %d", event, rc);
+	}
+}
+
+static void step(enum cn_step s, const struct cn_resp *r)
+{
+	ag.st.step_ms[s] = r->elapsed_ms;
+}
+
+static void suspend(void)
+{
+	struct cn_resp r, u;
+	char msg[320];
+
+	begin("suspend");
+	if (call(CN_OP_STATE, &r) < 0) {
+		finish(&r, "suspend",
+		       r.result == CUDA_ERROR_NOT_INITIALIZED
+			       ? "this process has not initialised CUDA: nothing to suspend"
+			       : r.message);
+		return;
+	}
+	if (r.state == CN_STATE_CHECKPOINTED) {
+		finish(&r, "already", "already suspended");
+		return;
+	}
+	if (r.state == CN_STATE_RUNNING) {
+		if (call(CN_OP_LOCK, &r) < 0) {
+			if (r.result == CUDA_ERROR_NOT_READY)
+				snprintf(msg, sizeof(msg),
+					 "lock timed out after %u ms: GPU work still running "
+					 "([lock] timeout_ms); the process keeps running",
+					 ag.cfg.lock_timeout_ms);
+			else
+				snprintf(msg, sizeof(msg), "lock: %s", r.message);
+			finish(&r, "suspend", msg);
+			return;
+		}
+		step(CN_STEP_LOCK, &r);
+	}
+	if (call(CN_OP_CHECKPOINT, &r) < 0) {
+		/* The driver leaves the process LOCKED after a failed checkpoint (measured with
+		 * managed memory, DESIGN.md): unlock it so that it runs on. */
+		snprintf(msg, sizeof(msg), "checkpoint: %s", r.message);
+		call(CN_OP_UNLOCK, &u);
+		step(CN_STEP_UNLOCK, &u);
+		if (u.result != CUDA_SUCCESS)
+			snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg),
+				 "; unlock after it failed too: %s", u.name);
+		r.state = u.state;
+		finish(&r, "suspend", msg);
+		return;
+	}
+	step(CN_STEP_CHECKPOINT, &r);
+	finish(&r, "suspended", "suspended");
+}
+
+static void resume(void)
+{
+	struct cn_config fresh;
+	char err[CN_ERR_LEN];
+	struct cn_resp r;
+
+	begin("resume");
+	/* Re-read the INI so that a scheduler can change gpu_map while the job sleeps. The
+	 * signals and the status dir stay as they were at start. */
+	if (ag.cfg.path[0]) {
+		if (cn_config_load(&fresh, ag.cfg.path, err, sizeof(err)) < 0) {
+			memset(&r, 0, sizeof(r));
+			r.result = CN_RES_CONFIG;
+			r.state = CN_STATE_UNKNOWN;
+			snprintf(r.name, sizeof(r.name), "CONFIG_ERROR");
+			finish(&r, "resume", err);
+			return;
+		}
+		fresh.suspend_signal = ag.cfg.suspend_signal;
+		fresh.resume_signal = ag.cfg.resume_signal;
+		memcpy(fresh.status_dir, ag.cfg.status_dir, sizeof(fresh.status_dir));
+		ag.cfg = fresh;
+	}
+	if (call(CN_OP_STATE, &r) < 0) {
+		finish(&r, "resume",
+		       r.result == CUDA_ERROR_NOT_INITIALIZED
+			       ? "this process has not initialised CUDA: nothing to resume"
+			       : r.message);
+		return;
+	}
+	if (r.state == CN_STATE_RUNNING) {
+		finish(&r, "already", "already running");
+		return;
+	}
+	if (r.state == CN_STATE_CHECKPOINTED) {
+		if (call(CN_OP_RESTORE, &r) < 0) {
+			char msg[320];
+
+			snprintf(msg, sizeof(msg), "restore: %s", r.message);
+			finish(&r, "resume", msg);
+			return;
+		}
+		step(CN_STEP_RESTORE, &r);
+	}
+	if (call(CN_OP_UNLOCK, &r) < 0) {
+		char msg[320];
+
+		snprintf(msg, sizeof(msg), "unlock: %s", r.message);
+		finish(&r, "resume", msg);
+		return;
+	}
+	step(CN_STEP_UNLOCK, &r);
+	finish(&r, "resumed", "resumed");
+}
+
+/* Drain every pending byte and fold them into one wish: the last signal wins, toggles flip. */
+static int wanted(bool suspended_now)
+{
+	bool want = suspended_now;
+	char buf[256];
+	ssize_t n;
+
+	while ((n = read(ag.wake_fd, buf, sizeof(buf))) > 0)
+		for (ssize_t i = 0; i < n; i++)
+			want = buf[i] == CN_WAKE_SUSPEND ? true
+			       : buf[i] == CN_WAKE_RESUME ? false
+							   : !want;
+	return want;
+}
+
+static void *agent_main(void *arg)
+{
+	struct pollfd p = { .fd = ag.wake_fd, .events = POLLIN };
+
+	(void)arg;
+	publish();
+	for (;;) {
+		bool suspended_now = strcmp(ag.st.state, "checkpointed") == 0;
+		bool want;
+
+		if (poll(&p, 1, -1) < 0)
+			continue;
+		want = wanted(suspended_now);
+		if (want)
+			suspend();
+		else
+			resume();
+	}
+	return NULL;
+}
+
+int cn_agent_start(const struct cn_config *cfg, int wake_fd, int sock)
+{
+	sigset_t all, old;
+	pthread_attr_t at;
+	pthread_t t;
+	int r;
+
+	ag.cfg = *cfg;
+	ag.wake_fd = wake_fd;
+	ag.sock = sock;
+	cn_status_init(&ag.st, (int)getpid());
+	ag.st.starttime = cn_proc_starttime(ag.st.pid);
+	ag.st.suspend_signal = cfg->suspend_signal;
+	ag.st.resume_signal = cfg->resume_signal;
+	{
+		char buf[256] = "";
+		int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : 0;
+
+		if (fd >= 0)
+			close(fd);
+		for (ssize_t i = 0; i + 1 < n; i++)
+			if (buf[i] == '\0')
+				buf[i] = ' ';
+		snprintf(ag.st.command, sizeof(ag.st.command), "%s", buf);
+	}
+	snprintf(ag.st.state, sizeof(ag.st.state), "running");
+	snprintf(ag.st.action, sizeof(ag.st.action), "start");
+	snprintf(ag.st.result, sizeof(ag.st.result), "ok");
+
+	/* The thread inherits a full mask so that the app's signals go to the app's threads; the
+	 * caller's own mask is put back at once. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&at, 256 * 1024);
+	r = pthread_create(&t, &at, agent_main, NULL);
+	pthread_attr_destroy(&at);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r == 0)
+		pthread_setname_np(t, "cudanap");
+	return -r;
+}
+
+void cn_agent_exit(void)
+{
+	atomic_store(&ag.exiting, true);
+	cn_status_remove(ag.cfg.status_dir, ag.st.pid);
+}

@@ -1,0 +1,405 @@
+/* controller: the helper process that drives the CUDA checkpoint API on the target.
+ *
+ * Forked (twice, so that the app never sees it as a child) from the target's constructor before the
+ * app can initialise CUDA. It is the only code in cudanap that loads libcuda. It serves one request
+ * at a time from the agent over a SOCK_SEQPACKET socket and exits when the target's end closes.
+ * It must never return into the app's code: every path ends in _exit(). */
+#define _GNU_SOURCE
+#include "controller.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cuda_abi.h"
+#include "proto.h"
+
+/* The driver entry points, looked up once by name. */
+static struct {
+	CUresult (*init)(unsigned);
+	CUresult (*get_error_name)(CUresult, const char **);
+	CUresult (*get_error_string)(CUresult, const char **);
+	CUresult (*device_get_count)(int *);
+	CUresult (*device_get)(CUdevice *, int);
+	CUresult (*device_get_uuid)(CUuuid *, CUdevice);
+	CUresult (*device_get_attribute)(int *, int, CUdevice);
+	CUresult (*get_state)(int, int *);
+	CUresult (*lock)(int, CUcheckpointLockArgs *);
+	CUresult (*checkpoint)(int, CUcheckpointCheckpointArgs *);
+	CUresult (*restore)(int, CUcheckpointRestoreArgs *);
+	CUresult (*unlock)(int, CUcheckpointUnlockArgs *);
+} cu;
+
+static const struct {
+	const char *name;
+	size_t offset;
+} cu_symbols[] = {
+#define SYM(field, name) { name, offsetof(__typeof__(cu), field) }
+	SYM(init, "cuInit"),
+	SYM(get_error_name, "cuGetErrorName"),
+	SYM(get_error_string, "cuGetErrorString"),
+	SYM(device_get_count, "cuDeviceGetCount"),
+	SYM(device_get, "cuDeviceGet"),
+	SYM(device_get_uuid, "cuDeviceGetUuid_v2"),
+	SYM(device_get_attribute, "cuDeviceGetAttribute"),
+	SYM(get_state, "cuCheckpointProcessGetState"),
+	SYM(lock, "cuCheckpointProcessLock"),
+	SYM(checkpoint, "cuCheckpointProcessCheckpoint"),
+	SYM(restore, "cuCheckpointProcessRestore"),
+	SYM(unlock, "cuCheckpointProcessUnlock"),
+#undef SYM
+};
+
+static pid_t target;
+static int loaded;  /* 1 loaded, -1 failed for good */
+static int inited;  /* cuInit called */
+static char load_error[200];
+
+static int load_driver(void)
+{
+	const char *path = getenv("CUDANAP_LIBCUDA");
+	void *h;
+
+	if (loaded)
+		return loaded > 0 ? 0 : -1;
+	loaded = -1;
+	if (!path || !*path)
+		path = "libcuda.so.1";
+	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		snprintf(load_error, sizeof(load_error),
+			 "cannot load the CUDA driver (%s): %s; is the NVIDIA driver installed?", path,
+			 dlerror());
+		return -1;
+	}
+	for (size_t i = 0; i < sizeof(cu_symbols) / sizeof(cu_symbols[0]); i++) {
+		void *f = dlsym(h, cu_symbols[i].name);
+
+		if (!f) {
+			snprintf(load_error, sizeof(load_error),
+				 "the CUDA driver %s has no %s: driver 555 or newer is needed", path,
+				 cu_symbols[i].name);
+			return -1;
+		}
+		memcpy((char *)&cu + cu_symbols[i].offset, &f, sizeof(f));
+	}
+	loaded = 1;
+	return 0;
+}
+
+/* Restore needs cuInit (or persistence mode), and device enumeration needs it. The rest of the
+ * checkpoint API works without it (measured, DESIGN.md), so the first suspend does not pay it. */
+static void ensure_init(void)
+{
+	if (!inited) {
+		inited = 1;
+		cu.init(0);
+	}
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void describe(struct cn_resp *resp, CUresult r)
+{
+	const char *name = NULL, *text = NULL;
+
+	resp->result = r;
+	if (cu.get_error_name(r, &name) != CUDA_SUCCESS || !name)
+		name = "CUDA_ERROR_UNKNOWN";
+	if (cu.get_error_string(r, &text) != CUDA_SUCCESS || !text)
+		text = "unknown error";
+	snprintf(resp->name, sizeof(resp->name), "%s", name);
+	snprintf(resp->message, sizeof(resp->message), "%s", text);
+}
+
+static void fail(struct cn_resp *resp, int code, const char *name, const char *msg)
+{
+	resp->result = code;
+	snprintf(resp->name, sizeof(resp->name), "%s", name);
+	snprintf(resp->message, sizeof(resp->message), "%s", msg);
+}
+
+/* ---- gpu_map: indices and UUIDs to a complete list of UUID pairs ---- */
+
+struct gpu {
+	int pci_domain, pci_bus, pci_dev;
+	CUuuid uuid;
+};
+
+static int gpu_cmp(const void *a, const void *b)
+{
+	const struct gpu *x = a, *y = b;
+
+	if (x->pci_domain != y->pci_domain)
+		return x->pci_domain - y->pci_domain;
+	if (x->pci_bus != y->pci_bus)
+		return x->pci_bus - y->pci_bus;
+	return x->pci_dev - y->pci_dev;
+}
+
+/* Every GPU the driver sees, in PCI bus order: the order nvidia-smi numbers them in. */
+static int list_gpus(struct gpu *g, int *n, char *why, size_t len)
+{
+	int count = 0;
+
+	ensure_init();
+	if (cu.device_get_count(&count) != CUDA_SUCCESS || count <= 0) {
+		snprintf(why, len, "the driver reports no GPUs");
+		return -1;
+	}
+	if (count > CN_MAX_GPUS)
+		count = CN_MAX_GPUS;
+	for (int i = 0; i < count; i++) {
+		CUdevice d;
+
+		if (cu.device_get(&d, i) || cu.device_get_uuid(&g[i].uuid, d) ||
+		    cu.device_get_attribute(&g[i].pci_domain, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, d) ||
+		    cu.device_get_attribute(&g[i].pci_bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, d) ||
+		    cu.device_get_attribute(&g[i].pci_dev, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, d)) {
+			snprintf(why, len, "cannot query GPU %d", i);
+			return -1;
+		}
+	}
+	qsort(g, (size_t)count, sizeof(g[0]), gpu_cmp);
+	*n = count;
+	return 0;
+}
+
+static int resolve_ref(const struct cn_gpu_ref *r, const struct gpu *g, int n, char *why,
+		       size_t len)
+{
+	char s[CN_UUID_STR_LEN];
+
+	if (r->index >= 0) {
+		if (r->index < n)
+			return r->index;
+		snprintf(why, len, "gpu_map names GPU %d, but this machine has GPUs 0-%d", r->index,
+			 n - 1);
+		return -1;
+	}
+	for (int i = 0; i < n; i++)
+		if (memcmp(g[i].uuid.bytes, r->uuid, 16) == 0)
+			return i;
+	cn_uuid_format(r->uuid, s);
+	snprintf(why, len, "gpu_map names %s, which this machine does not have", s);
+	return -1;
+}
+
+/* The driver wants every GPU in the list: complete it with identity pairs where that is
+ * unambiguous, i.e. for GPUs that are neither moved nor a destination. */
+static int resolve_map(const struct cn_gpu_pair *pairs, unsigned n_pairs, const struct gpu *g,
+		       int n, CUcheckpointGpuPair *out, char *why, size_t len)
+{
+	int dest[CN_MAX_GPUS], src_of[CN_MAX_GPUS];
+
+	for (int i = 0; i < n; i++)
+		src_of[i] = dest[i] = -1;
+	for (unsigned p = 0; p < n_pairs; p++) {
+		int a = resolve_ref(&pairs[p].from, g, n, why, len);
+		int b = a < 0 ? -1 : resolve_ref(&pairs[p].to, g, n, why, len);
+
+		if (b < 0)
+			return -1;
+		if (dest[a] >= 0 || src_of[b] >= 0) {
+			snprintf(why, len, "gpu_map moves GPU %d twice or puts two GPUs onto GPU %d",
+				 a, b);
+			return -1;
+		}
+		dest[a] = b;
+		src_of[b] = a;
+	}
+	for (int i = 0; i < n; i++) {
+		if (dest[i] >= 0)
+			continue;
+		if (src_of[i] >= 0) {
+			snprintf(why, len,
+				 "gpu_map moves GPU %d onto GPU %d but says nothing of where GPU %d "
+				 "goes; add %d=N",
+				 src_of[i], i, i, i);
+			return -1;
+		}
+		dest[i] = i;
+	}
+	for (int i = 0; i < n; i++) {
+		out[i].oldUuid = g[i].uuid;
+		out[i].newUuid = g[dest[i]].uuid;
+	}
+	return n;
+}
+
+static CUresult do_restore(const struct cn_req *req, struct cn_resp *resp)
+{
+	CUcheckpointGpuPair list[CN_MAX_GPUS];
+	CUcheckpointRestoreArgs args;
+	struct gpu g[CN_MAX_GPUS];
+	char why[200];
+	int n = 0;
+
+	ensure_init();
+	memset(&args, 0, sizeof(args));
+	if (req->n_pairs > 0) {
+		if (req->n_pairs > CN_MAX_GPUS || list_gpus(g, &n, why, sizeof(why)) < 0 ||
+		    (n = resolve_map(req->pairs, req->n_pairs, g, n, list, why, sizeof(why))) <
+			    0) {
+			if (req->n_pairs > CN_MAX_GPUS)
+				snprintf(why, sizeof(why), "too many pairs");
+			fail(resp, CN_RES_BAD_MAP, "BAD_GPU_MAP", why);
+			return CUDA_ERROR_INVALID_VALUE;
+		}
+		args.gpuPairs = list;
+		args.gpuPairsCount = (unsigned)n;
+	}
+	return cu.restore(target, &args);
+}
+
+static void serve(const struct cn_req *req, struct cn_resp *resp)
+{
+	CUresult r = CUDA_SUCCESS;
+	double t0;
+	int st = -1;
+
+	memset(resp, 0, sizeof(*resp));
+	resp->state = CN_STATE_UNKNOWN;
+	if (load_driver() < 0) {
+		fail(resp, CN_RES_NO_DRIVER, "NO_DRIVER", load_error);
+		return;
+	}
+	t0 = now_ms();
+	switch (req->op) {
+	case CN_OP_STATE:
+		break;
+	case CN_OP_LOCK: {
+		CUcheckpointLockArgs a = { .timeoutMs = req->timeout_ms };
+
+		r = cu.lock(target, &a);
+		break;
+	}
+	case CN_OP_CHECKPOINT: {
+		CUcheckpointCheckpointArgs a = { { 0 } };
+
+		r = cu.checkpoint(target, &a);
+		break;
+	}
+	case CN_OP_RESTORE:
+		r = do_restore(req, resp);
+		break;
+	case CN_OP_UNLOCK: {
+		CUcheckpointUnlockArgs a = { { 0 } };
+
+		r = cu.unlock(target, &a);
+		break;
+	}
+	default:
+		r = CUDA_ERROR_INVALID_VALUE;
+	}
+	resp->elapsed_ms = now_ms() - t0;
+	if (req->op == CN_OP_STATE)
+		r = cu.get_state(target, &st);
+	else if (cu.get_state(target, &st) != CUDA_SUCCESS)
+		st = CN_STATE_UNKNOWN;
+	resp->state = st;
+	if (resp->result == 0)
+		describe(resp, r);
+}
+
+/* Keep only fd 3 (our socket); stdio to /dev/null so that `app | tee` sees EOF. */
+static void isolate(int sock)
+{
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	sigset_t all;
+
+	if (sock != 3) {
+		dup2(sock, 3);
+		sock = 3;
+	}
+	if (null >= 0) {
+		dup2(null, 0);
+		dup2(null, 1);
+		dup2(null, 2);
+	}
+	if (close_range(4, ~0U, 0) < 0)
+		for (int fd = 4; fd < 65536; fd++)
+			close(fd);
+	fcntl(3, F_SETFD, FD_CLOEXEC);
+	for (int s = 1; s < NSIG; s++)
+		signal(s, SIG_DFL);
+	sigemptyset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	/* A terminal's Ctrl-C must not kill the controller of an app that survives it. */
+	setsid();
+	prctl(PR_SET_NAME, "cudanap-ctl", 0, 0, 0);
+	/* nvidia-smi numbering is the PCI order over all GPUs, whatever the app was told. */
+	unsetenv("CUDA_VISIBLE_DEVICES");
+	unsetenv("CUDA_DEVICE_ORDER");
+}
+
+static _Noreturn void controller_main(int sock, pid_t target_pid)
+{
+	struct cn_req req;
+	struct cn_resp resp;
+
+	target = target_pid;
+	isolate(sock);
+	for (;;) {
+		ssize_t n = recv(3, &req, sizeof(req), 0);
+
+		if (n == 0)
+			_exit(0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			_exit(1);
+		}
+		if ((size_t)n != sizeof(req)) {
+			memset(&resp, 0, sizeof(resp));
+			fail(&resp, CN_RES_IO, "BAD_REQUEST", "malformed request");
+		} else {
+			serve(&req, &resp);
+		}
+		if (send(3, &resp, sizeof(resp), MSG_NOSIGNAL) < 0)
+			_exit(0);
+	}
+}
+
+int cn_controller_spawn(int *sock_out)
+{
+	pid_t parent = getpid(), mid;
+	int sv[2], status, e;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	mid = fork();
+	if (mid < 0) {
+		e = errno;
+		close(sv[0]);
+		close(sv[1]);
+		return -e;
+	}
+	if (mid == 0) {
+		/* The intermediate exits at once so that init adopts the controller: the app never
+		 * sees a child it did not make in wait(), SIGCHLD or its process list. */
+		if (fork() == 0)
+			controller_main(sv[1], parent);
+		_exit(0);
+	}
+	close(sv[1]);
+	while (waitpid(mid, &status, 0) < 0 && errno == EINTR)
+		;
+	*sock_out = sv[0];
+	return 0;
+}

@@ -1,0 +1,61 @@
+/* cuda_abi: the few driver-API types and values cudanap uses, declared here so that building the
+ * preload needs no CUDA Toolkit. They mirror cuda.h (CUDA 12.8 and 13.0, section CUDA_CHECKPOINT);
+ * the layouts are the driver's ABI and must not change. The test suite's fake driver uses them too. */
+#ifndef CN_CUDA_ABI_H
+#define CN_CUDA_ABI_H
+
+#include <stdint.h>
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef struct {
+	char bytes[16];
+} CUuuid;
+
+enum {
+	CUDA_SUCCESS = 0,
+	CUDA_ERROR_INVALID_VALUE = 1,
+	CUDA_ERROR_OUT_OF_MEMORY = 2,
+	CUDA_ERROR_NOT_INITIALIZED = 3,
+	CUDA_ERROR_NO_DEVICE = 100,
+	CUDA_ERROR_INVALID_DEVICE = 101,
+	CUDA_ERROR_NOT_READY = 600,
+	CUDA_ERROR_ILLEGAL_STATE = 401,
+	CUDA_ERROR_OPERATING_SYSTEM = 304,
+	CUDA_ERROR_NOT_SUPPORTED = 801,
+	CUDA_ERROR_UNKNOWN = 999,
+};
+
+enum {
+	CU_DEVICE_ATTRIBUTE_PCI_BUS_ID = 33,
+	CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID = 34,
+	CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID = 50,
+};
+
+typedef struct {
+	unsigned int timeoutMs;
+	unsigned int reserved0;
+	uint64_t reserved1[7];
+} CUcheckpointLockArgs;
+
+typedef struct {
+	uint64_t reserved[8];
+} CUcheckpointCheckpointArgs;
+
+typedef struct {
+	CUuuid oldUuid;
+	CUuuid newUuid;
+} CUcheckpointGpuPair;
+
+typedef struct {
+	CUcheckpointGpuPair *gpuPairs;
+	unsigned int gpuPairsCount;
+	char reserved[52 - sizeof(CUcheckpointGpuPair *)];
+	uint64_t reserved1;
+} CUcheckpointRestoreArgs;
+
+typedef struct {
+	uint64_t reserved[8];
+} CUcheckpointUnlockArgs;
+
+#endif

@@ -1,0 +1,50 @@
+/* proto: the messages between the helper thread (agent) and the controller, one request and one
+ * answer per SOCK_SEQPACKET datagram. The agent asks, the controller answers; nothing else flows. */
+#ifndef CN_PROTO_H
+#define CN_PROTO_H
+
+#include <stdint.h>
+
+#include "cn_config.h"
+
+enum cn_op {
+	CN_OP_STATE = 1,
+	CN_OP_LOCK,
+	CN_OP_CHECKPOINT,
+	CN_OP_RESTORE,
+	CN_OP_UNLOCK,
+};
+
+/* Results that are not CUDA's own (CUresult values are all >= 0). */
+enum {
+	CN_RES_NO_DRIVER = -1, /* libcuda or its checkpoint API could not be loaded */
+	CN_RES_BAD_MAP = -2,   /* gpu_map does not fit the GPUs this machine has */
+	CN_RES_IO = -3,	       /* the controller went away or sent garbage */
+	CN_RES_CONFIG = -4,    /* the INI, re-read at resume, is broken */
+};
+
+/* Process states as CUprocessState numbers them, plus ours. */
+enum {
+	CN_STATE_UNKNOWN = -1,
+	CN_STATE_RUNNING = 0,
+	CN_STATE_LOCKED = 1,
+	CN_STATE_CHECKPOINTED = 2,
+	CN_STATE_FAILED = 3,
+};
+
+struct cn_req {
+	uint32_t op;
+	uint32_t timeout_ms; /* CN_OP_LOCK */
+	uint32_t n_pairs;    /* CN_OP_RESTORE: the INI's gpu_map, unresolved */
+	struct cn_gpu_pair pairs[CN_MAX_GPUS];
+};
+
+struct cn_resp {
+	int32_t result; /* CUresult, or CN_RES_* */
+	int32_t state;	/* the process's state after the call, CN_STATE_UNKNOWN if unreadable */
+	double elapsed_ms;
+	char name[48];	   /* "CUDA_SUCCESS", "CUDA_ERROR_NOT_READY", "NO_DRIVER", ... */
+	char message[256]; /* human words for the result */
+};
+
+#endif
