@@ -369,6 +369,68 @@ static void print_status(const struct cn_status *s, bool json, bool first)
 	       s->command);
 }
 
+/* Every status dir in use by this user's preloaded processes, so that jobs started with other
+ * INI files show up too. */
+static int add_job_dirs(char (*dirs)[PATH_MAX], int n, int max)
+{
+	DIR *proc = opendir("/proc");
+	struct dirent *e;
+
+	while (proc && (e = readdir(proc)) && n < max) {
+		static char env[65536];
+		char path[300], dir[PATH_MAX];
+		int pid = parse_pid(e->d_name), dup = 0;
+		size_t len;
+		FILE *f;
+
+		if (pid <= 0 || pid == getpid())
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/environ", pid);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		len = fread(env, 1, sizeof(env) - 1, f);
+		fclose(f);
+		env[len] = '\0';
+		if (!memmem(env, len, "libcudanap", 10))
+			continue;
+		status_dir_of(pid, NULL, dir, sizeof(dir));
+		for (int i = 0; i < n; i++)
+			dup |= strcmp(dirs[i], dir) == 0;
+		if (!dup)
+			snprintf(dirs[n++], PATH_MAX, "%s", dir);
+	}
+	if (proc)
+		closedir(proc);
+	return n;
+}
+
+static void list_dir(const char *dir, bool json, bool *first)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	while (d && (e = readdir(d))) {
+		struct cn_status s;
+		int pid = atoi(e->d_name);
+		char name[64];
+
+		snprintf(name, sizeof(name), "%d.json", pid);
+		if (pid <= 0 || strcmp(name, e->d_name) != 0)
+			continue;
+		if (cn_status_read(dir, pid, &s) < 0)
+			continue;
+		if (!alive(&s)) {
+			cn_status_remove(dir, pid);
+			continue;
+		}
+		print_status(&s, json, *first);
+		*first = false;
+	}
+	if (d)
+		closedir(d);
+}
+
 static int cmd_status(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -414,33 +476,20 @@ static int cmd_status(int argc, char **argv)
 			first = false;
 		}
 	} else {
-		DIR *d;
-		struct dirent *e;
+		char dirs[16][PATH_MAX];
+		int n = 0;
 
-		if (cfg)
+		if (cfg) {
 			load_config_or_die(cfg, &conf);
-		else if (cn_config_load_env(&conf, err, sizeof(err)) < 0)
-			cn_config_defaults(&conf);
-		d = opendir(conf.status_dir);
-		while (d && (e = readdir(d))) {
-			struct cn_status s;
-			int pid = atoi(e->d_name);
-			char name[64];
-
-			snprintf(name, sizeof(name), "%d.json", pid);
-			if (pid <= 0 || strcmp(name, e->d_name) != 0)
-				continue;
-			if (cn_status_read(conf.status_dir, pid, &s) < 0)
-				continue;
-			if (!alive(&s)) {
-				cn_status_remove(conf.status_dir, pid);
-				continue;
-			}
-			print_status(&s, json, first);
-			first = false;
+			snprintf(dirs[n++], PATH_MAX, "%s", conf.status_dir);
+		} else {
+			if (cn_config_load_env(&conf, err, sizeof(err)) < 0)
+				cn_config_defaults(&conf);
+			snprintf(dirs[n++], PATH_MAX, "%s", conf.status_dir);
+			n = add_job_dirs(dirs, n, 16);
 		}
-		if (d)
-			closedir(d);
+		for (int i = 0; i < n; i++)
+			list_dir(dirs[i], json, &first);
 	}
 	if (json)
 		printf("]\n");

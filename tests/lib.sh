@@ -1,0 +1,96 @@
+# Shared by the shell tests: TAP output, a scratch dir, a job INI, and driving a test program that
+# answers one line per command over two fifos. Sourced, never run.
+set -u
+
+tap_n=0
+tap_failed=0
+plan() { echo "1..$1"; }
+skip_all() { echo "1..0 # SKIP $*"; exit 0; }
+diag() { printf '# %s\n' "$*"; }
+ok() { # ok STATUS DESCRIPTION
+	tap_n=$((tap_n + 1))
+	if [ "$1" -eq 0 ]; then echo "ok $tap_n - $2"; else echo "not ok $tap_n - $2"; tap_failed=$((tap_failed + 1)); fi
+}
+check() { # check DESCRIPTION COMMAND...
+	local d=$1; shift
+	if "$@"; then ok 0 "$d"; else ok 1 "$d"; fi
+}
+is() { # is GOT WANT DESCRIPTION
+	if [ "$1" = "$2" ]; then ok 0 "$3"; else ok 1 "$3"; diag "got '$1', want '$2'"; fi
+}
+like() { # like GOT REGEX DESCRIPTION
+	if [[ $1 =~ $2 ]]; then ok 0 "$3"; else ok 1 "$3"; diag "got '$1', want /$2/"; fi
+}
+finish() { exit $((tap_failed > 0)); }
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/cudanap-test.XXXXXX")
+mkdir -m 700 "$T/xdg" "$T/status"
+export XDG_RUNTIME_DIR=$T/xdg
+cleanup() {
+	local p
+	for p in $(jobs -p); do kill -9 "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+# write_ini [EXTRA LINES...]: $T/job.ini with the status dir in $T and the given lines on top.
+write_ini() {
+	{ printf '%s\n' "$@"; printf '[status]\ndir = %s\n' "$T/status"; } > "$T/job.ini"
+}
+
+# start NAME CMD...: run CMD under `cudanap run -c $T/job.ini`, stdin/stdout on fifos; sets
+# NAME_pid, NAME_in, NAME_out, and waits for its first line "ready PID".
+start() {
+	local name=$1 fin fout line; shift
+	rm -f "$T/$name.in" "$T/$name.out"
+	mkfifo "$T/$name.in" "$T/$name.out"
+	"$CUDANAP" run -c "$T/job.ini" -- "$@" < "$T/$name.in" > "$T/$name.out" 2>> "$T/$name.err" &
+	printf -v "${name}_pid" '%s' $!
+	exec {fin}> "$T/$name.in"
+	exec {fout}< "$T/$name.out"
+	printf -v "${name}_in" '%s' "$fin"
+	printf -v "${name}_out" '%s' "$fout"
+	read -r -t 20 -u "$fout" line || line=
+	[ "${line%% *}" = ready ]
+}
+
+# ask NAME COMMAND [TIMEOUT]: send one command, put the answer in $REPLY ("" on timeout).
+ask() {
+	local fin fout
+	eval "fin=\$${1}_in fout=\$${1}_out"
+	echo "$2" >&"$fin"
+	REPLY=
+	read -r -t "${3:-20}" -u "$fout" REPLY || REPLY=
+}
+
+# answer NAME [TIMEOUT]: the next line from NAME without sending anything.
+answer() {
+	local fout
+	eval "fout=\$${1}_out"
+	REPLY=
+	read -r -t "${2:-20}" -u "$fout" REPLY || REPLY=
+}
+
+# field PID KEY: one value from PID's status file ("" if missing).
+field() {
+	local f="$T/status/$1.json" v
+	[ -f "$f" ] || { echo ""; return; }
+	v=$(grep -o "\"$2\":\(\"[^\"]*\"\|[^,}]*\)" "$f" | head -n1)
+	v=${v#*:}
+	v=${v#\"}
+	echo "${v%\"}"
+}
+
+# settle PID SEQ [TIMEOUT_S]: wait until PID has finished its SEQth action.
+settle() {
+	local i=0 lim=$((${3:-20} * 50))
+	while [ $i -lt $lim ]; do
+		local s b
+		s=$(field "$1" seq) b=$(field "$1" busy)
+		[ -n "$s" ] && [ "$s" -ge "$2" ] && [ "$b" = false ] && return 0
+		sleep 0.02
+		i=$((i + 1))
+	done
+	return 1
+}

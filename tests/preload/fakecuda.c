@@ -1,0 +1,405 @@
+/* fakecuda: a stand-in for libcuda.so.1 that models the checkpoint API, for tests without a GPU.
+ *
+ * The controller loads it through CUDANAP_LIBCUDA; the test target links it, calls fake_register
+ * (its "CUDA initialisation") and then the fake_* "CUDA calls". Both sides share the per-process state through files in
+ * $CUDANAP_FAKE_DIR, under flock:
+ *   <pid>.state   "STATE BUSY_UNTIL_MS GPU": CUprocessState, end of the last "kernel", GPU held
+ *   <pid>.gpu     the process's "device memory"; renamed to <pid>.host while checkpointed
+ *   fail_checkpoint, fail_restore   if present, that call fails with the CUresult written inside
+ * Error codes follow what DESIGN.md measured: NOT_INITIALIZED for a pid without CUDA,
+ * OPERATING_SYSTEM for a pid that does not exist, ILLEGAL_STATE for a wrong transition, NOT_READY
+ * when a lock times out (the process stays RUNNING), and the target's calls block while it is not
+ * RUNNING. GPUs: $CUDANAP_FAKE_GPUS of them (default 1); GPU k (nvidia-smi order) has UUID byte 15
+ * = k and PCI bus 0x10+k, and CUDA ordinal N-1-k, so that code which forgets to sort by PCI bus
+ * gets the wrong GPU. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fakecuda.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+struct pstate {
+	int state;
+	long long busy_until;
+	int gpu;
+};
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void path_of(char *buf, size_t len, int pid, const char *ext)
+{
+	const char *dir = getenv("CUDANAP_FAKE_DIR");
+
+	snprintf(buf, len, "%s/%d.%s", dir ? dir : "/tmp", pid, ext);
+}
+
+static int n_gpus(void)
+{
+	const char *s = getenv("CUDANAP_FAKE_GPUS");
+	int n = s ? atoi(s) : 1;
+
+	return n > 0 && n <= 16 ? n : 1;
+}
+
+/* Opens and locks pid's state file; returns the fd or a CUresult as a negative number. */
+static int open_locked(int pid, struct pstate *st)
+{
+	char p[4200], buf[128] = "";
+	int fd;
+	ssize_t n;
+
+	if (kill(pid, 0) < 0 && errno == ESRCH)
+		return -CUDA_ERROR_OPERATING_SYSTEM;
+	path_of(p, sizeof(p), pid, "state");
+	fd = open(p, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -CUDA_ERROR_NOT_INITIALIZED;
+	flock(fd, LOCK_EX);
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	buf[n > 0 ? n : 0] = '\0';
+	if (sscanf(buf, "%d %lld %d", &st->state, &st->busy_until, &st->gpu) != 3) {
+		close(fd);
+		return -CUDA_ERROR_UNKNOWN;
+	}
+	return fd;
+}
+
+static void store_unlock(int fd, const struct pstate *st)
+{
+	char buf[128];
+	int n = snprintf(buf, sizeof(buf), "%d %lld %d\n", st->state, st->busy_until, st->gpu);
+
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t)n, 0) != n)
+		abort();
+	close(fd);
+}
+
+static int injected(const char *name)
+{
+	const char *dir = getenv("CUDANAP_FAKE_DIR");
+	char p[4200];
+	int code = 0;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/%s", dir ? dir : "/tmp", name);
+	f = fopen(p, "re");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%d", &code) != 1)
+		code = CUDA_ERROR_UNKNOWN;
+	fclose(f);
+	return code;
+}
+
+static int move_memory(int pid, const char *from, const char *to)
+{
+	char a[4200], b[4200];
+
+	path_of(a, sizeof(a), pid, from);
+	path_of(b, sizeof(b), pid, to);
+	return rename(a, b);
+}
+
+/* ---- driver entry points ---- */
+
+EXPORT CUresult cuInit(unsigned flags)
+{
+	(void)flags;
+	return CUDA_SUCCESS;
+}
+
+/* The target's "CUDA initialisation": from now on the driver knows this process. */
+EXPORT CUresult fake_register(void)
+{
+	char p[4200];
+	const char *g = getenv("CUDANAP_FAKE_START_GPU");
+	struct pstate st = { 0, 0, g ? atoi(g) : 0 };
+	int fd;
+
+	path_of(p, sizeof(p), getpid(), "gpu");
+	fd = open(p, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return CUDA_ERROR_OPERATING_SYSTEM;
+	close(fd);
+	path_of(p, sizeof(p), getpid(), "state");
+	fd = open(p, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return CUDA_ERROR_OPERATING_SYSTEM;
+	flock(fd, LOCK_EX);
+	store_unlock(fd, &st);
+	return CUDA_SUCCESS;
+}
+
+static const struct {
+	CUresult r;
+	const char *name, *text;
+} errors[] = {
+	{ CUDA_SUCCESS, "CUDA_SUCCESS", "no error" },
+	{ CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument" },
+	{ CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory" },
+	{ CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error" },
+	{ CUDA_ERROR_OPERATING_SYSTEM, "CUDA_ERROR_OPERATING_SYSTEM", "OS call failed" },
+	{ CUDA_ERROR_ILLEGAL_STATE, "CUDA_ERROR_ILLEGAL_STATE", "illegal state" },
+	{ CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready" },
+	{ CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported" },
+};
+
+EXPORT CUresult cuGetErrorName(CUresult r, const char **s)
+{
+	for (size_t i = 0; i < sizeof(errors) / sizeof(errors[0]); i++)
+		if (errors[i].r == r) {
+			*s = errors[i].name;
+			return CUDA_SUCCESS;
+		}
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuGetErrorString(CUresult r, const char **s)
+{
+	for (size_t i = 0; i < sizeof(errors) / sizeof(errors[0]); i++)
+		if (errors[i].r == r) {
+			*s = errors[i].text;
+			return CUDA_SUCCESS;
+		}
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuDeviceGetCount(int *n)
+{
+	*n = n_gpus();
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGet(CUdevice *d, int ordinal)
+{
+	if (ordinal < 0 || ordinal >= n_gpus())
+		return CUDA_ERROR_INVALID_DEVICE;
+	*d = ordinal;
+	return CUDA_SUCCESS;
+}
+
+static int gpu_of_ordinal(CUdevice d)
+{
+	return n_gpus() - 1 - d;
+}
+
+EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *u, CUdevice d)
+{
+	memset(u, 0, sizeof(*u));
+	u->bytes[0] = (char)0xfa;
+	u->bytes[1] = (char)0xce;
+	u->bytes[15] = (char)gpu_of_ordinal(d);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d)
+{
+	*v = attr == CU_DEVICE_ATTRIBUTE_PCI_BUS_ID ? 0x10 + gpu_of_ordinal(d) : 0;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCheckpointProcessGetState(int pid, int *state)
+{
+	struct pstate st;
+	int fd = open_locked(pid, &st);
+
+	if (fd < 0)
+		return -fd;
+	close(fd);
+	*state = st.state;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCheckpointProcessLock(int pid, CUcheckpointLockArgs *args)
+{
+	long long start = now_ms();
+	unsigned timeout = args ? args->timeoutMs : 0;
+
+	for (;;) {
+		struct pstate st;
+		int fd = open_locked(pid, &st);
+
+		if (fd < 0)
+			return -fd;
+		if (st.state != 0) {
+			close(fd);
+			return CUDA_ERROR_ILLEGAL_STATE;
+		}
+		if (st.busy_until <= now_ms()) {
+			st.state = 1;
+			store_unlock(fd, &st);
+			return CUDA_SUCCESS;
+		}
+		close(fd);
+		if (timeout && now_ms() - start >= timeout)
+			return CUDA_ERROR_NOT_READY;
+		usleep(1000);
+	}
+}
+
+EXPORT CUresult cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpointArgs *args)
+{
+	struct pstate st;
+	int fd = open_locked(pid, &st), fail;
+
+	(void)args;
+	if (fd < 0)
+		return -fd;
+	if (st.state != 1) {
+		close(fd);
+		return CUDA_ERROR_ILLEGAL_STATE;
+	}
+	fail = injected("fail_checkpoint");
+	if (fail) {
+		close(fd); /* like managed memory on a real driver: stays LOCKED */
+		return fail;
+	}
+	if (move_memory(pid, "gpu", "host") < 0) {
+		close(fd);
+		return CUDA_ERROR_OPERATING_SYSTEM;
+	}
+	st.state = 2;
+	store_unlock(fd, &st);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs *args)
+{
+	struct pstate st;
+	int fd = open_locked(pid, &st), fail, to = -1;
+
+	if (fd < 0)
+		return -fd;
+	if (st.state != 2) {
+		close(fd);
+		return CUDA_ERROR_ILLEGAL_STATE;
+	}
+	fail = injected("fail_restore");
+	if (fail) {
+		close(fd);
+		return fail;
+	}
+	if (args && args->gpuPairsCount) {
+		/* The driver wants every GPU in the list. */
+		if (args->gpuPairsCount != (unsigned)n_gpus()) {
+			close(fd);
+			return CUDA_ERROR_INVALID_VALUE;
+		}
+		for (unsigned i = 0; i < args->gpuPairsCount; i++)
+			if (args->gpuPairs[i].oldUuid.bytes[15] == st.gpu)
+				to = args->gpuPairs[i].newUuid.bytes[15];
+		if (to < 0) {
+			close(fd);
+			return CUDA_ERROR_INVALID_VALUE;
+		}
+		st.gpu = to;
+	}
+	if (move_memory(pid, "host", "gpu") < 0) {
+		close(fd);
+		return CUDA_ERROR_OPERATING_SYSTEM;
+	}
+	st.state = 1;
+	store_unlock(fd, &st);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCheckpointProcessUnlock(int pid, CUcheckpointUnlockArgs *args)
+{
+	struct pstate st;
+	int fd = open_locked(pid, &st);
+
+	(void)args;
+	if (fd < 0)
+		return -fd;
+	if (st.state != 1) {
+		close(fd);
+		return CUDA_ERROR_ILLEGAL_STATE;
+	}
+	st.state = 0;
+	store_unlock(fd, &st);
+	return CUDA_SUCCESS;
+}
+
+/* ---- the target's "CUDA calls": each blocks while the process is not RUNNING ---- */
+
+static int wait_running(struct pstate *st)
+{
+	for (;;) {
+		int fd = open_locked(getpid(), st);
+
+		if (fd < 0)
+			return fd;
+		if (st->state == 0)
+			return fd;
+		close(fd);
+		usleep(2000);
+	}
+}
+
+static CUresult memio(size_t off, void *buf, size_t len, int write)
+{
+	struct pstate st;
+	char p[4200];
+	int fd = wait_running(&st), mem;
+	ssize_t n;
+
+	if (fd < 0)
+		return -fd;
+	path_of(p, sizeof(p), getpid(), "gpu");
+	mem = open(p, O_RDWR | O_CLOEXEC);
+	n = mem < 0 ? -1 : write ? pwrite(mem, buf, len, (off_t)off) : pread(mem, buf, len, (off_t)off);
+	if (mem >= 0)
+		close(mem);
+	close(fd);
+	return n == (ssize_t)len ? CUDA_SUCCESS : CUDA_ERROR_OPERATING_SYSTEM;
+}
+
+EXPORT CUresult fake_memcpy_htod(size_t off, const void *src, size_t len)
+{
+	return memio(off, (void *)src, len, 1);
+}
+
+EXPORT CUresult fake_memcpy_dtoh(void *dst, size_t off, size_t len)
+{
+	return memio(off, dst, len, 0);
+}
+
+/* An asynchronous "kernel" that keeps the GPU busy for ms milliseconds. */
+EXPORT CUresult fake_launch(unsigned ms)
+{
+	struct pstate st;
+	int fd = wait_running(&st);
+
+	if (fd < 0)
+		return -fd;
+	st.busy_until = now_ms() + ms;
+	store_unlock(fd, &st);
+	return CUDA_SUCCESS;
+}
+
+/* The GPU (nvidia-smi order) this process's memory is on now. */
+EXPORT int fake_current_gpu(void)
+{
+	struct pstate st;
+	int fd = wait_running(&st);
+
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return st.gpu;
+}

@@ -1,0 +1,28 @@
+/* fakecuda: the fake driver's exports (see fakecuda.c). */
+#ifndef CN_FAKECUDA_H
+#define CN_FAKECUDA_H
+
+#include <stddef.h>
+
+#include "cuda_abi.h"
+
+CUresult cuInit(unsigned flags);
+CUresult cuGetErrorName(CUresult r, const char **s);
+CUresult cuGetErrorString(CUresult r, const char **s);
+CUresult cuDeviceGetCount(int *n);
+CUresult cuDeviceGet(CUdevice *d, int ordinal);
+CUresult cuDeviceGetUuid_v2(CUuuid *u, CUdevice d);
+CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d);
+CUresult cuCheckpointProcessGetState(int pid, int *state);
+CUresult cuCheckpointProcessLock(int pid, CUcheckpointLockArgs *args);
+CUresult cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpointArgs *args);
+CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs *args);
+CUresult cuCheckpointProcessUnlock(int pid, CUcheckpointUnlockArgs *args);
+
+CUresult fake_register(void);
+CUresult fake_memcpy_htod(size_t off, const void *src, size_t len);
+CUresult fake_memcpy_dtoh(void *dst, size_t off, size_t len);
+CUresult fake_launch(unsigned ms);
+int fake_current_gpu(void);
+
+#endif

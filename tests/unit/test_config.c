@@ -1,0 +1,250 @@
+/* Unit tests of the INI loader: every key, every error path with its FILE:LINE message, signal
+ * names, gpu_map syntax and the status directory checks. */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cn_config.h"
+#include "tap.h"
+
+static char dir[] = "/tmp/cn-unit-XXXXXX";
+
+/* Write text to a file and load it; returns the load result, err holds the message. */
+static int load_text(const char *text, struct cn_config *c, char *err)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/t.ini", dir);
+	f = fopen(path, "w");
+	fputs(text, f);
+	fclose(f);
+	err[0] = '\0';
+	return cn_config_load(c, path, err, CN_ERR_LEN);
+}
+
+static void expect_error(const char *text, const char *want_suffix)
+{
+	static struct cn_config c;
+	char err[CN_ERR_LEN], want[CN_ERR_LEN];
+
+	snprintf(want, sizeof(want), "%s/t.ini:%s", dir, want_suffix);
+	ok(load_text(text, &c, err) < 0, "refused: %s", want_suffix);
+	is_str(err, want, "message for: %s", want_suffix);
+}
+
+static void test_defaults(void)
+{
+	static struct cn_config c;
+	char buf[64];
+
+	setenv("XDG_RUNTIME_DIR", "/run/user/42", 1);
+	cn_config_defaults(&c);
+	ok(c.suspend_signal == SIGUSR1 && c.resume_signal == SIGUSR2, "default signals");
+	ok(c.lock_timeout_ms == 10000, "default lock timeout 10000 ms");
+	ok(c.log_level == CN_LOG_INFO && c.log_target[0] == '\0', "default log: info to stderr");
+	ok(c.hook_timeout_ms == 30000, "default hook timeout");
+	is_str(c.status_dir, "/run/user/42/cudanap", "status dir under XDG_RUNTIME_DIR");
+	unsetenv("XDG_RUNTIME_DIR");
+	cn_config_defaults(&c);
+	snprintf(buf, sizeof(buf), "/tmp/cudanap-%u", (unsigned)getuid());
+	is_str(c.status_dir, buf, "status dir without XDG_RUNTIME_DIR");
+}
+
+static void test_full_file(void)
+{
+	static struct cn_config c;
+	char err[CN_ERR_LEN];
+	const char *example = getenv("CN_EXAMPLE_INI");
+
+	ok(example && cn_config_load(&c, example, err, sizeof(err)) == 0,
+	   "the documented example INI loads");
+	ok(c.suspend_signal == SIGUSR1 && c.resume_signal == SIGUSR2 && c.lock_timeout_ms == 10000 &&
+		   c.n_pairs == 0 && c.hook_timeout_ms == 30000,
+	   "the example INI states the defaults");
+	ok(load_text("; comment\n[signals]\nsuspend = SIGRTMIN+3\nresume = 40\n"
+		     "[lock]\ntimeout_ms = 0\n[restore]\ngpu_map = 0=1, 1 = 0\n"
+		     "[status]\ndir = /var/tmp/x\n[log]\nlevel = DEBUG\ntarget = /tmp/cn.log\n"
+		     "[hooks]\non_suspended = echo s\non_resumed = echo r\non_failure = echo f\n"
+		     "timeout_ms = 5\n",
+		     &c, err) == 0,
+	   "a file setting every key loads");
+	ok(c.suspend_signal == SIGRTMIN + 3 && c.resume_signal == 40, "signals set");
+	ok(c.lock_timeout_ms == 0, "timeout 0 means wait forever");
+	ok(c.n_pairs == 2 && c.pairs[0].from.index == 0 && c.pairs[0].to.index == 1 &&
+		   c.pairs[1].from.index == 1 && c.pairs[1].to.index == 0,
+	   "gpu_map parsed");
+	is_str(c.status_dir, "/var/tmp/x", "status dir set");
+	ok(c.log_level == CN_LOG_DEBUG, "log level is case-insensitive");
+	is_str(c.log_target, "/tmp/cn.log", "log target set");
+	is_str(c.on_suspended, "echo s", "on_suspended");
+	is_str(c.on_resumed, "echo r", "on_resumed");
+	is_str(c.on_failure, "echo f", "on_failure");
+	ok(c.hook_timeout_ms == 5, "hook timeout");
+	ok(load_text("[log]\ntarget = stderr\n", &c, err) == 0 && c.log_target[0] == '\0',
+	   "log target stderr");
+	ok(load_text("", &c, err) == 0 && c.suspend_signal == SIGUSR1, "an empty file is defaults");
+}
+
+static void test_errors(void)
+{
+	static struct cn_config c;
+	char err[CN_ERR_LEN];
+
+	expect_error("[signals]\nsuspend = SIGFOO\n",
+		     "2: signals.suspend: 'SIGFOO' is not a signal that can be used (try SIGUSR1, "
+		     "USR2, SIGRTMIN+3 or a number)");
+	expect_error("\n\n[signals]\nresume = KILL\n",
+		     "4: signals.resume: 'KILL' is not a signal that can be used (try SIGUSR1, "
+		     "USR2, SIGRTMIN+3 or a number)");
+	expect_error("[lock]\ntimeout_ms = -1\n",
+		     "2: lock.timeout_ms: '-1' is not a number of milliseconds from 0 to 86400000");
+	expect_error("[lock]\ntimeout_ms = 10s\n",
+		     "2: lock.timeout_ms: '10s' is not a number of milliseconds from 0 to 86400000");
+	expect_error("[lock]\ntimeout_ms = 86400001\n",
+		     "2: lock.timeout_ms: '86400001' is not a number of milliseconds from 0 to "
+		     "86400000");
+	expect_error("[restore]\ngpu_map = 0:1\n", "2: restore.gpu_map: '0:1' is not OLD=NEW");
+	expect_error("[restore]\ngpu_map = 0=GPU-12\n",
+		     "2: restore.gpu_map: '0=GPU-12': each side must be a GPU index (0-63) or a "
+		     "UUID like GPU-8c5c8d2e-0000-1111-2222-333344445555");
+	expect_error("[restore]\ngpu_map = 0=1, 0=2\n", "2: restore.gpu_map: GPU '0' is mapped twice");
+	expect_error("[restore]\ngpu_map = 0=2, 1=2\n",
+		     "2: restore.gpu_map: two GPUs are mapped onto '2'");
+	expect_error("[restore]\ngpu_map = 64=0\n",
+		     "2: restore.gpu_map: '64=0': each side must be a GPU index (0-63) or a UUID "
+		     "like GPU-8c5c8d2e-0000-1111-2222-333344445555");
+	expect_error("[status]\ndir = relative/dir\n",
+		     "2: status.dir: 'relative/dir' must be an absolute path");
+	expect_error("[log]\nlevel = loud\n", "2: log.level: 'loud' is not one of error, info, debug");
+	expect_error("[log]\ntarget = cn.log\n", "2: log.target: 'cn.log' must be an absolute path");
+	expect_error("[hooks]\ntimeout_ms = 0\n",
+		     "2: hooks.timeout_ms: must be at least 1 ms: hooks always run under a timeout");
+	expect_error("[signals]\nsuspend = USR1\nsuspend = USR2\n",
+		     "3: signals.suspend: given more than once (an indented line continues the key "
+		     "above)");
+	expect_error("[lock]\ntimeout = 5\n", "2: lock.timeout: unknown key");
+	expect_error("[nope]\nx = 1\n", "2: nope.x: unknown section");
+	expect_error("[signals]\nsuspend\n", "2: syntax error: expected [section] or key = value");
+	expect_error("[signals\n", "1: syntax error: expected [section] or key = value");
+	{
+		char text[600];
+
+		snprintf(text, sizeof(text), "[hooks]\non_failure = %0500d\n", 0);
+		expect_error(text, "2: line longer than 198 characters");
+	}
+	ok(cn_config_load(&c, "/nonexistent/job.ini", err, sizeof(err)) < 0, "missing file");
+	is_str(err, "/nonexistent/job.ini: cannot open: No such file or directory",
+	       "missing file message");
+}
+
+static void test_signals(void)
+{
+	static const struct {
+		const char *s;
+		int sig;
+	} good[] = {
+		{ "SIGUSR1", SIGUSR1 }, { "usr2", SIGUSR2 }, { "SIGHUP", SIGHUP },
+		{ "12", 12 },		{ "SIGWINCH", SIGWINCH }, { "RTMIN", 0 },
+		{ "SIGRTMIN+3", 3 },	{ "RTMAX-1", -1 },
+	};
+	static const char *const bad[] = { "0", "65", "32", "KILL", "SIGSTOP", "SEGV", "SIGBUS",
+					   "abort", "SIGRTMIN+99", "SIGRTMAX+1", "SIGRTMIN-1", "",
+					   "USR1x", "-1" };
+	char buf[32];
+	int sig;
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		int want = good[i].sig;
+
+		if (strstr(good[i].s, "RTMIN"))
+			want += SIGRTMIN;
+		else if (strstr(good[i].s, "RTMAX"))
+			want += SIGRTMAX;
+		ok(cn_signal_parse(good[i].s, &sig) == 0 && sig == want, "signal '%s'", good[i].s);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ok(cn_signal_parse(bad[i], &sig) < 0, "signal '%s' refused", bad[i]);
+	is_str(cn_signal_name(SIGUSR1, buf, sizeof(buf)), "SIGUSR1", "name of SIGUSR1");
+	is_str(cn_signal_name(SIGRTMIN + 2, buf, sizeof(buf)), "SIGRTMIN+2", "name of SIGRTMIN+2");
+}
+
+static void test_gpu_map(void)
+{
+	struct cn_gpu_pair p[CN_MAX_GPUS];
+	char err[CN_ERR_LEN], s[CN_UUID_STR_LEN];
+	unsigned char u[16];
+	unsigned n = 99;
+
+	ok(cn_gpu_map_parse("  ", p, &n, err, sizeof(err)) == 0 && n == 0, "empty map");
+	ok(cn_gpu_map_parse("GPU-8c5c8d2e-0a1b-2c3d-4e5f-60718293a4b5=1", p, &n, err,
+			    sizeof(err)) == 0 &&
+		   n == 1 && p[0].from.index == -1 && p[0].from.uuid[0] == 0x8c &&
+		   p[0].from.uuid[15] == 0xb5 && p[0].to.index == 1,
+	   "UUID on the left, index on the right");
+	cn_uuid_format(p[0].from.uuid, s);
+	is_str(s, "GPU-8c5c8d2e-0a1b-2c3d-4e5f-60718293a4b5", "UUID round trip");
+	ok(cn_uuid_parse("gpu-8C5C8D2E0A1B2C3D4E5F60718293A4B5", u) == 0, "UUID without dashes");
+	ok(cn_uuid_parse("MIG-8c5c8d2e-0a1b-2c3d-4e5f-60718293a4b5", u) < 0, "MIG UUID refused");
+	ok(cn_uuid_parse("GPU-8c5c8d2e-0a1b-2c3d-4e5f-60718293a4b5ff", u) < 0, "long UUID refused");
+	ok(cn_gpu_map_parse("0=1,1=0,2=3,3=2", p, &n, err, sizeof(err)) == 0 && n == 4,
+	   "four pairs");
+	ok(cn_gpu_map_parse("0=1,", p, &n, err, sizeof(err)) == 0 && n == 1,
+	   "trailing comma tolerated");
+	ok(cn_gpu_map_parse("=1", p, &n, err, sizeof(err)) < 0, "empty side refused");
+}
+
+static void test_status_dir(void)
+{
+	char d[300], err[CN_ERR_LEN], want[CN_ERR_LEN];
+	struct stat st;
+
+	snprintf(d, sizeof(d), "%s/status", dir);
+	ok(cn_status_dir_prepare(d, err, sizeof(err)) == 0, "status dir created");
+	ok(stat(d, &st) == 0 && (st.st_mode & 0777) == 0700, "status dir is 0700");
+	ok(cn_status_dir_prepare(d, err, sizeof(err)) == 0, "existing status dir accepted");
+	chmod(d, 0777);
+	ok(cn_status_dir_prepare(d, err, sizeof(err)) < 0, "world-writable status dir refused");
+	snprintf(want, sizeof(want), "status dir %s: mode 777 lets others write; chmod 700 it", d);
+	is_str(err, want, "world-writable message");
+	chmod(d, 0700);
+	snprintf(d, sizeof(d), "%s/link", dir);
+	if (symlink("status", d) < 0)
+		perror("symlink");
+	ok(cn_status_dir_prepare(d, err, sizeof(err)) < 0, "symlinked status dir refused");
+	if (geteuid() == 0) {
+		snprintf(d, sizeof(d), "%s/other", dir);
+		mkdir(d, 0700);
+		if (chown(d, 65534, 65534) < 0)
+			perror("chown");
+		ok(cn_status_dir_prepare(d, err, sizeof(err)) < 0, "another user's status dir refused");
+		snprintf(want, sizeof(want), "status dir %s: owned by uid 65534, not by you; refusing",
+			 d);
+		is_str(err, want, "another user's dir message");
+	} else {
+		ok(1, "another user's status dir refused # SKIP needs root to make one");
+		ok(1, "another user's dir message # SKIP needs root");
+	}
+}
+
+int main(void)
+{
+	if (!mkdtemp(dir))
+		return 1;
+	test_defaults();
+	test_full_file();
+	test_errors();
+	test_signals();
+	test_gpu_map();
+	test_status_dir();
+	{
+		char cmd[300];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		if (system(cmd) != 0)
+			return 1;
+	}
+	return tap_done();
+}

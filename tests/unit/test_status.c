@@ -1,0 +1,102 @@
+/* Unit tests of the status file: JSON formatting and parsing, escaping, atomic writes, modes. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cn_status.h"
+#include "tap.h"
+
+static char dir[] = "/tmp/cn-unit-XXXXXX";
+
+static void sample(struct cn_status *s)
+{
+	cn_status_init(s, 4711);
+	s->starttime = 123456789ULL;
+	snprintf(s->command, sizeof(s->command), "python3 -c \"print('a\\\\b')\"\tx\001");
+	snprintf(s->state, sizeof(s->state), "checkpointed");
+	s->seq = 42;
+	snprintf(s->action, sizeof(s->action), "suspend");
+	snprintf(s->result, sizeof(s->result), "ok");
+	snprintf(s->message, sizeof(s->message), "line one\nline \"two\"");
+	s->step_ms[CN_STEP_LOCK] = 0.412;
+	s->step_ms[CN_STEP_CHECKPOINT] = 2100.5;
+	s->total_ms = 2100.912;
+	snprintf(s->timestamp, sizeof(s->timestamp), "2026-11-22T10:00:00.000Z");
+	s->suspend_signal = 10;
+	s->resume_signal = 12;
+}
+
+static void test_round_trip(void)
+{
+	struct cn_status a, b;
+	char buf[CN_STATUS_MAX];
+	int n;
+
+	sample(&a);
+	n = cn_status_format(&a, buf, sizeof(buf));
+	ok(n > 0 && buf[n - 1] == '\n' && !strchr(buf, '\t') && !strchr(buf, '\001'),
+	   "one line, control characters escaped");
+	ok(strstr(buf, "\"lock_ms\":0.412") && strstr(buf, "\"restore_ms\":null"),
+	   "steps that ran have times, the others null");
+	ok(cn_status_parse(buf, &b) == 0, "parses back");
+	is_str(b.command, a.command, "command with quotes, backslash, tab and \\001 survives");
+	is_str(b.message, a.message, "message with newline and quotes survives");
+	ok(b.pid == 4711 && b.starttime == 123456789ULL && b.seq == 42 && !b.busy,
+	   "numbers and booleans");
+	is_str(b.state, "checkpointed", "state");
+	ok(b.step_ms[CN_STEP_LOCK] > 0.41 && b.step_ms[CN_STEP_LOCK] < 0.42 &&
+		   b.step_ms[CN_STEP_RESTORE] < 0 && b.total_ms > 2100,
+	   "step times");
+	ok(b.suspend_signal == 10 && b.resume_signal == 12, "signals");
+	ok(cn_status_format(&a, buf, 40) < 0, "a too-small buffer is refused, not overrun");
+	ok(cn_status_parse("{\"pid\":1,", &b) < 0, "truncated JSON refused");
+	ok(cn_status_parse("[1]", &b) < 0, "not an object refused");
+	ok(cn_status_parse("{\"pid\":7,\"future_key\":\"x\",\"state\":\"running\"}", &b) == 0 &&
+		   strcmp(b.state, "running") == 0,
+	   "unknown keys are skipped");
+}
+
+static void test_files(void)
+{
+	struct cn_status a, b;
+	char path[300], tmp[300];
+	struct stat st;
+
+	sample(&a);
+	ok(cn_status_write(dir, &a) == 0, "write");
+	snprintf(path, sizeof(path), "%s/4711.json", dir);
+	ok(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600, "file is 0600");
+	snprintf(tmp, sizeof(tmp), "%s/.4711.json.tmp", dir);
+	ok(access(tmp, F_OK) < 0, "no temp file left behind");
+	ok(cn_status_read(dir, 4711, &b) == 0 && b.seq == 42, "read back");
+	if (symlink("/tmp/cn-unit-elsewhere", tmp) < 0)
+		perror("symlink");
+	ok(cn_status_write(dir, &a) < 0 && access("/tmp/cn-unit-elsewhere", F_OK) < 0,
+	   "a symlink planted at the temp name is not followed");
+	unlink(tmp);
+	unlink(path);
+	if (symlink("/etc/hostname", path) < 0)
+		perror("symlink");
+	ok(cn_status_read(dir, 4711, &b) < 0, "a symlinked status file is not read");
+	ok(cn_status_write(dir, &a) == 0 && lstat(path, &st) == 0 && S_ISREG(st.st_mode),
+	   "writing replaces a planted symlink instead of writing through it");
+	ok(cn_status_remove(dir, 4711) == 0 && access(path, F_OK) < 0, "remove");
+	ok(cn_proc_starttime(getpid()) > 0, "own start time readable");
+	ok(cn_proc_starttime(0x7ffffff0) == 0, "a missing pid has no start time");
+}
+
+int main(void)
+{
+	char cmd[300];
+
+	if (!mkdtemp(dir))
+		return 1;
+	test_round_trip();
+	test_files();
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		return 1;
+	return tap_done();
+}
