@@ -49,6 +49,10 @@ void cn_config_defaults(struct cn_config *c);
  * and c is left in an unspecified state. */
 int cn_config_load(struct cn_config *c, const char *path, char *err, size_t errlen);
 
+/* Only [status] dir of the file at path (or the default), ignoring every other error: a job
+ * whose INI has since been broken must still be found by its status files. */
+void cn_config_status_dir(const char *path, char *dir, size_t len);
+
 /* The file named by $CUDANAP_CONFIG, or defaults alone when it is unset or empty. */
 int cn_config_load_env(struct cn_config *c, char *err, size_t errlen);
 

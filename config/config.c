@@ -492,6 +492,25 @@ int cn_config_load(struct cn_config *c, const char *path, char *err, size_t errl
 	return 0;
 }
 
+static int status_dir_only(void *user, const char *section, const char *name, const char *value)
+{
+	struct cn_config *c = user;
+
+	if (strcmp(section, "status") == 0 && strcmp(name, "dir") == 0 && value[0] == '/')
+		snprintf(c->status_dir, sizeof(c->status_dir), "%s", value);
+	return 1;
+}
+
+void cn_config_status_dir(const char *path, char *dir, size_t len)
+{
+	static struct cn_config c;
+
+	cn_config_defaults(&c);
+	if (path && *path)
+		ini_parse(path, status_dir_only, &c);
+	snprintf(dir, len, "%s", c.status_dir);
+}
+
 int cn_config_load_env(struct cn_config *c, char *err, size_t errlen)
 {
 	const char *p = secure_getenv("CUDANAP_CONFIG");

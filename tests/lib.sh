@@ -4,7 +4,6 @@ set -u
 
 tap_n=0
 tap_failed=0
-plan() { echo "1..$1"; }
 skip_all() { echo "1..0 # SKIP $*"; exit 0; }
 diag() { printf '# %s\n' "$*"; }
 ok() { # ok STATUS DESCRIPTION
@@ -21,7 +20,7 @@ is() { # is GOT WANT DESCRIPTION
 like() { # like GOT REGEX DESCRIPTION
 	if [[ $1 =~ $2 ]]; then ok 0 "$3"; else ok 1 "$3"; diag "got '$1', want /$2/"; fi
 }
-finish() { exit $((tap_failed > 0)); }
+finish() { echo "1..$tap_n"; exit $((tap_failed > 0)); }
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/cudanap-test.XXXXXX")
 mkdir -m 700 "$T/xdg" "$T/status"

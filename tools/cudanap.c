@@ -119,15 +119,13 @@ static int load_config_or_die(const char *path, struct cn_config *c)
 /* The status dir the process pid uses: from its own environment, as its preload saw it. */
 static void status_dir_of(int pid, const char *cfg_path, char *dir, size_t len)
 {
-	char path[64], env[65536], *cfg = NULL, *xdg = NULL, *old_xdg;
-	struct cn_config c;
-	char err[CN_ERR_LEN];
+	static char env[65536];
+	char path[64], *cfg = NULL, *xdg = NULL, *old_xdg;
 	FILE *f;
 	size_t n = 0;
 
 	if (cfg_path) {
-		load_config_or_die(cfg_path, &c);
-		snprintf(dir, len, "%s", c.status_dir);
+		cn_config_status_dir(cfg_path, dir, len);
 		return;
 	}
 	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
@@ -143,6 +141,7 @@ static void status_dir_of(int pid, const char *cfg_path, char *dir, size_t len)
 		if (strncmp(env + i, "XDG_RUNTIME_DIR=", 16) == 0)
 			xdg = env + i + 16;
 	}
+	/* Its default dir follows its XDG_RUNTIME_DIR, which need not be ours. */
 	old_xdg = getenv("XDG_RUNTIME_DIR");
 	old_xdg = old_xdg ? strdup(old_xdg) : NULL;
 	if (f) {
@@ -151,9 +150,7 @@ static void status_dir_of(int pid, const char *cfg_path, char *dir, size_t len)
 		else
 			unsetenv("XDG_RUNTIME_DIR");
 	}
-	if (!cfg || !*cfg || cn_config_load(&c, cfg, err, sizeof(err)) < 0)
-		cn_config_defaults(&c);
-	snprintf(dir, len, "%s", c.status_dir);
+	cn_config_status_dir(cfg, dir, len);
 	if (old_xdg)
 		setenv("XDG_RUNTIME_DIR", old_xdg, 1);
 	else

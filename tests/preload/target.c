@@ -1,6 +1,6 @@
 /* target: a test program for the preload suite. Its "GPU" is the fake driver; it answers one line
  * per command read from stdin, so a test script can drive it:
- *   verify | write | kernel MS | gpu | fork | quit
+ *   verify | write | kernel MS | gpu | fork | ping | quit
  * With --no-cuda it never initialises the fake driver, like a shell script or a data loader. */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -68,6 +68,8 @@ int main(int argc, char **argv)
 				_exit(0);
 			}
 			printf("child %d\n", (int)c);
+		} else if (strncmp(line, "ping", 4) == 0) {
+			printf("pong\n");
 		} else if (strncmp(line, "quit", 4) == 0) {
 			break;
 		} else {

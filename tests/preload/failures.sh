@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# What goes wrong: the fake driver's error model, lock timeouts, failed checkpoints and restores,
+# broken INI files, processes without CUDA or without a driver, wrong pids.
+. "$(dirname "$0")/../lib.sh"
+export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake
+mkdir "$T/fake"
+
+# -- the fake driver answers as the real one was measured to (DESIGN.md)
+write_ini "[lock]" "timeout_ms = 200" "[hooks]" \
+	"on_failure = echo \$CUDANAP_EVENT \$CUDANAP_STATE \$CUDANAP_RESULT >> $T/hook.failure"
+start A "$TARGET" || diag "target did not start"
+pid=$A_pid
+sleep 60 & dead=$!; kill -9 $dead; wait $dead 2>/dev/null
+is "$("$FAKECTL" "$FAKECUDA" state $dead)" CUDA_ERROR_OPERATING_SYSTEM "fake: a missing pid is OPERATING_SYSTEM"
+is "$("$FAKECTL" "$FAKECUDA" state $$)" CUDA_ERROR_NOT_INITIALIZED "fake: a pid without CUDA is NOT_INITIALIZED"
+is "$("$FAKECTL" "$FAKECUDA" state $pid)" "CUDA_SUCCESS 0" "fake: a CUDA pid is RUNNING"
+is "$("$FAKECTL" "$FAKECUDA" unlock $pid)" CUDA_ERROR_ILLEGAL_STATE "fake: unlock while RUNNING is ILLEGAL_STATE"
+is "$("$FAKECTL" "$FAKECUDA" checkpoint $pid)" CUDA_ERROR_ILLEGAL_STATE "fake: checkpoint while RUNNING is ILLEGAL_STATE"
+is "$("$FAKECTL" "$FAKECUDA" restore $pid)" CUDA_ERROR_ILLEGAL_STATE "fake: restore while RUNNING is ILLEGAL_STATE"
+
+# -- a lock that times out leaves the process running
+ask A "kernel 3000"
+out=$("$CUDANAP" suspend "$pid"); rc=$?
+is "$rc" 1 "suspend during a long kernel fails"
+like "$out" "CUDA_ERROR_NOT_READY: lock timed out after 200 ms.*the process keeps running \(state running\)" \
+	"the lock timeout is reported in one line"
+is "$(field "$pid" state)" running "state stays running"
+ask A verify 5
+is "$REPLY" "verify ok" "the program keeps running after the lock timeout"
+sleep 0.3
+like "$(cat "$T/hook.failure" 2>/dev/null)" "failure running CUDA_ERROR_NOT_READY" "on_failure hook ran"
+like "$(cat "$T/A.err")" "cudanap\[$pid\]: suspend failed: CUDA_ERROR_NOT_READY" "the failure is logged"
+
+# -- a failed checkpoint is followed by an unlock (the driver leaves the process LOCKED)
+sleep 3
+echo 801 > "$T/fake/fail_checkpoint"
+out=$("$CUDANAP" suspend "$pid"); rc=$?
+rm -f "$T/fake/fail_checkpoint"
+is "$rc" 1 "a failed checkpoint fails the suspend"
+like "$out" "CUDA_ERROR_NOT_SUPPORTED: checkpoint: operation not supported \(state running\)" "reported with the driver's words"
+is "$("$FAKECTL" "$FAKECUDA" state $pid)" "CUDA_SUCCESS 0" "the process was unlocked: RUNNING"
+ask A verify 5
+is "$REPLY" "verify ok" "the program runs on with its data"
+
+# -- a failed restore leaves the process checkpointed, and a later resume works
+"$CUDANAP" suspend "$pid" > /dev/null
+echo 2 > "$T/fake/fail_restore"
+out=$("$CUDANAP" resume "$pid"); rc=$?
+rm -f "$T/fake/fail_restore"
+is "$rc" 1 "a failed restore fails the resume"
+like "$out" "resume failed: CUDA_ERROR_OUT_OF_MEMORY: restore: out of memory \(state checkpointed\)" "reported truthfully"
+out=$("$CUDANAP" resume "$pid"); rc=$?
+is "$rc" 0 "a later resume succeeds"
+ask A verify 5
+is "$REPLY" "verify ok" "data intact after the retried resume"
+
+# -- a resume whose INI is now broken is refused and the process stays checkpointed
+"$CUDANAP" suspend "$pid" > /dev/null
+printf '[restore]\ngpu_map = 0=\n' >> "$T/job.ini"
+out=$("$CUDANAP" resume "$pid"); rc=$?
+is "$rc" 1 "resume with a broken INI fails"
+like "$out" "CONFIG_ERROR: $T/job.ini:[0-9]+: restore.gpu_map: .* \(state checkpointed\)" "the INI error names file, line and key"
+is "$(field "$pid" state)" checkpointed "the process stays checkpointed"
+write_ini "[lock]" "timeout_ms = 0"
+out=$("$CUDANAP" resume "$pid"); rc=$?
+is "$rc" 0 "resume works once the INI is fixed"
+ask A verify 5
+is "$REPLY" "verify ok" "data intact"
+
+# -- lock without a timeout (read from the INI at that resume) waits for the kernel
+ask A "kernel 700"
+out=$("$CUDANAP" suspend "$pid"); rc=$?
+is "$rc" 0 "with timeout_ms = 0 the lock waits for the kernel"
+like "$(field "$pid" lock_ms)" '^([5-9][0-9]{2}|[0-9]{4,})\.' "the lock took the kernel's time"
+"$CUDANAP" resume "$pid" > /dev/null
+ask A quit
+
+# -- a process without CUDA answers no-cuda and keeps running
+start B "$TARGET" --no-cuda
+kill -USR1 "$B_pid"
+settle "$B_pid" 1
+is "$(field "$B_pid" state)" no-cuda "no-cuda state"
+is "$(field "$B_pid" result)" CUDA_ERROR_NOT_INITIALIZED "result names the driver's answer"
+ask B ping
+is "$REPLY" pong "the process without CUDA keeps running"
+out=$("$CUDANAP" suspend "$B_pid"); rc=$?
+is "$rc" 1 "cudanap suspend of a no-cuda process exits 1"
+like "$out" "not initialised CUDA: nothing to suspend \(state no-cuda\)" "and says why"
+like "$(cat "$T/B.err")" "cudanap\[$B_pid\]: this process has not initialised CUDA" "logged"
+ask B quit
+
+# -- no driver at all
+CUDANAP_LIBCUDA=$T/nonexistent/libcuda.so.1 start C "$TARGET"
+kill -USR1 "$C_pid"
+settle "$C_pid" 1
+is "$(field "$C_pid" result)" NO_DRIVER "a missing driver is NO_DRIVER"
+like "$(field "$C_pid" message)" "cannot load the CUDA driver .*nonexistent" "and says what was tried"
+ask C verify
+is "$REPLY" "verify ok" "the program keeps running without a driver"
+ask C quit
+
+# -- broken INI at startup: the program does not start, one line, exit 78
+printf '[lock]\ntimeout_ms = soon\n' > "$T/bad.ini"
+err=$(CUDANAP_CONFIG=$T/bad.ini LD_PRELOAD=$PRELOAD /bin/true 2>&1); rc=$?
+is "$rc" 78 "broken INI under LD_PRELOAD: exit 78"
+is "$err" "cudanap: $T/bad.ini:2: lock.timeout_ms: 'soon' is not a number of milliseconds from 0 to 86400000" \
+	"one error line with file, line and key"
+err=$("$CUDANAP" run -c "$T/bad.ini" -- /bin/true 2>&1); rc=$?
+is "$rc" 78 "cudanap run with a broken INI: exit 78"
+"$CUDANAP" check-config "$T/bad.ini" > /dev/null 2>&1; rc=$?
+is "$rc" 78 "check-config of a broken INI: exit 78"
+is "$("$CUDANAP" check-config "$T/job.ini")" "$T/job.ini: ok" "check-config of a good INI"
+ln -s "$T/status" "$T/status-link"
+printf '[status]\ndir = %s\n' "$T/status-link" > "$T/link.ini"
+err=$(CUDANAP_CONFIG=$T/link.ini LD_PRELOAD=$PRELOAD /bin/true 2>&1); rc=$?
+is "$rc" 78 "a symlinked status dir is refused at start"
+like "$err" "^cudanap: status dir .*status-link: is a symlink" "with one line"
+err=$(CUDANAP_CONFIG=$T/missing.ini LD_PRELOAD=$PRELOAD /bin/true 2>&1); rc=$?
+is "$rc" 78 "a missing INI is refused at start"
+
+# -- wrong pids
+sleep 60 & plain=$!
+out=$("$CUDANAP" suspend $dead); rc=$?
+is "$out:$rc" "$dead: no such process:1" "a pid that does not exist"
+out=$("$CUDANAP" suspend $plain); rc=$?
+like "$out:$rc" "^$plain: not running under cudanap.*:1$" "a pid not under cudanap"
+"$CUDANAP" suspend 12abc > /dev/null 2>&1; rc=$?
+is "$rc" 2 "a pid that is not a number is a usage error"
+kill $plain
+finish
