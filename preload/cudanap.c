@@ -67,9 +67,12 @@ static void after_fork_child(void)
 	wake_wr = -1;
 	if (w >= 0)
 		close(w);
-	for (int i = 0; i < 2; i++)
+	/* Forget the numbers too: the app reuses them, and a grandchild runs this again. */
+	for (int i = 0; i < 2; i++) {
 		if (agent_fds[i] >= 0)
 			close(agent_fds[i]);
+		agent_fds[i] = -1;
+	}
 }
 
 /* Keep our descriptors off 0-2 even when the app started with stdio closed. */
