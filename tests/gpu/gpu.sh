@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# The real driver: a CUDA program holding CUDANAP_GPU_TEST_GIB (default 8) GiB of a verifiable
+# pattern is suspended by kill -USR1 and resumed by kill -USR2; memory freed, data intact, CUDA
+# still working; identity gpu_map; a long kernel makes the lock time out; hooks fire; the driver-API
+# and shared-cudart builds too.
+. "$(dirname "$0")/../lib.sh"
+command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 || skip_all "no NVIDIA GPU or driver"
+[ -n "${HOLDMEM:-}" ] && [ -x "$HOLDMEM" ] || skip_all "CUDA test programs not built (no nvcc when meson set up)"
+gib=${CUDANAP_GPU_TEST_GIB:-8}
+diag "$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -n1), $gib GiB"
+
+# MiB the process holds on the GPU, as nvidia-smi sees it (0 when it is not listed).
+gpu_mib() {
+	nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits |
+		awk -F', *' -v p="$1" '$1 == p { s += $2 } END { print s + 0 }'
+}
+used_mib() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -n1; }
+secs() { awk -v m="$1" 'BEGIN { printf "%.2f", m / 1000 }'; }
+
+write_ini "[lock]" "timeout_ms = 2000" "[hooks]" \
+	"on_suspended = echo \$CUDANAP_EVENT \$CUDANAP_STATE \$CUDANAP_RESULT >> $T/hooks" \
+	"on_resumed = echo \$CUDANAP_EVENT \$CUDANAP_STATE \$CUDANAP_RESULT >> $T/hooks" \
+	"on_failure = echo \$CUDANAP_EVENT \$CUDANAP_STATE \$CUDANAP_RESULT >> $T/hooks"
+
+# -- 1. runtime API, static cudart: the main cycle by plain kill
+check "holdmem ($gib GiB) starts under cudanap" start A "$HOLDMEM" "$gib"
+pid=$A_pid
+held=$(gpu_mib "$pid") total_before=$(used_mib)
+diag "holds $held MiB on the GPU (GPU total used $total_before MiB)"
+check "the process holds its memory on the GPU" test "$held" -ge $((gib * 1024))
+kill -USR1 "$pid"
+check "kill -USR1: suspended" settle "$pid" 1 300
+is "$(field "$pid" state):$(field "$pid" result)" "checkpointed:ok" "state checkpointed, result ok"
+after=$(gpu_mib "$pid") total_after=$(used_mib)
+diag "suspend: $(secs "$(field "$pid" total_ms)") s (lock $(field "$pid" lock_ms) ms, checkpoint $(secs "$(field "$pid" checkpoint_ms)") s); GPU: process $after MiB, total $total_after MiB"
+check "nvidia-smi shows the memory freed (process <= 4 MiB)" test "$after" -le 4
+check "the GPU's used memory fell by the footprint" test $((total_before - total_after)) -ge $((gib * 1024 * 9 / 10))
+ask A work 3
+is "$REPLY" "" "a CUDA call blocks while suspended"
+kill -USR2 "$pid"
+check "kill -USR2: resumed" settle "$pid" 2 300
+is "$(field "$pid" state):$(field "$pid" result)" "running:ok" "state running, result ok"
+diag "resume: $(secs "$(field "$pid" total_ms)") s (restore $(secs "$(field "$pid" restore_ms)") s, unlock $(field "$pid" unlock_ms) ms)"
+answer A 60
+is "$REPLY" "work ok" "the blocked CUDA call completes after resume and works"
+ask A verify 120
+is "$REPLY" "verify ok" "all $gib GiB intact after resume"
+check "the memory is back on the GPU" test "$(gpu_mib "$pid")" -ge $((gib * 1024))
+like "$(tr '\n' ' ' < "$T/hooks")" "suspended checkpointed ok resumed running ok" "hooks fired"
+like "$(cat "$T/A.err")" "cudanap\[$pid\]: suspended in .*cudanap\[$pid\]: resumed in" "log lines"
+
+# -- 2. identity gpu_map by index, through the CLI
+write_ini "[lock]" "timeout_ms = 2000" "[restore]" "gpu_map = 0=0"
+out=$("$CUDANAP" suspend --wait "$pid"); rc=$?
+is "$rc" 0 "cudanap suspend --wait"
+diag "$out"
+out=$("$CUDANAP" resume --wait "$pid"); rc=$?
+is "$rc" 0 "cudanap resume with gpu_map = 0=0 (completed to every GPU)"
+diag "$out"
+ask A verify 120
+is "$REPLY" "verify ok" "data intact after identity remap"
+
+# -- 3. a long kernel: the lock times out, the program keeps running
+ask A "spin 8000"
+out=$("$CUDANAP" suspend "$pid"); rc=$?
+is "$rc" 1 "suspend during an 8 s kernel fails"
+like "$out" "CUDA_ERROR_NOT_READY: lock timed out after 2000 ms.*\(state running\)" "lock timed out, state running"
+diag "$out"
+ask A sync 30
+is "$REPLY" "sync ok" "the kernel finishes normally"
+ask A verify 120
+is "$REPLY" "verify ok" "data intact"
+ask A work
+is "$REPLY" "work ok" "CUDA keeps working"
+like "$(tail -n1 "$T/hooks")" "failure running CUDA_ERROR_NOT_READY" "on_failure hook fired"
+ask A quit
+wait "$pid"
+
+# -- 4. driver API only, and cudart linked shared, with CUDA_VISIBLE_DEVICES set in the app
+write_ini "[restore]" "gpu_map = 0=0"
+for v in "driver:$HOLDMEM --driver 1" "shared:$HOLDMEM_SHARED 1"; do
+	name=${v%%:*}
+	# shellcheck disable=SC2086
+	CUDA_VISIBLE_DEVICES=0 start B ${v#*:} || diag "$name did not start"
+	kill -USR1 "$B_pid"
+	settle "$B_pid" 1 120
+	st=$(field "$B_pid" state) freed=no
+	[ "$(gpu_mib "$B_pid")" -le 4 ] && freed=yes
+	kill -USR2 "$B_pid"
+	settle "$B_pid" 2 120
+	ask B verify 60
+	is "$st:$freed:$(field "$B_pid" state):$REPLY" "checkpointed:yes:running:verify ok" \
+		"$name: suspended (GPU memory freed), resumed, data intact"
+	ask B quit
+	wait "$B_pid"
+done
+finish
