@@ -17,10 +17,11 @@ gpu_mib() {
 used_mib() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -n1; }
 secs() { awk -v m="$1" 'BEGIN { printf "%.2f", m / 1000 }'; }
 
-write_ini "[lock]" "timeout_ms = 2000" "[hooks]" \
-	"on_suspended = echo \$CUDANAP_EVENT \$CUDANAP_STATE \$CUDANAP_RESULT >> $T/hooks" \
-	"on_resumed = echo \$CUDANAP_EVENT \$CUDANAP_STATE \$CUDANAP_RESULT >> $T/hooks" \
-	"on_failure = echo \$CUDANAP_EVENT \$CUDANAP_STATE \$CUDANAP_RESULT >> $T/hooks"
+hooks=("[hooks]"
+	"on_suspended = echo \$CUDANAP_EVENT \$CUDANAP_STATE \$CUDANAP_RESULT >> $T/hooks"
+	"on_resumed = echo \$CUDANAP_EVENT \$CUDANAP_STATE \$CUDANAP_RESULT >> $T/hooks"
+	"on_failure = echo \$CUDANAP_EVENT \$CUDANAP_STATE \$CUDANAP_RESULT >> $T/hooks")
+write_ini "[lock]" "timeout_ms = 2000" "${hooks[@]}"
 
 # -- 1. runtime API, static cudart: the main cycle by plain kill
 check "holdmem ($gib GiB) starts under cudanap" start A "$HOLDMEM" "$gib"
@@ -50,7 +51,7 @@ like "$(tr '\n' ' ' < "$T/hooks")" "suspended checkpointed ok resumed running ok
 like "$(cat "$T/A.err")" "cudanap\[$pid\]: suspended in .*cudanap\[$pid\]: resumed in" "log lines"
 
 # -- 2. identity gpu_map by index, through the CLI
-write_ini "[lock]" "timeout_ms = 2000" "[restore]" "gpu_map = 0=0"
+write_ini "[lock]" "timeout_ms = 2000" "[restore]" "gpu_map = 0=0" "${hooks[@]}"
 out=$("$CUDANAP" suspend --wait "$pid"); rc=$?
 is "$rc" 0 "cudanap suspend --wait"
 diag "$out"
