@@ -24,7 +24,8 @@ hooks=("[hooks]"
 write_ini "[lock]" "timeout_ms = 2000" "${hooks[@]}"
 
 # -- 1. runtime API, static cudart: the main cycle by plain kill
-check "holdmem ($gib GiB) starts under cudanap" start A "$HOLDMEM" "$gib"
+HOLDMEM_TICKS=$T/ticks start A "$HOLDMEM" "$gib"
+ok $? "holdmem ($gib GiB) starts under cudanap"
 pid=$A_pid
 held=$(gpu_mib "$pid") total_before=$(used_mib)
 diag "holds $held MiB on the GPU (GPU total used $total_before MiB)"
@@ -38,6 +39,8 @@ check "nvidia-smi shows the memory freed (process <= 4 MiB)" test "$after" -le 4
 check "the GPU's used memory fell by the footprint" test $((total_before - total_after)) -ge $((gib * 1024 * 9 / 10))
 ask A work 3
 is "$REPLY" "" "a CUDA call blocks while suspended"
+t0=$(cat "$T/ticks"); sleep 0.5; t1=$(cat "$T/ticks")
+check "CPU threads keep running while suspended ($t0 -> $t1 ticks)" test "$t1" -gt "$t0"
 kill -USR2 "$pid"
 check "kill -USR2: resumed" settle "$pid" 2 300
 is "$(field "$pid" state):$(field "$pid" result)" "running:ok" "state running, result ok"

@@ -5,11 +5,14 @@
 //   spin MS   launch a kernel that runs MS milliseconds   -> "spin launched"
 //   sync      wait for the GPU                            -> "sync ok"
 //   quit
+// With $HOLDMEM_TICKS set, a CPU thread rewrites a counter in that file every 20 ms: the proof that
+// the process's CPU threads run on while its CUDA is checkpointed.
 // With --driver it allocates and checks through the driver API only (cuMemAlloc, cuMemcpy), the
 // way programs that never link cudart look to cudanap.
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +77,20 @@ __global__ void spin(unsigned long long ns)
 		}                                                                                  \
 	} while (0)
 
+static void *ticker(void *path)
+{
+	for (unsigned long n = 1;; n++) {
+		FILE *f = fopen((const char *)path, "w");
+
+		if (f) {
+			fprintf(f, "%lu\n", n);
+			fclose(f);
+		}
+		usleep(20000);
+	}
+	return NULL;
+}
+
 static const size_t CHUNK = 64ull << 20; // bytes per host copy in driver mode
 
 static void driver_io(CUdeviceptr d, size_t bytes, bool write, unsigned long long *bad)
@@ -106,6 +123,11 @@ int main(int argc, char **argv)
 	char line[128];
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (getenv("HOLDMEM_TICKS")) {
+		pthread_t t;
+
+		pthread_create(&t, NULL, ticker, getenv("HOLDMEM_TICKS"));
+	}
 	if (driver) {
 		CUdevice dev;
 		CUcontext ctx;

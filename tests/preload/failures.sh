@@ -118,6 +118,29 @@ like "$err" "^cudanap: status dir .*status-link: is a symlink" "with one line"
 err=$(CUDANAP_CONFIG=$T/missing.ini LD_PRELOAD=$PRELOAD /bin/true 2>&1); rc=$?
 is "$rc" 78 "a missing INI is refused at start"
 
+# -- a hook that hangs is killed at its timeout, and the job goes on
+write_ini "[hooks]" "on_suspended = sleep 30; echo late > $T/late" "timeout_ms = 300" \
+	"[log]" "target = $T/cn.log" "level = info"
+start E "$TARGET"
+kill -USR1 "$E_pid"
+settle "$E_pid" 1
+sleep 1
+like "$(cat "$T/cn.log")" "cudanap\[$E_pid\]: suspended hook killed after 300 ms" "a hung hook is killed and logged"
+check "the hook's whole process group was killed" test ! -e "$T/late"
+kill -USR2 "$E_pid"
+settle "$E_pid" 2
+ask E verify
+is "$REPLY" "verify ok" "the job resumes after the hung hook"
+check "log lines went to the [log] target file, not stderr" \
+	bash -c "grep -q 'resumed in' '$T/cn.log' && ! grep -q cudanap '$T/E.err'"
+ask E quit
+write_ini "[log]" "level = error"
+start F "$TARGET"
+"$CUDANAP" suspend "$F_pid" > /dev/null
+"$CUDANAP" resume "$F_pid" > /dev/null
+ask F quit
+is "$(cat "$T/F.err")" "" "level = error keeps suspend and resume quiet"
+
 # -- wrong pids
 sleep 60 & plain=$!
 out=$("$CUDANAP" suspend $dead); rc=$?
