@@ -79,12 +79,16 @@ __global__ void spin(unsigned long long ns)
 
 static void *ticker(void *path)
 {
+	char tmp[4096];
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", (const char *)path);
 	for (unsigned long n = 1;; n++) {
-		FILE *f = fopen((const char *)path, "w");
+		FILE *f = fopen(tmp, "w");
 
 		if (f) {
 			fprintf(f, "%lu\n", n);
 			fclose(f);
+			rename(tmp, (const char *)path); // a reader never sees a half-written file
 		}
 		usleep(20000);
 	}
