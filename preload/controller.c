@@ -293,6 +293,10 @@ static void serve(const struct cn_req *req, struct cn_resp *resp)
 		CUcheckpointCheckpointArgs a = { { 0 } };
 
 		r = cu.checkpoint(target, &a);
+		/* Pay cuInit now, while the job sleeps, not on its way back (0.6 s of the first
+		 * 8 GiB resume on an H200). */
+		if (r == CUDA_SUCCESS)
+			ensure_init();
 		break;
 	}
 	case CN_OP_RESTORE:
