@@ -86,7 +86,9 @@ static int load_driver(void)
 
 		if (!f) {
 			snprintf(load_error, sizeof(load_error),
-				 "the CUDA driver %s has no %s: driver 555 or newer is needed", path,
+				 "the CUDA driver %s has no %s: it is too old for the checkpoint API; "
+				 "update the NVIDIA driver",
+				 path,
 				 cu_symbols[i].name);
 			return -1;
 		}
