@@ -177,19 +177,27 @@ static void step(enum cn_step s, const struct cn_resp *r)
 	ag.st.step_ms[s] = r->elapsed_ms;
 }
 
+/* The first step of either action: where the process stands. False when that ended the action
+ * (no CUDA, no driver, no controller). */
+static bool current_state(const char *verb, struct cn_resp *r)
+{
+	char msg[96];
+
+	if (call(CN_OP_STATE, r) == 0)
+		return true;
+	snprintf(msg, sizeof(msg), "this process has not initialised CUDA: nothing to %s", verb);
+	finish(r, verb, r->result == CUDA_ERROR_NOT_INITIALIZED ? msg : r->message);
+	return false;
+}
+
 static void suspend(void)
 {
 	struct cn_resp r, u;
 	char msg[320];
 
 	begin("suspend");
-	if (call(CN_OP_STATE, &r) < 0) {
-		finish(&r, "suspend",
-		       r.result == CUDA_ERROR_NOT_INITIALIZED
-			       ? "this process has not initialised CUDA: nothing to suspend"
-			       : r.message);
+	if (!current_state("suspend", &r))
 		return;
-	}
 	if (r.state == CN_STATE_CHECKPOINTED) {
 		finish(&r, "already", "already suspended");
 		return;
@@ -248,13 +256,8 @@ static void resume(void)
 		memcpy(fresh.status_dir, ag.cfg.status_dir, sizeof(fresh.status_dir));
 		ag.cfg = fresh;
 	}
-	if (call(CN_OP_STATE, &r) < 0) {
-		finish(&r, "resume",
-		       r.result == CUDA_ERROR_NOT_INITIALIZED
-			       ? "this process has not initialised CUDA: nothing to resume"
-			       : r.message);
+	if (!current_state("resume", &r))
 		return;
-	}
 	if (r.state == CN_STATE_RUNNING) {
 		finish(&r, "already", "already running");
 		return;

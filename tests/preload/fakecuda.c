@@ -115,6 +115,26 @@ static int move_memory(int pid, const char *from, const char *to)
 	return rename(a, b);
 }
 
+/* Opens pid's state for a transition out of state `from`. A failure injected under the file name
+ * `inject` is returned as the driver would, state unchanged. Returns the locked fd or -CUresult. */
+static int transition(int pid, int from, const char *inject, struct pstate *st)
+{
+	int fd = open_locked(pid, st), fail;
+
+	if (fd < 0)
+		return fd;
+	if (st->state != from) {
+		close(fd);
+		return -CUDA_ERROR_ILLEGAL_STATE;
+	}
+	fail = inject ? injected(inject) : 0;
+	if (fail) {
+		close(fd);
+		return -fail;
+	}
+	return fd;
+}
+
 /* ---- driver entry points ---- */
 
 EXPORT CUresult cuInit(unsigned flags)
@@ -255,20 +275,12 @@ EXPORT CUresult cuCheckpointProcessLock(int pid, CUcheckpointLockArgs *args)
 EXPORT CUresult cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpointArgs *args)
 {
 	struct pstate st;
-	int fd = open_locked(pid, &st), fail;
+	/* An injected failure leaves the process LOCKED, as managed memory does on a real driver. */
+	int fd = transition(pid, 1, "fail_checkpoint", &st);
 
 	(void)args;
 	if (fd < 0)
 		return -fd;
-	if (st.state != 1) {
-		close(fd);
-		return CUDA_ERROR_ILLEGAL_STATE;
-	}
-	fail = injected("fail_checkpoint");
-	if (fail) {
-		close(fd); /* like managed memory on a real driver: stays LOCKED */
-		return fail;
-	}
 	if (move_memory(pid, "gpu", "host") < 0) {
 		close(fd);
 		return CUDA_ERROR_OPERATING_SYSTEM;
@@ -281,19 +293,10 @@ EXPORT CUresult cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpointArg
 EXPORT CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs *args)
 {
 	struct pstate st;
-	int fd = open_locked(pid, &st), fail, to = -1;
+	int fd = transition(pid, 2, "fail_restore", &st), to = -1;
 
 	if (fd < 0)
 		return -fd;
-	if (st.state != 2) {
-		close(fd);
-		return CUDA_ERROR_ILLEGAL_STATE;
-	}
-	fail = injected("fail_restore");
-	if (fail) {
-		close(fd);
-		return fail;
-	}
 	if (args && args->gpuPairsCount) {
 		/* The driver wants every GPU in the list. */
 		if (args->gpuPairsCount != (unsigned)n_gpus()) {
@@ -321,15 +324,11 @@ EXPORT CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs *arg
 EXPORT CUresult cuCheckpointProcessUnlock(int pid, CUcheckpointUnlockArgs *args)
 {
 	struct pstate st;
-	int fd = open_locked(pid, &st);
+	int fd = transition(pid, 1, NULL, &st);
 
 	(void)args;
 	if (fd < 0)
 		return -fd;
-	if (st.state != 1) {
-		close(fd);
-		return CUDA_ERROR_ILLEGAL_STATE;
-	}
 	st.state = 0;
 	store_unlock(fd, &st);
 	return CUDA_SUCCESS;
