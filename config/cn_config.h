@@ -7,6 +7,7 @@
 #define CN_CONFIG_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #define CN_MAX_GPUS 64
@@ -40,6 +41,9 @@ struct cn_config {
 	char on_resumed[CN_HOOK_LEN];
 	char on_failure[CN_HOOK_LEN];
 	unsigned hook_timeout_ms;
+	bool hugepages;		  /* stage the driver's host copy in huge pages */
+	unsigned prefault_threads; /* threads that prefault it; 0: none */
+	bool keep_host_buffer;	  /* keep the host copy mapped for the next suspend */
 };
 
 /* Defaults for every key; the status dir comes from $XDG_RUNTIME_DIR or the uid. */

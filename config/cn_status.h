@@ -23,6 +23,9 @@ struct cn_status {
 	char message[320];
 	double step_ms[CN_STEPS]; /* < 0: the step did not run in the last action */
 	double total_ms;
+	/* The host copy, when cudanap staged it (see preload/staging.c); < 0 when it did not. */
+	double staged_mib, prefault_ms, unmap_ms;
+	unsigned long long call_ns; /* CLOCK_MONOTONIC when the action's first driver call began */
 	char timestamp[32]; /* UTC, ISO 8601, milliseconds */
 	int suspend_signal, resume_signal;
 };

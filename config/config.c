@@ -27,6 +27,13 @@ void cn_config_defaults(struct cn_config *c)
 	c->lock_timeout_ms = 10000;
 	c->log_level = CN_LOG_INFO;
 	c->hook_timeout_ms = 30000;
+	c->hugepages = true;
+	{
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+		c->prefault_threads = cpus < 1 ? 1 : cpus > 8 ? 8 : (unsigned)cpus;
+	}
+	c->keep_host_buffer = false;
 	if (xdg && xdg[0] == '/')
 		snprintf(c->status_dir, sizeof(c->status_dir), "%s/cudanap", xdg);
 	else
@@ -410,6 +417,43 @@ static int k_hook_timeout(struct cn_config *c, const char *v, char *why, size_t 
 	return r;
 }
 
+static int set_bool(bool *dst, const char *v, char *why, size_t len)
+{
+	static const char *const yes[] = { "true", "yes", "on", "1" }, *const no[] = { "false", "no",
+									       "off", "0" };
+
+	for (int i = 0; i < 4; i++) {
+		if (strcasecmp(v, yes[i]) == 0 || strcasecmp(v, no[i]) == 0) {
+			*dst = strcasecmp(v, yes[i]) == 0;
+			return 0;
+		}
+	}
+	snprintf(why, len, "'%s' is not true or false", v);
+	return -EINVAL;
+}
+
+static int k_hugepages(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	return set_bool(&c->hugepages, v, why, len);
+}
+
+static int k_prefault_threads(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	unsigned long n;
+
+	if (parse_uint(v, 256, &n) == 0) {
+		c->prefault_threads = (unsigned)n;
+		return 0;
+	}
+	snprintf(why, len, "'%s' is not a number of threads from 0 to 256", v);
+	return -EINVAL;
+}
+
+static int k_keep_host_buffer(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	return set_bool(&c->keep_host_buffer, v, why, len);
+}
+
 static const struct {
 	const char *section, *key;
 	key_parser parse;
@@ -420,6 +464,9 @@ static const struct {
 	{ "log", "target", k_log_target },	   { "hooks", "on_suspended", k_on_suspended },
 	{ "hooks", "on_resumed", k_on_resumed },   { "hooks", "on_failure", k_on_failure },
 	{ "hooks", "timeout_ms", k_hook_timeout },
+	{ "performance", "hugepages", k_hugepages },
+	{ "performance", "prefault_threads", k_prefault_threads },
+	{ "performance", "keep_host_buffer", k_keep_host_buffer },
 };
 #define N_KEYS (sizeof(key_table) / sizeof(key_table[0]))
 

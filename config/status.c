@@ -21,7 +21,7 @@ void cn_status_init(struct cn_status *s, int pid)
 	s->pid = pid;
 	for (int i = 0; i < CN_STEPS; i++)
 		s->step_ms[i] = -1;
-	s->total_ms = -1;
+	s->total_ms = s->staged_mib = s->prefault_ms = s->unmap_ms = -1;
 }
 
 /* JSON string escaping into a bounded buffer; returns bytes written or -1 when it does not fit. */
@@ -69,9 +69,12 @@ int cn_status_format(const struct cn_status *s, char *buf, size_t len)
 	if (n < 0 || (size_t)n >= len)
 		return -ENOSPC;
 	o = (size_t)n;
-	for (int i = 0; i <= CN_STEPS; i++) {
-		double v = i < CN_STEPS ? s->step_ms[i] : s->total_ms;
-		const char *k = i < CN_STEPS ? cn_step_names[i] : "total_ms";
+	for (int i = 0; i < CN_STEPS + 4; i++) {
+		static const char *const more[] = { "total_ms", "staged_mib", "prefault_ms",
+						    "unmap_ms" };
+		const double vals[] = { s->total_ms, s->staged_mib, s->prefault_ms, s->unmap_ms };
+		double v = i < CN_STEPS ? s->step_ms[i] : vals[i - CN_STEPS];
+		const char *k = i < CN_STEPS ? cn_step_names[i] : more[i - CN_STEPS];
 
 		if (v < 0)
 			n = snprintf(buf + o, len - o, ",\"%s\":null", k);
@@ -82,8 +85,9 @@ int cn_status_format(const struct cn_status *s, char *buf, size_t len)
 		o += (size_t)n;
 	}
 	n = snprintf(buf + o, len - o,
-		     ",\"timestamp\":\"%s\",\"suspend_signal\":%d,\"resume_signal\":%d}\n",
-		     s->timestamp, s->suspend_signal, s->resume_signal);
+		     ",\"call_ns\":%llu,\"timestamp\":\"%s\",\"suspend_signal\":%d,"
+		     "\"resume_signal\":%d}\n",
+		     s->call_ns, s->timestamp, s->suspend_signal, s->resume_signal);
 	if (n < 0 || (size_t)n >= len - o)
 		return -ENOSPC;
 	return (int)(o + (size_t)n);
@@ -165,6 +169,14 @@ static void set_field(struct cn_status *s, const char *key, const char *v, bool 
 		copy_field(s->message, sizeof(s->message), v);
 	else if (strcmp(key, "total_ms") == 0)
 		s->total_ms = is_null ? -1 : strtod(v, NULL);
+	else if (strcmp(key, "staged_mib") == 0)
+		s->staged_mib = is_null ? -1 : strtod(v, NULL);
+	else if (strcmp(key, "prefault_ms") == 0)
+		s->prefault_ms = is_null ? -1 : strtod(v, NULL);
+	else if (strcmp(key, "unmap_ms") == 0)
+		s->unmap_ms = is_null ? -1 : strtod(v, NULL);
+	else if (strcmp(key, "call_ns") == 0)
+		s->call_ns = strtoull(v, NULL, 10);
 	else if (strcmp(key, "timestamp") == 0)
 		copy_field(s->timestamp, sizeof(s->timestamp), v);
 	else if (strcmp(key, "suspend_signal") == 0)

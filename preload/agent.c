@@ -24,12 +24,15 @@
 #include "hooks.h"
 #include "log.h"
 #include "proto.h"
+#include "staging.h"
 
 static struct {
 	struct cn_config cfg; /* reloaded at each resume */
 	int wake_fd, sock;
 	struct cn_status st;
 	atomic_bool exiting;
+	bool thp;	/* transparent huge pages not [never] on this host */
+	bool thp_said;	/* the fallback was logged once */
 } ag;
 
 static const char *state_name(int s)
@@ -84,6 +87,8 @@ static int call(uint32_t op, struct cn_resp *resp)
 			n = recv(ag.sock, resp, sizeof(*resp), 0);
 		while (n < 0 && errno == EINTR);
 	}
+	if (n == (ssize_t)sizeof(*resp) && !ag.st.call_ns)
+		ag.st.call_ns = resp->call_ns;
 	if (n != (ssize_t)sizeof(*resp)) {
 		resp->result = CN_RES_IO;
 		resp->state = CN_STATE_UNKNOWN;
@@ -103,7 +108,8 @@ static void begin(const char *action)
 	ag.st.result[0] = ag.st.message[0] = '\0';
 	for (int i = 0; i < CN_STEPS; i++)
 		ag.st.step_ms[i] = -1;
-	ag.st.total_ms = -1;
+	ag.st.total_ms = ag.st.staged_mib = ag.st.prefault_ms = ag.st.unmap_ms = -1;
+	ag.st.call_ns = 0;
 	publish();
 }
 
@@ -190,6 +196,34 @@ static bool current_state(const char *verb, struct cn_resp *r)
 	return false;
 }
 
+/* The checkpoint call, with the host copy staged in huge pages when the INI asks for it. */
+static int checkpoint(struct cn_resp *r)
+{
+	struct cn_staging_stats ss;
+	int rc;
+
+	if (!ag.cfg.hugepages)
+		return call(CN_OP_CHECKPOINT, r);
+	if (!ag.thp && !ag.thp_said) {
+		ag.thp_said = true;
+		cn_log(&ag.cfg, CN_LOG_INFO,
+		       "transparent huge pages are off on this host ([never]): staging the host "
+		       "copy in 4 KiB pages");
+	}
+	cn_staging_arm(ag.thp, ag.cfg.prefault_threads, ag.cfg.keep_host_buffer);
+	rc = call(CN_OP_CHECKPOINT, r);
+	cn_staging_disarm(&ss);
+	if (ss.bytes) {
+		ag.st.staged_mib = (double)ss.bytes / (1 << 20);
+		ag.st.prefault_ms = ss.prefault_ms;
+		cn_log(&ag.cfg, CN_LOG_DEBUG,
+		       "host copy: %.0f MiB%s%s, %u prefault threads, %.1f ms", ag.st.staged_mib,
+		       ss.huge ? ", huge pages" : "", ss.reused ? ", kept from last time" : "",
+		       ss.threads, ss.prefault_ms);
+	}
+	return rc;
+}
+
 static void suspend(void)
 {
 	struct cn_resp r, u;
@@ -216,7 +250,7 @@ static void suspend(void)
 		}
 		step(CN_STEP_LOCK, &r);
 	}
-	if (call(CN_OP_CHECKPOINT, &r) < 0) {
+	if (checkpoint(&r) < 0) {
 		/* The driver leaves the process LOCKED after a failed checkpoint (measured with
 		 * managed memory, DESIGN.md): unlock it so that it runs on. */
 		snprintf(msg, sizeof(msg), "checkpoint: %s", r.message);
@@ -280,6 +314,13 @@ static void resume(void)
 		return;
 	}
 	step(CN_STEP_UNLOCK, &r);
+	{
+		struct cn_staging_stats ss;
+
+		cn_staging_unmap_stats(&ss);
+		if (ss.bytes)
+			ag.st.unmap_ms = ss.unmap_ms;
+	}
 	finish(&r, "resumed", "resumed");
 }
 
@@ -327,6 +368,7 @@ int cn_agent_start(const struct cn_config *cfg, int wake_fd, int sock)
 	int r;
 
 	ag.cfg = *cfg;
+	ag.thp = cn_staging_thp_available();
 	ag.wake_fd = wake_fd;
 	ag.sock = sock;
 	cn_status_init(&ag.st, (int)getpid());

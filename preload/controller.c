@@ -281,6 +281,12 @@ static void serve(const struct cn_req *req, struct cn_resp *resp)
 		fail(resp, CN_RES_NO_DRIVER, "NO_DRIVER", load_error);
 		return;
 	}
+	{
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		resp->call_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	}
 	t0 = now_ms();
 	switch (req->op) {
 	case CN_OP_STATE:

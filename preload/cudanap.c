@@ -18,6 +18,7 @@
 #include "agent.h"
 #include "cn_config.h"
 #include "controller.h"
+#include "staging.h"
 
 /* Read by the handler: plain words written once before the handler is installed. */
 static pid_t owner = -1;
@@ -100,6 +101,7 @@ __attribute__((constructor)) static void cn_init(void)
 	char err[CN_ERR_LEN], abs[PATH_MAX];
 	int p[2], sock, r;
 
+	cn_staging_init();
 	if (getauxval(AT_SECURE) || (env && strcmp(env, "off") == 0))
 		return;
 	/* The agent re-reads the file at resume, possibly after the app has changed directory. */

@@ -43,6 +43,7 @@ struct cn_resp {
 	int32_t result; /* CUresult, or CN_RES_* */
 	int32_t state;	/* the process's state after the call, CN_STATE_UNKNOWN if unreadable */
 	double elapsed_ms;
+	uint64_t call_ns; /* CLOCK_MONOTONIC at the start of the driver call */
 	char name[48];	   /* "CUDA_SUCCESS", "CUDA_ERROR_NOT_READY", "NO_DRIVER", ... */
 	char message[256]; /* human words for the result */
 };

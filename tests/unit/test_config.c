@@ -46,6 +46,8 @@ static void test_defaults(void)
 	ok(c.lock_timeout_ms == 10000, "default lock timeout 10000 ms");
 	ok(c.log_level == CN_LOG_INFO && c.log_target[0] == '\0', "default log: info to stderr");
 	ok(c.hook_timeout_ms == 30000, "default hook timeout");
+	ok(c.hugepages && !c.keep_host_buffer && c.prefault_threads >= 1 && c.prefault_threads <= 8,
+	   "default performance: huge pages, 1-8 prefault threads, no kept buffer");
 	is_str(c.status_dir, "/run/user/42/cudanap", "status dir under XDG_RUNTIME_DIR");
 	unsetenv("XDG_RUNTIME_DIR");
 	cn_config_defaults(&c);
@@ -68,7 +70,8 @@ static void test_full_file(void)
 		     "[lock]\ntimeout_ms = 0\n[restore]\ngpu_map = 0=1, 1 = 0\n"
 		     "[status]\ndir = /var/tmp/x\n[log]\nlevel = DEBUG\ntarget = /tmp/cn.log\n"
 		     "[hooks]\non_suspended = echo s\non_resumed = echo r\non_failure = echo f\n"
-		     "timeout_ms = 5\n",
+		     "timeout_ms = 5\n[performance]\nhugepages = no\nprefault_threads = 0\n"
+		     "keep_host_buffer = On\n",
 		     &c, err) == 0,
 	   "a file setting every key loads");
 	ok(c.suspend_signal == SIGRTMIN + 3 && c.resume_signal == 40, "signals set");
@@ -83,6 +86,7 @@ static void test_full_file(void)
 	is_str(c.on_resumed, "echo r", "on_resumed");
 	is_str(c.on_failure, "echo f", "on_failure");
 	ok(c.hook_timeout_ms == 5, "hook timeout");
+	ok(!c.hugepages && c.prefault_threads == 0 && c.keep_host_buffer, "performance keys");
 	ok(load_text("[log]\ntarget = stderr\n", &c, err) == 0 && c.log_target[0] == '\0',
 	   "log target stderr");
 	ok(load_text("", &c, err) == 0 && c.suspend_signal == SIGUSR1, "an empty file is defaults");
@@ -126,6 +130,10 @@ static void test_errors(void)
 		     "3: signals.suspend: given more than once (an indented line continues the key "
 		     "above)");
 	expect_error("[lock]\ntimeout = 5\n", "2: lock.timeout: unknown key");
+	expect_error("[performance]\nhugepages = maybe\n",
+		     "2: performance.hugepages: 'maybe' is not true or false");
+	expect_error("[performance]\nprefault_threads = 257\n",
+		     "2: performance.prefault_threads: '257' is not a number of threads from 0 to 256");
 	expect_error("[nope]\nx = 1\n", "2: nope.x: unknown section");
 	expect_error("[signals]\nsuspend\n", "2: syntax error: expected [section] or key = value");
 	expect_error("[signals\n", "1: syntax error: expected [section] or key = value");

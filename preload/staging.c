@@ -1,0 +1,238 @@
+/* staging: the host copy of a checkpoint, made fast.
+ *
+ * During cuCheckpointProcessCheckpoint the driver's thread inside this process allocates the host
+ * copy with one mmap(NULL, ~1.06 x footprint, RW, MAP_PRIVATE|MAP_ANONYMOUS|MAP_POPULATE) and
+ * unmaps it after the restore (measured on an H200 with driver 580, DESIGN.md). Populating that
+ * mapping 4 KiB page by page is most of the suspend time. While, and only while, the agent has
+ * armed us, that one mapping is made 2 MiB-aligned without MAP_POPULATE, advised to huge pages and
+ * prefaulted by a few threads. Every other mmap and munmap goes straight through: outside the
+ * window the cost is one relaxed atomic load.
+ *
+ * This file exports mmap, mmap64 and munmap, the only symbols of the preload. It never logs: the
+ * agent reads cn_staging_stats after the driver call. */
+/* Meson sets _FILE_OFFSET_BITS=64, under which glibc's headers name our mmap "mmap64"; on 64-bit
+ * targets off_t is 64 bits anyway, and we define both names ourselves. */
+#undef _FILE_OFFSET_BITS
+#define _GNU_SOURCE
+#include "staging.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PUBLIC __attribute__((visibility("default")))
+#define HUGE_SZ (2ul << 20)
+#define MIN_STAGED (64ul << 20) /* smaller mappings are not the host copy */
+#define MAX_THREADS 256
+
+static void *(*real_mmap)(void *, size_t, int, int, int, off_t);
+static int (*real_munmap)(void *, size_t);
+
+static atomic_bool armed;
+static struct {
+	bool hugepages, keep;
+	unsigned threads;
+} want;
+
+/* The mapping we handed the driver, and a kept one waiting for the next suspend. */
+static void *staged;
+static size_t staged_len;
+static void *spare;
+static size_t spare_len;
+static struct cn_staging_stats stats;
+
+static void *sys_mmap(void *a, size_t l, int prot, int flags, int fd, off_t off)
+{
+	if (real_mmap)
+		return real_mmap(a, l, prot, flags, fd, off);
+	return (void *)syscall(SYS_mmap, a, l, prot, flags, fd, off);
+}
+
+static int sys_munmap(void *a, size_t l)
+{
+	if (real_munmap)
+		return real_munmap(a, l);
+	return (int)syscall(SYS_munmap, a, l);
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+struct part {
+	char *p;
+	size_t len;
+};
+
+static void *prefault(void *arg)
+{
+	struct part *pt = arg;
+
+	/* One write per 4 KiB page if the kernel predates MADV_POPULATE_WRITE (5.14). */
+	if (madvise(pt->p, pt->len, MADV_POPULATE_WRITE) < 0)
+		for (size_t o = 0; o < pt->len; o += 4096)
+			((volatile char *)pt->p)[o] = 0;
+	return NULL;
+}
+
+static void prefault_parallel(char *p, size_t len, unsigned n)
+{
+	pthread_t t[MAX_THREADS];
+	struct part parts[MAX_THREADS];
+	bool running[MAX_THREADS] = { false };
+	size_t per = ((len + n - 1) / n + HUGE_SZ - 1) & ~(HUGE_SZ - 1);
+	unsigned k = 0;
+
+	for (size_t o = 0; o < len && k < n; o += per, k++) {
+		parts[k].p = p + o;
+		parts[k].len = len - o < per ? len - o : per;
+	}
+	for (unsigned i = 1; i < k; i++)
+		running[i] = pthread_create(&t[i], NULL, prefault, &parts[i]) == 0;
+	prefault(&parts[0]);
+	for (unsigned i = 1; i < k; i++) {
+		if (running[i])
+			pthread_join(t[i], NULL);
+		else
+			prefault(&parts[i]);
+	}
+}
+
+/* The host copy: aligned so that huge pages can back all of it, advised, prefaulted. */
+static void *stage(size_t len, int prot, int flags)
+{
+	size_t big = len + HUGE_SZ;
+	char *raw, *p;
+	double t0 = now_ms();
+
+	if (spare && spare_len == len) {
+		staged = spare, staged_len = spare_len;
+		spare = NULL;
+		stats.reused = true;
+		stats.bytes = len;
+		return staged;
+	}
+	if (spare) {
+		sys_munmap(spare, spare_len);
+		spare = NULL;
+	}
+	raw = sys_mmap(NULL, big, prot, flags & ~MAP_POPULATE, -1, 0);
+	if (raw == MAP_FAILED)
+		return MAP_FAILED;
+	p = (char *)(((uintptr_t)raw + HUGE_SZ - 1) & ~(HUGE_SZ - 1));
+	if (p > raw)
+		sys_munmap(raw, (size_t)(p - raw));
+	if (raw + big > p + len)
+		sys_munmap(p + len, (size_t)(raw + big - (p + len)));
+	if (want.hugepages)
+		stats.huge = madvise(p, len, MADV_HUGEPAGE) == 0;
+	if (want.threads)
+		prefault_parallel(p, len, want.threads);
+	stats.bytes = len;
+	stats.threads = want.threads;
+	stats.prefault_ms = now_ms() - t0;
+	staged = p;
+	staged_len = len;
+	return p;
+}
+
+static bool is_host_copy(void *addr, size_t len, int prot, int flags, int fd)
+{
+	return !addr && fd == -1 && len >= MIN_STAGED && prot == (PROT_READ | PROT_WRITE) &&
+	       (flags & (MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE)) ==
+		       (MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE) &&
+	       !(flags & (MAP_FIXED | MAP_FIXED_NOREPLACE | MAP_HUGETLB | MAP_SHARED));
+}
+
+PUBLIC void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	if (atomic_load_explicit(&armed, memory_order_relaxed) &&
+	    is_host_copy(addr, len, prot, flags, fd)) {
+		int saved = errno;
+		void *p = stage(len, prot, flags);
+
+		if (p != MAP_FAILED) {
+			errno = saved;
+			return p;
+		}
+		errno = saved; /* fall through: the driver's own request, unchanged */
+	}
+	return sys_mmap(addr, len, prot, flags, fd, off);
+}
+
+PUBLIC void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return mmap(addr, len, prot, flags, fd, off);
+}
+
+PUBLIC int munmap(void *addr, size_t len)
+{
+	if (addr && addr == staged && len == staged_len) {
+		double t0 = now_ms();
+		int r = 0;
+
+		staged = NULL;
+		if (want.keep) {
+			spare = addr;
+			spare_len = len;
+		} else {
+			r = sys_munmap(addr, len);
+		}
+		stats.unmap_ms = now_ms() - t0;
+		return r;
+	}
+	return sys_munmap(addr, len);
+}
+
+void cn_staging_init(void)
+{
+	real_mmap = (void *(*)(void *, size_t, int, int, int, off_t))dlsym(RTLD_NEXT, "mmap");
+	real_munmap = (int (*)(void *, size_t))dlsym(RTLD_NEXT, "munmap");
+}
+
+bool cn_staging_thp_available(void)
+{
+	char buf[128] = "";
+	int fd = open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	return n <= 0 || !strstr(buf, "[never]");
+}
+
+void cn_staging_arm(bool hugepages, unsigned threads, bool keep)
+{
+	memset(&stats, 0, sizeof(stats));
+	want.hugepages = hugepages;
+	want.threads = threads > MAX_THREADS ? MAX_THREADS : threads;
+	want.keep = keep;
+	if (!keep && spare) {
+		sys_munmap(spare, spare_len);
+		spare = NULL;
+	}
+	atomic_store(&armed, true);
+}
+
+void cn_staging_disarm(struct cn_staging_stats *out)
+{
+	atomic_store(&armed, false);
+	*out = stats;
+}
+
+void cn_staging_unmap_stats(struct cn_staging_stats *out)
+{
+	*out = stats;
+}

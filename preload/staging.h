@@ -1,0 +1,23 @@
+/* staging: see staging.c. The agent arms it around the checkpoint request only. */
+#ifndef CN_STAGING_H
+#define CN_STAGING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct cn_staging_stats {
+	size_t bytes;	    /* size of the host copy we staged; 0 if the driver made none */
+	bool huge;	    /* MADV_HUGEPAGE accepted */
+	bool reused;	    /* a kept buffer from the last suspend was handed out */
+	unsigned threads;   /* prefault threads */
+	double prefault_ms; /* map + advise + prefault */
+	double unmap_ms;    /* the driver's munmap after restore (0 when kept) */
+};
+
+void cn_staging_init(void);
+bool cn_staging_thp_available(void);
+void cn_staging_arm(bool hugepages, unsigned threads, bool keep);
+void cn_staging_disarm(struct cn_staging_stats *out);
+void cn_staging_unmap_stats(struct cn_staging_stats *out);
+
+#endif

@@ -1,0 +1,115 @@
+/* Unit tests of preload/staging.c, compiled into this program: the host-copy mapping is staged only
+ * while armed, only for the driver's kind of mapping, aligned, prefaulted, huge-page backed where
+ * the host allows, and kept for reuse only when asked. */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "staging.h"
+#include "tap.h"
+
+#define MIB (1ul << 20)
+#define DRIVER_FLAGS (MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE)
+
+/* Pages of [p, p+len) resident now. */
+static size_t resident(void *p, size_t len)
+{
+	size_t pages = len / 4096, n = 0;
+	unsigned char *v = malloc(pages);
+
+	if (!v || mincore(p, len, v) < 0)
+		return 0;
+	for (size_t i = 0; i < pages; i++)
+		n += v[i] & 1;
+	free(v);
+	return n * 4096;
+}
+
+/* kB of AnonHugePages in the smaps entry that starts at p. */
+static long huge_kb(void *p)
+{
+	char line[256], start[32];
+	long kb = -1;
+	int in = 0;
+	FILE *f = fopen("/proc/self/smaps", "r");
+
+	snprintf(start, sizeof(start), "%lx-", (unsigned long)(uintptr_t)p);
+	while (f && fgets(line, sizeof(line), f)) {
+		if (strchr(line, '-') && strchr(line, ' ') && strchr(line, '-') < strchr(line, ' '))
+			in = strncmp(line, start, strlen(start)) == 0;
+		if (in && sscanf(line, "AnonHugePages: %ld kB", &kb) == 1)
+			break;
+	}
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+int main(void)
+{
+	struct cn_staging_stats st;
+	size_t len = 200 * MIB + 4096; /* not a multiple of 2 MiB, like 1.06 x a footprint */
+	char *p, *q;
+	int zero = 1;
+
+	cn_staging_init();
+
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, DRIVER_FLAGS, -1, 0);
+	cn_staging_unmap_stats(&st);
+	ok(p != MAP_FAILED && st.bytes == 0, "not armed: the driver's mapping passes through");
+	munmap(p, len);
+
+	cn_staging_arm(true, 4, false);
+	q = mmap(NULL, 8 * MIB, PROT_READ | PROT_WRITE, DRIVER_FLAGS, -1, 0);
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	cn_staging_unmap_stats(&st);
+	ok(st.bytes == 0, "armed: small mappings and mappings without MAP_POPULATE pass through");
+	munmap(q, 8 * MIB);
+	munmap(p, len);
+
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, DRIVER_FLAGS, -1, 0);
+	cn_staging_disarm(&st);
+	ok(p != MAP_FAILED && st.bytes == len, "armed: the host copy is staged");
+	ok(((uintptr_t)p & (2 * MIB - 1)) == 0, "2 MiB aligned");
+	ok(st.threads == 4 && st.prefault_ms >= 0, "prefaulted by 4 threads in %.1f ms", st.prefault_ms);
+	ok(resident(p, len) == len, "every page resident before the driver writes");
+	for (size_t i = 0; i < len; i += 4096)
+		zero &= p[i] == 0;
+	ok(zero, "reads as zeros, like MAP_ANONYMOUS");
+	memset(p, 0xab, len);
+	ok((unsigned char)p[len - 1] == 0xab, "writable to the last byte");
+	if (cn_staging_thp_available()) {
+		long kb = huge_kb(p);
+
+		ok(st.huge && kb > 0, "huge pages back it (%ld kB)", kb);
+	} else {
+		ok(1, "huge pages back it # SKIP transparent huge pages are [never] here");
+	}
+	ok(munmap(p, len) == 0, "the driver's munmap succeeds");
+	cn_staging_unmap_stats(&st);
+	ok(st.unmap_ms >= 0 && resident(p, 4096) == 0, "and really unmaps (%.1f ms)", st.unmap_ms);
+
+	/* keep_host_buffer: the next suspend of the same size gets the same, already faulted, buffer */
+	cn_staging_arm(true, 2, true);
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, DRIVER_FLAGS, -1, 0);
+	cn_staging_disarm(&st);
+	ok(munmap(p, len) == 0 && resident(p, len) == len, "kept: munmap leaves it mapped");
+	cn_staging_arm(true, 2, true);
+	q = mmap(NULL, len, PROT_READ | PROT_WRITE, DRIVER_FLAGS, -1, 0);
+	cn_staging_disarm(&st);
+	ok(q == p && st.reused, "kept: the next suspend reuses it");
+	munmap(q, len);
+	cn_staging_arm(true, 2, false);
+	cn_staging_disarm(&st);
+	ok(resident(p, 4096) == 0, "turning keep off frees the kept buffer");
+
+	cn_staging_arm(false, 0, false);
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, DRIVER_FLAGS, -1, 0);
+	cn_staging_disarm(&st);
+	ok(st.bytes == len && !st.huge && st.threads == 0 && resident(p, len) == 0,
+	   "no huge pages, no threads: aligned but left to fault lazily");
+	munmap(p, len);
+	return tap_done();
+}
