@@ -36,6 +36,10 @@ is "$(field "$pid" state):$(field "$pid" result)" "checkpointed:ok" "state check
 after=$(gpu_mib "$pid") total_after=$(used_mib)
 diag "suspend: $(secs "$(field "$pid" total_ms)") s (lock $(field "$pid" lock_ms) ms, checkpoint $(secs "$(field "$pid" checkpoint_ms)") s); GPU: process $after MiB, total $total_after MiB"
 check "nvidia-smi shows the memory freed (process <= 4 MiB)" test "$after" -le 4
+staged=$(field "$pid" staged_mib)
+diag "host copy staged by cudanap: $staged MiB, prefault $(field "$pid" prefault_ms) ms"
+check "the driver's host copy was staged in huge pages (fast path engaged)" \
+	test "${staged%.*}" -ge $((gib * 1024))
 check "the GPU's used memory fell by the footprint" test $((total_before - total_after)) -ge $((gib * 1024 * 9 / 10))
 ask A work 3
 is "$REPLY" "" "a CUDA call blocks while suspended"

@@ -4,6 +4,7 @@
 //   work      a fresh allocation, kernel and copy back   -> "work ok" | "work bad"
 //   spin MS   launch a kernel that runs MS milliseconds   -> "spin launched"
 //   sync      wait for the GPU                            -> "sync ok"
+//   launch N  N empty kernel launches, then a sync        -> "launch US" (microseconds)
 //   quit
 // With $HOLDMEM_TICKS set, a CPU thread rewrites a counter in that file every 20 ms: the proof that
 // the process's CPU threads run on while its CUDA is checkpointed.
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <vector>
 
@@ -45,6 +47,10 @@ __global__ void check(const uint64_t *p, size_t n, unsigned long long *bad)
 		mine += p[i] != pattern(i);
 	if (mine)
 		atomicAdd(bad, mine);
+}
+
+__global__ void empty(void)
+{
 }
 
 __global__ void spin(unsigned long long ns)
@@ -179,6 +185,17 @@ int main(int argc, char **argv)
 			spin<<<1, 1>>>(strtoull(line + 5, NULL, 10) * 1000000ull);
 			CK(cudaGetLastError());
 			printf("spin launched\n");
+		} else if (strncmp(line, "launch ", 7) == 0) {
+			long n = atol(line + 7);
+			struct timespec a, b;
+
+			CK(cudaDeviceSynchronize());
+			clock_gettime(CLOCK_MONOTONIC, &a);
+			for (long i = 0; i < n; i++)
+				empty<<<1, 32>>>();
+			CK(cudaDeviceSynchronize());
+			clock_gettime(CLOCK_MONOTONIC, &b);
+			printf("launch %.0f\n", (b.tv_sec - a.tv_sec) * 1e6 + (b.tv_nsec - a.tv_nsec) / 1e3);
 		} else if (strncmp(line, "sync", 4) == 0) {
 			CK(cudaDeviceSynchronize());
 			printf("sync ok\n");
