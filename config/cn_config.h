@@ -44,6 +44,7 @@ struct cn_config {
 	bool hugepages;		  /* stage the driver's host copy in huge pages */
 	unsigned prefault_threads; /* threads that prefault it; 0: none */
 	bool keep_host_buffer;	  /* keep the host copy mapped for the next suspend */
+	unsigned copy_threads;	  /* threads for libcuda's large copies; 0: leave them alone */
 };
 
 /* Defaults for every key; the status dir comes from $XDG_RUNTIME_DIR or the uid. */

@@ -25,6 +25,9 @@ struct cn_status {
 	double total_ms;
 	/* The host copy, when cudanap staged it (see preload/staging.c); < 0 when it did not. */
 	double staged_mib, prefault_ms, unmap_ms;
+	/* libcuda's copies of 2 MiB or more in the last driver call that moved memory, when cudanap
+	 * ran them in parallel (see preload/copy.c); < 0 when it did not. */
+	double copy_mib, copy_ms;
 	unsigned long long call_ns; /* CLOCK_MONOTONIC when the action's first driver call began */
 	char timestamp[32]; /* UTC, ISO 8601, milliseconds */
 	int suspend_signal, resume_signal;
@@ -33,6 +36,8 @@ struct cn_status {
 extern const char *const cn_step_names[CN_STEPS];
 
 void cn_status_init(struct cn_status *s, int pid);
+/* Start a new action: busy, no result yet, every step and measurement cleared. */
+void cn_status_new_action(struct cn_status *s, const char *action);
 int cn_status_format(const struct cn_status *s, char *buf, size_t len);
 int cn_status_parse(const char *buf, struct cn_status *s);
 

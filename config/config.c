@@ -32,6 +32,7 @@ void cn_config_defaults(struct cn_config *c)
 		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 
 		c->prefault_threads = cpus < 1 ? 1 : cpus > 8 ? 8 : (unsigned)cpus;
+		c->copy_threads = c->prefault_threads;
 	}
 	c->keep_host_buffer = false;
 	if (xdg && xdg[0] == '/')
@@ -437,16 +438,26 @@ static int k_hugepages(struct cn_config *c, const char *v, char *why, size_t len
 	return set_bool(&c->hugepages, v, why, len);
 }
 
-static int k_prefault_threads(struct cn_config *c, const char *v, char *why, size_t len)
+static int set_threads(unsigned *dst, unsigned max, const char *v, char *why, size_t len)
 {
 	unsigned long n;
 
-	if (parse_uint(v, 256, &n) == 0) {
-		c->prefault_threads = (unsigned)n;
+	if (parse_uint(v, max, &n) == 0) {
+		*dst = (unsigned)n;
 		return 0;
 	}
-	snprintf(why, len, "'%s' is not a number of threads from 0 to 256", v);
+	snprintf(why, len, "'%s' is not a number of threads from 0 to %u", v, max);
 	return -EINVAL;
+}
+
+static int k_prefault_threads(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	return set_threads(&c->prefault_threads, 256, v, why, len);
+}
+
+static int k_copy_threads(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	return set_threads(&c->copy_threads, 64, v, why, len);
 }
 
 static int k_keep_host_buffer(struct cn_config *c, const char *v, char *why, size_t len)
@@ -467,6 +478,7 @@ static const struct {
 	{ "performance", "hugepages", k_hugepages },
 	{ "performance", "prefault_threads", k_prefault_threads },
 	{ "performance", "keep_host_buffer", k_keep_host_buffer },
+	{ "performance", "copy_threads", k_copy_threads },
 };
 #define N_KEYS (sizeof(key_table) / sizeof(key_table[0]))
 

@@ -15,13 +15,23 @@
 const char *const cn_step_names[CN_STEPS] = { "lock_ms", "checkpoint_ms", "restore_ms",
 					      "unlock_ms" };
 
+void cn_status_new_action(struct cn_status *s, const char *action)
+{
+	snprintf(s->action, sizeof(s->action), "%s", action);
+	s->busy = true;
+	s->result[0] = s->message[0] = '\0';
+	for (int i = 0; i < CN_STEPS; i++)
+		s->step_ms[i] = -1;
+	s->total_ms = s->staged_mib = s->prefault_ms = s->unmap_ms = s->copy_mib = s->copy_ms = -1;
+	s->call_ns = 0;
+}
+
 void cn_status_init(struct cn_status *s, int pid)
 {
 	memset(s, 0, sizeof(*s));
 	s->pid = pid;
-	for (int i = 0; i < CN_STEPS; i++)
-		s->step_ms[i] = -1;
-	s->total_ms = s->staged_mib = s->prefault_ms = s->unmap_ms = -1;
+	cn_status_new_action(s, "start");
+	s->busy = false;
 }
 
 /* JSON string escaping into a bounded buffer; returns bytes written or -1 when it does not fit. */
@@ -69,10 +79,11 @@ int cn_status_format(const struct cn_status *s, char *buf, size_t len)
 	if (n < 0 || (size_t)n >= len)
 		return -ENOSPC;
 	o = (size_t)n;
-	for (int i = 0; i < CN_STEPS + 4; i++) {
+	for (int i = 0; i < CN_STEPS + 6; i++) {
 		static const char *const more[] = { "total_ms", "staged_mib", "prefault_ms",
-						    "unmap_ms" };
-		const double vals[] = { s->total_ms, s->staged_mib, s->prefault_ms, s->unmap_ms };
+						    "unmap_ms",	"copy_mib",   "copy_ms" };
+		const double vals[] = { s->total_ms, s->staged_mib, s->prefault_ms,
+					s->unmap_ms, s->copy_mib,   s->copy_ms };
 		double v = i < CN_STEPS ? s->step_ms[i] : vals[i - CN_STEPS];
 		const char *k = i < CN_STEPS ? cn_step_names[i] : more[i - CN_STEPS];
 
@@ -175,6 +186,10 @@ static void set_field(struct cn_status *s, const char *key, const char *v, bool 
 		s->prefault_ms = is_null ? -1 : strtod(v, NULL);
 	else if (strcmp(key, "unmap_ms") == 0)
 		s->unmap_ms = is_null ? -1 : strtod(v, NULL);
+	else if (strcmp(key, "copy_mib") == 0)
+		s->copy_mib = is_null ? -1 : strtod(v, NULL);
+	else if (strcmp(key, "copy_ms") == 0)
+		s->copy_ms = is_null ? -1 : strtod(v, NULL);
 	else if (strcmp(key, "call_ns") == 0)
 		s->call_ns = strtoull(v, NULL, 10);
 	else if (strcmp(key, "timestamp") == 0)

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cn_status.h"
+#include "copy.h"
 #include "cuda_abi.h"
 #include "hooks.h"
 #include "log.h"
@@ -101,16 +102,11 @@ static int call(uint32_t op, struct cn_resp *resp)
 	return resp->result == CUDA_SUCCESS ? 0 : -1;
 }
 
+/* The status file says "busy" only after the first driver call: writing it first would put file
+ * I/O between the signal and the driver. */
 static void begin(const char *action)
 {
-	snprintf(ag.st.action, sizeof(ag.st.action), "%s", action);
-	ag.st.busy = true;
-	ag.st.result[0] = ag.st.message[0] = '\0';
-	for (int i = 0; i < CN_STEPS; i++)
-		ag.st.step_ms[i] = -1;
-	ag.st.total_ms = ag.st.staged_mib = ag.st.prefault_ms = ag.st.unmap_ms = -1;
-	ag.st.call_ns = 0;
-	publish();
+	cn_status_new_action(&ag.st, action);
 }
 
 static void fmt_secs(double ms, char *buf, size_t len)
@@ -196,6 +192,29 @@ static bool current_state(const char *verb, struct cn_resp *r)
 	return false;
 }
 
+/* A driver call that moves the process's memory, with libcuda's large copies run in parallel. */
+static int moving_call(uint32_t op, struct cn_resp *r)
+{
+	struct cn_copy_stats cs;
+	int rc;
+
+	if (!ag.cfg.copy_threads)
+		return call(op, r);
+	cn_copy_arm(ag.cfg.copy_threads);
+	rc = call(op, r);
+	cn_copy_disarm(&cs);
+	cn_log(&ag.cfg, CN_LOG_DEBUG,
+	       "libcuda copies: %d slots hooked, %lu calls, %.0f MiB; %lu of 2 MiB or more "
+	       "(%.0f MiB, largest %zu KiB) in %.1f ms on %u threads",
+	       cs.hooked, cs.calls, (double)cs.bytes / (1 << 20), cs.big_calls,
+	       (double)cs.big_bytes / (1 << 20), cs.largest >> 10, cs.big_ms, cs.threads);
+	if (cs.hooked && cs.big_calls) {
+		ag.st.copy_mib = (double)cs.big_bytes / (1 << 20);
+		ag.st.copy_ms = cs.big_ms;
+	}
+	return rc;
+}
+
 /* The checkpoint call, with the host copy staged in huge pages when the INI asks for it. */
 static int checkpoint(struct cn_resp *r)
 {
@@ -203,7 +222,7 @@ static int checkpoint(struct cn_resp *r)
 	int rc;
 
 	if (!ag.cfg.hugepages)
-		return call(CN_OP_CHECKPOINT, r);
+		return moving_call(CN_OP_CHECKPOINT, r);
 	if (!ag.thp && !ag.thp_said) {
 		ag.thp_said = true;
 		cn_log(&ag.cfg, CN_LOG_INFO,
@@ -211,7 +230,7 @@ static int checkpoint(struct cn_resp *r)
 		       "copy in 4 KiB pages");
 	}
 	cn_staging_arm(ag.thp, ag.cfg.prefault_threads, ag.cfg.keep_host_buffer);
-	rc = call(CN_OP_CHECKPOINT, r);
+	rc = moving_call(CN_OP_CHECKPOINT, r);
 	cn_staging_disarm(&ss);
 	if (ss.bytes) {
 		ag.st.staged_mib = (double)ss.bytes / (1 << 20);
@@ -236,6 +255,7 @@ static void suspend(void)
 		finish(&r, "already", "already suspended");
 		return;
 	}
+	publish();
 	if (r.state == CN_STATE_RUNNING) {
 		if (call(CN_OP_LOCK, &r) < 0) {
 			if (r.result == CUDA_ERROR_NOT_READY)
@@ -296,8 +316,9 @@ static void resume(void)
 		finish(&r, "already", "already running");
 		return;
 	}
+	publish();
 	if (r.state == CN_STATE_CHECKPOINTED) {
-		if (call(CN_OP_RESTORE, &r) < 0) {
+		if (moving_call(CN_OP_RESTORE, &r) < 0) {
 			char msg[320];
 
 			snprintf(msg, sizeof(msg), "restore: %s", r.message);

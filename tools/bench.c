@@ -7,8 +7,8 @@
  *              built on the checkpoint API does); holdmem runs without cudanap
  *   off        cudanap end to end (signal sent -> status file says done), [performance] hugepages off
  *   on         the same with the fast path on (the default)
- * With --experiments, 8 GiB also runs on+keep (keep_host_buffer), on+0 (huge pages, no prefault),
- * on+1 (one prefault thread). Then the latency from signal to the first driver call (p50/p99) and
+ * With --experiments, 8 GiB also runs variations of "on": without the parallel libcuda copies,
+ * without prefault, with 16 copy threads, with the host buffer kept between suspends. Then the latency from signal to the first driver call (p50/p99) and
  * the steady-state cost of the preload on a kernel-launch loop.
  * Prints figures only; it asserts nothing about speed. */
 #define _GNU_SOURCE
@@ -142,7 +142,8 @@ static void verify(struct child *c)
 /* ---- one suspend/resume cycle each way ---- */
 
 struct sample {
-	double suspend, resume, staged_mib, prefault_ms, unmap_ms;
+	double suspend, resume, staged_mib, prefault_ms, unmap_ms, copy_mib, copy_ms,
+		copy_ms_resume;
 };
 
 static void driver_cycle(struct child *c, struct sample *s)
@@ -161,7 +162,8 @@ static void driver_cycle(struct child *c, struct sample *s)
 	if (cu.restore(c->pid, &ra) || cu.unlock(c->pid, &ua))
 		die("driver: restore/unlock failed");
 	s->resume = now_s() - t0;
-	s->staged_mib = s->prefault_ms = s->unmap_ms = -1;
+	s->staged_mib = s->prefault_ms = s->unmap_ms = s->copy_mib = s->copy_ms = -1;
+	s->copy_ms_resume = -1;
 }
 
 static double kill_s; /* when signal_wait sent its signal */
@@ -196,8 +198,11 @@ static void cudanap_cycle(struct child *c, struct sample *s)
 	s->suspend = signal_wait(c, SIGUSR1, &st);
 	s->staged_mib = st.staged_mib;
 	s->prefault_ms = st.prefault_ms;
+	s->copy_mib = st.copy_mib;
+	s->copy_ms = st.copy_ms;
 	s->resume = signal_wait(c, SIGUSR2, &st);
 	s->unmap_ms = st.unmap_ms;
+	s->copy_ms_resume = st.copy_ms;
 }
 
 /* ---- modes, medians, the table ---- */
@@ -215,9 +220,9 @@ static const char *write_ini(const char *name, const char *perf)
 	f = fopen(path, "w");
 	if (!f)
 		die("cannot write an INI");
-	fprintf(f, "[status]\ndir = %s\n[log]\nlevel = error\n[lock]\ntimeout_ms = 0\n"
+	fprintf(f, "[status]\ndir = %s\n[log]\nlevel = debug\ntarget = %s/%s.log\n[lock]\ntimeout_ms = 0\n"
 		   "[performance]\n%s\n",
-		opt.dir, perf);
+		opt.dir, opt.dir, name, perf);
 	fclose(f);
 	return path;
 }
@@ -241,7 +246,7 @@ static void run_size(double gib, const struct mode *modes, int nmodes)
 
 	for (int m = 0; m < nmodes; m++) {
 		struct sample s[MAX_REPS];
-		double sus[MAX_REPS], res[MAX_REPS], pf = 0, um = 0, mib = 0;
+		double sus[MAX_REPS], res[MAX_REPS], pf = 0, um = 0, mib = 0, cm = 0, cs = 0, cr = 0;
 		struct child c;
 
 		child_start(&c, gib, modes[m].perf ? write_ini(modes[m].name, modes[m].perf) : NULL);
@@ -256,6 +261,9 @@ static void run_size(double gib, const struct mode *modes, int nmodes)
 			mib += s[r].staged_mib > 0 ? s[r].staged_mib / opt.reps : 0;
 			pf += s[r].prefault_ms > 0 ? s[r].prefault_ms / opt.reps : 0;
 			um += s[r].unmap_ms > 0 ? s[r].unmap_ms / opt.reps : 0;
+			cm += s[r].copy_mib > 0 ? s[r].copy_mib / opt.reps : 0;
+			cs += s[r].copy_ms > 0 ? s[r].copy_ms / opt.reps : 0;
+			cr += s[r].copy_ms_resume > 0 ? s[r].copy_ms_resume / opt.reps : 0;
 		}
 		child_stop(&c);
 		double ms = median(sus, opt.reps), mr = median(res, opt.reps);
@@ -265,10 +273,12 @@ static void run_size(double gib, const struct mode *modes, int nmodes)
 		printf("| %5g | %-9s | %7.2f | %7.2f | %5.2fx | %5.2fx | %s |", gib, modes[m].name,
 		       ms, mr, base_s / ms, base_r / mr, "verified");
 		if (mib > 0)
-			printf(" host copy %.0f MiB, prefault %.2f s, unmap %.3f s\n", mib, pf / 1000,
+			printf(" host copy %.0f MiB, prefault %.2f s, unmap %.3f s;", mib, pf / 1000,
 			       um / 1000);
-		else
-			printf("\n");
+		if (cm > 0)
+			printf(" libcuda copies %.0f MiB in %.2f s (suspend) %.2f s (resume)", cm,
+			       cs / 1000, cr / 1000);
+		printf("\n");
 		fflush(stdout);
 	}
 }
@@ -301,14 +311,16 @@ static void latency(void)
 	       n, v[n / 2], v[(n * 99 + 99) / 100 - 1], v[n - 1], cold);
 }
 
-/* A kernel-launch loop with and without the preload. */
+/* A kernel-launch loop with and without the preload, in ABBA order so that drifting clocks
+ * favour neither. */
 static void overhead(void)
 {
-	double with[5], without[5];
+	double with[8], without[8];
 	const char *ini = write_ini("overhead", "hugepages = true");
 
-	for (int r = 0; r < 5; r++) {
-		for (int p = 0; p < 2; p++) {
+	for (int r = 0; r < 8; r++) {
+		for (int k = 0; k < 2; k++) {
+			int p = (r % 2) ^ k; /* with first on odd rounds */
 			struct child c;
 			char buf[64];
 
@@ -320,10 +332,10 @@ static void overhead(void)
 			child_stop(&c);
 		}
 	}
-	double w = median(with, 5), wo = median(without, 5);
+	double w = median(with, 8), wo = median(without, 8);
 
 	printf("steady state, 200000 empty kernel launches: %.2f us/launch with cudanap, %.2f "
-	       "without: ratio %.4f (median of 5)\n",
+	       "without: ratio %.4f (median of 8, ABBA order)\n",
 	       w / 200000, wo / 200000, w / wo);
 }
 
@@ -375,15 +387,17 @@ int main(int argc, char **argv)
 {
 	static const struct mode modes[] = {
 		{ "driver", NULL },
-		{ "off", "hugepages = false" },
+		{ "off", "hugepages = false\ncopy_threads = 0" },
 		{ "on", "hugepages = true" },
 	};
 	static const struct mode extra[] = {
 		{ "driver", NULL },
-		{ "on+keep", "hugepages = true\nkeep_host_buffer = true" },
-		{ "on+0thr", "hugepages = true\nprefault_threads = 0" },
-		{ "on+1thr", "hugepages = true\nprefault_threads = 1" },
-		{ "on+16thr", "hugepages = true\nprefault_threads = 16" },
+		{ "nocopy", "copy_threads = 0" },
+		{ "nocp+0pf", "copy_threads = 0\nprefault_threads = 0" },
+		{ "0pf", "prefault_threads = 0" },
+		{ "16cp+0pf", "copy_threads = 16\nprefault_threads = 0" },
+		{ "keep", "keep_host_buffer = true" },
+		{ "keep+16cp", "keep_host_buffer = true\ncopy_threads = 16" },
 	};
 	char sizes[64] = "1,8,32", dir[] = "/tmp/cudanap-bench-XXXXXX";
 

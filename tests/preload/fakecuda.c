@@ -402,3 +402,14 @@ EXPORT int fake_current_gpu(void)
 	close(fd);
 	return st.gpu;
 }
+
+/* A large copy through the PLT, as libcuda makes when it fills the host copy of a checkpoint. */
+EXPORT void *fake_copy(void *dst, const void *src, size_t n)
+{
+	return memcpy(dst, src, n);
+}
+
+EXPORT void *fake_move(void *dst, const void *src, size_t n)
+{
+	return memmove(dst, src, n);
+}

@@ -24,5 +24,7 @@ CUresult fake_memcpy_htod(size_t off, const void *src, size_t len);
 CUresult fake_memcpy_dtoh(void *dst, size_t off, size_t len);
 CUresult fake_launch(unsigned ms);
 int fake_current_gpu(void);
+void *fake_copy(void *dst, const void *src, size_t n);
+void *fake_move(void *dst, const void *src, size_t n);
 
 #endif

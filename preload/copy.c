@@ -1,0 +1,316 @@
+/* copy: the driver's own memcpy, made parallel while a checkpoint or restore is in flight.
+ *
+ * With the host copy in huge pages, what is left of a checkpoint is the driver copying GPU memory
+ * into it at ~6 GB/s (an H200 with driver 580: 8.7 GB in 1.5 s once no page faults remain).
+ * libcuda imports memcpy and memmove from glibc, so while the agent has armed us we point
+ * libcuda's own GOT slots for them at a copy that splits large blocks over a few threads, and put
+ * the slots back afterwards. Nothing else in the process is touched and outside the window nothing
+ * runs at all: no exported memcpy, no cost on any other call.
+ * Everything here runs in the agent (arm, disarm) or in the driver's threads (the copy). */
+#define _GNU_SOURCE
+#include "copy.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_THREADS 64
+#define PAR_MIN (2ul << 20) /* smaller copies are not worth a handoff */
+#define MAX_SLOTS 8
+
+typedef void *(*copy_fn)(void *, const void *, size_t);
+
+static struct {
+	void **addr;
+	void *old;
+	bool relro;
+} slots[MAX_SLOTS];
+static int n_slots;
+static copy_fn real_memcpy, real_memmove;
+
+/* The pool: one job at a time; a caller that finds it busy copies alone. */
+static struct {
+	pthread_t t[MAX_THREADS];
+	unsigned n;
+	pthread_mutex_t busy, mu;
+	pthread_cond_t go, done;
+	unsigned long gen;
+	unsigned pending;
+	char *dst;
+	const char *src;
+	size_t len, part;
+	bool quit;
+} pool = { .busy = PTHREAD_MUTEX_INITIALIZER,
+	   .mu = PTHREAD_MUTEX_INITIALIZER,
+	   .go = PTHREAD_COND_INITIALIZER,
+	   .done = PTHREAD_COND_INITIALIZER };
+
+static struct {
+	atomic_ulong calls, big_calls, bytes, big_bytes, largest, ns;
+} st;
+
+static unsigned long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
+
+static void copy_part(unsigned i)
+{
+	size_t off = (size_t)i * pool.part;
+
+	if (off < pool.len)
+		real_memcpy(pool.dst + off, pool.src + off,
+			    pool.len - off < pool.part ? pool.len - off : pool.part);
+}
+
+static void *worker(void *arg)
+{
+	unsigned me = (unsigned)(uintptr_t)arg;
+	unsigned long seen = 0;
+
+	pthread_mutex_lock(&pool.mu);
+	for (;;) {
+		while (!pool.quit && pool.gen == seen)
+			pthread_cond_wait(&pool.go, &pool.mu);
+		if (pool.quit)
+			break;
+		seen = pool.gen;
+		pthread_mutex_unlock(&pool.mu);
+		copy_part(me);
+		pthread_mutex_lock(&pool.mu);
+		if (--pool.pending == 0)
+			pthread_cond_signal(&pool.done);
+	}
+	pthread_mutex_unlock(&pool.mu);
+	return NULL;
+}
+
+static void parallel_copy(void *d, const void *s, size_t n)
+{
+	unsigned parts = pool.n + 1;
+
+	pthread_mutex_lock(&pool.mu);
+	pool.dst = d;
+	pool.src = s;
+	pool.len = n;
+	pool.part = ((n + parts - 1) / parts + 63) & ~(size_t)63;
+	pool.pending = pool.n;
+	pool.gen++;
+	pthread_cond_broadcast(&pool.go);
+	pthread_mutex_unlock(&pool.mu);
+	copy_part(pool.n); /* the caller takes the last part */
+	pthread_mutex_lock(&pool.mu);
+	while (pool.pending)
+		pthread_cond_wait(&pool.done, &pool.mu);
+	pthread_mutex_unlock(&pool.mu);
+}
+
+static void account(size_t n, unsigned long long ns)
+{
+	unsigned long prev = atomic_load(&st.largest);
+
+	atomic_fetch_add(&st.calls, 1);
+	atomic_fetch_add(&st.bytes, n);
+	if (n >= PAR_MIN) {
+		atomic_fetch_add(&st.big_calls, 1);
+		atomic_fetch_add(&st.big_bytes, n);
+		atomic_fetch_add(&st.ns, ns);
+	}
+	while (n > prev && !atomic_compare_exchange_weak(&st.largest, &prev, n))
+		;
+}
+
+static void *hooked_memcpy(void *d, const void *s, size_t n)
+{
+	unsigned long long t0 = n >= PAR_MIN ? now_ns() : 0;
+
+	if (n >= PAR_MIN && pool.n && pthread_mutex_trylock(&pool.busy) == 0) {
+		parallel_copy(d, s, n);
+		pthread_mutex_unlock(&pool.busy);
+	} else {
+		real_memcpy(d, s, n);
+	}
+	account(n, t0 ? now_ns() - t0 : 0);
+	return d;
+}
+
+static void *hooked_memmove(void *d, const void *s, size_t n)
+{
+	uintptr_t a = (uintptr_t)d, b = (uintptr_t)s;
+
+	if (a + n <= b || b + n <= a)
+		return hooked_memcpy(d, s, n);
+	real_memmove(d, s, n);
+	account(n, 0);
+	return d;
+}
+
+/* ---- libcuda's GOT ---- */
+
+struct find {
+	const char *lib;
+	int found;
+};
+
+static bool in_relro(const struct dl_phdr_info *info, uintptr_t addr)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + p->p_vaddr;
+
+		if (p->p_type == PT_GNU_RELRO && addr >= lo && addr < lo + p->p_memsz)
+			return true;
+	}
+	return false;
+}
+
+static void patch(const struct dl_phdr_info *info, void **slot, void *fn)
+{
+	uintptr_t page = (uintptr_t)slot & ~((uintptr_t)sysconf(_SC_PAGESIZE) - 1);
+	size_t psz = (size_t)sysconf(_SC_PAGESIZE);
+	bool relro = in_relro(info, (uintptr_t)slot);
+
+	if (n_slots == MAX_SLOTS)
+		return;
+	if (relro && mprotect((void *)page, psz, PROT_READ | PROT_WRITE) < 0)
+		return;
+	slots[n_slots].addr = slot;
+	slots[n_slots].old = __atomic_exchange_n(slot, fn, __ATOMIC_SEQ_CST);
+	slots[n_slots].relro = relro;
+	n_slots++;
+	if (relro)
+		mprotect((void *)page, psz, PROT_READ);
+}
+
+static int hook_lib(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct find *f = data;
+	uintptr_t base = info->dlpi_addr;
+	const ElfW(Dyn) *dyn = NULL;
+	const ElfW(Sym) *symtab = NULL;
+	const char *strtab = NULL;
+	const ElfW(Rela) *rel[2] = { NULL, NULL };
+	size_t relsz[2] = { 0, 0 };
+
+	(void)size;
+	if (!info->dlpi_name || !strstr(info->dlpi_name, f->lib))
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)(base + info->dlpi_phdr[i].p_vaddr);
+	for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
+		/* ld.so has made most pointers absolute; be safe either way. */
+		uintptr_t v = dyn->d_un.d_ptr < base ? base + dyn->d_un.d_ptr : dyn->d_un.d_ptr;
+
+		switch (dyn->d_tag) {
+		case DT_SYMTAB:
+			symtab = (const ElfW(Sym) *)v;
+			break;
+		case DT_STRTAB:
+			strtab = (const char *)v;
+			break;
+		case DT_JMPREL:
+			rel[0] = (const ElfW(Rela) *)v;
+			break;
+		case DT_PLTRELSZ:
+			relsz[0] = dyn->d_un.d_val;
+			break;
+		case DT_RELA:
+			rel[1] = (const ElfW(Rela) *)v;
+			break;
+		case DT_RELASZ:
+			relsz[1] = dyn->d_un.d_val;
+			break;
+		}
+	}
+	if (!symtab || !strtab)
+		return 1;
+	for (int k = 0; k < 2; k++) {
+		for (size_t i = 0; rel[k] && i < relsz[k] / sizeof(ElfW(Rela)); i++) {
+			unsigned type = ELF64_R_TYPE(rel[k][i].r_info);
+			const char *name = strtab + symtab[ELF64_R_SYM(rel[k][i].r_info)].st_name;
+			void **slot = (void **)(base + rel[k][i].r_offset);
+
+			if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
+				continue;
+			if (strcmp(name, "memcpy") == 0)
+				patch(info, slot, (void *)hooked_memcpy);
+			else if (strcmp(name, "memmove") == 0)
+				patch(info, slot, (void *)hooked_memmove);
+		}
+	}
+	f->found = 1;
+	return 1;
+}
+
+int cn_copy_arm(unsigned threads)
+{
+	/* The driver library: the one the controller loads too. */
+	const char *lib = getenv("CUDANAP_LIBCUDA");
+	struct find f = { "libcuda.so", 0 };
+
+	if (lib && *lib)
+		f.lib = strrchr(lib, '/') ? strrchr(lib, '/') + 1 : lib;
+	memset(&st, 0, sizeof(st));
+	if (!real_memcpy) {
+		real_memcpy = (copy_fn)dlsym(RTLD_DEFAULT, "memcpy");
+		real_memmove = (copy_fn)dlsym(RTLD_DEFAULT, "memmove");
+	}
+	if (!real_memcpy || !real_memmove || threads == 0)
+		return 0;
+	if (threads > MAX_THREADS)
+		threads = MAX_THREADS;
+	pool.quit = false;
+	pool.n = 0;
+	for (unsigned i = 0; i + 1 < threads; i++)
+		if (pthread_create(&pool.t[i], NULL, worker, (void *)(uintptr_t)i) == 0)
+			pool.n++;
+		else
+			break;
+	dl_iterate_phdr(hook_lib, &f);
+	return n_slots;
+}
+
+void cn_copy_disarm(struct cn_copy_stats *out)
+{
+	for (int i = 0; i < n_slots; i++) {
+		uintptr_t page = (uintptr_t)slots[i].addr & ~((uintptr_t)sysconf(_SC_PAGESIZE) - 1);
+		size_t psz = (size_t)sysconf(_SC_PAGESIZE);
+
+		if (slots[i].relro)
+			mprotect((void *)page, psz, PROT_READ | PROT_WRITE);
+		__atomic_store_n(slots[i].addr, slots[i].old, __ATOMIC_SEQ_CST);
+		if (slots[i].relro)
+			mprotect((void *)page, psz, PROT_READ);
+	}
+	out->hooked = n_slots;
+	n_slots = 0;
+	/* A driver thread may still be inside a hooked call: take the pool before stopping it. */
+	pthread_mutex_lock(&pool.busy);
+	pthread_mutex_lock(&pool.mu);
+	pool.quit = true;
+	pthread_cond_broadcast(&pool.go);
+	pthread_mutex_unlock(&pool.mu);
+	for (unsigned i = 0; i < pool.n; i++)
+		pthread_join(pool.t[i], NULL);
+	out->threads = pool.n ? pool.n + 1 : 0;
+	pool.n = 0;
+	pthread_mutex_unlock(&pool.busy);
+	out->calls = atomic_load(&st.calls);
+	out->bytes = atomic_load(&st.bytes);
+	out->big_calls = atomic_load(&st.big_calls);
+	out->big_bytes = atomic_load(&st.big_bytes);
+	out->largest = atomic_load(&st.largest);
+	out->big_ms = (double)atomic_load(&st.ns) / 1e6;
+}

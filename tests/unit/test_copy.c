@@ -1,0 +1,56 @@
+/* Unit tests of preload/copy.c, compiled into this program, against the fake driver library: its
+ * memcpy/memmove calls, and only its, run in parallel while armed, correctly, and go back to
+ * normal once disarmed. */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "copy.h"
+#include "fakecuda.h"
+#include "tap.h"
+
+#define MIB (1ul << 20)
+
+static void fill(unsigned char *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (unsigned char)((i * 2654435761u) >> 11 ^ seed);
+}
+
+int main(void)
+{
+	size_t n = 64 * MIB + 12345;
+	unsigned char *a = malloc(n), *b = malloc(n), *c = malloc(n);
+	struct cn_copy_stats st;
+
+	fill(a, n, 1);
+	ok(cn_copy_arm(4) >= 1, "armed: the driver library's memcpy/memmove slots are hooked");
+	memset(b, 0, n);
+	fake_copy(b, a, n);
+	ok(memcmp(a, b, n) == 0, "a 64 MiB copy by the driver is exact");
+	fake_copy(b + 1, a + 3, 3 * MIB);
+	ok(memcmp(a + 3, b + 1, 3 * MIB) == 0, "unaligned copy exact");
+	fake_copy(c, a, 100);
+	ok(memcmp(a, c, 100) == 0, "small copy exact");
+	memcpy(c, b, 8 * MIB);
+	fake_move(b + 4096, b, 8 * MIB);
+	ok(memcmp(b + 4096, c, 8 * MIB) == 0, "overlapping memmove keeps memmove's meaning");
+	fake_move(c, a, 16 * MIB);
+	ok(memcmp(a, c, 16 * MIB) == 0, "disjoint memmove exact");
+	memcpy(c, a, 32 * MIB); /* ours, not the driver's: not counted */
+	cn_copy_disarm(&st);
+	ok(st.hooked >= 1 && st.threads == 4, "4 threads per large copy (%u)", st.threads);
+	ok(st.calls == 5, "the driver's calls counted, nobody else's (%lu)", st.calls);
+	ok(st.big_calls == 4 && st.big_bytes == n + 3 * MIB + 8 * MIB + 16 * MIB,
+	   "large calls and bytes (%lu, %zu)", st.big_calls, st.big_bytes);
+	ok(st.largest == n, "largest copy");
+	fake_copy(b, a, 4 * MIB);
+	cn_copy_arm(2);
+	cn_copy_disarm(&st);
+	ok(st.calls == 0, "disarmed: the slots are back, calls no longer pass through us");
+	ok(cn_copy_arm(0) == 0, "0 threads: nothing is hooked");
+	free(a);
+	free(b);
+	free(c);
+	return tap_done();
+}
