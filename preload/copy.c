@@ -271,8 +271,12 @@ int cn_copy_arm(unsigned threads)
 		return 0;
 	if (threads > MAX_THREADS)
 		threads = MAX_THREADS;
+	/* The last window's helpers are joined: start the count afresh, or new helpers would take
+	 * the old generation for a new job and replay a copy into buffers that may be gone. */
 	pool.quit = false;
 	pool.n = 0;
+	pool.gen = 0;
+	pool.pending = 0;
 	for (unsigned i = 0; i + 1 < threads; i++)
 		if (pthread_create(&pool.t[i], NULL, worker, (void *)(uintptr_t)i) == 0)
 			pool.n++;
