@@ -9,7 +9,8 @@
  *   on         the same with the fast path on (the default)
  * With --experiments, 8 GiB also runs variations of "on": without the parallel libcuda copies,
  * without prefault, with 16 copy threads, with the host buffer kept between suspends. Then the latency from signal to the first driver call (p50/p99) and
- * the steady-state cost of the preload on a kernel-launch loop.
+ * the steady-state cost of the preload on a kernel-launch loop, beside an A/A control that shows
+ * the noise of that measurement. --sizes 0 skips the size table.
  * Prints figures only; it asserts nothing about speed. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -311,32 +312,43 @@ static void latency(void)
 	       n, v[n / 2], v[(n * 99 + 99) / 100 - 1], v[n - 1], cold);
 }
 
-/* A kernel-launch loop with and without the preload, in ABBA order so that drifting clocks
- * favour neither. */
-static void overhead(void)
+/* Median microseconds per launch of 500000 empty kernels, over 8 processes in ABBA order (so
+ * that drifting clocks favour neither side); side 1 runs with ini_b (NULL: without cudanap). */
+static void launch_loop(const char *ini_a, const char *ini_b, double *a, double *b)
 {
-	double with[8], without[8];
-	const char *ini = write_ini("overhead", "hugepages = true");
+	double v[2][8];
 
 	for (int r = 0; r < 8; r++) {
 		for (int k = 0; k < 2; k++) {
-			int p = (r % 2) ^ k; /* with first on odd rounds */
+			int side = (r % 2) ^ k;
 			struct child c;
 			char buf[64];
 
-			child_start(&c, 0.0625, p ? ini : NULL);
+			child_start(&c, 0.0625, side ? ini_b : ini_a);
 			child_ask(&c, "launch 20000", buf, sizeof(buf), 60000); /* warm up */
-			if (!child_ask(&c, "launch 200000", buf, sizeof(buf), 600000))
+			if (!child_ask(&c, "launch 500000", buf, sizeof(buf), 600000))
 				die("launch loop");
-			(p ? with : without)[r] = atof(buf + 7);
+			v[side][r / 2 + (r % 2) * 4] = atof(buf + 7) / 500000;
 			child_stop(&c);
 		}
 	}
-	double w = median(with, 8), wo = median(without, 8);
+	*a = median(v[0], 8);
+	*b = median(v[1], 8);
+}
 
-	printf("steady state, 200000 empty kernel launches: %.2f us/launch with cudanap, %.2f "
-	       "without: ratio %.4f (median of 8, ABBA order)\n",
-	       w / 200000, wo / 200000, w / wo);
+/* The steady-state cost of the preload, next to the same comparison with no preload on either
+ * side: the difference two identical sides show is the noise floor of this measurement. */
+static void overhead(void)
+{
+	const char *ini = write_ini("overhead", "hugepages = true");
+	double w, wo, a1, a2;
+
+	launch_loop(NULL, ini, &wo, &w);
+	launch_loop(NULL, NULL, &a1, &a2);
+	printf("steady state, 500000 empty kernel launches, median of 8 processes each: %.3f "
+	       "us/launch with cudanap, %.3f without: ratio %.4f; control without/without: "
+	       "%.3f vs %.3f, ratio %.4f\n",
+	       w, wo, w / wo, a2, a1, a2 / a1);
 }
 
 static void load_driver(void)
@@ -427,7 +439,8 @@ int main(int argc, char **argv)
 	load_driver();
 	header();
 	for (char *save = NULL, *t = strtok_r(sizes, ",", &save); t; t = strtok_r(NULL, ",", &save))
-		run_size(atof(t), modes, 3);
+		if (atof(t) > 0)
+			run_size(atof(t), modes, 3);
 	if (opt.experiments)
 		run_size(8, extra, sizeof(extra) / sizeof(extra[0]));
 	if (opt.cycles > 0)
