@@ -273,7 +273,11 @@ static void suspend(void)
 	if (checkpoint(&r) < 0) {
 		/* The driver leaves the process LOCKED after a failed checkpoint (measured with
 		 * managed memory, DESIGN.md): unlock it so that it runs on. */
-		snprintf(msg, sizeof(msg), "checkpoint: %s", r.message);
+		snprintf(msg, sizeof(msg), "checkpoint: %s%s", r.message,
+			 r.result == CUDA_ERROR_NOT_SUPPORTED
+				 ? " (the driver cannot checkpoint a process that uses managed memory, "
+				   "CUDA IPC, MIG or MPS)"
+				 : "");
 		call(CN_OP_UNLOCK, &u);
 		step(CN_STEP_UNLOCK, &u);
 		if (u.result != CUDA_SUCCESS)

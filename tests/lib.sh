@@ -39,7 +39,7 @@ write_ini() {
 }
 
 # start NAME CMD...: run CMD under `cudanap run -c $T/job.ini`, stdin/stdout on fifos; sets
-# NAME_pid, NAME_in, NAME_out, and waits for its first line "ready PID".
+# NAME_pid, NAME_in, NAME_out, and waits for its first line "ready PID ...", kept in NAME_ready.
 start() {
 	local name=$1 fin fout line; shift
 	rm -f "$T/$name.in" "$T/$name.out"
@@ -50,7 +50,8 @@ start() {
 	exec {fout}< "$T/$name.out"
 	printf -v "${name}_in" '%s' "$fin"
 	printf -v "${name}_out" '%s' "$fout"
-	read -r -t 20 -u "$fout" line || line=
+	read -r -t "${START_TIMEOUT:-120}" -u "$fout" line || line=
+	printf -v "${name}_ready" '%s' "$line"
 	[ "${line%% *}" = ready ]
 }
 

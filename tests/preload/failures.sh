@@ -37,7 +37,8 @@ echo 801 > "$T/fake/fail_checkpoint"
 out=$("$CUDANAP" suspend "$pid"); rc=$?
 rm -f "$T/fake/fail_checkpoint"
 is "$rc" 1 "a failed checkpoint fails the suspend"
-like "$out" "CUDA_ERROR_NOT_SUPPORTED: checkpoint: operation not supported \(state running\)" "reported with the driver's words"
+like "$out" "CUDA_ERROR_NOT_SUPPORTED: checkpoint: operation not supported \(the driver cannot checkpoint a process that uses managed memory, CUDA IPC, MIG or MPS\) \(state running\)" \
+	"reported with the driver's words and what they usually mean"
 is "$("$FAKECTL" "$FAKECUDA" state $pid)" "CUDA_SUCCESS 0" "the process was unlocked: RUNNING"
 ask A verify 5
 is "$REPLY" "verify ok" "the program runs on with its data"

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Real workloads under suspend/resume on a real GPU: PyTorch training bit for bit (with the caching
+# allocator holding GiBs, suspended twice), CuPy, JAX, CUDA features, and programs the driver cannot
+# checkpoint. Each part skips itself when its framework is missing.
+. "$(dirname "$0")/../lib.sh"
+here=$(cd "$(dirname "$0")" && pwd)
+command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 || skip_all "no NVIDIA GPU or driver"
+[ -n "${FEATURES:-}" ] && [ -x "$FEATURES" ] || skip_all "CUDA test programs not built (no nvcc when meson set up)"
+py=${PYTHON:-python3}
+has() { "$py" -c "import $1" > /dev/null 2>&1; }
+skip() { tap_n=$((tap_n + 1)); echo "ok $tap_n - $1 # SKIP $2"; }
+write_ini "[log]" "level = info"
+
+# run_steps NAME CMD...: run a training script under cudanap, suspend after step 5 and 15 (3 s
+# each), collect every "step" line into $T/NAME.steps; the outcome lines go to $T/NAME.times.
+run_steps() {
+	local name=$1 line; shift
+	start "$name" "$@" || { diag "$name did not start: $(tail -n 3 "$T/$name.err")"; return 1; }
+	local pid; eval "pid=\$${name}_pid"
+	: > "$T/$name.steps"
+	while answer "$name" 300 && [ -n "$REPLY" ]; do
+		line=$REPLY
+		[ "$line" = done ] && break
+		echo "$line" >> "$T/$name.steps"
+		case "$line" in
+		"step 5 "* | "step 15 "*)
+			"$CUDANAP" suspend "$pid" >> "$T/$name.times"
+			sleep 3
+			"$CUDANAP" resume "$pid" >> "$T/$name.times" ;;
+		esac
+	done
+	wait "$pid"
+}
+
+# ---- PyTorch
+if has torch; then
+	"$py" "$here/torch_train.py" 30 0 100 | grep '^step' > "$T/torch.ref"
+	run_steps torch "$py" "$here/torch_train.py" 30 6 100
+	is "$(grep -c suspended "$T/torch.times")$(grep -c resumed "$T/torch.times")" 22 \
+		"PyTorch: suspended and resumed twice mid-training"
+	like "$torch_ready" "reserved_mib=(6[0-9]{3}|[7-9][0-9]{3}|[0-9]{5,})" \
+		"PyTorch: the caching allocator holds 6 GiB while training"
+	check "PyTorch: every step's loss equals the uninterrupted run's bit for bit" \
+		cmp -s "$T/torch.ref" "$T/torch.steps"
+	like "$(head -c 300 "$T/torch.err")$(cat "$T/torch.times")" "suspended in" "PyTorch: timings"
+	diag "PyTorch (caching allocator holding 6 GiB): $(tr '\n' ';' < "$T/torch.times")"
+	diag "torch $("$py" -c 'import torch; print(torch.__version__)')"
+else
+	skip "PyTorch" "torch not installed"
+fi
+
+# ---- CuPy
+if has cupy; then
+	ref=$(echo | "$py" "$here/cupy_work.py" | grep '^result')
+	start cupy "$py" "$here/cupy_work.py"
+	out=$("$CUDANAP" suspend "$cupy_pid"); sleep 2; out2=$("$CUDANAP" resume "$cupy_pid")
+	ask cupy go 120
+	is "$REPLY" "$ref" "CuPy: arrays, reduction and custom kernels identical to an uninterrupted run"
+	diag "CuPy $("$py" -c 'import cupy; print(cupy.__version__)'): $out; $out2"
+else
+	skip "CuPy" "cupy not installed"
+fi
+
+# ---- JAX: a small pool for the bit-for-bit test, then a large one to see what preallocation costs
+if has jax; then
+	XLA_PYTHON_CLIENT_MEM_FRACTION=0.1 "$py" "$here/jax_train.py" 30 100 | grep '^step' > "$T/jax.ref"
+	XLA_PYTHON_CLIENT_MEM_FRACTION=0.1 run_steps jax "$py" "$here/jax_train.py" 30 100
+	check "JAX (pool 10% of the GPU): every step's loss equals the uninterrupted run's" \
+		cmp -s "$T/jax.ref" "$T/jax.steps"
+	diag "JAX $("$py" -c 'import jax; print(jax.__version__)') pool 10%: $(tr '\n' ';' < "$T/jax.times")"
+	XLA_PYTHON_CLIENT_MEM_FRACTION=0.5 run_steps jaxbig "$py" "$here/jax_train.py" 20 100
+	is "$(grep -c 'suspended in' "$T/jaxbig.times")" 2 "JAX with a pool of 50% of the GPU suspends"
+	diag "JAX pool 50%: $(tr '\n' ';' < "$T/jaxbig.times")"
+else
+	skip "JAX" "jax not installed"
+fi
+
+# ---- CUDA features: graphs, stream-ordered pools, pinned memory, events, work in flight
+start feat "$FEATURES"
+ask feat prepare 60
+is "$REPLY" prepared "features: graph, pool, pinned memory, events ready; 4 streams busy"
+out=$("$CUDANAP" suspend "$feat_pid"); rc=$?
+is "$rc" 0 "features: suspended with work in flight on 4 streams"
+diag "$out"
+sleep 2
+"$CUDANAP" resume "$feat_pid" > /dev/null
+ask feat check 120
+like "$REPLY" "^check ok graph pool pinned streams events" \
+	"features: in-flight work done, graph replays, pool and pinned memory intact, events time it"
+diag "$REPLY"
+ask feat quit
+
+# ---- what the driver cannot checkpoint: a clear line, and the program runs on
+start man "$UNSUPPORTED" managed
+diag "/dev/nvidia-uvm mappings: managed program $(grep -c nvidia-uvm /proc/"$man_pid"/maps), features program $(grep -c nvidia-uvm /proc/"$feat_pid"/maps 2>/dev/null || echo gone)"
+out=$("$CUDANAP" suspend "$man_pid"); rc=$?
+is "$rc" 1 "managed memory: the suspend fails"
+like "$out" "^$man_pid: suspend failed: [A-Z_]+: .*managed memory.*\(state running\)$" "managed memory: one clear line"
+diag "$out"
+ask man verify 60
+is "$REPLY" "verify ok" "managed memory: the program runs on with its data"
+ask man quit
+
+start exp "$UNSUPPORTED" ipc-export
+start imp "$UNSUPPORTED" ipc-import "${exp_ready##* }"
+for who in exp imp; do
+	eval "pid=\$${who}_pid"
+	out=$("$CUDANAP" suspend "$pid"); rc=$?
+	[ "$rc" -eq 0 ] && out="$out / $("$CUDANAP" resume "$pid")"
+	diag "CUDA IPC, $who side: $out"
+	is "$(echo "$out" | wc -l)" 1 "CUDA IPC ($who side): the outcome is one line"
+done
+ask exp verify 60
+a=$REPLY
+ask imp verify 60
+is "$a:$REPLY" "verify ok:verify ok" "CUDA IPC: both programs run on with their data"
+ask imp quit
+ask exp quit
+finish
