@@ -45,6 +45,7 @@ struct cn_config {
 	unsigned prefault_threads; /* threads that prefault it; 0: none */
 	bool keep_host_buffer;	  /* keep the host copy mapped for the next suspend */
 	unsigned copy_threads;	  /* threads for libcuda's large copies; 0: leave them alone */
+	bool allow_jax;		  /* suspend JAX processes despite the driver crash */
 };
 
 /* Defaults for every key; the status dir comes from $XDG_RUNTIME_DIR or the uid. */

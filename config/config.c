@@ -460,6 +460,11 @@ static int k_copy_threads(struct cn_config *c, const char *v, char *why, size_t 
 	return set_threads(&c->copy_threads, 64, v, why, len);
 }
 
+static int k_allow_jax(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	return set_bool(&c->allow_jax, v, why, len);
+}
+
 static int k_keep_host_buffer(struct cn_config *c, const char *v, char *why, size_t len)
 {
 	return set_bool(&c->keep_host_buffer, v, why, len);
@@ -479,6 +484,7 @@ static const struct {
 	{ "performance", "prefault_threads", k_prefault_threads },
 	{ "performance", "keep_host_buffer", k_keep_host_buffer },
 	{ "performance", "copy_threads", k_copy_threads },
+	{ "preflight", "allow_jax", k_allow_jax },
 };
 #define N_KEYS (sizeof(key_table) / sizeof(key_table[0]))
 

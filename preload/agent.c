@@ -24,6 +24,7 @@
 #include "cuda_abi.h"
 #include "hooks.h"
 #include "log.h"
+#include "preflight.h"
 #include "proto.h"
 #include "staging.h"
 
@@ -253,6 +254,12 @@ static void suspend(void)
 		return;
 	if (r.state == CN_STATE_CHECKPOINTED) {
 		finish(&r, "already", "already suspended");
+		return;
+	}
+	if (r.state == CN_STATE_RUNNING && cn_preflight_suspend(&ag.cfg, msg, sizeof(msg)) < 0) {
+		r.result = CN_RES_REFUSED;
+		snprintf(r.name, sizeof(r.name), "REFUSED");
+		finish(&r, "suspend", msg);
 		return;
 	}
 	publish();

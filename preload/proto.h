@@ -21,6 +21,7 @@ enum {
 	CN_RES_BAD_MAP = -2,   /* gpu_map does not fit the GPUs this machine has */
 	CN_RES_IO = -3,	       /* the controller went away or sent garbage */
 	CN_RES_CONFIG = -4,    /* the INI, re-read at resume, is broken */
+	CN_RES_REFUSED = -5,   /* a preflight check said no */
 };
 
 /* Process states as CUprocessState numbers them, plus ours. */

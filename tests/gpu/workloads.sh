@@ -61,16 +61,27 @@ else
 	skip "CuPy" "cupy not installed"
 fi
 
-# ---- JAX: a small pool for the bit-for-bit test, then a large one to see what preallocation costs
+# ---- JAX: refused by default (the driver crashes it while checkpointed), so training runs on
 if has jax; then
-	XLA_PYTHON_CLIENT_MEM_FRACTION=0.1 "$py" "$here/jax_train.py" 30 100 | grep '^step' > "$T/jax.ref"
-	XLA_PYTHON_CLIENT_MEM_FRACTION=0.1 run_steps jax "$py" "$here/jax_train.py" 30 100
-	check "JAX (pool 10% of the GPU): every step's loss equals the uninterrupted run's" \
+	export XLA_PYTHON_CLIENT_MEM_FRACTION=0.1
+	"$py" "$here/jax_train.py" 30 100 | grep '^step' > "$T/jax.ref"
+	run_steps jax "$py" "$here/jax_train.py" 30 100
+	is "$(grep -c 'REFUSED: refusing to suspend a JAX process' "$T/jax.times")" 2 \
+		"JAX: both suspends refused up front, in one line each"
+	check "JAX: training ran on, every loss equal to the uninterrupted run's" \
 		cmp -s "$T/jax.ref" "$T/jax.steps"
-	diag "JAX $("$py" -c 'import jax; print(jax.__version__)') pool 10%: $(tr '\n' ';' < "$T/jax.times")"
-	XLA_PYTHON_CLIENT_MEM_FRACTION=0.5 run_steps jaxbig "$py" "$here/jax_train.py" 20 100
-	is "$(grep -c 'suspended in' "$T/jaxbig.times")" 2 "JAX with a pool of 50% of the GPU suspends"
-	diag "JAX pool 50%: $(tr '\n' ';' < "$T/jaxbig.times")"
+	diag "JAX $("$py" -c 'import jax; print(jax.__version__)'): $(head -n1 "$T/jax.times")"
+	write_ini "[preflight]" "allow_jax = true"
+	start jaxallow "$py" "$here/jax_train.py" 400 100
+	out=$("$CUDANAP" suspend "$jaxallow_pid")
+	diag "JAX with allow_jax, pool 10%: $out"
+	sleep 4
+	todo "driver 580 segfaults inside libcuda while JAX is checkpointed" \
+		"JAX with allow_jax = true survives 4 s checkpointed" kill -0 "$jaxallow_pid"
+	"$CUDANAP" resume "$jaxallow_pid" > /dev/null 2>&1
+	kill -9 "$jaxallow_pid" 2> /dev/null
+	unset XLA_PYTHON_CLIENT_MEM_FRACTION
+	write_ini "[log]" "level = info"
 else
 	skip "JAX" "jax not installed"
 fi
@@ -103,17 +114,15 @@ ask man quit
 
 start exp "$UNSUPPORTED" ipc-export
 start imp "$UNSUPPORTED" ipc-import "${exp_ready##* }"
-for who in exp imp; do
-	eval "pid=\$${who}_pid"
-	out=$("$CUDANAP" suspend "$pid"); rc=$?
-	[ "$rc" -eq 0 ] && out="$out / $("$CUDANAP" resume "$pid")"
-	diag "CUDA IPC, $who side: $out"
-	is "$(echo "$out" | wc -l)" 1 "CUDA IPC ($who side): the outcome is one line"
-done
+out=$("$CUDANAP" suspend "$exp_pid") && out="$out / $("$CUDANAP" resume "$exp_pid")"
+diag "CUDA IPC, exporting side: $out"
 ask exp verify 60
-a=$REPLY
-ask imp verify 60
-is "$a:$REPLY" "verify ok:verify ok" "CUDA IPC: both programs run on with their data"
-ask imp quit
+is "$REPLY" "verify ok" "CUDA IPC: the exporting program runs on with its data"
+out=$("$CUDANAP" suspend "$imp_pid") && out="$out / $("$CUDANAP" resume "$imp_pid")"
+diag "CUDA IPC, importing side: $out"
+ask imp verify 10
+todo "the driver checkpoints an importer, then its restore fails (INVALID_VALUE); cudanap does not detect importers yet" \
+	"CUDA IPC: the importing program runs on" test "$REPLY" = "verify ok"
+kill -9 "$imp_pid" 2> /dev/null
 ask exp quit
 finish

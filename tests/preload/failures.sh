@@ -142,6 +142,30 @@ start F "$TARGET"
 ask F quit
 is "$(cat "$T/F.err")" "" "level = error keeps suspend and resume quiet"
 
+# -- preflight: a JAX process is refused before the lock, unless the INI allows it
+write_ini "[hooks]" "on_failure = echo \$CUDANAP_RESULT > $T/refused"
+start J "$TARGET"
+mkdir -p "$T/site/jaxlib" && head -c 4096 /dev/zero > "$T/site/jaxlib/xla_extension.so"
+ask J "map $T/site/jaxlib/xla_extension.so"
+is "$REPLY" "map ok" "a JAX runtime is mapped in the target"
+out=$("$CUDANAP" suspend "$J_pid"); rc=$?
+is "$rc" 1 "suspending a JAX process is refused"
+like "$out" "^$J_pid: suspend failed: REFUSED: refusing to suspend a JAX process: .*allow_jax = true to try anyway \(state running\)$" \
+	"in one line that says how to override"
+is "$("$FAKECTL" "$FAKECUDA" state "$J_pid")" "CUDA_SUCCESS 0" "refused before the lock: the driver never saw it"
+sleep 0.3
+is "$(cat "$T/refused" 2>/dev/null)" REFUSED "on_failure hook ran"
+write_ini "[preflight]" "allow_jax = true"
+seq=$(field "$J_pid" seq)
+kill -USR2 "$J_pid" # a resume of a running job re-reads the INI and says "already running"
+settle "$J_pid" $((seq + 1))
+out=$("$CUDANAP" suspend "$J_pid"); rc=$?
+is "$rc" 0 "with allow_jax = true (read at the resume) it suspends"
+"$CUDANAP" resume "$J_pid" > /dev/null
+ask J verify
+is "$REPLY" "verify ok" "data intact"
+ask J quit
+
 # -- wrong pids
 sleep 60 & plain=$!
 out=$("$CUDANAP" suspend $dead); rc=$?

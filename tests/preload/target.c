@@ -1,12 +1,14 @@
 /* target: a test program for the preload suite. Its "GPU" is the fake driver; it answers one line
  * per command read from stdin, so a test script can drive it:
- *   verify | write | kernel MS | gpu | fork | ping | quit
+ *   verify | write | kernel MS | gpu | fork | map FILE | ping | quit
  * With --no-cuda it never initialises the fake driver, like a shell script or a data loader. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 
 #include "fakecuda.h"
 
@@ -68,6 +70,16 @@ int main(int argc, char **argv)
 				_exit(0);
 			}
 			printf("child %d\n", (int)c);
+		} else if (strncmp(line, "map ", 4) == 0) {
+			/* Map a file, so that its path shows in /proc/self/maps like a loaded library. */
+			int fd;
+
+			line[strcspn(line, "\n")] = '\0';
+			fd = open(line + 4, O_RDONLY);
+			printf("map %s\n", fd >= 0 && mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0) !=
+							      MAP_FAILED
+						     ? "ok"
+						     : "failed");
 		} else if (strncmp(line, "ping", 4) == 0) {
 			printf("pong\n");
 		} else if (strncmp(line, "quit", 4) == 0) {

@@ -71,7 +71,7 @@ static void test_full_file(void)
 		     "[status]\ndir = /var/tmp/x\n[log]\nlevel = DEBUG\ntarget = /tmp/cn.log\n"
 		     "[hooks]\non_suspended = echo s\non_resumed = echo r\non_failure = echo f\n"
 		     "timeout_ms = 5\n[performance]\nhugepages = no\nprefault_threads = 0\n"
-		     "keep_host_buffer = On\n",
+		     "keep_host_buffer = On\n[preflight]\nallow_jax = yes\n",
 		     &c, err) == 0,
 	   "a file setting every key loads");
 	ok(c.suspend_signal == SIGRTMIN + 3 && c.resume_signal == 40, "signals set");
@@ -87,6 +87,7 @@ static void test_full_file(void)
 	is_str(c.on_failure, "echo f", "on_failure");
 	ok(c.hook_timeout_ms == 5, "hook timeout");
 	ok(!c.hugepages && c.prefault_threads == 0 && c.keep_host_buffer, "performance keys");
+	ok(c.allow_jax, "preflight keys");
 	ok(load_text("[log]\ntarget = stderr\n", &c, err) == 0 && c.log_target[0] == '\0',
 	   "log target stderr");
 	ok(load_text("", &c, err) == 0 && c.suspend_signal == SIGUSR1, "an empty file is defaults");
