@@ -10,9 +10,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define CN_MAX_GPUS 64
-#define CN_ERR_LEN 512
-#define CN_HOOK_LEN 2048
+#define CN_MAX_GPUS	64
+#define CN_ERR_LEN	512
+#define CN_HOOK_LEN	2048
 #define CN_UUID_STR_LEN 41 /* "GPU-" + 36 + NUL */
 
 enum cn_log_level { CN_LOG_ERROR = 0, CN_LOG_INFO = 1, CN_LOG_DEBUG = 2 };
@@ -41,11 +41,11 @@ struct cn_config {
 	char on_resumed[CN_HOOK_LEN];
 	char on_failure[CN_HOOK_LEN];
 	unsigned hook_timeout_ms;
-	bool hugepages;		  /* stage the driver's host copy in huge pages */
+	bool hugepages;		   /* stage the driver's host copy in huge pages */
 	unsigned prefault_threads; /* threads that prefault it; 0: none */
-	bool keep_host_buffer;	  /* keep the host copy mapped for the next suspend */
-	unsigned copy_threads;	  /* threads for libcuda's large copies; 0: leave them alone */
-	bool allow_jax;		  /* suspend JAX processes despite the driver crash */
+	bool keep_host_buffer;	   /* keep the host copy mapped for the next suspend */
+	unsigned copy_threads;	   /* threads for libcuda's large copies; 0: leave them alone */
+	bool allow_jax;		   /* suspend JAX processes despite the driver crash */
 };
 
 /* Defaults for every key; the status dir comes from $XDG_RUNTIME_DIR or the uid. */

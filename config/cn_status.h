@@ -15,8 +15,8 @@ struct cn_status {
 	int pid;
 	unsigned long long starttime; /* /proc/PID/stat field 22: tells a reused pid apart */
 	char command[256];
-	char state[16]; /* running, locked, checkpointed, failed, no-cuda */
-	bool busy;	/* an action is under way; state is the one before it */
+	char state[16];	   /* running, locked, checkpointed, failed, no-cuda */
+	bool busy;	   /* an action is under way; state is the one before it */
 	unsigned long seq; /* actions completed so far */
 	char action[16];   /* start, suspend, resume */
 	char result[48];   /* "ok", a CUDA error name, or a cudanap error class */
@@ -29,7 +29,7 @@ struct cn_status {
 	 * ran them in parallel (see preload/copy.c); < 0 when it did not. */
 	double copy_mib, copy_ms;
 	unsigned long long call_ns; /* CLOCK_MONOTONIC when the action's first driver call began */
-	char timestamp[32]; /* UTC, ISO 8601, milliseconds */
+	char timestamp[32];	    /* UTC, ISO 8601, milliseconds */
 	int suspend_signal, resume_signal;
 };
 

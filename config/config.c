@@ -38,7 +38,8 @@ void cn_config_defaults(struct cn_config *c)
 	if (xdg && xdg[0] == '/')
 		snprintf(c->status_dir, sizeof(c->status_dir), "%s/cudanap", xdg);
 	else
-		snprintf(c->status_dir, sizeof(c->status_dir), "/tmp/cudanap-%u", (unsigned)getuid());
+		snprintf(c->status_dir, sizeof(c->status_dir), "/tmp/cudanap-%u",
+			 (unsigned)getuid());
 }
 
 /* ---- signals ---- */
@@ -47,14 +48,17 @@ static const struct {
 	const char *name;
 	int sig;
 } signal_names[] = {
-	{ "HUP", SIGHUP },	 { "INT", SIGINT },	  { "QUIT", SIGQUIT },	 { "USR1", SIGUSR1 },
-	{ "USR2", SIGUSR2 },	 { "PIPE", SIGPIPE },	  { "ALRM", SIGALRM },	 { "TERM", SIGTERM },
-	{ "CHLD", SIGCHLD },	 { "CONT", SIGCONT },	  { "TSTP", SIGTSTP },	 { "TTIN", SIGTTIN },
-	{ "TTOU", SIGTTOU },	 { "URG", SIGURG },	  { "XCPU", SIGXCPU },	 { "XFSZ", SIGXFSZ },
-	{ "VTALRM", SIGVTALRM }, { "PROF", SIGPROF },	  { "WINCH", SIGWINCH }, { "IO", SIGIO },
-	{ "PWR", SIGPWR },	 { "STKFLT", SIGSTKFLT }, { "KILL", SIGKILL },	 { "STOP", SIGSTOP },
-	{ "SEGV", SIGSEGV },	 { "BUS", SIGBUS },	  { "ILL", SIGILL },	 { "FPE", SIGFPE },
-	{ "ABRT", SIGABRT },	 { "TRAP", SIGTRAP },	  { "SYS", SIGSYS },
+	{ "HUP", SIGHUP },	 { "INT", SIGINT },	  { "QUIT", SIGQUIT },
+	{ "USR1", SIGUSR1 },	 { "USR2", SIGUSR2 },	  { "PIPE", SIGPIPE },
+	{ "ALRM", SIGALRM },	 { "TERM", SIGTERM },	  { "CHLD", SIGCHLD },
+	{ "CONT", SIGCONT },	 { "TSTP", SIGTSTP },	  { "TTIN", SIGTTIN },
+	{ "TTOU", SIGTTOU },	 { "URG", SIGURG },	  { "XCPU", SIGXCPU },
+	{ "XFSZ", SIGXFSZ },	 { "VTALRM", SIGVTALRM }, { "PROF", SIGPROF },
+	{ "WINCH", SIGWINCH },	 { "IO", SIGIO },	  { "PWR", SIGPWR },
+	{ "STKFLT", SIGSTKFLT }, { "KILL", SIGKILL },	  { "STOP", SIGSTOP },
+	{ "SEGV", SIGSEGV },	 { "BUS", SIGBUS },	  { "ILL", SIGILL },
+	{ "FPE", SIGFPE },	 { "ABRT", SIGABRT },	  { "TRAP", SIGTRAP },
+	{ "SYS", SIGSYS },
 };
 
 /* Uncatchable, or raised by faults: handling them on the app's behalf would hide crashes. */
@@ -255,7 +259,8 @@ int cn_gpu_map_parse(const char *s, struct cn_gpu_pair *pairs, unsigned *n, char
 				return -EINVAL;
 			}
 			if (gpu_ref_same(&pairs[i].to, &p->to)) {
-				snprintf(err, errlen, "two GPUs are mapped onto '%s'", trim(eq + 1));
+				snprintf(err, errlen, "two GPUs are mapped onto '%s'",
+					 trim(eq + 1));
 				return -EINVAL;
 			}
 		}
@@ -271,9 +276,9 @@ struct load_ctx {
 	struct cn_config *c;
 	const char *path;
 	FILE *f;
-	int line;	  /* line inih is handling now */
-	int long_line;	  /* first line longer than inih's buffer, or 0 */
-	unsigned seen;	  /* bit per key_table entry */
+	int line;	      /* line inih is handling now */
+	int long_line;	      /* first line longer than inih's buffer, or 0 */
+	unsigned seen;	      /* bit per key_table entry */
 	char msg[CN_ERR_LEN]; /* first handler error, without the FILE:LINE prefix */
 	int msg_line;
 };
@@ -306,9 +311,10 @@ static int set_signal(int *dst, const char *v, char *why, size_t len)
 {
 	if (cn_signal_parse(v, dst) == 0)
 		return 0;
-	snprintf(why, len,
-		 "'%s' is not a signal that can be used (try SIGUSR1, USR2, SIGRTMIN+3 or a number)",
-		 v);
+	snprintf(
+		why, len,
+		"'%s' is not a signal that can be used (try SIGUSR1, USR2, SIGRTMIN+3 or a number)",
+		v);
 	return -EINVAL;
 }
 
@@ -420,8 +426,9 @@ static int k_hook_timeout(struct cn_config *c, const char *v, char *why, size_t 
 
 static int set_bool(bool *dst, const char *v, char *why, size_t len)
 {
-	static const char *const yes[] = { "true", "yes", "on", "1" }, *const no[] = { "false", "no",
-									       "off", "0" };
+	static const char *const yes[] = { "true", "yes", "on", "1" }, *const no[] = { "false",
+										       "no", "off",
+										       "0" };
 
 	for (int i = 0; i < 4; i++) {
 		if (strcasecmp(v, yes[i]) == 0 || strcasecmp(v, no[i]) == 0) {
@@ -474,11 +481,16 @@ static const struct {
 	const char *section, *key;
 	key_parser parse;
 } key_table[] = {
-	{ "signals", "suspend", k_suspend },	   { "signals", "resume", k_resume },
-	{ "lock", "timeout_ms", k_lock_timeout },  { "restore", "gpu_map", k_gpu_map },
-	{ "status", "dir", k_status_dir },	   { "log", "level", k_log_level },
-	{ "log", "target", k_log_target },	   { "hooks", "on_suspended", k_on_suspended },
-	{ "hooks", "on_resumed", k_on_resumed },   { "hooks", "on_failure", k_on_failure },
+	{ "signals", "suspend", k_suspend },
+	{ "signals", "resume", k_resume },
+	{ "lock", "timeout_ms", k_lock_timeout },
+	{ "restore", "gpu_map", k_gpu_map },
+	{ "status", "dir", k_status_dir },
+	{ "log", "level", k_log_level },
+	{ "log", "target", k_log_target },
+	{ "hooks", "on_suspended", k_on_suspended },
+	{ "hooks", "on_resumed", k_on_resumed },
+	{ "hooks", "on_failure", k_on_failure },
 	{ "hooks", "timeout_ms", k_hook_timeout },
 	{ "performance", "hugepages", k_hugepages },
 	{ "performance", "prefault_threads", k_prefault_threads },
@@ -550,8 +562,8 @@ int cn_config_load(struct cn_config *c, const char *path, char *err, size_t errl
 		if (x.msg[0] && x.msg_line == r)
 			snprintf(err, errlen, "%s:%d: %s", path, r, x.msg);
 		else
-			snprintf(err, errlen, "%s:%d: syntax error: expected [section] or key = value",
-				 path, r);
+			snprintf(err, errlen,
+				 "%s:%d: syntax error: expected [section] or key = value", path, r);
 		return -EINVAL;
 	}
 	return 0;
@@ -614,8 +626,8 @@ int cn_status_dir_prepare(const char *dir, char *err, size_t errlen)
 		return -EPERM;
 	}
 	if (st.st_mode & 022) {
-		snprintf(err, errlen, "status dir %s: mode %03o lets others write; chmod 700 it", dir,
-			 (unsigned)(st.st_mode & 0777));
+		snprintf(err, errlen, "status dir %s: mode %03o lets others write; chmod 700 it",
+			 dir, (unsigned)(st.st_mode & 0777));
 		return -EPERM;
 	}
 	return 0;

@@ -81,7 +81,7 @@ int cn_status_format(const struct cn_status *s, char *buf, size_t len)
 	o = (size_t)n;
 	for (int i = 0; i < CN_STEPS + 6; i++) {
 		static const char *const more[] = { "total_ms", "staged_mib", "prefault_ms",
-						    "unmap_ms",	"copy_mib",   "copy_ms" };
+						    "unmap_ms", "copy_mib",   "copy_ms" };
 		const double vals[] = { s->total_ms, s->staged_mib, s->prefault_ms,
 					s->unmap_ms, s->copy_mib,   s->copy_ms };
 		double v = i < CN_STEPS ? s->step_ms[i] : vals[i - CN_STEPS];

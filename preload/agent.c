@@ -33,8 +33,8 @@ static struct {
 	int wake_fd, sock;
 	struct cn_status st;
 	atomic_bool exiting;
-	bool thp;	/* transparent huge pages not [never] on this host */
-	bool thp_said;	/* the fallback was logged once */
+	bool thp;      /* transparent huge pages not [never] on this host */
+	bool thp_said; /* the fallback was logged once */
 } ag;
 
 static const char *state_name(int s)
@@ -154,8 +154,8 @@ static void finish(const struct cn_resp *r, const char *what, const char *messag
 	else if (ok || r->result == CUDA_ERROR_NOT_INITIALIZED)
 		cn_log(&ag.cfg, CN_LOG_INFO, "%s", message);
 	else
-		cn_log(&ag.cfg, CN_LOG_ERROR, "%s failed: %s: %s; state %s", ag.st.action,
-		       r->name, message, ag.st.state);
+		cn_log(&ag.cfg, CN_LOG_ERROR, "%s failed: %s: %s; state %s", ag.st.action, r->name,
+		       message, ag.st.state);
 
 	event = ag.st.action;
 	if (!ok && r->result != CUDA_ERROR_NOT_INITIALIZED)
@@ -281,10 +281,10 @@ static void suspend(void)
 		/* The driver leaves the process LOCKED after a failed checkpoint (measured with
 		 * managed memory, DESIGN.md): unlock it so that it runs on. */
 		snprintf(msg, sizeof(msg), "checkpoint: %s%s", r.message,
-			 r.result == CUDA_ERROR_NOT_SUPPORTED
-				 ? " (the driver cannot checkpoint a process that uses managed memory, "
-				   "CUDA IPC, MIG or MPS)"
-				 : "");
+			 r.result == CUDA_ERROR_NOT_SUPPORTED ? " (the driver cannot checkpoint a "
+								"process that uses managed memory, "
+								"CUDA IPC, MIG or MPS)"
+							      : "");
 		call(CN_OP_UNLOCK, &u);
 		step(CN_STEP_UNLOCK, &u);
 		if (u.result != CUDA_SUCCESS)
@@ -365,9 +365,9 @@ static int wanted(bool suspended_now)
 
 	while ((n = read(ag.wake_fd, buf, sizeof(buf))) > 0)
 		for (ssize_t i = 0; i < n; i++)
-			want = buf[i] == CN_WAKE_SUSPEND ? true
+			want = buf[i] == CN_WAKE_SUSPEND  ? true
 			       : buf[i] == CN_WAKE_RESUME ? false
-							   : !want;
+							  : !want;
 	return want;
 }
 

@@ -6,8 +6,8 @@
 
 /* Bytes the signal handler writes to the wake pipe. */
 #define CN_WAKE_SUSPEND 'S'
-#define CN_WAKE_RESUME 'R'
-#define CN_WAKE_TOGGLE 'T'
+#define CN_WAKE_RESUME	'R'
+#define CN_WAKE_TOGGLE	'T'
 
 /* Start the thread with every signal blocked in it; it owns wake_fd and sock from now on. */
 int cn_agent_start(const struct cn_config *cfg, int wake_fd, int sock);

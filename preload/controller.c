@@ -43,7 +43,10 @@ static const struct {
 	const char *name;
 	size_t offset;
 } cu_symbols[] = {
-#define SYM(field, name) { name, offsetof(__typeof__(cu), field) }
+#define SYM(field, name)                                                                           \
+	{                                                                                          \
+		name, offsetof(__typeof__(cu), field)                                              \
+	}
 	SYM(init, "cuInit"),
 	SYM(get_error_name, "cuGetErrorName"),
 	SYM(get_error_string, "cuGetErrorString"),
@@ -60,8 +63,8 @@ static const struct {
 };
 
 static pid_t target;
-static int loaded;  /* 1 loaded, -1 failed for good */
-static int inited;  /* cuInit called */
+static int loaded; /* 1 loaded, -1 failed for good */
+static int inited; /* cuInit called */
 static char load_error[200];
 
 static int load_driver(void)
@@ -77,8 +80,8 @@ static int load_driver(void)
 	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
 		snprintf(load_error, sizeof(load_error),
-			 "cannot load the CUDA driver (%s): %s; is the NVIDIA driver installed?", path,
-			 dlerror());
+			 "cannot load the CUDA driver (%s): %s; is the NVIDIA driver installed?",
+			 path, dlerror());
 		return -1;
 	}
 	for (size_t i = 0; i < sizeof(cu_symbols) / sizeof(cu_symbols[0]); i++) {
@@ -86,10 +89,10 @@ static int load_driver(void)
 
 		if (!f) {
 			snprintf(load_error, sizeof(load_error),
-				 "the CUDA driver %s has no %s: it is too old for the checkpoint API; "
+				 "the CUDA driver %s has no %s: it is too old for the checkpoint "
+				 "API; "
 				 "update the NVIDIA driver",
-				 path,
-				 cu_symbols[i].name);
+				 path, cu_symbols[i].name);
 			return -1;
 		}
 		memcpy((char *)&cu + cu_symbols[i].offset, &f, sizeof(f));
@@ -170,7 +173,8 @@ static int list_gpus(struct gpu *g, int *n, char *why, size_t len)
 		CUdevice d;
 
 		if (cu.device_get(&d, i) || cu.device_get_uuid(&g[i].uuid, d) ||
-		    cu.device_get_attribute(&g[i].pci_domain, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, d) ||
+		    cu.device_get_attribute(&g[i].pci_domain, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID,
+					    d) ||
 		    cu.device_get_attribute(&g[i].pci_bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, d) ||
 		    cu.device_get_attribute(&g[i].pci_dev, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, d)) {
 			snprintf(why, len, "cannot query GPU %d", i);
@@ -218,8 +222,8 @@ static int resolve_map(const struct cn_gpu_pair *pairs, unsigned n_pairs, const 
 		if (b < 0)
 			return -1;
 		if (dest[a] >= 0 || src_of[b] >= 0) {
-			snprintf(why, len, "gpu_map moves GPU %d twice or puts two GPUs onto GPU %d",
-				 a, b);
+			snprintf(why, len,
+				 "gpu_map moves GPU %d twice or puts two GPUs onto GPU %d", a, b);
 			return -1;
 		}
 		dest[a] = b;
@@ -229,10 +233,11 @@ static int resolve_map(const struct cn_gpu_pair *pairs, unsigned n_pairs, const 
 		if (dest[i] >= 0)
 			continue;
 		if (src_of[i] >= 0) {
-			snprintf(why, len,
-				 "gpu_map moves GPU %d onto GPU %d but says nothing of where GPU %d "
-				 "goes; add %d=N",
-				 src_of[i], i, i, i);
+			snprintf(
+				why, len,
+				"gpu_map moves GPU %d onto GPU %d but says nothing of where GPU %d "
+				"goes; add %d=N",
+				src_of[i], i, i, i);
 			return -1;
 		}
 		dest[i] = i;
@@ -256,8 +261,7 @@ static CUresult do_restore(const struct cn_req *req, struct cn_resp *resp)
 	memset(&args, 0, sizeof(args));
 	if (req->n_pairs > 0) {
 		if (req->n_pairs > CN_MAX_GPUS || list_gpus(g, &n, why, sizeof(why)) < 0 ||
-		    (n = resolve_map(req->pairs, req->n_pairs, g, n, list, why, sizeof(why))) <
-			    0) {
+		    (n = resolve_map(req->pairs, req->n_pairs, g, n, list, why, sizeof(why))) < 0) {
 			if (req->n_pairs > CN_MAX_GPUS)
 				snprintf(why, sizeof(why), "too many pairs");
 			fail(resp, CN_RES_BAD_MAP, "BAD_GPU_MAP", why);

@@ -23,8 +23,8 @@
 #include <unistd.h>
 
 #define MAX_THREADS 64
-#define PAR_MIN (2ul << 20) /* smaller copies are not worth a handoff */
-#define MAX_SLOTS 8
+#define PAR_MIN	    (2ul << 20) /* smaller copies are not worth a handoff */
+#define MAX_SLOTS   8
 
 typedef void *(*copy_fn)(void *, const void *, size_t);
 
@@ -200,7 +200,7 @@ static int hook_lib(struct dl_phdr_info *info, size_t size, void *data)
 	const ElfW(Dyn) *dyn = NULL;
 	const ElfW(Sym) *symtab = NULL;
 	const char *strtab = NULL;
-	const ElfW(Rela) *rel[2] = { NULL, NULL };
+	const ElfW(Rela) * rel[2] = { NULL, NULL };
 	size_t relsz[2] = { 0, 0 };
 
 	(void)size;

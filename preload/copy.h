@@ -6,13 +6,13 @@
 #include <stddef.h>
 
 struct cn_copy_stats {
-	int hooked;		/* libcuda GOT slots redirected (0: copies ran as usual) */
-	unsigned threads;	/* threads per large copy, the caller included */
-	unsigned long calls;	/* memcpy/memmove calls by libcuda in the window */
-	size_t bytes;		/* ... and their bytes */
+	int hooked;		 /* libcuda GOT slots redirected (0: copies ran as usual) */
+	unsigned threads;	 /* threads per large copy, the caller included */
+	unsigned long calls;	 /* memcpy/memmove calls by libcuda in the window */
+	size_t bytes;		 /* ... and their bytes */
 	unsigned long big_calls; /* calls of 2 MiB or more, the ones split over threads */
 	size_t big_bytes, largest;
-	double big_ms;		/* time spent in the large ones */
+	double big_ms; /* time spent in the large ones */
 };
 
 /* Redirect libcuda's memcpy/memmove and start threads-1 helpers; returns slots hooked. */

@@ -75,8 +75,10 @@ int cn_hook_run(const struct cn_config *c, const char *cmd, const char *event, c
 	int r;
 
 	for (char **e = environ; e && *e && n < MAX_ENV; e++) {
-		if (strncmp(*e, "CUDANAP_PID=", 12) == 0 || strncmp(*e, "CUDANAP_EVENT=", 14) == 0 ||
-		    strncmp(*e, "CUDANAP_STATE=", 14) == 0 || strncmp(*e, "CUDANAP_RESULT=", 15) == 0)
+		if (strncmp(*e, "CUDANAP_PID=", 12) == 0 ||
+		    strncmp(*e, "CUDANAP_EVENT=", 14) == 0 ||
+		    strncmp(*e, "CUDANAP_STATE=", 14) == 0 ||
+		    strncmp(*e, "CUDANAP_RESULT=", 15) == 0)
 			continue;
 		if (strncmp(*e, "LD_PRELOAD=", 11) == 0) {
 			strcpy(preload, "LD_PRELOAD=");

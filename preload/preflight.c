@@ -31,7 +31,8 @@ int cn_preflight_suspend(const struct cn_config *c, char *why, size_t len)
 	if (!c->allow_jax && mapped(jax_markers, sizeof(jax_markers) / sizeof(jax_markers[0]))) {
 		snprintf(why, len,
 			 "refusing to suspend a JAX process: JAX crashes inside libcuda while "
-			 "checkpointed (driver 580); set [preflight] allow_jax = true to try anyway");
+			 "checkpointed (driver 580); set [preflight] allow_jax = true to try "
+			 "anyway");
 		return -1;
 	}
 	return 0;

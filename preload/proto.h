@@ -1,5 +1,6 @@
 /* proto: the messages between the helper thread (agent) and the controller, one request and one
- * answer per SOCK_SEQPACKET datagram. The agent asks, the controller answers; nothing else flows. */
+ * answer per SOCK_SEQPACKET datagram. The agent asks, the controller answers; nothing else flows.
+ */
 #ifndef CN_PROTO_H
 #define CN_PROTO_H
 
@@ -44,7 +45,7 @@ struct cn_resp {
 	int32_t result; /* CUresult, or CN_RES_* */
 	int32_t state;	/* the process's state after the call, CN_STATE_UNKNOWN if unreadable */
 	double elapsed_ms;
-	uint64_t call_ns; /* CLOCK_MONOTONIC at the start of the driver call */
+	uint64_t call_ns;  /* CLOCK_MONOTONIC at the start of the driver call */
 	char name[48];	   /* "CUDA_SUCCESS", "CUDA_ERROR_NOT_READY", "NO_DRIVER", ... */
 	char message[256]; /* human words for the result */
 };

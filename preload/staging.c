@@ -28,9 +28,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PUBLIC __attribute__((visibility("default")))
-#define HUGE_SZ (2ul << 20)
-#define MIN_STAGED (64ul << 20) /* smaller mappings are not the host copy */
+#define PUBLIC	    __attribute__((visibility("default")))
+#define HUGE_SZ	    (2ul << 20)
+#define MIN_STAGED  (64ul << 20) /* smaller mappings are not the host copy */
 #define MAX_THREADS 256
 
 static void *(*real_mmap)(void *, size_t, int, int, int, off_t);

@@ -5,13 +5,13 @@
  * the median seconds and the ratio to the baseline measured in the same run:
  *   driver     the driver alone, called from this process (a separate controller, as every tool
  *              built on the checkpoint API does); holdmem runs without cudanap
- *   off        cudanap end to end (signal sent -> status file says done), [performance] hugepages off
- *   on         the same with the fast path on (the default)
- * With --experiments, 8 GiB also runs variations of "on": without the parallel libcuda copies,
- * without prefault, with 16 copy threads, with the host buffer kept between suspends. Then the latency from signal to the first driver call (p50/p99) and
- * the steady-state cost of the preload on a kernel-launch loop, beside an A/A control that shows
- * the noise of that measurement. --sizes 0 skips the size table.
- * Prints figures only; it asserts nothing about speed. */
+ *   off        cudanap end to end (signal sent -> status file says done), [performance] hugepages
+ * off on         the same with the fast path on (the default) With --experiments, 8 GiB also runs
+ * variations of "on": without the parallel libcuda copies, without prefault, with 16 copy threads,
+ * with the host buffer kept between suspends. Then the latency from signal to the first driver call
+ * (p50/p99) and the steady-state cost of the preload on a kernel-launch loop, beside an A/A control
+ * that shows the noise of that measurement. --sizes 0 skips the size table. Prints figures only; it
+ * asserts nothing about speed. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -221,8 +221,10 @@ static const char *write_ini(const char *name, const char *perf)
 	f = fopen(path, "w");
 	if (!f)
 		die("cannot write an INI");
-	fprintf(f, "[status]\ndir = %s\n[log]\nlevel = debug\ntarget = %s/%s.log\n[lock]\ntimeout_ms = 0\n"
-		   "[performance]\n%s\n",
+	fprintf(f,
+		"[status]\ndir = %s\n[log]\nlevel = debug\ntarget = %s/%s.log\n[lock]\ntimeout_ms "
+		"= 0\n"
+		"[performance]\n%s\n",
 		opt.dir, opt.dir, name, perf);
 	fclose(f);
 	return path;
@@ -247,10 +249,12 @@ static void run_size(double gib, const struct mode *modes, int nmodes)
 
 	for (int m = 0; m < nmodes; m++) {
 		struct sample s[MAX_REPS];
-		double sus[MAX_REPS], res[MAX_REPS], pf = 0, um = 0, mib = 0, cm = 0, cs = 0, cr = 0;
+		double sus[MAX_REPS], res[MAX_REPS], pf = 0, um = 0, mib = 0, cm = 0, cs = 0,
+						     cr = 0;
 		struct child c;
 
-		child_start(&c, gib, modes[m].perf ? write_ini(modes[m].name, modes[m].perf) : NULL);
+		child_start(&c, gib,
+			    modes[m].perf ? write_ini(modes[m].name, modes[m].perf) : NULL);
 		for (int r = 0; r < opt.reps; r++) {
 			if (modes[m].perf)
 				cudanap_cycle(&c, &s[r]);
@@ -274,8 +278,8 @@ static void run_size(double gib, const struct mode *modes, int nmodes)
 		printf("| %5g | %-9s | %7.2f | %7.2f | %5.2fx | %5.2fx | %s |", gib, modes[m].name,
 		       ms, mr, base_s / ms, base_r / mr, "verified");
 		if (mib > 0)
-			printf(" host copy %.0f MiB, prefault %.2f s, unmap %.3f s;", mib, pf / 1000,
-			       um / 1000);
+			printf(" host copy %.0f MiB, prefault %.2f s, unmap %.3f s;", mib,
+			       pf / 1000, um / 1000);
 		if (cm > 0)
 			printf(" libcuda copies %.0f MiB in %.2f s (suspend) %.2f s (resume)", cm,
 			       cs / 1000, cr / 1000);
@@ -362,9 +366,10 @@ static void load_driver(void)
 	cu.lock = (CUresult(*)(int, CUcheckpointLockArgs *))dlsym(h, "cuCheckpointProcessLock");
 	cu.checkpoint = (CUresult(*)(int, CUcheckpointCheckpointArgs *))dlsym(
 		h, "cuCheckpointProcessCheckpoint");
-	cu.restore = (CUresult(*)(int, CUcheckpointRestoreArgs *))dlsym(
-		h, "cuCheckpointProcessRestore");
-	cu.unlock = (CUresult(*)(int, CUcheckpointUnlockArgs *))dlsym(h, "cuCheckpointProcessUnlock");
+	cu.restore =
+		(CUresult(*)(int, CUcheckpointRestoreArgs *))dlsym(h, "cuCheckpointProcessRestore");
+	cu.unlock =
+		(CUresult(*)(int, CUcheckpointUnlockArgs *))dlsym(h, "cuCheckpointProcessUnlock");
 	if (!cu.init || !cu.lock || !cu.checkpoint || !cu.restore || !cu.unlock)
 		die("the driver has no checkpoint API");
 	cu.init(0);
@@ -373,10 +378,11 @@ static void load_driver(void)
 static void header(void)
 {
 	char buf[256] = "";
-	FILE *f = popen("nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n1"
-			"; cat /sys/kernel/mm/transparent_hugepage/enabled "
-			"/sys/kernel/mm/transparent_hugepage/defrag 2>/dev/null | tr '\\n' ' '",
-			"r");
+	FILE *f =
+		popen("nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n1"
+		      "; cat /sys/kernel/mm/transparent_hugepage/enabled "
+		      "/sys/kernel/mm/transparent_hugepage/defrag 2>/dev/null | tr '\\n' ' '",
+		      "r");
 	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
 	time_t t = time(NULL);
 	char day[32];
@@ -388,7 +394,8 @@ static void header(void)
 		if (*p == '\n')
 			*p = ';';
 	strftime(day, sizeof(day), "%Y-%m-%d", gmtime(&t));
-	printf("cudanap-bench %s: %s (THP enabled; defrag)\n%d repetitions, medians; ratio = driver "
+	printf("cudanap-bench %s: %s (THP enabled; defrag)\n%d repetitions, medians; ratio = "
+	       "driver "
 	       "alone / mode (higher is faster)\n\n",
 	       day, buf, opt.reps);
 	printf("| GiB | mode | suspend s | resume s | suspend x | resume x | data |\n"

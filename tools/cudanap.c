@@ -26,7 +26,8 @@ static const char usage_main[] =
 	"\n"
 	"Commands:\n"
 	"  run [-c FILE] -- CMD [ARG...]     start CMD under cudanap\n"
-	"  suspend [OPTIONS] PID...          checkpoint the processes' CUDA state and free the GPU\n"
+	"  suspend [OPTIONS] PID...          checkpoint the processes' CUDA state and free the "
+	"GPU\n"
 	"  resume [OPTIONS] PID...           restore it and let the processes run on\n"
 	"  status [-c FILE] [--json] [PID...] show every cudanap process of this user\n"
 	"  check-config FILE                 validate a job INI file\n"
@@ -41,7 +42,8 @@ static const char usage_run[] =
 	"the suspend and resume signals of FILE (SIGUSR1 and SIGUSR2 by default). FILE is checked\n"
 	"before CMD starts.\n"
 	"\n"
-	"  -c, --config FILE   the job's INI file (default: $CUDANAP_CONFIG, else built-in defaults)\n"
+	"  -c, --config FILE   the job's INI file (default: $CUDANAP_CONFIG, else built-in "
+	"defaults)\n"
 	"\n"
 	"The library is looked for in $CUDANAP_PRELOAD, beside this program in a build tree, then\n"
 	"in the installed library directory.\n"
@@ -55,8 +57,10 @@ static const char usage_suspend[] =
 	"Send each PID the signal its job's INI names for suspend (or resume), all at once, then\n"
 	"wait for each outcome in its status file and print one line per PID.\n"
 	"\n"
-	"Suspend locks the process's CUDA (waiting at most [lock] timeout_ms for running GPU work),\n"
-	"copies its GPU memory into host memory and releases the GPU; the process's CPU threads run\n"
+	"Suspend locks the process's CUDA (waiting at most [lock] timeout_ms for running GPU "
+	"work),\n"
+	"copies its GPU memory into host memory and releases the GPU; the process's CPU threads "
+	"run\n"
 	"on and its CUDA calls wait. Resume re-reads the INI, restores the memory (onto the GPUs\n"
 	"that [restore] gpu_map names) and lets the CUDA calls go on.\n"
 	"\n"
@@ -265,9 +269,12 @@ static void send_one(struct job *j, const char *cfg, bool suspend, double deadli
 static int cmd_suspend_resume(int argc, char **argv, bool suspend)
 {
 	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'c' }, { "wait", no_argument, NULL, 'w' },
-		{ "no-wait", no_argument, NULL, 'n' },	    { "timeout", required_argument, NULL, 't' },
-		{ "help", no_argument, NULL, 'h' },	    { NULL, 0, NULL, 0 },
+		{ "config", required_argument, NULL, 'c' },
+		{ "wait", no_argument, NULL, 'w' },
+		{ "no-wait", no_argument, NULL, 'n' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	const char *cfg = NULL;
 	double timeout = 600, deadline;

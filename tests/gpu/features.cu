@@ -15,7 +15,7 @@
 	do {                                                                                       \
 		cudaError_t e_ = (x);                                                              \
 		if (e_ != cudaSuccess) {                                                           \
-			printf("check fail %s at line %d\n", cudaGetErrorName(e_), __LINE__);     \
+			printf("check fail %s at line %d\n", cudaGetErrorName(e_), __LINE__);      \
 			fflush(stdout);                                                            \
 			return 1;                                                                  \
 		}                                                                                  \
@@ -23,19 +23,22 @@
 
 __global__ void add_one(int *p, size_t n)
 {
-	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x)
 		p[i] += 1;
 }
 
 __global__ void fill(uint32_t *p, size_t n, uint32_t seed)
 {
-	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x)
 		p[i] = (uint32_t)(i * 2654435761u) ^ seed;
 }
 
 __global__ void count_bad(const uint32_t *p, size_t n, uint32_t seed, unsigned long long *bad)
 {
-	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x)
 		if (p[i] != ((uint32_t)(i * 2654435761u) ^ seed))
 			atomicAdd(bad, 1ull);
 }
@@ -52,7 +55,7 @@ __global__ void spin_then_mark(int *marks, int slot, unsigned long long ns)
 }
 
 static const size_t GN = 1 << 24, PN = 64 << 20; // graph buffer ints, pool bytes
-static const size_t HN = 16 << 20;               // pinned words (64 MiB)
+static const size_t HN = 16 << 20;		 // pinned words (64 MiB)
 static cudaStream_t s[4];
 static cudaGraphExec_t exec;
 static int *gbuf, *marks;

@@ -67,7 +67,7 @@ __global__ void spin(unsigned long long ns)
 	do {                                                                                       \
 		cudaError_t e_ = (x);                                                              \
 		if (e_ != cudaSuccess) {                                                           \
-			printf("error %s at line %d\n", cudaGetErrorName(e_), __LINE__);          \
+			printf("error %s at line %d\n", cudaGetErrorName(e_), __LINE__);           \
 			exit(1);                                                                   \
 		}                                                                                  \
 	} while (0)
@@ -195,7 +195,8 @@ int main(int argc, char **argv)
 				empty<<<1, 32>>>();
 			CK(cudaDeviceSynchronize());
 			clock_gettime(CLOCK_MONOTONIC, &b);
-			printf("launch %.0f\n", (b.tv_sec - a.tv_sec) * 1e6 + (b.tv_nsec - a.tv_nsec) / 1e3);
+			printf("launch %.0f\n",
+			       (b.tv_sec - a.tv_sec) * 1e6 + (b.tv_nsec - a.tv_nsec) / 1e3);
 		} else if (strncmp(line, "sync", 4) == 0) {
 			CK(cudaDeviceSynchronize());
 			printf("sync ok\n");

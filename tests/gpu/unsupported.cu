@@ -3,7 +3,8 @@
 //   unsupported managed            256 MiB of cudaMallocManaged memory
 //   unsupported ipc-export         256 MiB exported with cudaIpcGetMemHandle
 //   unsupported ipc-import HANDLE  opens another process's exported memory
-// It prints "ready PID HANDLE" (HANDLE in hex for ipc-export, else "-"), then takes commands on stdin: verify -> "verify ok" | "verify bad N"; quit.
+// It prints "ready PID HANDLE" (HANDLE in hex for ipc-export, else "-"), then takes commands on
+// stdin: verify -> "verify ok" | "verify bad N"; quit.
 #include <cuda_runtime.h>
 
 #include <stdint.h>
@@ -16,7 +17,7 @@
 	do {                                                                                       \
 		cudaError_t e_ = (x);                                                              \
 		if (e_ != cudaSuccess) {                                                           \
-			printf("error %s at line %d\n", cudaGetErrorName(e_), __LINE__);          \
+			printf("error %s at line %d\n", cudaGetErrorName(e_), __LINE__);           \
 			return 1;                                                                  \
 		}                                                                                  \
 	} while (0)
@@ -25,13 +26,15 @@ static const size_t N = 64 << 20; // words: 256 MiB
 
 __global__ void fill(uint32_t *p, size_t n)
 {
-	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x)
 		p[i] = (uint32_t)i * 3u + 1u;
 }
 
 __global__ void count_bad(const uint32_t *p, size_t n, unsigned long long *bad)
 {
-	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x)
 		if (p[i] != (uint32_t)i * 3u + 1u)
 			atomicAdd(bad, 1ull);
 }

@@ -1,17 +1,16 @@
 /* fakecuda: a stand-in for libcuda.so.1 that models the checkpoint API, for tests without a GPU.
  *
  * The controller loads it through CUDANAP_LIBCUDA; the test target links it, calls fake_register
- * (its "CUDA initialisation") and then the fake_* "CUDA calls". Both sides share the per-process state through files in
- * $CUDANAP_FAKE_DIR, under flock:
- *   <pid>.state   "STATE BUSY_UNTIL_MS GPU": CUprocessState, end of the last "kernel", GPU held
- *   <pid>.gpu     the process's "device memory"; renamed to <pid>.host while checkpointed
- *   fail_checkpoint, fail_restore   if present, that call fails with the CUresult written inside
- * Error codes follow what DESIGN.md measured: NOT_INITIALIZED for a pid without CUDA,
- * OPERATING_SYSTEM for a pid that does not exist, ILLEGAL_STATE for a wrong transition, NOT_READY
- * when a lock times out (the process stays RUNNING), and the target's calls block while it is not
- * RUNNING. GPUs: $CUDANAP_FAKE_GPUS of them (default 1); GPU k (nvidia-smi order) has UUID byte 15
- * = k and PCI bus 0x10+k, and CUDA ordinal N-1-k, so that code which forgets to sort by PCI bus
- * gets the wrong GPU. */
+ * (its "CUDA initialisation") and then the fake_* "CUDA calls". Both sides share the per-process
+ * state through files in $CUDANAP_FAKE_DIR, under flock: <pid>.state   "STATE BUSY_UNTIL_MS GPU":
+ * CUprocessState, end of the last "kernel", GPU held <pid>.gpu     the process's "device memory";
+ * renamed to <pid>.host while checkpointed fail_checkpoint, fail_restore   if present, that call
+ * fails with the CUresult written inside Error codes follow what DESIGN.md measured:
+ * NOT_INITIALIZED for a pid without CUDA, OPERATING_SYSTEM for a pid that does not exist,
+ * ILLEGAL_STATE for a wrong transition, NOT_READY when a lock times out (the process stays
+ * RUNNING), and the target's calls block while it is not RUNNING. GPUs: $CUDANAP_FAKE_GPUS of them
+ * (default 1); GPU k (nvidia-smi order) has UUID byte 15 = k and PCI bus 0x10+k, and CUDA ordinal
+ * N-1-k, so that code which forgets to sort by PCI bus gets the wrong GPU. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -275,7 +274,8 @@ EXPORT CUresult cuCheckpointProcessLock(int pid, CUcheckpointLockArgs *args)
 EXPORT CUresult cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpointArgs *args)
 {
 	struct pstate st;
-	/* An injected failure leaves the process LOCKED, as managed memory does on a real driver. */
+	/* An injected failure leaves the process LOCKED, as managed memory does on a real driver.
+	 */
 	int fd = transition(pid, 1, "fail_checkpoint", &st);
 
 	(void)args;
@@ -361,7 +361,9 @@ static CUresult memio(size_t off, void *buf, size_t len, int write)
 		return -fd;
 	path_of(p, sizeof(p), getpid(), "gpu");
 	mem = open(p, O_RDWR | O_CLOEXEC);
-	n = mem < 0 ? -1 : write ? pwrite(mem, buf, len, (off_t)off) : pread(mem, buf, len, (off_t)off);
+	n = mem < 0 ? -1
+	    : write ? pwrite(mem, buf, len, (off_t)off)
+		    : pread(mem, buf, len, (off_t)off);
 	if (mem >= 0)
 		close(mem);
 	close(fd);

@@ -71,15 +71,16 @@ int main(int argc, char **argv)
 			}
 			printf("child %d\n", (int)c);
 		} else if (strncmp(line, "map ", 4) == 0) {
-			/* Map a file, so that its path shows in /proc/self/maps like a loaded library. */
+			/* Map a file, so that its path shows in /proc/self/maps like a loaded
+			 * library. */
 			int fd;
 
 			line[strcspn(line, "\n")] = '\0';
 			fd = open(line + 4, O_RDONLY);
-			printf("map %s\n", fd >= 0 && mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0) !=
-							      MAP_FAILED
-						     ? "ok"
-						     : "failed");
+			printf("map %s\n", fd >= 0 && mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd,
+							   0) != MAP_FAILED
+						   ? "ok"
+						   : "failed");
 		} else if (strncmp(line, "ping", 4) == 0) {
 			printf("pong\n");
 		} else if (strncmp(line, "quit", 4) == 0) {

@@ -22,9 +22,9 @@ static int tap_n, tap_failed;
 #define is_str(got, want, ...)                                                                     \
 	do {                                                                                       \
 		const char *g_ = (got), *w_ = (want);                                              \
-		ok(g_ && strcmp(g_, w_) == 0, __VA_ARGS__);                                        \
+		ok(g_ &&strcmp(g_, w_) == 0, __VA_ARGS__);                                         \
 		if (!g_ || strcmp(g_, w_) != 0)                                                    \
-			printf("#   got:  '%s'\n#   want: '%s'\n", g_ ? g_ : "(null)", w_);           \
+			printf("#   got:  '%s'\n#   want: '%s'\n", g_ ? g_ : "(null)", w_);        \
 	} while (0)
 
 static inline int tap_done(void)

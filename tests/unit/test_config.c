@@ -63,8 +63,8 @@ static void test_full_file(void)
 
 	ok(example && cn_config_load(&c, example, err, sizeof(err)) == 0,
 	   "the documented example INI loads");
-	ok(c.suspend_signal == SIGUSR1 && c.resume_signal == SIGUSR2 && c.lock_timeout_ms == 10000 &&
-		   c.n_pairs == 0 && c.hook_timeout_ms == 30000,
+	ok(c.suspend_signal == SIGUSR1 && c.resume_signal == SIGUSR2 &&
+		   c.lock_timeout_ms == 10000 && c.n_pairs == 0 && c.hook_timeout_ms == 30000,
 	   "the example INI states the defaults");
 	ok(load_text("; comment\n[signals]\nsuspend = SIGRTMIN+3\nresume = 40\n"
 		     "[lock]\ntimeout_ms = 0\n[restore]\ngpu_map = 0=1, 1 = 0\n"
@@ -106,8 +106,9 @@ static void test_errors(void)
 		     "USR2, SIGRTMIN+3 or a number)");
 	expect_error("[lock]\ntimeout_ms = -1\n",
 		     "2: lock.timeout_ms: '-1' is not a number of milliseconds from 0 to 86400000");
-	expect_error("[lock]\ntimeout_ms = 10s\n",
-		     "2: lock.timeout_ms: '10s' is not a number of milliseconds from 0 to 86400000");
+	expect_error(
+		"[lock]\ntimeout_ms = 10s\n",
+		"2: lock.timeout_ms: '10s' is not a number of milliseconds from 0 to 86400000");
 	expect_error("[lock]\ntimeout_ms = 86400001\n",
 		     "2: lock.timeout_ms: '86400001' is not a number of milliseconds from 0 to "
 		     "86400000");
@@ -115,7 +116,8 @@ static void test_errors(void)
 	expect_error("[restore]\ngpu_map = 0=GPU-12\n",
 		     "2: restore.gpu_map: '0=GPU-12': each side must be a GPU index (0-63) or a "
 		     "UUID like GPU-8c5c8d2e-0000-1111-2222-333344445555");
-	expect_error("[restore]\ngpu_map = 0=1, 0=2\n", "2: restore.gpu_map: GPU '0' is mapped twice");
+	expect_error("[restore]\ngpu_map = 0=1, 0=2\n",
+		     "2: restore.gpu_map: GPU '0' is mapped twice");
 	expect_error("[restore]\ngpu_map = 0=2, 1=2\n",
 		     "2: restore.gpu_map: two GPUs are mapped onto '2'");
 	expect_error("[restore]\ngpu_map = 64=0\n",
@@ -123,18 +125,22 @@ static void test_errors(void)
 		     "like GPU-8c5c8d2e-0000-1111-2222-333344445555");
 	expect_error("[status]\ndir = relative/dir\n",
 		     "2: status.dir: 'relative/dir' must be an absolute path");
-	expect_error("[log]\nlevel = loud\n", "2: log.level: 'loud' is not one of error, info, debug");
-	expect_error("[log]\ntarget = cn.log\n", "2: log.target: 'cn.log' must be an absolute path");
-	expect_error("[hooks]\ntimeout_ms = 0\n",
-		     "2: hooks.timeout_ms: must be at least 1 ms: hooks always run under a timeout");
+	expect_error("[log]\nlevel = loud\n",
+		     "2: log.level: 'loud' is not one of error, info, debug");
+	expect_error("[log]\ntarget = cn.log\n",
+		     "2: log.target: 'cn.log' must be an absolute path");
+	expect_error(
+		"[hooks]\ntimeout_ms = 0\n",
+		"2: hooks.timeout_ms: must be at least 1 ms: hooks always run under a timeout");
 	expect_error("[signals]\nsuspend = USR1\nsuspend = USR2\n",
 		     "3: signals.suspend: given more than once (an indented line continues the key "
 		     "above)");
 	expect_error("[lock]\ntimeout = 5\n", "2: lock.timeout: unknown key");
 	expect_error("[performance]\nhugepages = maybe\n",
 		     "2: performance.hugepages: 'maybe' is not true or false");
-	expect_error("[performance]\nprefault_threads = 257\n",
-		     "2: performance.prefault_threads: '257' is not a number of threads from 0 to 256");
+	expect_error(
+		"[performance]\nprefault_threads = 257\n",
+		"2: performance.prefault_threads: '257' is not a number of threads from 0 to 256");
 	expect_error("[nope]\nx = 1\n", "2: nope.x: unknown section");
 	expect_error("[signals]\nsuspend\n", "2: syntax error: expected [section] or key = value");
 	expect_error("[signals\n", "1: syntax error: expected [section] or key = value");
@@ -155,13 +161,14 @@ static void test_signals(void)
 		const char *s;
 		int sig;
 	} good[] = {
-		{ "SIGUSR1", SIGUSR1 }, { "usr2", SIGUSR2 }, { "SIGHUP", SIGHUP },
+		{ "SIGUSR1", SIGUSR1 }, { "usr2", SIGUSR2 },	  { "SIGHUP", SIGHUP },
 		{ "12", 12 },		{ "SIGWINCH", SIGWINCH }, { "RTMIN", 0 },
 		{ "SIGRTMIN+3", 3 },	{ "RTMAX-1", -1 },
 	};
-	static const char *const bad[] = { "0", "65", "32", "KILL", "SIGSTOP", "SEGV", "SIGBUS",
-					   "abort", "SIGRTMIN+99", "SIGRTMAX+1", "SIGRTMIN-1", "",
-					   "USR1x", "-1" };
+	static const char *const bad[] = { "0",		  "65",		"32",	      "KILL",
+					   "SIGSTOP",	  "SEGV",	"SIGBUS",     "abort",
+					   "SIGRTMIN+99", "SIGRTMAX+1", "SIGRTMIN-1", "",
+					   "USR1x",	  "-1" };
 	char buf[32];
 	int sig;
 
@@ -228,9 +235,10 @@ static void test_status_dir(void)
 		mkdir(d, 0700);
 		if (chown(d, 65534, 65534) < 0)
 			perror("chown");
-		ok(cn_status_dir_prepare(d, err, sizeof(err)) < 0, "another user's status dir refused");
-		snprintf(want, sizeof(want), "status dir %s: owned by uid 65534, not by you; refusing",
-			 d);
+		ok(cn_status_dir_prepare(d, err, sizeof(err)) < 0,
+		   "another user's status dir refused");
+		snprintf(want, sizeof(want),
+			 "status dir %s: owned by uid 65534, not by you; refusing", d);
 		is_str(err, want, "another user's dir message");
 	} else {
 		ok(1, "another user's status dir refused # SKIP needs root to make one");

@@ -60,7 +60,8 @@ int main(void)
 		memset(d, 0, n);
 		fake_copy(d, a, n);
 		cn_copy_disarm(&st);
-		ok(memcmp(a, d, n) == 0 && st.big_calls == 1, "window %d after the first: exact", w + 2);
+		ok(memcmp(a, d, n) == 0 && st.big_calls == 1, "window %d after the first: exact",
+		   w + 2);
 		free(d);
 	}
 	ok(cn_copy_arm(0) == 0, "0 threads: nothing is hooked");

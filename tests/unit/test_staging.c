@@ -10,7 +10,7 @@
 #include "staging.h"
 #include "tap.h"
 
-#define MIB (1ul << 20)
+#define MIB	     (1ul << 20)
 #define DRIVER_FLAGS (MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE)
 
 /* Pages of [p, p+len) resident now. */
@@ -73,7 +73,8 @@ int main(void)
 	cn_staging_disarm(&st);
 	ok(p != MAP_FAILED && st.bytes == len, "armed: the host copy is staged");
 	ok(((uintptr_t)p & (2 * MIB - 1)) == 0, "2 MiB aligned");
-	ok(st.threads == 4 && st.prefault_ms >= 0, "prefaulted by 4 threads in %.1f ms", st.prefault_ms);
+	ok(st.threads == 4 && st.prefault_ms >= 0, "prefaulted by 4 threads in %.1f ms",
+	   st.prefault_ms);
 	ok(resident(p, len) == len, "every page resident before the driver writes");
 	for (size_t i = 0; i < len; i += 4096)
 		zero &= p[i] == 0;
@@ -91,7 +92,8 @@ int main(void)
 	cn_staging_unmap_stats(&st);
 	ok(st.unmap_ms >= 0 && resident(p, 4096) == 0, "and really unmaps (%.1f ms)", st.unmap_ms);
 
-	/* keep_host_buffer: the next suspend of the same size gets the same, already faulted, buffer */
+	/* keep_host_buffer: the next suspend of the same size gets the same, already faulted,
+	 * buffer */
 	cn_staging_arm(true, 2, true);
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, DRIVER_FLAGS, -1, 0);
 	cn_staging_disarm(&st);
