@@ -3,6 +3,7 @@
 #include "cn_status.h"
 
 #include <ctype.h>
+#include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -12,6 +13,35 @@
 #include <time.h>
 #include <unistd.h>
 
+/* The numbers that may be null (< 0 in the struct), in the order the file lists them. */
+#define NUM(field)                                                                                 \
+	{                                                                                          \
+#field, offsetof(struct cn_status, field)                                          \
+	}
+static const struct {
+	const char *key;
+	size_t off;
+} nums[] = {
+	{ "lock_ms", offsetof(struct cn_status, step_ms) + CN_STEP_LOCK * sizeof(double) },
+	{ "checkpoint_ms",
+	  offsetof(struct cn_status, step_ms) + CN_STEP_CHECKPOINT * sizeof(double) },
+	{ "restore_ms", offsetof(struct cn_status, step_ms) + CN_STEP_RESTORE * sizeof(double) },
+	{ "unlock_ms", offsetof(struct cn_status, step_ms) + CN_STEP_UNLOCK * sizeof(double) },
+	NUM(total_ms),
+	NUM(staged_mib),
+	NUM(prefault_ms),
+	NUM(unmap_ms),
+	NUM(copy_mib),
+	NUM(copy_ms),
+};
+#undef NUM
+#define N_NUMS (sizeof(nums) / sizeof(nums[0]))
+
+static double *num(const struct cn_status *s, size_t i)
+{
+	return (double *)((char *)s + nums[i].off);
+}
+
 const char *const cn_step_names[CN_STEPS] = { "lock_ms", "checkpoint_ms", "restore_ms",
 					      "unlock_ms" };
 
@@ -20,9 +50,8 @@ void cn_status_new_action(struct cn_status *s, const char *action)
 	snprintf(s->action, sizeof(s->action), "%s", action);
 	s->busy = true;
 	s->result[0] = s->message[0] = '\0';
-	for (int i = 0; i < CN_STEPS; i++)
-		s->step_ms[i] = -1;
-	s->total_ms = s->staged_mib = s->prefault_ms = s->unmap_ms = s->copy_mib = s->copy_ms = -1;
+	for (size_t i = 0; i < N_NUMS; i++)
+		*num(s, i) = -1;
 	s->call_ns = 0;
 }
 
@@ -79,18 +108,13 @@ int cn_status_format(const struct cn_status *s, char *buf, size_t len)
 	if (n < 0 || (size_t)n >= len)
 		return -ENOSPC;
 	o = (size_t)n;
-	for (int i = 0; i < CN_STEPS + 6; i++) {
-		static const char *const more[] = { "total_ms", "staged_mib", "prefault_ms",
-						    "unmap_ms", "copy_mib",   "copy_ms" };
-		const double vals[] = { s->total_ms, s->staged_mib, s->prefault_ms,
-					s->unmap_ms, s->copy_mib,   s->copy_ms };
-		double v = i < CN_STEPS ? s->step_ms[i] : vals[i - CN_STEPS];
-		const char *k = i < CN_STEPS ? cn_step_names[i] : more[i - CN_STEPS];
+	for (size_t i = 0; i < N_NUMS; i++) {
+		double v = *num(s, i);
 
 		if (v < 0)
-			n = snprintf(buf + o, len - o, ",\"%s\":null", k);
+			n = snprintf(buf + o, len - o, ",\"%s\":null", nums[i].key);
 		else
-			n = snprintf(buf + o, len - o, ",\"%s\":%.3f", k, v);
+			n = snprintf(buf + o, len - o, ",\"%s\":%.3f", nums[i].key, v);
 		if (n < 0 || (size_t)n >= len - o)
 			return -ENOSPC;
 		o += (size_t)n;
@@ -178,18 +202,6 @@ static void set_field(struct cn_status *s, const char *key, const char *v, bool 
 		copy_field(s->result, sizeof(s->result), v);
 	else if (strcmp(key, "message") == 0)
 		copy_field(s->message, sizeof(s->message), v);
-	else if (strcmp(key, "total_ms") == 0)
-		s->total_ms = is_null ? -1 : strtod(v, NULL);
-	else if (strcmp(key, "staged_mib") == 0)
-		s->staged_mib = is_null ? -1 : strtod(v, NULL);
-	else if (strcmp(key, "prefault_ms") == 0)
-		s->prefault_ms = is_null ? -1 : strtod(v, NULL);
-	else if (strcmp(key, "unmap_ms") == 0)
-		s->unmap_ms = is_null ? -1 : strtod(v, NULL);
-	else if (strcmp(key, "copy_mib") == 0)
-		s->copy_mib = is_null ? -1 : strtod(v, NULL);
-	else if (strcmp(key, "copy_ms") == 0)
-		s->copy_ms = is_null ? -1 : strtod(v, NULL);
 	else if (strcmp(key, "call_ns") == 0)
 		s->call_ns = strtoull(v, NULL, 10);
 	else if (strcmp(key, "timestamp") == 0)
@@ -198,9 +210,9 @@ static void set_field(struct cn_status *s, const char *key, const char *v, bool 
 		s->suspend_signal = atoi(v);
 	else if (strcmp(key, "resume_signal") == 0)
 		s->resume_signal = atoi(v);
-	for (int i = 0; i < CN_STEPS; i++)
-		if (strcmp(key, cn_step_names[i]) == 0)
-			s->step_ms[i] = is_null ? -1 : strtod(v, NULL);
+	for (size_t i = 0; i < N_NUMS; i++)
+		if (strcmp(key, nums[i].key) == 0)
+			*num(s, i) = is_null ? -1 : strtod(v, NULL);
 }
 
 int cn_status_parse(const char *buf, struct cn_status *s)

@@ -99,3 +99,9 @@ settle() {
 	done
 	return 1
 }
+
+# gpu_mib PID: MiB the process holds on the GPU, as nvidia-smi sees it (0 when it is not listed).
+gpu_mib() {
+	nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits |
+		awk -F', *' -v p="$1" '$1 == p { s += $2 } END { print s + 0 }'
+}

@@ -11,10 +11,6 @@ command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 ||
 	fail "no NVIDIA GPU or driver here: the demo needs one. The tests run without: meson test -C build"
 [ -n "${HOLDMEM:-}" ] && [ -x "$HOLDMEM" ] ||
 	fail "the CUDA demo program was not built: put nvcc on PATH (export PATH=/usr/local/cuda/bin:\$PATH) and run meson setup --reconfigure build"
-gpu_mib() {
-	nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits |
-		awk -F', *' -v p="$1" '$1 == p { s += $2 } END { print s + 0 }'
-}
 
 write_ini
 say "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n1)"

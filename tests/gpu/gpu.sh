@@ -9,11 +9,6 @@ command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 || skip_all 
 gib=${CUDANAP_GPU_TEST_GIB:-8}
 diag "$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -n1), $gib GiB"
 
-# MiB the process holds on the GPU, as nvidia-smi sees it (0 when it is not listed).
-gpu_mib() {
-	nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits |
-		awk -F', *' -v p="$1" '$1 == p { s += $2 } END { print s + 0 }'
-}
 used_mib() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -n1; }
 secs() { awk -v m="$1" 'BEGIN { printf "%.2f", m / 1000 }'; }
 
