@@ -19,8 +19,12 @@ static size_t resident(void *p, size_t len)
 	size_t pages = len / 4096, n = 0;
 	unsigned char *v = malloc(pages);
 
-	if (!v || mincore(p, len, v) < 0)
+	if (!v)
 		return 0;
+	if (mincore(p, len, v) < 0) {
+		free(v);
+		return 0; /* unmapped */
+	}
 	for (size_t i = 0; i < pages; i++)
 		n += v[i] & 1;
 	free(v);
