@@ -7,7 +7,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define CN_STATUS_MAX 4096
+/* Room for the worst case: every character of command and message escaped as \u00XX. */
+#define CN_STATUS_MAX 8192
 
 enum cn_step { CN_STEP_LOCK, CN_STEP_CHECKPOINT, CN_STEP_RESTORE, CN_STEP_UNLOCK, CN_STEPS };
 

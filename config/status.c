@@ -94,7 +94,8 @@ static int put_str(char *out, size_t len, const char *s)
 
 int cn_status_format(const struct cn_status *s, char *buf, size_t len)
 {
-	char cmd[600], msg[700];
+	/* Six bytes per character in the worst case (\u00XX), plus the quotes. */
+	char cmd[sizeof(s->command) * 6 + 3], msg[sizeof(s->message) * 6 + 3];
 	size_t o;
 	int n;
 
@@ -218,7 +219,7 @@ static void set_field(struct cn_status *s, const char *key, const char *v, bool 
 int cn_status_parse(const char *buf, struct cn_status *s)
 {
 	const char *p = skip_ws(buf);
-	char key[32], val[700];
+	char key[32], val[sizeof(s->message) * 6 + 3];
 
 	cn_status_init(s, 0);
 	if (*p++ != '{')

@@ -51,6 +51,15 @@ static void test_round_trip(void)
 	   "step times");
 	ok(b.suspend_signal == 10 && b.resume_signal == 12, "signals");
 	ok(cn_status_format(&a, buf, 40) < 0, "a too-small buffer is refused, not overrun");
+	/* A command line of control characters (a python -c script's newlines, say): every byte
+	 * escapes to six. Found by the fuzzer: the file was then not written at all. */
+	memset(a.command, '\n', sizeof(a.command) - 1);
+	memset(a.message, '\001', sizeof(a.message) - 1);
+	n = cn_status_format(&a, buf, sizeof(buf));
+	ok(n > 0 && cn_status_parse(buf, &b) == 0 && strcmp(a.command, b.command) == 0 &&
+		   strcmp(a.message, b.message) == 0,
+	   "all-control-character command and message format and parse back (%d bytes)", n);
+	sample(&a);
 	ok(cn_status_parse("{\"pid\":1,", &b) < 0, "truncated JSON refused");
 	ok(cn_status_parse("[1]", &b) < 0, "not an object refused");
 	ok(cn_status_parse("{\"pid\":7,\"future_key\":\"x\",\"state\":\"running\"}", &b) == 0 &&
