@@ -134,6 +134,19 @@ static int transition(int pid, int from, const char *inject, struct pstate *st)
 	return fd;
 }
 
+/* The end of a checkpoint or restore: the memory file moves, then the new state is stored. */
+static CUresult move_and_store(int fd, int pid, const char *from, const char *to, struct pstate *st,
+			       int state)
+{
+	if (move_memory(pid, from, to) < 0) {
+		close(fd);
+		return CUDA_ERROR_OPERATING_SYSTEM;
+	}
+	st->state = state;
+	store_unlock(fd, st);
+	return CUDA_SUCCESS;
+}
+
 /* ---- driver entry points ---- */
 
 EXPORT CUresult cuInit(unsigned flags)
@@ -274,20 +287,13 @@ EXPORT CUresult cuCheckpointProcessLock(int pid, CUcheckpointLockArgs *args)
 EXPORT CUresult cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpointArgs *args)
 {
 	struct pstate st;
-	/* An injected failure leaves the process LOCKED, as managed memory does on a real driver.
-	 */
+	/* An injected failure leaves it LOCKED, as managed memory does on a real driver. */
 	int fd = transition(pid, 1, "fail_checkpoint", &st);
 
 	(void)args;
 	if (fd < 0)
 		return -fd;
-	if (move_memory(pid, "gpu", "host") < 0) {
-		close(fd);
-		return CUDA_ERROR_OPERATING_SYSTEM;
-	}
-	st.state = 2;
-	store_unlock(fd, &st);
-	return CUDA_SUCCESS;
+	return move_and_store(fd, pid, "gpu", "host", &st, 2);
 }
 
 EXPORT CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs *args)
@@ -312,13 +318,7 @@ EXPORT CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs *arg
 		}
 		st.gpu = to;
 	}
-	if (move_memory(pid, "host", "gpu") < 0) {
-		close(fd);
-		return CUDA_ERROR_OPERATING_SYSTEM;
-	}
-	st.state = 1;
-	store_unlock(fd, &st);
-	return CUDA_SUCCESS;
+	return move_and_store(fd, pid, "host", "gpu", &st, 1);
 }
 
 EXPORT CUresult cuCheckpointProcessUnlock(int pid, CUcheckpointUnlockArgs *args)
