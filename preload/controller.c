@@ -69,7 +69,8 @@ static char load_error[200];
 
 static int load_driver(void)
 {
-	const char *path = getenv("CUDANAP_LIBCUDA");
+	/* secure_getenv is glibc's own: a host program may define getenv (bash does). */
+	const char *path = secure_getenv("CUDANAP_LIBCUDA");
 	void *h;
 
 	if (loaded)
@@ -329,6 +330,19 @@ static void serve(const struct cn_req *req, struct cn_resp *resp)
 		describe(resp, r);
 }
 
+/* unsetenv by hand: the host program may define its own unsetenv, which need not touch environ
+ * (bash's does not before its main), and libcuda reads environ. */
+static void drop_env(const char *prefix)
+{
+	char **w = environ;
+
+	for (char **r = environ; r && *r; r++)
+		if (strncmp(*r, prefix, strlen(prefix)) != 0)
+			*w++ = *r;
+	if (w)
+		*w = NULL;
+}
+
 /* Keep only fd 3 (our socket); stdio to /dev/null so that `app | tee` sees EOF. */
 static void isolate(int sock)
 {
@@ -356,8 +370,8 @@ static void isolate(int sock)
 	setsid();
 	prctl(PR_SET_NAME, "cudanap-ctl", 0, 0, 0);
 	/* nvidia-smi numbering is the PCI order over all GPUs, whatever the app was told. */
-	unsetenv("CUDA_VISIBLE_DEVICES");
-	unsetenv("CUDA_DEVICE_ORDER");
+	drop_env("CUDA_VISIBLE_DEVICES=");
+	drop_env("CUDA_DEVICE_ORDER=");
 }
 
 static _Noreturn void controller_main(int sock, pid_t target_pid)

@@ -257,7 +257,7 @@ static int hook_lib(struct dl_phdr_info *info, size_t size, void *data)
 int cn_copy_arm(unsigned threads)
 {
 	/* The driver library: the one the controller loads too. */
-	const char *lib = getenv("CUDANAP_LIBCUDA");
+	const char *lib = secure_getenv("CUDANAP_LIBCUDA");
 	struct find f = { "libcuda.so", 0 };
 
 	if (lib && *lib)

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -53,9 +54,11 @@ static const char usage_run[] =
 
 static const char usage_suspend[] =
 	"usage: cudanap suspend|resume [-c FILE] [--wait|--no-wait] [--timeout S] PID...\n"
+	"       cudanap suspend|resume [OPTIONS] --all\n"
+	"       cudanap suspend|resume [OPTIONS] --tree PID\n"
 	"\n"
 	"Send each PID the signal its job's INI names for suspend (or resume), all at once, then\n"
-	"wait for each outcome in its status file and print one line per PID.\n"
+	"wait for each outcome in its status file and print one line per PID, then a total.\n"
 	"\n"
 	"Suspend locks the process's CUDA (waiting at most [lock] timeout_ms for running GPU "
 	"work),\n"
@@ -69,10 +72,14 @@ static const char usage_suspend[] =
 	"  -w, --wait          wait for the outcome (the default)\n"
 	"  -n, --no-wait       return once the signals are sent\n"
 	"  -t, --timeout S     give up waiting after S seconds (default 600)\n"
+	"  -a, --all           every process of this user running under cudanap\n"
+	"  -T, --tree PID      PID and all its descendants that run under cudanap (repeatable;\n"
+	"                      other processes in the tree, such as a launcher shell, are skipped)\n"
 	"\n"
 	"A PID already in the asked-for state is reported as such and counts as success.\n"
 	"Exit status: 0 if every PID succeeded, 1 if any failed or timed out, 2 on usage errors.\n"
-	"Example: cudanap suspend 4711 && sleep 60 && cudanap resume 4711\n";
+	"Examples: cudanap suspend 4711 && sleep 60 && cudanap resume 4711\n"
+	"          cudanap suspend --tree $SLURM_TASK_PID\n";
 
 static const char usage_status[] =
 	"usage: cudanap status [-c FILE] [--json] [PID...]\n"
@@ -185,15 +192,7 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* ---- suspend / resume ---- */
-
-struct job {
-	int pid;
-	char dir[PATH_MAX];
-	unsigned long seq0;
-	bool sent, done, ok;
-	char line[600];
-};
+/* ---- this user's processes ---- */
 
 static int parse_pid(const char *s)
 {
@@ -203,12 +202,155 @@ static int parse_pid(const char *s)
 	return (*s && !*end && v > 0 && v < INT_MAX) ? (int)v : -1;
 }
 
+
+struct proc {
+	int pid, ppid;
+	bool preloaded; /* libcudanap in its environment */
+};
+
+static int read_file(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "re");
+	size_t n;
+
+	if (!f)
+		return -1;
+	n = fread(buf, 1, len - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return (int)n;
+}
+
+/* Every process of this user but this one, with its parent and whether cudanap is preloaded.
+ * The caller frees the array. */
+static int scan_procs(struct proc **out)
+{
+	DIR *d = opendir("/proc");
+	struct proc *v = NULL;
+	struct dirent *e;
+	int n = 0, cap = 0;
+
+	while (d && (e = readdir(d))) {
+		static char env[65536];
+		char path[300], line[1024], *rp;
+		int pid = parse_pid(e->d_name), len;
+		struct stat st;
+
+		if (pid <= 0 || pid == getpid())
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d", pid);
+		if (stat(path, &st) < 0 || st.st_uid != getuid())
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+		/* "pid (comm) S ppid ...": comm may hold spaces and parentheses. */
+		if (read_file(path, line, sizeof(line)) < 0 || !(rp = strrchr(line, ')')))
+			continue;
+		if (n == cap) {
+			struct proc *nv = realloc(v, (size_t)(cap = cap ? 2 * cap : 256) * sizeof(*v));
+
+			if (!nv)
+				break;
+			v = nv;
+		}
+		v[n].pid = pid;
+		v[n].ppid = 0;
+		sscanf(rp + 1, " %*c %d", &v[n].ppid);
+		snprintf(path, sizeof(path), "/proc/%d/environ", pid);
+		len = read_file(path, env, sizeof(env));
+		v[n].preloaded = len > 0 && memmem(env, (size_t)len, "libcudanap", 10);
+		n++;
+	}
+	if (d)
+		closedir(d);
+	*out = v;
+	return n;
+}
+
+/* Is pid root or one of its descendants? Walks up the parent chain. */
+static bool in_tree(const struct proc *v, int n, int pid, int root)
+{
+	for (int depth = 0; pid > 1 && depth < 4096; depth++) {
+		int i;
+
+		if (pid == root)
+			return true;
+		for (i = 0; i < n && v[i].pid != pid; i++)
+			;
+		if (i == n)
+			return false;
+		pid = v[i].ppid;
+	}
+	return pid == root;
+}
+
+/* Every status dir in use by this user's preloaded processes, so that jobs started with other
+ * INI files show up too. */
+static int add_job_dirs(char (*dirs)[PATH_MAX], int n, int max)
+{
+	struct proc *v;
+	int np = scan_procs(&v);
+
+	for (int p = 0; p < np && n < max; p++) {
+		char dir[PATH_MAX];
+		int dup = 0;
+
+		if (!v[p].preloaded)
+			continue;
+		status_dir_of(v[p].pid, NULL, dir, sizeof(dir));
+		for (int i = 0; i < n; i++)
+			dup |= strcmp(dirs[i], dir) == 0;
+		if (!dup)
+			snprintf(dirs[n++], PATH_MAX, "%s", dir);
+	}
+	free(v);
+	return n;
+}
+
+/* The cudanap processes of this user (all, or those in the trees of roots): preloaded and with a
+ * live status file. Forked children that never exec'd share the environment but have no status
+ * file of their own, and are left out. */
+static int select_jobs(const char *cfg, const int *roots, int n_roots, int **out)
+{
+	struct proc *v;
+	int np = scan_procs(&v), n = 0;
+	int *pids = calloc((size_t)np + 1, sizeof(int));
+
+	for (int p = 0; pids && p < np; p++) {
+		char dir[PATH_MAX];
+		struct cn_status s;
+		bool want = n_roots == 0;
+
+		for (int r = 0; r < n_roots && !want; r++)
+			want = in_tree(v, np, v[p].pid, roots[r]);
+		if (!want || !v[p].preloaded)
+			continue;
+		status_dir_of(v[p].pid, cfg, dir, sizeof(dir));
+		if (cn_status_read(dir, v[p].pid, &s) == 0 && alive(&s))
+			pids[n++] = v[p].pid;
+	}
+	free(v);
+	*out = pids;
+	return pids ? n : -1;
+}
+
+/* ---- suspend / resume ---- */
+
+struct job {
+	int pid;
+	char dir[PATH_MAX];
+	unsigned long seq0;
+	bool sent, done, ok;
+	bool no_cuda; /* answered that it has no CUDA state */
+	char line[600];
+};
+
 static void outcome(struct job *j, const struct cn_status *s, bool suspend)
 {
 	char total[32], steps[200] = "";
 	size_t o = 0;
 
 	j->done = true;
+	j->no_cuda = strcmp(s->state, "no-cuda") == 0;
 	j->ok = strcmp(s->result, "ok") == 0 &&
 		strcmp(s->state, suspend ? "checkpointed" : "running") == 0;
 	for (int i = 0; i < CN_STEPS; i++) {
@@ -273,16 +415,18 @@ static int cmd_suspend_resume(int argc, char **argv, bool suspend)
 		{ "wait", no_argument, NULL, 'w' },
 		{ "no-wait", no_argument, NULL, 'n' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "all", no_argument, NULL, 'a' },
+		{ "tree", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *cfg = NULL;
-	double timeout = 600, deadline;
-	bool wait = true, all_ok = true;
+	double timeout = 600, t0 = now_s(), deadline;
+	bool wait = true, all = false, all_ok = true;
+	int c, n, n_ok = 0, n_none = 0, roots[64], n_roots = 0, *pids = NULL;
 	struct job *jobs;
-	int c, n;
 
-	while ((c = getopt_long(argc, argv, "+c:wnt:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+c:wnt:aT:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			cfg = optarg;
@@ -298,24 +442,52 @@ static int cmd_suspend_resume(int argc, char **argv, bool suspend)
 			if (timeout <= 0)
 				die_usage("cudanap: --timeout wants a number of seconds above 0\n");
 			break;
+		case 'a':
+			all = true;
+			break;
+		case 'T':
+			if (n_roots == 64)
+				die_usage("cudanap: at most 64 --tree options\n");
+			if ((roots[n_roots++] = parse_pid(optarg)) < 0) {
+				fprintf(stderr, "%s: '%s' is not a process id\n", prog, optarg);
+				return 2;
+			}
+			break;
 		default:
 			die_usage(usage_suspend);
 		}
 	}
 	n = argc - optind;
-	if (n <= 0)
+	if ((all || n_roots) && (n > 0 || (all && n_roots)))
+		die_usage("cudanap: give PIDs, --all or --tree, not several of them\n");
+	if (all || n_roots) {
+		for (int r = 0; r < n_roots; r++)
+			if (kill(roots[r], 0) < 0 && errno == ESRCH) {
+				fprintf(stderr, "%s: %d: no such process\n", prog, roots[r]);
+				return 1;
+			}
+		n = select_jobs(cfg, roots, n_roots, &pids);
+		if (n <= 0) {
+			fprintf(stderr, "%s: no process %s runs under cudanap\n", prog,
+				all ? "of this user" : "in that tree");
+			free(pids);
+			return 1;
+		}
+	} else if (n <= 0) {
 		die_usage(usage_suspend);
+	}
 	jobs = calloc((size_t)n, sizeof(*jobs));
 	if (!jobs)
 		return 1;
 	deadline = now_s() + timeout;
 	for (int i = 0; i < n; i++) {
-		jobs[i].pid = parse_pid(argv[optind + i]);
+		jobs[i].pid = pids ? pids[i] : parse_pid(argv[optind + i]);
 		if (jobs[i].pid < 0) {
 			fprintf(stderr, "%s: '%s' is not a process id\n", prog, argv[optind + i]);
 			return 2;
 		}
 	}
+	free(pids);
 	for (int i = 0; i < n; i++)
 		send_one(&jobs[i], cfg, suspend, deadline);
 	for (bool pending = wait; pending;) {
@@ -349,9 +521,22 @@ static int cmd_suspend_resume(int argc, char **argv, bool suspend)
 				      : (suspend ? "suspend requested" : "resume requested"));
 			j->ok = !wait;
 		}
+		/* In a whole job, launcher shells and workers without CUDA are nothing to do. */
+		if (j->no_cuda && (all || n_roots)) {
+			snprintf(j->line, sizeof(j->line), "%d: no CUDA state, nothing to do", j->pid);
+			j->ok = true;
+			n_none++;
+		} else {
+			n_ok += j->ok;
+		}
 		all_ok &= j->ok;
 		printf("%s\n", j->line);
 	}
+	if (n > 1 || all || n_roots)
+		printf("total: %d process%s, %d %s, %d without CUDA, %d failed, %.2f s\n", n,
+		       n == 1 ? "" : "es", n_ok,
+		       !wait ? "signalled" : suspend ? "suspended" : "resumed", n_none,
+		       n - n_ok - n_none, now_s() - t0);
 	free(jobs);
 	return all_ok ? 0 : 1;
 }
@@ -371,42 +556,6 @@ static void print_status(const struct cn_status *s, bool json, bool first)
 	snprintf(state, sizeof(state), "%s%s", s->state, s->busy ? "*" : "");
 	printf("%-8d %-14s %-8s %-28s %-10s %s\n", s->pid, state, s->action, s->result, total,
 	       s->command);
-}
-
-/* Every status dir in use by this user's preloaded processes, so that jobs started with other
- * INI files show up too. */
-static int add_job_dirs(char (*dirs)[PATH_MAX], int n, int max)
-{
-	DIR *proc = opendir("/proc");
-	struct dirent *e;
-
-	while (proc && (e = readdir(proc)) && n < max) {
-		static char env[65536];
-		char path[300], dir[PATH_MAX];
-		int pid = parse_pid(e->d_name), dup = 0;
-		size_t len;
-		FILE *f;
-
-		if (pid <= 0 || pid == getpid())
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/environ", pid);
-		f = fopen(path, "re");
-		if (!f)
-			continue;
-		len = fread(env, 1, sizeof(env) - 1, f);
-		fclose(f);
-		env[len] = '\0';
-		if (!memmem(env, len, "libcudanap", 10))
-			continue;
-		status_dir_of(pid, NULL, dir, sizeof(dir));
-		for (int i = 0; i < n; i++)
-			dup |= strcmp(dirs[i], dir) == 0;
-		if (!dup)
-			snprintf(dirs[n++], PATH_MAX, "%s", dir);
-	}
-	if (proc)
-		closedir(proc);
-	return n;
 }
 
 static void list_dir(const char *dir, bool json, bool *first)
