@@ -34,6 +34,8 @@ struct cn_config {
 	unsigned lock_timeout_ms; /* 0 waits forever */
 	unsigned n_pairs;
 	struct cn_gpu_pair pairs[CN_MAX_GPUS];
+	unsigned margin_mib; /* free GPU memory a restore needs beyond the job's footprint */
+	bool reserve;	     /* hold that memory from the check until the restore */
 	char status_dir[PATH_MAX];
 	int log_level;
 	char log_target[PATH_MAX]; /* "" means stderr */
@@ -46,6 +48,7 @@ struct cn_config {
 	bool keep_host_buffer;	   /* keep the host copy mapped for the next suspend */
 	unsigned copy_threads;	   /* threads for libcuda's large copies; 0: leave them alone */
 	bool allow_jax;		   /* suspend JAX processes despite the driver crash */
+	bool allow_nccl;	   /* suspend processes with NCCL communicators */
 };
 
 /* Defaults for every key; the status dir comes from $XDG_RUNTIME_DIR or the uid. */

@@ -29,6 +29,9 @@ struct cn_status {
 	/* libcuda's copies of 2 MiB or more in the last driver call that moved memory, when cudanap
 	 * ran them in parallel (see preload/copy.c); < 0 when it did not. */
 	double copy_mib, copy_ms;
+	/* GPU memory the process held when last checkpointed (NVML), over all its GPUs; < 0 when
+	 * not known. */
+	double footprint_mib;
 	unsigned long long call_ns; /* CLOCK_MONOTONIC when the action's first driver call began */
 	char timestamp[32];	    /* UTC, ISO 8601, milliseconds */
 	int suspend_signal, resume_signal;

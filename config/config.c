@@ -35,6 +35,8 @@ void cn_config_defaults(struct cn_config *c)
 		c->copy_threads = c->prefault_threads;
 	}
 	c->keep_host_buffer = false;
+	c->margin_mib = 256;
+	c->reserve = true;
 	if (xdg && xdg[0] == '/')
 		snprintf(c->status_dir, sizeof(c->status_dir), "%s/cudanap", xdg);
 	else
@@ -472,6 +474,28 @@ static int k_allow_jax(struct cn_config *c, const char *v, char *why, size_t len
 	return set_bool(&c->allow_jax, v, why, len);
 }
 
+static int k_allow_nccl(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	return set_bool(&c->allow_nccl, v, why, len);
+}
+
+static int k_margin(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	unsigned long n;
+
+	if (parse_uint(v, 1u << 20, &n) == 0) {
+		c->margin_mib = (unsigned)n;
+		return 0;
+	}
+	snprintf(why, len, "'%s' is not a number of MiB from 0 to 1048576", v);
+	return -EINVAL;
+}
+
+static int k_reserve(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	return set_bool(&c->reserve, v, why, len);
+}
+
 static int k_keep_host_buffer(struct cn_config *c, const char *v, char *why, size_t len)
 {
 	return set_bool(&c->keep_host_buffer, v, why, len);
@@ -485,6 +509,8 @@ static const struct {
 	{ "signals", "resume", k_resume },
 	{ "lock", "timeout_ms", k_lock_timeout },
 	{ "restore", "gpu_map", k_gpu_map },
+	{ "restore", "margin_mib", k_margin },
+	{ "restore", "reserve", k_reserve },
 	{ "status", "dir", k_status_dir },
 	{ "log", "level", k_log_level },
 	{ "log", "target", k_log_target },
@@ -497,6 +523,7 @@ static const struct {
 	{ "performance", "keep_host_buffer", k_keep_host_buffer },
 	{ "performance", "copy_threads", k_copy_threads },
 	{ "preflight", "allow_jax", k_allow_jax },
+	{ "preflight", "allow_nccl", k_allow_nccl },
 };
 #define N_KEYS (sizeof(key_table) / sizeof(key_table[0]))
 

@@ -33,6 +33,7 @@ static const struct {
 	NUM(unmap_ms),
 	NUM(copy_mib),
 	NUM(copy_ms),
+	NUM(footprint_mib),
 };
 #undef NUM
 #define N_NUMS (sizeof(nums) / sizeof(nums[0]))

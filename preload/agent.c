@@ -33,6 +33,9 @@ static struct {
 	int wake_fd, sock;
 	struct cn_status st;
 	atomic_bool exiting;
+	/* What the process held per GPU at its last checkpoint, for the check before restore. */
+	uint32_t n_use;
+	struct cn_gpu_use use[CN_MAX_GPUS];
 	bool thp;      /* transparent huge pages not [never] on this host */
 	bool thp_said; /* the fallback was logged once */
 } ag;
@@ -81,6 +84,10 @@ static int call(uint32_t op, struct cn_resp *resp)
 	if (op == CN_OP_RESTORE) {
 		req.n_pairs = ag.cfg.n_pairs;
 		memcpy(req.pairs, ag.cfg.pairs, sizeof(req.pairs));
+		req.n_use = ag.n_use;
+		memcpy(req.use, ag.use, sizeof(req.use));
+		req.margin_bytes = (uint64_t)ag.cfg.margin_mib << 20;
+		req.reserve = ag.cfg.reserve;
 	}
 	memset(resp, 0, sizeof(*resp));
 	n = send(ag.sock, &req, sizeof(req), MSG_NOSIGNAL);
@@ -105,9 +112,19 @@ static int call(uint32_t op, struct cn_resp *resp)
 
 /* The status file says "busy" only after the first driver call: writing it first would put file
  * I/O between the signal and the driver. */
+static double footprint_mib(void)
+{
+	double mib = 0;
+
+	for (uint32_t i = 0; i < ag.n_use; i++)
+		mib += (double)ag.use[i].bytes / (1 << 20);
+	return ag.n_use ? mib : -1;
+}
+
 static void begin(const char *action)
 {
 	cn_status_new_action(&ag.st, action);
+	ag.st.footprint_mib = footprint_mib();
 }
 
 static void fmt_secs(double ms, char *buf, size_t len)
@@ -295,6 +312,12 @@ static void suspend(void)
 		return;
 	}
 	step(CN_STEP_CHECKPOINT, &r);
+	ag.n_use = r.n_use;
+	memcpy(ag.use, r.use, sizeof(ag.use));
+	ag.st.footprint_mib = footprint_mib();
+	if (r.note[0])
+		cn_log(&ag.cfg, CN_LOG_INFO, "free GPU memory will not be checked before the restore: %s",
+		       r.note);
 	finish(&r, "suspended", "suspended");
 }
 
@@ -332,7 +355,10 @@ static void resume(void)
 		if (moving_call(CN_OP_RESTORE, &r) < 0) {
 			char msg[320];
 
-			snprintf(msg, sizeof(msg), "restore: %s", r.message);
+			snprintf(msg, sizeof(msg), "restore: %s%s", r.message,
+				 r.result == CN_RES_NO_ROOM
+					 ? "; still suspended: resume again when there is room"
+					 : "");
 			finish(&r, "resume", msg);
 			return;
 		}

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cuda_abi.h"
+#include "nvml.h"
 #include "proto.h"
 
 /* The driver entry points, looked up once by name. */
@@ -37,6 +38,11 @@ static struct {
 	CUresult (*checkpoint)(int, CUcheckpointCheckpointArgs *);
 	CUresult (*restore)(int, CUcheckpointRestoreArgs *);
 	CUresult (*unlock)(int, CUcheckpointUnlockArgs *);
+	CUresult (*ctx_retain)(CUcontext *, CUdevice);
+	CUresult (*ctx_release)(CUdevice);
+	CUresult (*ctx_set_current)(CUcontext);
+	CUresult (*mem_alloc)(CUdeviceptr *, size_t);
+	CUresult (*mem_free)(CUdeviceptr);
 } cu;
 
 static const struct {
@@ -59,6 +65,11 @@ static const struct {
 	SYM(checkpoint, "cuCheckpointProcessCheckpoint"),
 	SYM(restore, "cuCheckpointProcessRestore"),
 	SYM(unlock, "cuCheckpointProcessUnlock"),
+	SYM(ctx_retain, "cuDevicePrimaryCtxRetain"),
+	SYM(ctx_release, "cuDevicePrimaryCtxRelease_v2"),
+	SYM(ctx_set_current, "cuCtxSetCurrent"),
+	SYM(mem_alloc, "cuMemAlloc_v2"),
+	SYM(mem_free, "cuMemFree_v2"),
 #undef SYM
 };
 
@@ -144,6 +155,7 @@ static void fail(struct cn_resp *resp, int code, const char *name, const char *m
 
 struct gpu {
 	int pci_domain, pci_bus, pci_dev;
+	CUdevice dev;
 	CUuuid uuid;
 };
 
@@ -174,6 +186,7 @@ static int list_gpus(struct gpu *g, int *n, char *why, size_t len)
 		CUdevice d;
 
 		if (cu.device_get(&d, i) || cu.device_get_uuid(&g[i].uuid, d) ||
+		    (g[i].dev = d, 0) ||
 		    cu.device_get_attribute(&g[i].pci_domain, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID,
 					    d) ||
 		    cu.device_get_attribute(&g[i].pci_bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, d) ||
@@ -250,28 +263,140 @@ static int resolve_map(const struct cn_gpu_pair *pairs, unsigned n_pairs, const 
 	return n;
 }
 
+/* ---- room on the target GPUs ---- */
+
+/* Memory held in the controller on one target GPU from the check until the restore. */
+struct hold {
+	CUdevice dev;
+	CUdeviceptr ptr;
+};
+
+static void release(struct hold *h, int n)
+{
+	for (int i = 0; i < n; i++) {
+		CUcontext c;
+
+		if (cu.ctx_retain(&c, h[i].dev) != CUDA_SUCCESS)
+			continue;
+		cu.ctx_set_current(c);
+		cu.mem_free(h[i].ptr);
+		cu.ctx_set_current(NULL);
+		/* Twice: our retain just now, and the one that made the context. At zero the
+		 * context is destroyed and its own memory returns to the GPU. */
+		cu.ctx_release(h[i].dev);
+		cu.ctx_release(h[i].dev);
+	}
+}
+
+/* Never call restore onto GPUs without room for what the process held: a restore that runs out
+ * of memory wedges it for good (DESIGN.md). Checks NVML's free memory against the footprint plus
+ * the margin on each target GPU and, if asked, allocates the footprint there until the restore.
+ * Returns the number of holds, or -1 with resp filled. A footprint that is not known is not
+ * checked. */
+static int make_room(const struct cn_req *req, const CUcheckpointGpuPair *list, int n_list,
+		     const struct gpu *g, int n_gpus, struct hold *h, struct cn_resp *resp)
+{
+	char why[200], s[CN_UUID_STR_LEN];
+	int n = 0;
+
+	for (uint32_t u = 0; u < req->n_use && u < CN_MAX_GPUS; u++) {
+		const unsigned char *to = req->use[u].uuid;
+		uint64_t need = req->use[u].bytes, free_b;
+		CUcontext c;
+		CUresult r;
+		int k;
+
+		for (int i = 0; i < n_list; i++)
+			if (memcmp(list[i].oldUuid.bytes, req->use[u].uuid, 16) == 0)
+				to = (const unsigned char *)list[i].newUuid.bytes;
+		for (k = 0; k < n_gpus && memcmp(g[k].uuid.bytes, to, 16) != 0; k++)
+			;
+		cn_uuid_format(to, s);
+		if (k == n_gpus) {
+			snprintf(why, sizeof(why), "the GPU the job used, %s, is not on this machine",
+				 s);
+			fail(resp, CN_RES_BAD_MAP, "BAD_GPU_MAP", why);
+			goto undo;
+		}
+		if (cn_nvml_free(to, &free_b, why, sizeof(why)) == 0 &&
+		    free_b < need + req->margin_bytes) {
+			snprintf(why, sizeof(why),
+				 "GPU %d (%s) has %llu MiB free; the job needs %llu MiB there plus "
+				 "a %llu MiB margin ([restore] margin_mib)",
+				 k, s, (unsigned long long)(free_b >> 20),
+				 (unsigned long long)(need >> 20),
+				 (unsigned long long)(req->margin_bytes >> 20));
+			fail(resp, CN_RES_NO_ROOM, "NO_GPU_MEMORY", why);
+			goto undo;
+		}
+		if (!req->reserve)
+			continue;
+		h[n].dev = g[k].dev;
+		r = cu.ctx_retain(&c, g[k].dev);
+		if (r == CUDA_SUCCESS) {
+			cu.ctx_set_current(c);
+			r = cu.mem_alloc(&h[n].ptr, need);
+			cu.ctx_set_current(NULL);
+			if (r != CUDA_SUCCESS)
+				cu.ctx_release(g[k].dev);
+		}
+		if (r != CUDA_SUCCESS) {
+			const char *name = NULL;
+
+			cu.get_error_name(r, &name);
+			snprintf(why, sizeof(why),
+				 "cannot hold %llu MiB on GPU %d (%s) until the restore: %s "
+				 "([restore] reserve = false skips holding it)",
+				 (unsigned long long)(need >> 20), k, s, name ? name : "error");
+			fail(resp, CN_RES_NO_ROOM, "NO_GPU_MEMORY", why);
+			goto undo;
+		}
+		n++;
+	}
+	return n;
+undo:
+	release(h, n);
+	return -1;
+}
+
 static CUresult do_restore(const struct cn_req *req, struct cn_resp *resp)
 {
 	CUcheckpointGpuPair list[CN_MAX_GPUS];
 	CUcheckpointRestoreArgs args;
 	struct gpu g[CN_MAX_GPUS];
+	struct hold h[CN_MAX_GPUS];
 	char why[200];
-	int n = 0;
+	int n = 0, n_list = 0, held = 0;
+	CUresult r;
 
 	ensure_init();
 	memset(&args, 0, sizeof(args));
+	if (req->n_pairs > CN_MAX_GPUS) {
+		fail(resp, CN_RES_BAD_MAP, "BAD_GPU_MAP", "too many pairs");
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	if ((req->n_pairs > 0 || req->n_use > 0) && list_gpus(g, &n, why, sizeof(why)) < 0) {
+		fail(resp, req->n_pairs ? CN_RES_BAD_MAP : CN_RES_NO_ROOM,
+		     req->n_pairs ? "BAD_GPU_MAP" : "NO_GPU_MEMORY", why);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
 	if (req->n_pairs > 0) {
-		if (req->n_pairs > CN_MAX_GPUS || list_gpus(g, &n, why, sizeof(why)) < 0 ||
-		    (n = resolve_map(req->pairs, req->n_pairs, g, n, list, why, sizeof(why))) < 0) {
-			if (req->n_pairs > CN_MAX_GPUS)
-				snprintf(why, sizeof(why), "too many pairs");
+		n_list = resolve_map(req->pairs, req->n_pairs, g, n, list, why, sizeof(why));
+		if (n_list < 0) {
 			fail(resp, CN_RES_BAD_MAP, "BAD_GPU_MAP", why);
 			return CUDA_ERROR_INVALID_VALUE;
 		}
 		args.gpuPairs = list;
-		args.gpuPairsCount = (unsigned)n;
+		args.gpuPairsCount = (unsigned)n_list;
 	}
-	return cu.restore(target, &args);
+	held = make_room(req, list, n_list, g, n, h, resp);
+	if (held < 0)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	/* The window between giving the memory back and the driver taking it is as short as we can
+	 * make it: nothing else runs between the two. */
+	release(h, held);
+	r = cu.restore(target, &args);
+	return r;
 }
 
 static void serve(const struct cn_req *req, struct cn_resp *resp)
@@ -285,6 +410,16 @@ static void serve(const struct cn_req *req, struct cn_resp *resp)
 	if (load_driver() < 0) {
 		fail(resp, CN_RES_NO_DRIVER, "NO_DRIVER", load_error);
 		return;
+	}
+	/* What the locked process holds, for the check before its restore; not part of the
+	 * checkpoint's time. */
+	if (req->op == CN_OP_CHECKPOINT) {
+		int n = cn_nvml_footprint(target, resp->use, CN_MAX_GPUS, resp->note,
+					  sizeof(resp->note));
+
+		resp->n_use = n > 0 ? (uint32_t)n : 0;
+		if (n > 0)
+			resp->note[0] = '\0';
 	}
 	{
 		struct timespec ts;

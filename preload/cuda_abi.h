@@ -9,6 +9,8 @@
 
 typedef int CUresult;
 typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef unsigned long long CUdeviceptr;
 typedef struct {
 	char bytes[16];
 } CUuuid;
@@ -58,5 +60,27 @@ typedef struct {
 typedef struct {
 	uint64_t reserved[8];
 } CUcheckpointUnlockArgs;
+
+/* NVML, the management library beside the driver (libnvidia-ml.so.1). */
+typedef int nvmlReturn_t;
+typedef struct nvmlDevice_st *nvmlDevice_t;
+
+enum {
+	NVML_SUCCESS = 0,
+	NVML_ERROR_INSUFFICIENT_SIZE = 7,
+};
+
+#define NVML_VALUE_NOT_AVAILABLE (~0ULL)
+#define NVML_DEVICE_UUID_BUFFER_SIZE 96
+
+typedef struct {
+	unsigned long long total, free, used;
+} nvmlMemory_t;
+
+typedef struct {
+	unsigned int pid;
+	unsigned long long usedGpuMemory;
+	unsigned int gpuInstanceId, computeInstanceId;
+} nvmlProcessInfo_t;
 
 #endif

@@ -23,6 +23,13 @@ enum {
 	CN_RES_IO = -3,	       /* the controller went away or sent garbage */
 	CN_RES_CONFIG = -4,    /* the INI, re-read at resume, is broken */
 	CN_RES_REFUSED = -5,   /* a preflight check said no */
+	CN_RES_NO_ROOM = -6,   /* a target GPU lacks the free memory the restore needs */
+};
+
+/* What the process held on one GPU when it was checkpointed, as NVML counts it. */
+struct cn_gpu_use {
+	unsigned char uuid[16];
+	uint64_t bytes;
 };
 
 /* Process states as CUprocessState numbers them, plus ours. */
@@ -39,6 +46,12 @@ struct cn_req {
 	uint32_t timeout_ms; /* CN_OP_LOCK */
 	uint32_t n_pairs;    /* CN_OP_RESTORE: the INI's gpu_map, unresolved */
 	struct cn_gpu_pair pairs[CN_MAX_GPUS];
+	/* CN_OP_RESTORE: the footprint the checkpoint answer gave, echoed back by the agent (the
+	 * controller keeps no state between requests), and what to demand beyond it. */
+	uint32_t n_use;
+	struct cn_gpu_use use[CN_MAX_GPUS];
+	uint64_t margin_bytes;
+	uint32_t reserve;
 };
 
 struct cn_resp {
@@ -48,6 +61,10 @@ struct cn_resp {
 	uint64_t call_ns;  /* CLOCK_MONOTONIC at the start of the driver call */
 	char name[48];	   /* "CUDA_SUCCESS", "CUDA_ERROR_NOT_READY", "NO_DRIVER", ... */
 	char message[256]; /* human words for the result */
+	char note[200];	   /* a warning beside a success: "" when none */
+	/* CN_OP_CHECKPOINT: what the process held per GPU just before; n_use 0 when unknown. */
+	uint32_t n_use;
+	struct cn_gpu_use use[CN_MAX_GPUS];
 };
 
 #endif

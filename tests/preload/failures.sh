@@ -2,7 +2,7 @@
 # What goes wrong: the fake driver's error model, lock timeouts, failed checkpoints and restores,
 # broken INI files, processes without CUDA or without a driver, wrong pids.
 . "$(dirname "$0")/../lib.sh"
-export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake
+export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake
 mkdir "$T/fake"
 
 # -- the fake driver answers as the real one was measured to (DESIGN.md)

@@ -1,20 +1,35 @@
-/* fakecuda: a stand-in for libcuda.so.1 that models the checkpoint API, for tests without a GPU.
+/* fakecuda: a stand-in for libcuda.so.1 (and NVML) that models the checkpoint API, for tests
+ * without a GPU.
  *
- * The controller loads it through CUDANAP_LIBCUDA; the test target links it, calls fake_register
- * (its "CUDA initialisation") and then the fake_* "CUDA calls". Both sides share the per-process
- * state through files in $CUDANAP_FAKE_DIR, under flock: <pid>.state   "STATE BUSY_UNTIL_MS GPU":
- * CUprocessState, end of the last "kernel", GPU held <pid>.gpu     the process's "device memory";
- * renamed to <pid>.host while checkpointed fail_checkpoint, fail_restore   if present, that call
- * fails with the CUresult written inside Error codes follow what DESIGN.md measured:
- * NOT_INITIALIZED for a pid without CUDA, OPERATING_SYSTEM for a pid that does not exist,
- * ILLEGAL_STATE for a wrong transition, NOT_READY when a lock times out (the process stays
- * RUNNING), and the target's calls block while it is not RUNNING. GPUs: $CUDANAP_FAKE_GPUS of them
- * (default 1); GPU k (nvidia-smi order) has UUID byte 15 = k and PCI bus 0x10+k, and CUDA ordinal
- * N-1-k, so that code which forgets to sort by PCI bus gets the wrong GPU. */
+ * The controller loads it through CUDANAP_LIBCUDA and CUDANAP_LIBNVML; the test target links it,
+ * calls fake_register (its "CUDA initialisation") and then the fake_* "CUDA calls". Both sides
+ * share each process's state through files in $CUDANAP_FAKE_DIR, under flock:
+ *   <pid>.state   "STATE BUSY_UNTIL_MS GPU WEDGED": CUprocessState, end of the last "kernel",
+ *                 the GPU it is on, and whether a restore without room wedged it
+ *   <pid>.gpu     the process's "device memory"; renamed to <pid>.host while checkpointed
+ *   fail_checkpoint, fail_restore   if present, that call fails with the CUresult written inside
+ *
+ * Error codes follow what DESIGN.md measured: NOT_INITIALIZED for a pid without CUDA,
+ * OPERATING_SYSTEM for a pid that does not exist, ILLEGAL_STATE for a wrong transition, NOT_READY
+ * when a lock times out (the process stays RUNNING), and the target's calls block while it is not
+ * RUNNING.
+ *
+ * GPUs: $CUDANAP_FAKE_GPUS of them (default 1); GPU k (nvidia-smi order) has UUID byte 15 = k and
+ * PCI bus 0x10+k, and CUDA ordinal N-1-k, so that code which forgets to sort by PCI bus gets the
+ * wrong GPU.
+ *
+ * GPU memory: every process holds $CUDANAP_FAKE_FOOTPRINT_MIB (default 1000) on its GPU while its
+ * memory is there; GPU k has the MiB in the file free.<k> free (default 80000). A restore onto a
+ * GPU without room fails with OUT_OF_MEMORY and wedges the process, as on a real driver. The fake
+ * NVML reports both; a context and cuMemAlloc in the controller are checked against the same
+ * numbers. Reservations and restores are appended to the file "events", one line each, so that
+ * tests can see their order. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +45,7 @@ struct pstate {
 	int state;
 	long long busy_until;
 	int gpu;
+	int wedged; /* a restore ran out of memory: it can never be restored */
 };
 
 static long long now_ms(void)
@@ -40,11 +56,58 @@ static long long now_ms(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void path_of(char *buf, size_t len, int pid, const char *ext)
+static const char *fake_dir(void)
 {
 	const char *dir = getenv("CUDANAP_FAKE_DIR");
 
-	snprintf(buf, len, "%s/%d.%s", dir ? dir : "/tmp", pid, ext);
+	return dir ? dir : "/tmp";
+}
+
+static void event(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void event(const char *fmt, ...)
+{
+	char p[4200];
+	va_list ap;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/events", fake_dir());
+	f = fopen(p, "ae");
+	if (!f)
+		return;
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+	fputc('\n', f);
+	fclose(f);
+}
+
+static long long footprint_mib(void)
+{
+	const char *s = getenv("CUDANAP_FAKE_FOOTPRINT_MIB");
+
+	return s ? atoll(s) : 1000;
+}
+
+/* Free MiB on GPU k (nvidia-smi order). */
+static long long free_mib(int k)
+{
+	char p[4200];
+	long long v = 80000;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/free.%d", fake_dir(), k);
+	f = fopen(p, "re");
+	if (f) {
+		if (fscanf(f, "%lld", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v;
+}
+
+static void path_of(char *buf, size_t len, int pid, const char *ext)
+{
+	snprintf(buf, len, "%s/%d.%s", fake_dir(), pid, ext);
 }
 
 static int n_gpus(void)
@@ -71,7 +134,7 @@ static int open_locked(int pid, struct pstate *st)
 	flock(fd, LOCK_EX);
 	n = pread(fd, buf, sizeof(buf) - 1, 0);
 	buf[n > 0 ? n : 0] = '\0';
-	if (sscanf(buf, "%d %lld %d", &st->state, &st->busy_until, &st->gpu) != 3) {
+	if (sscanf(buf, "%d %lld %d %d", &st->state, &st->busy_until, &st->gpu, &st->wedged) != 4) {
 		close(fd);
 		return -CUDA_ERROR_UNKNOWN;
 	}
@@ -81,7 +144,8 @@ static int open_locked(int pid, struct pstate *st)
 static void store_unlock(int fd, const struct pstate *st)
 {
 	char buf[128];
-	int n = snprintf(buf, sizeof(buf), "%d %lld %d\n", st->state, st->busy_until, st->gpu);
+	int n = snprintf(buf, sizeof(buf), "%d %lld %d %d\n", st->state, st->busy_until, st->gpu,
+			 st->wedged);
 
 	if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t)n, 0) != n)
 		abort();
@@ -160,7 +224,7 @@ EXPORT CUresult fake_register(void)
 {
 	char p[4200];
 	const char *g = getenv("CUDANAP_FAKE_START_GPU");
-	struct pstate st = { 0, 0, g ? atoi(g) : 0 };
+	struct pstate st = { 0, 0, g ? atoi(g) : 0, 0 };
 	int fd;
 
 	path_of(p, sizeof(p), getpid(), "gpu");
@@ -303,6 +367,10 @@ EXPORT CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs *arg
 
 	if (fd < 0)
 		return -fd;
+	if (st.wedged) {
+		close(fd);
+		return CUDA_ERROR_OPERATING_SYSTEM;
+	}
 	if (args && args->gpuPairsCount) {
 		/* The driver wants every GPU in the list. */
 		if (args->gpuPairsCount != (unsigned)n_gpus()) {
@@ -316,8 +384,15 @@ EXPORT CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs *arg
 			close(fd);
 			return CUDA_ERROR_INVALID_VALUE;
 		}
-		st.gpu = to;
 	}
+	to = to < 0 ? st.gpu : to;
+	event("restore %d", to);
+	if (free_mib(to) < footprint_mib()) {
+		st.wedged = 1;
+		store_unlock(fd, &st);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	st.gpu = to;
 	return move_and_store(fd, pid, "host", "gpu", &st, 1);
 }
 
@@ -332,6 +407,140 @@ EXPORT CUresult cuCheckpointProcessUnlock(int pid, CUcheckpointUnlockArgs *args)
 	st.state = 0;
 	store_unlock(fd, &st);
 	return CUDA_SUCCESS;
+}
+
+/* ---- a context and an allocation, as the controller makes to hold memory on a GPU ---- */
+
+static __thread int current = -1; /* the current context's ordinal */
+
+EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d)
+{
+	if (d < 0 || d >= n_gpus())
+		return CUDA_ERROR_INVALID_DEVICE;
+	*c = (CUcontext)(intptr_t)(d + 1);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d)
+{
+	return d < 0 || d >= n_gpus() ? CUDA_ERROR_INVALID_DEVICE : CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxSetCurrent(CUcontext c)
+{
+	current = (int)(intptr_t)c - 1;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes)
+{
+	int k = current < 0 ? -1 : gpu_of_ordinal(current);
+
+	if (k < 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (injected("fail_alloc"))
+		return injected("fail_alloc");
+	if ((long long)(bytes >> 20) > free_mib(k))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	event("reserve %d %zu", k, bytes >> 20);
+	*p = (CUdeviceptr)(k + 1) << 32;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
+{
+	event("release %d", (int)(p >> 32) - 1);
+	return CUDA_SUCCESS;
+}
+
+/* ---- NVML: handles are the nvidia-smi index plus one ---- */
+
+EXPORT nvmlReturn_t nvmlInit_v2(void)
+{
+	return NVML_SUCCESS;
+}
+
+EXPORT const char *nvmlErrorString(nvmlReturn_t r)
+{
+	return r ? "fake NVML error" : "Success";
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned *n)
+{
+	*n = (unsigned)n_gpus();
+	return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned i, nvmlDevice_t *d)
+{
+	if (i >= (unsigned)n_gpus())
+		return 2; /* NVML_ERROR_INVALID_ARGUMENT */
+	*d = (nvmlDevice_t)(intptr_t)(i + 1);
+	return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *s, unsigned len)
+{
+	snprintf(s, len, "GPU-face0000-0000-0000-0000-0000000000%02x", (int)(intptr_t)d - 1);
+	return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *s, nvmlDevice_t *d)
+{
+	unsigned k;
+
+	if (sscanf(s, "GPU-face0000-0000-0000-0000-0000000000%02x", &k) != 1 ||
+	    k >= (unsigned)n_gpus())
+		return 6; /* NVML_ERROR_NOT_FOUND */
+	*d = (nvmlDevice_t)(intptr_t)(k + 1);
+	return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m)
+{
+	m->total = 81920ull << 20;
+	m->free = (unsigned long long)free_mib((int)(intptr_t)d - 1) << 20;
+	m->used = m->total - m->free;
+	return NVML_SUCCESS;
+}
+
+/* Every fake process whose memory is on this GPU now. */
+EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned *n,
+							       nvmlProcessInfo_t *p)
+{
+	DIR *dir = opendir(fake_dir());
+	struct dirent *e;
+	unsigned k = 0;
+
+	while (dir && (e = readdir(dir))) {
+		struct pstate st;
+		char mem[4200];
+		int pid, fd;
+
+		char name[64];
+
+		pid = atoi(e->d_name);
+		snprintf(name, sizeof(name), "%d.state", pid);
+		if (strcmp(name, e->d_name) != 0 || (fd = open_locked(pid, &st)) < 0)
+			continue;
+		close(fd);
+		path_of(mem, sizeof(mem), pid, "gpu");
+		if (st.gpu != (int)(intptr_t)d - 1 || access(mem, F_OK) != 0)
+			continue;
+		if (k < *n) {
+			p[k].pid = (unsigned)pid;
+			p[k].usedGpuMemory = (unsigned long long)footprint_mib() << 20;
+		}
+		k++;
+	}
+	if (dir)
+		closedir(dir);
+	if (k > *n) {
+		*n = k;
+		return NVML_ERROR_INSUFFICIENT_SIZE;
+	}
+	*n = k;
+	return NVML_SUCCESS;
 }
 
 /* ---- the target's "CUDA calls": each blocks while the process is not RUNNING ---- */

@@ -18,6 +18,21 @@ CUresult cuCheckpointProcessLock(int pid, CUcheckpointLockArgs *args);
 CUresult cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpointArgs *args);
 CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs *args);
 CUresult cuCheckpointProcessUnlock(int pid, CUcheckpointUnlockArgs *args);
+CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d);
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d);
+CUresult cuCtxSetCurrent(CUcontext c);
+CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes);
+CUresult cuMemFree_v2(CUdeviceptr p);
+
+nvmlReturn_t nvmlInit_v2(void);
+const char *nvmlErrorString(nvmlReturn_t r);
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned *n);
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned i, nvmlDevice_t *d);
+nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *s, unsigned len);
+nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *s, nvmlDevice_t *d);
+nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m);
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned *n,
+						     nvmlProcessInfo_t *p);
 
 CUresult fake_register(void);
 CUresult fake_memcpy_htod(size_t off, const void *src, size_t len);

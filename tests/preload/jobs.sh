@@ -2,7 +2,7 @@
 # Whole jobs: `cudanap suspend|resume --all` and `--tree PID`, with the fake driver. The preload
 # suite runs one test at a time, so --all sees only this test's processes.
 . "$(dirname "$0")/../lib.sh"
-export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake
+export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake
 mkdir "$T/fake"
 write_ini
 

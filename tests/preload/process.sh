@@ -2,7 +2,7 @@
 # The preload as a guest in the app's process: signal mask and dispositions, forks, the controller's
 # lifetime, pipes, and the toggle signal.
 . "$(dirname "$0")/../lib.sh"
-export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake
+export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake
 mkdir "$T/fake"
 write_ini
 

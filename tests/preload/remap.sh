@@ -2,7 +2,7 @@
 # gpu_map on a fake machine: indices in nvidia-smi (PCI) order, UUIDs, completion with identity
 # pairs, and refusals that leave the job restorable.
 . "$(dirname "$0")/../lib.sh"
-export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake CUDANAP_FAKE_GPUS=3
+export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake CUDANAP_FAKE_GPUS=3
 mkdir "$T/fake"
 uuid() { printf 'GPU-face0000-0000-0000-0000-0000000000%02x' "$1"; }
 write_ini

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Suspend and resume a target under the preload by real signals, with the fake driver.
 . "$(dirname "$0")/../lib.sh"
-export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake
+export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake
 mkdir "$T/fake"
 
 write_ini "[hooks]" \

@@ -64,14 +64,16 @@ static void test_full_file(void)
 	ok(example && cn_config_load(&c, example, err, sizeof(err)) == 0,
 	   "the documented example INI loads");
 	ok(c.suspend_signal == SIGUSR1 && c.resume_signal == SIGUSR2 &&
-		   c.lock_timeout_ms == 10000 && c.n_pairs == 0 && c.hook_timeout_ms == 30000,
+		   c.lock_timeout_ms == 10000 && c.n_pairs == 0 && c.hook_timeout_ms == 30000 &&
+		   c.margin_mib == 256 && c.reserve && !c.allow_nccl,
 	   "the example INI states the defaults");
 	ok(load_text("; comment\n[signals]\nsuspend = SIGRTMIN+3\nresume = 40\n"
-		     "[lock]\ntimeout_ms = 0\n[restore]\ngpu_map = 0=1, 1 = 0\n"
+		     "[lock]\ntimeout_ms = 0\n[restore]\ngpu_map = 0=1, 1 = 0\nmargin_mib = 1024\n"
+		     "reserve = off\n"
 		     "[status]\ndir = /var/tmp/x\n[log]\nlevel = DEBUG\ntarget = /tmp/cn.log\n"
 		     "[hooks]\non_suspended = echo s\non_resumed = echo r\non_failure = echo f\n"
 		     "timeout_ms = 5\n[performance]\nhugepages = no\nprefault_threads = 0\n"
-		     "keep_host_buffer = On\n[preflight]\nallow_jax = yes\n",
+		     "keep_host_buffer = On\n[preflight]\nallow_jax = yes\nallow_nccl = 1\n",
 		     &c, err) == 0,
 	   "a file setting every key loads");
 	ok(c.suspend_signal == SIGRTMIN + 3 && c.resume_signal == 40, "signals set");
@@ -87,7 +89,8 @@ static void test_full_file(void)
 	is_str(c.on_failure, "echo f", "on_failure");
 	ok(c.hook_timeout_ms == 5, "hook timeout");
 	ok(!c.hugepages && c.prefault_threads == 0 && c.keep_host_buffer, "performance keys");
-	ok(c.allow_jax, "preflight keys");
+	ok(c.allow_jax && c.allow_nccl, "preflight keys");
+	ok(c.margin_mib == 1024 && !c.reserve, "restore margin and reservation");
 	ok(load_text("[log]\ntarget = stderr\n", &c, err) == 0 && c.log_target[0] == '\0',
 	   "log target stderr");
 	ok(load_text("", &c, err) == 0 && c.suspend_signal == SIGUSR1, "an empty file is defaults");
@@ -113,6 +116,9 @@ static void test_errors(void)
 		     "2: lock.timeout_ms: '86400001' is not a number of milliseconds from 0 to "
 		     "86400000");
 	expect_error("[restore]\ngpu_map = 0:1\n", "2: restore.gpu_map: '0:1' is not OLD=NEW");
+	expect_error("[restore]\nmargin_mib = -1\n",
+		     "2: restore.margin_mib: '-1' is not a number of MiB from 0 to 1048576");
+	expect_error("[restore]\nreserve = maybe\n", "2: restore.reserve: 'maybe' is not true or false");
 	expect_error("[restore]\ngpu_map = 0=GPU-12\n",
 		     "2: restore.gpu_map: '0=GPU-12': each side must be a GPU index (0-63) or a "
 		     "UUID like GPU-8c5c8d2e-0000-1111-2222-333344445555");

@@ -1,0 +1,17 @@
+/* nvml: GPU memory as NVML counts it, for the controller's checks around a restore. */
+#ifndef CN_NVML_H
+#define CN_NVML_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto.h"
+
+/* What pid holds on each GPU now. Returns the number of GPUs it holds memory on (0 when NVML shows
+ * none), or -1 with why filled when NVML cannot be asked. */
+int cn_nvml_footprint(int pid, struct cn_gpu_use *use, int max, char *why, size_t len);
+
+/* Free memory on the GPU with this UUID, in bytes; -1 with why filled when it cannot be read. */
+int cn_nvml_free(const unsigned char uuid[16], uint64_t *free_bytes, char *why, size_t len);
+
+#endif
