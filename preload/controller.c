@@ -268,24 +268,30 @@ static int resolve_map(const struct cn_gpu_pair *pairs, unsigned n_pairs, const 
 /* Memory held in the controller on one target GPU from the check until the restore. */
 struct hold {
 	CUdevice dev;
+	CUcontext ctx;
 	CUdeviceptr ptr;
 };
 
-static void release(struct hold *h, int n)
+/* Holds whose context outlives the restore, dropped once the answer is sent. */
+static struct hold held[CN_MAX_GPUS];
+static int n_held;
+
+/* Give the held memory back, but keep the contexts: freeing an allocation is quick, destroying a
+ * context is not, and the restore must follow the free at once. */
+static void free_holds(struct hold *h, int n)
 {
 	for (int i = 0; i < n; i++) {
-		CUcontext c;
-
-		if (cu.ctx_retain(&c, h[i].dev) != CUDA_SUCCESS)
-			continue;
-		cu.ctx_set_current(c);
+		cu.ctx_set_current(h[i].ctx);
 		cu.mem_free(h[i].ptr);
-		cu.ctx_set_current(NULL);
-		/* Twice: our retain just now, and the one that made the context. At zero the
-		 * context is destroyed and its own memory returns to the GPU. */
-		cu.ctx_release(h[i].dev);
-		cu.ctx_release(h[i].dev);
 	}
+	cu.ctx_set_current(NULL);
+}
+
+/* At zero references the primary context is destroyed and its own memory returns to the GPU. */
+static void drop_contexts(struct hold *h, int n)
+{
+	for (int i = 0; i < n; i++)
+		cu.ctx_release(h[i].dev);
 }
 
 /* Never call restore onto GPUs without room for what the process held: a restore that runs out
@@ -334,6 +340,7 @@ static int make_room(const struct cn_req *req, const CUcheckpointGpuPair *list, 
 		h[n].dev = g[k].dev;
 		r = cu.ctx_retain(&c, g[k].dev);
 		if (r == CUDA_SUCCESS) {
+			h[n].ctx = c;
 			cu.ctx_set_current(c);
 			r = cu.mem_alloc(&h[n].ptr, need);
 			cu.ctx_set_current(NULL);
@@ -355,7 +362,8 @@ static int make_room(const struct cn_req *req, const CUcheckpointGpuPair *list, 
 	}
 	return n;
 undo:
-	release(h, n);
+	free_holds(h, n);
+	drop_contexts(h, n);
 	return -1;
 }
 
@@ -364,10 +372,8 @@ static CUresult do_restore(const struct cn_req *req, struct cn_resp *resp)
 	CUcheckpointGpuPair list[CN_MAX_GPUS];
 	CUcheckpointRestoreArgs args;
 	struct gpu g[CN_MAX_GPUS];
-	struct hold h[CN_MAX_GPUS];
 	char why[200];
-	int n = 0, n_list = 0, held = 0;
-	CUresult r;
+	int n = 0, n_list = 0;
 
 	ensure_init();
 	memset(&args, 0, sizeof(args));
@@ -389,14 +395,16 @@ static CUresult do_restore(const struct cn_req *req, struct cn_resp *resp)
 		args.gpuPairs = list;
 		args.gpuPairsCount = (unsigned)n_list;
 	}
-	held = make_room(req, list, n_list, g, n, h, resp);
-	if (held < 0)
+	n_held = make_room(req, list, n_list, g, n, held, resp);
+	if (n_held < 0) {
+		n_held = 0;
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	/* The window between giving the memory back and the driver taking it is as short as we can
-	 * make it: nothing else runs between the two. */
-	release(h, held);
-	r = cu.restore(target, &args);
-	return r;
+	}
+	/* The window in which another process could take the memory back from under the restore is
+	 * the time between these two calls. Our contexts stay until the answer is sent; the check
+	 * counted them (the allocation succeeded beside them). */
+	free_holds(held, n_held);
+	return cu.restore(target, &args);
 }
 
 static void serve(const struct cn_req *req, struct cn_resp *resp)
@@ -538,6 +546,8 @@ static _Noreturn void controller_main(int sock, pid_t target_pid)
 		 * back: it was 0.6 s of the first 8 GiB resume on an H200. */
 		if (req.op == CN_OP_CHECKPOINT && resp.result == CUDA_SUCCESS)
 			ensure_init();
+		drop_contexts(held, n_held);
+		n_held = 0;
 	}
 }
 

@@ -9,7 +9,8 @@
 // With $HOLDMEM_TICKS set, a CPU thread rewrites a counter in that file every 20 ms: the proof that
 // the process's CPU threads run on while its CUDA is checkpointed.
 // With --driver it allocates and checks through the driver API only (cuMemAlloc, cuMemcpy), the
-// way programs that never link cudart look to cudanap.
+// way programs that never link cudart look to cudanap. With --all-gpus it holds GIB GiB on every
+// GPU it can see, and verify checks them all.
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -125,10 +126,12 @@ static void driver_io(CUdeviceptr d, size_t bytes, bool write, unsigned long lon
 int main(int argc, char **argv)
 {
 	bool driver = argc > 1 && strcmp(argv[1], "--driver") == 0;
-	double gib = argc > 1 + driver ? atof(argv[1 + driver]) : 1.0;
+	bool all = argc > 1 && strcmp(argv[1], "--all-gpus") == 0;
+	double gib = argc > 1 + (driver || all) ? atof(argv[1 + (driver || all)]) : 1.0;
 	size_t bytes = (size_t)(gib * (1ull << 30)) & ~(size_t)7, words = bytes / 8;
-	unsigned long long *bad_d = NULL, bad = 0;
-	uint64_t *rt = NULL;
+	unsigned long long *bad_d[16] = { NULL }, bad = 0;
+	uint64_t *rt[16] = { NULL };
+	int ndev = 1;
 	CUdeviceptr dp = 0;
 	char line[128];
 
@@ -149,10 +152,16 @@ int main(int argc, char **argv)
 		DK(cuMemAlloc(&dp, bytes));
 		driver_io(dp, bytes, true, NULL);
 	} else {
-		CK(cudaMalloc(&rt, bytes));
-		CK(cudaMalloc(&bad_d, sizeof(*bad_d)));
-		fill<<<1024, 256>>>(rt, words);
-		CK(cudaDeviceSynchronize());
+		if (all)
+			CK(cudaGetDeviceCount(&ndev));
+		ndev = ndev > 16 ? 16 : ndev;
+		for (int d = ndev - 1; d >= 0; d--) { // ends on device 0
+			CK(cudaSetDevice(d));
+			CK(cudaMalloc(&rt[d], bytes));
+			CK(cudaMalloc(&bad_d[d], sizeof(*bad_d[d])));
+			fill<<<1024, 256>>>(rt[d], words);
+			CK(cudaDeviceSynchronize());
+		}
 	}
 	printf("ready %d %zu\n", (int)getpid(), bytes);
 	while (fgets(line, sizeof(line), stdin)) {
@@ -161,9 +170,16 @@ int main(int argc, char **argv)
 			if (driver) {
 				driver_io(dp, bytes, false, &bad);
 			} else {
-				CK(cudaMemset(bad_d, 0, sizeof(*bad_d)));
-				check<<<1024, 256>>>(rt, words, bad_d);
-				CK(cudaMemcpy(&bad, bad_d, sizeof(bad), cudaMemcpyDeviceToHost));
+				for (int d = ndev - 1; d >= 0; d--) {
+					unsigned long long b = 0;
+
+					CK(cudaSetDevice(d));
+					CK(cudaMemset(bad_d[d], 0, sizeof(*bad_d[d])));
+					check<<<1024, 256>>>(rt[d], words, bad_d[d]);
+					CK(cudaMemcpy(&b, bad_d[d], sizeof(b),
+						      cudaMemcpyDeviceToHost));
+					bad += b;
+				}
 			}
 			if (bad)
 				printf("verify bad %llu\n", bad);

@@ -166,6 +166,29 @@ ask J verify
 is "$REPLY" "verify ok" "data intact"
 ask J quit
 
+# -- preflight: a process with NCCL communicators is refused, found by its threads or its segments
+write_ini
+start N "$TARGET"
+ask N "thread NCCL Service 0"
+is "$REPLY" "thread ok" "an NCCL service thread runs in the target"
+out=$("$CUDANAP" suspend "$N_pid"); rc=$?
+like "$out:$rc" "^$N_pid: suspend failed: REFUSED: refusing to suspend a process with NCCL communicators: .*allow_nccl = true to try \(state running\):1$" \
+	"an NCCL process is refused in one line"
+ask N quit
+start N "$TARGET"
+mkdir -p "$T/dev/shm" && head -c 4096 /dev/zero > "$T/dev/shm/nccl-AbCdEf"
+ask N "map $T/dev/shm/nccl-AbCdEf"
+out=$("$CUDANAP" suspend "$N_pid"); rc=$?
+like "$out:$rc" "REFUSED: refusing to suspend a process with NCCL.*:1$" "so is one with an NCCL segment mapped"
+is "$("$FAKECTL" "$FAKECUDA" state "$N_pid")" "CUDA_SUCCESS 0" "before the lock"
+write_ini "[preflight]" "allow_nccl = true"
+kill -USR2 "$N_pid"
+settle "$N_pid" 2
+out=$("$CUDANAP" suspend "$N_pid"); rc=$?
+is "$rc" 0 "allow_nccl = true lets it suspend"
+"$CUDANAP" resume "$N_pid" > /dev/null
+ask N quit
+
 # -- wrong pids
 sleep 60 & plain=$!
 out=$("$CUDANAP" suspend $dead); rc=$?

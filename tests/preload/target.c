@@ -3,6 +3,7 @@
  *   verify | write | kernel MS | gpu | fork | map FILE | ping | quit
  * With --no-cuda it never initialises the fake driver, like a shell script or a data loader. */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,13 @@ static int verify(void)
 		if (buf[i] != pattern(i))
 			return -1;
 	return 0;
+}
+
+static void *idle(void *arg)
+{
+	for (;;)
+		pause();
+	return arg;
 }
 
 int main(int argc, char **argv)
@@ -79,6 +87,16 @@ int main(int argc, char **argv)
 			fd = open(line + 4, O_RDONLY);
 			printf("map %s\n", fd >= 0 && mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd,
 							   0) != MAP_FAILED
+						   ? "ok"
+						   : "failed");
+		} else if (strncmp(line, "thread ", 7) == 0) {
+			/* A thread with this name, as runtimes name their helpers. */
+			pthread_t t;
+
+			line[strcspn(line, "\n")] = '\0';
+			line[7 + 15] = '\0';
+			printf("thread %s\n", pthread_create(&t, NULL, idle, NULL) == 0 &&
+							   pthread_setname_np(t, line + 7) == 0
 						   ? "ok"
 						   : "failed");
 		} else if (strncmp(line, "ping", 4) == 0) {
