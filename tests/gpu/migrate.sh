@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# Two GPUs: a suspended job moved to the other GPU by index and by UUID, with CUDA_VISIBLE_DEVICES
+# set in the app, two jobs swapped, one process on both GPUs, a move onto a full GPU refused, and
+# restores beside a process that keeps grabbing the free memory (the reservation: 0 wedges).
+. "$(dirname "$0")/../lib.sh"
+command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 || skip_all "no NVIDIA GPU or driver"
+[ -n "${HOLDMEM:-}" ] && [ -x "$HOLDMEM" ] || skip_all "CUDA test programs not built (no nvcc when meson set up)"
+[ "$(nvidia-smi -L | wc -l)" -ge 2 ] || skip_all "needs two GPUs"
+gib=$(( ${CUDANAP_GPU_TEST_GIB:-8} / 2 ))
+[ "$gib" -ge 1 ] || gib=1
+
+# mib_on PID GPU: MiB PID holds on GPU (nvidia-smi index).
+mib_on() {
+	local bus
+	bus=$(nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader | awk -F', *' -v i="$2" '$1 == i { print $2 }')
+	nvidia-smi --query-compute-apps=pid,gpu_bus_id,used_memory --format=csv,noheader,nounits |
+		awk -F', *' -v p="$1" -v b="$bus" '$1 == p && $2 == b { s += $3 } END { print s + 0 }'
+}
+uuid_of() { nvidia-smi --query-gpu=uuid --format=csv,noheader -i "$1"; }
+on() { # on PID: "A:B", MiB on GPU 0 and 1 rounded to GiB
+	echo "$(( ($(mib_on "$1" 0) + 512) / 1024 )):$(( ($(mib_on "$1" 1) + 512) / 1024 ))"
+}
+u0=$(uuid_of 0) u1=$(uuid_of 1)
+diag "GPU 0 $u0, GPU 1 $u1; $gib GiB per job"
+
+# -- by index
+write_ini
+start A "$HOLDMEM" "$gib"
+pid=$A_pid
+like "$(on "$pid")" "^[1-9][0-9]*:0$" "the job starts on GPU 0"
+"$CUDANAP" suspend "$pid" > /dev/null
+write_ini "[restore]" "gpu_map = 0=1, 1=0"
+out=$("$CUDANAP" resume "$pid"); rc=$?
+is "$rc" 0 "resume with gpu_map = 0=1, 1=0"
+diag "$out"
+like "$(on "$pid")" "^0:[1-9][0-9]*$" "nvidia-smi shows its memory on GPU 1"
+ask A verify 120
+is "$REPLY" "verify ok" "data intact on GPU 1"
+ask A work
+is "$REPLY" "work ok" "and it works on"
+
+# -- by UUID, back
+"$CUDANAP" suspend "$pid" > /dev/null
+write_ini "[restore]" "gpu_map = $u1=$u0, $u0=$u1"
+out=$("$CUDANAP" resume "$pid"); rc=$?
+is "$rc" 0 "resume with a map by UUID"
+like "$(on "$pid")" "^[1-9][0-9]*:0$" "back on GPU 0"
+ask A verify 120
+is "$REPLY" "verify ok" "data intact"
+
+# -- CUDA_VISIBLE_DEVICES=0 in the app: the controller still pairs every GPU
+write_ini
+CUDA_VISIBLE_DEVICES=0 start B "$HOLDMEM" "$gib"
+"$CUDANAP" suspend "$B_pid" > /dev/null
+write_ini "[restore]" "gpu_map = 0=1, 1=0"
+out=$("$CUDANAP" resume "$B_pid"); rc=$?
+is "$rc" 0 "an app with CUDA_VISIBLE_DEVICES=0 moves too"
+like "$(on "$B_pid")" "^0:[1-9][0-9]*$" "it is on GPU 1"
+ask B verify 120
+is "$REPLY" "verify ok" "data intact"
+
+# -- two jobs swapped: A on GPU 0, B on GPU 1, the same map for both
+write_ini
+"$CUDANAP" suspend --all > /dev/null
+write_ini "[restore]" "gpu_map = 0=1, 1=0"
+out=$("$CUDANAP" resume --all); rc=$?
+is "$rc" 0 "two jobs swapped with resume --all"
+diag "$(tail -n1 <<< "$out")"
+like "$(on "$pid"):$(on "$B_pid")" "^0:[1-9][0-9]*:[1-9][0-9]*:0$" "A now on GPU 1, B on GPU 0"
+ask A verify 120
+r1=$REPLY
+ask B verify 120
+is "$r1:$REPLY" "verify ok:verify ok" "both intact"
+ask B quit
+wait "$B_pid"
+
+# -- one process on both GPUs
+write_ini
+start C "$HOLDMEM" --all-gpus "$gib"
+like "$(on "$C_pid")" "^[1-9][0-9]*:[1-9][0-9]*$" "a process holding memory on both GPUs"
+"$CUDANAP" suspend "$C_pid" > /dev/null
+is "$(field "$C_pid" state):$(on "$C_pid")" "checkpointed:0:0" "suspended: both GPUs freed"
+write_ini "[restore]" "gpu_map = 0=1, 1=0"
+out=$("$CUDANAP" resume "$C_pid"); rc=$?
+is "$rc" 0 "resumed with the two GPUs swapped"
+like "$(on "$C_pid")" "^[1-9][0-9]*:[1-9][0-9]*$" "memory on both again"
+ask C verify 120
+is "$REPLY" "verify ok" "data on both intact"
+ask C quit
+wait "$C_pid"
+
+# -- a move onto a GPU without room: refused before the restore, the job stays restorable.
+# A is on GPU 1; a plain process takes all but half of A's footprint on GPU 0.
+write_ini
+"$CUDANAP" suspend "$pid" > /dev/null
+free0=$(nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits -i 0)
+hog=$(awk -v f="$free0" -v g="$gib" 'BEGIN { printf "%.2f", (f - 900) / 1024 - g / 2 }')
+mkfifo "$T/hog.in"
+CUDA_VISIBLE_DEVICES=0 "$HOLDMEM" "$hog" < "$T/hog.in" > "$T/hog.out" &
+hog_pid=$!
+exec {hog_fd}> "$T/hog.in"
+for _ in $(seq 600); do grep -q ready "$T/hog.out" && break; sleep 0.1; done
+diag "another process holds $hog GiB of GPU 0's $free0 MiB free: $(nvidia-smi --query-gpu=memory.free --format=csv,noheader -i 0) left"
+write_ini "[restore]" "gpu_map = 0=1, 1=0"
+out=$("$CUDANAP" resume "$pid"); rc=$?
+is "$rc" 1 "a move onto a GPU without room is refused"
+like "$out" "NO_GPU_MEMORY: restore: GPU 0 \(GPU-[0-9a-f-]+\) has [0-9]+ MiB free; the job needs [0-9]+ MiB there.*\(state checkpointed\)" \
+	"in one line, and the job stays checkpointed"
+diag "$out"
+echo quit >&"$hog_fd"
+wait "$hog_pid"
+out=$("$CUDANAP" resume "$pid"); rc=$?
+is "$rc" 0 "once the memory is free the same resume works"
+ask A verify 120
+is "$REPLY" "verify ok" "data intact after the refusal"
+
+# -- restores beside a process that grabs all free memory but 1 GiB, again and again
+write_ini
+if python3 -c 'import torch; assert torch.cuda.is_available()' 2> /dev/null; then
+	CUDA_VISIBLE_DEVICES=0 python3 -c '
+import random, time, torch
+random.seed(1)
+while True:
+    free, _ = torch.cuda.mem_get_info()
+    n = free - (1 << 30)
+    x = torch.empty(n, dtype=torch.uint8, device="cuda") if n > 0 else None
+    time.sleep(random.uniform(0.005, 0.15))
+    del x
+    torch.cuda.empty_cache()
+    time.sleep(random.uniform(0.0, 0.05))
+' > "$T/grabber.log" 2>&1 &
+	grabber=$!
+	sleep 5
+	cycles=0 refusals=0 wedges=0
+	for i in $(seq 10); do
+		"$CUDANAP" suspend "$pid" > /dev/null || break
+		for try in $(seq 200); do
+			out=$("$CUDANAP" resume "$pid") && break
+			case $out in
+			*NO_GPU_MEMORY*) refusals=$((refusals + 1)); sleep 0.05 ;;
+			*) wedges=$((wedges + 1)); diag "$out"; break 2 ;;
+			esac
+		done
+		[ "$(field "$pid" state)" = running ] && cycles=$((cycles + 1))
+	done
+	kill "$grabber"
+	wait "$grabber" 2> /dev/null
+	diag "10 suspend/resume cycles beside the grabber: $cycles completed, $refusals refusals, $wedges failed restores"
+	is "$cycles:$wedges" "10:0" "every restore beside a grabbing process either refused or succeeded"
+	ask A verify 120
+	is "$REPLY" "verify ok" "data intact after the contest"
+else
+	ok 0 "# SKIP torch with CUDA not installed"
+fi
+ask A quit
+finish

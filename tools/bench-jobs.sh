@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# bench-jobs: whole-job suspend and resume. N processes of G GiB each on one GPU, suspended and
+# resumed together with `cudanap suspend|resume --all`, against one process of N*G GiB, in the same
+# run. Every resume is verified bit for bit. Prints medians of REPS repetitions and the ratios.
+# Run through `ninja -C build bench-jobs`; N, G and REPS come from the environment (8, 4, 3).
+set -u
+N=${N:-8} G=${G:-4} REPS=${REPS:-3}
+T=$(mktemp -d "${TMPDIR:-/tmp}/cudanap-bench.XXXXXX")
+trap 'for p in $(jobs -p); do kill -9 $p 2>/dev/null; done; wait 2>/dev/null; rm -rf "$T"' EXIT
+mkdir -m 700 "$T/status"
+printf '[status]\ndir = %s\n[lock]\ntimeout_ms = 0\n' "$T/status" > "$T/job.ini"
+export CUDANAP_CONFIG=$T/job.ini
+
+fds=()
+start_set() { # start_set COUNT GIB
+	fds=()
+	for i in $(seq "$1"); do
+		mkfifo "$T/in$i"
+		"$CUDANAP" run -- "$HOLDMEM" "$2" < "$T/in$i" > "$T/out$i" &
+		exec {fd}> "$T/in$i"
+		fds+=("$fd")
+	done
+	for i in $(seq "$1"); do
+		until grep -q ready "$T/out$i" 2> /dev/null; do sleep 0.1; done
+	done
+}
+stop_set() {
+	for fd in "${fds[@]}"; do echo quit >&"$fd"; exec {fd}>&-; done
+	wait
+	rm -f "$T"/in* "$T"/out*
+}
+verify_set() { # every process answers "verify ok"
+	local i=0 bad=0
+	for fd in "${fds[@]}"; do
+		i=$((i + 1))
+		echo verify >&"$fd"
+	done
+	for i in $(seq ${#fds[@]}); do
+		for _ in $(seq 600); do [ "$(grep -c verify "$T/out$i")" -ge "$1" ] && break; sleep 0.1; done
+		[ "$(grep -c 'verify ok' "$T/out$i")" -ge "$1" ] || bad=$((bad + 1))
+	done
+	return $bad
+}
+now() { date +%s.%N; }
+median() { sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+
+# measure LABEL COUNT GIB: REPS cycles of suspend --all / resume --all
+measure() {
+	local s=() r=() t0 t1 t2
+	start_set "$2" "$3"
+	for rep in $(seq "$REPS"); do
+		t0=$(now)
+		"$CUDANAP" suspend --all > "$T/s.log" || { cat "$T/s.log" >&2; exit 1; }
+		t1=$(now)
+		"$CUDANAP" resume --all > "$T/r.log" || { cat "$T/r.log" >&2; exit 1; }
+		t2=$(now)
+		verify_set "$rep" || { echo "bench-jobs: data NOT intact after resume" >&2; exit 1; }
+		s+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')")
+		r+=("$(awk -v a="$t1" -v b="$t2" 'BEGIN { printf "%.3f", b - a }')")
+	done
+	stop_set
+	eval "${1}_s=$(printf '%s\n' "${s[@]}" | median) ${1}_r=$(printf '%s\n' "${r[@]}" | median)"
+	printf '%-22s suspend %6.2f s   resume %6.2f s   (all: %s / %s)\n' "$2 x $3 GiB" \
+		"$(eval echo \$${1}_s)" "$(eval echo \$${1}_r)" "${s[*]}" "${r[*]}"
+}
+
+echo "bench-jobs: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n1), $REPS reps, medians"
+measure one 1 $((N * G))
+measure many "$N" "$G"
+awk -v a="$one_s" -v b="$many_s" -v c="$one_r" -v d="$many_r" \
+	'BEGIN { printf "ratio %d processes / one process: suspend %.2fx, resume %.2fx the time\n", '"$N"', b / a, d / c }'
