@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* JAX's XLA GPU runtime segfaults inside libcuda 1.5-3 s after a successful checkpoint (H200,
  * driver 580.159.04, jax 0.11.2; also with cudanap's fast path off, i.e. with the driver calls
@@ -28,10 +29,14 @@ static const char *mapped(const char *const *markers, size_t n)
 	return hit;
 }
 
-/* NCCL communicators: NCCL names its threads "NCCL ..." (service, progress, proxy) and maps its
- * shared-memory segments from /dev/shm/nccl-*. Loading libnccl alone (every PyTorch process does)
- * is not enough to refuse. */
+/* NCCL communicators. Loading libnccl is not enough to refuse: every PyTorch process does. What a
+ * process with a communicator has: PyTorch's ProcessGroupNCCL threads (named pt_nccl_*), NCCL's
+ * own threads when NCCL_SET_THREAD_NAME=1 ("NCCL ..."), NCCL's shared-memory segments
+ * (/dev/shm/nccl-*) and its fd-passing sockets (abstract "@/tmp/nccl-socket-*"). A DDP job on
+ * two H200s showed none of the last two and no named NCCL threads, checkpointed both ranks and
+ * then failed both restores with CUDA_ERROR_OPERATING_SYSTEM: lost. */
 static const char *const nccl_markers[] = { "/dev/shm/nccl-" };
+static const char *const nccl_threads[] = { "NCCL", "pt_nccl" };
 
 static bool nccl_thread(void)
 {
@@ -48,9 +53,53 @@ static bool nccl_thread(void)
 		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
 		f = fopen(path, "re");
 		if (f) {
-			hit = fgets(comm, sizeof(comm), f) && strncmp(comm, "NCCL", 4) == 0;
+			if (fgets(comm, sizeof(comm), f))
+				for (size_t i = 0; i < 2; i++)
+					hit |= strncmp(comm, nccl_threads[i],
+						       strlen(nccl_threads[i])) == 0;
 			fclose(f);
 		}
+	}
+	if (d)
+		closedir(d);
+	return hit;
+}
+
+/* An NCCL fd-passing socket among our own: its inode in /proc/net/unix, named "@/tmp/nccl-socket-",
+ * and a link socket:[inode] in /proc/self/fd. */
+static bool nccl_socket(void)
+{
+	static char line[512];
+	unsigned long inodes[64];
+	int n = 0;
+	bool hit = false;
+	FILE *f = fopen("/proc/net/unix", "re");
+	DIR *d;
+	struct dirent *e;
+
+	while (f && n < 64 && fgets(line, sizeof(line), f)) {
+		unsigned long ino;
+
+		if (strstr(line, "@/tmp/nccl-socket-") &&
+		    sscanf(line, "%*s %*s %*s %*s %*s %*s %lu", &ino) == 1)
+			inodes[n++] = ino;
+	}
+	if (f)
+		fclose(f);
+	d = n ? opendir("/proc/self/fd") : NULL;
+	while (d && !hit && (e = readdir(d))) {
+		char path[64], link[64];
+		unsigned long ino;
+		ssize_t len;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		len = readlink(path, link, sizeof(link) - 1);
+		if (len <= 0)
+			continue;
+		link[len] = '\0';
+		if (sscanf(link, "socket:[%lu]", &ino) == 1)
+			for (int i = 0; i < n; i++)
+				hit |= inodes[i] == ino;
 	}
 	if (d)
 		closedir(d);
@@ -66,7 +115,7 @@ int cn_preflight_suspend(const struct cn_config *c, char *why, size_t len)
 			 "anyway");
 		return -1;
 	}
-	if (!c->allow_nccl && (nccl_thread() || mapped(nccl_markers, 1))) {
+	if (!c->allow_nccl && (nccl_thread() || mapped(nccl_markers, 1) || nccl_socket())) {
 		snprintf(why, len,
 			 "refusing to suspend a process with NCCL communicators: the driver cannot "
 			 "checkpoint one rank of a collective job on its own; stop the job at a "

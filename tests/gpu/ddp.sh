@@ -27,7 +27,7 @@ check "the DDP job trains under cudanap" wait_step "$T/run.out" 5
 ranks=$(awk '/^rank/ { print $4 }' "$T/run.out" | tr '\n' ' ')
 diag "ranks: $ranks"
 for r in $ranks; do
-	diag "rank $r: NCCL threads: $(cat /proc/"$r"/task/*/comm 2> /dev/null | grep -c '^NCCL'), /dev/shm/nccl mappings: $(grep -c '/dev/shm/nccl' /proc/"$r"/maps)"
+	diag "rank $r: threads: $(sort -u /proc/"$r"/task/*/comm 2> /dev/null | tr '\n' ,) /dev/shm/nccl mappings: $(grep -c '/dev/shm/nccl' /proc/"$r"/maps), nccl sockets on the machine: $(grep -c nccl-socket /proc/net/unix), fds: $(ls -l /proc/"$r"/fd | awk 'NR > 1 { print $NF }' | sed 's/[0-9]\+/N/g' | sort | uniq -c | tr -s ' ' | tr '\n' ,)"
 done
 out=$("$CUDANAP" suspend --tree "$root"); rc=$?
 diag "$out"

@@ -169,8 +169,8 @@ ask J quit
 # -- preflight: a process with NCCL communicators is refused, found by its threads or its segments
 write_ini
 start N "$TARGET"
-ask N "thread NCCL Service 0"
-is "$REPLY" "thread ok" "an NCCL service thread runs in the target"
+ask N "thread pt_nccl_watchdg"
+is "$REPLY" "thread ok" "a thread named as PyTorch names its NCCL watchdog runs in the target"
 out=$("$CUDANAP" suspend "$N_pid"); rc=$?
 like "$out:$rc" "^$N_pid: suspend failed: REFUSED: refusing to suspend a process with NCCL communicators: .*allow_nccl = true to try \(state running\):1$" \
 	"an NCCL process is refused in one line"
