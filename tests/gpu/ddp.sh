@@ -15,8 +15,8 @@ t0=$(date +%s)
 timeout 300 python3 "$py" "$steps" > "$T/ref.out" 2> "$T/ref.err"
 diag "uninterrupted reference: $(grep -c '^step' "$T/ref.out") steps in $(( $(date +%s) - t0 )) s"
 
-wait_step() { # wait_step FILE N: until step N is printed
-	for _ in $(seq 1200); do grep -q "^step $2 " "$1" 2> /dev/null && return 0; sleep 0.1; done
+wait_step() { # wait_step FILE N [TENTHS]: until step N is printed
+	for _ in $(seq "${3:-1200}"); do grep -q "^step $2 " "$1" 2> /dev/null && return 0; sleep 0.1; done
 	return 1
 }
 
@@ -35,7 +35,7 @@ is "$rc" 1 "suspend --tree of a DDP job fails"
 is "$(grep -c 'REFUSED: refusing to suspend a process with NCCL communicators' <<< "$out")" 2 \
 	"both ranks refuse, in one line each"
 n=$(grep -c '^step' "$T/run.out")
-check "the job trains on" wait_step "$T/run.out" $((n + 3))
+check "the job trains on" wait_step "$T/run.out" $((n + 3)) 300
 
 # -- what the driver does when both ranks are suspended together
 write_ini "[preflight]" "allow_nccl = true" "[lock]" "timeout_ms = 20000"
@@ -48,7 +48,7 @@ r_out=$(timeout 120 "$CUDANAP" resume --tree "$root" --timeout 100); r_rc=$?
 diag "resume --tree: rc $r_rc"
 diag "$r_out"
 finished=no
-for _ in $(seq 600); do
+for _ in $(seq 300); do
 	grep -q '^done' "$T/run.out" && { finished=yes; break; }
 	kill -0 "$root" 2> /dev/null || break
 	sleep 0.2
