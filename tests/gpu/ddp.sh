@@ -39,7 +39,8 @@ check "the job trains on" wait_step "$T/run.out" $((n + 3)) 300
 
 # -- what the driver does when both ranks are suspended together
 write_ini "[preflight]" "allow_nccl = true" "[lock]" "timeout_ms = 20000"
-"$CUDANAP" resume --tree "$root" > /dev/null # re-reads the INI in every rank
+for r in $ranks; do kill -USR2 "$r"; done # a resume of a running process re-reads its INI
+sleep 1
 s_out=$(timeout 120 "$CUDANAP" suspend --tree "$root" --timeout 100); s_rc=$?
 diag "allow_nccl, suspend --tree: rc $s_rc"
 diag "$s_out"
