@@ -316,8 +316,8 @@ static void suspend(void)
 	memcpy(ag.use, r.use, sizeof(ag.use));
 	ag.st.footprint_mib = footprint_mib();
 	if (r.note[0])
-		cn_log(&ag.cfg, CN_LOG_INFO, "free GPU memory will not be checked before the restore: %s",
-		       r.note);
+		cn_log(&ag.cfg, CN_LOG_INFO,
+		       "free GPU memory will not be checked before the restore: %s", r.note);
 	finish(&r, "suspended", "suspended");
 }
 

@@ -319,8 +319,8 @@ static int make_room(const struct cn_req *req, const CUcheckpointGpuPair *list, 
 			;
 		cn_uuid_format(to, s);
 		if (k == n_gpus) {
-			snprintf(why, sizeof(why), "the GPU the job used, %s, is not on this machine",
-				 s);
+			snprintf(why, sizeof(why),
+				 "the GPU the job used, %s, is not on this machine", s);
 			fail(resp, CN_RES_BAD_MAP, "BAD_GPU_MAP", why);
 			goto undo;
 		}

@@ -70,7 +70,7 @@ enum {
 	NVML_ERROR_INSUFFICIENT_SIZE = 7,
 };
 
-#define NVML_VALUE_NOT_AVAILABLE (~0ULL)
+#define NVML_VALUE_NOT_AVAILABLE     (~0ULL)
 #define NVML_DEVICE_UUID_BUFFER_SIZE 96
 
 typedef struct {

@@ -93,7 +93,8 @@ int cn_nvml_footprint(int pid, struct cn_gpu_use *use, int max, char *why, size_
 		uint64_t bytes = 0;
 		nvmlDevice_t d;
 
-		if (nv.by_index(i, &d) != NVML_SUCCESS || nv.uuid(d, s, sizeof(s)) != NVML_SUCCESS ||
+		if (nv.by_index(i, &d) != NVML_SUCCESS ||
+		    nv.uuid(d, s, sizeof(s)) != NVML_SUCCESS ||
 		    nv.procs(d, &np, p) != NVML_SUCCESS) {
 			snprintf(why, len, "NVML cannot list the processes on GPU %u", i);
 			return -1;

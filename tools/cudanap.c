@@ -74,7 +74,8 @@ static const char usage_suspend[] =
 	"  -t, --timeout S     give up waiting after S seconds (default 600)\n"
 	"  -a, --all           every process of this user running under cudanap\n"
 	"  -T, --tree PID      PID and all its descendants that run under cudanap (repeatable;\n"
-	"                      other processes in the tree, such as a launcher shell, are skipped)\n"
+	"                      other processes in the tree, such as a launcher shell, are "
+	"skipped)\n"
 	"\n"
 	"A PID already in the asked-for state is reported as such and counts as success.\n"
 	"Exit status: 0 if every PID succeeded, 1 if any failed or timed out, 2 on usage errors.\n"
@@ -202,7 +203,6 @@ static int parse_pid(const char *s)
 	return (*s && !*end && v > 0 && v < INT_MAX) ? (int)v : -1;
 }
 
-
 struct proc {
 	int pid, ppid;
 	bool preloaded; /* libcudanap in its environment */
@@ -246,7 +246,8 @@ static int scan_procs(struct proc **out)
 		if (read_file(path, line, sizeof(line)) < 0 || !(rp = strrchr(line, ')')))
 			continue;
 		if (n == cap) {
-			struct proc *nv = realloc(v, (size_t)(cap = cap ? 2 * cap : 256) * sizeof(*v));
+			struct proc *nv =
+				realloc(v, (size_t)(cap = cap ? 2 * cap : 256) * sizeof(*v));
 
 			if (!nv)
 				break;
@@ -523,7 +524,8 @@ static int cmd_suspend_resume(int argc, char **argv, bool suspend)
 		}
 		/* In a whole job, launcher shells and workers without CUDA are nothing to do. */
 		if (j->no_cuda && (all || n_roots)) {
-			snprintf(j->line, sizeof(j->line), "%d: no CUDA state, nothing to do", j->pid);
+			snprintf(j->line, sizeof(j->line), "%d: no CUDA state, nothing to do",
+				 j->pid);
 			j->ok = true;
 			n_none++;
 		} else {
@@ -535,8 +537,10 @@ static int cmd_suspend_resume(int argc, char **argv, bool suspend)
 	if (n > 1 || all || n_roots)
 		printf("total: %d process%s, %d %s, %d without CUDA, %d failed, %.2f s\n", n,
 		       n == 1 ? "" : "es", n_ok,
-		       !wait ? "signalled" : suspend ? "suspended" : "resumed", n_none,
-		       n - n_ok - n_none, now_s() - t0);
+		       !wait	 ? "signalled"
+		       : suspend ? "suspended"
+				 : "resumed",
+		       n_none, n - n_ok - n_none, now_s() - t0);
 	free(jobs);
 	return all_ok ? 0 : 1;
 }

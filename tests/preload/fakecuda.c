@@ -506,7 +506,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m)
 
 /* Every fake process whose memory is on this GPU now. */
 EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned *n,
-							       nvmlProcessInfo_t *p)
+							    nvmlProcessInfo_t *p)
 {
 	DIR *dir = opendir(fake_dir());
 	struct dirent *e;

@@ -96,9 +96,9 @@ int main(int argc, char **argv)
 			line[strcspn(line, "\n")] = '\0';
 			line[7 + 15] = '\0';
 			printf("thread %s\n", pthread_create(&t, NULL, idle, NULL) == 0 &&
-							   pthread_setname_np(t, line + 7) == 0
-						   ? "ok"
-						   : "failed");
+							      pthread_setname_np(t, line + 7) == 0
+						      ? "ok"
+						      : "failed");
 		} else if (strncmp(line, "ping", 4) == 0) {
 			printf("pong\n");
 		} else if (strncmp(line, "quit", 4) == 0) {

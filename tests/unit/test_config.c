@@ -118,7 +118,8 @@ static void test_errors(void)
 	expect_error("[restore]\ngpu_map = 0:1\n", "2: restore.gpu_map: '0:1' is not OLD=NEW");
 	expect_error("[restore]\nmargin_mib = -1\n",
 		     "2: restore.margin_mib: '-1' is not a number of MiB from 0 to 1048576");
-	expect_error("[restore]\nreserve = maybe\n", "2: restore.reserve: 'maybe' is not true or false");
+	expect_error("[restore]\nreserve = maybe\n",
+		     "2: restore.reserve: 'maybe' is not true or false");
 	expect_error("[restore]\ngpu_map = 0=GPU-12\n",
 		     "2: restore.gpu_map: '0=GPU-12': each side must be a GPU index (0-63) or a "
 		     "UUID like GPU-8c5c8d2e-0000-1111-2222-333344445555");
