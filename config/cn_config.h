@@ -31,6 +31,7 @@ struct cn_config {
 	char path[PATH_MAX]; /* "" when built from defaults alone */
 	int suspend_signal;
 	int resume_signal;
+	bool chain;		  /* call the app's own handler for our signals after ours */
 	unsigned lock_timeout_ms; /* 0 waits forever */
 	unsigned n_pairs;
 	struct cn_gpu_pair pairs[CN_MAX_GPUS];
@@ -49,6 +50,9 @@ struct cn_config {
 	unsigned copy_threads;	   /* threads for libcuda's large copies; 0: leave them alone */
 	bool allow_jax;		   /* suspend JAX processes despite the driver crash */
 	bool allow_nccl;	   /* suspend processes with NCCL communicators */
+	bool host_check;	   /* refuse a suspend whose host copy will not fit */
+	unsigned host_margin_mib;  /* host memory to leave beyond the copy */
+	unsigned watchdog_ms;	   /* say so when a driver call runs longer than this */
 };
 
 /* Defaults for every key; the status dir comes from $XDG_RUNTIME_DIR or the uid. */

@@ -37,6 +37,10 @@ void cn_config_defaults(struct cn_config *c)
 	c->keep_host_buffer = false;
 	c->margin_mib = 256;
 	c->reserve = true;
+	c->chain = true;
+	c->host_check = true;
+	c->host_margin_mib = 1024;
+	c->watchdog_ms = 60000;
 	if (xdg && xdg[0] == '/')
 		snprintf(c->status_dir, sizeof(c->status_dir), "%s/cudanap", xdg);
 	else
@@ -491,6 +495,39 @@ static int k_margin(struct cn_config *c, const char *v, char *why, size_t len)
 	return -EINVAL;
 }
 
+static int k_chain(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	return set_bool(&c->chain, v, why, len);
+}
+
+static int k_host_check(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	return set_bool(&c->host_check, v, why, len);
+}
+
+static int k_host_margin(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	unsigned long n;
+
+	if (parse_uint(v, 1u << 24, &n) == 0) {
+		c->host_margin_mib = (unsigned)n;
+		return 0;
+	}
+	snprintf(why, len, "'%s' is not a number of MiB from 0 to 16777216", v);
+	return -EINVAL;
+}
+
+static int k_watchdog(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	int r = set_timeout(&c->watchdog_ms, v, why, len);
+
+	if (r == 0 && c->watchdog_ms < 1000) {
+		snprintf(why, len, "must be at least 1000 ms");
+		return -EINVAL;
+	}
+	return r;
+}
+
 static int k_reserve(struct cn_config *c, const char *v, char *why, size_t len)
 {
 	return set_bool(&c->reserve, v, why, len);
@@ -507,6 +544,7 @@ static const struct {
 } key_table[] = {
 	{ "signals", "suspend", k_suspend },
 	{ "signals", "resume", k_resume },
+	{ "signals", "chain", k_chain },
 	{ "lock", "timeout_ms", k_lock_timeout },
 	{ "restore", "gpu_map", k_gpu_map },
 	{ "restore", "margin_mib", k_margin },
@@ -524,6 +562,9 @@ static const struct {
 	{ "performance", "copy_threads", k_copy_threads },
 	{ "preflight", "allow_jax", k_allow_jax },
 	{ "preflight", "allow_nccl", k_allow_nccl },
+	{ "preflight", "host_memory", k_host_check },
+	{ "preflight", "host_margin_mib", k_host_margin },
+	{ "controller", "watchdog_ms", k_watchdog },
 };
 #define N_KEYS (sizeof(key_table) / sizeof(key_table[0]))
 

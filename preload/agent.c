@@ -26,6 +26,7 @@
 #include "log.h"
 #include "preflight.h"
 #include "proto.h"
+#include "launch.h"
 #include "staging.h"
 
 static struct {
@@ -72,7 +73,88 @@ static void publish(void)
 		cn_log(&ag.cfg, CN_LOG_DEBUG, "cannot write status in %s", ag.cfg.status_dir);
 }
 
-/* One request, one answer. A controller that is gone leaves CN_RES_IO and the state unknown. */
+static const char *op_name(uint32_t op)
+{
+	static const char *const names[] = {
+		"", "state", "lock", "checkpoint", "restore", "unlock"
+	};
+
+	return op < sizeof(names) / sizeof(names[0]) ? names[op] : "request";
+}
+
+/* The controller is started at the first request, and again after it died: an exec'd program
+ * (launch.c) can be started at any moment. */
+static int ensure_controller(struct cn_resp *resp)
+{
+	int r;
+
+	if (ag.sock >= 0)
+		return 0;
+	r = cn_controller_spawn(&ag.sock);
+	if (r == 0)
+		return 0;
+	resp->result = CN_RES_IO;
+	resp->state = CN_STATE_UNKNOWN;
+	snprintf(resp->name, sizeof(resp->name), "NO_CONTROLLER");
+	snprintf(resp->message, sizeof(resp->message), "cannot start cudanap-ctl: %s",
+		 strerror(-r));
+	return -1;
+}
+
+static void controller_lost(void)
+{
+	if (ag.sock >= 0)
+		close(ag.sock);
+	ag.sock = -1;
+}
+
+/* Wait for the answer; a call that runs past the watchdog is said, in the log and the status
+ * file, at every interval, and waited for: a driver call in flight cannot be taken back. */
+static ssize_t wait_answer(uint32_t op, struct cn_resp *resp)
+{
+	struct pollfd p = { .fd = ag.sock, .events = POLLIN };
+	unsigned waited = 0;
+	ssize_t n;
+
+	for (;;) {
+		int r = poll(&p, 1, (int)ag.cfg.watchdog_ms);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r == 0) {
+			waited += ag.cfg.watchdog_ms;
+			cn_log(&ag.cfg, CN_LOG_ERROR,
+			       "the driver's %s has not answered after %u s; still waiting",
+			       op_name(op), waited / 1000);
+			snprintf(ag.st.message, sizeof(ag.st.message),
+				 "waiting for the driver's %s since %u s", op_name(op),
+				 waited / 1000);
+			publish();
+			continue;
+		}
+		break;
+	}
+	do
+		n = recv(ag.sock, resp, sizeof(*resp), 0);
+	while (n < 0 && errno == EINTR);
+	return n;
+}
+
+static ssize_t exchange(const struct cn_req *req, struct cn_resp *resp)
+{
+	ssize_t n;
+
+	if (ensure_controller(resp) < 0)
+		return -1;
+	memset(resp, 0, sizeof(*resp));
+	n = send(ag.sock, req, sizeof(*req), MSG_NOSIGNAL);
+	if (n == (ssize_t)sizeof(*req))
+		n = wait_answer(req->op, resp);
+	return n;
+}
+
+/* One request, one answer. A controller that died is replaced, and the new one asked where the
+ * process stands, so that what is reported is the truth; only a state query is asked again. */
 static int call(uint32_t op, struct cn_resp *resp)
 {
 	struct cn_req req;
@@ -81,6 +163,10 @@ static int call(uint32_t op, struct cn_resp *resp)
 	memset(&req, 0, sizeof(req));
 	req.op = op;
 	req.timeout_ms = ag.cfg.lock_timeout_ms;
+	if (op == CN_OP_LOCK) {
+		req.host_check = ag.cfg.host_check;
+		req.host_margin_bytes = (uint64_t)ag.cfg.host_margin_mib << 20;
+	}
 	if (op == CN_OP_RESTORE) {
 		req.n_pairs = ag.cfg.n_pairs;
 		memcpy(req.pairs, ag.cfg.pairs, sizeof(req.pairs));
@@ -89,24 +175,37 @@ static int call(uint32_t op, struct cn_resp *resp)
 		req.margin_bytes = (uint64_t)ag.cfg.margin_mib << 20;
 		req.reserve = ag.cfg.reserve;
 	}
-	memset(resp, 0, sizeof(*resp));
-	n = send(ag.sock, &req, sizeof(req), MSG_NOSIGNAL);
-	if (n == (ssize_t)sizeof(req)) {
-		do
-			n = recv(ag.sock, resp, sizeof(*resp), 0);
-		while (n < 0 && errno == EINTR);
+	n = exchange(&req, resp);
+	if (n < 0 && resp->result == CN_RES_IO)
+		return -1; /* no controller could be started */
+	if (n != (ssize_t)sizeof(*resp)) {
+		struct cn_resp now;
+
+		controller_lost();
+		cn_log(&ag.cfg, CN_LOG_ERROR,
+		       "the cudanap controller died during the %s request; starting another",
+		       op_name(op));
+		req.op = CN_OP_STATE;
+		n = exchange(&req, &now);
+		if (n != (ssize_t)sizeof(now))
+			controller_lost();
+		if (n == (ssize_t)sizeof(now) && op == CN_OP_STATE) {
+			*resp = now;
+		} else {
+			memset(resp, 0, sizeof(*resp));
+			resp->result = CN_RES_IO;
+			resp->state = n == (ssize_t)sizeof(now) ? now.state : CN_STATE_UNKNOWN;
+			snprintf(resp->name, sizeof(resp->name), "CONTROLLER_GONE");
+			snprintf(resp->message, sizeof(resp->message),
+				 "the cudanap controller died during the %s%s", op_name(op),
+				 n == (ssize_t)sizeof(now)
+					 ? ""
+					 : ", and no new one answers; the process's CUDA state "
+					   "is unknown");
+		}
 	}
 	if (n == (ssize_t)sizeof(*resp) && !ag.st.call_ns)
 		ag.st.call_ns = resp->call_ns;
-	if (n != (ssize_t)sizeof(*resp)) {
-		resp->result = CN_RES_IO;
-		resp->state = CN_STATE_UNKNOWN;
-		snprintf(resp->name, sizeof(resp->name), "CONTROLLER_GONE");
-		snprintf(resp->message, sizeof(resp->message),
-			 "the cudanap controller process is gone; the process's CUDA state is "
-			 "unknown");
-		return -1;
-	}
 	return resp->result == CUDA_SUCCESS ? 0 : -1;
 }
 
@@ -261,9 +360,22 @@ static int checkpoint(struct cn_resp *r)
 	return rc;
 }
 
+/* After a failed step of a suspend: let the process run on. */
+static void unlock_after(struct cn_resp *r, char *msg, size_t len)
+{
+	struct cn_resp u;
+
+	call(CN_OP_UNLOCK, &u);
+	step(CN_STEP_UNLOCK, &u);
+	if (u.result != CUDA_SUCCESS)
+		snprintf(msg + strlen(msg), len - strlen(msg), "; unlock after it failed too: %s",
+			 u.name);
+	r->state = u.state;
+}
+
 static void suspend(void)
 {
-	struct cn_resp r, u;
+	struct cn_resp r;
 	char msg[320];
 
 	begin("suspend");
@@ -289,6 +401,8 @@ static void suspend(void)
 					 ag.cfg.lock_timeout_ms);
 			else
 				snprintf(msg, sizeof(msg), "lock: %s", r.message);
+			if (r.state == CN_STATE_LOCKED)
+				unlock_after(&r, msg, sizeof(msg));
 			finish(&r, "suspend", msg);
 			return;
 		}
@@ -302,12 +416,9 @@ static void suspend(void)
 								"process that uses managed memory, "
 								"CUDA IPC, MIG or MPS)"
 							      : "");
-		call(CN_OP_UNLOCK, &u);
-		step(CN_STEP_UNLOCK, &u);
-		if (u.result != CUDA_SUCCESS)
-			snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg),
-				 "; unlock after it failed too: %s", u.name);
-		r.state = u.state;
+		/* A controller that died mid-checkpoint may have left it done: then it stays. */
+		if (r.state != CN_STATE_CHECKPOINTED)
+			unlock_after(&r, msg, sizeof(msg));
 		finish(&r, "suspend", msg);
 		return;
 	}
@@ -352,7 +463,10 @@ static void resume(void)
 	}
 	publish();
 	if (r.state == CN_STATE_CHECKPOINTED) {
-		if (moving_call(CN_OP_RESTORE, &r) < 0) {
+		/* A controller that died mid-restore may have left it restored and locked: then
+		 * the unlock below finishes the resume. */
+		if (moving_call(CN_OP_RESTORE, &r) < 0 &&
+		    !(r.result == CN_RES_IO && r.state == CN_STATE_LOCKED)) {
 			char msg[320];
 
 			snprintf(msg, sizeof(msg), "restore: %s%s", r.message,
@@ -399,18 +513,25 @@ static int wanted(bool suspended_now)
 
 static void *agent_main(void *arg)
 {
-	struct pollfd p = { .fd = ag.wake_fd, .events = POLLIN };
-
 	(void)arg;
 	publish();
 	for (;;) {
+		/* The controller's socket is watched too: one that dies while idle is noticed and
+		 * replaced at the next request, not found dead in the middle of one. */
+		struct pollfd p[2] = { { .fd = ag.wake_fd, .events = POLLIN },
+				       { .fd = ag.sock, .events = POLLIN } };
 		bool suspended_now = strcmp(ag.st.state, "checkpointed") == 0;
-		bool want;
 
-		if (poll(&p, 1, -1) < 0)
+		if (poll(p, ag.sock >= 0 ? 2 : 1, -1) < 0)
 			continue;
-		want = wanted(suspended_now);
-		if (want)
+		if (ag.sock >= 0 && p[1].revents) {
+			controller_lost();
+			cn_log(&ag.cfg, CN_LOG_ERROR,
+			       "the cudanap controller died; another starts at the next request");
+		}
+		if (!(p[0].revents & POLLIN))
+			continue;
+		if (wanted(suspended_now))
 			suspend();
 		else
 			resume();
@@ -418,21 +539,16 @@ static void *agent_main(void *arg)
 	return NULL;
 }
 
-int cn_agent_start(const struct cn_config *cfg, int wake_fd, int sock)
+/* Everything but the configuration and the host facts: a fresh process's state. */
+static void reset(int wake_fd)
 {
-	sigset_t all, old;
-	pthread_attr_t at;
-	pthread_t t;
-	int r;
-
-	ag.cfg = *cfg;
-	ag.thp = cn_staging_thp_available();
 	ag.wake_fd = wake_fd;
-	ag.sock = sock;
+	ag.sock = -1;
+	ag.n_use = 0;
 	cn_status_init(&ag.st, (int)getpid());
 	ag.st.starttime = cn_proc_starttime(ag.st.pid);
-	ag.st.suspend_signal = cfg->suspend_signal;
-	ag.st.resume_signal = cfg->resume_signal;
+	ag.st.suspend_signal = ag.cfg.suspend_signal;
+	ag.st.resume_signal = ag.cfg.resume_signal;
 	{
 		char buf[256] = "";
 		int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
@@ -448,6 +564,14 @@ int cn_agent_start(const struct cn_config *cfg, int wake_fd, int sock)
 	snprintf(ag.st.state, sizeof(ag.st.state), "running");
 	snprintf(ag.st.action, sizeof(ag.st.action), "start");
 	snprintf(ag.st.result, sizeof(ag.st.result), "ok");
+}
+
+static int start_thread(void)
+{
+	sigset_t all, old;
+	pthread_attr_t at;
+	pthread_t t;
+	int r;
 
 	/* The thread inherits a full mask so that the app's signals go to the app's threads; the
 	 * caller's own mask is put back at once. */
@@ -462,6 +586,32 @@ int cn_agent_start(const struct cn_config *cfg, int wake_fd, int sock)
 	if (r == 0)
 		pthread_setname_np(t, "cudanap");
 	return -r;
+}
+
+int cn_agent_start(const struct cn_config *cfg, int wake_fd)
+{
+	ag.cfg = *cfg;
+	ag.thp = cn_staging_thp_available();
+	reset(wake_fd);
+	return start_thread();
+}
+
+int cn_agent_fork_child(int wake_fd)
+{
+	/* The parent's descriptors: ours to close, never to use; its controller must see its own
+	 * end close when the parent exits, whatever the child does. */
+	if (ag.wake_fd >= 0)
+		close(ag.wake_fd);
+	if (ag.sock >= 0)
+		close(ag.sock);
+	ag.wake_fd = ag.sock = -1;
+	if (wake_fd < 0)
+		return -EBADF;
+	reset(wake_fd);
+	if (start_thread() == 0)
+		return 0;
+	ag.wake_fd = -1;
+	return -EAGAIN;
 }
 
 void cn_agent_exit(void)

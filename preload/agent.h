@@ -9,8 +9,14 @@
 #define CN_WAKE_RESUME	'R'
 #define CN_WAKE_TOGGLE	'T'
 
-/* Start the thread with every signal blocked in it; it owns wake_fd and sock from now on. */
-int cn_agent_start(const struct cn_config *cfg, int wake_fd, int sock);
+/* Start the thread with every signal blocked in it; it owns wake_fd from now on, and starts the
+ * controller at the first request. */
+int cn_agent_start(const struct cn_config *cfg, int wake_fd);
+
+/* In a child forked without exec, which has no agent thread: close the parent's descriptors and
+ * start a thread of the child's own on wake_fd, with the same configuration (wake_fd -1: only
+ * close them). 0, or -errno with wake_fd left to the caller. */
+int cn_agent_fork_child(int wake_fd);
 
 /* At process exit: remove the status file. */
 void cn_agent_exit(void);

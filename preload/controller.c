@@ -1,26 +1,24 @@
-/* controller: the helper process that drives the CUDA checkpoint API on the target.
+/* cudanap-ctl: the helper process that drives the CUDA checkpoint API on the target.
  *
- * Forked (twice, so that the app never sees it as a child) from the target's constructor before the
- * app can initialise CUDA. It is the only code in cudanap that loads libcuda. It serves one request
- * at a time from the agent over a SOCK_SEQPACKET socket and exits when the target's end closes.
- * It must never return into the app's code: every path ends in _exit(). */
+ * A program of its own, started by the target's agent (launch.c) with its socket on fd 3 and the
+ * target's pid as its argument: an exec'd image shares nothing with the app, so it can be started
+ * at any moment, after the app has initialised CUDA too, and started again if it dies. It forks
+ * once so that init adopts it. It is the only code in cudanap that loads libcuda; it serves one
+ * request at a time over a SOCK_SEQPACKET socket and exits when the target's end closes. */
 #define _GNU_SOURCE
-#include "controller.h"
-
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cuda_abi.h"
+#include "hostmem.h"
 #include "nvml.h"
 #include "proto.h"
 
@@ -407,6 +405,32 @@ static CUresult do_restore(const struct cn_req *req, struct cn_resp *resp)
 	return cu.restore(target, &args);
 }
 
+/* The host copy of a checkpoint is as large as what the process holds on its GPUs; refuse before
+ * the lock when the host or the process's cgroup cannot take it. No NVML: no check. */
+static int host_room(const struct cn_req *req, struct cn_resp *resp)
+{
+	struct cn_gpu_use use[CN_MAX_GPUS];
+	uint64_t need = 0, room;
+	char why[200], which[160];
+	int n = cn_nvml_footprint(target, use, CN_MAX_GPUS, why, sizeof(why));
+
+	for (int i = 0; i < n; i++)
+		need += use[i].bytes;
+	if (n <= 0 ||
+	    cn_host_room(target, "/proc", "/sys/fs/cgroup", &room, which, sizeof(which)) < 0)
+		return 0;
+	if (room >= need + req->host_margin_bytes)
+		return 0;
+	snprintf(resp->message, sizeof(resp->message),
+		 "the process holds %llu MiB on its GPUs, but the host copy can have only %llu "
+		 "MiB (%s) less the %llu MiB margin ([preflight] host_margin_mib)",
+		 (unsigned long long)(need >> 20), (unsigned long long)(room >> 20), which,
+		 (unsigned long long)(req->host_margin_bytes >> 20));
+	resp->result = CN_RES_NO_HOST;
+	snprintf(resp->name, sizeof(resp->name), "NO_HOST_MEMORY");
+	return -1;
+}
+
 static void serve(const struct cn_req *req, struct cn_resp *resp)
 {
 	CUresult r = CUDA_SUCCESS;
@@ -428,6 +452,11 @@ static void serve(const struct cn_req *req, struct cn_resp *resp)
 		resp->n_use = n > 0 ? (uint32_t)n : 0;
 		if (n > 0)
 			resp->note[0] = '\0';
+	}
+	if (req->op == CN_OP_LOCK && req->host_check && host_room(req, resp) < 0) {
+		if (cu.get_state(target, &st) == CUDA_SUCCESS)
+			resp->state = st;
+		return;
 	}
 	{
 		struct timespec ts;
@@ -473,57 +502,36 @@ static void serve(const struct cn_req *req, struct cn_resp *resp)
 		describe(resp, r);
 }
 
-/* unsetenv by hand: the host program may define its own unsetenv, which need not touch environ
- * (bash's does not before its main), and libcuda reads environ. */
-static void drop_env(const char *prefix)
+/* Keep only stdio (the agent points it at /dev/null) and fd 3, our socket. */
+static void isolate(void)
 {
-	char **w = environ;
-
-	for (char **r = environ; r && *r; r++)
-		if (strncmp(*r, prefix, strlen(prefix)) != 0)
-			*w++ = *r;
-	if (w)
-		*w = NULL;
-}
-
-/* Keep only fd 3 (our socket); stdio to /dev/null so that `app | tee` sees EOF. */
-static void isolate(int sock)
-{
-	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-	sigset_t all;
-
-	if (sock != 3) {
-		dup2(sock, 3);
-		sock = 3;
-	}
-	if (null >= 0) {
-		dup2(null, 0);
-		dup2(null, 1);
-		dup2(null, 2);
-	}
 	if (close_range(4, ~0U, 0) < 0)
 		for (int fd = 4; fd < 65536; fd++)
 			close(fd);
 	fcntl(3, F_SETFD, FD_CLOEXEC);
-	for (int s = 1; s < NSIG; s++)
-		signal(s, SIG_DFL);
-	sigemptyset(&all);
-	sigprocmask(SIG_SETMASK, &all, NULL);
-	/* A terminal's Ctrl-C must not kill the controller of an app that survives it. */
-	setsid();
 	prctl(PR_SET_NAME, "cudanap-ctl", 0, 0, 0);
-	/* nvidia-smi numbering is the PCI order over all GPUs, whatever the app was told. */
-	drop_env("CUDA_VISIBLE_DEVICES=");
-	drop_env("CUDA_DEVICE_ORDER=");
 }
 
-static _Noreturn void controller_main(int sock, pid_t target_pid)
+int main(int argc, char **argv)
 {
 	struct cn_req req;
 	struct cn_resp resp;
+	char *end;
+	long pid;
+	pid_t child;
 
-	target = target_pid;
-	isolate(sock);
+	if (argc != 2 || (pid = strtol(argv[1], &end, 10)) <= 0 || *end || fcntl(3, F_GETFD) < 0) {
+		fprintf(stderr, "cudanap-ctl: started by libcudanap.so, not by hand\n");
+		return 2;
+	}
+	/* The agent waits for this first process; init adopts the second. */
+	child = fork();
+	if (child < 0)
+		_exit(1);
+	if (child > 0)
+		_exit(0);
+	target = (pid_t)pid;
+	isolate();
 	for (;;) {
 		ssize_t n = recv(3, &req, sizeof(req), 0);
 
@@ -549,32 +557,4 @@ static _Noreturn void controller_main(int sock, pid_t target_pid)
 		drop_contexts(held, n_held);
 		n_held = 0;
 	}
-}
-
-int cn_controller_spawn(int *sock_out)
-{
-	pid_t parent = getpid(), mid;
-	int sv[2], status, e;
-
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-		return -errno;
-	mid = fork();
-	if (mid < 0) {
-		e = errno;
-		close(sv[0]);
-		close(sv[1]);
-		return -e;
-	}
-	if (mid == 0) {
-		/* The intermediate exits at once so that init adopts the controller: the app never
-		 * sees a child it did not make in wait(), SIGCHLD or its process list. */
-		if (fork() == 0)
-			controller_main(sv[1], parent);
-		_exit(0);
-	}
-	close(sv[1]);
-	while (waitpid(mid, &status, 0) < 0 && errno == EINTR)
-		;
-	*sock_out = sv[0];
-	return 0;
 }

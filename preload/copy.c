@@ -175,22 +175,33 @@ static bool in_relro(const struct dl_phdr_info *info, uintptr_t addr)
 	return false;
 }
 
-static void patch(const struct dl_phdr_info *info, void **slot, void *fn)
+/* Write a GOT slot, making a RELRO page writable for the moment; returns the old value, or NULL
+ * when the page could not be made writable. */
+static void *swap_slot(void **slot, void *fn, bool relro)
 {
 	uintptr_t page = (uintptr_t)slot & ~((uintptr_t)sysconf(_SC_PAGESIZE) - 1);
 	size_t psz = (size_t)sysconf(_SC_PAGESIZE);
-	bool relro = in_relro(info, (uintptr_t)slot);
+	void *old;
 
-	if (n_slots == MAX_SLOTS)
-		return;
 	if (relro && mprotect((void *)page, psz, PROT_READ | PROT_WRITE) < 0)
-		return;
-	slots[n_slots].addr = slot;
-	slots[n_slots].old = __atomic_exchange_n(slot, fn, __ATOMIC_SEQ_CST);
-	slots[n_slots].relro = relro;
-	n_slots++;
+		return NULL;
+	old = __atomic_exchange_n(slot, fn, __ATOMIC_SEQ_CST);
 	if (relro)
 		mprotect((void *)page, psz, PROT_READ);
+	return old;
+}
+
+static void patch(const struct dl_phdr_info *info, void **slot, void *fn)
+{
+	bool relro = in_relro(info, (uintptr_t)slot);
+	void *old;
+
+	if (n_slots == MAX_SLOTS || !(old = swap_slot(slot, fn, relro)))
+		return;
+	slots[n_slots].addr = slot;
+	slots[n_slots].old = old;
+	slots[n_slots].relro = relro;
+	n_slots++;
 }
 
 static int hook_lib(struct dl_phdr_info *info, size_t size, void *data)
@@ -286,20 +297,28 @@ int cn_copy_arm(unsigned threads)
 	return n_slots;
 }
 
+static void put_back_slots(void)
+{
+	for (int i = 0; i < n_slots; i++)
+		swap_slot(slots[i].addr, slots[i].old, slots[i].relro);
+	n_slots = 0;
+}
+
+void cn_copy_after_fork(void)
+{
+	/* The helpers were the parent's threads; the locks may have been held by them. */
+	put_back_slots();
+	pool.n = 0;
+	pthread_mutex_init(&pool.busy, NULL);
+	pthread_mutex_init(&pool.mu, NULL);
+	pthread_cond_init(&pool.go, NULL);
+	pthread_cond_init(&pool.done, NULL);
+}
+
 void cn_copy_disarm(struct cn_copy_stats *out)
 {
-	for (int i = 0; i < n_slots; i++) {
-		uintptr_t page = (uintptr_t)slots[i].addr & ~((uintptr_t)sysconf(_SC_PAGESIZE) - 1);
-		size_t psz = (size_t)sysconf(_SC_PAGESIZE);
-
-		if (slots[i].relro)
-			mprotect((void *)page, psz, PROT_READ | PROT_WRITE);
-		__atomic_store_n(slots[i].addr, slots[i].old, __ATOMIC_SEQ_CST);
-		if (slots[i].relro)
-			mprotect((void *)page, psz, PROT_READ);
-	}
 	out->hooked = n_slots;
-	n_slots = 0;
+	put_back_slots();
 	/* A driver thread may still be inside a hooked call: take the pool before stopping it. */
 	pthread_mutex_lock(&pool.busy);
 	pthread_mutex_lock(&pool.mu);

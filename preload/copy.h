@@ -19,4 +19,7 @@ struct cn_copy_stats {
 int cn_copy_arm(unsigned threads);
 void cn_copy_disarm(struct cn_copy_stats *out);
 
+/* In a forked child: the parent's window, if one was open, is closed without its threads. */
+void cn_copy_after_fork(void);
+
 #endif

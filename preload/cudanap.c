@@ -1,14 +1,21 @@
-/* cudanap: the preload's entry points: constructor, signal handler, fork and exit handling.
+/* cudanap: the preload's entry points: constructor, signal handler, the app's own handlers, forks.
  *
- * The constructor loads the INI, forks the controller, starts the agent thread and only then
- * installs the handlers, so that no signal is ever accepted without someone to act on it. The
- * handler writes one byte to the agent's wake pipe and does nothing else. */
+ * The constructor loads the INI, starts the agent thread and only then installs the handlers, so
+ * that no signal is ever accepted without someone to act on it. The handler writes one byte to
+ * the agent's wake pipe, then calls the handler the app wants for that signal, and does nothing
+ * else.
+ *
+ * The app keeps its say over our signals without taking them from us: its sigaction() and
+ * signal() calls for them are recorded here as what the app sees and wants, and never reach the
+ * kernel. A forked child gets an agent of its own. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,63 +24,174 @@
 
 #include "agent.h"
 #include "cn_config.h"
-#include "controller.h"
+#include "copy.h"
+#include "launch.h"
 #include "staging.h"
 
-/* Read by the handler: plain words written once before the handler is installed. */
+#define EXPORT __attribute__((visibility("default")))
+
+/* Read by the handler: plain words, written before the handler is installed or in a fork child. */
 static pid_t owner = -1;
 static int wake_wr = -1;
-static int agent_fds[2] = { -1, -1 }; /* the agent's wake pipe end and controller socket */
 static int sig_suspend, sig_resume;
-static struct sigaction chained[2]; /* what the app had before us */
+static bool chain;
+static atomic_bool armed; /* our handlers are installed: the app's calls for them stop here */
+
+/* What the app wants for each of our signals, as the app set it. Written by the app's calls,
+ * possibly from its own handlers, so without locks: each write fills the next of a few copies
+ * and then publishes its number, and a handler reads a copy that is not being written. */
+#define COPIES 8
+static struct wish {
+	struct sigaction copy[COPIES];
+	atomic_uint cur, next;
+} wishes[2];
+
+typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+static _Atomic(sigaction_fn) real_sigaction_p;
+
+static int real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	sigaction_fn f = atomic_load(&real_sigaction_p);
+
+	if (!f) {
+		f = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
+		if (!f) {
+			errno = ENOSYS;
+			return -1;
+		}
+		atomic_store(&real_sigaction_p, f);
+	}
+	return f(sig, act, old);
+}
+
+static struct wish *wish_of(int sig)
+{
+	if (!atomic_load(&armed))
+		return NULL;
+	return sig == sig_suspend ? &wishes[0] : sig == sig_resume ? &wishes[1] : NULL;
+}
+
+static void wish_get(struct wish *w, struct sigaction *out)
+{
+	*out = w->copy[atomic_load(&w->cur) % COPIES];
+}
+
+static void wish_set(struct wish *w, const struct sigaction *in)
+{
+	unsigned n = atomic_fetch_add(&w->next, 1) + 1;
+
+	w->copy[n % COPIES] = *in;
+	atomic_store(&w->cur, n);
+}
+
+/* The app's handler, as the kernel would have run it: its mask added for the call, SIG_DFL and
+ * SIG_IGN doing nothing (the signal is ours, never fatal), SA_RESETHAND honoured once. */
+static void call_app(struct wish *w, int sig, siginfo_t *info, void *uc)
+{
+	struct sigaction a;
+	sigset_t old;
+
+	wish_get(w, &a);
+	if (a.sa_flags & SA_SIGINFO ? !a.sa_sigaction
+				    : a.sa_handler == SIG_DFL || a.sa_handler == SIG_IGN)
+		return;
+	if (a.sa_flags & SA_RESETHAND) {
+		struct sigaction dfl;
+
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
+		wish_set(w, &dfl);
+	}
+	pthread_sigmask(SIG_BLOCK, &a.sa_mask, &old);
+	if (a.sa_flags & SA_SIGINFO)
+		a.sa_sigaction(sig, info, uc);
+	else
+		a.sa_handler(sig);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
 
 static void on_signal(int sig, siginfo_t *info, void *uc)
 {
 	int saved = errno;
-	struct sigaction *prev = &chained[sig == sig_suspend ? 0 : 1];
+	struct wish *w = sig == sig_suspend ? &wishes[0] : &wishes[1];
 	char b = sig_suspend == sig_resume ? CN_WAKE_TOGGLE
 		 : sig == sig_suspend	   ? CN_WAKE_SUSPEND
 					   : CN_WAKE_RESUME;
 
-	/* A child forked without exec shares our pipe's other end with nobody: stay silent. */
+	/* In a child whose agent could not start, stay silent. */
 	if (wake_wr >= 0 && getpid() == owner && write(wake_wr, &b, 1) < 0) {
 		/* Pipe full: the agent has a backlog, and it folds bytes anyway. */
 	}
 	errno = saved;
-	if (prev->sa_flags & SA_SIGINFO) {
-		if (prev->sa_sigaction)
-			prev->sa_sigaction(sig, info, uc);
-	} else if (prev->sa_handler != SIG_DFL && prev->sa_handler != SIG_IGN) {
-		prev->sa_handler(sig);
-	}
+	if (chain)
+		call_app(w, sig, info, uc);
 	errno = saved;
 }
 
-static void install(int sig, struct sigaction *prev)
+/* ---- the app's calls for our signals ---- */
+
+EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	struct sigaction sa;
+	struct wish *w = wish_of(sig);
+	struct sigaction was;
+
+	if (!w)
+		return real_sigaction(sig, act, old);
+	wish_get(w, &was);
+	if (act)
+		wish_set(w, act);
+	if (old)
+		*old = was;
+	return 0;
+}
+
+static sighandler_t set_handler(int sig, sighandler_t h, int flags)
+{
+	struct sigaction sa, old;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = h;
+	sa.sa_flags = flags;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(sig, &sa, &old) < 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}
+
+/* glibc's signal() has BSD semantics; __sysv_signal is what strict ISO C builds call. */
+EXPORT sighandler_t signal(int sig, sighandler_t h)
+{
+	return set_handler(sig, h, SA_RESTART);
+}
+
+sighandler_t bsd_signal(int sig, sighandler_t h); /* glibc declares it only for old X/Open */
+EXPORT sighandler_t bsd_signal(int sig, sighandler_t h)
+{
+	return set_handler(sig, h, SA_RESTART);
+}
+
+EXPORT sighandler_t sysv_signal(int sig, sighandler_t h)
+{
+	return set_handler(sig, h, SA_RESETHAND | SA_NODEFER);
+}
+
+EXPORT sighandler_t __sysv_signal(int sig, sighandler_t h)
+{
+	return set_handler(sig, h, SA_RESETHAND | SA_NODEFER);
+}
+
+/* ---- start ---- */
+
+static void install(int sig, struct wish *w)
+{
+	struct sigaction sa, prev;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_signal;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	sigaction(sig, &sa, prev);
-}
-
-static void after_fork_child(void)
-{
-	/* The child must never reach its parent's agent or controller. */
-	int w = wake_wr;
-
-	wake_wr = -1;
-	if (w >= 0)
-		close(w);
-	/* Forget the numbers too: the app reuses them, and a grandchild runs this again. */
-	for (int i = 0; i < 2; i++) {
-		if (agent_fds[i] >= 0)
-			close(agent_fds[i]);
-		agent_fds[i] = -1;
-	}
+	real_sigaction(sig, &sa, &prev);
+	wish_set(w, &prev);
 }
 
 /* Keep our descriptors off 0-2 even when the app started with stdio closed. */
@@ -88,6 +206,40 @@ static int high_fd(int fd)
 	return n;
 }
 
+static int wake_pipe(int p[2])
+{
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -1;
+	p[0] = high_fd(p[0]);
+	p[1] = high_fd(p[1]);
+	return p[0] >= 0 && p[1] >= 0 ? 0 : -1;
+}
+
+/* A child forked without exec has none of its parent's threads: it gets an agent of its own, so
+ * that it answers for itself (and can be suspended on its own if it uses CUDA), and never reaches
+ * its parent's agent or controller. Its controller starts at its first request. */
+static void after_fork_child(void)
+{
+	int w = wake_wr, p[2];
+
+	wake_wr = -1;
+	if (w >= 0)
+		close(w);
+	cn_staging_after_fork();
+	cn_copy_after_fork();
+	if (wake_pipe(p) < 0) {
+		cn_agent_fork_child(-1);
+		return;
+	}
+	if (cn_agent_fork_child(p[0]) < 0) {
+		close(p[0]);
+		close(p[1]);
+		return;
+	}
+	owner = getpid();
+	wake_wr = p[1];
+}
+
 static void startup_error(const char *msg)
 {
 	dprintf(STDERR_FILENO, "cudanap: %s\n", msg);
@@ -99,8 +251,9 @@ __attribute__((constructor)) static void cn_init(void)
 	static struct cn_config cfg;
 	const char *env = secure_getenv("CUDANAP_CONFIG");
 	char err[CN_ERR_LEN], abs[PATH_MAX];
-	int p[2], sock, r;
+	int p[2], r;
 
+	real_sigaction(0, NULL, NULL); /* resolve it now, not in a handler */
 	cn_staging_init();
 	if (getauxval(AT_SECURE) || (env && strcmp(env, "off") == 0))
 		return;
@@ -110,35 +263,35 @@ __attribute__((constructor)) static void cn_init(void)
 	if (cn_config_load_env(&cfg, err, sizeof(err)) < 0 ||
 	    cn_status_dir_prepare(cfg.status_dir, err, sizeof(err)) < 0)
 		startup_error(err);
-
-	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) {
+	if (!cn_controller_locate()) {
+		dprintf(STDERR_FILENO,
+			"cudanap: cudanap-ctl is neither beside libcudanap.so nor in %s; "
+			"suspend/resume disabled\n",
+			CN_CTL_PATH);
+		return;
+	}
+	if (wake_pipe(p) < 0) {
 		dprintf(STDERR_FILENO, "cudanap: pipe: %s; suspend/resume disabled\n",
 			strerror(errno));
 		return;
 	}
-	p[0] = high_fd(p[0]);
-	p[1] = high_fd(p[1]);
-	r = cn_controller_spawn(&sock);
-	if (r == 0)
-		sock = high_fd(sock);
-	if (r == 0)
-		r = cn_agent_start(&cfg, p[0], sock);
+	r = cn_agent_start(&cfg, p[0]);
 	if (r < 0) {
 		dprintf(STDERR_FILENO, "cudanap: cannot start: %s; suspend/resume disabled\n",
 			strerror(-r));
+		close(p[0]);
+		close(p[1]);
 		return;
 	}
 	owner = getpid();
-	agent_fds[0] = p[0];
-	agent_fds[1] = sock;
 	sig_suspend = cfg.suspend_signal;
 	sig_resume = cfg.resume_signal;
+	chain = cfg.chain;
 	wake_wr = p[1];
-	install(sig_suspend, &chained[0]);
+	install(sig_suspend, &wishes[0]);
 	if (sig_resume != sig_suspend)
-		install(sig_resume, &chained[1]);
-	else
-		chained[1] = chained[0];
+		install(sig_resume, &wishes[1]);
+	atomic_store(&armed, true);
 	pthread_atfork(NULL, NULL, after_fork_child);
 }
 

@@ -24,6 +24,7 @@ enum {
 	CN_RES_CONFIG = -4,    /* the INI, re-read at resume, is broken */
 	CN_RES_REFUSED = -5,   /* a preflight check said no */
 	CN_RES_NO_ROOM = -6,   /* a target GPU lacks the free memory the restore needs */
+	CN_RES_NO_HOST = -7,   /* the host lacks the memory the checkpoint's copy needs */
 };
 
 /* What the process held on one GPU when it was checkpointed, as NVML counts it. */
@@ -52,6 +53,10 @@ struct cn_req {
 	struct cn_gpu_use use[CN_MAX_GPUS];
 	uint64_t margin_bytes;
 	uint32_t reserve;
+	/* CN_OP_LOCK: refuse, before locking, a process whose host copy would not fit beside this
+	 * much free host memory. */
+	uint32_t host_check;
+	uint64_t host_margin_bytes;
 };
 
 struct cn_resp {

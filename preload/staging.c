@@ -232,6 +232,11 @@ void cn_staging_disarm(struct cn_staging_stats *out)
 	*out = stats;
 }
 
+void cn_staging_after_fork(void)
+{
+	atomic_store(&armed, false);
+}
+
 void cn_staging_unmap_stats(struct cn_staging_stats *out)
 {
 	*out = stats;

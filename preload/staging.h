@@ -18,6 +18,9 @@ void cn_staging_init(void);
 bool cn_staging_thp_available(void);
 void cn_staging_arm(bool hugepages, unsigned threads, bool keep);
 void cn_staging_disarm(struct cn_staging_stats *out);
+
+/* In a forked child: a window the parent had open is not the child's. */
+void cn_staging_after_fork(void);
 void cn_staging_unmap_stats(struct cn_staging_stats *out);
 
 #endif

@@ -6,12 +6,21 @@ meson install -C "$BUILD_ROOT" --no-rebuild --destdir "$T/inst" > "$T/install.lo
 	{ ok 1 "meson install"; diag "$(tail -n 5 "$T/install.log")"; finish; }
 cli=$(find "$T/inst" -path '*/bin/cudanap' -type f)
 lib=$(find "$T/inst" -name libcudanap.so -type f)
-check "cudanap and libcudanap.so installed" test -x "$cli" -a -f "$lib"
+ctl=$(find "$T/inst" -name cudanap-ctl -type f)
+check "cudanap, libcudanap.so and cudanap-ctl installed" test -x "$cli" -a -f "$lib" -a -x "$ctl"
 check "the example INI installed" test -n "$(find "$T/inst" -name cudanap.ini)"
-out=$(env -u CUDANAP_PRELOAD "$cli" run -- /bin/sh -c 'echo "$LD_PRELOAD"')
-is "$out" "$(readlink -f "$lib")" "the installed cudanap run preloads the installed library"
+out=$(env -u CUDANAP_PRELOAD "$cli" run -- /bin/sh -c 'echo "$LD_PRELOAD"' 2>&1)
+is "$out" "$(readlink -f "$lib")" "the installed cudanap run preloads the installed library, which finds its controller"
 out=$(LD_PRELOAD=/lib/x86_64-linux-gnu/libc.so.6 "$cli" run -- /bin/sh -c 'echo "$LD_PRELOAD"')
 is "$out" "/lib/x86_64-linux-gnu/libc.so.6:$(readlink -f "$lib")" "an existing LD_PRELOAD is kept and ours appended"
-is "$(nm -D --defined-only "$lib" | awk '$2 != "A" { print $3 }' | sort | tr '\n' ' ')" "mmap mmap64 munmap " \
+is "$(nm -D --defined-only "$lib" | awk '$2 != "A" { print $3 }' | sort | tr '\n' ' ')" "__sysv_signal bsd_signal mmap mmap64 munmap sigaction signal sysv_signal " \
 	"the preload exports only the symbols it interposes"
+printf '[status]\ndir = %s\n' "$T/st" > "$T/i.ini"
+mkdir -m 700 "$T/st"
+CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T "$cli" run -c "$T/i.ini" -- sleep 5 &
+p=$!
+sleep 0.3
+out=$("$cli" suspend "$p" 2>&1)
+like "$out" "nothing to suspend" "the installed library starts the installed controller"
+kill "$p"
 finish

@@ -22,16 +22,23 @@ is "$(printf '%x' $(( 0x$with ^ 0x$plain )))" a00 "cudanap catches SIGUSR1 and S
 out=$(LD_PRELOAD=$PRELOAD CUDANAP_CONFIG=$T/job.ini bash -c 'echo $(echo nested | cat) $( (echo deeper | cat) | cat)' 2>&1)
 is "$out" "nested deeper" "pipes in nested subshells survive the preload"
 
-# -- the controller: adopted by init, gone with the target
+# -- the controller: started at the first request, adopted by init, gone with the target
 before=$(pgrep -x cudanap-ctl | sort)
 start A "$TARGET" || diag "target did not start"
 pid=$A_pid
+is "$(comm -13 <(echo "$before") <(pgrep -x cudanap-ctl | sort) | wc -w)" 0 "no controller before the first signal"
+kill -USR1 "$pid"
+settle "$pid" 1
 ctl=$(comm -13 <(echo "$before") <(pgrep -x cudanap-ctl | sort))
-check "one controller started" test "$(echo "$ctl" | wc -w)" -eq 1
+check "one controller started by the first signal" test "$(echo "$ctl" | wc -w)" -eq 1
 ppid=$(ps -o ppid= -p "$ctl" | tr -d ' ')
 check "the controller is not the app's child" test "$ppid" != "$pid"
 is "$(ls /proc/"$ctl"/fd | sort -n | tr '\n' ' ')" "0 1 2 3 " "the controller holds only stdio and its socket"
 is "$(readlink /proc/"$ctl"/fd/1)" /dev/null "the controller's stdout is /dev/null"
+check "the app has no zombie child left from starting it" \
+	bash -c "! ps -o stat= --ppid $pid | grep -q Z"
+kill -USR2 "$pid"
+settle "$pid" 2
 ask A quit
 wait "$pid"
 gone() { for _ in $(seq 100); do [[ $(ps -o stat= -p "$1") =~ ^Z?$ ]] && return 0; sleep 0.05; done; return 1; }
@@ -46,12 +53,11 @@ start B "$TARGET"
 ask B fork
 child=${REPLY#child }
 kill -USR1 "$child"
-sleep 0.5
+settle "$child" 1
 check "the forked child survives the suspend signal" kill -0 "$child"
+is "$(field "$child" state)" no-cuda "the child answers for itself: no CUDA"
 is "$(field "$B_pid" seq)" 0 "the parent did not act on the child's signal"
 is "$(field "$B_pid" state)" running "the parent is still running"
-check "the child has no wake pipe or controller socket" \
-	bash -c "! ls -l /proc/$child/fd | grep -E 'socket|pipe' | grep -v -E ' [012] ->'"
 kill "$child"
 kill -USR1 "$B_pid"
 settle "$B_pid" 1

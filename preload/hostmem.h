@@ -1,0 +1,15 @@
+/* hostmem: the host memory a process can still take, for the check before a suspend. */
+#ifndef CN_HOSTMEM_H
+#define CN_HOSTMEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The least of MemAvailable and, for every cgroup level of pid with a memory limit, that limit
+ * less what cannot be reclaimed (usage less inactive file pages). proc and sys_cgroup are the
+ * roots ("/proc", "/sys/fs/cgroup"). which names the bound that won, e.g. "MemAvailable" or
+ * "cgroup /job memory.max". Returns 0, or -1 when not even MemAvailable can be read. */
+int cn_host_room(int pid, const char *proc, const char *sys_cgroup, uint64_t *room, char *which,
+		 size_t len);
+
+#endif

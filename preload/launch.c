@@ -1,0 +1,180 @@
+/* launch: how the agent starts helper programs, hooks and the controller.
+ *
+ * posix_spawn, not fork: the app is multi-threaded and may hold gigabytes, and a vfork-and-exec
+ * neither runs the app's atfork handlers nor copies its memory. Every child gets default signal
+ * dispositions, an empty mask, stdin on /dev/null and an LD_PRELOAD without cudanap, so that it
+ * is never a job itself. Called from the agent thread only: the buffers are its own. */
+#define _GNU_SOURCE
+#include "launch.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define MAX_ENV 4096
+
+static char ctl_path[PATH_MAX];
+
+/* LD_PRELOAD without any libcudanap entry. */
+static void strip_preload(const char *in, char *out, size_t len)
+{
+	char buf[4096], *save = NULL, *tok;
+	size_t o = 0;
+
+	snprintf(buf, sizeof(buf), "%s", in);
+	out[0] = '\0';
+	for (tok = strtok_r(buf, ": ", &save); tok; tok = strtok_r(NULL, ": ", &save)) {
+		const char *base = strrchr(tok, '/');
+
+		base = base ? base + 1 : tok;
+		if (strncmp(base, "libcudanap", 10) == 0)
+			continue;
+		o += (size_t)snprintf(out + o, len - o, "%s%s", o ? ":" : "", tok);
+		if (o >= len)
+			break;
+	}
+}
+
+static bool dropped(const char *e, const char *const *drop)
+{
+	for (; drop && *drop; drop++)
+		if (strncmp(e, *drop, strlen(*drop)) == 0)
+			return true;
+	return false;
+}
+
+int cn_spawn(const struct cn_spawn *s, pid_t *pid)
+{
+	static char preload[4096];
+	static char *envp[MAX_ENV + 16];
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t none, all;
+	size_t n = 0;
+	int r;
+
+	for (char **e = environ; e && *e && n < MAX_ENV; e++) {
+		if (dropped(*e, s->drop))
+			continue;
+		if (strncmp(*e, "LD_PRELOAD=", 11) == 0) {
+			strcpy(preload, "LD_PRELOAD=");
+			strip_preload(*e + 11, preload + 11, sizeof(preload) - 11);
+			envp[n++] = preload;
+			continue;
+		}
+		envp[n++] = *e;
+	}
+	for (const char *const *a = s->add; a && *a && n < MAX_ENV + 15; a++)
+		envp[n++] = (char *)*a;
+	envp[n] = NULL;
+
+	sigemptyset(&none);
+	sigfillset(&all);
+	posix_spawnattr_init(&at);
+	posix_spawnattr_setflags(&at, (s->session ? POSIX_SPAWN_SETSID : POSIX_SPAWN_SETPGROUP) |
+					      POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	posix_spawnattr_setpgroup(&at, 0);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setsigdefault(&at, &all);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDWR, 0);
+	if (s->quiet) {
+		posix_spawn_file_actions_adddup2(&fa, STDIN_FILENO, STDOUT_FILENO);
+		posix_spawn_file_actions_adddup2(&fa, STDIN_FILENO, STDERR_FILENO);
+	}
+	if (s->fd3 >= 0)
+		posix_spawn_file_actions_adddup2(&fa, s->fd3, 3); /* dup2 clears close-on-exec */
+	r = posix_spawn(pid, s->path, &fa, &at, s->argv, envp);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	return -r;
+}
+
+/* dir/rel into ctl_path if that is an executable file. */
+static bool try_ctl(const char *dir, size_t dir_len, const char *rel)
+{
+	if (!rel[0] || dir_len + 1 + strlen(rel) >= sizeof(ctl_path))
+		return false;
+	snprintf(ctl_path, sizeof(ctl_path), "%.*s/%s", (int)dir_len, dir, rel);
+	return access(ctl_path, X_OK) == 0;
+}
+
+bool cn_controller_locate(void)
+{
+	char lib[PATH_MAX];
+	const char *slash;
+	Dl_info info;
+
+	if (dladdr((void *)cn_controller_locate, &info) && info.dli_fname &&
+	    realpath(info.dli_fname, lib) && (slash = strrchr(lib, '/')) &&
+	    (try_ctl(lib, (size_t)(slash - lib), "cudanap-ctl") ||
+	     try_ctl(lib, (size_t)(slash - lib), CN_CTL_REL)))
+		return true;
+	snprintf(ctl_path, sizeof(ctl_path), "%s", CN_CTL_PATH);
+	return access(ctl_path, X_OK) == 0;
+}
+
+int cn_controller_spawn(int *sock_out)
+{
+	static const char *const drop[] = { /* nvidia-smi numbering is the PCI order over all GPUs,
+					       whatever the app was told. */
+					    "CUDA_VISIBLE_DEVICES=",
+					    "CUDA_DEVICE_ORDER=", "CUDANAP_CONFIG=", NULL
+	};
+	static const char *const add[] = { "CUDANAP_CONFIG=off", NULL };
+	char arg[16];
+	char *argv[] = { "cudanap-ctl", arg, NULL };
+	struct cn_spawn s = { .path = ctl_path,
+			      .argv = argv,
+			      .drop = drop,
+			      .add = add,
+			      .quiet = true,
+			      .session = true };
+	int sv[2], r, status;
+	pid_t pid;
+
+	if (!ctl_path[0])
+		return -ENOENT;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	/* Off 0-2, where an app with stdio closed would have them, and off 3, the child's slot. */
+	for (int i = 0; i < 2; i++)
+		if (sv[i] <= 3) {
+			int fd = fcntl(sv[i], F_DUPFD_CLOEXEC, 4);
+
+			close(sv[i]);
+			sv[i] = fd;
+		}
+	if (sv[0] < 0 || sv[1] < 0) {
+		r = -errno;
+		if (sv[0] >= 0)
+			close(sv[0]);
+		if (sv[1] >= 0)
+			close(sv[1]);
+		return r;
+	}
+	snprintf(arg, sizeof(arg), "%d", (int)getpid());
+	s.fd3 = sv[1];
+	r = cn_spawn(&s, &pid);
+	close(sv[1]);
+	if (r < 0) {
+		close(sv[0]);
+		return r;
+	}
+	/* It forks at once and this first process exits; ECHILD if the app reaped it first. */
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	*sock_out = sv[0];
+	return 0;
+}

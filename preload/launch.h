@@ -1,0 +1,29 @@
+/* launch: start a helper program from the agent thread. See launch.c. */
+#ifndef CN_LAUNCH_H
+#define CN_LAUNCH_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct cn_spawn {
+	const char *path;
+	char *const *argv;
+	const char *const *drop; /* NULL-ended "NAME=" prefixes left out of the environment */
+	const char *const *add;	 /* NULL-ended "NAME=value" entries added to it */
+	int fd3;		 /* becomes the child's fd 3; -1 for none */
+	bool quiet;		 /* stdout and stderr on /dev/null too, not only stdin */
+	bool session;		 /* a session of its own; otherwise a process group of its own */
+};
+
+/* posix_spawn with default dispositions, an empty mask and cudanap gone from LD_PRELOAD.
+ * Returns 0 or -errno. */
+int cn_spawn(const struct cn_spawn *s, pid_t *pid);
+
+/* Where cudanap-ctl is: beside libcudanap.so, else the installed libexec path. Called once from
+ * the constructor; false if there is none. */
+bool cn_controller_locate(void);
+
+/* Start a controller for this process; *sock gets the agent's end (close-on-exec). 0 or -errno. */
+int cn_controller_spawn(int *sock);
+
+#endif
