@@ -399,6 +399,9 @@ static void suspend(void)
 					 "lock timed out after %u ms: GPU work still running "
 					 "([lock] timeout_ms); the process keeps running",
 					 ag.cfg.lock_timeout_ms);
+			else if (r.result == CN_RES_NO_HOST)
+				snprintf(msg, sizeof(msg), "%s; the process keeps running",
+					 r.message);
 			else
 				snprintf(msg, sizeof(msg), "lock: %s", r.message);
 			if (r.state == CN_STATE_LOCKED)

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -84,12 +85,14 @@ static void wish_set(struct wish *w, const struct sigaction *in)
 	atomic_store(&w->cur, n);
 }
 
-/* The app's handler, as the kernel would have run it: its mask added for the call, SIG_DFL and
- * SIG_IGN doing nothing (the signal is ours, never fatal), SA_RESETHAND honoured once. */
+/* The app's handler, as the kernel would have run it: under the mask of the interrupted code plus
+ * the app's sa_mask (and the signal, unless SA_NODEFER), SIG_DFL and SIG_IGN doing nothing (the
+ * signal is ours, never fatal), SA_RESETHAND honoured once. */
 static void call_app(struct wish *w, int sig, siginfo_t *info, void *uc)
 {
+	const ucontext_t *u = uc;
 	struct sigaction a;
-	sigset_t old;
+	sigset_t m, old;
 
 	wish_get(w, &a);
 	if (a.sa_flags & SA_SIGINFO ? !a.sa_sigaction
@@ -102,7 +105,10 @@ static void call_app(struct wish *w, int sig, siginfo_t *info, void *uc)
 		dfl.sa_handler = SIG_DFL;
 		wish_set(w, &dfl);
 	}
-	pthread_sigmask(SIG_BLOCK, &a.sa_mask, &old);
+	sigorset(&m, &u->uc_sigmask, &a.sa_mask);
+	if (!(a.sa_flags & SA_NODEFER))
+		sigaddset(&m, sig);
+	pthread_sigmask(SIG_SETMASK, &m, &old);
 	if (a.sa_flags & SA_SIGINFO)
 		a.sa_sigaction(sig, info, uc);
 	else
@@ -189,7 +195,12 @@ static void install(int sig, struct wish *w)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_signal;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	/* Both of ours blocked while ours runs: else the kernel, delivering two pending signals at
+	 * once, nests the second handler inside the first, and their bytes reach the pipe in the
+	 * reverse of the order they were sent. */
 	sigemptyset(&sa.sa_mask);
+	sigaddset(&sa.sa_mask, sig_suspend);
+	sigaddset(&sa.sa_mask, sig_resume);
 	real_sigaction(sig, &sa, &prev);
 	wish_set(w, &prev);
 }

@@ -127,10 +127,10 @@ bool cn_controller_locate(void)
 
 int cn_controller_spawn(int *sock_out)
 {
-	static const char *const drop[] = { /* nvidia-smi numbering is the PCI order over all GPUs,
-					       whatever the app was told. */
-					    "CUDA_VISIBLE_DEVICES=",
-					    "CUDA_DEVICE_ORDER=", "CUDANAP_CONFIG=", NULL
+	static const char *const drop[] = {
+		/* nvidia-smi numbering is the PCI order over all GPUs,
+		   whatever the app was told. */
+		"CUDA_VISIBLE_DEVICES=", "CUDA_DEVICE_ORDER=", "CUDANAP_CONFIG=", NULL
 	};
 	static const char *const add[] = { "CUDANAP_CONFIG=off", NULL };
 	char arg[16];

@@ -374,8 +374,44 @@ static void outcome(struct job *j, const struct cn_status *s, bool suspend)
 			 suspend ? "suspend" : "resume", s->result, s->message, s->state);
 }
 
+/* Why pid cannot act on a signal now: stopped (SIGSTOP, a debugger, SLURM's suspend) or in a
+ * frozen cgroup. NULL when it can. A signal sent to it would wait, and act when it is let go. */
+static const char *stopped(int pid)
+{
+	char path[PATH_MAX], buf[4096], *line, *save = NULL;
+	const char *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (read_file(path, buf, sizeof(buf)) > 0 && (p = strrchr(buf, ')')) &&
+	    (p[2] == 'T' || p[2] == 't'))
+		return "it is stopped (SIGSTOP or a debugger); continue it first (kill -CONT)";
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+	if (read_file(path, buf, sizeof(buf)) < 0)
+		return NULL;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char state[64];
+		const char *cg = strrchr(line, ':');
+
+		if (!cg)
+			continue;
+		if (strncmp(line, "0::", 3) == 0)
+			snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cgroup.events", cg + 1);
+		else if (strstr(line, ":freezer:"))
+			snprintf(path, sizeof(path), "/sys/fs/cgroup/freezer%s/freezer.state",
+				 cg + 1);
+		else
+			continue;
+		if (read_file(path, state, sizeof(state)) > 0 &&
+		    (strstr(state, "frozen 1") || strstr(state, "FROZEN")))
+			return "its cgroup is frozen (cgroup freezer, or the scheduler's suspend); "
+			       "thaw it first";
+	}
+	return NULL;
+}
+
 static void send_one(struct job *j, const char *cfg, bool suspend, double deadline)
 {
+	const char *why;
 	struct cn_status s;
 	int r;
 
@@ -388,6 +424,12 @@ static void send_one(struct job *j, const char *cfg, bool suspend, double deadli
 				 ? "no such process"
 				 : "not running under cudanap (no status file); start it with "
 				   "'cudanap run' or give its INI with -c");
+		return;
+	}
+	if ((why = stopped(j->pid))) {
+		j->done = true;
+		snprintf(j->line, sizeof(j->line), "%d: cannot %s: %s; nothing sent", j->pid,
+			 suspend ? "suspend" : "resume", why);
 		return;
 	}
 	/* Let an action under way finish, so that its outcome is not taken for ours. */
@@ -496,6 +538,7 @@ static int cmd_suspend_resume(int argc, char **argv, bool suspend)
 		for (int i = 0; i < n; i++) {
 			struct job *j = &jobs[i];
 			struct cn_status s;
+			const char *why;
 
 			if (j->done)
 				continue;
@@ -504,6 +547,12 @@ static int cmd_suspend_resume(int argc, char **argv, bool suspend)
 				snprintf(j->line, sizeof(j->line), "%d: process exited", j->pid);
 			} else if (s.seq > j->seq0 && !s.busy) {
 				outcome(j, &s, suspend);
+			} else if ((why = stopped(j->pid))) {
+				/* Stopped after the signal: it acts once let go. */
+				j->done = true;
+				snprintf(j->line, sizeof(j->line),
+					 "%d: no outcome: %s; the %s happens when it runs again",
+					 j->pid, why, suspend ? "suspend" : "resume");
 			} else {
 				pending = true;
 			}

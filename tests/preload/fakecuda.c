@@ -8,6 +8,8 @@
  *                 the GPU it is on, and whether a restore without room wedged it
  *   <pid>.gpu     the process's "device memory"; renamed to <pid>.host while checkpointed
  *   fail_checkpoint, fail_restore   if present, that call fails with the CUresult written inside
+ *   delay_checkpoint, delay_restore if present, that call first sleeps the milliseconds written
+ *                                   inside, with nothing changed yet: a slow driver to kill
  *
  * Error codes follow what DESIGN.md measured: NOT_INITIALIZED for a pid without CUDA,
  * OPERATING_SYSTEM for a pid that does not exist, ILLEGAL_STATE for a wrong transition, NOT_READY
@@ -348,12 +350,22 @@ EXPORT CUresult cuCheckpointProcessLock(int pid, CUcheckpointLockArgs *args)
 	}
 }
 
+static void delay(const char *name)
+{
+	int ms = injected(name);
+
+	if (ms > 0)
+		usleep((useconds_t)ms * 1000);
+}
+
 EXPORT CUresult cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpointArgs *args)
 {
 	struct pstate st;
-	/* An injected failure leaves it LOCKED, as managed memory does on a real driver. */
-	int fd = transition(pid, 1, "fail_checkpoint", &st);
+	int fd;
 
+	delay("delay_checkpoint");
+	/* An injected failure leaves it LOCKED, as managed memory does on a real driver. */
+	fd = transition(pid, 1, "fail_checkpoint", &st);
 	(void)args;
 	if (fd < 0)
 		return -fd;
@@ -363,7 +375,10 @@ EXPORT CUresult cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpointArg
 EXPORT CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs *args)
 {
 	struct pstate st;
-	int fd = transition(pid, 2, "fail_restore", &st), to = -1;
+	int fd, to = -1;
+
+	delay("delay_restore");
+	fd = transition(pid, 2, "fail_restore", &st);
 
 	if (fd < 0)
 		return -fd;

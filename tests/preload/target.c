@@ -1,9 +1,15 @@
 /* target: a test program for the preload suite. Its "GPU" is the fake driver; it answers one line
  * per command read from stdin, so a test script can drive it:
- *   verify | write | kernel MS | gpu | fork | map FILE | ping | quit
+ *   verify | write | kernel MS | gpu | fork [cuda FILE] | map FILE | thread NAME
+ *   | handler MODE | count | query | ping | quit
+ * "fork cuda FILE": the child initialises the fake driver itself, fills its memory, and checks it
+ * every 50 ms, writing "ok N" or "bad N" to FILE. "handler MODE" sets the app's own handler for
+ * SIGUSR1 and SIGUSR2 as MODE says (sigaction, siginfo, signal, sysv, resethand, ign, dfl); "count"
+ * says how often it ran per signal; "query" whether sigaction() reports it back.
  * With --no-cuda it never initialises the fake driver, like a shell script or a data loader. */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +47,85 @@ static int verify(void)
 	return 0;
 }
 
+static volatile sig_atomic_t runs[2];
+static struct sigaction wanted_sa;
+
+static void app_handler(int sig)
+{
+	runs[sig == SIGUSR2]++;
+}
+
+static void app_siginfo(int sig, siginfo_t *info, void *uc)
+{
+	(void)info;
+	(void)uc;
+	runs[sig == SIGUSR2]++;
+}
+
+static int set_handlers(const char *mode)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	if (strcmp(mode, "signal") == 0 || strcmp(mode, "sysv") == 0) {
+		sighandler_t (*set)(int, sighandler_t) =
+			strcmp(mode, "signal") == 0 ? signal : sysv_signal;
+
+		if (set(SIGUSR1, app_handler) == SIG_ERR || set(SIGUSR2, app_handler) == SIG_ERR)
+			return -1;
+		sa.sa_handler = app_handler;
+	} else {
+		if (strcmp(mode, "siginfo") == 0) {
+			sa.sa_sigaction = app_siginfo;
+			sa.sa_flags = SA_SIGINFO;
+		} else if (strcmp(mode, "ign") == 0) {
+			sa.sa_handler = SIG_IGN;
+		} else if (strcmp(mode, "dfl") == 0) {
+			sa.sa_handler = SIG_DFL;
+		} else {
+			sa.sa_handler = app_handler;
+			sa.sa_flags = strcmp(mode, "resethand") == 0 ? SA_RESETHAND : 0;
+		}
+		if (sigaction(SIGUSR1, &sa, NULL) < 0 || sigaction(SIGUSR2, &sa, NULL) < 0)
+			return -1;
+	}
+	wanted_sa = sa;
+	return 0;
+}
+
+/* Does sigaction() give back what the app set (after SA_RESETHAND ran: SIG_DFL)? */
+static const char *query(void)
+{
+	struct sigaction a;
+
+	if (sigaction(SIGUSR1, NULL, &a) < 0)
+		return "error";
+	if (a.sa_handler == wanted_sa.sa_handler)
+		return "same";
+	return a.sa_handler == SIG_DFL ? "dfl" : "other";
+}
+
+/* A forked child that uses CUDA on its own: initialise, fill, and keep checking. */
+static _Noreturn void cuda_child(const char *file)
+{
+	char tmp[4200];
+	int ok = fake_register() == CUDA_SUCCESS && fill() == 0;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", file);
+	for (unsigned n = 1;; n++) {
+		FILE *f = fopen(tmp, "w");
+
+		ok = ok && verify() == 0;
+		if (f) {
+			fprintf(f, "%s %u\n", ok ? "ok" : "bad", n);
+			fclose(f);
+			rename(tmp, file);
+		}
+		usleep(50000);
+	}
+}
+
 static void *idle(void *arg)
 {
 	for (;;)
@@ -70,8 +155,12 @@ int main(int argc, char **argv)
 		} else if (strncmp(line, "gpu", 3) == 0) {
 			printf("gpu %d\n", fake_current_gpu());
 		} else if (strncmp(line, "fork", 4) == 0) {
-			pid_t c = fork();
+			pid_t c;
 
+			line[strcspn(line, "\n")] = '\0';
+			c = fork();
+			if (c == 0 && strncmp(line, "fork cuda ", 10) == 0)
+				cuda_child(line + 10);
 			if (c == 0) {
 				for (int i = 0; i < 300; i++)
 					usleep(100000);
@@ -99,6 +188,13 @@ int main(int argc, char **argv)
 							      pthread_setname_np(t, line + 7) == 0
 						      ? "ok"
 						      : "failed");
+		} else if (strncmp(line, "handler ", 8) == 0) {
+			line[strcspn(line, "\n")] = '\0';
+			printf("handler %s\n", set_handlers(line + 8) == 0 ? "ok" : "failed");
+		} else if (strncmp(line, "count", 5) == 0) {
+			printf("count %d %d\n", (int)runs[0], (int)runs[1]);
+		} else if (strncmp(line, "query", 5) == 0) {
+			printf("query %s\n", query());
 		} else if (strncmp(line, "ping", 4) == 0) {
 			printf("pong\n");
 		} else if (strncmp(line, "quit", 4) == 0) {

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# The app's own handlers for cudanap's signals: whatever the app sets, cudanap stays armed, the
+# app's handler runs after ours ([signals] chain), and the signal never kills the app.
+. "$(dirname "$0")/../lib.sh"
+export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake
+mkdir "$T/fake"
+write_ini
+
+# cycle NAME SEQ: suspend and resume NAME through its signals; the data must come back intact.
+cycle() {
+	local pid
+	eval "pid=\$${1}_pid"
+	kill -USR1 "$pid"
+	settle "$pid" "$2" || return 1
+	[ "$(field "$pid" state)" = checkpointed ] || return 1
+	kill -USR2 "$pid"
+	settle "$pid" $(($2 + 1)) || return 1
+	[ "$(field "$pid" state)" = running ] || return 1
+	ask "$1" verify
+	[ "$REPLY" = "verify ok" ]
+}
+
+for mode in sigaction siginfo signal sysv; do
+	start A "$TARGET"
+	ask A "handler $mode"
+	is "$REPLY" "handler ok" "$mode: the app installs its handler"
+	check "$mode: cudanap still suspends and resumes, data intact" cycle A 1
+	ask A count
+	is "$REPLY" "count 1 1" "$mode: the app's handler ran once per signal, after ours"
+	ask A query
+	want=same
+	[ $mode = sysv ] && want=dfl # SA_RESETHAND: the app's handler is gone after one run
+	is "$REPLY" "query $want" "$mode: sigaction() reports back what the app set"
+	ask A quit
+	wait "$A_pid"
+done
+
+for mode in ign dfl; do
+	start A "$TARGET"
+	ask A "handler $mode"
+	check "SIG_${mode^^} from the app: still suspends and resumes" cycle A 1
+	check "SIG_${mode^^} from the app: the app lives" kill -0 "$A_pid"
+	ask A quit
+	wait "$A_pid"
+done
+
+# -- chain = false: the app's handler is recorded, not called
+write_ini "[signals]" "chain = false"
+start A "$TARGET"
+ask A "handler sigaction"
+check "chain = false: suspends and resumes" cycle A 1
+ask A count
+is "$REPLY" "count 0 0" "chain = false: the app's handler is not called"
+ask A query
+is "$REPLY" "query same" "chain = false: sigaction() still reports the app's handler"
+ask A quit
+wait "$A_pid"
+write_ini
+
+# -- other signals are the app's: its handlers reach the kernel
+out=$(LD_PRELOAD=$PRELOAD CUDANAP_CONFIG=$T/job.ini bash -c 'trap "echo got" HUP; kill -HUP $$' 2>&1)
+is "$out" got "a handler for another signal is the kernel's to run, as without cudanap"
+probe='trap "" USR1 INT; exec grep -E "^Sig(Blk|Ign)" /proc/self/status'
+plain=$(bash -c "$probe")
+with=$(LD_PRELOAD=$PRELOAD CUDANAP_CONFIG=$T/job.ini bash -c "$probe")
+is "$(echo "$with" | grep SigBlk)" "$(echo "$plain" | grep SigBlk)" "the signal mask as the app set it"
+# The kernel no longer ignores SIGUSR1 (cudanap catches it); every other bit is the app's.
+ign() { echo "$1" | awk '/SigIgn/ { print $2 }'; }
+is "$(printf '%x' $(( 0x$(ign "$plain") & ~0x200 )))" "$(printf '%x' $(( 0x$(ign "$with") )))" \
+	"ignored signals as the app set them, but for cudanap's own"
+
+# -- Python: signal.signal and faulthandler.register
+if command -v python3 > /dev/null; then
+	cat > "$T/py.py" <<'PY'
+import faulthandler, os, signal, sys, time
+hits = []
+signal.signal(signal.SIGUSR2, lambda s, f: hits.append(s))
+faulthandler.register(signal.SIGUSR1, file=open(os.devnull, "w"), chain=False)
+print("ready", os.getpid(), flush=True)
+for line in sys.stdin:
+    if line.startswith("hits"):
+        time.sleep(0.2)
+        print("hits", len(hits), signal.getsignal(signal.SIGUSR2) is not signal.SIG_DFL, flush=True)
+    elif line.startswith("quit"):
+        break
+PY
+	start P python3 "$T/py.py"
+	kill -USR1 "$P_pid"
+	settle "$P_pid" 1
+	like "$(field "$P_pid" state)" "no-cuda" "Python with faulthandler.register on SIGUSR1: cudanap still answers"
+	kill -USR2 "$P_pid"
+	settle "$P_pid" 2
+	ask P hits
+	is "$REPLY" "hits 1 True" "Python's signal.signal handler ran after cudanap's"
+	check "the Python process lives" kill -0 "$P_pid"
+	ask P quit
+else
+	ok 0 "# SKIP python3 not installed"
+fi
+finish
