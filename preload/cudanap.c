@@ -226,6 +226,25 @@ static int wake_pipe(int p[2])
 	return p[0] >= 0 && p[1] >= 0 ? 0 : -1;
 }
 
+/* Our signals are blocked across fork() in the forking thread: one sent to the child before its
+ * agent is up waits for it instead of meeting a handler that has nowhere to write. */
+static __thread sigset_t mask_before_fork;
+
+static void before_fork(void)
+{
+	sigset_t ours;
+
+	sigemptyset(&ours);
+	sigaddset(&ours, sig_suspend);
+	sigaddset(&ours, sig_resume);
+	pthread_sigmask(SIG_BLOCK, &ours, &mask_before_fork);
+}
+
+static void after_fork_parent(void)
+{
+	pthread_sigmask(SIG_SETMASK, &mask_before_fork, NULL);
+}
+
 /* A child forked without exec has none of its parent's threads: it gets an agent of its own, so
  * that it answers for itself (and can be suspended on its own if it uses CUDA), and never reaches
  * its parent's agent or controller. Its controller starts at its first request. */
@@ -240,15 +259,14 @@ static void after_fork_child(void)
 	cn_copy_after_fork();
 	if (wake_pipe(p) < 0) {
 		cn_agent_fork_child(-1);
-		return;
-	}
-	if (cn_agent_fork_child(p[0]) < 0) {
+	} else if (cn_agent_fork_child(p[0]) < 0) {
 		close(p[0]);
 		close(p[1]);
-		return;
+	} else {
+		owner = getpid();
+		wake_wr = p[1];
 	}
-	owner = getpid();
-	wake_wr = p[1];
+	pthread_sigmask(SIG_SETMASK, &mask_before_fork, NULL);
 }
 
 static void startup_error(const char *msg)
@@ -303,7 +321,7 @@ __attribute__((constructor)) static void cn_init(void)
 	if (sig_resume != sig_suspend)
 		install(sig_resume, &wishes[1]);
 	atomic_store(&armed, true);
-	pthread_atfork(NULL, NULL, after_fork_child);
+	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 }
 
 __attribute__((destructor)) static void cn_fini(void)
