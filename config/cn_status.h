@@ -50,6 +50,7 @@ int cn_status_parse(const char *buf, struct cn_status *s);
 int cn_status_write(const char *dir, const struct cn_status *s);
 int cn_status_read(const char *dir, int pid, struct cn_status *s);
 int cn_status_remove(const char *dir, int pid);
+void cn_status_path(const char *dir, int pid, char *out, size_t len);
 
 /* /proc/PID/stat's start time, or 0 when the process is gone. */
 unsigned long long cn_proc_starttime(int pid);

@@ -268,7 +268,7 @@ int cn_status_write(const char *dir, const struct cn_status *s)
 
 	if (n < 0)
 		return n;
-	snprintf(path, sizeof(path), "%s/%d.json", dir, s->pid);
+	cn_status_path(dir, s->pid, path, sizeof(path));
 	snprintf(tmp, sizeof(tmp), "%s/.%d.json.tmp", dir, s->pid);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
@@ -290,7 +290,7 @@ int cn_status_read(const char *dir, int pid, struct cn_status *s)
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/%d.json", dir, pid);
+	cn_status_path(dir, pid, path, sizeof(path));
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -302,11 +302,16 @@ int cn_status_read(const char *dir, int pid, struct cn_status *s)
 	return cn_status_parse(buf, s);
 }
 
+void cn_status_path(const char *dir, int pid, char *out, size_t len)
+{
+	snprintf(out, len, "%s/%d.json", dir, pid);
+}
+
 int cn_status_remove(const char *dir, int pid)
 {
 	char path[4200];
 
-	snprintf(path, sizeof(path), "%s/%d.json", dir, pid);
+	cn_status_path(dir, pid, path, sizeof(path));
 	return unlink(path) < 0 ? -errno : 0;
 }
 

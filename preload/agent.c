@@ -33,7 +33,9 @@ static struct {
 	struct cn_config cfg; /* reloaded at each resume */
 	int wake_fd, sock;
 	struct cn_status st;
-	atomic_bool exiting;
+	pthread_mutex_t publishing; /* a status write and the removal at exit exclude each other */
+	bool exiting;
+	char status_path[4200]; /* for the removal at _exit, which must be async-signal-safe */
 	/* What the process held per GPU at its last checkpoint, for the check before restore. */
 	uint32_t n_use;
 	struct cn_gpu_use use[CN_MAX_GPUS];
@@ -62,15 +64,15 @@ static void publish(void)
 	struct tm tm;
 	char when[24];
 
-	if (atomic_load(&ag.exiting))
-		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(ag.st.timestamp, sizeof(ag.st.timestamp), "%s.%03dZ", when,
 		 (int)(ts.tv_nsec / 1000000));
-	if (cn_status_write(ag.cfg.status_dir, &ag.st) < 0)
+	pthread_mutex_lock(&ag.publishing);
+	if (!ag.exiting && cn_status_write(ag.cfg.status_dir, &ag.st) < 0)
 		cn_log(&ag.cfg, CN_LOG_DEBUG, "cannot write status in %s", ag.cfg.status_dir);
+	pthread_mutex_unlock(&ag.publishing);
 }
 
 static const char *op_name(uint32_t op)
@@ -517,7 +519,6 @@ static int wanted(bool suspended_now)
 static void *agent_main(void *arg)
 {
 	(void)arg;
-	publish();
 	for (;;) {
 		/* The controller's socket is watched too: one that dies while idle is noticed and
 		 * replaced at the next request, not found dead in the middle of one. */
@@ -549,6 +550,7 @@ static void reset(int wake_fd)
 	ag.sock = -1;
 	ag.n_use = 0;
 	cn_status_init(&ag.st, (int)getpid());
+	cn_status_path(ag.cfg.status_dir, ag.st.pid, ag.status_path, sizeof(ag.status_path));
 	ag.st.starttime = cn_proc_starttime(ag.st.pid);
 	ag.st.suspend_signal = ag.cfg.suspend_signal;
 	ag.st.resume_signal = ag.cfg.resume_signal;
@@ -591,11 +593,15 @@ static int start_thread(void)
 	return -r;
 }
 
+/* The first status file is written before the thread starts, by the caller: a process that
+ * exits at once must not have its file written after its exit removed it. */
 int cn_agent_start(const struct cn_config *cfg, int wake_fd)
 {
+	pthread_mutex_init(&ag.publishing, NULL);
 	ag.cfg = *cfg;
 	ag.thp = cn_staging_thp_available();
 	reset(wake_fd);
+	publish();
 	return start_thread();
 }
 
@@ -610,7 +616,10 @@ int cn_agent_fork_child(int wake_fd)
 	ag.wake_fd = ag.sock = -1;
 	if (wake_fd < 0)
 		return -EBADF;
+	pthread_mutex_init(&ag.publishing, NULL); /* the parent's agent may have held it */
+	ag.exiting = false;
 	reset(wake_fd);
+	publish();
 	if (start_thread() == 0)
 		return 0;
 	ag.wake_fd = -1;
@@ -619,6 +628,13 @@ int cn_agent_fork_child(int wake_fd)
 
 void cn_agent_exit(void)
 {
-	atomic_store(&ag.exiting, true);
+	pthread_mutex_lock(&ag.publishing);
+	ag.exiting = true;
 	cn_status_remove(ag.cfg.status_dir, ag.st.pid);
+	pthread_mutex_unlock(&ag.publishing);
+}
+
+void cn_agent_exit_now(void)
+{
+	unlink(ag.status_path);
 }

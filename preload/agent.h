@@ -21,4 +21,7 @@ int cn_agent_fork_child(int wake_fd);
 /* At process exit: remove the status file. */
 void cn_agent_exit(void);
 
+/* The same from _exit(), which may be called anywhere, a signal handler included: unlink only. */
+void cn_agent_exit_now(void);
+
 #endif

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -184,6 +185,24 @@ EXPORT sighandler_t sysv_signal(int sig, sighandler_t h)
 EXPORT sighandler_t __sysv_signal(int sig, sighandler_t h)
 {
 	return set_handler(sig, h, SA_RESETHAND | SA_NODEFER);
+}
+
+/* ---- exits that skip the destructor ---- */
+
+/* Shells (dash, bash's exec failures), forked workers and many runtimes leave by _exit(): the
+ * status file goes with them, as it does at exit(). Only unlink and the exit itself: both are
+ * async-signal-safe, as _exit() must stay. */
+EXPORT _Noreturn void _exit(int status)
+{
+	if (owner == getpid())
+		cn_agent_exit_now();
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
+}
+
+EXPORT _Noreturn void _Exit(int status)
+{
+	_exit(status);
 }
 
 /* ---- start ---- */

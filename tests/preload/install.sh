@@ -13,7 +13,7 @@ out=$(env -u CUDANAP_PRELOAD "$cli" run -- /bin/sh -c 'echo "$LD_PRELOAD"' 2>&1)
 is "$out" "$(readlink -f "$lib")" "the installed cudanap run preloads the installed library, which finds its controller"
 out=$(LD_PRELOAD=/lib/x86_64-linux-gnu/libc.so.6 "$cli" run -- /bin/sh -c 'echo "$LD_PRELOAD"')
 is "$out" "/lib/x86_64-linux-gnu/libc.so.6:$(readlink -f "$lib")" "an existing LD_PRELOAD is kept and ours appended"
-is "$(nm -D --defined-only "$lib" | awk '$2 != "A" { print $3 }' | LC_ALL=C sort | tr '\n' ' ')" "__sysv_signal bsd_signal mmap mmap64 munmap sigaction signal sysv_signal " \
+is "$(nm -D --defined-only "$lib" | awk '$2 != "A" { print $3 }' | LC_ALL=C sort | tr '\n' ' ')" "_Exit __sysv_signal _exit bsd_signal mmap mmap64 munmap sigaction signal sysv_signal " \
 	"the preload exports only the symbols it interposes"
 printf '[status]\ndir = %s\n' "$T/st" > "$T/i.ini"
 mkdir -m 700 "$T/st"

@@ -44,6 +44,17 @@ wait "$pid"
 gone() { for _ in $(seq 100); do [[ $(ps -o stat= -p "$1") =~ ^Z?$ ]] && return 0; sleep 0.05; done; return 1; }
 check "the controller exits with the target" gone "$ctl"
 
+# -- status files go with the process, by exit() or by _exit() (dash, forked workers)
+for sh in /bin/sh /bin/bash; do
+	LD_PRELOAD=$PRELOAD CUDANAP_CONFIG=$T/job.ini $sh -c 'exit 0'
+	LD_PRELOAD=$PRELOAD CUDANAP_CONFIG=$T/job.ini $sh -c ':'
+done
+is "$(ls "$T/status" | wc -l)" 0 "short processes leave no status file behind"
+
+# -- an exec'd child inherits no cudanap descriptor (after the controller has started, too)
+out=$(LD_PRELOAD=$PRELOAD CUDANAP_CONFIG=$T/job.ini bash -c 'kill -USR1 $$; sleep 0.3; exec env -u LD_PRELOAD ls -l /proc/self/fd' 2>/dev/null)
+is "$(echo "$out" | awk '$9 ~ /^[0-9]+$/ && $9 > 2' | grep -cE 'pipe:|socket:')" 0 "an exec'd child has no cudanap pipe or socket"
+
 # -- `app | cat` sees EOF: the controller does not hold the app's pipes
 out=$(timeout 10 bash -c "'$CUDANAP' run -c '$T/job.ini' -- /bin/echo hello | cat"); rc=$?
 is "$out:$rc" "hello:0" "a pipeline through the app ends"
