@@ -27,6 +27,12 @@ todo() { # todo REASON DESCRIPTION COMMAND...: a known failure; passing is news 
 }
 finish() { echo "1..$tap_n"; exit $((tap_failed > 0)); }
 
+# Under the sanitize setup of an ASan build: the runtime first wherever the preload goes (start
+# passes it to `cudanap run`, which appends the preload).
+if [ -n "${CN_SANITIZER_RUNTIME:-}" ]; then
+	PRELOAD=$CN_SANITIZER_RUNTIME:$PRELOAD
+fi
+
 T=$(mktemp -d "${TMPDIR:-/tmp}/cudanap-test.XXXXXX")
 mkdir -m 700 "$T/xdg" "$T/status"
 export XDG_RUNTIME_DIR=$T/xdg
@@ -49,7 +55,8 @@ start() {
 	local name=$1 fin fout line; shift
 	rm -f "$T/$name.in" "$T/$name.out"
 	mkfifo "$T/$name.in" "$T/$name.out"
-	"$CUDANAP" run -c "$T/job.ini" -- "$@" < "$T/$name.in" > "$T/$name.out" 2>> "$T/$name.err" &
+	env ${CN_SANITIZER_RUNTIME:+LD_PRELOAD=$CN_SANITIZER_RUNTIME} \
+		"$CUDANAP" run -c "$T/job.ini" -- "$@" < "$T/$name.in" > "$T/$name.out" 2>> "$T/$name.err" &
 	printf -v "${name}_pid" '%s' $!
 	exec {fin}> "$T/$name.in"
 	exec {fout}< "$T/$name.out"

@@ -48,6 +48,11 @@ if ! command -v python3 > /dev/null; then
 	ok 0 "# SKIP python3 not installed"
 	finish
 fi
+if [ -n "${CN_SANITIZER_RUNTIME:-}" ]; then
+	# An uninstrumented interpreter under the ASan runtime stalls in multiprocessing's spawn.
+	ok 0 "# SKIP Python children under the sanitizer runtime"
+	finish
+fi
 py=$(dirname "$0")/mp_child.py
 for how in fork spawn forkserver subprocess; do
 	start M python3 "$py" "$how" cuda

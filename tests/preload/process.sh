@@ -14,7 +14,7 @@ is "$with" "$plain" "signal mask and ignored signals unchanged"
 # Signals caught, as a hex mask, minus glibc's internal real-time ones (32, 33).
 caught() { printf '%x' $(( 0x$(grep SigCgt /proc/self/status | cut -f2) & 0xffffffff )); }
 export -f caught
-plain=$(bash -c caught)
+plain=$(LD_PRELOAD=${CN_SANITIZER_RUNTIME:-} bash -c caught)
 with=$(LD_PRELOAD=$PRELOAD CUDANAP_CONFIG=$T/job.ini bash -c caught)
 is "$(printf '%x' $(( 0x$with ^ 0x$plain )))" a00 "cudanap catches SIGUSR1 and SIGUSR2 and nothing else"
 
