@@ -495,6 +495,11 @@ static int k_margin(struct cn_config *c, const char *v, char *why, size_t len)
 	return -EINVAL;
 }
 
+static int k_allow_managed(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	return set_bool(&c->allow_managed, v, why, len);
+}
+
 static int k_chain(struct cn_config *c, const char *v, char *why, size_t len)
 {
 	return set_bool(&c->chain, v, why, len);
@@ -562,6 +567,7 @@ static const struct {
 	{ "performance", "copy_threads", k_copy_threads },
 	{ "preflight", "allow_jax", k_allow_jax },
 	{ "preflight", "allow_nccl", k_allow_nccl },
+	{ "preflight", "allow_managed", k_allow_managed },
 	{ "preflight", "host_memory", k_host_check },
 	{ "preflight", "host_margin_mib", k_host_margin },
 	{ "controller", "watchdog_ms", k_watchdog },

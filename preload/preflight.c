@@ -14,19 +14,41 @@
  * alone). Losing the job is worse than refusing the suspend. */
 static const char *const jax_markers[] = { "xla_cuda_plugin", "xla_extension", "/jaxlib/" };
 
-static const char *mapped(const char *const *markers, size_t n)
+/* The first of the markers found in our mappings, and how many mappings name *count_of. */
+static const char *scan_maps(const char *const *markers, size_t n, const char *count_of,
+			     unsigned *count)
 {
 	static char line[4096];
 	const char *hit = NULL;
 	FILE *f = fopen("/proc/self/maps", "re");
 
-	while (f && !hit && fgets(line, sizeof(line), f))
+	while (f && fgets(line, sizeof(line), f)) {
 		for (size_t i = 0; i < n && !hit; i++)
 			if (strstr(line, markers[i]))
 				hit = markers[i];
+		if (count_of && strstr(line, count_of))
+			(*count)++;
+	}
 	if (f)
 		fclose(f);
 	return hit;
+}
+
+static const char *mapped(const char *const *markers, size_t n)
+{
+	return scan_maps(markers, n, NULL, NULL);
+}
+
+/* Managed memory (cudaMallocManaged): the driver cannot checkpoint it, fails after the lock with
+ * NOT_SUPPORTED and leaves the process locked. Measured on H100 and H200 (driver 580): a process
+ * with managed memory maps /dev/nvidia-uvm twice; plain CUDA programs, PyTorch, CuPy and CUDA IPC
+ * processes map it once. */
+static bool managed_memory(void)
+{
+	unsigned n = 0;
+
+	scan_maps(NULL, 0, "/dev/nvidia-uvm", &n);
+	return n > 1;
 }
 
 /* NCCL communicators. Loading libnccl is not enough to refuse: every PyTorch process does. What a
@@ -113,6 +135,13 @@ int cn_preflight_suspend(const struct cn_config *c, char *why, size_t len)
 			 "refusing to suspend a JAX process: JAX crashes inside libcuda while "
 			 "checkpointed (driver 580); set [preflight] allow_jax = true to try "
 			 "anyway");
+		return -1;
+	}
+	if (!c->allow_managed && managed_memory()) {
+		snprintf(why, len,
+			 "refusing to suspend a process that uses managed memory "
+			 "(cudaMallocManaged): the driver cannot checkpoint it; set [preflight] "
+			 "allow_managed = true to try anyway");
 		return -1;
 	}
 	if (!c->allow_nccl && (nccl_thread() || mapped(nccl_markers, 1) || nccl_socket())) {
