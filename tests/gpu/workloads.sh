@@ -77,10 +77,15 @@ if has jax; then
 	start jaxallow "$py" "$here/jax_train.py" 400 100
 	out=$("$CUDANAP" suspend "$jaxallow_pid")
 	diag "JAX with allow_jax, pool 10%: $out"
+	like "$out" "suspended in" "JAX with allow_jax = true: cudanap suspends it when told to"
 	sleep 4
-	todo "driver 580 segfaults inside libcuda while JAX is checkpointed" \
-		"JAX with allow_jax = true survives 4 s checkpointed" kill -0 "$jaxallow_pid"
-	"$CUDANAP" resume "$jaxallow_pid" > /dev/null 2>&1
+	# Not an assertion: on driver 580 JAX crashed inside libcuda while checkpointed in most runs
+	# and survived in one; which of the two happened is reported.
+	if kill -0 "$jaxallow_pid" 2> /dev/null; then
+		diag "JAX with allow_jax: alive after 4 s checkpointed; $("$CUDANAP" resume "$jaxallow_pid" 2>&1)"
+	else
+		diag "JAX with allow_jax: crashed while checkpointed ($(tail -n 1 "$T/jaxallow.err"))"
+	fi
 	kill -9 "$jaxallow_pid" 2> /dev/null
 	unset XLA_PYTHON_CLIENT_MEM_FRACTION XLA_FLAGS
 	write_ini "[log]" "level = info"
