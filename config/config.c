@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -446,11 +447,6 @@ static int set_bool(bool *dst, const char *v, char *why, size_t len)
 	return -EINVAL;
 }
 
-static int k_hugepages(struct cn_config *c, const char *v, char *why, size_t len)
-{
-	return set_bool(&c->hugepages, v, why, len);
-}
-
 static int set_threads(unsigned *dst, unsigned max, const char *v, char *why, size_t len)
 {
 	unsigned long n;
@@ -473,53 +469,26 @@ static int k_copy_threads(struct cn_config *c, const char *v, char *why, size_t 
 	return set_threads(&c->copy_threads, 64, v, why, len);
 }
 
-static int k_allow_jax(struct cn_config *c, const char *v, char *why, size_t len)
+static int set_mib(unsigned *dst, unsigned long max, const char *v, char *why, size_t len)
 {
-	return set_bool(&c->allow_jax, v, why, len);
-}
+	unsigned long n;
 
-static int k_allow_nccl(struct cn_config *c, const char *v, char *why, size_t len)
-{
-	return set_bool(&c->allow_nccl, v, why, len);
+	if (parse_uint(v, max, &n) == 0) {
+		*dst = (unsigned)n;
+		return 0;
+	}
+	snprintf(why, len, "'%s' is not a number of MiB from 0 to %lu", v, max);
+	return -EINVAL;
 }
 
 static int k_margin(struct cn_config *c, const char *v, char *why, size_t len)
 {
-	unsigned long n;
-
-	if (parse_uint(v, 1u << 20, &n) == 0) {
-		c->margin_mib = (unsigned)n;
-		return 0;
-	}
-	snprintf(why, len, "'%s' is not a number of MiB from 0 to 1048576", v);
-	return -EINVAL;
-}
-
-static int k_allow_managed(struct cn_config *c, const char *v, char *why, size_t len)
-{
-	return set_bool(&c->allow_managed, v, why, len);
-}
-
-static int k_chain(struct cn_config *c, const char *v, char *why, size_t len)
-{
-	return set_bool(&c->chain, v, why, len);
-}
-
-static int k_host_check(struct cn_config *c, const char *v, char *why, size_t len)
-{
-	return set_bool(&c->host_check, v, why, len);
+	return set_mib(&c->margin_mib, 1ul << 20, v, why, len);
 }
 
 static int k_host_margin(struct cn_config *c, const char *v, char *why, size_t len)
 {
-	unsigned long n;
-
-	if (parse_uint(v, 1u << 24, &n) == 0) {
-		c->host_margin_mib = (unsigned)n;
-		return 0;
-	}
-	snprintf(why, len, "'%s' is not a number of MiB from 0 to 16777216", v);
-	return -EINVAL;
+	return set_mib(&c->host_margin_mib, 1ul << 24, v, why, len);
 }
 
 static int k_watchdog(struct cn_config *c, const char *v, char *why, size_t len)
@@ -533,44 +502,35 @@ static int k_watchdog(struct cn_config *c, const char *v, char *why, size_t len)
 	return r;
 }
 
-static int k_reserve(struct cn_config *c, const char *v, char *why, size_t len)
-{
-	return set_bool(&c->reserve, v, why, len);
-}
-
-static int k_keep_host_buffer(struct cn_config *c, const char *v, char *why, size_t len)
-{
-	return set_bool(&c->keep_host_buffer, v, why, len);
-}
-
 static const struct {
 	const char *section, *key;
-	key_parser parse;
+	key_parser parse; /* NULL: a true/false key, stored at offset */
+	size_t offset;
 } key_table[] = {
-	{ "signals", "suspend", k_suspend },
-	{ "signals", "resume", k_resume },
-	{ "signals", "chain", k_chain },
-	{ "lock", "timeout_ms", k_lock_timeout },
-	{ "restore", "gpu_map", k_gpu_map },
-	{ "restore", "margin_mib", k_margin },
-	{ "restore", "reserve", k_reserve },
-	{ "status", "dir", k_status_dir },
-	{ "log", "level", k_log_level },
-	{ "log", "target", k_log_target },
-	{ "hooks", "on_suspended", k_on_suspended },
-	{ "hooks", "on_resumed", k_on_resumed },
-	{ "hooks", "on_failure", k_on_failure },
-	{ "hooks", "timeout_ms", k_hook_timeout },
-	{ "performance", "hugepages", k_hugepages },
-	{ "performance", "prefault_threads", k_prefault_threads },
-	{ "performance", "keep_host_buffer", k_keep_host_buffer },
-	{ "performance", "copy_threads", k_copy_threads },
-	{ "preflight", "allow_jax", k_allow_jax },
-	{ "preflight", "allow_nccl", k_allow_nccl },
-	{ "preflight", "allow_managed", k_allow_managed },
-	{ "preflight", "host_memory", k_host_check },
-	{ "preflight", "host_margin_mib", k_host_margin },
-	{ "controller", "watchdog_ms", k_watchdog },
+	{ "signals", "suspend", k_suspend, 0 },
+	{ "signals", "resume", k_resume, 0 },
+	{ "signals", "chain", NULL, offsetof(struct cn_config, chain) },
+	{ "lock", "timeout_ms", k_lock_timeout, 0 },
+	{ "restore", "gpu_map", k_gpu_map, 0 },
+	{ "restore", "margin_mib", k_margin, 0 },
+	{ "restore", "reserve", NULL, offsetof(struct cn_config, reserve) },
+	{ "status", "dir", k_status_dir, 0 },
+	{ "log", "level", k_log_level, 0 },
+	{ "log", "target", k_log_target, 0 },
+	{ "hooks", "on_suspended", k_on_suspended, 0 },
+	{ "hooks", "on_resumed", k_on_resumed, 0 },
+	{ "hooks", "on_failure", k_on_failure, 0 },
+	{ "hooks", "timeout_ms", k_hook_timeout, 0 },
+	{ "performance", "hugepages", NULL, offsetof(struct cn_config, hugepages) },
+	{ "performance", "prefault_threads", k_prefault_threads, 0 },
+	{ "performance", "keep_host_buffer", NULL, offsetof(struct cn_config, keep_host_buffer) },
+	{ "performance", "copy_threads", k_copy_threads, 0 },
+	{ "preflight", "allow_jax", NULL, offsetof(struct cn_config, allow_jax) },
+	{ "preflight", "allow_nccl", NULL, offsetof(struct cn_config, allow_nccl) },
+	{ "preflight", "allow_managed", NULL, offsetof(struct cn_config, allow_managed) },
+	{ "preflight", "host_memory", NULL, offsetof(struct cn_config, host_check) },
+	{ "preflight", "host_margin_mib", k_host_margin, 0 },
+	{ "controller", "watchdog_ms", k_watchdog, 0 },
 };
 #define N_KEYS (sizeof(key_table) / sizeof(key_table[0]))
 
@@ -591,7 +551,10 @@ static int on_ini_key(void *user, const char *section, const char *name, const c
 				 "given more than once (an indented line continues the key above)");
 		} else {
 			x->seen |= 1u << i;
-			if (key_table[i].parse(x->c, value, why, sizeof(why)) == 0)
+			if ((key_table[i].parse
+				     ? key_table[i].parse(x->c, value, why, sizeof(why))
+				     : set_bool((bool *)((char *)x->c + key_table[i].offset), value,
+						why, sizeof(why))) == 0)
 				return 1;
 		}
 		snprintf(x->msg, sizeof(x->msg), "%s.%s: %s", section, name, why);

@@ -22,32 +22,32 @@ check "a new controller serves it" test -n "$(ctl_of "$A_pid")" -a "$(ctl_of "$A
 out=$("$CUDANAP" resume "$A_pid"); rc=$?
 like "$out:$rc" "resumed in .*:0" "and the resume"
 
+# kill_mid CALL SIGNAL SEQ: send SIGNAL to A, kill its controller 0.3 s into the fake driver's
+# 1.5 s CALL (checkpoint or restore), and wait for A's SEQth outcome.
+kill_mid() {
+	echo 1500 > "$T/fake/delay_$1"
+	kill -"$2" "$A_pid"
+	for _ in $(seq 100); do [ "$(field "$A_pid" busy)" = true ] && break; sleep 0.02; done
+	sleep 0.3
+	kill -9 "$(ctl_of "$A_pid")"
+	settle "$A_pid" "$3"
+	rm "$T/fake/delay_$1"
+}
+
 # -- killed mid-checkpoint: the job runs on and says so
-echo 1500 > "$T/fake/delay_checkpoint"
-kill -USR1 "$A_pid"
-for _ in $(seq 100); do [ "$(field "$A_pid" busy)" = true ] && break; sleep 0.02; done
-sleep 0.3
-kill -9 "$(ctl_of "$A_pid")"
-settle "$A_pid" 3
+kill_mid checkpoint USR1 3
 is "$(field "$A_pid" result):$(field "$A_pid" state)" "CONTROLLER_GONE:running" \
 	"killed mid-checkpoint: reported, and the process unlocked and running"
 like "$(field "$A_pid" message)" "died during the checkpoint" "the status says what happened"
 ask A verify
 is "$REPLY" "verify ok" "the job's data is intact and its CUDA works"
-rm "$T/fake/delay_checkpoint"
 out=$("$CUDANAP" suspend "$A_pid"); rc=$?
 like "$out:$rc" "suspended in .*:0" "the next suspend works"
 
 # -- killed mid-restore: still suspended, and the next resume works
-echo 1500 > "$T/fake/delay_restore"
-kill -USR2 "$A_pid"
-for _ in $(seq 100); do [ "$(field "$A_pid" busy)" = true ] && break; sleep 0.02; done
-sleep 0.3
-kill -9 "$(ctl_of "$A_pid")"
-settle "$A_pid" 5
+kill_mid restore USR2 5
 is "$(field "$A_pid" result):$(field "$A_pid" state)" "CONTROLLER_GONE:checkpointed" \
 	"killed mid-restore: reported, still suspended"
-rm "$T/fake/delay_restore"
 out=$("$CUDANAP" resume "$A_pid"); rc=$?
 like "$out:$rc" "resumed in .*:0" "the next resume works"
 ask A verify
