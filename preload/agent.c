@@ -98,7 +98,7 @@ static int ensure_controller(struct cn_resp *resp)
 	resp->result = CN_RES_IO;
 	resp->state = CN_STATE_UNKNOWN;
 	snprintf(resp->name, sizeof(resp->name), "NO_CONTROLLER");
-	snprintf(resp->message, sizeof(resp->message), "cannot start cudanap-ctl: %s",
+	snprintf(resp->message, sizeof(resp->message), "cannot start %s: %s", cn_controller_path(),
 		 strerror(-r));
 	return -1;
 }

@@ -311,13 +311,12 @@ __attribute__((constructor)) static void cn_init(void)
 	if (cn_config_load_env(&cfg, err, sizeof(err)) < 0 ||
 	    cn_status_dir_prepare(cfg.status_dir, err, sizeof(err)) < 0)
 		startup_error(err);
-	if (!cn_controller_locate()) {
+	/* Armed even so: each signal is then answered with the error, and never kills the app. */
+	if (!cn_controller_locate())
 		dprintf(STDERR_FILENO,
-			"cudanap: cudanap-ctl is neither beside libcudanap.so nor in %s; "
-			"suspend/resume disabled\n",
+			"cudanap: cudanap-ctl is neither beside libcudanap.so nor in %s; every "
+			"suspend will fail until it is installed\n",
 			CN_CTL_PATH);
-		return;
-	}
 	if (wake_pipe(p) < 0) {
 		dprintf(STDERR_FILENO, "cudanap: pipe: %s; suspend/resume disabled\n",
 			strerror(errno));

@@ -125,6 +125,11 @@ bool cn_controller_locate(void)
 	return access(ctl_path, X_OK) == 0;
 }
 
+const char *cn_controller_path(void)
+{
+	return ctl_path;
+}
+
 int cn_controller_spawn(int *sock_out)
 {
 	static const char *const drop[] = {

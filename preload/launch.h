@@ -23,6 +23,9 @@ int cn_spawn(const struct cn_spawn *s, pid_t *pid);
  * the constructor; false if there is none. */
 bool cn_controller_locate(void);
 
+/* The path cn_controller_locate settled on (the installed one when none was found). */
+const char *cn_controller_path(void);
+
 /* Start a controller for this process; *sock gets the agent's end (close-on-exec). 0 or -errno. */
 int cn_controller_spawn(int *sock);
 

@@ -206,6 +206,19 @@ ask U verify
 is "$REPLY" "verify ok" "and runs on"
 ask U quit
 
+# -- the controller program missing: each signal answered with the error, never fatal
+mkdir "$T/lonely" && cp "$PRELOAD" "$T/lonely/"
+write_ini
+CUDANAP_PRELOAD=$T/lonely/libcudanap.so start L "$TARGET"
+like "$(cat "$T/L.err")" "cudanap-ctl is neither beside libcudanap.so nor in .*every suspend will fail" \
+	"a library without its controller says so at start"
+out=$("$CUDANAP" suspend "$L_pid"); rc=$?
+like "$out:$rc" "^$L_pid: suspend failed: NO_CONTROLLER: cannot start .*cudanap-ctl: No such file or directory.*:1$" \
+	"a suspend without a controller fails in one line"
+ask L verify
+is "$REPLY" "verify ok" "and the app runs on"
+ask L quit
+
 # -- wrong pids
 sleep 60 & plain=$!
 out=$("$CUDANAP" suspend $dead); rc=$?
