@@ -447,7 +447,9 @@ static int set_bool(bool *dst, const char *v, char *why, size_t len)
 	return -EINVAL;
 }
 
-static int set_threads(unsigned *dst, unsigned max, const char *v, char *why, size_t len)
+/* A count of threads, MiB, ...: unit names it in the error. */
+static int set_count(unsigned *dst, unsigned long max, const char *unit, const char *v, char *why,
+		     size_t len)
 {
 	unsigned long n;
 
@@ -455,40 +457,28 @@ static int set_threads(unsigned *dst, unsigned max, const char *v, char *why, si
 		*dst = (unsigned)n;
 		return 0;
 	}
-	snprintf(why, len, "'%s' is not a number of threads from 0 to %u", v, max);
+	snprintf(why, len, "'%s' is not a number of %s from 0 to %lu", v, unit, max);
 	return -EINVAL;
 }
 
 static int k_prefault_threads(struct cn_config *c, const char *v, char *why, size_t len)
 {
-	return set_threads(&c->prefault_threads, 256, v, why, len);
+	return set_count(&c->prefault_threads, 256, "threads", v, why, len);
 }
 
 static int k_copy_threads(struct cn_config *c, const char *v, char *why, size_t len)
 {
-	return set_threads(&c->copy_threads, 64, v, why, len);
-}
-
-static int set_mib(unsigned *dst, unsigned long max, const char *v, char *why, size_t len)
-{
-	unsigned long n;
-
-	if (parse_uint(v, max, &n) == 0) {
-		*dst = (unsigned)n;
-		return 0;
-	}
-	snprintf(why, len, "'%s' is not a number of MiB from 0 to %lu", v, max);
-	return -EINVAL;
+	return set_count(&c->copy_threads, 64, "threads", v, why, len);
 }
 
 static int k_margin(struct cn_config *c, const char *v, char *why, size_t len)
 {
-	return set_mib(&c->margin_mib, 1ul << 20, v, why, len);
+	return set_count(&c->margin_mib, 1ul << 20, "MiB", v, why, len);
 }
 
 static int k_host_margin(struct cn_config *c, const char *v, char *why, size_t len)
 {
-	return set_mib(&c->host_margin_mib, 1ul << 24, v, why, len);
+	return set_count(&c->host_margin_mib, 1ul << 24, "MiB", v, why, len);
 }
 
 static int k_watchdog(struct cn_config *c, const char *v, char *why, size_t len)

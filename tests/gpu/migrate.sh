@@ -20,6 +20,11 @@ uuid_of() { nvidia-smi --query-gpu=uuid --format=csv,noheader -i "$1"; }
 on() { # on PID: "A:B", MiB on GPU 0 and 1 rounded to GiB
 	echo "$(( ($(mib_on "$1" 0) + 512) / 1024 )):$(( ($(mib_on "$1" 1) + 512) / 1024 ))"
 }
+resume_with() { # resume_with PID GPU_MAP: suspend, set the map, resume; prints cudanap resume's line
+	"$CUDANAP" suspend "$1" > /dev/null
+	write_ini "[restore]" "gpu_map = $2"
+	"$CUDANAP" resume "$1"
+}
 u0=$(uuid_of 0) u1=$(uuid_of 1)
 diag "GPU 0 $u0, GPU 1 $u1; $gib GiB per job"
 
@@ -28,9 +33,7 @@ write_ini
 start A "$HOLDMEM" "$gib"
 pid=$A_pid
 like "$(on "$pid")" "^[1-9][0-9]*:0$" "the job starts on GPU 0"
-"$CUDANAP" suspend "$pid" > /dev/null
-write_ini "[restore]" "gpu_map = 0=1, 1=0"
-out=$("$CUDANAP" resume "$pid"); rc=$?
+out=$(resume_with "$pid" "0=1, 1=0"); rc=$?
 is "$rc" 0 "resume with gpu_map = 0=1, 1=0"
 diag "$out"
 like "$(on "$pid")" "^0:[1-9][0-9]*$" "nvidia-smi shows its memory on GPU 1"
@@ -40,9 +43,7 @@ ask A work
 is "$REPLY" "work ok" "and it works on"
 
 # -- by UUID, back
-"$CUDANAP" suspend "$pid" > /dev/null
-write_ini "[restore]" "gpu_map = $u1=$u0, $u0=$u1"
-out=$("$CUDANAP" resume "$pid"); rc=$?
+out=$(resume_with "$pid" "$u1=$u0, $u0=$u1"); rc=$?
 is "$rc" 0 "resume with a map by UUID"
 like "$(on "$pid")" "^[1-9][0-9]*:0$" "back on GPU 0"
 ask A verify 120
@@ -51,9 +52,7 @@ is "$REPLY" "verify ok" "data intact"
 # -- CUDA_VISIBLE_DEVICES=0 in the app: the controller still pairs every GPU
 write_ini
 CUDA_VISIBLE_DEVICES=0 start B "$HOLDMEM" "$gib"
-"$CUDANAP" suspend "$B_pid" > /dev/null
-write_ini "[restore]" "gpu_map = 0=1, 1=0"
-out=$("$CUDANAP" resume "$B_pid"); rc=$?
+out=$(resume_with "$B_pid" "0=1, 1=0"); rc=$?
 is "$rc" 0 "an app with CUDA_VISIBLE_DEVICES=0 moves too"
 like "$(on "$B_pid")" "^0:[1-9][0-9]*$" "it is on GPU 1"
 ask B verify 120
