@@ -14,41 +14,35 @@
  * alone). Losing the job is worse than refusing the suspend. */
 static const char *const jax_markers[] = { "xla_cuda_plugin", "xla_extension", "/jaxlib/" };
 
-/* The first of the markers found in our mappings, and how many mappings name *count_of. */
-static const char *scan_maps(const char *const *markers, size_t n, const char *count_of,
-			     unsigned *count)
-{
-	static char line[4096];
-	const char *hit = NULL;
-	FILE *f = fopen("/proc/self/maps", "re");
-
-	while (f && fgets(line, sizeof(line), f)) {
-		for (size_t i = 0; i < n && !hit; i++)
-			if (strstr(line, markers[i]))
-				hit = markers[i];
-		if (count_of && strstr(line, count_of))
-			(*count)++;
-	}
-	if (f)
-		fclose(f);
-	return hit;
-}
-
-static const char *mapped(const char *const *markers, size_t n)
-{
-	return scan_maps(markers, n, NULL, NULL);
-}
-
 /* Managed memory (cudaMallocManaged): the driver cannot checkpoint it, fails after the lock with
  * NOT_SUPPORTED and leaves the process locked. Measured on H100 and H200 (driver 580): a process
  * with managed memory maps /dev/nvidia-uvm twice; plain CUDA programs, PyTorch, CuPy and CUDA IPC
  * processes map it once. */
-static bool managed_memory(void)
-{
-	unsigned n = 0;
+#define UVM_DEVICE "/dev/nvidia-uvm"
 
-	scan_maps(NULL, 0, "/dev/nvidia-uvm", &n);
-	return n > 1;
+/* NCCL's shared-memory segments: see nccl_thread below. */
+#define NCCL_SEGMENT "/dev/shm/nccl-"
+
+/* What our mappings show, read in one pass: a large process has thousands of them. */
+struct maps_facts {
+	bool jax, nccl;
+	unsigned uvm;
+};
+
+static void read_maps(struct maps_facts *m)
+{
+	static char line[4096];
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	memset(m, 0, sizeof(*m));
+	while (f && fgets(line, sizeof(line), f)) {
+		for (size_t i = 0; i < sizeof(jax_markers) / sizeof(jax_markers[0]); i++)
+			m->jax |= strstr(line, jax_markers[i]) != NULL;
+		m->nccl |= strstr(line, NCCL_SEGMENT) != NULL;
+		m->uvm += strstr(line, UVM_DEVICE) != NULL;
+	}
+	if (f)
+		fclose(f);
 }
 
 /* NCCL communicators. Loading libnccl is not enough to refuse: every PyTorch process does. What a
@@ -57,7 +51,6 @@ static bool managed_memory(void)
  * (/dev/shm/nccl-*) and its fd-passing sockets (abstract "@/tmp/nccl-socket-*"). A DDP job on
  * two H200s showed none of the last two and no named NCCL threads, checkpointed both ranks and
  * then failed both restores with CUDA_ERROR_OPERATING_SYSTEM: lost. */
-static const char *const nccl_markers[] = { "/dev/shm/nccl-" };
 static const char *const nccl_threads[] = { "NCCL", "pt_nccl" };
 
 static bool nccl_thread(void)
@@ -130,21 +123,24 @@ static bool nccl_socket(void)
 
 int cn_preflight_suspend(const struct cn_config *c, char *why, size_t len)
 {
-	if (!c->allow_jax && mapped(jax_markers, sizeof(jax_markers) / sizeof(jax_markers[0]))) {
+	struct maps_facts m;
+
+	read_maps(&m);
+	if (!c->allow_jax && m.jax) {
 		snprintf(why, len,
 			 "refusing to suspend a JAX process: JAX crashes inside libcuda while "
 			 "checkpointed (driver 580); set [preflight] allow_jax = true to try "
 			 "anyway");
 		return -1;
 	}
-	if (!c->allow_managed && managed_memory()) {
+	if (!c->allow_managed && m.uvm > 1) {
 		snprintf(why, len,
 			 "refusing to suspend a process that uses managed memory "
 			 "(cudaMallocManaged): the driver cannot checkpoint it; set [preflight] "
 			 "allow_managed = true to try anyway");
 		return -1;
 	}
-	if (!c->allow_nccl && (nccl_thread() || mapped(nccl_markers, 1) || nccl_socket())) {
+	if (!c->allow_nccl && (nccl_thread() || m.nccl || nccl_socket())) {
 		snprintf(why, len,
 			 "refusing to suspend a process with NCCL communicators: the driver cannot "
 			 "checkpoint one rank of a collective job on its own; stop the job at a "
