@@ -50,7 +50,6 @@ struct cn_config {
 	unsigned copy_threads;	   /* threads for libcuda's large copies; 0: leave them alone */
 	bool allow_jax;		   /* suspend JAX processes despite the driver crash */
 	bool allow_nccl;	   /* suspend processes with NCCL communicators */
-	bool allow_managed;	   /* try processes that seem to use managed memory */
 	bool host_check;	   /* refuse a suspend whose host copy will not fit */
 	unsigned host_margin_mib;  /* host memory to leave beyond the copy */
 	unsigned watchdog_ms;	   /* say so when a driver call runs longer than this */

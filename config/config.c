@@ -517,7 +517,6 @@ static const struct {
 	{ "performance", "copy_threads", k_copy_threads, 0 },
 	{ "preflight", "allow_jax", NULL, offsetof(struct cn_config, allow_jax) },
 	{ "preflight", "allow_nccl", NULL, offsetof(struct cn_config, allow_nccl) },
-	{ "preflight", "allow_managed", NULL, offsetof(struct cn_config, allow_managed) },
 	{ "preflight", "host_memory", NULL, offsetof(struct cn_config, host_check) },
 	{ "preflight", "host_margin_mib", k_host_margin, 0 },
 	{ "controller", "watchdog_ms", k_watchdog, 0 },

@@ -14,19 +14,14 @@
  * alone). Losing the job is worse than refusing the suspend. */
 static const char *const jax_markers[] = { "xla_cuda_plugin", "xla_extension", "/jaxlib/" };
 
-/* Managed memory (cudaMallocManaged): the driver cannot checkpoint it, fails after the lock with
- * NOT_SUPPORTED and leaves the process locked. Measured on H100 and H200 (driver 580): a process
- * with managed memory maps /dev/nvidia-uvm twice; plain CUDA programs, PyTorch, CuPy and CUDA IPC
- * processes map it once. */
-#define UVM_DEVICE "/dev/nvidia-uvm"
-
 /* NCCL's shared-memory segments: see nccl_thread below. */
 #define NCCL_SEGMENT "/dev/shm/nccl-"
 
-/* What our mappings show, read in one pass: a large process has thousands of them. */
+/* What our mappings show, read in one pass: a large process has thousands of them. (Managed
+ * memory cannot be told from them: a process with it maps /dev/nvidia-uvm twice, but so does one
+ * using two GPUs.) */
 struct maps_facts {
 	bool jax, nccl;
-	unsigned uvm;
 };
 
 static void read_maps(struct maps_facts *m)
@@ -39,7 +34,6 @@ static void read_maps(struct maps_facts *m)
 		for (size_t i = 0; i < sizeof(jax_markers) / sizeof(jax_markers[0]); i++)
 			m->jax |= strstr(line, jax_markers[i]) != NULL;
 		m->nccl |= strstr(line, NCCL_SEGMENT) != NULL;
-		m->uvm += strstr(line, UVM_DEVICE) != NULL;
 	}
 	if (f)
 		fclose(f);
@@ -131,13 +125,6 @@ int cn_preflight_suspend(const struct cn_config *c, char *why, size_t len)
 			 "refusing to suspend a JAX process: JAX crashes inside libcuda while "
 			 "checkpointed (driver 580); set [preflight] allow_jax = true to try "
 			 "anyway");
-		return -1;
-	}
-	if (!c->allow_managed && m.uvm > 1) {
-		snprintf(why, len,
-			 "refusing to suspend a process that uses managed memory "
-			 "(cudaMallocManaged): the driver cannot checkpoint it; set [preflight] "
-			 "allow_managed = true to try anyway");
 		return -1;
 	}
 	if (!c->allow_nccl && (nccl_thread() || m.nccl || nccl_socket())) {

@@ -189,23 +189,6 @@ is "$rc" 0 "allow_nccl = true lets it suspend"
 "$CUDANAP" resume "$N_pid" > /dev/null
 ask N quit
 
-# -- preflight: managed memory, seen as a second /dev/nvidia-uvm mapping (one is every CUDA process)
-write_ini
-start U "$TARGET"
-mkdir -p "$T/dev" && head -c 8192 /dev/zero > "$T/dev/nvidia-uvm"
-ask U "map $T/dev/nvidia-uvm"
-out=$("$CUDANAP" suspend "$U_pid"); rc=$?
-like "$out:$rc" "suspended in .*:0" "one /dev/nvidia-uvm mapping: suspended as usual"
-"$CUDANAP" resume "$U_pid" > /dev/null
-ask U "map $T/dev/nvidia-uvm"
-out=$("$CUDANAP" suspend "$U_pid"); rc=$?
-like "$out:$rc" "^$U_pid: suspend failed: REFUSED: refusing to suspend a process that uses managed memory .*allow_managed = true to try anyway \(state running\):1$" \
-	"two: refused before the lock as managed memory, in one line"
-is "$("$FAKECTL" "$FAKECUDA" state "$U_pid")" "CUDA_SUCCESS 0" "never locked"
-ask U verify
-is "$REPLY" "verify ok" "and runs on"
-ask U quit
-
 # -- the controller program missing: each signal answered with the error, never fatal
 mkdir "$T/lonely" && cp "$PRELOAD" "$T/lonely/"
 write_ini
