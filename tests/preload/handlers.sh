@@ -44,6 +44,28 @@ for mode in ign dfl; do
 	wait "$A_pid"
 done
 
+# -- an app handler that raises the signal again (faulthandler's chain=True): a second, redundant
+# request follows every real one; the CLI must still print the outcome of the real one, and the
+# status file keep it. (The pauses outlast the handler's own 20 ms: a re-raise still in the app's
+# handler when the next request is sent would reach the agent after it, as the app ordered them.)
+start A "$TARGET"
+ask A "handler reraise"
+is "$REPLY" "handler ok" "reraise: the app installs a handler that raises the signal again"
+timed=0
+for i in $(seq 20); do
+	s=$("$CUDANAP" suspend "$A_pid") && sleep 0.1 && r=$("$CUDANAP" resume "$A_pid") && sleep 0.1 &&
+		[[ $s =~ suspended\ in\ .*checkpoint && $r =~ resumed\ in\ .*restore ]] && timed=$((timed + 1))
+done
+is "$timed" 20 "reraise: 20 of 20 suspends and resumes print the real outcome with its timings"
+is "$(field "$A_pid" action):$(field "$A_pid" message)" "resume:resumed" \
+	"reraise: the status file keeps the real outcome, not the redundant one"
+check "reraise: the redundant requests are counted (seq $(field "$A_pid" seq) > 40)" \
+	test "$(field "$A_pid" seq)" -gt 40
+ask A verify
+is "$REPLY" "verify ok" "reraise: data intact"
+ask A quit
+wait "$A_pid"
+
 # -- chain = false: the app's handler is recorded, not called
 write_ini "[signals]" "chain = false"
 start A "$TARGET"

@@ -4,7 +4,8 @@
  *   | handler MODE | count | query | ping | quit
  * "fork cuda FILE": the child initialises the fake driver itself, fills its memory, and checks it
  * every 50 ms, writing "ok N" or "bad N" to FILE. "handler MODE" sets the app's own handler for
- * SIGUSR1 and SIGUSR2 as MODE says (sigaction, siginfo, signal, sysv, resethand, ign, dfl); "count"
+ * SIGUSR1 and SIGUSR2 as MODE says (sigaction, siginfo, signal, sysv, resethand, ign, dfl, reraise
+ * as faulthandler's chain=True does); "count"
  * says how often it ran per signal; "query" whether sigaction() reports it back.
  * With --no-cuda it never initialises the fake driver, like a shell script or a data loader. */
 #define _GNU_SOURCE
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -62,13 +64,36 @@ static void app_siginfo(int sig, siginfo_t *info, void *uc)
 	runs[sig == SIGUSR2]++;
 }
 
+/* What Python's faulthandler.register(sig, chain=True) does: write the tracebacks (here: take a
+ * few milliseconds), put the previous disposition back, raise the signal again, re-install. */
+static struct sigaction before_reraise[2];
+
+static void app_reraise(int sig)
+{
+	struct sigaction mine;
+
+	struct timespec ts = { 0, 20 * 1000 * 1000 };
+
+	runs[sig == SIGUSR2]++;
+	nanosleep(&ts, NULL);
+	sigaction(sig, &before_reraise[sig == SIGUSR2], &mine);
+	raise(sig);
+	sigaction(sig, &mine, NULL);
+}
+
 static int set_handlers(const char *mode)
 {
 	struct sigaction sa;
 
 	memset(&sa, 0, sizeof(sa));
 	sigemptyset(&sa.sa_mask);
-	if (strcmp(mode, "signal") == 0 || strcmp(mode, "sysv") == 0) {
+	if (strcmp(mode, "reraise") == 0) {
+		sa.sa_handler = app_reraise;
+		sa.sa_flags = SA_NODEFER;
+		if (sigaction(SIGUSR1, &sa, &before_reraise[0]) < 0 ||
+		    sigaction(SIGUSR2, &sa, &before_reraise[1]) < 0)
+			return -1;
+	} else if (strcmp(mode, "signal") == 0 || strcmp(mode, "sysv") == 0) {
 		sighandler_t (*set)(int, sighandler_t) =
 			strcmp(mode, "signal") == 0 ? signal : sysv_signal;
 
