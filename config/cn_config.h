@@ -49,22 +49,29 @@ struct cn_config {
 	bool keep_host_buffer;	   /* keep the host copy mapped for the next suspend */
 	unsigned copy_threads;	   /* threads for libcuda's large copies; 0: leave them alone */
 	bool allow_jax;		   /* suspend JAX processes despite the driver crash */
-	bool allow_nccl;	   /* suspend processes with NCCL communicators */
+	bool allow_nccl;	   /* suspend NCCL processes whatever their transports */
+	bool nccl_suspendable;	   /* set NCCL's environment to transports a checkpoint survives */
 	bool host_check;	   /* refuse a suspend whose host copy will not fit */
 	unsigned host_margin_mib;  /* host memory to leave beyond the copy */
 	unsigned watchdog_ms;	   /* say so when a driver call runs longer than this */
 };
 
-/* Defaults for every key; the status dir comes from $XDG_RUNTIME_DIR or the uid. */
+/* Defaults for every key; the status dir from the environment (cn_status_dir_default). */
 void cn_config_defaults(struct cn_config *c);
 
 /* Defaults, then the file at path on top. On error, err reads "FILE:LINE: section.key: reason"
  * and c is left in an unspecified state. */
 int cn_config_load(struct cn_config *c, const char *path, char *err, size_t errlen);
 
-/* Only [status] dir of the file at path (or the default), ignoring every other error: a job
- * whose INI has since been broken must still be found by its status files. */
-void cn_config_status_dir(const char *path, char *dir, size_t len);
+/* The status dir when the INI names none: $CUDANAP_STATUS_DIR (set per job by the Slurm plugin),
+ * else $XDG_RUNTIME_DIR/cudanap, else /tmp/cudanap-UID; the values are passed in, so that the CLI
+ * can work out another process's from its environment. */
+void cn_status_dir_default(const char *status_env, const char *xdg, char *out, size_t len);
+
+/* Only [status] dir of the file at path (or the default from the two variables), ignoring every
+ * other error: a job whose INI has since been broken must still be found by its status files. */
+void cn_config_status_dir(const char *path, const char *status_env, const char *xdg, char *dir,
+			  size_t len);
 
 /* The file named by $CUDANAP_CONFIG, or defaults alone when it is unset or empty. */
 int cn_config_load_env(struct cn_config *c, char *err, size_t errlen);

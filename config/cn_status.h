@@ -10,7 +10,17 @@
 /* Room for the worst case: every character of command and message escaped as \u00XX. */
 #define CN_STATUS_MAX 8192
 
-enum cn_step { CN_STEP_LOCK, CN_STEP_CHECKPOINT, CN_STEP_RESTORE, CN_STEP_UNLOCK, CN_STEPS };
+/* The steps of an action, in the order they run. hibernate: the host copy written to disk and
+ * dropped from memory after the checkpoint; readback: read back before the restore. */
+enum cn_step {
+	CN_STEP_LOCK,
+	CN_STEP_CHECKPOINT,
+	CN_STEP_HIBERNATE,
+	CN_STEP_READBACK,
+	CN_STEP_RESTORE,
+	CN_STEP_UNLOCK,
+	CN_STEPS
+};
 
 struct cn_status {
 	int pid;
@@ -32,9 +42,16 @@ struct cn_status {
 	/* GPU memory the process held when last checkpointed (NVML), over all its GPUs; < 0 when
 	 * not known. */
 	double footprint_mib;
+	/* Of the restore: the room check and the hold on the target GPUs before the driver's call.
+	 */
+	double reserve_ms;
+	/* What the host copy (or a kept or prepared buffer) holds now: resident host memory, and
+	 * space on disk when hibernated; < 0 when there is none. */
+	double host_mib, disk_mib;
 	unsigned long long call_ns; /* CLOCK_MONOTONIC when the action's first driver call began */
 	char timestamp[32];	    /* UTC, ISO 8601, milliseconds */
 	int suspend_signal, resume_signal;
+	bool prepared; /* a prepared host copy waits for the next suspend (cudanap prepare) */
 };
 
 extern const char *const cn_step_names[CN_STEPS];
@@ -43,6 +60,8 @@ void cn_status_init(struct cn_status *s, int pid);
 /* Start a new action: busy, no result yet, every step and measurement cleared. */
 void cn_status_new_action(struct cn_status *s, const char *action);
 int cn_status_format(const struct cn_status *s, char *buf, size_t len);
+/* "lock 0.2 ms, checkpoint 1.52 s": the steps that ran; returns the length written. */
+size_t cn_status_steps(const struct cn_status *s, char *buf, size_t len);
 int cn_status_parse(const char *buf, struct cn_status *s);
 
 /* Atomic replace of <dir>/<pid>.json. Needs no allocation, so the helper thread can call it at

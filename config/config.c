@@ -42,11 +42,18 @@ void cn_config_defaults(struct cn_config *c)
 	c->host_check = true;
 	c->host_margin_mib = 1024;
 	c->watchdog_ms = 60000;
-	if (xdg && xdg[0] == '/')
-		snprintf(c->status_dir, sizeof(c->status_dir), "%s/cudanap", xdg);
+	cn_status_dir_default(secure_getenv("CUDANAP_STATUS_DIR"), xdg, c->status_dir,
+			      sizeof(c->status_dir));
+}
+
+void cn_status_dir_default(const char *status_env, const char *xdg, char *out, size_t len)
+{
+	if (status_env && status_env[0] == '/')
+		snprintf(out, len, "%s", status_env);
+	else if (xdg && xdg[0] == '/')
+		snprintf(out, len, "%s/cudanap", xdg);
 	else
-		snprintf(c->status_dir, sizeof(c->status_dir), "/tmp/cudanap-%u",
-			 (unsigned)getuid());
+		snprintf(out, len, "/tmp/cudanap-%u", (unsigned)getuid());
 }
 
 /* ---- signals ---- */
@@ -283,10 +290,10 @@ struct load_ctx {
 	struct cn_config *c;
 	const char *path;
 	FILE *f;
-	int line;	      /* line inih is handling now */
-	int long_line;	      /* first line longer than inih's buffer, or 0 */
-	unsigned seen;	      /* bit per key_table entry */
-	char msg[CN_ERR_LEN]; /* first handler error, without the FILE:LINE prefix */
+	int line;		 /* line inih is handling now */
+	int long_line;		 /* first line longer than inih's buffer, or 0 */
+	unsigned long long seen; /* bit per key_table entry */
+	char msg[CN_ERR_LEN];	 /* first handler error, without the FILE:LINE prefix */
 	int msg_line;
 };
 
@@ -520,8 +527,10 @@ static const struct {
 	{ "preflight", "host_memory", NULL, offsetof(struct cn_config, host_check) },
 	{ "preflight", "host_margin_mib", k_host_margin, 0 },
 	{ "controller", "watchdog_ms", k_watchdog, 0 },
+	{ "nccl", "suspendable", NULL, offsetof(struct cn_config, nccl_suspendable) },
 };
 #define N_KEYS (sizeof(key_table) / sizeof(key_table[0]))
+_Static_assert(N_KEYS <= 64, "one bit per key in load_ctx.seen");
 
 static int on_ini_key(void *user, const char *section, const char *name, const char *value)
 {
@@ -535,11 +544,11 @@ static int on_ini_key(void *user, const char *section, const char *name, const c
 		section_known = true;
 		if (strcmp(name, key_table[i].key) != 0)
 			continue;
-		if (x->seen & (1u << i)) {
+		if (x->seen & (1ull << i)) {
 			snprintf(why, sizeof(why),
 				 "given more than once (an indented line continues the key above)");
 		} else {
-			x->seen |= 1u << i;
+			x->seen |= 1ull << i;
 			if ((key_table[i].parse
 				     ? key_table[i].parse(x->c, value, why, sizeof(why))
 				     : set_bool((bool *)((char *)x->c + key_table[i].offset), value,
@@ -595,23 +604,28 @@ int cn_config_load(struct cn_config *c, const char *path, char *err, size_t errl
 	return 0;
 }
 
+struct dir_only {
+	char *dir;
+	size_t len;
+};
+
 static int status_dir_only(void *user, const char *section, const char *name, const char *value)
 {
-	struct cn_config *c = user;
+	struct dir_only *d = user;
 
 	if (strcmp(section, "status") == 0 && strcmp(name, "dir") == 0 && value[0] == '/')
-		snprintf(c->status_dir, sizeof(c->status_dir), "%s", value);
+		snprintf(d->dir, d->len, "%s", value);
 	return 1;
 }
 
-void cn_config_status_dir(const char *path, char *dir, size_t len)
+void cn_config_status_dir(const char *path, const char *status_env, const char *xdg, char *dir,
+			  size_t len)
 {
-	static struct cn_config c;
+	struct dir_only d = { dir, len };
 
-	cn_config_defaults(&c);
+	cn_status_dir_default(status_env, xdg, dir, len);
 	if (path && *path)
-		ini_parse(path, status_dir_only, &c);
-	snprintf(dir, len, "%s", c.status_dir);
+		ini_parse(path, status_dir_only, &d);
 }
 
 int cn_config_load_env(struct cn_config *c, char *err, size_t errlen)

@@ -22,11 +22,17 @@ static const struct {
 	const char *key;
 	size_t off;
 } nums[] = {
-	{ "lock_ms", offsetof(struct cn_status, step_ms) + CN_STEP_LOCK * sizeof(double) },
-	{ "checkpoint_ms",
-	  offsetof(struct cn_status, step_ms) + CN_STEP_CHECKPOINT * sizeof(double) },
-	{ "restore_ms", offsetof(struct cn_status, step_ms) + CN_STEP_RESTORE * sizeof(double) },
-	{ "unlock_ms", offsetof(struct cn_status, step_ms) + CN_STEP_UNLOCK * sizeof(double) },
+#define STEP(name, step)                                                                           \
+	{                                                                                          \
+		name, offsetof(struct cn_status, step_ms) + (step) * sizeof(double)                \
+	}
+	STEP("lock_ms", CN_STEP_LOCK),
+	STEP("checkpoint_ms", CN_STEP_CHECKPOINT),
+	STEP("hibernate_ms", CN_STEP_HIBERNATE),
+	STEP("readback_ms", CN_STEP_READBACK),
+	STEP("restore_ms", CN_STEP_RESTORE),
+	STEP("unlock_ms", CN_STEP_UNLOCK),
+#undef STEP
 	NUM(total_ms),
 	NUM(staged_mib),
 	NUM(prefault_ms),
@@ -34,6 +40,9 @@ static const struct {
 	NUM(copy_mib),
 	NUM(copy_ms),
 	NUM(footprint_mib),
+	NUM(reserve_ms),
+	NUM(host_mib),
+	NUM(disk_mib),
 };
 #undef NUM
 #define N_NUMS (sizeof(nums) / sizeof(nums[0]))
@@ -43,8 +52,27 @@ static double *num(const struct cn_status *s, size_t i)
 	return (double *)((char *)s + nums[i].off);
 }
 
-const char *const cn_step_names[CN_STEPS] = { "lock_ms", "checkpoint_ms", "restore_ms",
-					      "unlock_ms" };
+const char *const cn_step_names[CN_STEPS] = { "lock_ms",     "checkpoint_ms", "hibernate_ms",
+					      "readback_ms", "restore_ms",    "unlock_ms" };
+
+size_t cn_status_steps(const struct cn_status *s, char *buf, size_t len)
+{
+	size_t o = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < CN_STEPS && o < len; i++) {
+		double ms = s->step_ms[i];
+
+		if (ms < 0)
+			continue;
+		o += (size_t)snprintf(buf + o, len - o, "%s%.*s ", o ? ", " : "",
+				      (int)strcspn(cn_step_names[i], "_"), cn_step_names[i]);
+		if (o < len)
+			o += (size_t)snprintf(buf + o, len - o, ms < 1000 ? "%.1f ms" : "%.2f s",
+					      ms < 1000 ? ms : ms / 1000);
+	}
+	return o < len ? o : len - 1;
+}
 
 void cn_status_new_action(struct cn_status *s, const char *action)
 {
@@ -123,8 +151,9 @@ int cn_status_format(const struct cn_status *s, char *buf, size_t len)
 	}
 	n = snprintf(buf + o, len - o,
 		     ",\"call_ns\":%llu,\"timestamp\":\"%s\",\"suspend_signal\":%d,"
-		     "\"resume_signal\":%d}\n",
-		     s->call_ns, s->timestamp, s->suspend_signal, s->resume_signal);
+		     "\"resume_signal\":%d,\"prepared\":%s}\n",
+		     s->call_ns, s->timestamp, s->suspend_signal, s->resume_signal,
+		     s->prepared ? "true" : "false");
 	if (n < 0 || (size_t)n >= len - o)
 		return -ENOSPC;
 	return (int)(o + (size_t)n);
@@ -196,6 +225,8 @@ static void set_field(struct cn_status *s, const char *key, const char *v, bool 
 		copy_field(s->state, sizeof(s->state), v);
 	else if (strcmp(key, "busy") == 0)
 		s->busy = strcmp(v, "true") == 0;
+	else if (strcmp(key, "prepared") == 0)
+		s->prepared = strcmp(v, "true") == 0;
 	else if (strcmp(key, "seq") == 0)
 		s->seq = strtoul(v, NULL, 10);
 	else if (strcmp(key, "action") == 0)

@@ -242,8 +242,8 @@ static void finish(const struct cn_resp *r, const char *what, const char *messag
 	const char *hook = NULL, *event;
 	const char *st = state_name(r->state);
 	bool ok = r->result == CUDA_SUCCESS;
-	char total[32], steps[160] = "";
-	size_t o = 0;
+	char total[32], steps[200];
+	size_t o;
 
 	if (r->result == CUDA_ERROR_NOT_INITIALIZED || r->result == CN_RES_NO_DRIVER)
 		st = "no-cuda";
@@ -254,16 +254,10 @@ static void finish(const struct cn_resp *r, const char *what, const char *messag
 	snprintf(ag.st.result, sizeof(ag.st.result), "%s", ok ? "ok" : r->name);
 	snprintf(ag.st.message, sizeof(ag.st.message), "%s", message);
 	ag.st.total_ms = 0;
-	for (int i = 0; i < CN_STEPS; i++) {
-		char t[32];
-
-		if (ag.st.step_ms[i] < 0)
-			continue;
-		ag.st.total_ms += ag.st.step_ms[i];
-		fmt_secs(ag.st.step_ms[i], t, sizeof(t));
-		o += (size_t)snprintf(steps + o, sizeof(steps) - o, "%s%.*s %s", o ? ", " : "",
-				      (int)strcspn(cn_step_names[i], "_"), cn_step_names[i], t);
-	}
+	for (int i = 0; i < CN_STEPS; i++)
+		if (ag.st.step_ms[i] >= 0)
+			ag.st.total_ms += ag.st.step_ms[i];
+	o = cn_status_steps(&ag.st, steps, sizeof(steps));
 	publish();
 
 	fmt_secs(ag.st.total_ms, total, sizeof(total));
@@ -296,7 +290,8 @@ static void finish(const struct cn_resp *r, const char *what, const char *messag
 /* A signal that asks for the state the process is already in, as recorded: an app's handler that
  * re-raises our signal (faulthandler.register(..., chain=True) does) makes one right after the real
  * action. It is counted, so that a waiter sees it handled, but the last real outcome stays in the
- * status file for whoever reads it. A recorded state the driver contradicts is news, and reported. */
+ * status file for whoever reads it. A recorded state the driver contradicts is news, and reported.
+ */
 static bool redundant(const struct cn_status *before, const struct cn_resp *r, const char *msg)
 {
 	const char *now = state_name(r->state);
@@ -326,6 +321,36 @@ static bool current_state(const char *verb, struct cn_resp *r)
 	snprintf(msg, sizeof(msg), "this process has not initialised CUDA: nothing to %s", verb);
 	finish(r, verb, r->result == CUDA_ERROR_NOT_INITIALIZED ? msg : r->message);
 	return false;
+}
+
+/* Re-read the INI at each action, so that a scheduler can change gpu_map while the job sleeps,
+ * or the hibernate directory and the timeouts before a suspend. The signals and the status dir
+ * stay as they were at start. A file broken since ends the action with its error: a suspend
+ * leaves the job running, a resume leaves it suspended. */
+static bool reload(const char *verb)
+{
+	static struct cn_config fresh; /* only the agent thread reloads */
+	char err[CN_ERR_LEN];
+	struct cn_resp r;
+
+	if (!ag.cfg.path[0])
+		return true;
+	if (cn_config_load(&fresh, ag.cfg.path, err, sizeof(err)) < 0) {
+		memset(&r, 0, sizeof(r));
+		r.result = CN_RES_CONFIG;
+		r.state = CN_STATE_UNKNOWN;
+		snprintf(r.name, sizeof(r.name), "CONFIG_ERROR");
+		snprintf(err + strlen(err), sizeof(err) - strlen(err), "; %s",
+			 strcmp(verb, "suspend") == 0 ? "the process keeps running"
+						      : "still suspended");
+		finish(&r, verb, err);
+		return false;
+	}
+	fresh.suspend_signal = ag.cfg.suspend_signal;
+	fresh.resume_signal = ag.cfg.resume_signal;
+	memcpy(fresh.status_dir, ag.cfg.status_dir, sizeof(fresh.status_dir));
+	ag.cfg = fresh;
+	return true;
 }
 
 /* A driver call that moves the process's memory, with libcuda's large copies run in parallel. */
@@ -399,7 +424,7 @@ static void suspend(void)
 	char msg[320];
 
 	begin("suspend");
-	if (!current_state("suspend", &r))
+	if (!reload("suspend") || !current_state("suspend", &r))
 		return;
 	if (r.state == CN_STATE_CHECKPOINTED) {
 		if (!redundant(&before, &r, "already suspended"))
@@ -459,27 +484,11 @@ static void suspend(void)
 static void resume(void)
 {
 	struct cn_status before = ag.st;
-	struct cn_config fresh;
-	char err[CN_ERR_LEN];
 	struct cn_resp r;
 
 	begin("resume");
-	/* Re-read the INI so that a scheduler can change gpu_map while the job sleeps. The
-	 * signals and the status dir stay as they were at start. */
-	if (ag.cfg.path[0]) {
-		if (cn_config_load(&fresh, ag.cfg.path, err, sizeof(err)) < 0) {
-			memset(&r, 0, sizeof(r));
-			r.result = CN_RES_CONFIG;
-			r.state = CN_STATE_UNKNOWN;
-			snprintf(r.name, sizeof(r.name), "CONFIG_ERROR");
-			finish(&r, "resume", err);
-			return;
-		}
-		fresh.suspend_signal = ag.cfg.suspend_signal;
-		fresh.resume_signal = ag.cfg.resume_signal;
-		memcpy(fresh.status_dir, ag.cfg.status_dir, sizeof(fresh.status_dir));
-		ag.cfg = fresh;
-	}
+	if (!reload("resume"))
+		return;
 	if (!current_state("resume", &r))
 		return;
 	if (r.state == CN_STATE_RUNNING) {

@@ -26,6 +26,7 @@
 
 #include "agent.h"
 #include "cn_config.h"
+#include "cn_nccl.h"
 #include "copy.h"
 #include "launch.h"
 #include "staging.h"
@@ -311,6 +312,11 @@ __attribute__((constructor)) static void cn_init(void)
 	if (cn_config_load_env(&cfg, err, sizeof(err)) < 0 ||
 	    cn_status_dir_prepare(cfg.status_dir, err, sizeof(err)) < 0)
 		startup_error(err);
+	/* Before main, so before any NCCL code reads it; every process this one starts inherits
+	 * it, whatever launches the ranks. A value the user set is kept (cudanap run says so, and
+	 * the preflight names it if it keeps the job from being suspended). */
+	if (cfg.nccl_suspendable)
+		cn_nccl_apply(err, sizeof(err));
 	/* Armed even so: each signal is then answered with the error, and never kills the app. */
 	if (!cn_controller_locate())
 		dprintf(STDERR_FILENO,

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cn_nccl.h"
+
 /* JAX's XLA GPU runtime segfaults inside libcuda 1.5-3 s after a successful checkpoint (H200,
  * driver 580.159.04, jax 0.11.2; also with cudanap's fast path off, i.e. with the driver calls
  * alone). Losing the job is worse than refusing the suspend. */
@@ -118,6 +120,7 @@ static bool nccl_socket(void)
 int cn_preflight_suspend(const struct cn_config *c, char *why, size_t len)
 {
 	struct maps_facts m;
+	char env[200];
 
 	read_maps(&m);
 	if (!c->allow_jax && m.jax) {
@@ -127,11 +130,14 @@ int cn_preflight_suspend(const struct cn_config *c, char *why, size_t len)
 			 "anyway");
 		return -1;
 	}
-	if (!c->allow_nccl && (nccl_thread() || m.nccl || nccl_socket())) {
+	/* Its transports are told by the environment NCCL read at its start (cn_nccl.h). */
+	if (!c->allow_nccl && (nccl_thread() || m.nccl || nccl_socket()) &&
+	    cn_nccl_check("/sys/class/infiniband", env, sizeof(env)) < 0) {
 		snprintf(why, len,
-			 "refusing to suspend a process with NCCL communicators: the driver cannot "
-			 "checkpoint one rank of a collective job on its own; stop the job at a "
-			 "checkpoint instead, or set [preflight] allow_nccl = true to try");
+			 "refusing to suspend a process with NCCL communicators whose transports "
+			 "the driver cannot restore: %s; start the job with [nccl] suspendable = "
+			 "true in its INI (or [preflight] allow_nccl = true to try anyway)",
+			 env);
 		return -1;
 	}
 	return 0;

@@ -68,7 +68,16 @@ is "$rc" 0 "resume works once the INI is fixed"
 ask A verify 5
 is "$REPLY" "verify ok" "data intact"
 
-# -- lock without a timeout (read from the INI at that resume) waits for the kernel
+# -- a suspend whose INI is now broken is refused and the process runs on
+printf '[lock]\ntimeout_ms = soon\n' >> "$T/job.ini"
+out=$("$CUDANAP" suspend "$pid"); rc=$?
+like "$out:$rc" "suspend failed: CONFIG_ERROR: $T/job.ini:[0-9]+: lock.timeout_ms: .*; the process keeps running \(state running\):1$" \
+	"a suspend re-reads the INI and refuses a broken one in one line"
+ask A verify 5
+is "$REPLY" "verify ok" "the process runs on"
+write_ini "[lock]" "timeout_ms = 0"
+
+# -- lock without a timeout (read from the INI at that suspend) waits for the kernel
 ask A "kernel 700"
 out=$("$CUDANAP" suspend "$pid"); rc=$?
 is "$rc" 0 "with timeout_ms = 0 the lock waits for the kernel"
@@ -172,8 +181,8 @@ start N "$TARGET"
 ask N "thread pt_nccl_watchdg"
 is "$REPLY" "thread ok" "a thread named as PyTorch names its NCCL watchdog runs in the target"
 out=$("$CUDANAP" suspend "$N_pid"); rc=$?
-like "$out:$rc" "^$N_pid: suspend failed: REFUSED: refusing to suspend a process with NCCL communicators: .*allow_nccl = true to try \(state running\):1$" \
-	"an NCCL process is refused in one line"
+like "$out:$rc" "^$N_pid: suspend failed: REFUSED: refusing to suspend a process with NCCL communicators whose transports the driver cannot restore: NCCL_P2P_DISABLE is unset .*\[nccl\] suspendable = true in its INI .*allow_nccl = true to try anyway\) \(state running\):1$" \
+	"an NCCL process with NCCL's default transports is refused in one line that names the switch"
 ask N quit
 start N "$TARGET"
 mkdir -p "$T/dev/shm" && head -c 4096 /dev/zero > "$T/dev/shm/nccl-AbCdEf"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Whole jobs: `cudanap suspend|resume --all` and `--tree PID`, with the fake driver. The preload
-# suite runs one test at a time, so --all sees only this test's processes.
+# Whole jobs: `cudanap suspend|resume --all` and `--tree PID`, and a group's suspend all or
+# nothing (rollback, retries, --each), with the fake driver. The preload suite runs one test at a
+# time, so --all sees only this test's processes.
 . "$(dirname "$0")/../lib.sh"
 export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake
 mkdir "$T/fake"
@@ -64,6 +65,62 @@ out=$("$CUDANAP" suspend --all "$A_pid" 2>&1); rc=$?
 is "$rc" 2 "--all with pids is a usage error"
 like "$out" "not several of them" "and says so"
 is "$(field "$A_pid" state)" running "the job was not touched"
+
+# -- all or nothing: a suspend of several processes ends with all suspended or all running
+write_ini "[lock]" "timeout_ms = 300"
+ask B "kernel 3000" # B's GPU is busy for 3 s: its lock times out, as a rank's in a collective
+out=$("$CUDANAP" suspend --retries 0 "$A_pid" "$B_pid"); rc=$?
+is "$rc" 1 "a group suspend with one failed lock exits 1"
+like "$out" "(^|
+)$B_pid: suspend failed: CUDA_ERROR_NOT_READY: lock timed out" "the failing process's line"
+like "$out" "(^|
+)rollback: 1 process resumed in [0-9.]+ s: every process runs again(
+|$)" "one line says the suspended one was resumed"
+like "$out" "total: 2 processes, 0 suspended, 0 without CUDA, 2 failed \(rolled back\), [0-9.]+ s$" \
+	"and the total says the job was rolled back"
+is "$(field "$A_pid" state):$(field "$B_pid" state)" running:running "both run"
+ask A verify
+is "$REPLY" "verify ok" "the rolled-back process's data intact"
+sleep 3
+
+ask B "kernel 2000"
+t0=$SECONDS
+out=$("$CUDANAP" suspend --retries 3 "$A_pid" "$B_pid"); rc=$?
+diag "$(echo "$out" | grep -c '^attempt') failed attempts before success in $((SECONDS - t0)) s"
+is "$rc" 0 "with retries, the whole job is suspended once the lock can be had"
+like "$out" "(^|
+)attempt 1: $B_pid: suspend failed: CUDA_ERROR_NOT_READY.*; rollback: 1 process resumed in [0-9.]+ s: every process runs again; trying again in 0.5 s(
+|$)" "a failed attempt is said in one line, rolled back, and tried again"
+like "$out" "total: 2 processes, 2 suspended, 0 without CUDA, 0 failed, [0-9.]+ s$" "the total"
+is "$(field "$A_pid" state):$(field "$B_pid" state)" checkpointed:checkpointed "both suspended"
+"$CUDANAP" resume "$A_pid" "$B_pid" > /dev/null
+
+ask B "kernel 3000"
+out=$("$CUDANAP" suspend --each "$A_pid" "$B_pid"); rc=$?
+is "$rc" 1 "--each: the failure still fails the command"
+is "$(field "$A_pid" state):$(field "$B_pid" state)" checkpointed:running "--each: no rollback"
+check "--each: no rollback line" test -z "$(grep rollback <<< "$out")"
+"$CUDANAP" resume "$A_pid" > /dev/null
+sleep 3
+
+# A failure that waiting cannot cure (a refusal) is rolled back and not tried again.
+mkdir -p "$T/site/jaxlib" && head -c 4096 /dev/zero > "$T/site/jaxlib/xla_extension.so"
+ask B "map $T/site/jaxlib/xla_extension.so"
+out=$("$CUDANAP" suspend --retries 3 "$A_pid" "$B_pid"); rc=$?
+like "$out:$rc" "REFUSED.*rollback: 1 process resumed.*\(rolled back\).*:1$" "a refusal: rolled back"
+check "a refusal is not tried again" test -z "$(grep '^attempt' <<< "$out")"
+is "$(field "$A_pid" state)" running "the other process runs"
+
+# One process's signal arriving 0.7 s after the other's (a node that answers late): the command
+# waits for both outcomes.
+start C "$TARGET"
+out=$(CN_SLOW_KILL="$C_pid:700" LD_PRELOAD=$SLOWKILL "$CUDANAP" suspend "$A_pid" "$C_pid"); rc=$?
+late=$(( ($(field "$C_pid" call_ns) - $(field "$A_pid" call_ns)) / 1000000 ))
+check "a signal sent late reaches its process late (${late} ms)" test "$late" -ge 600
+like "$out:$rc" "total: 2 processes, 2 suspended, 0 without CUDA, 0 failed, [0-9.]+ s:0" \
+	"the command waits for the late one's outcome"
+"$CUDANAP" resume "$A_pid" "$C_pid" > /dev/null
+ask C quit
 
 kill -- -"$root"
 ask A quit

@@ -65,7 +65,7 @@ static void test_full_file(void)
 	   "the documented example INI loads");
 	ok(c.suspend_signal == SIGUSR1 && c.resume_signal == SIGUSR2 &&
 		   c.lock_timeout_ms == 10000 && c.n_pairs == 0 && c.hook_timeout_ms == 30000 &&
-		   c.margin_mib == 256 && c.reserve && !c.allow_nccl,
+		   c.margin_mib == 256 && c.reserve && !c.allow_nccl && !c.nccl_suspendable,
 	   "the example INI states the defaults");
 	ok(load_text("; comment\n[signals]\nsuspend = SIGRTMIN+3\nresume = 40\n"
 		     "[lock]\ntimeout_ms = 0\n[restore]\ngpu_map = 0=1, 1 = 0\nmargin_mib = 1024\n"
@@ -73,7 +73,8 @@ static void test_full_file(void)
 		     "[status]\ndir = /var/tmp/x\n[log]\nlevel = DEBUG\ntarget = /tmp/cn.log\n"
 		     "[hooks]\non_suspended = echo s\non_resumed = echo r\non_failure = echo f\n"
 		     "timeout_ms = 5\n[performance]\nhugepages = no\nprefault_threads = 0\n"
-		     "keep_host_buffer = On\n[preflight]\nallow_jax = yes\nallow_nccl = 1\n",
+		     "keep_host_buffer = On\n[preflight]\nallow_jax = yes\nallow_nccl = 1\n"
+		     "[nccl]\nsuspendable = yes\n",
 		     &c, err) == 0,
 	   "a file setting every key loads");
 	ok(c.suspend_signal == SIGRTMIN + 3 && c.resume_signal == 40, "signals set");
@@ -90,6 +91,7 @@ static void test_full_file(void)
 	ok(c.hook_timeout_ms == 5, "hook timeout");
 	ok(!c.hugepages && c.prefault_threads == 0 && c.keep_host_buffer, "performance keys");
 	ok(c.allow_jax && c.allow_nccl, "preflight keys");
+	ok(c.nccl_suspendable, "nccl.suspendable");
 	ok(c.margin_mib == 1024 && !c.reserve, "restore margin and reservation");
 	ok(load_text("[log]\ntarget = stderr\n", &c, err) == 0 && c.log_target[0] == '\0',
 	   "log target stderr");

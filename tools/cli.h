@@ -1,0 +1,57 @@
+/* cli: what the files of the cudanap command share. Only the command includes it. */
+#ifndef CN_CLI_H
+#define CN_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "cn_config.h"
+#include "cn_status.h"
+
+extern const char *prog;
+extern const char usage_suspend[], usage_status[];
+
+_Noreturn void die_usage(const char *text);
+void load_config_or_die(const char *path, struct cn_config *c);
+double now_s(void);
+void fmt_ms(double ms, char *buf, size_t len);
+int parse_pid(const char *s);				/* a positive pid, or -1 */
+int read_file(const char *path, char *buf, size_t len); /* bytes read (NUL added), or -1 */
+
+/* ---- procs.c: which processes, and where their status files are ---- */
+
+/* The status dir the process pid uses (from its own environment, as its preload saw it), or the
+ * one cfg_path names. */
+void status_dir_of(int pid, const char *cfg_path, char *dir, size_t len);
+
+/* The status file is its process's (the pid was not reused since). */
+bool alive(const struct cn_status *s);
+
+/* Why pid cannot act on a signal now (stopped, or its cgroup frozen), or NULL. */
+const char *stopped(int pid);
+
+/* The cudanap processes of this user (all of them, those in the trees of roots, or those among
+ * pids), preloaded and with a live status file. *out is allocated; returns the count or -1. */
+int select_jobs(const char *cfg, const int *roots, int n_roots, const int *pids, int n_pids,
+		int **out);
+
+/* This user's processes whose environment has name=value. *out is allocated; the count or -1. */
+int pids_with_env(const char *name, const char *value, int **out);
+
+/* Every status dir in use by this user's preloaded processes, added to dirs[0..n). */
+int add_job_dirs(char (*dirs)[4096], int n, int max);
+
+/* ---- slurm.c: a Slurm job's processes on this node ---- */
+
+/* The pids of job jobid on this node, from `scontrol listpids`, else from the environment of this
+ * user's processes (SLURM_JOB_ID), saying so in note. *out is allocated; returns the count, or -1
+ * with note holding why. */
+int slurm_job_pids(const char *jobid, int **out, char *note, size_t len);
+
+/* This node's name as Slurm knows it (SLURMD_NODENAME, else the host name). */
+void slurm_node_name(char *out, size_t len);
+
+/* ---- act.c: suspend and resume ---- */
+int cmd_suspend_resume(int argc, char **argv, bool suspend);
+
+#endif

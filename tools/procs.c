@@ -1,0 +1,226 @@
+/* procs: which processes the command acts on, and where their status files are. It reads /proc
+ * and the status files; it sends nothing. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+/* A process's environment, as it was when it started. NUL-separated; returns the length. */
+static size_t read_environ(int pid, char *env, size_t len)
+{
+	char path[64];
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
+	n = read_file(path, env, len);
+	return n > 0 ? (size_t)n : 0;
+}
+
+static const char *env_value(const char *env, size_t n, const char *name)
+{
+	size_t k = strlen(name);
+
+	for (size_t i = 0; i < n; i += strlen(env + i) + 1)
+		if (strncmp(env + i, name, k) == 0 && env[i + k] == '=')
+			return env + i + k + 1;
+	return NULL;
+}
+
+void status_dir_of(int pid, const char *cfg_path, char *dir, size_t len)
+{
+	static char env[65536];
+	size_t n;
+
+	if (cfg_path) {
+		cn_config_status_dir(cfg_path, getenv("CUDANAP_STATUS_DIR"),
+				     getenv("XDG_RUNTIME_DIR"), dir, len);
+		return;
+	}
+	/* Its default dir follows its own environment, which need not be ours. */
+	n = read_environ(pid, env, sizeof(env));
+	cn_config_status_dir(env_value(env, n, "CUDANAP_CONFIG"),
+			     env_value(env, n, "CUDANAP_STATUS_DIR"),
+			     env_value(env, n, "XDG_RUNTIME_DIR"), dir, len);
+}
+
+bool alive(const struct cn_status *s)
+{
+	return s->starttime && cn_proc_starttime(s->pid) == s->starttime;
+}
+
+const char *stopped(int pid)
+{
+	char path[PATH_MAX], buf[4096], *line, *save = NULL;
+	const char *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (read_file(path, buf, sizeof(buf)) > 0 && (p = strrchr(buf, ')')) &&
+	    (p[2] == 'T' || p[2] == 't'))
+		return "it is stopped (SIGSTOP or a debugger); continue it first (kill -CONT)";
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+	if (read_file(path, buf, sizeof(buf)) < 0)
+		return NULL;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char state[64];
+		const char *cg = strrchr(line, ':');
+
+		if (!cg)
+			continue;
+		if (strncmp(line, "0::", 3) == 0)
+			snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cgroup.events", cg + 1);
+		else if (strstr(line, ":freezer:"))
+			snprintf(path, sizeof(path), "/sys/fs/cgroup/freezer%s/freezer.state",
+				 cg + 1);
+		else
+			continue;
+		if (read_file(path, state, sizeof(state)) > 0 &&
+		    (strstr(state, "frozen 1") || strstr(state, "FROZEN")))
+			return "its cgroup is frozen (cgroup freezer, or the scheduler's suspend); "
+			       "thaw it first";
+	}
+	return NULL;
+}
+
+struct proc {
+	int pid, ppid;
+	bool preloaded; /* libcudanap in its environment */
+};
+
+/* Every process of this user but this one, with its parent and whether cudanap is preloaded.
+ * The caller frees the array. */
+static int scan_procs(struct proc **out)
+{
+	DIR *d = opendir("/proc");
+	struct proc *v = NULL;
+	struct dirent *e;
+	int n = 0, cap = 0;
+
+	while (d && (e = readdir(d))) {
+		static char env[65536];
+		char path[300], line[1024], *rp;
+		int pid = parse_pid(e->d_name);
+		size_t len;
+		struct stat st;
+
+		if (pid <= 0 || pid == getpid())
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d", pid);
+		if (stat(path, &st) < 0 || st.st_uid != getuid())
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+		/* "pid (comm) S ppid ...": comm may hold spaces and parentheses. */
+		if (read_file(path, line, sizeof(line)) < 0 || !(rp = strrchr(line, ')')))
+			continue;
+		if (n == cap) {
+			struct proc *nv =
+				realloc(v, (size_t)(cap = cap ? 2 * cap : 256) * sizeof(*v));
+
+			if (!nv)
+				break;
+			v = nv;
+		}
+		v[n].pid = pid;
+		v[n].ppid = 0;
+		sscanf(rp + 1, " %*c %d", &v[n].ppid);
+		len = read_environ(pid, env, sizeof(env));
+		v[n].preloaded = len > 0 && memmem(env, len, "libcudanap", 10);
+		n++;
+	}
+	if (d)
+		closedir(d);
+	*out = v;
+	return n;
+}
+
+/* Is pid root or one of its descendants? Walks up the parent chain. */
+static bool in_tree(const struct proc *v, int n, int pid, int root)
+{
+	for (int depth = 0; pid > 1 && depth < 4096; depth++) {
+		int i;
+
+		if (pid == root)
+			return true;
+		for (i = 0; i < n && v[i].pid != pid; i++)
+			;
+		if (i == n)
+			return false;
+		pid = v[i].ppid;
+	}
+	return pid == root;
+}
+
+int add_job_dirs(char (*dirs)[4096], int n, int max)
+{
+	struct proc *v;
+	int np = scan_procs(&v);
+
+	for (int p = 0; p < np && n < max; p++) {
+		char dir[PATH_MAX];
+		int dup = 0;
+
+		if (!v[p].preloaded)
+			continue;
+		status_dir_of(v[p].pid, NULL, dir, sizeof(dir));
+		for (int i = 0; i < n; i++)
+			dup |= strcmp(dirs[i], dir) == 0;
+		if (!dup)
+			snprintf(dirs[n++], PATH_MAX, "%s", dir);
+	}
+	free(v);
+	return n;
+}
+
+/* Forked children that never exec'd share the environment but have no status file of their own,
+ * and are left out. */
+int select_jobs(const char *cfg, const int *roots, int n_roots, const int *pids, int n_pids,
+		int **out)
+{
+	struct proc *v;
+	int np = scan_procs(&v), n = 0;
+	int *sel = calloc((size_t)np + 1, sizeof(int));
+
+	for (int p = 0; sel && p < np; p++) {
+		char dir[PATH_MAX];
+		struct cn_status s;
+		bool want = n_roots == 0 && !pids;
+
+		for (int r = 0; r < n_roots && !want; r++)
+			want = in_tree(v, np, v[p].pid, roots[r]);
+		for (int i = 0; i < n_pids && !want; i++)
+			want = pids[i] == v[p].pid;
+		if (!want || !v[p].preloaded)
+			continue;
+		status_dir_of(v[p].pid, cfg, dir, sizeof(dir));
+		if (cn_status_read(dir, v[p].pid, &s) == 0 && alive(&s))
+			sel[n++] = v[p].pid;
+	}
+	free(v);
+	*out = sel;
+	return sel ? n : -1;
+}
+
+int pids_with_env(const char *name, const char *value, int **out)
+{
+	static char env[65536];
+	struct proc *v;
+	int np = scan_procs(&v), n = 0;
+	int *sel = calloc((size_t)np + 1, sizeof(int));
+
+	for (int p = 0; sel && p < np; p++) {
+		size_t len = read_environ(v[p].pid, env, sizeof(env));
+		const char *got = env_value(env, len, name);
+
+		if (got && strcmp(got, value) == 0)
+			sel[n++] = v[p].pid;
+	}
+	free(v);
+	*out = sel;
+	return sel ? n : -1;
+}
