@@ -112,3 +112,11 @@ gpu_mib() {
 	nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits |
 		awk -F', *' -v p="$1" '$1 == p { s += $2 } END { print s + 0 }'
 }
+
+# mib_on PID GPU: MiB PID holds on GPU (nvidia-smi index).
+mib_on() {
+	local bus
+	bus=$(nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader | awk -F', *' -v i="$2" '$1 == i { print $2 }')
+	nvidia-smi --query-compute-apps=pid,gpu_bus_id,used_memory --format=csv,noheader,nounits |
+		awk -F', *' -v p="$1" -v b="$bus" '$1 == p && $2 == b { s += $3 } END { print s + 0 }'
+}

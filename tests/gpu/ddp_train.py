@@ -1,7 +1,12 @@
-# A two-rank PyTorch DDP job (NCCL) for tests/gpu/ddp.sh: fixed seeds, deterministic algorithms,
-# rank 0 prints every step's loss. Usage: python3 ddp_train.py STEPS
+# A two-rank PyTorch job (NCCL) for tests/gpu/ddp.sh and tools/bench_nccl.py: DDP or FSDP, fixed
+# seeds, deterministic algorithms; rank 0 prints every step's loss. Started by torchrun (RANK in
+# the environment) or, without it, spawns its two ranks itself (mp.spawn).
+#   python3 ddp_train.py STEPS [--fsdp] [--busy] [--width N] [--layers N] [--sleep S] [--time]
+# --busy: no pause between steps and bf16 autocast, so that a collective is nearly always in
+# flight; --time: print the median step time instead of losses (the benchmark).
+import argparse
 import os
-import sys
+import statistics
 import time
 
 import torch
@@ -9,36 +14,73 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 
-def run(rank, world, steps):
+def model_for(args):
+    layers = []
+    for _ in range(args.layers):
+        layers += [torch.nn.Linear(args.width, args.width), torch.nn.GELU()]
+    layers.append(torch.nn.Linear(args.width, 1))
+    return torch.nn.Sequential(*layers)
+
+
+def run(rank, world, args):
+    torch.cuda.set_device(rank % torch.cuda.device_count())
     dist.init_process_group("nccl", rank=rank, world_size=world)
-    torch.cuda.set_device(rank)
     torch.manual_seed(0)
     torch.use_deterministic_algorithms(True)
-    model = torch.nn.Sequential(
-        torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 1)
-    ).cuda()
-    ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[rank])
-    opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
+    model = model_for(args).cuda()
+    if args.fsdp:
+        from torch.distributed.fsdp import FullyShardedDataParallel
+
+        net = FullyShardedDataParallel(model, device_id=torch.cuda.current_device())
+    else:
+        net = torch.nn.parallel.DistributedDataParallel(model, device_ids=[torch.cuda.current_device()])
+    opt = torch.optim.SGD(net.parameters(), lr=1e-3)
     gen = torch.Generator(device="cuda").manual_seed(rank)
-    print(f"rank {rank} pid {os.getpid()}", flush=True)
-    for step in range(steps):
-        x = torch.randn(512, 256, device="cuda", generator=gen)
-        loss = torch.nn.functional.mse_loss(ddp(x), x.sum(1, keepdim=True))
+    print(f"rank {rank} pid {os.getpid()} gpu {torch.cuda.current_device()}", flush=True)
+    times = []
+    for step in range(args.steps):
+        t0 = time.perf_counter()
+        x = torch.randn(args.batch, args.width, device="cuda", generator=gen)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=args.busy):
+            out = net(x)
+        loss = torch.nn.functional.mse_loss(out.float(), x.sum(1, keepdim=True) / args.width)
         opt.zero_grad()
         loss.backward()
         opt.step()
         value = loss.item()
-        if rank == 0:
+        times.append(time.perf_counter() - t0)
+        if rank == 0 and not args.time:
             print(f"step {step} {value:.10e}", flush=True)
-        time.sleep(0.1)
+        if not args.busy:
+            time.sleep(args.sleep)
     dist.barrier()
+    if rank == 0 and args.time:
+        warm = times[len(times) // 5:]
+        print(f"time {statistics.median(warm) * 1e3:.3f} ms", flush=True)
     dist.destroy_process_group()
     if rank == 0:
         print("done", flush=True)
 
 
-if __name__ == "__main__":
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("steps", type=int)
+    p.add_argument("--fsdp", action="store_true")
+    p.add_argument("--busy", action="store_true")
+    p.add_argument("--width", type=int, default=256)
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--batch", type=int, default=512)
+    p.add_argument("--sleep", type=float, default=0.1)
+    p.add_argument("--time", action="store_true")
+    args = p.parse_args()
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    if "RANK" in os.environ:
+        run(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), args)
+        return
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", "29517")
-    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-    mp.spawn(run, args=(2, int(sys.argv[1])), nprocs=2)
+    mp.spawn(run, args=(2, args), nprocs=2)
+
+
+if __name__ == "__main__":
+    main()

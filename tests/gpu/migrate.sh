@@ -9,13 +9,6 @@ command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 || skip_all 
 gib=$(( ${CUDANAP_GPU_TEST_GIB:-8} / 2 ))
 [ "$gib" -ge 1 ] || gib=1
 
-# mib_on PID GPU: MiB PID holds on GPU (nvidia-smi index).
-mib_on() {
-	local bus
-	bus=$(nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader | awk -F', *' -v i="$2" '$1 == i { print $2 }')
-	nvidia-smi --query-compute-apps=pid,gpu_bus_id,used_memory --format=csv,noheader,nounits |
-		awk -F', *' -v p="$1" -v b="$bus" '$1 == p && $2 == b { s += $3 } END { print s + 0 }'
-}
 uuid_of() { nvidia-smi --query-gpu=uuid --format=csv,noheader -i "$1"; }
 on() { # on PID: "A:B", MiB on GPU 0 and 1 rounded to GiB
 	echo "$(( ($(mib_on "$1" 0) + 512) / 1024 )):$(( ($(mib_on "$1" 1) + 512) / 1024 ))"
