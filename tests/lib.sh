@@ -5,7 +5,7 @@ set -u
 tap_n=0
 tap_failed=0
 skip_all() { echo "1..0 # SKIP $*"; exit 0; }
-diag() { printf '# %s\n' "$*"; }
+diag() { printf '%s\n' "$*" | sed 's/^/# /'; } # every line a TAP comment
 ok() { # ok STATUS DESCRIPTION
 	tap_n=$((tap_n + 1))
 	if [ "$1" -eq 0 ]; then echo "ok $tap_n - $2"; else echo "not ok $tap_n - $2"; tap_failed=$((tap_failed + 1)); fi

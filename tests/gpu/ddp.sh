@@ -15,7 +15,7 @@ busy=(--busy --width 4096 --layers 4 --batch 1024)
 steps=400
 cycles=20
 
-nccl_ini() { write_ini "[nccl]" "suspendable = true" "[lock]" "timeout_ms = 5000" "$@"; }
+nccl_ini() { write_ini "[nccl]" "suspendable = true" "[lock]" "timeout_ms = ${LOCK_MS:-5000}" "$@"; }
 losses() { grep '^step' "$1"; }
 nsteps() { grep -c '^step' "$1" 2> /dev/null; }
 wait_step() { # wait_step FILE N: until step N is printed (2 minutes at most)
@@ -111,12 +111,12 @@ check "the job trains on after the swap" wait_step "$T/busy.out" $((n + 3))
 # -- one rank's signal late by 0.5-2 s and a lock timeout of 1 s: the first rank's lock waits
 # for its collective, the peer then launches the next one, which spins until the peer's own
 # signal comes; its lock times out. Each attempt must end with both suspended or both running.
-nccl_ini "[lock]" "timeout_ms = 1000"
+LOCK_MS=1000 nccl_ini
 whole=0 back=0
 for ms in 500 1000 2000; do
 	out=$(CN_SLOW_KILL="$r1:$ms" LD_PRELOAD=$SLOWKILL "$CUDANAP" suspend --tree "$root" --retries 1); rc=$?
 	st=$(states_of "$r0" "$r1")
-	diag "rank $r1 signalled $ms ms late: rc $rc, states $st; $(grep -E '^(attempt|rollback|total)' <<< "$out" | tr '\n' ' ')"
+	diag "rank $r1 signalled $ms ms late: rc $rc, states $st" "$out"
 	case "$rc:$st" in
 	"0:checkpointed checkpointed") whole=$((whole + 1)); "$CUDANAP" resume --tree "$root" > /dev/null ;;
 	"1:running running") back=$((back + 1)) ;;
@@ -158,7 +158,10 @@ if command -v torchrun > /dev/null; then
 	wait_step "$T/tr.out" 5
 	out=$("$CUDANAP" suspend --tree "$root"); rc=$?
 	is "$rc" 0 "cudanap run -- torchrun: suspend --tree"
-	like "$out" "no CUDA state, nothing to do" "the elastic agent (no CUDA) is passed over"
+	# The elastic agent loads torch and may initialise CUDA without a context: nothing to do, or
+	# an empty checkpoint; either way it must not fail the job's suspend.
+	like "$out" "total: 3 processes, [23] suspended, [01] without CUDA, 0 failed" \
+		"the elastic agent and both workers: none fails"
 	diag "$out"
 	out=$("$CUDANAP" resume --tree "$root"); rc=$?
 	is "$rc" 0 "resume --tree"
