@@ -84,9 +84,9 @@ answer() {
 	read -r -t "${2:-20}" -u "$fout" REPLY || REPLY=
 }
 
-# field PID KEY: one value from PID's status file ("" if missing).
+# field PID KEY: one value from PID's status file in $STATUS_DIR, else $T/status ("" if missing).
 field() {
-	local f="$T/status/$1.json" v
+	local f="${STATUS_DIR:-$T/status}/$1.json" v
 	[ -f "$f" ] || { echo ""; return; }
 	v=$(grep -o "\"$2\":\(\"[^\"]*\"\|[^,}]*\)" "$f" | head -n1)
 	v=${v#*:}

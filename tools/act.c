@@ -53,7 +53,10 @@ static void outcome(struct job *j, const struct cn_status *s, bool suspend)
 			 suspend ? "suspend" : "resume", s->result, s->message, s->state);
 }
 
-static void send_one(struct job *j, const char *cfg, bool suspend, double deadline)
+/* Send one process its signal. In a whole job, a process that never loaded the driver (a shell,
+ * srun, a data loader) is nothing to do and gets no signal: srun, for one, takes SIGUSR1 for its
+ * own and forwards it to its tasks, so its answer would never come. */
+static void send_one(struct job *j, const char *cfg, bool suspend, bool group, double deadline)
 {
 	const char *why;
 	struct cn_status s;
@@ -68,6 +71,11 @@ static void send_one(struct job *j, const char *cfg, bool suspend, double deadli
 				 ? "no such process"
 				 : "not running under cudanap (no status file); start it with "
 				   "'cudanap run' or give its INI with -c");
+		return;
+	}
+	if (group && !cuda_loaded(j->pid)) {
+		j->done = j->ok = j->no_cuda = true;
+		snprintf(j->line, sizeof(j->line), "%d: no CUDA state, nothing to do", j->pid);
 		return;
 	}
 	if ((why = stopped(j->pid))) {
@@ -97,14 +105,15 @@ static void send_one(struct job *j, const char *cfg, bool suspend, double deadli
 }
 
 /* Send every job its signal, all at once, then wait for each outcome until the deadline. */
-static void act(struct job *jobs, int n, const char *cfg, bool suspend, bool wait, double deadline)
+static void act(struct job *jobs, int n, const char *cfg, bool suspend, bool wait, bool group,
+		double deadline)
 {
 	for (int i = 0; i < n; i++) {
 		int pid = jobs[i].pid;
 
 		memset(&jobs[i], 0, sizeof(jobs[i]));
 		jobs[i].pid = pid;
-		send_one(&jobs[i], cfg, suspend, deadline);
+		send_one(&jobs[i], cfg, suspend, group, deadline);
 	}
 	for (bool pending = wait; pending;) {
 		pending = false;
@@ -163,9 +172,10 @@ static const struct job *first_failure(const struct job *jobs, int n, bool *all_
 }
 
 /* After a failed suspend of a group: resume every process this attempt suspended, and every one
- * whose outcome is not known yet (its resume waits behind the suspend still under way). Says what
- * happened in line; returns how many are still not running. */
-static int roll_back(const struct job *jobs, int n, const char *cfg, double deadline, char *line,
+ * whose outcome is not known yet (its resume waits behind the suspend still under way), with a
+ * time of its own: the suspend may have used all of the deadline. Says what happened in line;
+ * returns how many are still not running. */
+static int roll_back(const struct job *jobs, int n, const char *cfg, double timeout, char *line,
 		     size_t len)
 {
 	struct job *back = calloc((size_t)n, sizeof(*back));
@@ -183,7 +193,7 @@ static int roll_back(const struct job *jobs, int n, const char *cfg, double dead
 		if (j->sent && !j->no_cuda && !(j->done && strcmp(j->state, "running") == 0))
 			back[m++].pid = j->pid;
 	}
-	act(back, m, cfg, false, true, deadline);
+	act(back, m, cfg, false, true, true, t0 + timeout);
 	o = (size_t)snprintf(line, len, "rollback: %d process%s resumed in %.2f s", m,
 			     m == 1 ? "" : "es", now_s() - t0);
 	for (int i = 0; i < m; i++) {
@@ -203,7 +213,7 @@ struct plan {
 	const char *cfg;
 	bool suspend, wait, group, atomic;
 	unsigned retries;
-	double deadline;
+	double timeout, deadline;
 };
 
 /* Act on the jobs; for an atomic suspend, roll back and try again as act.c's opening says. Prints
@@ -219,11 +229,11 @@ static int run_plan(struct job *jobs, int n, const struct plan *p)
 		const struct job *f;
 		bool transient;
 
-		act(jobs, n, p->cfg, p->suspend, p->wait, p->deadline);
+		act(jobs, n, p->cfg, p->suspend, p->wait, p->group, p->deadline);
 		f = p->atomic ? first_failure(jobs, n, &transient) : NULL;
 		if (!f)
 			break;
-		rest = roll_back(jobs, n, p->cfg, p->deadline, rollback, sizeof(rollback));
+		rest = roll_back(jobs, n, p->cfg, p->timeout, rollback, sizeof(rollback));
 		if (rest || !transient || attempt > p->retries || now_s() + pause >= p->deadline)
 			break;
 		printf("attempt %u: %s; %s; trying again in %.1f s\n", attempt, f->line, rollback,
@@ -380,6 +390,7 @@ int cmd_suspend_resume(int argc, char **argv, bool suspend)
 		}
 	}
 	free(pids);
+	p.timeout = timeout;
 	p.deadline = now_s() + timeout;
 	p.atomic = suspend && p.wait && !each && n > 1;
 	rc = run_plan(jobs, n, &p);

@@ -30,6 +30,10 @@ bool alive(const struct cn_status *s);
 /* Why pid cannot act on a signal now (stopped, or its cgroup frozen), or NULL. */
 const char *stopped(int pid);
 
+/* Has pid mapped the driver (libcuda.so, or the file $CUDANAP_LIBCUDA names in its environment)?
+ * One that has not holds no CUDA state. True when its maps cannot be read. */
+bool cuda_loaded(int pid);
+
 /* The cudanap processes of this user (all of them, those in the trees of roots, or those among
  * pids), preloaded and with a live status file. *out is allocated; returns the count or -1. */
 int select_jobs(const char *cfg, const int *roots, int n_roots, const int *pids, int n_pids,

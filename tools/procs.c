@@ -177,8 +177,50 @@ int add_job_dirs(char (*dirs)[4096], int n, int max)
 	return n;
 }
 
+bool cuda_loaded(int pid)
+{
+	static char env[65536], line[4096];
+	char path[64], fake[PATH_MAX] = "";
+	size_t len = read_environ(pid, env, sizeof(env));
+	const char *lib = env_value(env, len, "CUDANAP_LIBCUDA");
+	bool hit = false;
+	FILE *f;
+
+	/* A driver given by path (a test's fake one) is looked for by its file name. */
+	if (lib && *lib)
+		snprintf(fake, sizeof(fake), "/%s", strrchr(lib, '/') ? strrchr(lib, '/') + 1 : lib);
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return true;
+	while (!hit && fgets(line, sizeof(line), f))
+		hit = strstr(line, "/libcuda.so") || (fake[0] && strstr(line, fake));
+	fclose(f);
+	return hit;
+}
+
+/* Is pid this command's parent, grandparent, ...? */
+static bool ancestor(const struct proc *v, int n, int pid)
+{
+	int p = getppid();
+
+	for (int depth = 0; p > 1 && depth < 4096; depth++) {
+		int i;
+
+		if (p == pid)
+			return true;
+		for (i = 0; i < n && v[i].pid != p; i++)
+			;
+		if (i == n)
+			return false;
+		p = v[i].ppid;
+	}
+	return false;
+}
+
 /* Forked children that never exec'd share the environment but have no status file of their own,
- * and are left out. */
+ * and are left out; so are this command's ancestors: a job's shell that runs it from a trap
+ * (`trap 'cudanap suspend --slurm $SLURM_JOB_ID' USR1`) would get the signal again and again. */
 int select_jobs(const char *cfg, const int *roots, int n_roots, const int *pids, int n_pids,
 		int **out)
 {
@@ -195,7 +237,7 @@ int select_jobs(const char *cfg, const int *roots, int n_roots, const int *pids,
 			want = in_tree(v, np, v[p].pid, roots[r]);
 		for (int i = 0; i < n_pids && !want; i++)
 			want = pids[i] == v[p].pid;
-		if (!want || !v[p].preloaded)
+		if (!want || !v[p].preloaded || ancestor(v, np, v[p].pid))
 			continue;
 		status_dir_of(v[p].pid, cfg, dir, sizeof(dir));
 		if (cn_status_read(dir, v[p].pid, &s) == 0 && alive(&s))

@@ -43,13 +43,16 @@ like "$out" "(^|
 )$w1: suspended in " "the CUDA worker in the tree is suspended"
 like "$out" "(^|
 )$root: no CUDA state, nothing to do" "the launcher shell has nothing to do"
-is "$(field "$root" result)" CUDA_ERROR_NOT_INITIALIZED "the shell's controller found the driver (bash defines its own getenv)"
+is "$(field "$root" seq)" 0 "the shell got no signal: it never loaded the driver"
 like "$out" "total: 5 processes, 1 suspended, 4 without CUDA, 0 failed" "the total counts the tree"
 is "$(field "$w1" state)" checkpointed "the worker is checkpointed"
 is "$(field "$A_pid" state):$(field "$B_pid" state)" running:running "jobs outside the tree untouched"
 out=$("$CUDANAP" resume --tree "$root"); rc=$?
 like "$out:$rc" "total: 5 processes, 1 resumed, 4 without CUDA, 0 failed, [0-9.]+ s:0" "resume --tree"
 is "$(field "$w1" state)" running "the worker runs again"
+kill -USR1 "$root"
+settle "$root" 1
+is "$(field "$root" result)" CUDA_ERROR_NOT_INITIALIZED "signalled by hand, the shell's controller finds the driver (bash defines its own getenv)"
 
 # -- mistakes
 out=$("$CUDANAP" suspend --tree 0 2>&1); rc=$?

@@ -1,0 +1,275 @@
+/* spank_cudanap: Slurm's SPANK plugin. `--cudanap[=INI]` (or a site default from plugstack.conf)
+ * runs every task of a job, on every node, under the preload: LD_PRELOAD appended, CUDANAP_CONFIG
+ * and a per-job status directory set; an INI with an error fails the job at submission and at
+ * launch, in the INI's own one line. The job's status directory goes with the job's epilog.
+ *
+ * plugstack.conf arguments (all optional):
+ *   default=INI|on       jobs that do not say --cudanap run under it anyway (on: no INI, the
+ *                        built-in defaults); --cudanap=off opts a job out
+ *   partitions=A,B       the default applies only to jobs of these partitions
+ *   preload=PATH         the library (default: the one installed beside this plugin's build)
+ *   statusbase=DIR       where the per-job status directories go (default /tmp) */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <slurm/spank.h>
+
+#include "cn_config.h"
+
+SPANK_PLUGIN(cudanap, 1);
+
+enum { OPT_UNSET = -1, OPT_OFF = 0, OPT_ON = 1 };
+
+static int opt = OPT_UNSET;
+static char opt_ini[PATH_MAX];	 /* --cudanap=INI as typed, "" for none */
+static char def_ini[PATH_MAX];	 /* default=: an INI, or "" with def_on for the built-ins */
+static bool def_on;
+static char partitions[512];	 /* partitions=, "" for all */
+static char preload[PATH_MAX] = CN_PRELOAD_ABS;
+static char statusbase[PATH_MAX] = "/tmp";
+
+static int opt_cb(int val, const char *arg, int remote)
+{
+	if (arg && strcmp(arg, "off") == 0) {
+		opt = OPT_OFF;
+		return 0;
+	}
+	if (arg && strlen(arg) >= sizeof(opt_ini)) {
+		slurm_error("cudanap: --cudanap: path too long");
+		return -1;
+	}
+	opt = OPT_ON;
+	snprintf(opt_ini, sizeof(opt_ini), "%s", arg ? arg : "");
+	return 0;
+}
+
+static struct spank_option cudanap_opt = {
+	"cudanap", "[INI|off]",
+	"Run every task under cudanap (suspend on SIGUSR1, resume on SIGUSR2, or as INI says); "
+	"off: not even when the site makes it the default",
+	2, 0, opt_cb,
+};
+
+static int set_arg(const char *a)
+{
+	static const struct {
+		const char *key;
+		char *dst;
+		size_t len;
+	} args[] = {
+		{ "default=", def_ini, sizeof(def_ini) },
+		{ "partitions=", partitions, sizeof(partitions) },
+		{ "preload=", preload, sizeof(preload) },
+		{ "statusbase=", statusbase, sizeof(statusbase) },
+	};
+
+	for (size_t i = 0; i < sizeof(args) / sizeof(args[0]); i++) {
+		size_t k = strlen(args[i].key);
+
+		if (strncmp(a, args[i].key, k) != 0)
+			continue;
+		if (strlen(a + k) >= args[i].len) {
+			slurm_error("cudanap: plugstack.conf: %s: too long", args[i].key);
+			return -1;
+		}
+		snprintf(args[i].dst, args[i].len, "%s", a + k);
+		if (args[i].dst == def_ini) {
+			def_on = def_ini[0] != '\0';
+			if (strcmp(def_ini, "on") == 0)
+				def_ini[0] = '\0';
+		}
+		return 0;
+	}
+	slurm_error("cudanap: plugstack.conf: unknown argument '%s' (default=, partitions=, "
+		    "preload=, statusbase=)",
+		    a);
+	return -1;
+}
+
+static int set_args(int ac, char **av)
+{
+	for (int i = 0; i < ac; i++)
+		if (set_arg(av[i]) < 0)
+			return -1;
+	return 0;
+}
+
+int slurm_spank_init(spank_t sp, int ac, char **av)
+{
+	spank_context_t ctx = spank_context();
+
+	if (set_args(ac, av) < 0)
+		return -1;
+	if (ctx == S_CTX_LOCAL || ctx == S_CTX_ALLOCATOR || ctx == S_CTX_REMOTE)
+		return spank_option_register(sp, &cudanap_opt) == ESPANK_SUCCESS ? 0 : -1;
+	return 0;
+}
+
+/* Is part in the comma-separated list? */
+static bool in_list(const char *list, const char *part)
+{
+	size_t n = strlen(part);
+
+	for (const char *p = list; *p;) {
+		size_t k = strcspn(p, ",");
+
+		if (k == n && strncmp(p, part, n) == 0)
+			return true;
+		p += k + (p[k] == ',');
+	}
+	return false;
+}
+
+/* The INI a task runs with: 1 and path ("" for built-in defaults) when under cudanap, else 0. */
+static int chosen(const char *partition, const char **path)
+{
+	if (opt == OPT_OFF)
+		return 0;
+	if (opt == OPT_ON) {
+		*path = opt_ini[0] ? opt_ini : def_ini;
+		return 1;
+	}
+	if (!def_on || (partitions[0] && !in_list(partitions, partition)))
+		return 0;
+	*path = def_ini;
+	return 1;
+}
+
+/* path made absolute against dir; -1 if it does not fit. */
+static int absolute(const char *path, const char *dir, char *out, size_t len)
+{
+	int n = path[0] == '/' || !path[0] ? snprintf(out, len, "%s", path)
+					    : snprintf(out, len, "%s/%s", dir, path);
+
+	return n >= 0 && (size_t)n < len ? 0 : -1;
+}
+
+static int check_ini(const char *path, bool task)
+{
+	struct cn_config c;
+	char err[512];
+
+	if (!path[0])
+		return 0;
+	if (cn_config_load(&c, path, err, sizeof(err)) < 0) {
+		slurm_error("cudanap: %s", err);
+		if (task)
+			fprintf(stderr, "cudanap: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
+/* srun, sbatch, salloc: a broken INI fails the submission, before the job waits in the queue. */
+int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
+{
+	spank_context_t ctx = spank_context();
+	char cwd[PATH_MAX], abs[PATH_MAX];
+
+	if ((ctx != S_CTX_LOCAL && ctx != S_CTX_ALLOCATOR) || opt != OPT_ON || !opt_ini[0])
+		return 0;
+	if (!getcwd(cwd, sizeof(cwd)) || absolute(opt_ini, cwd, abs, sizeof(abs)) < 0) {
+		slurm_error("cudanap: --cudanap=%s: cannot make the path absolute", opt_ini);
+		return -1;
+	}
+	return check_ini(abs, false);
+}
+
+static void job_dir(uid_t uid, uint32_t job, char *out, size_t len)
+{
+	snprintf(out, len, "%s/cudanap-%u-job%u", statusbase, (unsigned)uid, (unsigned)job);
+}
+
+/* Each task, in the task's own process (forked by slurmstepd, the job's user) just before its
+ * exec: the environment it runs with. Here and not in user_init: a step that fails there makes
+ * Slurm drain the node for a user's typo; a task that fails here exits 1 and only its job fails.
+ * The error goes to the task's stderr (the job's output) as well as to slurmd's log. */
+int slurm_spank_task_init(spank_t sp, int ac, char **av)
+{
+	char part[256] = "", dir[PATH_MAX] = "", abs[PATH_MAX], status[PATH_MAX], err[512];
+	char old[4096] = "", neu[sizeof(old) + PATH_MAX + 1];
+	const char *path = "";
+	uid_t uid;
+	uint32_t job;
+
+	if (!spank_remote(sp))
+		return 0;
+	spank_getenv(sp, "SLURM_JOB_PARTITION", part, sizeof(part));
+	if (!chosen(part, &path))
+		return 0;
+	spank_getenv(sp, "SLURM_SUBMIT_DIR", dir, sizeof(dir));
+	if (absolute(path, dir[0] ? dir : "/", abs, sizeof(abs)) < 0) {
+		slurm_error("cudanap: %s: path too long", path);
+		return -1;
+	}
+	if (check_ini(abs, true) < 0)
+		return -1;
+	if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS) {
+		slurm_error("cudanap: cannot read the job's id and user");
+		return -1;
+	}
+	job_dir(uid, job, status, sizeof(status));
+	if (cn_status_dir_prepare(status, err, sizeof(err)) < 0) {
+		slurm_error("cudanap: %s", err);
+		fprintf(stderr, "cudanap: %s\n", err);
+		return -1;
+	}
+	/* Appended, so that a preload the job already has keeps its place. */
+	spank_getenv(sp, "LD_PRELOAD", old, sizeof(old));
+	if (strstr(old, preload))
+		snprintf(neu, sizeof(neu), "%s", old);
+	else
+		snprintf(neu, sizeof(neu), "%s%s%s", old, old[0] ? ":" : "", preload);
+	if (spank_setenv(sp, "LD_PRELOAD", neu, 1) != ESPANK_SUCCESS ||
+	    spank_setenv(sp, "CUDANAP_STATUS_DIR", status, 1) != ESPANK_SUCCESS ||
+	    (abs[0] && spank_setenv(sp, "CUDANAP_CONFIG", abs, 1) != ESPANK_SUCCESS)) {
+		slurm_error("cudanap: cannot set the job's environment");
+		return -1;
+	}
+	return 0;
+}
+
+/* The job's end on this node (slurmd, as root): its status directory and the files in it. Only a
+ * directory of the job's user is touched, and nothing below it is followed. Slurm calls no init
+ * before this one: the arguments are read here. */
+int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
+{
+	char status[PATH_MAX];
+	uid_t uid;
+	uint32_t job;
+	struct stat st;
+	struct dirent *e;
+	DIR *d;
+	int fd;
+
+	if (set_args(ac, av) < 0 || spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS)
+		return 0;
+	job_dir(uid, job, status, sizeof(status));
+	fd = open(status, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) < 0 || st.st_uid != uid || !(d = fdopendir(fd))) {
+		close(fd);
+		return 0;
+	}
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
+		    unlinkat(dirfd(d), e->d_name, 0) < 0)
+			slurm_info("cudanap: %s/%s: %s", status, e->d_name, strerror(errno));
+	closedir(d);
+	if (rmdir(status) < 0)
+		slurm_info("cudanap: %s: %s", status, strerror(errno));
+	return 0;
+}

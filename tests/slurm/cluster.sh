@@ -1,0 +1,118 @@
+# A one-node Slurm cluster for the tests, made of Debian's own daemons: munged, slurmctld and slurmd
+# run as processes of the test, with every file under $T/slurm, and are stopped by their PIDs.
+# Sourced after lib.sh. A daemon that cannot start skips the suite with the daemon's own error.
+for b in munged slurmctld slurmd sbatch srun scontrol squeue scancel; do
+	command -v "$b" > /dev/null ||
+		skip_all "$b not found: Slurm's daemons are not installed (Debian: slurmctld slurmd slurm-client munge)"
+done
+[ -n "${SPANK:-}" ] && [ -f "$SPANK" ] || skip_all "the SPANK plugin is not built (no slurm/spank.h when meson set up)"
+[ "$(id -u)" = 0 ] || skip_all "the test cluster's daemons run as root"
+
+S=$T/slurm
+export SLURM_CONF=$S/slurm.conf
+NODE=$(hostname -s)
+cluster_pids=()
+
+# A TCP port nobody listens on, from a range away from Slurm's own 6817-6819.
+free_port() {
+	local p hex
+	for _ in $(seq 50); do
+		p=$((20000 + RANDOM % 30000))
+		printf -v hex '%04X' "$p"
+		grep -q ":$hex " /proc/net/tcp /proc/net/tcp6 2> /dev/null || { echo "$p"; return; }
+	done
+	echo 26817
+}
+
+# daemon_failed NAME LOG: skip the suite with the daemon's last error line.
+daemon_failed() {
+	local why
+	why=$(grep -iE 'error|fatal' "$2" 2> /dev/null | tail -n 1)
+	skip_all "$1 did not start: ${why:-$(tail -n 1 "$2" 2> /dev/null)}"
+}
+
+# cluster_start PLUGSTACK_LINE: the cluster up with that line in plugstack.conf, one node idle.
+cluster_start() {
+	mkdir -p "$S/munge" "$S/ctld" "$S/d" "$S/log"
+	chmod 700 "$S/munge"
+	head -c 1024 /dev/urandom > "$S/munge/key"
+	chmod 400 "$S/munge/key"
+	munged -F -f --socket="$S/munge/sock" --key-file="$S/munge/key" --pid-file="$S/munge/pid" \
+		--seed-file="$S/munge/seed" --log-file="$S/log/munged.log" > "$S/log/munged.out" 2>&1 &
+	cluster_pids+=($!)
+	for _ in $(seq 100); do [ -S "$S/munge/sock" ] && break; sleep 0.1; done
+	[ -S "$S/munge/sock" ] || daemon_failed munged "$S/log/munged.out"
+
+	printf '%s\n' "$1" > "$S/plugstack.conf"
+	cat > "$SLURM_CONF" <<-CONF
+	ClusterName=cudanap
+	SlurmctldHost=$NODE(127.0.0.1)
+	SlurmctldPort=$(free_port)
+	SlurmdPort=$(free_port)
+	SlurmUser=root
+	SlurmdUser=root
+	AuthType=auth/munge
+	AuthInfo=socket=$S/munge/sock
+	CredType=cred/munge
+	StateSaveLocation=$S/ctld
+	SlurmdSpoolDir=$S/d
+	SlurmctldPidFile=$S/ctld.pid
+	SlurmdPidFile=$S/d.pid
+	SlurmctldLogFile=$S/log/slurmctld.log
+	SlurmdLogFile=$S/log/slurmd.log
+	PlugStackConfig=$S/plugstack.conf
+	ProctrackType=proctrack/linuxproc
+	TaskPlugin=task/none
+	SwitchType=switch/none
+	MpiDefault=none
+	SchedulerType=sched/builtin
+	SelectType=select/cons_tres
+	SelectTypeParameters=CR_Core
+	ReturnToService=2
+	JobCompType=jobcomp/none
+	JobAcctGatherType=jobacct_gather/none
+	AccountingStorageType=accounting_storage/none
+	MailProg=/bin/true
+	NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$(nproc) State=UNKNOWN
+	PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+	PartitionName=gpu Nodes=ALL MaxTime=INFINITE State=UP
+	CONF
+
+	slurmctld -D -i > "$S/log/slurmctld.out" 2>&1 &
+	cluster_pids+=($!)
+	for _ in $(seq 100); do scontrol ping 2> /dev/null | grep -q UP && break; sleep 0.1; done
+	scontrol ping 2> /dev/null | grep -q UP || daemon_failed slurmctld "$S/log/slurmctld.out"
+	slurmd -D > "$S/log/slurmd.out" 2>&1 &
+	cluster_pids+=($!)
+	for _ in $(seq 300); do
+		[ "$(sinfo -h -n "$NODE" -o %T 2> /dev/null | head -n 1)" = idle ] && return 0
+		kill -0 "${cluster_pids[2]}" 2> /dev/null || break
+		sleep 0.1
+	done
+	daemon_failed slurmd "$S/log/slurmd.out"
+}
+
+# Every job cancelled, then the daemons stopped, last started first.
+cluster_stop() {
+	local i
+	if [ ${#cluster_pids[@]} -ge 3 ]; then
+		scancel --full --signal=KILL --quiet $(squeue -h -o %i 2> /dev/null) 2> /dev/null
+		for _ in $(seq 100); do [ -z "$(squeue -h 2> /dev/null)" ] && break; sleep 0.1; done
+	fi
+	for ((i = ${#cluster_pids[@]} - 1; i >= 0; i--)); do kill "${cluster_pids[i]}" 2> /dev/null; done
+	for i in "${cluster_pids[@]}"; do
+		for _ in $(seq 50); do kill -0 "$i" 2> /dev/null || break; sleep 0.1; done
+		kill -9 "$i" 2> /dev/null
+	done
+	cluster_pids=()
+}
+trap 'cluster_stop; cleanup' EXIT
+trap 'exit 1' TERM INT
+
+# job_state J: Slurm's state of job J (PENDING, RUNNING, COMPLETED, FAILED, ...).
+job_state() { scontrol show job "$1" 2> /dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
+# wait_state J STATE [TENTHS]: until job J is in STATE.
+wait_state() {
+	for _ in $(seq "${3:-300}"); do [ "$(job_state "$1")" = "$2" ] && return 0; sleep 0.1; done
+	return 1
+}
