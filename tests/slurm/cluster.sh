@@ -1,6 +1,7 @@
 # A one-node Slurm cluster for the tests, made of Debian's own daemons: munged, slurmctld and slurmd
 # run as processes of the test, with every file under $T/slurm, and are stopped by their PIDs.
 # Sourced after lib.sh. A daemon that cannot start skips the suite with the daemon's own error.
+# SLURM_PLUGINDIR names Slurm's plugins where they are not at their built-in place.
 for b in munged slurmctld slurmd sbatch srun scontrol squeue scancel; do
 	command -v "$b" > /dev/null ||
 		skip_all "$b not found: Slurm's daemons are not installed (Debian: slurmctld slurmd slurm-client munge)"
@@ -31,10 +32,12 @@ daemon_failed() {
 	skip_all "$1 did not start: ${why:-$(tail -n 1 "$2" 2> /dev/null)}"
 }
 
-# cluster_start PLUGSTACK_LINE: the cluster up with that line in plugstack.conf, one node idle.
+# cluster_start PLUGSTACK_LINE: the cluster up with that line in plugstack.conf, one node idle;
+# $S/st is there for the plugin's statusbase.
 cluster_start() {
-	mkdir -p "$S/munge" "$S/ctld" "$S/d" "$S/log"
+	mkdir -p "$S/munge" "$S/ctld" "$S/d" "$S/log" "$S/st"
 	chmod 700 "$S/munge"
+	chmod 1777 "$S/st" # the plugin's statusbase: per-job directories of every user
 	head -c 1024 /dev/urandom > "$S/munge/key"
 	chmod 400 "$S/munge/key"
 	munged -F -f --socket="$S/munge/sock" --key-file="$S/munge/key" --pid-file="$S/munge/pid" \
@@ -73,6 +76,7 @@ cluster_start() {
 	JobAcctGatherType=jobacct_gather/none
 	AccountingStorageType=accounting_storage/none
 	MailProg=/bin/true
+	${SLURM_PLUGINDIR:+PluginDir=$SLURM_PLUGINDIR}
 	NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$(nproc) State=UNKNOWN
 	PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 	PartitionName=gpu Nodes=ALL MaxTime=INFINITE State=UP
@@ -114,5 +118,29 @@ job_state() { scontrol show job "$1" 2> /dev/null | sed -n 's/.*JobState=\([A-Z_
 # wait_state J STATE [TENTHS]: until job J is in STATE.
 wait_state() {
 	for _ in $(seq "${3:-300}"); do [ "$(job_state "$1")" = "$2" ] && return 0; sleep 0.1; done
+	return 1
+}
+
+# attach NAME: fifos $T/NAME.in and .out that a job's target reads and writes, opened here for
+# ask/answer without waiting for the job.
+attach() {
+	local fin fout
+	rm -f "$T/$1.in" "$T/$1.out"
+	mkfifo "$T/$1.in" "$T/$1.out"
+	exec {fin}<> "$T/$1.in"
+	exec {fout}<> "$T/$1.out"
+	printf -v "${1}_in" '%s' "$fin"
+	printf -v "${1}_out" '%s' "$fout"
+}
+# ready NAME: its target's pid, once it has said "ready PID ..."
+ready() {
+	answer "$1" 60
+	[ "${REPLY%% *}" = ready ] && { REPLY=${REPLY#ready }; echo "${REPLY%% *}"; }
+}
+job_dir() { echo "$S/st/cudanap-$(id -u)-job$1"; }
+# until_state PID STATE: until PID's status file says STATE (20 s at most); srun forwards a
+# signal to its tasks, so a task may count one signal twice and seq alone cannot tell.
+until_state() {
+	for _ in $(seq 200); do [ "$(field "$1" state)" = "$2" ] && [ "$(field "$1" busy)" = false ] && return 0; sleep 0.1; done
 	return 1
 }

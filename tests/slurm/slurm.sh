@@ -7,34 +7,9 @@
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/cluster.sh"
 export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake T TARGET CUDANAP
-mkdir -p "$T/fake" "$S/st"
-chmod 1777 "$S/st"
+mkdir "$T/fake"
 cluster_start "required $SPANK preload=$PRELOAD statusbase=$S/st"
 diag "slurmctld, slurmd and munged up on $NODE: $(sinfo -h -o '%P %T' | tr '\n' ' ')"
-
-# attach NAME: fifos $T/NAME.in and .out that a job's target reads and writes, opened here for
-# ask/answer without waiting for the job.
-attach() {
-	local fin fout
-	rm -f "$T/$1.in" "$T/$1.out"
-	mkfifo "$T/$1.in" "$T/$1.out"
-	exec {fin}<> "$T/$1.in"
-	exec {fout}<> "$T/$1.out"
-	printf -v "${1}_in" '%s' "$fin"
-	printf -v "${1}_out" '%s' "$fout"
-}
-# ready NAME: its target's pid, once it has said "ready PID ..."
-ready() {
-	answer "$1" 60
-	[ "${REPLY%% *}" = ready ] && { REPLY=${REPLY#ready }; echo "${REPLY%% *}"; }
-}
-job_dir() { echo "$S/st/cudanap-$(id -u)-job$1"; }
-# until_state PID STATE: until PID's status file says STATE (20 s at most); srun forwards a
-# signal to its tasks, so a task may count one signal twice and seq alone cannot tell.
-until_state() {
-	for _ in $(seq 200); do [ "$(field "$1" state)" = "$2" ] && [ "$(field "$1" busy)" = false ] && return 0; sleep 0.1; done
-	return 1
-}
 
 printf '[lock]\ntimeout_ms = 5000\n' > "$T/job.ini"
 printf '[lock]\ntimeout_ms = soon\n' > "$T/bad.ini"
