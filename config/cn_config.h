@@ -38,6 +38,7 @@ struct cn_config {
 	unsigned margin_mib; /* free GPU memory a restore needs beyond the job's footprint */
 	bool reserve;	     /* hold that memory from the check until the restore */
 	char status_dir[PATH_MAX];
+	char hibernate_dir[PATH_MAX]; /* "" keeps the host copy in RAM */
 	int log_level;
 	char log_target[PATH_MAX]; /* "" means stderr */
 	char on_suspended[CN_HOOK_LEN];
@@ -89,8 +90,11 @@ int cn_uuid_parse(const char *s, unsigned char uuid[16]);
 void cn_uuid_format(const unsigned char uuid[16], char out[CN_UUID_STR_LEN]);
 void cn_gpu_ref_format(const struct cn_gpu_ref *r, char *out, size_t len);
 
-/* Create dir 0700 if missing; refuse a symlink, a non-directory, another owner, or a directory
- * that others may write to. */
+/* A directory only we may write to: refuse a symlink, a non-directory, another owner, or one that
+ * others may write to; create it 0700 first when asked. what names it in err ("status dir"). */
+int cn_private_dir(const char *dir, const char *what, bool create, char *err, size_t errlen);
+
+/* cn_private_dir(dir, "status dir", create): */
 int cn_status_dir_prepare(const char *dir, char *err, size_t errlen);
 
 #endif

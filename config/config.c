@@ -390,6 +390,16 @@ static int k_status_dir(struct cn_config *c, const char *v, char *why, size_t le
 	return set_abs_path(c->status_dir, sizeof(c->status_dir), v, why, len);
 }
 
+/* Empty: off. */
+static int k_hibernate_dir(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	if (!*v) {
+		c->hibernate_dir[0] = '\0';
+		return 0;
+	}
+	return set_abs_path(c->hibernate_dir, sizeof(c->hibernate_dir), v, why, len);
+}
+
 static int k_log_level(struct cn_config *c, const char *v, char *why, size_t len)
 {
 	static const char *const levels[] = { "error", "info", "debug" };
@@ -512,6 +522,7 @@ static const struct {
 	{ "restore", "margin_mib", k_margin, 0 },
 	{ "restore", "reserve", NULL, offsetof(struct cn_config, reserve) },
 	{ "status", "dir", k_status_dir, 0 },
+	{ "hibernate", "dir", k_hibernate_dir, 0 },
 	{ "log", "level", k_log_level, 0 },
 	{ "log", "target", k_log_target, 0 },
 	{ "hooks", "on_suspended", k_on_suspended, 0 },
@@ -639,36 +650,40 @@ int cn_config_load_env(struct cn_config *c, char *err, size_t errlen)
 	return cn_config_load(c, p, err, errlen);
 }
 
-int cn_status_dir_prepare(const char *dir, char *err, size_t errlen)
+int cn_private_dir(const char *dir, const char *what, bool create, char *err, size_t errlen)
 {
 	struct stat st;
 
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+	if (create && mkdir(dir, 0700) < 0 && errno != EEXIST) {
 		int e = errno;
 
-		snprintf(err, errlen, "status dir %s: cannot create: %s", dir, strerror(e));
+		snprintf(err, errlen, "%s %s: cannot create: %s", what, dir, strerror(e));
 		return -e;
 	}
 	if (lstat(dir, &st) < 0) {
 		int e = errno;
 
-		snprintf(err, errlen, "status dir %s: %s", dir, strerror(e));
+		snprintf(err, errlen, "%s %s: %s", what, dir, strerror(e));
 		return -e;
 	}
 	if (S_ISLNK(st.st_mode) || !S_ISDIR(st.st_mode)) {
-		snprintf(err, errlen, "status dir %s: is a symlink or not a directory; refusing",
-			 dir);
+		snprintf(err, errlen, "%s %s: is a symlink or not a directory; refusing", what, dir);
 		return -ENOTDIR;
 	}
 	if (st.st_uid != geteuid()) {
-		snprintf(err, errlen, "status dir %s: owned by uid %u, not by you; refusing", dir,
+		snprintf(err, errlen, "%s %s: owned by uid %u, not by you; refusing", what, dir,
 			 (unsigned)st.st_uid);
 		return -EPERM;
 	}
 	if (st.st_mode & 022) {
-		snprintf(err, errlen, "status dir %s: mode %03o lets others write; chmod 700 it",
-			 dir, (unsigned)(st.st_mode & 0777));
+		snprintf(err, errlen, "%s %s: mode %03o lets others write; chmod 700 it", what, dir,
+			 (unsigned)(st.st_mode & 0777));
 		return -EPERM;
 	}
 	return 0;
+}
+
+int cn_status_dir_prepare(const char *dir, char *err, size_t errlen)
+{
+	return cn_private_dir(dir, "status dir", true, err, errlen);
 }

@@ -26,6 +26,7 @@
 #include "log.h"
 #include "preflight.h"
 #include "proto.h"
+#include "hibernate.h"
 #include "launch.h"
 #include "staging.h"
 
@@ -41,6 +42,13 @@ static struct {
 	struct cn_gpu_use use[CN_MAX_GPUS];
 	bool thp;      /* transparent huge pages not [never] on this host */
 	bool thp_said; /* the fallback was logged once */
+	/* Hibernate: asked for at this suspend (the file is open), the disk space it found, and
+	 * where the copy is once it went to disk (NULL while it is in RAM). */
+	bool hib;
+	uint64_t hib_free;
+	void *hib_addr;
+	size_t hib_len;
+	char hib_note[320]; /* why this suspend's copy stayed in RAM after all, "" if it did not */
 } ag;
 
 static const char *state_name(int s)
@@ -168,6 +176,8 @@ static int call(uint32_t op, struct cn_resp *resp)
 	if (op == CN_OP_LOCK) {
 		req.host_check = ag.cfg.host_check;
 		req.host_margin_bytes = (uint64_t)ag.cfg.host_margin_mib << 20;
+		req.to_disk = ag.hib;
+		req.disk_free_bytes = ag.hib_free;
 	}
 	if (op == CN_OP_RESTORE) {
 		req.n_pairs = ag.cfg.n_pairs;
@@ -376,32 +386,117 @@ static int moving_call(uint32_t op, struct cn_resp *r)
 	return rc;
 }
 
-/* The checkpoint call, with the host copy staged in huge pages when the INI asks for it. */
+/* After the checkpoint, with the host copy in the hibernate file: synced, then out of RAM. */
+static void hibernate_after(int rc, const struct cn_staging_stats *ss)
+{
+	struct cn_hib_stats hs;
+	char err[300];
+
+	cn_hib_writer_stop();
+	if (rc < 0 || !ss->file) {
+		if (rc == 0 && ss->bytes)
+			snprintf(ag.hib_note, sizeof(ag.hib_note),
+				 "no room for the %.0f MiB copy in %s (%s): it stays in RAM",
+				 (double)ss->bytes / (1 << 20), cn_hib_dir(),
+				 strerror(ss->file_err ? ss->file_err : EIO));
+		cn_hib_close();
+		return;
+	}
+	if (cn_hib_settle(ss->addr, ss->bytes, &hs, err, sizeof(err)) < 0) {
+		snprintf(ag.hib_note, sizeof(ag.hib_note), "%s", err);
+		if (cn_hib_fd() < 0)
+			return; /* moved into RAM */
+	} else {
+		ag.st.step_ms[CN_STEP_HIBERNATE] = hs.write_ms + hs.pageout_ms;
+	}
+	ag.hib_addr = ss->addr;
+	ag.hib_len = ss->bytes;
+	ag.st.host_mib = (double)cn_hib_resident(ss->addr, ss->bytes) / (1 << 20);
+	ag.st.disk_mib = (double)cn_hib_disk_bytes() / (1 << 20);
+	cn_log(&ag.cfg, CN_LOG_DEBUG,
+	       "hibernate: %.0f MiB in %s, %.1f ms to sync, %.1f ms to page out; %.1f MiB left in "
+	       "RAM",
+	       (double)ss->bytes / (1 << 20), cn_hib_dir(), hs.write_ms, hs.pageout_ms,
+	       ag.st.host_mib);
+}
+
+/* The checkpoint call, with the host copy staged in huge pages when the INI asks for it, or in
+ * the hibernate file. */
 static int checkpoint(struct cn_resp *r)
 {
 	struct cn_staging_stats ss;
 	int rc;
 
-	if (!ag.cfg.hugepages)
+	if (!ag.cfg.hugepages && !ag.hib)
 		return moving_call(CN_OP_CHECKPOINT, r);
-	if (!ag.thp && !ag.thp_said) {
+	if (ag.cfg.hugepages && !ag.thp && !ag.thp_said) {
 		ag.thp_said = true;
 		cn_log(&ag.cfg, CN_LOG_INFO,
 		       "transparent huge pages are off on this host ([never]): staging the host "
 		       "copy in 4 KiB pages");
 	}
-	cn_staging_arm(ag.thp, ag.cfg.prefault_threads, ag.cfg.keep_host_buffer);
+	cn_staging_arm(ag.thp && ag.cfg.hugepages, ag.cfg.hugepages ? ag.cfg.prefault_threads : 0,
+		       ag.cfg.keep_host_buffer, ag.hib ? cn_hib_fd() : -1);
+	if (ag.hib)
+		cn_hib_writer_start();
 	rc = moving_call(CN_OP_CHECKPOINT, r);
 	cn_staging_disarm(&ss);
+	if (ag.hib)
+		hibernate_after(rc, &ss);
 	if (ss.bytes) {
 		ag.st.staged_mib = (double)ss.bytes / (1 << 20);
 		ag.st.prefault_ms = ss.prefault_ms;
 		cn_log(&ag.cfg, CN_LOG_DEBUG,
-		       "host copy: %.0f MiB%s%s, %u prefault threads, %.1f ms", ag.st.staged_mib,
+		       "host copy: %.0f MiB%s%s%s, %u prefault threads, %.1f ms",
+		       ag.st.staged_mib, ss.file ? ", in the hibernate file" : "",
 		       ss.huge ? ", huge pages" : "", ss.reused ? ", kept from last time" : "",
 		       ss.threads, ss.prefault_ms);
 	}
 	return rc;
+}
+
+/* Where this suspend's copy goes: the directory `cudanap suspend --to-disk[=DIR]` left in
+ * <pid>.hibernate beside the status file (read once, removed), else the INI's [hibernate] dir;
+ * its file opened now. -1 with msg when asked for and impossible: the suspend is refused. */
+static int hibernate_setup(char *msg, size_t len)
+{
+	char req[4300], dir[PATH_MAX];
+	ssize_t n = -1;
+	int fd;
+
+	ag.hib = false;
+	ag.hib_note[0] = '\0';
+	snprintf(dir, sizeof(dir), "%s", ag.cfg.hibernate_dir);
+	snprintf(req, sizeof(req), "%s/%d.hibernate", ag.cfg.status_dir, (int)getpid());
+	fd = open(req, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, dir, sizeof(dir) - 1);
+		close(fd);
+		unlink(req);
+		if (n > 0) {
+			dir[n] = '\0';
+			dir[strcspn(dir, "\n")] = '\0';
+		} else {
+			snprintf(dir, sizeof(dir), "%s", ag.cfg.hibernate_dir);
+		}
+		if (!dir[0]) {
+			snprintf(msg, len,
+				 "--to-disk: no directory given and none in [hibernate] dir; the "
+				 "process keeps running");
+			return -1;
+		}
+	}
+	if (!dir[0]) {
+		cn_hib_close();
+		return 0;
+	}
+	if (cn_hib_open(dir, msg, len) < 0) {
+		snprintf(msg + strlen(msg), len - strlen(msg), "; the process keeps running");
+		return -1;
+	}
+	ag.hib = true;
+	ag.hib_free = cn_hib_free_bytes(dir);
+	return 0;
 }
 
 /* After a failed step of a suspend: let the process run on. */
@@ -431,7 +526,8 @@ static void suspend(void)
 			finish(&r, "already", "already suspended");
 		return;
 	}
-	if (r.state == CN_STATE_RUNNING && cn_preflight_suspend(&ag.cfg, msg, sizeof(msg)) < 0) {
+	if (r.state == CN_STATE_RUNNING && (cn_preflight_suspend(&ag.cfg, msg, sizeof(msg)) < 0 ||
+					    hibernate_setup(msg, sizeof(msg)) < 0)) {
 		r.result = CN_RES_REFUSED;
 		snprintf(r.name, sizeof(r.name), "REFUSED");
 		finish(&r, "suspend", msg);
@@ -445,7 +541,7 @@ static void suspend(void)
 					 "lock timed out after %u ms: GPU work still running "
 					 "([lock] timeout_ms); the process keeps running",
 					 ag.cfg.lock_timeout_ms);
-			else if (r.result == CN_RES_NO_HOST)
+			else if (r.result == CN_RES_NO_HOST || r.result == CN_RES_DISK)
 				snprintf(msg, sizeof(msg), "%s; the process keeps running",
 					 r.message);
 			else
@@ -478,7 +574,14 @@ static void suspend(void)
 	if (r.note[0])
 		cn_log(&ag.cfg, CN_LOG_INFO,
 		       "free GPU memory will not be checked before the restore: %s", r.note);
-	finish(&r, "suspended", "suspended");
+	if (ag.hib_note[0]) {
+		cn_log(&ag.cfg, CN_LOG_ERROR, "hibernate: %s", ag.hib_note);
+		snprintf(msg, sizeof(msg), "suspended; hibernate: %s", ag.hib_note);
+	} else {
+		snprintf(msg, sizeof(msg), ag.hib_addr ? "suspended to %s" : "suspended",
+			 cn_hib_dir());
+	}
+	finish(&r, "suspended", msg);
 }
 
 static void resume(void)
@@ -497,6 +600,21 @@ static void resume(void)
 		return;
 	}
 	publish();
+	if (r.state == CN_STATE_CHECKPOINTED && ag.hib_addr) {
+		char msg[360];
+		double ms;
+
+		if (cn_hib_readback(ag.hib_addr, ag.hib_len, ag.cfg.prefault_threads, &ms, msg,
+				    sizeof(msg)) < 0) {
+			r.result = CN_RES_DISK;
+			snprintf(r.name, sizeof(r.name), "HIBERNATE_READ_ERROR");
+			snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg),
+				 "; still suspended, the file kept while the process lives");
+			finish(&r, "resume", msg);
+			return;
+		}
+		ag.st.step_ms[CN_STEP_READBACK] = ms;
+	}
 	if (r.state == CN_STATE_CHECKPOINTED) {
 		/* A controller that died mid-restore may have left it restored and locked: then
 		 * the unlock below finishes the resume. */
@@ -521,6 +639,11 @@ static void resume(void)
 		return;
 	}
 	step(CN_STEP_UNLOCK, &r);
+	if (ag.hib_addr) {
+		/* The driver unmapped its copy after the restore: the file goes with its fd. */
+		cn_hib_close();
+		ag.hib_addr = NULL;
+	}
 	{
 		struct cn_staging_stats ss;
 

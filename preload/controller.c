@@ -406,7 +406,9 @@ static CUresult do_restore(const struct cn_req *req, struct cn_resp *resp)
 }
 
 /* The host copy of a checkpoint is as large as what the process holds on its GPUs; refuse before
- * the lock when the host or the process's cgroup cannot take it. No NVML: no check. */
+ * the lock when the host or the process's cgroup cannot take it, or, hibernating, the disk. The
+ * copy then streams through the page cache and needs no more RAM than the kernel can write back.
+ * No NVML: no check. */
 static int host_room(const struct cn_req *req, struct cn_resp *resp)
 {
 	struct cn_gpu_use use[CN_MAX_GPUS];
@@ -416,6 +418,22 @@ static int host_room(const struct cn_req *req, struct cn_resp *resp)
 
 	for (int i = 0; i < n; i++)
 		need += use[i].bytes;
+	if (n > 0 && req->to_disk) {
+		/* The driver's copy is about 1.06 x the footprint (DESIGN.md). */
+		uint64_t copy = need + need / 16;
+
+		if (req->disk_free_bytes >= copy + req->host_margin_bytes)
+			return 0;
+		snprintf(resp->message, sizeof(resp->message),
+			 "the process holds %llu MiB on its GPUs; its copy (%llu MiB) and the %llu "
+			 "MiB margin do not fit in the %llu MiB free in the hibernate dir",
+			 (unsigned long long)(need >> 20), (unsigned long long)(copy >> 20),
+			 (unsigned long long)(req->host_margin_bytes >> 20),
+			 (unsigned long long)(req->disk_free_bytes >> 20));
+		resp->result = CN_RES_DISK;
+		snprintf(resp->name, sizeof(resp->name), "NO_DISK_SPACE");
+		return -1;
+	}
 	if (n <= 0 ||
 	    cn_host_room(target, "/proc", "/sys/fs/cgroup", &room, which, sizeof(which)) < 0)
 		return 0;

@@ -29,6 +29,7 @@
 #include "cn_nccl.h"
 #include "copy.h"
 #include "launch.h"
+#include "hibernate.h"
 #include "staging.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -276,6 +277,7 @@ static void after_fork_child(void)
 	if (w >= 0)
 		close(w);
 	cn_staging_after_fork();
+	cn_hib_after_fork();
 	cn_copy_after_fork();
 	if (wake_pipe(p) < 0) {
 		cn_agent_fork_child(-1);

@@ -25,6 +25,7 @@ enum {
 	CN_RES_REFUSED = -5,   /* a preflight check said no */
 	CN_RES_NO_ROOM = -6,   /* a target GPU lacks the free memory the restore needs */
 	CN_RES_NO_HOST = -7,   /* the host lacks the memory the checkpoint's copy needs */
+	CN_RES_DISK = -8,      /* the hibernate file: no room for it, or it could not be read back */
 };
 
 /* What the process held on one GPU when it was checkpointed, as NVML counts it. */
@@ -57,6 +58,10 @@ struct cn_req {
 	 * much free host memory. */
 	uint32_t host_check;
 	uint64_t host_margin_bytes;
+	/* ... or, hibernating, beside this much free space in the hibernate dir (statvfs, taken by
+	 * the agent, which opened the file there): then host memory is not checked. */
+	uint32_t to_disk;
+	uint64_t disk_free_bytes;
 };
 
 struct cn_resp {

@@ -40,7 +40,8 @@ static atomic_bool armed;
 static struct {
 	bool hugepages, keep;
 	unsigned threads;
-} want;
+	int file;
+} want = { .file = -1 };
 
 /* The mapping we handed the driver, and a kept one waiting for the next suspend. */
 static void *staged;
@@ -110,6 +111,28 @@ static void prefault_parallel(char *p, size_t len, unsigned n)
 	}
 }
 
+/* The host copy in the hibernate file: its blocks reserved first, so that a full disk shows now
+ * (the copy then goes to RAM) and not as a SIGBUS in the driver's copy. No prefault: the pages
+ * are to leave RAM. */
+static void *stage_file(size_t len, int prot)
+{
+	int e = posix_fallocate(want.file, 0, (off_t)len);
+	void *p;
+
+	if (e == 0) {
+		p = sys_mmap(NULL, len, prot, MAP_SHARED, want.file, 0);
+		if (p != MAP_FAILED) {
+			stats.file = true;
+			return p;
+		}
+		e = errno;
+	}
+	stats.file_err = e;
+	if (ftruncate(want.file, 0) < 0) /* give back what a partial fallocate took */
+		stats.file_err = e;
+	return MAP_FAILED;
+}
+
 /* The host copy: aligned so that huge pages can back all of it, advised, prefaulted. */
 static void *stage(size_t len, int prot, int flags)
 {
@@ -117,11 +140,19 @@ static void *stage(size_t len, int prot, int flags)
 	char *raw, *p;
 	double t0 = now_ms();
 
+	if (want.file >= 0 && (p = stage_file(len, prot)) != MAP_FAILED) {
+		stats.bytes = len;
+		stats.prefault_ms = now_ms() - t0;
+		stats.addr = staged = p;
+		staged_len = len;
+		return p;
+	}
 	if (spare && spare_len == len) {
 		staged = spare, staged_len = spare_len;
 		spare = NULL;
 		stats.reused = true;
 		stats.bytes = len;
+		stats.addr = staged;
 		return staged;
 	}
 	if (spare) {
@@ -143,7 +174,7 @@ static void *stage(size_t len, int prot, int flags)
 	stats.bytes = len;
 	stats.threads = want.threads;
 	stats.prefault_ms = now_ms() - t0;
-	staged = p;
+	stats.addr = staged = p;
 	staged_len = len;
 	return p;
 }
@@ -184,7 +215,7 @@ PUBLIC int munmap(void *addr, size_t len)
 		int r = 0;
 
 		staged = NULL;
-		if (want.keep) {
+		if (want.keep && !stats.file) {
 			spare = addr;
 			spare_len = len;
 		} else {
@@ -213,12 +244,13 @@ bool cn_staging_thp_available(void)
 	return n <= 0 || !strstr(buf, "[never]");
 }
 
-void cn_staging_arm(bool hugepages, unsigned threads, bool keep)
+void cn_staging_arm(bool hugepages, unsigned threads, bool keep, int file)
 {
 	memset(&stats, 0, sizeof(stats));
 	want.hugepages = hugepages;
 	want.threads = threads > MAX_THREADS ? MAX_THREADS : threads;
-	want.keep = keep;
+	want.keep = keep && file < 0;
+	want.file = file;
 	if (!keep && spare) {
 		sys_munmap(spare, spare_len);
 		spare = NULL;

@@ -12,11 +12,15 @@ struct cn_staging_stats {
 	unsigned threads;   /* prefault threads */
 	double prefault_ms; /* map + advise + prefault */
 	double unmap_ms;    /* the driver's munmap after restore (0 when kept) */
+	void *addr;	    /* where the host copy is */
+	bool file;	    /* backed by the hibernate file */
+	int file_err;	    /* why it could not be (errno of posix_fallocate or mmap), 0 if none */
 };
 
 void cn_staging_init(void);
 bool cn_staging_thp_available(void);
-void cn_staging_arm(bool hugepages, unsigned threads, bool keep);
+/* file: the hibernate file to back the host copy with (hibernate.c), or -1 for RAM. */
+void cn_staging_arm(bool hugepages, unsigned threads, bool keep, int file);
 void cn_staging_disarm(struct cn_staging_stats *out);
 
 /* In a forked child: a window the parent had open is not the child's. */

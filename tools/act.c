@@ -10,6 +10,7 @@
  * timed out, the whole job is tried again after a pause. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -56,6 +57,22 @@ static void outcome(struct job *j, const struct cn_status *s, bool suspend)
 /* Send one process its signal. In a whole job, a process that never loaded the driver (a shell,
  * srun, a data loader) is nothing to do and gets no signal: srun, for one, takes SIGUSR1 for its
  * own and forwards it to its tasks, so its answer would never come. */
+static const char *to_disk; /* --to-disk[=DIR]: NULL when not asked, "" for the INI's dir */
+
+/* The hibernate request the process's agent reads at its next suspend (agent.c). */
+static int ask_to_disk(const struct job *j)
+{
+	char path[PATH_MAX + 32];
+	int fd, ok;
+
+	snprintf(path, sizeof(path), "%s/%d.hibernate", j->dir, j->pid);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	ok = write(fd, to_disk, strlen(to_disk)) == (ssize_t)strlen(to_disk);
+	return close(fd) == 0 && ok ? 0 : -1;
+}
+
 static void send_one(struct job *j, const char *cfg, bool suspend, bool group, double deadline)
 {
 	const char *why;
@@ -95,6 +112,12 @@ static void send_one(struct job *j, const char *cfg, bool suspend, bool group, d
 		return;
 	}
 	j->seq0 = s.seq;
+	if (suspend && to_disk && ask_to_disk(j) < 0) {
+		j->done = true;
+		snprintf(j->line, sizeof(j->line), "%d: --to-disk: cannot write in %s: %s; nothing sent",
+			 j->pid, j->dir, strerror(errno));
+		return;
+	}
 	if (kill(j->pid, suspend ? s.suspend_signal : s.resume_signal) < 0) {
 		j->done = true;
 		snprintf(j->line, sizeof(j->line), "%d: cannot signal: %s", j->pid,
@@ -286,6 +309,7 @@ int cmd_suspend_resume(int argc, char **argv, bool suspend)
 		{ "slurm", required_argument, NULL, 'S' },
 		{ "each", no_argument, NULL, 'e' },
 		{ "retries", required_argument, NULL, 'r' },
+		{ "to-disk", optional_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -297,7 +321,7 @@ int cmd_suspend_resume(int argc, char **argv, bool suspend)
 	struct job *jobs;
 	char *end;
 
-	while ((c = getopt_long(argc, argv, "+c:wnt:aT:S:er:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+c:wnt:aT:S:er:D::h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			p.cfg = optarg;
@@ -329,6 +353,20 @@ int cmd_suspend_resume(int argc, char **argv, bool suspend)
 			break;
 		case 'e':
 			each = true;
+			break;
+		case 'D':
+			if (!suspend)
+				die_usage("cudanap: --to-disk is for suspend\n");
+			if (optarg && optarg[0] && optarg[0] != '/') {
+				static char abs[PATH_MAX];
+
+				if (!getcwd(abs, sizeof(abs) - strlen(optarg) - 2))
+					die_usage("cudanap: --to-disk: cannot make the path absolute\n");
+				strcat(strcat(abs, "/"), optarg);
+				to_disk = abs;
+			} else {
+				to_disk = optarg ? optarg : "";
+			}
 			break;
 		case 'r':
 			p.retries = (unsigned)strtoul(optarg, &end, 10);

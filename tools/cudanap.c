@@ -85,6 +85,8 @@ const char usage_suspend[] =
 	"  -S, --slurm JOBID   the processes of Slurm job JOBID on this node (scontrol listpids)\n"
 	"  -e, --each          act on each process on its own: no rollback, no retries\n"
 	"  -r, --retries N     attempts after the first for an all-or-nothing suspend (default 2)\n"
+	"  -D, --to-disk[=DIR] suspend: put the host copy in a file in DIR (default: the INI's\n"
+	"                      [hibernate] dir) and give its RAM back while the job sleeps\n"
 	"\n"
 	"--all, --tree and --slurm leave out the processes that started this command (a job's\n"
 	"shell running it from a trap). A PID already in the asked-for state is reported as\n"

@@ -25,9 +25,21 @@
  * GPU without room fails with OUT_OF_MEMORY and wedges the process, as on a real driver. The fake
  * NVML reports both; a context and cuMemAlloc in the controller are checked against the same
  * numbers. Reservations and restores are appended to the file "events", one line each, so that
- * tests can see their order. */
+ * tests can see their order.
+ *
+ * Host copy: with $CUDANAP_FAKE_COPY_MIB set, the checkpoint also makes the host copy inside the
+ * target the way the real driver does: a thread of the target's (the "driver thread", started at
+ * fake_register) maps 1.0625 x that many MiB with one mmap(MAP_PRIVATE|MAP_ANONYMOUS|MAP_POPULATE)
+ * through the PLT, where the preload's staging sees it, and fills it by memcpy; the restore checks
+ * every byte of it and unmaps it. The controller's side asks over the fifo <pid>.drv and waits for
+ * the answer on <pid>.ack ("ok", or "bad WHY", which fails the call). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <fcntl.h>
 #include <dirent.h>
 #include <signal.h>
@@ -222,6 +234,110 @@ EXPORT CUresult cuInit(unsigned flags)
 }
 
 /* The target's "CUDA initialisation": from now on the driver knows this process. */
+/* ---- the host copy (see the opening comment) ---- */
+
+static size_t copy_bytes(void)
+{
+	const char *s = getenv("CUDANAP_FAKE_COPY_MIB");
+	size_t mib = s ? strtoul(s, NULL, 10) : 0;
+
+	return (mib << 20) + (mib << 20) / 16;
+}
+
+static uint64_t word_at(size_t i)
+{
+	return (uint64_t)i * 0x9e3779b97f4a7c15ull ^ 0x5a5a5a5a5a5a5a5aull;
+}
+
+static char *copy;
+
+static void answer_ack(int ack, const char *text)
+{
+	if (write(ack, text, strlen(text)) < 0)
+		return;
+}
+
+static void *driver_thread(void *arg)
+{
+	char p[4200], c;
+	size_t len = copy_bytes();
+	int drv, ack;
+
+	(void)arg;
+	path_of(p, sizeof(p), getpid(), "drv");
+	drv = open(p, O_RDWR | O_CLOEXEC);
+	path_of(p, sizeof(p), getpid(), "ack");
+	ack = open(p, O_RDWR | O_CLOEXEC);
+	while (drv >= 0 && ack >= 0 && read(drv, &c, 1) == 1) {
+		if (c == 'c') {
+			copy = mmap(NULL, len, PROT_READ | PROT_WRITE,
+				    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+			if (copy == MAP_FAILED) {
+				copy = NULL;
+				answer_ack(ack, "bad mmap\n");
+				continue;
+			}
+			/* memcpy from a staging page, as the driver's copy from pinned memory */
+			for (size_t o = 0; o < len; o += 1 << 16) {
+				static uint64_t page[1 << 13];
+				size_t n = len - o < (1u << 16) ? len - o : 1u << 16;
+
+				for (size_t w = 0; w < n / 8; w++)
+					page[w] = word_at(o / 8 + w);
+				memcpy(copy + o, page, n);
+			}
+			answer_ack(ack, "ok\n");
+		} else if (c == 'r') {
+			bool good = copy != NULL;
+
+			for (size_t w = 0; good && w < len / 8; w++)
+				good = ((uint64_t *)copy)[w] == word_at(w);
+			if (copy)
+				munmap(copy, len);
+			copy = NULL;
+			answer_ack(ack, good ? "ok\n" : "bad the host copy changed\n");
+		}
+	}
+	return NULL;
+}
+
+/* The controller's side: ask the target's driver thread, wait for its answer (60 s at most). */
+static CUresult ask_driver(int pid, char what)
+{
+	char p[4200], line[128] = "";
+	int drv, ack;
+	ssize_t n = 0;
+
+	if (!copy_bytes())
+		return CUDA_SUCCESS;
+	path_of(p, sizeof(p), pid, "drv");
+	drv = open(p, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	if (drv < 0)
+		return CUDA_SUCCESS; /* a target started without the variable */
+	path_of(p, sizeof(p), pid, "ack");
+	ack = open(p, O_RDONLY | O_CLOEXEC);
+	if (ack >= 0 && write(drv, &what, 1) == 1) {
+		struct timespec t0, t;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do {
+			ssize_t k = read(ack, line + n, sizeof(line) - 1 - (size_t)n);
+
+			if (k > 0)
+				n += k;
+			clock_gettime(CLOCK_MONOTONIC, &t);
+		} while ((n == 0 || line[n - 1] != '\n') && t.tv_sec - t0.tv_sec < 60);
+	}
+	line[n] = '\0';
+	close(drv);
+	if (ack >= 0)
+		close(ack);
+	if (strncmp(line, "ok", 2) == 0)
+		return CUDA_SUCCESS;
+	fprintf(stderr, "fakecuda: host copy of %d: %s", pid, n ? line : "no answer\n");
+	return CUDA_ERROR_UNKNOWN;
+}
+
 EXPORT CUresult fake_register(void)
 {
 	char p[4200];
@@ -240,6 +356,19 @@ EXPORT CUresult fake_register(void)
 		return CUDA_ERROR_OPERATING_SYSTEM;
 	flock(fd, LOCK_EX);
 	store_unlock(fd, &st);
+	if (copy_bytes()) {
+		pthread_t t;
+		char q[4200];
+
+		path_of(p, sizeof(p), getpid(), "drv");
+		path_of(q, sizeof(q), getpid(), "ack");
+		unlink(p);
+		unlink(q);
+		if (mkfifo(p, 0600) < 0 || mkfifo(q, 0600) < 0 ||
+		    pthread_create(&t, NULL, driver_thread, NULL) != 0)
+			return CUDA_ERROR_OPERATING_SYSTEM;
+		pthread_detach(t);
+	}
 	return CUDA_SUCCESS;
 }
 
@@ -365,10 +494,16 @@ EXPORT CUresult cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpointArg
 
 	delay("delay_checkpoint");
 	/* An injected failure leaves it LOCKED, as managed memory does on a real driver. */
+	CUresult r;
+
 	fd = transition(pid, 1, "fail_checkpoint", &st);
 	(void)args;
 	if (fd < 0)
 		return -fd;
+	if ((r = ask_driver(pid, 'c')) != CUDA_SUCCESS) {
+		close(fd);
+		return r;
+	}
 	return move_and_store(fd, pid, "gpu", "host", &st, 2);
 }
 
@@ -408,6 +543,14 @@ EXPORT CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs *arg
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	st.gpu = to;
+	{
+		CUresult r = ask_driver(pid, 'r');
+
+		if (r != CUDA_SUCCESS) {
+			close(fd);
+			return r;
+		}
+	}
 	return move_and_store(fd, pid, "host", "gpu", &st, 1);
 }
 

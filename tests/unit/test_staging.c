@@ -65,7 +65,7 @@ int main(void)
 	ok(p != MAP_FAILED && st.bytes == 0, "not armed: the driver's mapping passes through");
 	munmap(p, len);
 
-	cn_staging_arm(true, 4, false);
+	cn_staging_arm(true, 4, false, -1);
 	q = mmap(NULL, 8 * MIB, PROT_READ | PROT_WRITE, DRIVER_FLAGS, -1, 0);
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	cn_staging_unmap_stats(&st);
@@ -98,20 +98,20 @@ int main(void)
 
 	/* keep_host_buffer: the next suspend of the same size gets the same, already faulted,
 	 * buffer */
-	cn_staging_arm(true, 2, true);
+	cn_staging_arm(true, 2, true, -1);
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, DRIVER_FLAGS, -1, 0);
 	cn_staging_disarm(&st);
 	ok(munmap(p, len) == 0 && resident(p, len) == len, "kept: munmap leaves it mapped");
-	cn_staging_arm(true, 2, true);
+	cn_staging_arm(true, 2, true, -1);
 	q = mmap(NULL, len, PROT_READ | PROT_WRITE, DRIVER_FLAGS, -1, 0);
 	cn_staging_disarm(&st);
 	ok(q == p && st.reused, "kept: the next suspend reuses it");
 	munmap(q, len);
-	cn_staging_arm(true, 2, false);
+	cn_staging_arm(true, 2, false, -1);
 	cn_staging_disarm(&st);
 	ok(resident(p, 4096) == 0, "turning keep off frees the kept buffer");
 
-	cn_staging_arm(false, 0, false);
+	cn_staging_arm(false, 0, false, -1);
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, DRIVER_FLAGS, -1, 0);
 	cn_staging_disarm(&st);
 	ok(st.bytes == len && !st.huge && st.threads == 0 && resident(p, len) == 0,

@@ -1,0 +1,264 @@
+/* hibernate: the host copy of a checkpoint in a file, so that a sleeping job holds no RAM for it.
+ *
+ * The agent opens an unnamed file (O_TMPFILE, mode 0600) in the INI's [hibernate] dir before the
+ * checkpoint; staging.c backs the driver's host-copy mapping with it (MAP_SHARED), space reserved
+ * up front with posix_fallocate, and falls back to anonymous memory when the disk cannot take it.
+ * While the driver copies, a writer thread pushes dirty pages to disk behind it; after the
+ * checkpoint the file is synced and its pages are dropped (MADV_PAGEOUT, FADV_DONTNEED). Before
+ * the restore they are read back in parallel. A write error moves the copy into anonymous memory
+ * at the same address (the driver never notices); a read error leaves the job suspended with the
+ * file kept. The file has no name: whatever ends the process, its space goes back.
+ *
+ * The agent thread calls everything here; the writer thread only calls sync_file_range. */
+#define _GNU_SOURCE
+#include "hibernate.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cn_config.h"
+
+#define MAX_THREADS 64
+
+static struct {
+	int fd;
+	char dir[PATH_MAX];
+	pthread_t writer;
+	bool writing;
+	atomic_bool stop;
+} h = { .fd = -1 };
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+int cn_hib_open(const char *dir, char *err, size_t len)
+{
+	int fd;
+
+	cn_hib_close();
+	if (cn_private_dir(dir, "hibernate dir", false, err, len) < 0)
+		return -1;
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+		/* A filesystem without O_TMPFILE: a name for a moment, unlinked at once. */
+		char path[PATH_MAX + 32];
+
+		snprintf(path, sizeof(path), "%s/cudanap-%d-XXXXXX", dir, (int)getpid());
+		fd = mkostemp(path, O_CLOEXEC);
+		if (fd >= 0)
+			unlink(path);
+	}
+	if (fd < 0) {
+		snprintf(err, len, "hibernate dir %s: cannot create a file: %s", dir,
+			 strerror(errno));
+		return -1;
+	}
+	h.fd = fd;
+	snprintf(h.dir, sizeof(h.dir), "%s", dir);
+	return fd;
+}
+
+int cn_hib_fd(void)
+{
+	return h.fd;
+}
+
+const char *cn_hib_dir(void)
+{
+	return h.dir;
+}
+
+uint64_t cn_hib_free_bytes(const char *dir)
+{
+	struct statvfs v;
+
+	if (statvfs(dir, &v) < 0)
+		return UINT64_MAX;
+	return (uint64_t)v.f_bavail * v.f_frsize;
+}
+
+static void *writer(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&h.stop)) {
+		sync_file_range(h.fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+		usleep(20000);
+	}
+	return NULL;
+}
+
+void cn_hib_writer_start(void)
+{
+	atomic_store(&h.stop, false);
+	h.writing = h.fd >= 0 && pthread_create(&h.writer, NULL, writer, NULL) == 0;
+}
+
+void cn_hib_writer_stop(void)
+{
+	if (!h.writing)
+		return;
+	atomic_store(&h.stop, true);
+	pthread_join(h.writer, NULL);
+	h.writing = false;
+}
+
+/* The copy into anonymous memory at the same address: mapped, filled, moved over the file's. */
+static int to_ram(void *addr, size_t len)
+{
+	void *anon = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (anon == MAP_FAILED)
+		return -errno;
+	memcpy(anon, addr, len);
+	if (mremap(anon, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, addr) == MAP_FAILED) {
+		int e = errno;
+
+		munmap(anon, len);
+		return -e;
+	}
+	return 0;
+}
+
+size_t cn_hib_resident(const void *addr, size_t len)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), n = (len + page - 1) / page, in = 0;
+	unsigned char *v = malloc(n);
+
+	if (!v || mincore((void *)addr, len, v) < 0) {
+		free(v);
+		return len;
+	}
+	for (size_t i = 0; i < n; i++)
+		in += v[i] & 1;
+	free(v);
+	return in * page;
+}
+
+uint64_t cn_hib_disk_bytes(void)
+{
+	struct stat st;
+
+	return h.fd >= 0 && fstat(h.fd, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
+}
+
+int cn_hib_settle(void *addr, size_t len, struct cn_hib_stats *s, char *err, size_t errlen)
+{
+	double t0 = now_ms();
+	int e = 0;
+
+	memset(s, 0, sizeof(*s));
+	cn_hib_writer_stop();
+	if (sync_file_range(h.fd, 0, 0,
+			    SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+				    SYNC_FILE_RANGE_WAIT_AFTER) < 0 ||
+	    fdatasync(h.fd) < 0)
+		e = errno;
+	s->write_ms = now_ms() - t0;
+	if (e) {
+		int r = to_ram(addr, len);
+
+		snprintf(err, errlen, "hibernate: writing to %s failed: %s; the copy %s", h.dir,
+			 strerror(e),
+			 r == 0 ? "stays in RAM" : "stays in the file's page cache (no RAM for it)");
+		if (r == 0)
+			cn_hib_close();
+		return -1;
+	}
+	t0 = now_ms();
+	madvise(addr, len, MADV_PAGEOUT);
+	posix_fadvise(h.fd, 0, 0, POSIX_FADV_DONTNEED);
+	s->pageout_ms = now_ms() - t0;
+	return 0;
+}
+
+struct part {
+	char *p;
+	size_t len;
+	int err;
+};
+
+static void *read_part(void *arg)
+{
+	struct part *pt = arg;
+
+	if (madvise(pt->p, pt->len, MADV_POPULATE_READ) < 0) {
+		pt->err = errno;
+		/* Before 5.14: touch a byte per page; a read error then kills with SIGBUS, so the
+		 * populate path is the only one that can report it. */
+		if (pt->err == EINVAL) {
+			pt->err = 0;
+			for (size_t o = 0; o < pt->len; o += 4096)
+				(void)((volatile char *)pt->p)[o];
+		}
+	}
+	return NULL;
+}
+
+int cn_hib_readback(void *addr, size_t len, unsigned threads, double *ms, char *err, size_t errlen)
+{
+	pthread_t t[MAX_THREADS];
+	struct part parts[MAX_THREADS];
+	bool running[MAX_THREADS] = { false };
+	size_t chunk = 64ul << 20, per;
+	unsigned n = threads ? (threads > MAX_THREADS ? MAX_THREADS : threads) : 1, k = 0;
+	double t0 = now_ms();
+	int e = 0;
+
+	per = ((len + n - 1) / n + chunk - 1) / chunk * chunk;
+	for (size_t o = 0; o < len && k < n; o += per, k++) {
+		parts[k].p = (char *)addr + o;
+		parts[k].len = len - o < per ? len - o : per;
+		parts[k].err = 0;
+	}
+	for (unsigned i = 1; i < k; i++)
+		running[i] = pthread_create(&t[i], NULL, read_part, &parts[i]) == 0;
+	read_part(&parts[0]);
+	for (unsigned i = 1; i < k; i++) {
+		if (running[i])
+			pthread_join(t[i], NULL);
+		else
+			read_part(&parts[i]);
+	}
+	for (unsigned i = 0; i < k && !e; i++)
+		e = parts[i].err;
+	*ms = now_ms() - t0;
+	if (e) {
+		snprintf(err, errlen, "hibernate: reading back from %s failed: %s", h.dir,
+			 strerror(e));
+		return -1;
+	}
+	return 0;
+}
+
+void cn_hib_close(void)
+{
+	cn_hib_writer_stop();
+	if (h.fd >= 0)
+		close(h.fd);
+	h.fd = -1;
+}
+
+void cn_hib_after_fork(void)
+{
+	/* The child shares the file; its own suspend opens another. */
+	if (h.fd >= 0)
+		close(h.fd);
+	h.fd = -1;
+	h.writing = false;
+}
