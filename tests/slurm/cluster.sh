@@ -82,6 +82,15 @@ cluster_start() {
 	PartitionName=gpu Nodes=ALL MaxTime=INFINITE State=UP
 	CONF
 
+	# On a cgroup v2 host slurmd asks systemd over D-Bus for a scope; a test machine may have
+	# neither, and slurmd then makes its cgroup itself.
+	# Its stepd's cgroup goes under system.slice, made here if the host has none (removed again).
+	printf 'IgnoreSystemd=yes\n' > "$S/cgroup.conf"
+	if [ -f /sys/fs/cgroup/cgroup.controllers ] && [ ! -d /sys/fs/cgroup/system.slice ] &&
+		mkdir /sys/fs/cgroup/system.slice 2> /dev/null; then
+		cluster_slice=/sys/fs/cgroup/system.slice
+	fi
+
 	slurmctld -D -i > "$S/log/slurmctld.out" 2>&1 &
 	cluster_pids+=($!)
 	for _ in $(seq 100); do scontrol ping 2> /dev/null | grep -q UP && break; sleep 0.1; done
@@ -109,6 +118,10 @@ cluster_stop() {
 		kill -9 "$i" 2> /dev/null
 	done
 	cluster_pids=()
+	if [ -n "${cluster_slice:-}" ]; then
+		find "$cluster_slice" -depth -type d -exec rmdir {} + 2> /dev/null
+		cluster_slice=
+	fi
 }
 trap 'cluster_stop; cleanup' EXIT
 trap 'exit 1' TERM INT
