@@ -2,8 +2,8 @@
 # Two-rank PyTorch jobs (NCCL) on two GPUs. With NCCL's default transports a suspend is refused in
 # one line and the job trains on. Under [nccl] suspendable = true: a busy DDP job suspended and
 # resumed with --tree 20 times, its ranks swapped between the GPUs, suspends whose one rank's
-# signal comes late (all suspended or all running, never half), FSDP, and torchrun; every loss is
-# compared with an uninterrupted run of the same job.
+# signal comes late (all suspended or all running, never half), FSDP, torchrun, and on four GPUs
+# four ranks rotated one GPU over; every loss is compared with an uninterrupted run of the job.
 . "$(dirname "$0")/../lib.sh"
 command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 || skip_all "no NVIDIA GPU or driver"
 [ "$(nvidia-smi -L | wc -l)" -ge 2 ] || skip_all "needs two GPUs"
@@ -169,5 +169,26 @@ if command -v torchrun > /dev/null; then
 	check "every loss bit-identical to the mp.spawn run" test "$(losses "$T/tr.out")" = "$(losses "$T/ddp.ref")"
 else
 	ok 0 "# SKIP torchrun not installed"
+fi
+
+# -- four ranks on four GPUs, each moved one GPU over at a resume
+if [ "$(nvidia-smi -L | wc -l)" -ge 4 ]; then
+	"$CUDANAP" run -c "$T/job.ini" -- python3 "$py" $small --ranks 4 > "$T/r4.ref" 2> "$T/r4.err"
+	"$CUDANAP" run -c "$T/job.ini" -- python3 "$py" $small --ranks 4 > "$T/r4.out" 2>> "$T/r4.err" &
+	root=$!
+	wait_step "$T/r4.out" 5
+	read -r -a r4 <<< "$(ranks_of "$T/r4.out")"
+	before=$(gpus_of "${r4[@]}")
+	"$CUDANAP" suspend --tree "$root" > /dev/null
+	nccl_ini "[restore]" "gpu_map = 0=1, 1=2, 2=3, 3=0"
+	out=$("$CUDANAP" resume --tree "$root"); rc=$?
+	nccl_ini
+	want=
+	for g in $before; do want="$want$(( (g + 1) % 4 )) "; done
+	is "$rc:$(gpus_of "${r4[@]}")" "0:${want% }" "4 ranks rotated one GPU over (from $before)"
+	check "the 4-rank job finishes" wait_done "$T/r4.out" "$root"
+	check "every loss bit-identical" test "$(losses "$T/r4.out")" = "$(losses "$T/r4.ref")"
+else
+	ok 0 "# SKIP fewer than 4 GPUs: no 4-rank rotation"
 fi
 finish

@@ -1,7 +1,8 @@
-# A two-rank PyTorch job (NCCL) for tests/gpu/ddp.sh and tools/bench_nccl.py: DDP or FSDP, fixed
+# A two-rank (or --ranks N) PyTorch job (NCCL) for tests/gpu/ddp.sh and tools/bench_nccl.py: DDP or FSDP, fixed
 # seeds, deterministic algorithms; rank 0 prints every step's loss. Started by torchrun (RANK in
 # the environment) or, without it, spawns its two ranks itself (mp.spawn).
 #   python3 ddp_train.py STEPS [--fsdp] [--busy] [--width N] [--layers N] [--sleep S] [--time]
+#                              [--ranks N]
 # --busy: no pause between steps and bf16 autocast, so that a collective is nearly always in
 # flight; --time: print the median step time instead of losses (the benchmark).
 import argparse
@@ -72,6 +73,7 @@ def main():
     p.add_argument("--batch", type=int, default=512)
     p.add_argument("--sleep", type=float, default=0.1)
     p.add_argument("--time", action="store_true")
+    p.add_argument("--ranks", type=int, default=2)
     args = p.parse_args()
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     if "RANK" in os.environ:
@@ -79,7 +81,7 @@ def main():
         return
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", "29517")
-    mp.spawn(run, args=(2, args), nprocs=2)
+    mp.spawn(run, args=(args.ranks, args), nprocs=args.ranks)
 
 
 if __name__ == "__main__":
