@@ -2,8 +2,8 @@
 # Two-rank PyTorch jobs (NCCL) on two GPUs. With NCCL's default transports a suspend is refused in
 # one line and the job trains on. Under [nccl] suspendable = true: a busy DDP job suspended and
 # resumed with --tree 20 times, its ranks swapped between the GPUs, suspends whose one rank's
-# signal comes late (all suspended or all running, never half), FSDP, torchrun, and on four GPUs
-# four ranks rotated one GPU over; every loss is compared with an uninterrupted run of the job.
+# signal comes late (all suspended or all running, never half), FSDP and torchrun; every loss is
+# compared with an uninterrupted run of the same job.
 . "$(dirname "$0")/../lib.sh"
 command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 || skip_all "no NVIDIA GPU or driver"
 [ "$(nvidia-smi -L | wc -l)" -ge 2 ] || skip_all "needs two GPUs"
@@ -15,36 +15,7 @@ busy=(--busy --width 4096 --layers 4 --batch 1024)
 steps=400
 cycles=20
 
-nccl_ini() { write_ini "[nccl]" "suspendable = true" "[lock]" "timeout_ms = ${LOCK_MS:-5000}" "$@"; }
-losses() { grep '^step' "$1"; }
-nsteps() { grep -c '^step' "$1" 2> /dev/null; }
-wait_step() { # wait_step FILE N: until step N is printed (2 minutes at most)
-	for _ in $(seq 1200); do grep -q "^step $2 " "$1" 2> /dev/null && return 0; sleep 0.1; done
-	return 1
-}
-wait_done() { # wait_done FILE PID: until the job prints done or exits
-	for _ in $(seq 3000); do
-		grep -q '^done' "$1" && { wait "$2"; return 0; }
-		kill -0 "$2" 2> /dev/null || return 1
-		sleep 0.1
-	done
-	return 1
-}
-ranks_of() { awk '/^rank/ { print $4 }' "$1" | tr '\n' ' '; }
-gpus_of() { # gpus_of PID...: the GPU each holds memory on (01 for both, - for none)
-	local p a b out=
-	for p in "$@"; do
-		a=$(mib_on "$p" 0) b=$(mib_on "$p" 1)
-		if [ "$a" -gt 0 ] && [ "$b" -gt 0 ]; then out="${out}01 "
-		elif [ "$a" -gt 0 ]; then out="${out}0 "
-		elif [ "$b" -gt 0 ]; then out="${out}1 "
-		else out="${out}- "; fi
-	done
-	echo "${out% }"
-}
-states_of() { local p out=; for p in "$@"; do out="$out$(field "$p" state) "; done; echo "${out% }"; }
-secs() { sed -n 's/^total: .*, \([0-9.]*\) s$/\1/p' <<< "$1"; }
-kill_tree() { pkill -9 -P "$1" 2> /dev/null; kill -9 "$1" 2> /dev/null; wait "$1" 2> /dev/null; }
+. "$(dirname "$0")/ddp_lib.sh"
 
 # -- the reference: the busy job uninterrupted, under the same INI
 nccl_ini
@@ -171,24 +142,4 @@ else
 	ok 0 "# SKIP torchrun not installed"
 fi
 
-# -- four ranks on four GPUs, each moved one GPU over at a resume
-if [ "$(nvidia-smi -L | wc -l)" -ge 4 ]; then
-	"$CUDANAP" run -c "$T/job.ini" -- python3 "$py" $small --ranks 4 > "$T/r4.ref" 2> "$T/r4.err"
-	"$CUDANAP" run -c "$T/job.ini" -- python3 "$py" $small --ranks 4 > "$T/r4.out" 2>> "$T/r4.err" &
-	root=$!
-	wait_step "$T/r4.out" 5
-	read -r -a r4 <<< "$(ranks_of "$T/r4.out")"
-	before=$(gpus_of "${r4[@]}")
-	"$CUDANAP" suspend --tree "$root" > /dev/null
-	nccl_ini "[restore]" "gpu_map = 0=1, 1=2, 2=3, 3=0"
-	out=$("$CUDANAP" resume --tree "$root"); rc=$?
-	nccl_ini
-	want=
-	for g in $before; do want="$want$(( (g + 1) % 4 )) "; done
-	is "$rc:$(gpus_of "${r4[@]}")" "0:${want% }" "4 ranks rotated one GPU over (from $before)"
-	check "the 4-rank job finishes" wait_done "$T/r4.out" "$root"
-	check "every loss bit-identical" test "$(losses "$T/r4.out")" = "$(losses "$T/r4.ref")"
-else
-	ok 0 "# SKIP fewer than 4 GPUs: no 4-rank rotation"
-fi
 finish
