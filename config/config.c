@@ -667,7 +667,8 @@ int cn_private_dir(const char *dir, const char *what, bool create, char *err, si
 		return -e;
 	}
 	if (S_ISLNK(st.st_mode) || !S_ISDIR(st.st_mode)) {
-		snprintf(err, errlen, "%s %s: is a symlink or not a directory; refusing", what, dir);
+		snprintf(err, errlen, "%s %s: is a symlink or not a directory; refusing", what,
+			 dir);
 		return -ENOTDIR;
 	}
 	if (st.st_uid != geteuid()) {

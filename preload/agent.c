@@ -447,10 +447,9 @@ static int checkpoint(struct cn_resp *r)
 		ag.st.staged_mib = (double)ss.bytes / (1 << 20);
 		ag.st.prefault_ms = ss.prefault_ms;
 		cn_log(&ag.cfg, CN_LOG_DEBUG,
-		       "host copy: %.0f MiB%s%s%s, %u prefault threads, %.1f ms",
-		       ag.st.staged_mib, ss.file ? ", in the hibernate file" : "",
-		       ss.huge ? ", huge pages" : "", ss.reused ? ", kept from last time" : "",
-		       ss.threads, ss.prefault_ms);
+		       "host copy: %.0f MiB%s%s%s, %u prefault threads, %.1f ms", ag.st.staged_mib,
+		       ss.file ? ", in the hibernate file" : "", ss.huge ? ", huge pages" : "",
+		       ss.reused ? ", kept from last time" : "", ss.threads, ss.prefault_ms);
 	}
 	return rc;
 }

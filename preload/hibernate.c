@@ -175,7 +175,8 @@ int cn_hib_settle(void *addr, size_t len, struct cn_hib_stats *s, char *err, siz
 
 		snprintf(err, errlen, "hibernate: writing to %s failed: %s; the copy %s", h.dir,
 			 strerror(e),
-			 r == 0 ? "stays in RAM" : "stays in the file's page cache (no RAM for it)");
+			 r == 0 ? "stays in RAM"
+				: "stays in the file's page cache (no RAM for it)");
 		if (r == 0)
 			cn_hib_close();
 		return -1;

@@ -27,11 +27,10 @@ int cn_hib_settle(void *addr, size_t len, struct cn_hib_stats *s, char *err, siz
 
 /* Before the restore: the copy read back by threads; -1 with err on a read error (keep the job
  * suspended: the file stays open). */
-int cn_hib_readback(void *addr, size_t len, unsigned threads, double *ms, char *err,
-		    size_t errlen);
+int cn_hib_readback(void *addr, size_t len, unsigned threads, double *ms, char *err, size_t errlen);
 
 size_t cn_hib_resident(const void *addr, size_t len); /* bytes of it in RAM (mincore) */
-uint64_t cn_hib_disk_bytes(void);		       /* the file's blocks on disk */
+uint64_t cn_hib_disk_bytes(void);		      /* the file's blocks on disk */
 void cn_hib_close(void);
 void cn_hib_after_fork(void);
 

@@ -25,7 +25,7 @@ enum {
 	CN_RES_REFUSED = -5,   /* a preflight check said no */
 	CN_RES_NO_ROOM = -6,   /* a target GPU lacks the free memory the restore needs */
 	CN_RES_NO_HOST = -7,   /* the host lacks the memory the checkpoint's copy needs */
-	CN_RES_DISK = -8,      /* the hibernate file: no room for it, or it could not be read back */
+	CN_RES_DISK = -8, /* the hibernate file: no room for it, or it could not be read back */
 };
 
 /* What the process held on one GPU when it was checkpointed, as NVML counts it. */

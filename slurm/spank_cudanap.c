@@ -31,10 +31,10 @@ SPANK_PLUGIN(cudanap, 1);
 enum { OPT_UNSET = -1, OPT_OFF = 0, OPT_ON = 1 };
 
 static int opt = OPT_UNSET;
-static char opt_ini[PATH_MAX];	 /* --cudanap=INI as typed, "" for none */
-static char def_ini[PATH_MAX];	 /* default=: an INI, or "" with def_on for the built-ins */
+static char opt_ini[PATH_MAX]; /* --cudanap=INI as typed, "" for none */
+static char def_ini[PATH_MAX]; /* default=: an INI, or "" with def_on for the built-ins */
 static bool def_on;
-static char partitions[512];	 /* partitions=, "" for all */
+static char partitions[512]; /* partitions=, "" for all */
 static char preload[PATH_MAX] = CN_PRELOAD_ABS;
 static char statusbase[PATH_MAX] = "/tmp";
 
@@ -54,10 +54,13 @@ static int opt_cb(int val, const char *arg, int remote)
 }
 
 static struct spank_option cudanap_opt = {
-	"cudanap", "[INI|off]",
+	"cudanap",
+	"[INI|off]",
 	"Run every task under cudanap (suspend on SIGUSR1, resume on SIGUSR2, or as INI says); "
 	"off: not even when the site makes it the default",
-	2, 0, opt_cb,
+	2,
+	0,
+	opt_cb,
 };
 
 static int set_arg(const char *a)
@@ -149,7 +152,7 @@ static int chosen(const char *partition, const char **path)
 static int absolute(const char *path, const char *dir, char *out, size_t len)
 {
 	int n = path[0] == '/' || !path[0] ? snprintf(out, len, "%s", path)
-					    : snprintf(out, len, "%s/%s", dir, path);
+					   : snprintf(out, len, "%s/%s", dir, path);
 
 	return n >= 0 && (size_t)n < len ? 0 : -1;
 }

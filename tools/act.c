@@ -114,8 +114,9 @@ static void send_one(struct job *j, const char *cfg, bool suspend, bool group, d
 	j->seq0 = s.seq;
 	if (suspend && to_disk && ask_to_disk(j) < 0) {
 		j->done = true;
-		snprintf(j->line, sizeof(j->line), "%d: --to-disk: cannot write in %s: %s; nothing sent",
-			 j->pid, j->dir, strerror(errno));
+		snprintf(j->line, sizeof(j->line),
+			 "%d: --to-disk: cannot write in %s: %s; nothing sent", j->pid, j->dir,
+			 strerror(errno));
 		return;
 	}
 	if (kill(j->pid, suspend ? s.suspend_signal : s.resume_signal) < 0) {
@@ -361,7 +362,8 @@ int cmd_suspend_resume(int argc, char **argv, bool suspend)
 				static char abs[PATH_MAX];
 
 				if (!getcwd(abs, sizeof(abs) - strlen(optarg) - 2))
-					die_usage("cudanap: --to-disk: cannot make the path absolute\n");
+					die_usage("cudanap: --to-disk: cannot make the path "
+						  "absolute\n");
 				strcat(strcat(abs, "/"), optarg);
 				to_disk = abs;
 			} else {

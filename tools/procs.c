@@ -188,7 +188,8 @@ bool cuda_loaded(int pid)
 
 	/* A driver given by path (a test's fake one) is looked for by its file name. */
 	if (lib && *lib)
-		snprintf(fake, sizeof(fake), "/%s", strrchr(lib, '/') ? strrchr(lib, '/') + 1 : lib);
+		snprintf(fake, sizeof(fake), "/%s",
+			 strrchr(lib, '/') ? strrchr(lib, '/') + 1 : lib);
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
 	f = fopen(path, "re");
 	if (!f)
