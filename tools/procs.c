@@ -203,20 +203,7 @@ bool cuda_loaded(int pid)
 /* Is pid this command's parent, grandparent, ...? */
 static bool ancestor(const struct proc *v, int n, int pid)
 {
-	int p = getppid();
-
-	for (int depth = 0; p > 1 && depth < 4096; depth++) {
-		int i;
-
-		if (p == pid)
-			return true;
-		for (i = 0; i < n && v[i].pid != p; i++)
-			;
-		if (i == n)
-			return false;
-		p = v[i].ppid;
-	}
-	return false;
+	return in_tree(v, n, getppid(), pid);
 }
 
 /* Forked children that never exec'd share the environment but have no status file of their own,
