@@ -2,8 +2,9 @@
 # Hibernate with the fake driver making its host copy inside the target as the real one does
 # (CUDANAP_FAKE_COPY_MIB): the copy in an unnamed file of [hibernate] dir or --to-disk=DIR, the RSS
 # it leaves, every byte back at resume; a missing, symlinked or open directory refused; a disk too
-# small refused before the lock, or (without that check) the copy kept in RAM; a read error at
-# resume leaves the job suspended; a process killed while hibernated leaves no file and no space.
+# small refused before the lock, or (without that check) the copy kept in RAM; a job bigger than
+# its cgroup's memory limit (v2 or v1) suspends to disk; a read error at resume leaves the job
+# suspended; a process killed while hibernated leaves no file and no space.
 . "$(dirname "$0")/../lib.sh"
 copy=256 # MiB the "GPU" holds; the driver's copy is 1.0625 x that
 export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake \
@@ -113,6 +114,41 @@ if mount -t tmpfs -o size=64m,mode=700 tmpfs "$T/small" 2> /dev/null; then
 else
 	diag "cannot mount tmpfs here: the small-disk and kill -9 cases are not run"
 	for _ in 1 2 3 4 5 6 7 8; do ok 0 "# SKIP no tmpfs mount"; done
+fi
+
+# -- bigger than the memory its cgroup may use: the copy streams through the page cache
+lim=$((copy * 3 / 4)) cg=
+v1=/sys/fs/cgroup/memory$(awk -F: '$2 == "memory" { print $3 }' /proc/self/cgroup)
+if [ -f /sys/fs/cgroup/cgroup.controllers ] && grep -qw memory /sys/fs/cgroup/cgroup.controllers &&
+	mkdir "/sys/fs/cgroup/cudanap-test.$$" 2> /dev/null; then
+	cg=/sys/fs/cgroup/cudanap-test.$$
+	{ echo +memory > /sys/fs/cgroup/cgroup.subtree_control; echo $((lim << 20)) > "$cg/memory.max"; } 2> /dev/null
+	peak() { echo $(( $(cat "$cg/memory.peak" 2> /dev/null || echo 0) >> 20 )); }
+elif [ -d "$v1" ] && [ "$v1" != /sys/fs/cgroup/memory ] && mkdir "$v1/cudanap-test.$$" 2> /dev/null; then
+	cg=$v1/cudanap-test.$$
+	echo $((lim << 20)) > "$cg/memory.limit_in_bytes"
+	peak() { echo $(( $(cat "$cg/memory.max_usage_in_bytes") >> 20 )); }
+fi
+if [ -n "$cg" ]; then
+	write_ini
+	start D bash -c "echo \$\$ > $cg/cgroup.procs && exec $TARGET"
+	out=$("$CUDANAP" suspend "$D_pid"); rc=$?
+	like "$rc:$out" "^1:.*NO_HOST_MEMORY: .*cgroup .*; the process keeps running" \
+		"a $copy MiB job in a cgroup limited to $lim MiB: refused in RAM"
+	write_ini "[hibernate]" "dir = $T/hib"
+	out=$("$CUDANAP" suspend "$D_pid"); rc=$?
+	is "$rc:$(field "$D_pid" message)" "0:suspended to $T/hib" "suspended to disk instead"
+	diag "$out; the cgroup's peak: $(peak) MiB"
+	out=$("$CUDANAP" resume "$D_pid"); rc=$?
+	is "$rc" 0 "resumed through the same limit"
+	ask D verify
+	is "$REPLY" "verify ok" "every byte back (the fake driver checks its whole copy)"
+	ask D quit
+	wait "$D_pid"
+	rmdir "$cg"
+else
+	diag "no memory cgroup to limit here"
+	for _ in 1 2 3 4; do ok 0 "# SKIP no memory cgroup"; done
 fi
 
 # -- a read error at resume: the file cut short under the sleeping process
