@@ -518,6 +518,7 @@ static void suspend(void)
 	char msg[320];
 
 	begin("suspend");
+	ag.hib = false; /* set again by hibernate_setup, for this suspend only */
 	if (!reload("suspend") || !current_state("suspend", &r))
 		return;
 	if (r.state == CN_STATE_CHECKPOINTED) {
