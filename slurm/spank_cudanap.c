@@ -229,7 +229,13 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 		return -1;
 	}
 	/* Appended, so that a preload the job already has keeps its place. */
-	spank_getenv(sp, "LD_PRELOAD", old, sizeof(old));
+	if (spank_getenv(sp, "LD_PRELOAD", old, sizeof(old)) == ESPANK_NOSPACE) {
+		slurm_error("cudanap: the job's LD_PRELOAD is longer than %zu bytes",
+			    sizeof(old) - 1);
+		fprintf(stderr, "cudanap: the job's LD_PRELOAD is longer than %zu bytes\n",
+			sizeof(old) - 1);
+		return -1;
+	}
 	if (strstr(old, preload))
 		snprintf(neu, sizeof(neu), "%s", old);
 	else
