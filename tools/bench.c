@@ -10,8 +10,10 @@
  * variations of "on": without the parallel libcuda copies, without prefault, with 16 copy threads,
  * with the host buffer kept between suspends. Then the latency from signal to the first driver call
  * (p50/p99) and the steady-state cost of the preload on a kernel-launch loop, beside an A/A control
- * that shows the noise of that measurement. --sizes 0 skips the size table. Prints figures only; it
- * asserts nothing about speed. */
+ * that shows the noise of that measurement. --sizes 0 skips the size table. First of all, the
+ * host's own floors (floors.c): page population and memcpy rates, and the seconds they give for
+ * each size; --floors-only prints them alone, without a GPU. Prints figures only; it asserts
+ * nothing about speed. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -29,14 +31,16 @@
 
 #include "cn_status.h"
 #include "cuda_abi.h"
+#include "floors.h"
 
 #define MAX_REPS 16
 
 static struct {
 	const char *preload, *holdmem, *dir;
 	int reps, cycles;
-	bool experiments;
-} opt = { .reps = 3, .cycles = 100 };
+	bool experiments, floors_only;
+	double floors_mib;
+} opt = { .reps = 3, .cycles = 100, .floors_mib = 1024 };
 
 static struct {
 	CUresult (*init)(unsigned);
@@ -433,9 +437,37 @@ int main(int argc, char **argv)
 			opt.cycles = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--experiments") == 0)
 			opt.experiments = true;
+		else if (strcmp(argv[i], "--floors-only") == 0)
+			opt.floors_only = true;
+		else if (strcmp(argv[i], "--floors-mib") == 0 && i + 1 < argc)
+			opt.floors_mib = atof(argv[++i]);
 		else
 			die("usage: cudanap-bench --preload LIB --holdmem PROG [--sizes 1,8,32] "
-			    "[--reps 3] [--cycles 100] [--experiments]");
+			    "[--reps 3] [--cycles 100] [--experiments] [--floors-mib 1024]\n"
+			    "       cudanap-bench --floors-only [--sizes 1,8,32] [--floors-mib "
+			    "1024]");
+	}
+	{
+		/* The host's own floors first: no GPU needed, and the map for the table below. */
+		struct cn_floors f;
+		double gib[16];
+		int n = 0;
+		char copy[64];
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+		snprintf(copy, sizeof(copy), "%s", sizes);
+		for (char *save = NULL, *t = strtok_r(copy, ",", &save); t && n < 16;
+		     t = strtok_r(NULL, ",", &save))
+			if (atof(t) > 0)
+				gib[n++] = atof(t);
+		if (opt.floors_mib < 64)
+			die("--floors-mib is at least 64");
+		cn_floors_measure((size_t)(opt.floors_mib * (1 << 20)),
+				  cpus > 8 ? 8 : (unsigned)(cpus > 0 ? cpus : 1), &f);
+		cn_floors_print(&f, gib, n);
+		/* --floors-only: non-zero when a floor could not be measured */
+		if (opt.floors_only)
+			return !(f.populate_4k[1] > 0 && f.populate_thp[1] > 0 && f.memcpy[1] > 0);
 	}
 	if (!opt.preload || !opt.holdmem || opt.reps < 1 || opt.reps > MAX_REPS)
 		die("--preload and --holdmem are needed; --reps is 1 to 16");

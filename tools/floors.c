@@ -1,0 +1,181 @@
+/* floors: the best this machine's host side can do, measured for the benchmark's ratios. The rate
+ * of populating fresh anonymous memory (4 KiB pages and transparent huge pages, one thread and N,
+ * MADV_POPULATE_WRITE: what a suspend's host copy costs before a byte is copied) and the rate of
+ * memcpy between populated buffers (one thread and N). Medians of three runs over `bytes`. */
+#define _GNU_SOURCE
+#include "floors.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#define MAX_THREADS 64
+#define RUNS	    3
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+struct work {
+	char *dst;
+	const char *src; /* NULL: populate dst */
+	size_t len;
+};
+
+static void *run_part(void *arg)
+{
+	struct work *w = arg;
+
+	if (w->src)
+		memcpy(w->dst, w->src, w->len);
+	else if (madvise(w->dst, w->len, MADV_POPULATE_WRITE) < 0)
+		for (size_t o = 0; o < w->len; o += 4096)
+			w->dst[o] = 1;
+	return NULL;
+}
+
+/* dst (and src) split in n 2 MiB-aligned parts, one per thread. */
+static void run_parallel(char *dst, const char *src, size_t len, unsigned n)
+{
+	pthread_t t[MAX_THREADS];
+	struct work w[MAX_THREADS];
+	bool started[MAX_THREADS] = { false };
+	size_t per = ((len + n - 1) / n + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
+	unsigned k = 0;
+
+	for (size_t o = 0; o < len && k < n; o += per, k++) {
+		w[k].dst = dst + o;
+		w[k].src = src ? src + o : NULL;
+		w[k].len = len - o < per ? len - o : per;
+	}
+	for (unsigned i = 1; i < k; i++)
+		started[i] = pthread_create(&t[i], NULL, run_part, &w[i]) == 0;
+	run_part(&w[0]);
+	for (unsigned i = 1; i < k; i++) {
+		if (started[i])
+			pthread_join(t[i], NULL);
+		else
+			run_part(&w[i]);
+	}
+}
+
+/* A 2 MiB-aligned anonymous mapping of len bytes, advised as asked; NULL on failure. */
+static char *map(size_t len, bool huge)
+{
+	size_t big = len + (2u << 20);
+	char *raw = mmap(NULL, big, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), *p;
+
+	if (raw == MAP_FAILED)
+		return NULL;
+	p = (char *)(((uintptr_t)raw + (2u << 20) - 1) & ~(uintptr_t)((2u << 20) - 1));
+	if (p > raw)
+		munmap(raw, (size_t)(p - raw));
+	if (raw + big > p + len)
+		munmap(p + len, (size_t)(raw + big - (p + len)));
+	madvise(p, len, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+	return p;
+}
+
+static double median3(double *v)
+{
+	for (int i = 0; i < RUNS; i++)
+		for (int j = i + 1; j < RUNS; j++)
+			if (v[j] < v[i]) {
+				double x = v[i];
+
+				v[i] = v[j];
+				v[j] = x;
+			}
+	return v[RUNS / 2];
+}
+
+/* GiB/s of populating fresh memory; 0 if it could not be mapped. */
+static double populate_rate(size_t len, bool huge, unsigned threads)
+{
+	double r[RUNS];
+
+	for (int i = 0; i < RUNS; i++) {
+		char *p = map(len, huge);
+		double t0;
+
+		if (!p)
+			return 0;
+		t0 = now_s();
+		run_parallel(p, NULL, len, threads);
+		r[i] = (double)len / (1u << 30) / (now_s() - t0);
+		munmap(p, len);
+	}
+	return median3(r);
+}
+
+/* GiB/s of memcpy between two populated buffers; 0 if they could not be mapped. */
+static double memcpy_rate(size_t len, unsigned threads)
+{
+	char *a = map(len, true), *b = map(len, true);
+	double r[RUNS];
+
+	if (!a || !b) {
+		if (a)
+			munmap(a, len);
+		if (b)
+			munmap(b, len);
+		return 0;
+	}
+	run_parallel(a, NULL, len, threads);
+	run_parallel(b, NULL, len, threads);
+	for (int i = 0; i < RUNS; i++) {
+		double t0 = now_s();
+
+		run_parallel(b, a, len, threads);
+		r[i] = (double)len / (1u << 30) / (now_s() - t0);
+	}
+	munmap(a, len);
+	munmap(b, len);
+	return median3(r);
+}
+
+void cn_floors_measure(size_t bytes, unsigned threads, struct cn_floors *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->bytes = bytes;
+	f->threads = threads < 1 ? 1 : threads > MAX_THREADS ? MAX_THREADS : threads;
+	f->populate_4k[0] = populate_rate(bytes, false, 1);
+	f->populate_4k[1] = populate_rate(bytes, false, f->threads);
+	f->populate_thp[0] = populate_rate(bytes, true, 1);
+	f->populate_thp[1] = populate_rate(bytes, true, f->threads);
+	f->memcpy[0] = memcpy_rate(bytes, 1);
+	f->memcpy[1] = memcpy_rate(bytes, f->threads);
+}
+
+static void row(const char *what, const double r[2], const double *gib, int n)
+{
+	printf("| %s | %.2f | %.2f |", what, r[0], r[1]);
+	for (int i = 0; i < n; i++)
+		printf(" %.2f |", r[1] > 0 ? gib[i] / r[1] : 0);
+	printf("\n");
+}
+
+void cn_floors_print(const struct cn_floors *f, const double *gib, int n)
+{
+	printf("\nhost floors (%.0f MiB buffers, median of %d; the last columns: seconds for that "
+	       "many "
+	       "GiB at the %u-thread rate)\n\n| floor | GiB/s, 1 thread | GiB/s, %u threads |",
+	       (double)f->bytes / (1u << 20), RUNS, f->threads, f->threads);
+	for (int i = 0; i < n; i++)
+		printf(" %g GiB s |", gib[i]);
+	printf("\n| --- | --- | --- |");
+	for (int i = 0; i < n; i++)
+		printf(" --- |");
+	printf("\n");
+	row("populate, 4 KiB pages", f->populate_4k, gib, n);
+	row("populate, huge pages", f->populate_thp, gib, n);
+	row("memcpy", f->memcpy, gib, n);
+}
