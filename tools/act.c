@@ -54,9 +54,6 @@ static void outcome(struct job *j, const struct cn_status *s, bool suspend)
 			 suspend ? "suspend" : "resume", s->result, s->message, s->state);
 }
 
-/* Send one process its signal. In a whole job, a process that never loaded the driver (a shell,
- * srun, a data loader) is nothing to do and gets no signal: srun, for one, takes SIGUSR1 for its
- * own and forwards it to its tasks, so its answer would never come. */
 static const char *to_disk; /* --to-disk[=DIR]: NULL when not asked, "" for the INI's dir */
 
 /* The hibernate request the process's agent reads at its next suspend (agent.c). */
@@ -73,6 +70,9 @@ static int ask_to_disk(const struct job *j)
 	return close(fd) == 0 && ok ? 0 : -1;
 }
 
+/* Send one process its signal. In a whole job, a process that never loaded the driver (a shell,
+ * srun, a data loader) is nothing to do and gets no signal: srun, for one, takes SIGUSR1 for its
+ * own and forwards it to its tasks, so its answer would never come. */
 static void send_one(struct job *j, const char *cfg, bool suspend, bool group, double deadline)
 {
 	const char *why;
