@@ -31,6 +31,7 @@ struct cn_config {
 	char path[PATH_MAX]; /* "" when built from defaults alone */
 	int suspend_signal;
 	int resume_signal;
+	int prepare_signal;	  /* 0: none (cudanap prepare queues the suspend signal instead) */
 	bool chain;		  /* call the app's own handler for our signals after ours */
 	unsigned lock_timeout_ms; /* 0 waits forever */
 	unsigned n_pairs;
@@ -49,6 +50,7 @@ struct cn_config {
 	unsigned prefault_threads; /* threads that prefault it; 0: none */
 	bool keep_host_buffer;	   /* keep the host copy mapped for the next suspend */
 	unsigned copy_threads;	   /* threads for libcuda's large copies; 0: leave them alone */
+	unsigned prepare_s;	   /* how long a prepared host copy is held; 0: prepare is off */
 	bool allow_jax;		   /* suspend JAX processes despite the driver crash */
 	bool allow_nccl;	   /* suspend NCCL processes whatever their transports */
 	bool nccl_suspendable;	   /* set NCCL's environment to transports a checkpoint survives */
@@ -76,6 +78,10 @@ void cn_config_status_dir(const char *path, const char *status_env, const char *
 
 /* The file named by $CUDANAP_CONFIG, or defaults alone when it is unset or empty. */
 int cn_config_load_env(struct cn_config *c, char *err, size_t errlen);
+
+/* The value `cudanap prepare` queues (sigqueue) with the suspend signal: the preload takes such a
+ * signal as a prepare, not a suspend, and does not pass it to the app's own handler. */
+#define CN_SIGVAL_PREPARE 0x636e7072 /* "cnpr" */
 
 /* "SIGUSR1", "USR1", "SIGRTMIN+3", "RTMAX-1" or a number. Signals that cannot be caught or that
  * report faults (KILL, STOP, SEGV, BUS, ILL, FPE, ABRT, TRAP, SYS) are refused with -EINVAL. */

@@ -10,9 +10,11 @@
 /* Room for the worst case: every character of command and message escaped as \u00XX. */
 #define CN_STATUS_MAX 8192
 
-/* The steps of an action, in the order they run. hibernate: the host copy written to disk and
- * dropped from memory after the checkpoint; readback: read back before the restore. */
+/* The steps of an action, in the order they run. prepare: the host copy faulted in ahead (the
+ * prepare action's only step); hibernate: the host copy written to disk and dropped from memory
+ * after the checkpoint; readback: read back before the restore. */
 enum cn_step {
+	CN_STEP_PREPARE,
 	CN_STEP_LOCK,
 	CN_STEP_CHECKPOINT,
 	CN_STEP_HIBERNATE,
@@ -29,7 +31,7 @@ struct cn_status {
 	char state[16];	   /* running, locked, checkpointed, failed, no-cuda */
 	bool busy;	   /* an action is under way; state is the one before it */
 	unsigned long seq; /* actions completed so far */
-	char action[16];   /* start, suspend, resume */
+	char action[16];   /* start, prepare, suspend, resume */
 	char result[48];   /* "ok", a CUDA error name, or a cudanap error class */
 	char message[320];
 	double step_ms[CN_STEPS]; /* < 0: the step did not run in the last action */

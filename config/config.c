@@ -36,6 +36,7 @@ void cn_config_defaults(struct cn_config *c)
 		c->copy_threads = c->prefault_threads;
 	}
 	c->keep_host_buffer = false;
+	c->prepare_s = 60;
 	c->margin_mib = 256;
 	c->reserve = true;
 	c->chain = true;
@@ -295,6 +296,7 @@ struct load_ctx {
 	unsigned long long seen; /* bit per key_table entry */
 	char msg[CN_ERR_LEN];	 /* first handler error, without the FILE:LINE prefix */
 	int msg_line;
+	int prepare_line; /* where [signals] prepare was set, for the check after the file */
 };
 
 /* inih hands out no line numbers here, so count them as we feed it. */
@@ -373,6 +375,11 @@ static int k_suspend(struct cn_config *c, const char *v, char *why, size_t len)
 static int k_resume(struct cn_config *c, const char *v, char *why, size_t len)
 {
 	return set_signal(&c->resume_signal, v, why, len);
+}
+
+static int k_prepare(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	return set_signal(&c->prepare_signal, v, why, len);
 }
 
 static int k_lock_timeout(struct cn_config *c, const char *v, char *why, size_t len)
@@ -488,6 +495,11 @@ static int k_copy_threads(struct cn_config *c, const char *v, char *why, size_t 
 	return set_count(&c->copy_threads, 64, "threads", v, why, len);
 }
 
+static int k_prepare_s(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	return set_count(&c->prepare_s, 86400, "seconds", v, why, len);
+}
+
 static int k_margin(struct cn_config *c, const char *v, char *why, size_t len)
 {
 	return set_count(&c->margin_mib, 1ul << 20, "MiB", v, why, len);
@@ -516,6 +528,7 @@ static const struct {
 } key_table[] = {
 	{ "signals", "suspend", k_suspend, 0 },
 	{ "signals", "resume", k_resume, 0 },
+	{ "signals", "prepare", k_prepare, 0 },
 	{ "signals", "chain", NULL, offsetof(struct cn_config, chain) },
 	{ "lock", "timeout_ms", k_lock_timeout, 0 },
 	{ "restore", "gpu_map", k_gpu_map, 0 },
@@ -533,6 +546,7 @@ static const struct {
 	{ "performance", "prefault_threads", k_prefault_threads, 0 },
 	{ "performance", "keep_host_buffer", NULL, offsetof(struct cn_config, keep_host_buffer) },
 	{ "performance", "copy_threads", k_copy_threads, 0 },
+	{ "performance", "prepare_s", k_prepare_s, 0 },
 	{ "preflight", "allow_jax", NULL, offsetof(struct cn_config, allow_jax) },
 	{ "preflight", "allow_nccl", NULL, offsetof(struct cn_config, allow_nccl) },
 	{ "preflight", "host_memory", NULL, offsetof(struct cn_config, host_check) },
@@ -560,6 +574,8 @@ static int on_ini_key(void *user, const char *section, const char *name, const c
 				 "given more than once (an indented line continues the key above)");
 		} else {
 			x->seen |= 1ull << i;
+			if (key_table[i].parse == k_prepare)
+				x->prepare_line = x->line;
 			if ((key_table[i].parse
 				     ? key_table[i].parse(x->c, value, why, sizeof(why))
 				     : set_bool((bool *)((char *)x->c + key_table[i].offset), value,
@@ -610,6 +626,15 @@ int cn_config_load(struct cn_config *c, const char *path, char *err, size_t errl
 		else
 			snprintf(err, errlen,
 				 "%s:%d: syntax error: expected [section] or key = value", path, r);
+		return -EINVAL;
+	}
+	if (c->prepare_signal &&
+	    (c->prepare_signal == c->suspend_signal || c->prepare_signal == c->resume_signal)) {
+		snprintf(err, errlen,
+			 "%s:%d: signals.prepare: is the suspend or resume signal too; prepare "
+			 "needs "
+			 "a signal of its own",
+			 path, x.prepare_line);
 		return -EINVAL;
 	}
 	return 0;

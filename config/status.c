@@ -26,6 +26,7 @@ static const struct {
 	{                                                                                          \
 		name, offsetof(struct cn_status, step_ms) + (step) * sizeof(double)                \
 	}
+	STEP("prepare_ms", CN_STEP_PREPARE),
 	STEP("lock_ms", CN_STEP_LOCK),
 	STEP("checkpoint_ms", CN_STEP_CHECKPOINT),
 	STEP("hibernate_ms", CN_STEP_HIBERNATE),
@@ -52,8 +53,9 @@ static double *num(const struct cn_status *s, size_t i)
 	return (double *)((char *)s + nums[i].off);
 }
 
-const char *const cn_step_names[CN_STEPS] = { "lock_ms",     "checkpoint_ms", "hibernate_ms",
-					      "readback_ms", "restore_ms",    "unlock_ms" };
+const char *const cn_step_names[CN_STEPS] = { "prepare_ms",   "lock_ms",     "checkpoint_ms",
+					      "hibernate_ms", "readback_ms", "restore_ms",
+					      "unlock_ms" };
 
 size_t cn_status_steps(const struct cn_status *s, char *buf, size_t len)
 {

@@ -49,6 +49,10 @@ static struct {
 	void *hib_addr;
 	size_t hib_len;
 	char hib_note[320]; /* why this suspend's copy stayed in RAM after all, "" if it did not */
+	/* cudanap prepare: a host copy faulted in ahead is held until this CLOCK_MONOTONIC time
+	 * (ms), or until the suspend that uses it; 0 when none is. */
+	double prepared_until;
+	size_t prepared_bytes;
 } ag;
 
 static const char *state_name(int s)
@@ -85,9 +89,8 @@ static void publish(void)
 
 static const char *op_name(uint32_t op)
 {
-	static const char *const names[] = {
-		"", "state", "lock", "checkpoint", "restore", "unlock"
-	};
+	static const char *const names[] = { "",	"state",  "lock",   "checkpoint",
+					     "restore", "unlock", "prepare" };
 
 	return op < sizeof(names) / sizeof(names[0]) ? names[op] : "request";
 }
@@ -173,11 +176,12 @@ static int call(uint32_t op, struct cn_resp *resp)
 	memset(&req, 0, sizeof(req));
 	req.op = op;
 	req.timeout_ms = ag.cfg.lock_timeout_ms;
-	if (op == CN_OP_LOCK) {
+	if (op == CN_OP_LOCK || op == CN_OP_PREPARE) {
 		req.host_check = ag.cfg.host_check;
 		req.host_margin_bytes = (uint64_t)ag.cfg.host_margin_mib << 20;
 		req.to_disk = ag.hib;
 		req.disk_free_bytes = ag.hib_free;
+		req.prepared_bytes = ag.prepared_bytes;
 	}
 	if (op == CN_OP_RESTORE) {
 		req.n_pairs = ag.cfg.n_pairs;
@@ -236,6 +240,27 @@ static void begin(const char *action)
 {
 	cn_status_new_action(&ag.st, action);
 	ag.st.footprint_mib = footprint_mib();
+	ag.st.prepared = ag.prepared_bytes > 0;
+	if (ag.st.prepared)
+		ag.st.host_mib = (double)ag.prepared_bytes / (1 << 20);
+}
+
+static double mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* A prepared host copy is given back: used by a checkpoint, or not used in time. */
+static void unprepare(void)
+{
+	cn_staging_release();
+	ag.prepared_bytes = 0;
+	ag.prepared_until = 0;
+	ag.st.prepared = false;
+	ag.st.host_mib = -1;
 }
 
 static void fmt_secs(double ms, char *buf, size_t len)
@@ -449,7 +474,8 @@ static int checkpoint(struct cn_resp *r)
 		cn_log(&ag.cfg, CN_LOG_DEBUG,
 		       "host copy: %.0f MiB%s%s%s, %u prefault threads, %.1f ms", ag.st.staged_mib,
 		       ss.file ? ", in the hibernate file" : "", ss.huge ? ", huge pages" : "",
-		       ss.reused ? ", kept from last time" : "", ss.threads, ss.prefault_ms);
+		       ss.reused ? ", in a kept or prepared buffer" : "", ss.threads,
+		       ss.prefault_ms);
 	}
 	return rc;
 }
@@ -516,6 +542,7 @@ static void suspend(void)
 	struct cn_status before = ag.st;
 	struct cn_resp r;
 	char msg[320];
+	int rc;
 
 	begin("suspend");
 	ag.hib = false; /* set again by hibernate_setup, for this suspend only */
@@ -553,7 +580,10 @@ static void suspend(void)
 		}
 		step(CN_STEP_LOCK, &r);
 	}
-	if (checkpoint(&r) < 0) {
+	rc = checkpoint(&r);
+	if (ag.prepared_bytes)
+		unprepare(); /* used by this checkpoint, or never to be */
+	if (rc < 0) {
 		/* The driver leaves the process LOCKED after a failed checkpoint (measured with
 		 * managed memory, DESIGN.md): unlock it so that it runs on. */
 		snprintf(msg, sizeof(msg), "checkpoint: %s%s", r.message,
@@ -630,6 +660,11 @@ static void resume(void)
 			return;
 		}
 		step(CN_STEP_RESTORE, &r);
+		ag.st.reserve_ms = r.check_ms + r.context_ms + r.hold_ms;
+		cn_log(&ag.cfg, CN_LOG_DEBUG,
+		       "restore: %.1f ms checking room, %.1f ms taking contexts, %.1f ms holding "
+		       "memory, %.1f ms in the driver",
+		       r.check_ms, r.context_ms, r.hold_ms, r.elapsed_ms - ag.st.reserve_ms);
 	}
 	if (call(CN_OP_UNLOCK, &r) < 0) {
 		char msg[320];
@@ -654,18 +689,106 @@ static void resume(void)
 	finish(&r, "resumed", "resumed");
 }
 
-/* Drain every pending byte and fold them into one wish: the last signal wins, toggles flip. */
-static int wanted(bool suspended_now)
+/* Notice of a suspend to come (cudanap prepare): fault the host copy in now, within the host
+ * memory check, and hold it for [performance] prepare_s, so that the suspend only copies. Asked
+ * again, it starts over, sized to what the process holds then. */
+static void prepare(void)
 {
-	bool want = suspended_now;
+	struct cn_staging_stats ss;
+	struct cn_resp r;
+	char msg[320];
+	uint64_t need = 0;
+	int e;
+
+	begin("prepare");
+	if (!reload("prepare") || !current_state("prepare", &r))
+		return;
+	if (r.state != CN_STATE_RUNNING) {
+		snprintf(msg, sizeof(msg), "%s: nothing to prepare",
+			 r.state == CN_STATE_CHECKPOINTED ? "already suspended" : "not running");
+		finish(&r, "already", msg);
+		return;
+	}
+	msg[0] = '\0';
+	if (!ag.cfg.prepare_s)
+		snprintf(msg, sizeof(msg), "prepare is off ([performance] prepare_s = 0)");
+	else if (ag.cfg.hibernate_dir[0])
+		snprintf(msg, sizeof(msg),
+			 "the host copy goes to disk ([hibernate] dir): nothing to prepare in RAM");
+	if (msg[0] || cn_preflight_suspend(&ag.cfg, msg, sizeof(msg)) < 0) {
+		r.result = CN_RES_REFUSED;
+		snprintf(r.name, sizeof(r.name), "REFUSED");
+		finish(&r, "prepare", msg);
+		return;
+	}
+	unprepare(); /* the host check must not count our own buffer as taken */
+	publish();
+	if (call(CN_OP_PREPARE, &r) < 0 || r.n_use == 0) {
+		if (r.result == 0) {
+			r.result = CN_RES_REFUSED;
+			snprintf(r.name, sizeof(r.name), "FOOTPRINT_UNKNOWN");
+		}
+		snprintf(msg, sizeof(msg), "%s; nothing prepared",
+			 r.result == CN_RES_REFUSED ? r.note : r.message);
+		finish(&r, "prepare", msg);
+		return;
+	}
+	for (uint32_t i = 0; i < r.n_use; i++)
+		need += r.use[i].bytes;
+	/* The driver's copy is about 1.06 x the footprint (DESIGN.md): room for 1/16 more. */
+	e = cn_staging_prepare(need + need / 16, ag.thp && ag.cfg.hugepages,
+			       ag.cfg.prefault_threads, &ss);
+	if (e < 0) {
+		r.result = CN_RES_NO_HOST;
+		snprintf(r.name, sizeof(r.name), "NO_HOST_MEMORY");
+		snprintf(msg, sizeof(msg), "cannot map %llu MiB: %s; nothing prepared",
+			 (unsigned long long)((need + need / 16) >> 20), strerror(-e));
+		finish(&r, "prepare", msg);
+		return;
+	}
+	ag.prepared_bytes = ss.bytes;
+	ag.prepared_until = mono_ms() + ag.cfg.prepare_s * 1000.0;
+	ag.st.prepared = true;
+	ag.st.host_mib = ag.st.staged_mib = (double)ss.bytes / (1 << 20);
+	ag.st.prefault_ms = ag.st.step_ms[CN_STEP_PREPARE] = ss.prefault_ms;
+	snprintf(msg, sizeof(msg), "prepared: %.0f MiB of host memory held for %u s",
+		 ag.st.host_mib, ag.cfg.prepare_s);
+	finish(&r, "prepared", msg);
+}
+
+/* The prepared copy was not used in time: give it back, and say so. */
+static void prepare_expired(void)
+{
+	double mib = (double)ag.prepared_bytes / (1 << 20);
+
+	unprepare();
+	snprintf(ag.st.message, sizeof(ag.st.message),
+		 "prepared host copy (%.0f MiB) given back after %u s without a suspend", mib,
+		 ag.cfg.prepare_s);
+	publish();
+	cn_log(&ag.cfg, CN_LOG_INFO, "%s", ag.st.message);
+}
+
+/* Drain every pending byte and fold them into one wish: the last signal wins, toggles flip. A
+ * prepare counts only when nothing else was asked for (*prepare_only). */
+static int wanted(bool suspended_now, bool *prepare_only)
+{
+	bool want = suspended_now, other = false, prep = false;
 	char buf[256];
 	ssize_t n;
 
 	while ((n = read(ag.wake_fd, buf, sizeof(buf))) > 0)
-		for (ssize_t i = 0; i < n; i++)
+		for (ssize_t i = 0; i < n; i++) {
+			if (buf[i] == CN_WAKE_PREPARE) {
+				prep = true;
+				continue;
+			}
+			other = true;
 			want = buf[i] == CN_WAKE_SUSPEND  ? true
 			       : buf[i] == CN_WAKE_RESUME ? false
 							  : !want;
+		}
+	*prepare_only = prep && !other;
 	return want;
 }
 
@@ -677,9 +800,16 @@ static void *agent_main(void *arg)
 		 * replaced at the next request, not found dead in the middle of one. */
 		struct pollfd p[2] = { { .fd = ag.wake_fd, .events = POLLIN },
 				       { .fd = ag.sock, .events = POLLIN } };
-		bool suspended_now = strcmp(ag.st.state, "checkpointed") == 0;
+		bool suspended_now = strcmp(ag.st.state, "checkpointed") == 0, prep, want;
+		double left = ag.prepared_until ? ag.prepared_until - mono_ms() : -1;
+		int r;
 
-		if (poll(p, ag.sock >= 0 ? 2 : 1, -1) < 0)
+		if (ag.prepared_until && left <= 0) {
+			prepare_expired();
+			continue;
+		}
+		r = poll(p, ag.sock >= 0 ? 2 : 1, left < 0 ? -1 : (int)left + 1);
+		if (r <= 0)
 			continue;
 		if (ag.sock >= 0 && p[1].revents) {
 			controller_lost();
@@ -688,7 +818,10 @@ static void *agent_main(void *arg)
 		}
 		if (!(p[0].revents & POLLIN))
 			continue;
-		if (wanted(suspended_now))
+		want = wanted(suspended_now, &prep);
+		if (prep)
+			prepare();
+		else if (want)
 			suspend();
 		else
 			resume();
@@ -702,6 +835,8 @@ static void reset(int wake_fd)
 	ag.wake_fd = wake_fd;
 	ag.sock = -1;
 	ag.n_use = 0;
+	ag.prepared_bytes = 0;
+	ag.prepared_until = 0;
 	cn_status_init(&ag.st, (int)getpid());
 	cn_status_path(ag.cfg.status_dir, ag.st.pid, ag.status_path, sizeof(ag.status_path));
 	ag.st.starttime = cn_proc_starttime(ag.st.pid);

@@ -270,7 +270,7 @@ struct hold {
 	CUdeviceptr ptr;
 };
 
-/* Holds whose context outlives the restore, dropped once the answer is sent. */
+/* Holds whose context outlives the restore, dropped once the unlock after it is answered. */
 static struct hold held[CN_MAX_GPUS];
 static int n_held;
 
@@ -308,7 +308,8 @@ static int make_room(const struct cn_req *req, const CUcheckpointGpuPair *list, 
 		uint64_t need = req->use[u].bytes, free_b;
 		CUcontext c;
 		CUresult r;
-		int k;
+		double t0;
+		int k, k_free;
 
 		for (int i = 0; i < n_list; i++)
 			if (memcmp(list[i].oldUuid.bytes, req->use[u].uuid, 16) == 0)
@@ -322,8 +323,10 @@ static int make_room(const struct cn_req *req, const CUcheckpointGpuPair *list, 
 			fail(resp, CN_RES_BAD_MAP, "BAD_GPU_MAP", why);
 			goto undo;
 		}
-		if (cn_nvml_free(to, &free_b, why, sizeof(why)) == 0 &&
-		    free_b < need + req->margin_bytes) {
+		t0 = now_ms();
+		k_free = cn_nvml_free(to, &free_b, why, sizeof(why));
+		resp->check_ms += now_ms() - t0;
+		if (k_free == 0 && free_b < need + req->margin_bytes) {
 			snprintf(why, sizeof(why),
 				 "GPU %d (%s) has %llu MiB free; the job needs %llu MiB there plus "
 				 "a %llu MiB margin ([restore] margin_mib)",
@@ -336,12 +339,16 @@ static int make_room(const struct cn_req *req, const CUcheckpointGpuPair *list, 
 		if (!req->reserve)
 			continue;
 		h[n].dev = g[k].dev;
+		t0 = now_ms();
 		r = cu.ctx_retain(&c, g[k].dev);
+		resp->context_ms += now_ms() - t0;
 		if (r == CUDA_SUCCESS) {
 			h[n].ctx = c;
+			t0 = now_ms();
 			cu.ctx_set_current(c);
 			r = cu.mem_alloc(&h[n].ptr, need);
 			cu.ctx_set_current(NULL);
+			resp->hold_ms += now_ms() - t0;
 			if (r != CUDA_SUCCESS)
 				cu.ctx_release(g[k].dev);
 		}
@@ -401,7 +408,12 @@ static CUresult do_restore(const struct cn_req *req, struct cn_resp *resp)
 	/* The window in which another process could take the memory back from under the restore is
 	 * the time between these two calls. Our contexts stay until the answer is sent; the check
 	 * counted them (the allocation succeeded beside them). */
-	free_holds(held, n_held);
+	{
+		double t0 = now_ms();
+
+		free_holds(held, n_held);
+		resp->hold_ms += now_ms() - t0;
+	}
 	return cu.restore(target, &args);
 }
 
@@ -437,12 +449,13 @@ static int host_room(const struct cn_req *req, struct cn_resp *resp)
 	if (n <= 0 ||
 	    cn_host_room(target, "/proc", "/sys/fs/cgroup", &room, which, sizeof(which)) < 0)
 		return 0;
-	if (room >= need + req->host_margin_bytes)
+	if (room + req->prepared_bytes >= need + req->host_margin_bytes)
 		return 0;
 	snprintf(resp->message, sizeof(resp->message),
 		 "the process holds %llu MiB on its GPUs, but the host copy can have only %llu "
 		 "MiB (%s) less the %llu MiB margin ([preflight] host_margin_mib)",
-		 (unsigned long long)(need >> 20), (unsigned long long)(room >> 20), which,
+		 (unsigned long long)(need >> 20),
+		 (unsigned long long)((room + req->prepared_bytes) >> 20), which,
 		 (unsigned long long)(req->host_margin_bytes >> 20));
 	resp->result = CN_RES_NO_HOST;
 	snprintf(resp->name, sizeof(resp->name), "NO_HOST_MEMORY");
@@ -463,7 +476,7 @@ static void serve(const struct cn_req *req, struct cn_resp *resp)
 	}
 	/* What the locked process holds, for the check before its restore; not part of the
 	 * checkpoint's time. */
-	if (req->op == CN_OP_CHECKPOINT) {
+	if (req->op == CN_OP_CHECKPOINT || req->op == CN_OP_PREPARE) {
 		int n = cn_nvml_footprint(target, resp->use, CN_MAX_GPUS, resp->note,
 					  sizeof(resp->note));
 
@@ -471,7 +484,8 @@ static void serve(const struct cn_req *req, struct cn_resp *resp)
 		if (n > 0)
 			resp->note[0] = '\0';
 	}
-	if (req->op == CN_OP_LOCK && req->host_check && host_room(req, resp) < 0) {
+	if ((req->op == CN_OP_LOCK || req->op == CN_OP_PREPARE) && req->host_check &&
+	    host_room(req, resp) < 0) {
 		if (cu.get_state(target, &st) == CUDA_SUCCESS)
 			resp->state = st;
 		return;
@@ -485,6 +499,7 @@ static void serve(const struct cn_req *req, struct cn_resp *resp)
 	t0 = now_ms();
 	switch (req->op) {
 	case CN_OP_STATE:
+	case CN_OP_PREPARE:
 		break;
 	case CN_OP_LOCK: {
 		CUcheckpointLockArgs a = { .timeoutMs = req->timeout_ms };
@@ -511,7 +526,7 @@ static void serve(const struct cn_req *req, struct cn_resp *resp)
 		r = CUDA_ERROR_INVALID_VALUE;
 	}
 	resp->elapsed_ms = now_ms() - t0;
-	if (req->op == CN_OP_STATE)
+	if (req->op == CN_OP_STATE || req->op == CN_OP_PREPARE)
 		r = cu.get_state(target, &st);
 	else if (cu.get_state(target, &st) != CUDA_SUCCESS)
 		st = CN_STATE_UNKNOWN;
@@ -572,7 +587,12 @@ int main(int argc, char **argv)
 		 * back: it was 0.6 s of the first 8 GiB resume on an H200. */
 		if (req.op == CN_OP_CHECKPOINT && resp.result == CUDA_SUCCESS)
 			ensure_init();
-		drop_contexts(held, n_held);
-		n_held = 0;
+		/* The holds' contexts go once the process runs again: destroying them takes longer
+		 * than the unlock, which the job's resume waits for, and they cost nothing more
+		 * until then (their memory went back before the restore). */
+		if (req.op != CN_OP_RESTORE || resp.result != CUDA_SUCCESS) {
+			drop_contexts(held, n_held);
+			n_held = 0;
+		}
 	}
 }

@@ -37,7 +37,7 @@
 /* Read by the handler: plain words, written before the handler is installed or in a fork child. */
 static pid_t owner = -1;
 static int wake_wr = -1;
-static int sig_suspend, sig_resume;
+static int sig_suspend, sig_resume, sig_prepare; /* sig_prepare 0: none */
 static bool chain;
 static atomic_bool armed; /* our handlers are installed: the app's calls for them stop here */
 
@@ -48,7 +48,7 @@ static atomic_bool armed; /* our handlers are installed: the app's calls for the
 static struct wish {
 	struct sigaction copy[COPIES];
 	atomic_uint cur, next;
-} wishes[2];
+} wishes[3]; /* suspend, resume, prepare */
 
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 static _Atomic(sigaction_fn) real_sigaction_p;
@@ -68,11 +68,17 @@ static int real_sigaction(int sig, const struct sigaction *act, struct sigaction
 	return f(sig, act, old);
 }
 
+static struct wish *slot_of(int sig)
+{
+	return sig == sig_suspend		   ? &wishes[0]
+	       : sig == sig_resume		   ? &wishes[1]
+	       : sig_prepare && sig == sig_prepare ? &wishes[2]
+						   : NULL;
+}
+
 static struct wish *wish_of(int sig)
 {
-	if (!atomic_load(&armed))
-		return NULL;
-	return sig == sig_suspend ? &wishes[0] : sig == sig_resume ? &wishes[1] : NULL;
+	return atomic_load(&armed) ? slot_of(sig) : NULL;
 }
 
 static void wish_get(struct wish *w, struct sigaction *out)
@@ -122,17 +128,21 @@ static void call_app(struct wish *w, int sig, siginfo_t *info, void *uc)
 static void on_signal(int sig, siginfo_t *info, void *uc)
 {
 	int saved = errno;
-	struct wish *w = sig == sig_suspend ? &wishes[0] : &wishes[1];
-	char b = sig_suspend == sig_resume ? CN_WAKE_TOGGLE
-		 : sig == sig_suspend	   ? CN_WAKE_SUSPEND
-					   : CN_WAKE_RESUME;
+	/* cudanap prepare queues the suspend signal with a value of ours: meant for us alone. */
+	bool queued =
+		info && info->si_code == SI_QUEUE && info->si_value.sival_int == CN_SIGVAL_PREPARE;
+	struct wish *w = slot_of(sig);
+	char b = queued || sig == sig_prepare ? CN_WAKE_PREPARE
+		 : sig_suspend == sig_resume  ? CN_WAKE_TOGGLE
+		 : sig == sig_suspend	      ? CN_WAKE_SUSPEND
+					      : CN_WAKE_RESUME;
 
 	/* In a child whose agent could not start, stay silent. */
 	if (wake_wr >= 0 && getpid() == owner && write(wake_wr, &b, 1) < 0) {
 		/* Pipe full: the agent has a backlog, and it folds bytes anyway. */
 	}
 	errno = saved;
-	if (chain)
+	if (chain && w && !queued)
 		call_app(w, sig, info, uc);
 	errno = saved;
 }
@@ -216,12 +226,14 @@ static void install(int sig, struct wish *w)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_signal;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
-	/* Both of ours blocked while ours runs: else the kernel, delivering two pending signals at
+	/* All of ours blocked while ours runs: else the kernel, delivering two pending signals at
 	 * once, nests the second handler inside the first, and their bytes reach the pipe in the
 	 * reverse of the order they were sent. */
 	sigemptyset(&sa.sa_mask);
 	sigaddset(&sa.sa_mask, sig_suspend);
 	sigaddset(&sa.sa_mask, sig_resume);
+	if (sig_prepare)
+		sigaddset(&sa.sa_mask, sig_prepare);
 	real_sigaction(sig, &sa, &prev);
 	wish_set(w, &prev);
 }
@@ -258,6 +270,8 @@ static void before_fork(void)
 	sigemptyset(&ours);
 	sigaddset(&ours, sig_suspend);
 	sigaddset(&ours, sig_resume);
+	if (sig_prepare)
+		sigaddset(&ours, sig_prepare);
 	pthread_sigmask(SIG_BLOCK, &ours, &mask_before_fork);
 }
 
@@ -341,11 +355,14 @@ __attribute__((constructor)) static void cn_init(void)
 	owner = getpid();
 	sig_suspend = cfg.suspend_signal;
 	sig_resume = cfg.resume_signal;
+	sig_prepare = cfg.prepare_signal;
 	chain = cfg.chain;
 	wake_wr = p[1];
 	install(sig_suspend, &wishes[0]);
 	if (sig_resume != sig_suspend)
 		install(sig_resume, &wishes[1]);
+	if (sig_prepare)
+		install(sig_prepare, &wishes[2]);
 	atomic_store(&armed, true);
 	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 }

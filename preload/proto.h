@@ -14,6 +14,7 @@ enum cn_op {
 	CN_OP_CHECKPOINT,
 	CN_OP_RESTORE,
 	CN_OP_UNLOCK,
+	CN_OP_PREPARE, /* no driver call: the footprint, and the host check of CN_OP_LOCK */
 };
 
 /* Results that are not CUDA's own (CUresult values are all >= 0). */
@@ -54,10 +55,12 @@ struct cn_req {
 	struct cn_gpu_use use[CN_MAX_GPUS];
 	uint64_t margin_bytes;
 	uint32_t reserve;
-	/* CN_OP_LOCK: refuse, before locking, a process whose host copy would not fit beside this
-	 * much free host memory. */
+	/* CN_OP_LOCK and CN_OP_PREPARE: refuse, before locking, a process whose host copy would not
+	 * fit beside this much free host memory. */
 	uint32_t host_check;
 	uint64_t host_margin_bytes;
+	uint64_t
+		prepared_bytes; /* CN_OP_LOCK: host memory the process holds for the copy already */
 	/* ... or, hibernating, beside this much free space in the hibernate dir (statvfs, taken by
 	 * the agent, which opened the file there): then host memory is not checked. */
 	uint32_t to_disk;
@@ -72,9 +75,13 @@ struct cn_resp {
 	char name[48];	   /* "CUDA_SUCCESS", "CUDA_ERROR_NOT_READY", "NO_DRIVER", ... */
 	char message[256]; /* human words for the result */
 	char note[200];	   /* a warning beside a success: "" when none */
-	/* CN_OP_CHECKPOINT: what the process held per GPU just before; n_use 0 when unknown. */
+	/* CN_OP_CHECKPOINT and CN_OP_PREPARE: what the process holds per GPU; n_use 0 when
+	 * unknown (note says why). */
 	uint32_t n_use;
 	struct cn_gpu_use use[CN_MAX_GPUS];
+	/* CN_OP_RESTORE: of elapsed_ms, the time before the driver's call: the room check (NVML),
+	 * taking a context on each target GPU, and allocating then freeing the hold there. */
+	double check_ms, context_ms, hold_ms;
 };
 
 #endif

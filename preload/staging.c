@@ -5,8 +5,10 @@
  * unmaps it after the restore (measured on an H200 with driver 580, DESIGN.md). Populating that
  * mapping 4 KiB page by page is most of the suspend time. While, and only while, the agent has
  * armed us, that one mapping is made 2 MiB-aligned without MAP_POPULATE, advised to huge pages and
- * prefaulted by a few threads. Every other mmap and munmap goes straight through: outside the
- * window the cost is one relaxed atomic load.
+ * prefaulted by a few threads; or, faster still, it is a buffer faulted in ahead: the last host
+ * copy kept ([performance] keep_host_buffer) or one prepared on notice (cudanap prepare). Every
+ * other mmap and munmap goes straight through: outside the window the cost is one relaxed atomic
+ * load.
  *
  * This file exports mmap, mmap64 and munmap, the only symbols of the preload. It never logs: the
  * agent reads cn_staging_stats after the driver call. */
@@ -43,9 +45,10 @@ static struct {
 	int file;
 } want = { .file = -1 };
 
-/* The mapping we handed the driver, and a kept one waiting for the next suspend. */
+/* The mapping we handed the driver (staged_len as the driver asked, staged_map the whole of it),
+ * and a kept or prepared one waiting for the next suspend. */
 static void *staged;
-static size_t staged_len;
+static size_t staged_len, staged_map;
 static void *spare;
 static size_t spare_len;
 static struct cn_staging_stats stats;
@@ -133,33 +136,22 @@ static void *stage_file(size_t len, int prot)
 	return MAP_FAILED;
 }
 
-/* The host copy: aligned so that huge pages can back all of it, advised, prefaulted. */
-static void *stage(size_t len, int prot, int flags)
+static void drop_spare(void)
+{
+	if (spare)
+		sys_munmap(spare, spare_len);
+	spare = NULL;
+	spare_len = 0;
+}
+
+/* len bytes of private anonymous memory, 2 MiB-aligned so that huge pages can back all of it,
+ * advised to them when asked and prefaulted by threads (none: not at all). */
+static void *fresh(size_t len, bool hugepages, unsigned threads, bool *huge)
 {
 	size_t big = len + HUGE_SZ;
 	char *raw, *p;
-	double t0 = now_ms();
 
-	if (want.file >= 0 && (p = stage_file(len, prot)) != MAP_FAILED) {
-		stats.bytes = len;
-		stats.prefault_ms = now_ms() - t0;
-		stats.addr = staged = p;
-		staged_len = len;
-		return p;
-	}
-	if (spare && spare_len == len) {
-		staged = spare, staged_len = spare_len;
-		spare = NULL;
-		stats.reused = true;
-		stats.bytes = len;
-		stats.addr = staged;
-		return staged;
-	}
-	if (spare) {
-		sys_munmap(spare, spare_len);
-		spare = NULL;
-	}
-	raw = sys_mmap(NULL, big, prot, flags & ~MAP_POPULATE, -1, 0);
+	raw = sys_mmap(NULL, big, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (raw == MAP_FAILED)
 		return MAP_FAILED;
 	p = (char *)(((uintptr_t)raw + HUGE_SZ - 1) & ~(HUGE_SZ - 1));
@@ -167,16 +159,51 @@ static void *stage(size_t len, int prot, int flags)
 		sys_munmap(raw, (size_t)(p - raw));
 	if (raw + big > p + len)
 		sys_munmap(p + len, (size_t)(raw + big - (p + len)));
-	if (want.hugepages)
-		stats.huge = madvise(p, len, MADV_HUGEPAGE) == 0;
-	if (want.threads)
-		prefault_parallel(p, len, want.threads);
+	*huge = hugepages && madvise(p, len, MADV_HUGEPAGE) == 0;
+	if (threads)
+		prefault_parallel(p, len, threads);
+	return p;
+}
+
+/* A kept or prepared buffer serves a copy that fits in it and fills at least half of it. */
+static bool spare_fits(size_t len)
+{
+	return spare && len <= spare_len && len >= spare_len / 2;
+}
+
+static void *hand_out(void *p, size_t len, size_t map)
+{
 	stats.bytes = len;
-	stats.threads = want.threads;
-	stats.prefault_ms = now_ms() - t0;
 	stats.addr = staged = p;
 	staged_len = len;
+	staged_map = map;
 	return p;
+}
+
+/* The host copy: in the hibernate file, in a kept or prepared buffer, or fresh. */
+static void *stage(size_t len, int prot)
+{
+	double t0 = now_ms();
+	void *p;
+
+	if (want.file >= 0 && (p = stage_file(len, prot)) != MAP_FAILED) {
+		drop_spare(); /* its RAM is what hibernating is for */
+		stats.prefault_ms = now_ms() - t0;
+		return hand_out(p, len, len);
+	}
+	if (spare_fits(len)) {
+		p = spare;
+		spare = NULL;
+		stats.reused = true;
+		return hand_out(p, len, spare_len);
+	}
+	drop_spare();
+	p = fresh(len, want.hugepages, want.threads, &stats.huge);
+	if (p == MAP_FAILED)
+		return MAP_FAILED;
+	stats.threads = want.threads;
+	stats.prefault_ms = now_ms() - t0;
+	return hand_out(p, len, len);
 }
 
 static bool is_host_copy(void *addr, size_t len, int prot, int flags, int fd)
@@ -192,7 +219,7 @@ PUBLIC void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 	if (atomic_load_explicit(&armed, memory_order_relaxed) &&
 	    is_host_copy(addr, len, prot, flags, fd)) {
 		int saved = errno;
-		void *p = stage(len, prot, flags);
+		void *p = stage(len, prot);
 
 		if (p != MAP_FAILED) {
 			errno = saved;
@@ -217,9 +244,9 @@ PUBLIC int munmap(void *addr, size_t len)
 		staged = NULL;
 		if (want.keep && !stats.file) {
 			spare = addr;
-			spare_len = len;
+			spare_len = staged_map;
 		} else {
-			r = sys_munmap(addr, len);
+			r = sys_munmap(addr, staged_map);
 		}
 		stats.unmap_ms = now_ms() - t0;
 		return r;
@@ -251,10 +278,6 @@ void cn_staging_arm(bool hugepages, unsigned threads, bool keep, int file)
 	want.threads = threads > MAX_THREADS ? MAX_THREADS : threads;
 	want.keep = keep && file < 0;
 	want.file = file;
-	if (!keep && spare) {
-		sys_munmap(spare, spare_len);
-		spare = NULL;
-	}
 	atomic_store(&armed, true);
 }
 
@@ -267,6 +290,39 @@ void cn_staging_disarm(struct cn_staging_stats *out)
 void cn_staging_after_fork(void)
 {
 	atomic_store(&armed, false);
+	drop_spare(); /* the parent's, shared copy-on-write: not a buffer the child asked for */
+}
+
+int cn_staging_prepare(size_t len, bool hugepages, unsigned threads, struct cn_staging_stats *out)
+{
+	double t0 = now_ms();
+	void *p;
+
+	memset(out, 0, sizeof(*out));
+	len = (len + HUGE_SZ - 1) & ~(HUGE_SZ - 1);
+	if (spare && spare_len >= len && spare_len / 2 <= len) {
+		out->reused = true;
+	} else {
+		drop_spare();
+		p = fresh(len, hugepages, threads ? threads : 1, &out->huge);
+		if (p == MAP_FAILED)
+			return -errno;
+		spare = p;
+		spare_len = len;
+		out->threads = threads ? threads : 1;
+	}
+	out->bytes = spare_len;
+	out->addr = spare;
+	out->prefault_ms = now_ms() - t0;
+	return 0;
+}
+
+size_t cn_staging_release(void)
+{
+	size_t n = spare ? spare_len : 0;
+
+	drop_spare();
+	return n;
 }
 
 void cn_staging_unmap_stats(struct cn_staging_stats *out)

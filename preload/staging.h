@@ -8,7 +8,7 @@
 struct cn_staging_stats {
 	size_t bytes;	    /* size of the host copy we staged; 0 if the driver made none */
 	bool huge;	    /* MADV_HUGEPAGE accepted */
-	bool reused;	    /* a kept buffer from the last suspend was handed out */
+	bool reused;	    /* a kept or prepared buffer was handed out */
 	unsigned threads;   /* prefault threads */
 	double prefault_ms; /* map + advise + prefault */
 	double unmap_ms;    /* the driver's munmap after restore (0 when kept) */
@@ -23,7 +23,14 @@ bool cn_staging_thp_available(void);
 void cn_staging_arm(bool hugepages, unsigned threads, bool keep, int file);
 void cn_staging_disarm(struct cn_staging_stats *out);
 
-/* In a forked child: a window the parent had open is not the child's. */
+/* Fault in a buffer of len bytes (rounded up to 2 MiB) now, for the next checkpoint's host copy
+ * (cudanap prepare): it serves a copy that fits in it and fills at least half of it. A prepared
+ * buffer of that size already there is kept. 0, or -errno when it cannot be mapped. */
+int cn_staging_prepare(size_t len, bool hugepages, unsigned threads, struct cn_staging_stats *out);
+/* Unmap a kept or prepared buffer; returns its size (0: there was none). */
+size_t cn_staging_release(void);
+
+/* In a forked child: a window the parent had open is not the child's, nor a buffer it kept. */
 void cn_staging_after_fork(void);
 void cn_staging_unmap_stats(struct cn_staging_stats *out);
 

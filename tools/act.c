@@ -1,5 +1,6 @@
-/* act: cudanap suspend and resume. It sends each process the signal its INI names, reads each
- * outcome from the process's status file, and keeps a job whole: a suspend of several processes
+/* act: cudanap suspend, resume and prepare. It sends each process the signal its INI names (a
+ * prepare: the suspend signal queued with a value of ours), reads each outcome from the process's
+ * status file, and keeps a job whole: a suspend of several processes
  * (the ranks of a distributed job) ends with all of them suspended or all of them running. It
  * never talks to the driver.
  *
@@ -32,7 +33,15 @@ struct job {
 	char line[600];
 };
 
-static void outcome(struct job *j, const struct cn_status *s, bool suspend)
+static const char *const verb_name[] = { "suspend", "resume", "prepare" };
+
+/* The state a verb leads to (a prepared process runs on). */
+static const char *goal(enum verb v)
+{
+	return v == VERB_SUSPEND ? "checkpointed" : "running";
+}
+
+static void outcome(struct job *j, const struct cn_status *s, enum verb v)
 {
 	char total[32], steps[200];
 	size_t o = cn_status_steps(s, steps, sizeof(steps));
@@ -41,17 +50,18 @@ static void outcome(struct job *j, const struct cn_status *s, bool suspend)
 	j->no_cuda = strcmp(s->state, "no-cuda") == 0;
 	snprintf(j->state, sizeof(j->state), "%s", s->state);
 	snprintf(j->result, sizeof(j->result), "%s", s->result);
-	j->ok = strcmp(s->result, "ok") == 0 &&
-		strcmp(s->state, suspend ? "checkpointed" : "running") == 0;
+	j->ok = strcmp(s->result, "ok") == 0 && strcmp(s->state, goal(v)) == 0;
 	fmt_ms(s->total_ms, total, sizeof(total));
-	if (j->ok && o)
+	if (j->ok && v == VERB_PREPARE && s->prepared)
+		snprintf(j->line, sizeof(j->line), "%d: %s in %s", j->pid, s->message, total);
+	else if (j->ok && o)
 		snprintf(j->line, sizeof(j->line), "%d: %s in %s (%s)", j->pid,
-			 suspend ? "suspended" : "resumed", total, steps);
+			 v == VERB_SUSPEND ? "suspended" : "resumed", total, steps);
 	else if (j->ok)
 		snprintf(j->line, sizeof(j->line), "%d: %s", j->pid, s->message);
 	else
 		snprintf(j->line, sizeof(j->line), "%d: %s failed: %s: %s (state %s)", j->pid,
-			 suspend ? "suspend" : "resume", s->result, s->message, s->state);
+			 verb_name[v], s->result, s->message, s->state);
 }
 
 static const char *to_disk; /* --to-disk[=DIR]: NULL when not asked, "" for the INI's dir */
@@ -73,8 +83,9 @@ static int ask_to_disk(const struct job *j)
 /* Send one process its signal. In a whole job, a process that never loaded the driver (a shell,
  * srun, a data loader) is nothing to do and gets no signal: srun, for one, takes SIGUSR1 for its
  * own and forwards it to its tasks, so its answer would never come. */
-static void send_one(struct job *j, const char *cfg, bool suspend, bool group, double deadline)
+static void send_one(struct job *j, const char *cfg, enum verb v, bool group, double deadline)
 {
+	union sigval prep = { .sival_int = CN_SIGVAL_PREPARE };
 	const char *why;
 	struct cn_status s;
 	int r;
@@ -98,28 +109,32 @@ static void send_one(struct job *j, const char *cfg, bool suspend, bool group, d
 	if ((why = stopped(j->pid))) {
 		j->done = true;
 		snprintf(j->line, sizeof(j->line), "%d: cannot %s: %s; nothing sent", j->pid,
-			 suspend ? "suspend" : "resume", why);
+			 verb_name[v], why);
 		return;
 	}
 	/* Let an action under way finish, so that its outcome is not taken for ours. */
 	while (s.busy && now_s() < deadline && cn_status_read(j->dir, j->pid, &s) == 0)
 		usleep(5000);
 	snprintf(j->state, sizeof(j->state), "%s", s.state);
-	if (strcmp(s.state, suspend ? "checkpointed" : "running") == 0 && !s.busy) {
+	if ((v == VERB_PREPARE ? strcmp(s.state, "checkpointed") : strcmp(s.state, goal(v))) == 0 &&
+	    !s.busy) {
 		j->done = j->ok = true;
-		snprintf(j->line, sizeof(j->line), "%d: already %s", j->pid,
-			 suspend ? "suspended" : "running");
+		snprintf(j->line, sizeof(j->line), "%d: already %s%s", j->pid,
+			 v == VERB_RESUME ? "running" : "suspended",
+			 v == VERB_PREPARE ? ": nothing to prepare" : "");
 		return;
 	}
 	j->seq0 = s.seq;
-	if (suspend && to_disk && ask_to_disk(j) < 0) {
+	if (v == VERB_SUSPEND && to_disk && ask_to_disk(j) < 0) {
 		j->done = true;
 		snprintf(j->line, sizeof(j->line),
 			 "%d: --to-disk: cannot write in %s: %s; nothing sent", j->pid, j->dir,
 			 strerror(errno));
 		return;
 	}
-	if (kill(j->pid, suspend ? s.suspend_signal : s.resume_signal) < 0) {
+	if ((v == VERB_PREPARE
+		     ? sigqueue(j->pid, s.suspend_signal, prep)
+		     : kill(j->pid, v == VERB_SUSPEND ? s.suspend_signal : s.resume_signal)) < 0) {
 		j->done = true;
 		snprintf(j->line, sizeof(j->line), "%d: cannot signal: %s", j->pid,
 			 strerror(errno));
@@ -129,7 +144,7 @@ static void send_one(struct job *j, const char *cfg, bool suspend, bool group, d
 }
 
 /* Send every job its signal, all at once, then wait for each outcome until the deadline. */
-static void act(struct job *jobs, int n, const char *cfg, bool suspend, bool wait, bool group,
+static void act(struct job *jobs, int n, const char *cfg, enum verb v, bool wait, bool group,
 		double deadline)
 {
 	for (int i = 0; i < n; i++) {
@@ -137,7 +152,7 @@ static void act(struct job *jobs, int n, const char *cfg, bool suspend, bool wai
 
 		memset(&jobs[i], 0, sizeof(jobs[i]));
 		jobs[i].pid = pid;
-		send_one(&jobs[i], cfg, suspend, group, deadline);
+		send_one(&jobs[i], cfg, v, group, deadline);
 	}
 	for (bool pending = wait; pending;) {
 		pending = false;
@@ -152,13 +167,13 @@ static void act(struct job *jobs, int n, const char *cfg, bool suspend, bool wai
 				j->done = true;
 				snprintf(j->line, sizeof(j->line), "%d: process exited", j->pid);
 			} else if (s.seq > j->seq0 && !s.busy) {
-				outcome(j, &s, suspend);
+				outcome(j, &s, v);
 			} else if ((why = stopped(j->pid))) {
 				/* Stopped after the signal: it acts once let go. */
 				j->done = true;
 				snprintf(j->line, sizeof(j->line),
 					 "%d: no outcome: %s; the %s happens when it runs again",
-					 j->pid, why, suspend ? "suspend" : "resume");
+					 j->pid, why, verb_name[v]);
 			} else {
 				pending = true;
 			}
@@ -172,9 +187,14 @@ static void act(struct job *jobs, int n, const char *cfg, bool suspend, bool wai
 		struct job *j = &jobs[i];
 
 		if (j->sent && !j->done) {
-			snprintf(j->line, sizeof(j->line), "%d: %s", j->pid,
-				 wait ? "no outcome yet: timed out waiting (it may still finish)"
-				      : (suspend ? "suspend requested" : "resume requested"));
+			if (wait)
+				snprintf(j->line, sizeof(j->line),
+					 "%d: no outcome yet: timed out waiting (it may still "
+					 "finish)",
+					 j->pid);
+			else
+				snprintf(j->line, sizeof(j->line), "%d: %s requested", j->pid,
+					 verb_name[v]);
 			j->ok = !wait;
 		}
 	}
@@ -217,7 +237,7 @@ static int roll_back(const struct job *jobs, int n, const char *cfg, double time
 		if (j->sent && !j->no_cuda && !(j->done && strcmp(j->state, "running") == 0))
 			back[m++].pid = j->pid;
 	}
-	act(back, m, cfg, false, true, true, t0 + timeout);
+	act(back, m, cfg, VERB_RESUME, true, true, t0 + timeout);
 	o = (size_t)snprintf(line, len, "rollback: %d process%s resumed in %.2f s", m,
 			     m == 1 ? "" : "es", now_s() - t0);
 	for (int i = 0; i < m; i++) {
@@ -235,7 +255,8 @@ static int roll_back(const struct job *jobs, int n, const char *cfg, double time
 
 struct plan {
 	const char *cfg;
-	bool suspend, wait, group, atomic;
+	enum verb verb;
+	bool wait, group, atomic;
 	unsigned retries;
 	double timeout, deadline;
 };
@@ -253,7 +274,7 @@ static int run_plan(struct job *jobs, int n, const struct plan *p)
 		const struct job *f;
 		bool transient;
 
-		act(jobs, n, p->cfg, p->suspend, p->wait, p->group, p->deadline);
+		act(jobs, n, p->cfg, p->verb, p->wait, p->group, p->deadline);
 		f = p->atomic ? first_failure(jobs, n, &transient) : NULL;
 		if (!f)
 			break;
@@ -290,15 +311,16 @@ static int run_plan(struct job *jobs, int n, const struct plan *p)
 	if (n > 1 || p->group)
 		printf("total: %d process%s, %d %s, %d without CUDA, %d failed%s, %.2f s\n", n,
 		       n == 1 ? "" : "es", n_ok,
-		       !p->wait	    ? "signalled"
-		       : p->suspend ? "suspended"
-				    : "resumed",
+		       !p->wait			 ? "signalled"
+		       : p->verb == VERB_SUSPEND ? "suspended"
+		       : p->verb == VERB_RESUME	 ? "resumed"
+						 : "prepared",
 		       n_none, n - n_ok - n_none, rollback[0] ? " (rolled back)" : "",
 		       now_s() - t0);
 	return all_ok ? 0 : 1;
 }
 
-int cmd_suspend_resume(int argc, char **argv, bool suspend)
+int cmd_act(int argc, char **argv, enum verb verb)
 {
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
@@ -314,7 +336,7 @@ int cmd_suspend_resume(int argc, char **argv, bool suspend)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct plan p = { .suspend = suspend, .wait = true, .retries = 2 };
+	struct plan p = { .verb = verb, .wait = true, .retries = 2 };
 	const char *slurm = NULL;
 	double timeout = 600;
 	bool all = false, each = false;
@@ -353,10 +375,12 @@ int cmd_suspend_resume(int argc, char **argv, bool suspend)
 			slurm = optarg;
 			break;
 		case 'e':
+			if (verb == VERB_PREPARE)
+				die_usage("cudanap: --each is for suspend and resume\n");
 			each = true;
 			break;
 		case 'D':
-			if (!suspend)
+			if (verb != VERB_SUSPEND)
 				die_usage("cudanap: --to-disk is for suspend\n");
 			if (optarg && optarg[0] && optarg[0] != '/') {
 				static char abs[PATH_MAX];
@@ -376,7 +400,7 @@ int cmd_suspend_resume(int argc, char **argv, bool suspend)
 				die_usage("cudanap: --retries wants a number from 0 to 100\n");
 			break;
 		default:
-			die_usage(usage_suspend);
+			die_usage(verb == VERB_PREPARE ? usage_prepare : usage_suspend);
 		}
 	}
 	n = argc - optind;
@@ -415,7 +439,7 @@ int cmd_suspend_resume(int argc, char **argv, bool suspend)
 			return 1;
 		}
 	} else if (n <= 0) {
-		die_usage(usage_suspend);
+		die_usage(verb == VERB_PREPARE ? usage_prepare : usage_suspend);
 	}
 	jobs = calloc((size_t)n, sizeof(*jobs));
 	if (!jobs)
@@ -432,7 +456,7 @@ int cmd_suspend_resume(int argc, char **argv, bool suspend)
 	free(pids);
 	p.timeout = timeout;
 	p.deadline = now_s() + timeout;
-	p.atomic = suspend && p.wait && !each && n > 1;
+	p.atomic = verb == VERB_SUSPEND && p.wait && !each && n > 1;
 	rc = run_plan(jobs, n, &p);
 	free(jobs);
 	return rc;

@@ -9,7 +9,7 @@
 #include "cn_status.h"
 
 extern const char *prog;
-extern const char usage_suspend[], usage_status[];
+extern const char usage_suspend[], usage_prepare[], usage_status[];
 
 _Noreturn void die_usage(const char *text);
 void load_config_or_die(const char *path, struct cn_config *c);
@@ -55,7 +55,8 @@ int slurm_job_pids(const char *jobid, int **out, char *note, size_t len);
 /* This node's name as Slurm knows it (SLURMD_NODENAME, else the host name). */
 void slurm_node_name(char *out, size_t len);
 
-/* ---- act.c: suspend and resume ---- */
-int cmd_suspend_resume(int argc, char **argv, bool suspend);
+/* ---- act.c: suspend, resume and prepare ---- */
+enum verb { VERB_SUSPEND, VERB_RESUME, VERB_PREPARE };
+int cmd_act(int argc, char **argv, enum verb verb);
 
 #endif

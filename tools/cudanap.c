@@ -30,6 +30,7 @@ static const char usage_main[] =
 	"  suspend [OPTIONS] PID...          checkpoint the processes' CUDA state and free the "
 	"GPU\n"
 	"  resume [OPTIONS] PID...           restore it and let the processes run on\n"
+	"  prepare [OPTIONS] PID...          notice of a suspend: fault its host copy in ahead\n"
 	"  status [-c FILE] [--json] [PID...] show every cudanap process of this user\n"
 	"  check-config FILE                 validate a job INI file\n"
 	"\n"
@@ -95,6 +96,27 @@ const char usage_suspend[] =
 	"Examples: cudanap suspend 4711 && sleep 60 && cudanap resume 4711\n"
 	"          cudanap suspend --tree $SLURM_TASK_PID\n"
 	"          srun --jobid=$J --overlap --ntasks-per-node=1 cudanap suspend --slurm $J\n";
+
+const char usage_prepare[] =
+	"usage: cudanap prepare [-c FILE] [--wait|--no-wait] [--timeout S] PID...\n"
+	"       cudanap prepare [OPTIONS] --all | --tree PID | --slurm JOBID\n"
+	"\n"
+	"Notice that a suspend is coming (a scheduler's warning before a preemption): each "
+	"process\n"
+	"maps and faults in the host memory its next checkpoint will copy into, after the same "
+	"host\n"
+	"memory check as a suspend, and holds it for [performance] prepare_s seconds (default 60)\n"
+	"or until that suspend, which then only copies. Unused, it is given back. The process "
+	"runs\n"
+	"on meanwhile; 'cudanap status' shows it as running+prep with the memory it holds.\n"
+	"\n"
+	"The signal is the suspend signal queued with a value of cudanap's (sigqueue), which the\n"
+	"preload tells from a suspend; [signals] prepare names a plain signal that does the same,\n"
+	"for schedulers that can only send one.\n"
+	"\n"
+	"Options as for suspend: -c, -w, -n, -t, -a, -T, -S. Exit status: 0 if every PID is\n"
+	"prepared (or already suspended), 1 otherwise, 2 on usage errors.\n"
+	"Example: cudanap prepare --tree $SLURM_TASK_PID; sleep 50; cudanap suspend --tree ...\n";
 
 const char usage_status[] =
 	"usage: cudanap status [-c FILE] [--json] [PID... | --slurm JOBID]\n"
@@ -471,12 +493,14 @@ int main(int argc, char **argv)
 	static const struct {
 		const char *name, *usage;
 		int (*fn)(int, char **);
+		enum verb verb; /* when fn is NULL */
 	} cmds[] = {
-		{ "run", usage_run, cmd_run },
-		{ "suspend", usage_suspend, NULL },
-		{ "resume", usage_suspend, NULL },
-		{ "status", usage_status, cmd_status },
-		{ "check-config", usage_check, cmd_check },
+		{ "run", usage_run, cmd_run, 0 },
+		{ "suspend", usage_suspend, NULL, VERB_SUSPEND },
+		{ "resume", usage_suspend, NULL, VERB_RESUME },
+		{ "prepare", usage_prepare, NULL, VERB_PREPARE },
+		{ "status", usage_status, cmd_status, 0 },
+		{ "check-config", usage_check, cmd_check, 0 },
 	};
 
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
@@ -496,7 +520,7 @@ int main(int argc, char **argv)
 			return 0;
 		}
 		if (!cmds[i].fn)
-			return cmd_suspend_resume(argc - 1, argv + 1, i == 1);
+			return cmd_act(argc - 1, argv + 1, cmds[i].verb);
 		return cmds[i].fn(argc - 1, argv + 1);
 	}
 	fprintf(stderr, "%s: unknown command '%s'; see 'cudanap --help'\n", prog, argv[1]);

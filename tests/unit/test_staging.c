@@ -108,8 +108,44 @@ int main(void)
 	ok(q == p && st.reused, "kept: the next suspend reuses it");
 	munmap(q, len);
 	cn_staging_arm(true, 2, false, -1);
+	q = mmap(NULL, len, PROT_READ | PROT_WRITE, DRIVER_FLAGS, -1, 0);
 	cn_staging_disarm(&st);
-	ok(resident(p, 4096) == 0, "turning keep off frees the kept buffer");
+	ok(q == p && st.reused, "keep turned off: the kept buffer serves one last suspend");
+	munmap(q, len);
+	ok(resident(p, 4096) == 0, "and the driver's munmap then frees it");
+
+	/* cudanap prepare: a buffer faulted in ahead serves a copy that fits in it */
+	ok(cn_staging_prepare(len + len / 16, true, 2, &st) == 0 && st.bytes >= len + len / 16 &&
+		   st.bytes % (2u << 20) == 0 && resident(st.addr, st.bytes) == st.bytes,
+	   "prepared: %zu MiB faulted in ahead, 2 MiB-rounded", st.bytes >> 20);
+	q = st.addr;
+	ok(cn_staging_prepare(len, true, 2, &st) == 0 && st.addr == q && st.reused,
+	   "prepared again for a size it covers: the same buffer");
+	cn_staging_arm(false, 0, false, -1);
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, DRIVER_FLAGS, -1, 0);
+	cn_staging_disarm(&st);
+	ok(p == q && st.reused && st.bytes == len, "the checkpoint's copy goes into it");
+	ok(cn_staging_release() == 0, "handed out: nothing left to release");
+	ok(munmap(p, len) == 0 && resident(p, 4096) == 0,
+	   "the driver's munmap frees all of it, not only what it asked for");
+	ok(cn_staging_prepare(len / 4, true, 1, &st) == 0, "prepared too small");
+	q = st.addr;
+	cn_staging_arm(false, 0, false, -1);
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, DRIVER_FLAGS, -1, 0);
+	cn_staging_disarm(&st);
+	ok(p != q && !st.reused && resident(q, 4096) == 0,
+	   "a copy larger than the prepared buffer gets a fresh one, and the buffer goes");
+	munmap(p, len);
+	ok(cn_staging_prepare(len * 4, true, 1, &st) == 0, "prepared far too large");
+	q = st.addr;
+	cn_staging_arm(false, 0, false, -1);
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, DRIVER_FLAGS, -1, 0);
+	cn_staging_disarm(&st);
+	ok(p != q && !st.reused, "a copy under half of it does not pin all of it");
+	munmap(p, len);
+	ok(cn_staging_prepare(len, true, 1, &st) == 0 && cn_staging_release() == st.bytes &&
+		   resident(st.addr, 4096) == 0,
+	   "released unused: unmapped");
 
 	cn_staging_arm(false, 0, false, -1);
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, DRIVER_FLAGS, -1, 0);
