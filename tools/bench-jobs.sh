@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # bench-jobs: whole-job suspend and resume. N processes of G GiB each on one GPU, suspended and
 # resumed together with `cudanap suspend|resume --all`, against one process of N*G GiB, in the same
-# run. Every resume is verified bit for bit. Prints medians of REPS repetitions and the ratios.
+# run, and the N processes again without the restore's reservation ([restore] reserve = false), to
+# show what the reservations cost when they run together. Every resume is verified bit for bit.
+# Prints medians of REPS repetitions, the ratios, and for the last resume of each set the restore's
+# and the reservation's time in each process (from the status files).
 # Run through `ninja -C build bench-jobs`; N, G and REPS come from the environment (8, 4, 3).
 set -u
 N=${N:-8} G=${G:-4} REPS=${REPS:-3}
 T=$(mktemp -d "${TMPDIR:-/tmp}/cudanap-bench.XXXXXX")
 trap 'for p in $(jobs -p); do kill -9 $p 2>/dev/null; done; wait 2>/dev/null; rm -rf "$T"' EXIT
 mkdir -m 700 "$T/status"
-printf '[status]\ndir = %s\n[lock]\ntimeout_ms = 0\n' "$T/status" > "$T/job.ini"
+ini() { printf '[status]\ndir = %s\n[lock]\ntimeout_ms = 0\n%s\n' "$T/status" "${1:-}" > "$T/job.ini"; }
+ini
 export CUDANAP_CONFIG=$T/job.ini
 
 fds=()
@@ -58,14 +62,27 @@ measure() {
 		s+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')")
 		r+=("$(awk -v a="$t1" -v b="$t2" 'BEGIN { printf "%.3f", b - a }')")
 	done
+	# the last resume, per process: restore and reservation ms (medians and max over the processes)
+	local f restore=() reserve=()
+	for f in "$T"/status/*.json; do
+		restore+=("$(grep -o '"restore_ms":[0-9.]*' "$f" | cut -d: -f2)")
+		reserve+=("$(grep -o '"reserve_ms":[0-9.]*' "$f" | cut -d: -f2)")
+	done
 	stop_set
 	eval "${1}_s=$(printf '%s\n' "${s[@]}" | median) ${1}_r=$(printf '%s\n' "${r[@]}" | median)"
-	printf '%-22s suspend %6.2f s   resume %6.2f s   (all: %s / %s)\n' "$2 x $3 GiB" \
+	printf '%-30s suspend %6.2f s   resume %6.2f s   (all: %s / %s)\n' "$2 x $3 GiB${4:+, $4}" \
 		"$(eval echo \$${1}_s)" "$(eval echo \$${1}_r)" "${s[*]}" "${r[*]}"
+	printf '%30s last resume, per process: restore ms median %s max %s; reservation ms median %s max %s\n' "" \
+		"$(printf '%s\n' "${restore[@]}" | median)" "$(printf '%s\n' "${restore[@]}" | sort -g | tail -n1)" \
+		"$(printf '%s\n' "${reserve[@]:-0}" | median)" "$(printf '%s\n' "${reserve[@]:-0}" | sort -g | tail -n1)"
 }
 
 echo "bench-jobs: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n1), $REPS reps, medians"
 measure one 1 $((N * G))
 measure many "$N" "$G"
+ini "$(printf '[restore]\nreserve = false')"
+measure nores "$N" "$G" "reserve = false"
 awk -v a="$one_s" -v b="$many_s" -v c="$one_r" -v d="$many_r" \
 	'BEGIN { printf "ratio %d processes / one process: suspend %.2fx, resume %.2fx the time\n", '"$N"', b / a, d / c }'
+awk -v c="$one_r" -v d="$nores_r" \
+	'BEGIN { printf "without the reservation: resume %.2fx the one process'"'"'s time\n", d / c }'

@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cn_config.h"
 #include "cn_status.h"
 #include "cuda_abi.h"
 #include "floors.h"
@@ -48,7 +49,21 @@ static struct {
 	CUresult (*checkpoint)(int, CUcheckpointCheckpointArgs *);
 	CUresult (*restore)(int, CUcheckpointRestoreArgs *);
 	CUresult (*unlock)(int, CUcheckpointUnlockArgs *);
+	/* for the pinned copy floors */
+	CUresult (*ctx_retain)(CUcontext *, CUdevice);
+	CUresult (*ctx_release)(CUdevice);
+	CUresult (*ctx_set_current)(CUcontext);
+	CUresult (*mem_alloc)(CUdeviceptr *, size_t);
+	CUresult (*mem_free)(CUdeviceptr);
+	CUresult (*host_alloc)(void **, size_t);
+	CUresult (*host_free)(void *);
+	CUresult (*dtoh)(void *, CUdeviceptr, size_t);
+	CUresult (*htod)(CUdeviceptr, const void *, size_t);
 } cu;
+
+/* The floors of this run: the host's (floors.c) and the GPU's pinned copies, GiB/s. */
+static struct cn_floors host;
+static double pinned_d2h, pinned_h2d;
 
 static double now_s(void)
 {
@@ -149,6 +164,8 @@ static void verify(struct child *c)
 struct sample {
 	double suspend, resume, staged_mib, prefault_ms, unmap_ms, copy_mib, copy_ms,
 		copy_ms_resume;
+	double signal_ms, prepare_ms; /* signal -> first driver call; the prepare before it */
+	struct cn_status sus, res;    /* the status files after the suspend and the resume */
 };
 
 static void driver_cycle(struct child *c, struct sample *s)
@@ -196,11 +213,41 @@ static double signal_wait(struct child *c, int sig, struct cn_status *st)
 	return now_s() - t0;
 }
 
-static void cudanap_cycle(struct child *c, struct sample *s)
+/* cudanap prepare, as the CLI sends it: the suspend signal queued with cudanap's value. */
+static void queue_wait(struct child *c, unsigned long seq)
+{
+	union sigval v = { .sival_int = CN_SIGVAL_PREPARE };
+	struct cn_status st;
+
+	if (sigqueue(c->pid, SIGUSR1, v) < 0)
+		die("sigqueue");
+	do {
+		struct timespec ts = { 0, 200000 };
+
+		nanosleep(&ts, NULL);
+	} while (cn_status_read(opt.dir, c->pid, &st) < 0 || st.seq <= seq || st.busy);
+	if (strcmp(st.result, "ok") != 0) {
+		fprintf(stderr, "cudanap-bench: prepare: %s: %s\n", st.result, st.message);
+		exit(1);
+	}
+}
+
+static void cudanap_cycle(struct child *c, struct sample *s, bool prepared)
 {
 	struct cn_status st;
 
+	s->prepare_ms = -1;
+	if (prepared) {
+		if (cn_status_read(opt.dir, c->pid, &st) < 0)
+			die("no status file");
+		queue_wait(c, st.seq);
+		if (cn_status_read(opt.dir, c->pid, &st) < 0 || !st.prepared)
+			die("the prepare did not leave a prepared copy");
+		s->prepare_ms = st.step_ms[CN_STEP_PREPARE];
+	}
 	s->suspend = signal_wait(c, SIGUSR1, &st);
+	s->signal_ms = (double)st.call_ns / 1e6 - kill_s * 1e3;
+	s->sus = st;
 	s->staged_mib = st.staged_mib;
 	s->prefault_ms = st.prefault_ms;
 	s->copy_mib = st.copy_mib;
@@ -208,12 +255,15 @@ static void cudanap_cycle(struct child *c, struct sample *s)
 	s->resume = signal_wait(c, SIGUSR2, &st);
 	s->unmap_ms = st.unmap_ms;
 	s->copy_ms_resume = st.copy_ms;
+	s->res = st;
 }
 
 /* ---- modes, medians, the table ---- */
 
 struct mode {
 	const char *name, *perf; /* perf: the [performance] section; NULL: the driver alone */
+	bool prepared;		 /* each suspend after a cudanap prepare */
+	bool phases;		 /* print where its time goes */
 };
 
 static const char *write_ini(const char *name, const char *perf)
@@ -221,6 +271,8 @@ static const char *write_ini(const char *name, const char *perf)
 	static char path[4200];
 	FILE *f;
 
+	snprintf(path, sizeof(path), "%s/%s.log", opt.dir, name);
+	unlink(path); /* one log per process: phases() reads it */
 	snprintf(path, sizeof(path), "%s/%s.ini", opt.dir, name);
 	f = fopen(path, "w");
 	if (!f)
@@ -247,6 +299,123 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* The median over the repetitions of one figure of each sample. */
+#define MEDIAN_OF(samples, n, expr)                                                                \
+	({                                                                                         \
+		double v_[MAX_REPS];                                                               \
+		for (int i_ = 0; i_ < (n); i_++) {                                                 \
+			const struct sample *x = &(samples)[i_];                                   \
+			v_[i_] = (expr);                                                           \
+		}                                                                                  \
+		median(v_, (n));                                                                   \
+	})
+
+/* The restore's reservation in parts, from the agent's debug lines in the mode's log: medians. */
+static void reserve_parts(const char *name, double *check, double *ctx, double *hold)
+{
+	double v[3][MAX_REPS];
+	char path[4200], line[512];
+	int n = 0;
+	FILE *f;
+
+	*check = *ctx = *hold = -1;
+	snprintf(path, sizeof(path), "%s/%s.log", opt.dir, name);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	while (n < MAX_REPS && fgets(line, sizeof(line), f)) {
+		const char *p = strstr(line, "restore: ");
+
+		if (p && sscanf(p, "restore: %lf ms checking room, %lf ms taking contexts, %lf ms",
+				&v[0][n], &v[1][n], &v[2][n]) == 3)
+			n++;
+	}
+	fclose(f);
+	if (n) {
+		*check = median(v[0], n);
+		*ctx = median(v[1], n);
+		*hold = median(v[2], n);
+	}
+}
+
+static void phase_row(const char *what, double ms, double floor_s, const char *floor_is)
+{
+	printf("| %s | %.3f |", what, ms / 1000);
+	if (floor_s > 0)
+		printf(" %.3f | %.2fx | %s |\n", floor_s, ms / 1000 / floor_s, floor_is);
+	else
+		printf(" - | - | %s |\n", floor_is);
+}
+
+/* Where a mode's time goes, phase by phase, beside the floor for that many bytes on this machine:
+ * medians over the repetitions. The floors: populating huge pages and memcpy at the thread count
+ * cudanap uses, pinned DMA each way; a pipelined copy's floor is the slower of DMA and memcpy. */
+static void phases(double gib, const struct mode *m, const struct sample *s, int n,
+		   const double reserve[3])
+{
+	double staged = MEDIAN_OF(s, n, x->sus.staged_mib) / 1024,
+	       copy_s = MEDIAN_OF(s, n, x->sus.copy_mib) / 1024,
+	       copy_r = MEDIAN_OF(s, n, x->res.copy_mib) / 1024,
+	       pf = MEDIAN_OF(s, n, x->sus.prefault_ms > 0 ? x->sus.prefault_ms : 0),
+	       cs = MEDIAN_OF(s, n, x->sus.copy_ms > 0 ? x->sus.copy_ms : 0),
+	       cr = MEDIAN_OF(s, n, x->res.copy_ms > 0 ? x->res.copy_ms : 0),
+	       lock = MEDIAN_OF(s, n, x->sus.step_ms[CN_STEP_LOCK]),
+	       ckpt = MEDIAN_OF(s, n, x->sus.step_ms[CN_STEP_CHECKPOINT]),
+	       rest = MEDIAN_OF(s, n, x->res.step_ms[CN_STEP_RESTORE]),
+	       unlock = MEDIAN_OF(s, n, x->res.step_ms[CN_STEP_UNLOCK]),
+	       resv = MEDIAN_OF(s, n, x->res.reserve_ms > 0 ? x->res.reserve_ms : 0),
+	       unmap = MEDIAN_OF(s, n, x->res.unmap_ms > 0 ? x->res.unmap_ms : 0),
+	       sus = MEDIAN_OF(s, n, x->suspend) * 1000, res = MEDIAN_OF(s, n, x->resume) * 1000,
+	       sig = MEDIAN_OF(s, n, x->signal_ms), thp = host.populate_thp[1], mc = host.memcpy[1];
+	double f_pop = thp > 0 ? staged / thp : 0, f_cs = mc > 0 ? copy_s / mc : 0,
+	       f_cr = mc > 0 ? copy_r / mc : 0, f_d2h = pinned_d2h > 0 ? staged / pinned_d2h : 0,
+	       f_h2d = pinned_h2d > 0 ? staged / pinned_h2d : 0;
+	char what[64];
+
+	if (m->prepared)
+		f_pop = 0;
+	printf("\n%g GiB, cudanap %s: where the time goes (medians of %d; host copy %.2f GiB; "
+	       "floors at %u threads)\n\n| phase | s | floor s | x floor | floor |\n"
+	       "| --- | --- | --- | --- | --- |\n",
+	       gib, m->name, n, staged, host.threads);
+	if (m->prepared)
+		phase_row("prepare, before the notice ran out (not in the suspend)",
+			  MEDIAN_OF(s, n, x->prepare_ms), thp > 0 ? staged / thp : 0,
+			  "huge-page population");
+	phase_row("signal to the first driver call", sig, 0, "");
+	phase_row("lock", lock, 0, "idle GPU: nothing to wait for");
+	phase_row(m->prepared ? "host pages (prepared: none)" : "host pages (prefault)", pf, f_pop,
+		  "huge-page population");
+	phase_row("device to host: libcuda's copies on threads", cs, f_cs, "memcpy");
+	phase_row("device to host: the driver's own (DMA, bookkeeping)", ckpt - pf - cs, f_d2h,
+		  "pinned D2H");
+	phase_row("suspend: status, round trips", sus - lock - ckpt - sig, 0, "");
+	phase_row("**suspend, signal to status**", sus, f_pop + (f_d2h > f_cs ? f_d2h : f_cs),
+		  "population + max(D2H, memcpy)");
+	snprintf(what, sizeof(what), "reservation (room check %.1f, contexts %.1f, hold %.1f ms)",
+		 reserve[0], reserve[1], reserve[2]);
+	phase_row(what, resv, 0, "");
+	phase_row("host to device: libcuda's copies on threads", cr, f_cr, "memcpy");
+	phase_row("host to device: the driver's own (DMA, bookkeeping)", rest - resv - cr - unmap,
+		  f_h2d, "pinned H2D");
+	phase_row("unmapping the host copy", unmap, 0, "");
+	phase_row("unlock", unlock, 0, "");
+	phase_row("resume: status, round trips", res - rest - unlock, 0, "");
+	phase_row("**resume, signal to status**", res, f_h2d > f_cr ? f_h2d : f_cr,
+		  "max(H2D, memcpy)");
+	fflush(stdout);
+}
+
+/* The phase tables wait for the end of the size table. */
+#define MAX_TABLES 16
+static struct table {
+	double gib;
+	const struct mode *m;
+	struct sample s[MAX_REPS];
+	double reserve[3]; /* the reservation's parts: room check, contexts, hold */
+} tables[MAX_TABLES];
+static int n_tables;
+
 static void run_size(double gib, const struct mode *modes, int nmodes)
 {
 	double base_s = 0, base_r = 0;
@@ -261,7 +430,7 @@ static void run_size(double gib, const struct mode *modes, int nmodes)
 			    modes[m].perf ? write_ini(modes[m].name, modes[m].perf) : NULL);
 		for (int r = 0; r < opt.reps; r++) {
 			if (modes[m].perf)
-				cudanap_cycle(&c, &s[r]);
+				cudanap_cycle(&c, &s[r], modes[m].prepared);
 			else
 				driver_cycle(&c, &s[r]);
 			verify(&c);
@@ -289,6 +458,15 @@ static void run_size(double gib, const struct mode *modes, int nmodes)
 			       cs / 1000, cr / 1000);
 		printf("\n");
 		fflush(stdout);
+		if (modes[m].phases && n_tables < MAX_TABLES) {
+			struct table *t = &tables[n_tables++];
+
+			t->gib = gib;
+			t->m = &modes[m];
+			memcpy(t->s, s, sizeof(t->s));
+			reserve_parts(modes[m].name, &t->reserve[0], &t->reserve[1],
+				      &t->reserve[2]);
+		}
 	}
 }
 
@@ -376,7 +554,55 @@ static void load_driver(void)
 		(CUresult(*)(int, CUcheckpointUnlockArgs *))dlsym(h, "cuCheckpointProcessUnlock");
 	if (!cu.init || !cu.lock || !cu.checkpoint || !cu.restore || !cu.unlock)
 		die("the driver has no checkpoint API");
+	cu.ctx_retain = (CUresult(*)(CUcontext *, CUdevice))dlsym(h, "cuDevicePrimaryCtxRetain");
+	cu.ctx_release = (CUresult(*)(CUdevice))dlsym(h, "cuDevicePrimaryCtxRelease_v2");
+	cu.ctx_set_current = (CUresult(*)(CUcontext))dlsym(h, "cuCtxSetCurrent");
+	cu.mem_alloc = (CUresult(*)(CUdeviceptr *, size_t))dlsym(h, "cuMemAlloc_v2");
+	cu.mem_free = (CUresult(*)(CUdeviceptr))dlsym(h, "cuMemFree_v2");
+	cu.host_alloc = (CUresult(*)(void **, size_t))dlsym(h, "cuMemAllocHost_v2");
+	cu.host_free = (CUresult(*)(void *))dlsym(h, "cuMemFreeHost");
+	cu.dtoh = (CUresult(*)(void *, CUdeviceptr, size_t))dlsym(h, "cuMemcpyDtoH_v2");
+	cu.htod = (CUresult(*)(CUdeviceptr, const void *, size_t))dlsym(h, "cuMemcpyHtoD_v2");
 	cu.init(0);
+}
+
+/* GiB/s of synchronous copies between GPU 0 and pinned host memory, best of three each way; the
+ * context is released after, so that the GPU is as the runs below want it. 0 where it failed. */
+static void pinned_floors(size_t bytes)
+{
+	CUcontext ctx;
+	CUdeviceptr d = 0;
+	void *h = NULL;
+
+	if (!cu.ctx_retain || !cu.mem_alloc || !cu.host_alloc || !cu.dtoh || !cu.htod ||
+	    cu.ctx_retain(&ctx, 0) != CUDA_SUCCESS)
+		return;
+	cu.ctx_set_current(ctx);
+	if (cu.mem_alloc(&d, bytes) == CUDA_SUCCESS && cu.host_alloc(&h, bytes) == CUDA_SUCCESS) {
+		memset(h, 1, bytes);
+		for (int i = 0; i < 4; i++) { /* the first of each way warms up */
+			double t0 = now_s(), r;
+
+			if (cu.htod(d, h, bytes) != CUDA_SUCCESS)
+				break;
+			r = (double)bytes / (1u << 30) / (now_s() - t0);
+			pinned_h2d = i && r > pinned_h2d ? r : pinned_h2d;
+			t0 = now_s();
+			if (cu.dtoh(h, d, bytes) != CUDA_SUCCESS)
+				break;
+			r = (double)bytes / (1u << 30) / (now_s() - t0);
+			pinned_d2h = i && r > pinned_d2h ? r : pinned_d2h;
+		}
+	}
+	if (h)
+		cu.host_free(h);
+	if (d)
+		cu.mem_free(d);
+	cu.ctx_set_current(NULL);
+	cu.ctx_release(0);
+	printf("\npinned copies, GPU 0, %.0f MiB, best of 3: device to host %.2f GiB/s, host to "
+	       "device %.2f GiB/s\n",
+	       (double)bytes / (1u << 20), pinned_d2h, pinned_h2d);
 }
 
 static void header(void)
@@ -409,18 +635,20 @@ static void header(void)
 int main(int argc, char **argv)
 {
 	static const struct mode modes[] = {
-		{ "driver", NULL },
-		{ "off", "hugepages = false\ncopy_threads = 0" },
-		{ "on", "hugepages = true" },
+		{ "driver", NULL, false, false },
+		{ "off", "hugepages = false\ncopy_threads = 0", false, false },
+		{ "on", "hugepages = true", false, true },
+		{ "prepared", "hugepages = true", true, true },
 	};
 	static const struct mode extra[] = {
-		{ "driver", NULL },
-		{ "nocopy", "copy_threads = 0" },
-		{ "nocp+0pf", "copy_threads = 0\nprefault_threads = 0" },
-		{ "0pf", "prefault_threads = 0" },
-		{ "16cp+0pf", "copy_threads = 16\nprefault_threads = 0" },
-		{ "keep", "keep_host_buffer = true" },
-		{ "keep+16cp", "keep_host_buffer = true\ncopy_threads = 16" },
+		{ "driver", NULL, false, false },
+		{ "nocopy", "copy_threads = 0", false, false },
+		{ "nocp+0pf", "copy_threads = 0\nprefault_threads = 0", false, false },
+		{ "0pf", "prefault_threads = 0", false, false },
+		{ "16cp+0pf", "copy_threads = 16\nprefault_threads = 0", false, false },
+		{ "keep", "keep_host_buffer = true", false, false },
+		{ "keep+16cp", "keep_host_buffer = true\ncopy_threads = 16", false, false },
+		{ "noreserve", "hugepages = true\n[restore]\nreserve = false", false, false },
 	};
 	char sizes[64] = "1,8,32", dir[] = "/tmp/cudanap-bench-XXXXXX";
 
@@ -449,7 +677,7 @@ int main(int argc, char **argv)
 	}
 	{
 		/* The host's own floors first: no GPU needed, and the map for the table below. */
-		struct cn_floors f;
+		struct cn_floors *f = &host;
 		double gib[16];
 		int n = 0;
 		char copy[64];
@@ -463,11 +691,13 @@ int main(int argc, char **argv)
 		if (opt.floors_mib < 64)
 			die("--floors-mib is at least 64");
 		cn_floors_measure((size_t)(opt.floors_mib * (1 << 20)),
-				  cpus > 8 ? 8 : (unsigned)(cpus > 0 ? cpus : 1), &f);
-		cn_floors_print(&f, gib, n);
+				  cpus > 8 ? 8 : (unsigned)(cpus > 0 ? cpus : 1),
+				  (unsigned)(cpus > 0 ? cpus : 1), f);
+		cn_floors_print(f, gib, n);
 		/* --floors-only: non-zero when a floor could not be measured */
 		if (opt.floors_only)
-			return !(f.populate_4k[1] > 0 && f.populate_thp[1] > 0 && f.memcpy[1] > 0);
+			return !(f->populate_4k[1] > 0 && f->populate_thp[1] > 0 &&
+				 f->memcpy[1] > 0);
 	}
 	if (!opt.preload || !opt.holdmem || opt.reps < 1 || opt.reps > MAX_REPS)
 		die("--preload and --holdmem are needed; --reps is 1 to 16");
@@ -476,10 +706,14 @@ int main(int argc, char **argv)
 	chmod(dir, 0700);
 	opt.dir = dir;
 	load_driver();
+	pinned_floors((size_t)(opt.floors_mib * (1 << 20)));
 	header();
 	for (char *save = NULL, *t = strtok_r(sizes, ",", &save); t; t = strtok_r(NULL, ",", &save))
 		if (atof(t) > 0)
-			run_size(atof(t), modes, 3);
+			run_size(atof(t), modes, sizeof(modes) / sizeof(modes[0]));
+	for (int i = 0; i < n_tables; i++)
+		phases(tables[i].gib, tables[i].m, tables[i].s, opt.reps, tables[i].reserve);
+	n_tables = 0;
 	if (opt.experiments)
 		run_size(8, extra, sizeof(extra) / sizeof(extra[0]));
 	if (opt.cycles > 0)

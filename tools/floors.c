@@ -142,22 +142,35 @@ static double memcpy_rate(size_t len, unsigned threads)
 	return median3(r);
 }
 
-void cn_floors_measure(size_t bytes, unsigned threads, struct cn_floors *f)
+static unsigned clamp(unsigned n)
 {
-	memset(f, 0, sizeof(*f));
-	f->bytes = bytes;
-	f->threads = threads < 1 ? 1 : threads > MAX_THREADS ? MAX_THREADS : threads;
-	f->populate_4k[0] = populate_rate(bytes, false, 1);
-	f->populate_4k[1] = populate_rate(bytes, false, f->threads);
-	f->populate_thp[0] = populate_rate(bytes, true, 1);
-	f->populate_thp[1] = populate_rate(bytes, true, f->threads);
-	f->memcpy[0] = memcpy_rate(bytes, 1);
-	f->memcpy[1] = memcpy_rate(bytes, f->threads);
+	return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : n;
 }
 
-static void row(const char *what, const double r[2], const double *gib, int n)
+void cn_floors_measure(size_t bytes, unsigned threads, unsigned cpus, struct cn_floors *f)
 {
-	printf("| %s | %.2f | %.2f |", what, r[0], r[1]);
+	unsigned n[3] = { 1, clamp(threads), clamp(cpus) };
+
+	memset(f, 0, sizeof(*f));
+	f->bytes = bytes;
+	f->threads = n[1];
+	f->cpus = n[2];
+	for (int i = 0; i < 3; i++) {
+		if (i == 2 && n[2] == n[1]) {
+			f->populate_4k[2] = f->populate_4k[1];
+			f->populate_thp[2] = f->populate_thp[1];
+			f->memcpy[2] = f->memcpy[1];
+			break;
+		}
+		f->populate_4k[i] = populate_rate(bytes, false, n[i]);
+		f->populate_thp[i] = populate_rate(bytes, true, n[i]);
+		f->memcpy[i] = memcpy_rate(bytes, n[i]);
+	}
+}
+
+static void row(const char *what, const double r[3], const double *gib, int n)
+{
+	printf("| %s | %.2f | %.2f | %.2f |", what, r[0], r[1], r[2]);
 	for (int i = 0; i < n; i++)
 		printf(" %.2f |", r[1] > 0 ? gib[i] / r[1] : 0);
 	printf("\n");
@@ -166,12 +179,12 @@ static void row(const char *what, const double r[2], const double *gib, int n)
 void cn_floors_print(const struct cn_floors *f, const double *gib, int n)
 {
 	printf("\nhost floors (%.0f MiB buffers, median of %d; the last columns: seconds for that "
-	       "many "
-	       "GiB at the %u-thread rate)\n\n| floor | GiB/s, 1 thread | GiB/s, %u threads |",
-	       (double)f->bytes / (1u << 20), RUNS, f->threads, f->threads);
+	       "many GiB at the %u-thread rate)\n\n| floor | GiB/s, 1 thread | GiB/s, %u threads "
+	       "| GiB/s, %u threads (all CPUs) |",
+	       (double)f->bytes / (1u << 20), RUNS, f->threads, f->threads, f->cpus);
 	for (int i = 0; i < n; i++)
 		printf(" %g GiB s |", gib[i]);
-	printf("\n| --- | --- | --- |");
+	printf("\n| --- | --- | --- | --- |");
 	for (int i = 0; i < n; i++)
 		printf(" --- |");
 	printf("\n");

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The real driver: a CUDA program holding CUDANAP_GPU_TEST_GIB (default 8) GiB of a verifiable
 # pattern is suspended by kill -USR1 and resumed by kill -USR2; memory freed, data intact, CUDA
-# still working; identity gpu_map; a long kernel makes the lock time out; hooks fire; the driver-API
-# and shared-cudart builds too.
+# still working; identity gpu_map; a prepared suspend; a long kernel makes the lock time out; hooks
+# fire; the driver-API and shared-cudart builds too.
 . "$(dirname "$0")/../lib.sh"
 command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 || skip_all "no NVIDIA GPU or driver"
 [ -n "${HOLDMEM:-}" ] && [ -x "$HOLDMEM" ] || skip_all "CUDA test programs not built (no nvcc when meson set up)"
@@ -62,6 +62,24 @@ is "$rc" 0 "cudanap resume with gpu_map = 0=0 (completed to every GPU)"
 diag "$out"
 ask A verify 120
 is "$REPLY" "verify ok" "data intact after identity remap"
+
+# -- 2b. notice ahead: cudanap prepare faults the host copy in, the suspend then only copies
+write_ini "[lock]" "timeout_ms = 2000" "[log]" "level = debug" "${hooks[@]}"
+out=$("$CUDANAP" prepare "$pid"); rc=$?
+is "$rc:$(field "$pid" prepared):$(field "$pid" state)" "0:true:running" "cudanap prepare: prepared, still running"
+diag "$out"
+ask A work 60
+is "$REPLY" "work ok" "CUDA works while prepared"
+out=$("$CUDANAP" suspend "$pid"); rc=$?
+is "$rc" 0 "the prepared suspend"
+check "it frees the GPU (process <= 4 MiB)" test "$(gpu_mib "$pid")" -le 4
+diag "prepared suspend: $out"
+like "$(cat "$T/A.err")" "host copy: [0-9]+ MiB, in a kept or prepared buffer" "the driver's copy went into the prepared buffer"
+out=$("$CUDANAP" resume "$pid"); rc=$?
+is "$rc" 0 "resume"
+diag "$out"
+ask A verify 120
+is "$REPLY" "verify ok" "all $gib GiB intact after a prepared suspend"
 
 # -- 3. a long kernel: the lock times out, the program keeps running
 ask A "spin 8000"
