@@ -40,7 +40,7 @@ static int (*real_munmap)(void *, size_t);
 
 static atomic_bool armed;
 static struct {
-	bool hugepages, keep;
+	bool hugepages, keep, overlap;
 	unsigned threads;
 	int file;
 } want = { .file = -1 };
@@ -78,40 +78,63 @@ static double now_ms(void)
 struct part {
 	char *p;
 	size_t len;
+	double done_ms; /* when it was faulted in */
 };
 
 static void *prefault(void *arg)
 {
 	struct part *pt = arg;
 
-	/* One write per 4 KiB page if the kernel predates MADV_POPULATE_WRITE (5.14). */
+	/* One write per 4 KiB page if the kernel predates MADV_POPULATE_WRITE (5.14). Concurrent
+	 * writes by the driver's copy are safe: a page already there is left as it is. */
 	if (madvise(pt->p, pt->len, MADV_POPULATE_WRITE) < 0)
 		for (size_t o = 0; o < pt->len; o += 4096)
 			((volatile char *)pt->p)[o] = 0;
+	pt->done_ms = now_ms();
 	return NULL;
 }
 
-static void prefault_parallel(char *p, size_t len, unsigned n)
-{
+/* Prefault threads: their parts, which of them run, and when they began. */
+static struct {
 	pthread_t t[MAX_THREADS];
 	struct part parts[MAX_THREADS];
-	bool running[MAX_THREADS] = { false };
-	size_t per = ((len + n - 1) / n + HUGE_SZ - 1) & ~(HUGE_SZ - 1);
-	unsigned k = 0;
+	bool running[MAX_THREADS];
+	unsigned k;
+	double t0;
+} pf;
 
-	for (size_t o = 0; o < len && k < n; o += per, k++) {
-		parts[k].p = p + o;
-		parts[k].len = len - o < per ? len - o : per;
+/* Split p in n 2 MiB-aligned parts and start a thread on each; on each but the first when this
+ * thread is to fault that one itself (first). */
+static void prefault_start(char *p, size_t len, unsigned n, bool first)
+{
+	size_t per = ((len + n - 1) / n + HUGE_SZ - 1) & ~(HUGE_SZ - 1);
+
+	pf.k = 0;
+	pf.t0 = now_ms();
+	for (size_t o = 0; o < len && pf.k < n; o += per, pf.k++) {
+		pf.parts[pf.k].p = p + o;
+		pf.parts[pf.k].len = len - o < per ? len - o : per;
+		pf.running[pf.k] = false;
 	}
-	for (unsigned i = 1; i < k; i++)
-		running[i] = pthread_create(&t[i], NULL, prefault, &parts[i]) == 0;
-	prefault(&parts[0]);
-	for (unsigned i = 1; i < k; i++) {
-		if (running[i])
-			pthread_join(t[i], NULL);
-		else
-			prefault(&parts[i]);
-	}
+	for (unsigned i = first ? 1 : 0; i < pf.k; i++)
+		pf.running[i] = pthread_create(&pf.t[i], NULL, prefault, &pf.parts[i]) == 0;
+}
+
+/* Fault in here the parts no thread took, wait for the rest: ms from the start to the last done. */
+static double prefault_join(void)
+{
+	double last = 0;
+
+	for (unsigned i = 0; i < pf.k; i++)
+		if (!pf.running[i])
+			prefault(&pf.parts[i]);
+	for (unsigned i = 0; i < pf.k; i++)
+		if (pf.running[i])
+			pthread_join(pf.t[i], NULL);
+	for (unsigned i = 0; i < pf.k; i++)
+		last = pf.parts[i].done_ms > last ? pf.parts[i].done_ms : last;
+	pf.k = 0;
+	return last ? last - pf.t0 : 0;
 }
 
 /* The host copy in the hibernate file: its blocks reserved first, so that a full disk shows now
@@ -145,8 +168,9 @@ static void drop_spare(void)
 }
 
 /* len bytes of private anonymous memory, 2 MiB-aligned so that huge pages can back all of it,
- * advised to them when asked and prefaulted by threads (none: not at all). */
-static void *fresh(size_t len, bool hugepages, unsigned threads, bool *huge)
+ * advised to huge pages when asked and prefaulted by threads (none: not at all). With overlap the
+ * threads are left running (prefault_join waits for them); else they are done on return. */
+static void *fresh(size_t len, bool hugepages, unsigned threads, bool overlap, bool *huge)
 {
 	size_t big = len + HUGE_SZ;
 	char *raw, *p;
@@ -160,8 +184,11 @@ static void *fresh(size_t len, bool hugepages, unsigned threads, bool *huge)
 	if (raw + big > p + len)
 		sys_munmap(p + len, (size_t)(raw + big - (p + len)));
 	*huge = hugepages && madvise(p, len, MADV_HUGEPAGE) == 0;
-	if (threads)
-		prefault_parallel(p, len, threads);
+	if (threads) {
+		prefault_start(p, len, threads, !overlap);
+		if (!overlap)
+			prefault_join();
+	}
 	return p;
 }
 
@@ -198,10 +225,11 @@ static void *stage(size_t len, int prot)
 		return hand_out(p, len, spare_len);
 	}
 	drop_spare();
-	p = fresh(len, want.hugepages, want.threads, &stats.huge);
+	p = fresh(len, want.hugepages, want.threads, want.overlap, &stats.huge);
 	if (p == MAP_FAILED)
 		return MAP_FAILED;
 	stats.threads = want.threads;
+	stats.overlap = want.overlap && pf.k > 0;
 	stats.prefault_ms = now_ms() - t0;
 	return hand_out(p, len, len);
 }
@@ -271,10 +299,11 @@ bool cn_staging_thp_available(void)
 	return n <= 0 || !strstr(buf, "[never]");
 }
 
-void cn_staging_arm(bool hugepages, unsigned threads, bool keep, int file)
+void cn_staging_arm(bool hugepages, unsigned threads, bool overlap, bool keep, int file)
 {
 	memset(&stats, 0, sizeof(stats));
 	want.hugepages = hugepages;
+	want.overlap = overlap;
 	want.threads = threads > MAX_THREADS ? MAX_THREADS : threads;
 	want.keep = keep && file < 0;
 	want.file = file;
@@ -284,6 +313,8 @@ void cn_staging_arm(bool hugepages, unsigned threads, bool keep, int file)
 void cn_staging_disarm(struct cn_staging_stats *out)
 {
 	atomic_store(&armed, false);
+	if (stats.overlap)
+		stats.prefault_ms = prefault_join();
 	*out = stats;
 }
 
@@ -304,7 +335,7 @@ int cn_staging_prepare(size_t len, bool hugepages, unsigned threads, struct cn_s
 		out->reused = true;
 	} else {
 		drop_spare();
-		p = fresh(len, hugepages, threads ? threads : 1, &out->huge);
+		p = fresh(len, hugepages, threads ? threads : 1, false, &out->huge);
 		if (p == MAP_FAILED)
 			return -errno;
 		spare = p;

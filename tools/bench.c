@@ -39,7 +39,7 @@
 static struct {
 	const char *preload, *holdmem, *dir;
 	int reps, cycles;
-	bool experiments, floors_only;
+	bool experiments, floors_only, no_overhead;
 	double floors_mib;
 } opt = { .reps = 3, .cycles = 100, .floors_mib = 1024 };
 
@@ -649,6 +649,10 @@ int main(int argc, char **argv)
 		{ "keep", "keep_host_buffer = true", false, false },
 		{ "keep+16cp", "keep_host_buffer = true\ncopy_threads = 16", false, false },
 		{ "noreserve", "hugepages = true\n[restore]\nreserve = false", false, false },
+		{ "overlap", "prefault_overlap = true", false, false },
+		{ "ovl+16cp", "prefault_overlap = true\ncopy_threads = 16", false, false },
+		{ "ovl+16pf", "prefault_overlap = true\nprefault_threads = 16", false, false },
+		{ "16cp", "copy_threads = 16", false, false },
 	};
 	char sizes[64] = "1,8,32", dir[] = "/tmp/cudanap-bench-XXXXXX";
 
@@ -665,13 +669,17 @@ int main(int argc, char **argv)
 			opt.cycles = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--experiments") == 0)
 			opt.experiments = true;
+		else if (strcmp(argv[i], "--no-overhead") == 0)
+			opt.no_overhead = true;
 		else if (strcmp(argv[i], "--floors-only") == 0)
 			opt.floors_only = true;
 		else if (strcmp(argv[i], "--floors-mib") == 0 && i + 1 < argc)
 			opt.floors_mib = atof(argv[++i]);
 		else
 			die("usage: cudanap-bench --preload LIB --holdmem PROG [--sizes 1,8,32] "
-			    "[--reps 3] [--cycles 100] [--experiments] [--floors-mib 1024]\n"
+			    "[--reps 3] [--cycles 100] [--experiments] [--no-overhead] "
+			    "[--floors-mib "
+			    "1024]\n"
 			    "       cudanap-bench --floors-only [--sizes 1,8,32] [--floors-mib "
 			    "1024]");
 	}
@@ -718,6 +726,7 @@ int main(int argc, char **argv)
 		run_size(8, extra, sizeof(extra) / sizeof(extra[0]));
 	if (opt.cycles > 0)
 		latency();
-	overhead();
+	if (!opt.no_overhead)
+		overhead();
 	return 0;
 }
