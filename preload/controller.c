@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -292,6 +293,36 @@ static void drop_contexts(struct hold *h, int n)
 		cu.ctx_release(h[i].dev);
 }
 
+/* Contexts being destroyed after a resume, beside the next request (a suspend right after the
+ * resume need not wait for them). */
+static struct {
+	pthread_t t;
+	bool running;
+	struct hold h[CN_MAX_GPUS];
+	int n;
+} dropping;
+
+static void *drop_main(void *arg)
+{
+	(void)arg;
+	drop_contexts(dropping.h, dropping.n);
+	return NULL;
+}
+
+static void drop_later(struct hold *h, int n)
+{
+	if (dropping.running)
+		pthread_join(dropping.t, NULL);
+	dropping.running = false;
+	if (n == 0)
+		return;
+	memcpy(dropping.h, h, sizeof(*h) * (size_t)n);
+	dropping.n = n;
+	dropping.running = pthread_create(&dropping.t, NULL, drop_main, NULL) == 0;
+	if (!dropping.running)
+		drop_contexts(h, n);
+}
+
 /* Never call restore onto GPUs without room for what the process held: a restore that runs out
  * of memory wedges it for good (DESIGN.md). Checks NVML's free memory against the footprint plus
  * the margin on each target GPU and, if asked, allocates the footprint there until the restore.
@@ -400,6 +431,7 @@ static CUresult do_restore(const struct cn_req *req, struct cn_resp *resp)
 		args.gpuPairs = list;
 		args.gpuPairsCount = (unsigned)n_list;
 	}
+	drop_later(NULL, 0); /* the last resume's contexts are gone before new ones are counted */
 	n_held = make_room(req, list, n_list, g, n, held, resp);
 	if (n_held < 0) {
 		n_held = 0;
@@ -565,6 +597,9 @@ int main(int argc, char **argv)
 		_exit(0);
 	target = (pid_t)pid;
 	isolate();
+	/* Our only contexts are the restore's holds: one hardware queue is all they need, and it
+	 * halves what they cost to create and to destroy (on an H100: 95 to 50 ms, 58 to 30 ms). */
+	setenv("CUDA_DEVICE_MAX_CONNECTIONS", "1", 1);
 	for (;;) {
 		ssize_t n = recv(3, &req, sizeof(req), 0);
 
@@ -591,7 +626,7 @@ int main(int argc, char **argv)
 		 * than the unlock, which the job's resume waits for, and they cost nothing more
 		 * until then (their memory went back before the restore). */
 		if (req.op != CN_OP_RESTORE || resp.result != CUDA_SUCCESS) {
-			drop_contexts(held, n_held);
+			drop_later(held, n_held);
 			n_held = 0;
 		}
 	}

@@ -14,6 +14,7 @@
 #include <elf.h>
 #include <link.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -36,22 +37,27 @@ static struct {
 static int n_slots;
 static copy_fn real_memcpy, real_memmove;
 
-/* The pool: one job at a time; a caller that finds it busy copies alone. */
+/* The pool: one job at a time; a caller that finds it busy copies alone. The driver copies in
+ * blocks of a few MiB, each a part of 50-100 us per thread: a condition variable's wake-up costs
+ * as much, so between blocks the helpers spin (SPIN_NS at most, then they sleep on go) and the
+ * caller spins for the parts to be done. They exist only while a driver call is armed. */
+#define SPIN_NS	      500000
+#define SPIN_PAUSE_NS 20000
 static struct {
 	pthread_t t[MAX_THREADS];
 	unsigned n;
 	pthread_mutex_t busy, mu;
-	pthread_cond_t go, done;
-	unsigned long gen;
-	unsigned pending;
-	char *dst;
+	pthread_cond_t go;
+	atomic_ulong gen;     /* a new job */
+	atomic_uint pending;  /* helpers still copying it */
+	atomic_uint sleepers; /* helpers waiting on go */
+	atomic_bool quit;     /* set at disarm */
+	char *dst;	      /* the job, written before gen moves */
 	const char *src;
 	size_t len, part;
-	bool quit;
 } pool = { .busy = PTHREAD_MUTEX_INITIALIZER,
 	   .mu = PTHREAD_MUTEX_INITIALIZER,
-	   .go = PTHREAD_COND_INITIALIZER,
-	   .done = PTHREAD_COND_INITIALIZER };
+	   .go = PTHREAD_COND_INITIALIZER };
 
 static struct {
 	atomic_ulong calls, big_calls, bytes, big_bytes, largest, ns;
@@ -74,25 +80,52 @@ static void copy_part(unsigned i)
 			    pool.len - off < pool.part ? pool.len - off : pool.part);
 }
 
+/* One turn of a spin that waited since t0: a pause at first, then the CPU handed to whoever
+ * else is runnable (several processes restoring at once have more helpers than CPUs). */
+static void spin(unsigned long long t0)
+{
+	if (now_ns() - t0 < SPIN_PAUSE_NS) {
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#endif
+	} else {
+		sched_yield();
+	}
+}
+
+/* The next generation after seen, or 0 at quit: spin first, then sleep. A helper counts itself
+ * a sleeper before it looks at gen under the lock, and the caller moves gen before it looks at
+ * the sleepers (both sequentially consistent): one of the two always sees the other. */
+static unsigned long next_job(unsigned long seen)
+{
+	unsigned long long t0 = now_ns();
+	unsigned long g;
+
+	while ((g = atomic_load(&pool.gen)) == seen && !atomic_load(&pool.quit)) {
+		if (now_ns() - t0 < SPIN_NS) {
+			spin(t0);
+			continue;
+		}
+		pthread_mutex_lock(&pool.mu);
+		atomic_fetch_add(&pool.sleepers, 1);
+		while (atomic_load(&pool.gen) == seen && !atomic_load(&pool.quit))
+			pthread_cond_wait(&pool.go, &pool.mu);
+		atomic_fetch_sub(&pool.sleepers, 1);
+		pthread_mutex_unlock(&pool.mu);
+		t0 = now_ns();
+	}
+	return atomic_load(&pool.quit) ? 0 : g;
+}
+
 static void *worker(void *arg)
 {
 	unsigned me = (unsigned)(uintptr_t)arg;
 	unsigned long seen = 0;
 
-	pthread_mutex_lock(&pool.mu);
-	for (;;) {
-		while (!pool.quit && pool.gen == seen)
-			pthread_cond_wait(&pool.go, &pool.mu);
-		if (pool.quit)
-			break;
-		seen = pool.gen;
-		pthread_mutex_unlock(&pool.mu);
+	while ((seen = next_job(seen)) != 0) {
 		copy_part(me);
-		pthread_mutex_lock(&pool.mu);
-		if (--pool.pending == 0)
-			pthread_cond_signal(&pool.done);
+		atomic_fetch_sub(&pool.pending, 1);
 	}
-	pthread_mutex_unlock(&pool.mu);
 	return NULL;
 }
 
@@ -100,20 +133,20 @@ static void parallel_copy(void *d, const void *s, size_t n)
 {
 	unsigned parts = pool.n + 1;
 
-	pthread_mutex_lock(&pool.mu);
 	pool.dst = d;
 	pool.src = s;
 	pool.len = n;
 	pool.part = ((n + parts - 1) / parts + 63) & ~(size_t)63;
-	pool.pending = pool.n;
-	pool.gen++;
-	pthread_cond_broadcast(&pool.go);
-	pthread_mutex_unlock(&pool.mu);
+	atomic_store(&pool.pending, pool.n);
+	atomic_fetch_add(&pool.gen, 1);
+	if (atomic_load(&pool.sleepers)) {
+		pthread_mutex_lock(&pool.mu);
+		pthread_cond_broadcast(&pool.go);
+		pthread_mutex_unlock(&pool.mu);
+	}
 	copy_part(pool.n); /* the caller takes the last part */
-	pthread_mutex_lock(&pool.mu);
-	while (pool.pending)
-		pthread_cond_wait(&pool.done, &pool.mu);
-	pthread_mutex_unlock(&pool.mu);
+	for (unsigned long long t0 = now_ns(); atomic_load(&pool.pending);)
+		spin(t0);
 }
 
 static void account(size_t n, unsigned long long ns)
@@ -284,10 +317,11 @@ int cn_copy_arm(unsigned threads)
 		threads = MAX_THREADS;
 	/* The last window's helpers are joined: start the count afresh, or new helpers would take
 	 * the old generation for a new job and replay a copy into buffers that may be gone. */
-	pool.quit = false;
+	atomic_store(&pool.quit, false);
 	pool.n = 0;
-	pool.gen = 0;
-	pool.pending = 0;
+	atomic_store(&pool.gen, 0);
+	atomic_store(&pool.pending, 0);
+	atomic_store(&pool.sleepers, 0);
 	for (unsigned i = 0; i + 1 < threads; i++)
 		if (pthread_create(&pool.t[i], NULL, worker, (void *)(uintptr_t)i) == 0)
 			pool.n++;
@@ -312,7 +346,6 @@ void cn_copy_after_fork(void)
 	pthread_mutex_init(&pool.busy, NULL);
 	pthread_mutex_init(&pool.mu, NULL);
 	pthread_cond_init(&pool.go, NULL);
-	pthread_cond_init(&pool.done, NULL);
 }
 
 void cn_copy_disarm(struct cn_copy_stats *out)
@@ -322,7 +355,7 @@ void cn_copy_disarm(struct cn_copy_stats *out)
 	/* A driver thread may still be inside a hooked call: take the pool before stopping it. */
 	pthread_mutex_lock(&pool.busy);
 	pthread_mutex_lock(&pool.mu);
-	pool.quit = true;
+	atomic_store(&pool.quit, true);
 	pthread_cond_broadcast(&pool.go);
 	pthread_mutex_unlock(&pool.mu);
 	for (unsigned i = 0; i < pool.n; i++)

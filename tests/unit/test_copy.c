@@ -64,6 +64,25 @@ int main(void)
 		   w + 2);
 		free(d);
 	}
+	/* Blocks as the driver copies them, a few MiB each, some right after the other (the helpers
+	 * spinning) and some after a pause (the helpers asleep). */
+	{
+		bool exact = true;
+
+		fill(a, n, 42);
+		memset(b, 0, n);
+		cn_copy_arm(4);
+		for (size_t o = 0, k = 0; o + 2 * MIB <= n; o += 2 * MIB, k++) {
+			if (k % 8 == 7)
+				usleep(2000);
+			fake_copy(b + o, a + o, 2 * MIB);
+		}
+		cn_copy_disarm(&st);
+		for (size_t o = 0; o + 2 * MIB <= n; o += 2 * MIB)
+			exact &= memcmp(a + o, b + o, 2 * MIB) == 0;
+		ok(exact && st.big_calls == n / (2 * MIB),
+		   "%lu blocks of 2 MiB back to back and after pauses: exact", st.big_calls);
+	}
 	ok(cn_copy_arm(0) == 0, "0 threads: nothing is hooked");
 	free(a);
 	free(b);
