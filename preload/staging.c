@@ -75,66 +75,71 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-struct part {
+/* Prefault threads take the buffer in CHUNK pieces, in address order, from one counter: the
+ * faulted-in front moves at all the threads' rate together, ahead of the driver's copy, which
+ * fills the buffer from its start (with prefault_overlap). */
+#define CHUNK (32ul << 20)
+static struct {
+	pthread_t t[MAX_THREADS];
+	bool running[MAX_THREADS];
+	unsigned n;
 	char *p;
 	size_t len;
-	double done_ms; /* when it was faulted in */
-};
+	atomic_size_t next; /* the next chunk to take */
+	double t0;
+	_Atomic double last; /* when the last chunk was done (ms) */
+} pf;
 
 static void *prefault(void *arg)
 {
-	struct part *pt = arg;
+	bool took = false;
+	size_t o;
 
-	/* One write per 4 KiB page if the kernel predates MADV_POPULATE_WRITE (5.14). Concurrent
-	 * writes by the driver's copy are safe: a page already there is left as it is. */
-	if (madvise(pt->p, pt->len, MADV_POPULATE_WRITE) < 0)
-		for (size_t o = 0; o < pt->len; o += 4096)
-			((volatile char *)pt->p)[o] = 0;
-	pt->done_ms = now_ms();
+	(void)arg;
+	while ((o = atomic_fetch_add(&pf.next, CHUNK)) < pf.len) {
+		took = true;
+		char *q = pf.p + o;
+		size_t l = pf.len - o < CHUNK ? pf.len - o : CHUNK;
+
+		/* One write per 4 KiB page if the kernel predates MADV_POPULATE_WRITE (5.14).
+		 * Concurrent writes by the driver's copy are safe: a page that is there already is
+		 * left as it is. */
+		if (madvise(q, l, MADV_POPULATE_WRITE) < 0)
+			for (size_t i = 0; i < l; i += 4096)
+				((volatile char *)q)[i] = 0;
+	}
+	if (took)
+		atomic_store(&pf.last, now_ms());
 	return NULL;
 }
 
-/* Prefault threads: their parts, which of them run, and when they began. */
-static struct {
-	pthread_t t[MAX_THREADS];
-	struct part parts[MAX_THREADS];
-	bool running[MAX_THREADS];
-	unsigned k;
-	double t0;
-} pf;
-
-/* Split p in n 2 MiB-aligned parts and start a thread on each; on each but the first when this
- * thread is to fault that one itself (first). */
-static void prefault_start(char *p, size_t len, unsigned n, bool first)
+/* Start n threads on p; n - 1 when this thread is to work too (prefault_join). */
+static void prefault_start(char *p, size_t len, unsigned n, bool self)
 {
-	size_t per = ((len + n - 1) / n + HUGE_SZ - 1) & ~(HUGE_SZ - 1);
-
-	pf.k = 0;
+	pf.p = p;
+	pf.len = len;
+	atomic_store(&pf.next, 0);
+	atomic_store(&pf.last, 0.0);
 	pf.t0 = now_ms();
-	for (size_t o = 0; o < len && pf.k < n; o += per, pf.k++) {
-		pf.parts[pf.k].p = p + o;
-		pf.parts[pf.k].len = len - o < per ? len - o : per;
-		pf.running[pf.k] = false;
-	}
-	for (unsigned i = first ? 1 : 0; i < pf.k; i++)
-		pf.running[i] = pthread_create(&pf.t[i], NULL, prefault, &pf.parts[i]) == 0;
+	pf.n = self ? n - 1 : n;
+	for (unsigned i = 0; i < pf.n; i++)
+		pf.running[i] = pthread_create(&pf.t[i], NULL, prefault, NULL) == 0;
 }
 
-/* Fault in here the parts no thread took, wait for the rest: ms from the start to the last done. */
+/* Work along (whatever no thread took is faulted in here), wait for the threads: ms from the
+ * start until the whole buffer was faulted in. */
 static double prefault_join(void)
 {
-	double last = 0;
+	double last;
 
-	for (unsigned i = 0; i < pf.k; i++)
-		if (!pf.running[i])
-			prefault(&pf.parts[i]);
-	for (unsigned i = 0; i < pf.k; i++)
+	prefault(NULL);
+	for (unsigned i = 0; i < pf.n; i++)
 		if (pf.running[i])
 			pthread_join(pf.t[i], NULL);
-	for (unsigned i = 0; i < pf.k; i++)
-		last = pf.parts[i].done_ms > last ? pf.parts[i].done_ms : last;
-	pf.k = 0;
-	return last ? last - pf.t0 : 0;
+	last = atomic_load(&pf.last);
+	pf.n = 0;
+	pf.len = 0;
+	return last > pf.t0 ? last - pf.t0 : 0;
 }
 
 /* The host copy in the hibernate file: its blocks reserved first, so that a full disk shows now
@@ -229,7 +234,7 @@ static void *stage(size_t len, int prot)
 	if (p == MAP_FAILED)
 		return MAP_FAILED;
 	stats.threads = want.threads;
-	stats.overlap = want.overlap && pf.k > 0;
+	stats.overlap = want.overlap && pf.len > 0;
 	stats.prefault_ms = now_ms() - t0;
 	return hand_out(p, len, len);
 }
