@@ -20,7 +20,7 @@ start_set() { # start_set COUNT GIB
 	fds=()
 	for i in $(seq "$1"); do
 		mkfifo "$T/in$i"
-		"$CUDANAP" run -- "$HOLDMEM" "$2" < "$T/in$i" > "$T/out$i" &
+		"$CUDANAP" run -- "$HOLDMEM" "$2" < "$T/in$i" > "$T/out$i" 2>> "$T/err$i" &
 		exec {fd}> "$T/in$i"
 		fds+=("$fd")
 	done
