@@ -48,7 +48,6 @@ struct cn_config {
 	unsigned hook_timeout_ms;
 	bool hugepages;		   /* stage the driver's host copy in huge pages */
 	unsigned prefault_threads; /* threads that prefault it; 0: none */
-	bool prefault_overlap;	   /* ... beside the driver's copy instead of before it */
 	bool keep_host_buffer;	   /* keep the host copy mapped for the next suspend */
 	unsigned copy_threads;	   /* threads for libcuda's large copies; 0: leave them alone */
 	unsigned prepare_s;	   /* how long a prepared host copy is held; 0: prepare is off */

@@ -545,7 +545,6 @@ static const struct {
 	{ "performance", "hugepages", NULL, offsetof(struct cn_config, hugepages) },
 	{ "performance", "prefault_threads", k_prefault_threads, 0 },
 	{ "performance", "keep_host_buffer", NULL, offsetof(struct cn_config, keep_host_buffer) },
-	{ "performance", "prefault_overlap", NULL, offsetof(struct cn_config, prefault_overlap) },
 	{ "performance", "copy_threads", k_copy_threads, 0 },
 	{ "performance", "prepare_s", k_prepare_s, 0 },
 	{ "preflight", "allow_jax", NULL, offsetof(struct cn_config, allow_jax) },

@@ -461,7 +461,7 @@ static int checkpoint(struct cn_resp *r)
 		       "copy in 4 KiB pages");
 	}
 	cn_staging_arm(ag.thp && ag.cfg.hugepages, ag.cfg.hugepages ? ag.cfg.prefault_threads : 0,
-		       ag.cfg.prefault_overlap, ag.cfg.keep_host_buffer, ag.hib ? cn_hib_fd() : -1);
+		       ag.cfg.keep_host_buffer, ag.hib ? cn_hib_fd() : -1);
 	if (ag.hib)
 		cn_hib_writer_start();
 	rc = moving_call(CN_OP_CHECKPOINT, r);

@@ -40,7 +40,7 @@ static int (*real_munmap)(void *, size_t);
 
 static atomic_bool armed;
 static struct {
-	bool hugepages, keep, overlap;
+	bool hugepages, keep;
 	unsigned threads;
 	int file;
 } want = { .file = -1 };
@@ -75,9 +75,8 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* Prefault threads take the buffer in CHUNK pieces, in address order, from one counter: the
- * faulted-in front moves at all the threads' rate together, ahead of the driver's copy, which
- * fills the buffer from its start (with prefault_overlap). */
+/* Prefault threads take the buffer in CHUNK pieces, in address order, from one counter (on an
+ * H100 VM this faulted 8.5 GiB in 0.35 s where one contiguous part per thread took 0.9 s). */
 #define CHUNK (32ul << 20)
 static struct {
 	pthread_t t[MAX_THREADS];
@@ -113,21 +112,20 @@ static void *prefault(void *arg)
 	return NULL;
 }
 
-/* Start n threads on p; n - 1 when this thread is to work too (prefault_join). */
-static void prefault_start(char *p, size_t len, unsigned n, bool self)
+/* Start n - 1 threads on p: this one is the n-th (prefault_join). */
+static void prefault_start(char *p, size_t len, unsigned n)
 {
 	pf.p = p;
 	pf.len = len;
 	atomic_store(&pf.next, 0);
 	atomic_store(&pf.last, 0.0);
 	pf.t0 = now_ms();
-	pf.n = self ? n - 1 : n;
+	pf.n = n - 1;
 	for (unsigned i = 0; i < pf.n; i++)
 		pf.running[i] = pthread_create(&pf.t[i], NULL, prefault, NULL) == 0;
 }
 
-/* Work along (whatever no thread took is faulted in here), wait for the threads: ms from the
- * start until the whole buffer was faulted in. */
+/* Work along, then wait for the threads: ms from the start until all of it was faulted in. */
 static double prefault_join(void)
 {
 	double last;
@@ -173,9 +171,8 @@ static void drop_spare(void)
 }
 
 /* len bytes of private anonymous memory, 2 MiB-aligned so that huge pages can back all of it,
- * advised to huge pages when asked and prefaulted by threads (none: not at all). With overlap the
- * threads are left running (prefault_join waits for them); else they are done on return. */
-static void *fresh(size_t len, bool hugepages, unsigned threads, bool overlap, bool *huge)
+ * advised to huge pages when asked and prefaulted by threads (none: not at all). */
+static void *fresh(size_t len, bool hugepages, unsigned threads, bool *huge)
 {
 	size_t big = len + HUGE_SZ;
 	char *raw, *p;
@@ -190,9 +187,8 @@ static void *fresh(size_t len, bool hugepages, unsigned threads, bool overlap, b
 		sys_munmap(p + len, (size_t)(raw + big - (p + len)));
 	*huge = hugepages && madvise(p, len, MADV_HUGEPAGE) == 0;
 	if (threads) {
-		prefault_start(p, len, threads, !overlap);
-		if (!overlap)
-			prefault_join();
+		prefault_start(p, len, threads);
+		prefault_join();
 	}
 	return p;
 }
@@ -230,11 +226,10 @@ static void *stage(size_t len, int prot)
 		return hand_out(p, len, spare_len);
 	}
 	drop_spare();
-	p = fresh(len, want.hugepages, want.threads, want.overlap, &stats.huge);
+	p = fresh(len, want.hugepages, want.threads, &stats.huge);
 	if (p == MAP_FAILED)
 		return MAP_FAILED;
 	stats.threads = want.threads;
-	stats.overlap = want.overlap && pf.len > 0;
 	stats.prefault_ms = now_ms() - t0;
 	return hand_out(p, len, len);
 }
@@ -304,11 +299,10 @@ bool cn_staging_thp_available(void)
 	return n <= 0 || !strstr(buf, "[never]");
 }
 
-void cn_staging_arm(bool hugepages, unsigned threads, bool overlap, bool keep, int file)
+void cn_staging_arm(bool hugepages, unsigned threads, bool keep, int file)
 {
 	memset(&stats, 0, sizeof(stats));
 	want.hugepages = hugepages;
-	want.overlap = overlap;
 	want.threads = threads > MAX_THREADS ? MAX_THREADS : threads;
 	want.keep = keep && file < 0;
 	want.file = file;
@@ -318,8 +312,6 @@ void cn_staging_arm(bool hugepages, unsigned threads, bool overlap, bool keep, i
 void cn_staging_disarm(struct cn_staging_stats *out)
 {
 	atomic_store(&armed, false);
-	if (stats.overlap)
-		stats.prefault_ms = prefault_join();
 	*out = stats;
 }
 
@@ -340,7 +332,7 @@ int cn_staging_prepare(size_t len, bool hugepages, unsigned threads, struct cn_s
 		out->reused = true;
 	} else {
 		drop_spare();
-		p = fresh(len, hugepages, threads ? threads : 1, false, &out->huge);
+		p = fresh(len, hugepages, threads ? threads : 1, &out->huge);
 		if (p == MAP_FAILED)
 			return -errno;
 		spare = p;

@@ -10,8 +10,7 @@ struct cn_staging_stats {
 	bool huge;	    /* MADV_HUGEPAGE accepted */
 	bool reused;	    /* a kept or prepared buffer was handed out */
 	unsigned threads;   /* prefault threads */
-	bool overlap;	    /* they ran beside the driver's copy */
-	double prefault_ms; /* map + advise + prefault (overlapped: until the last thread was done) */
+	double prefault_ms; /* map + advise + prefault */
 	double unmap_ms;    /* the driver's munmap after restore (0 when kept) */
 	void *addr;	    /* where the host copy is */
 	bool file;	    /* backed by the hibernate file */
@@ -20,9 +19,8 @@ struct cn_staging_stats {
 
 void cn_staging_init(void);
 bool cn_staging_thp_available(void);
-/* file: the hibernate file to back the host copy with (hibernate.c), or -1 for RAM. overlap: the
- * prefault threads run on beside the driver's copy instead of before it (disarm waits for them). */
-void cn_staging_arm(bool hugepages, unsigned threads, bool overlap, bool keep, int file);
+/* file: the hibernate file to back the host copy with (hibernate.c), or -1 for RAM. */
+void cn_staging_arm(bool hugepages, unsigned threads, bool keep, int file);
 void cn_staging_disarm(struct cn_staging_stats *out);
 
 /* Fault in a buffer of len bytes (rounded up to 2 MiB) now, for the next checkpoint's host copy

@@ -371,8 +371,6 @@ static void phases(double gib, const struct mode *m, const struct sample *s, int
 	       f_cr = mc > 0 ? copy_r / mc : 0, f_d2h = pinned_d2h > 0 ? staged / pinned_d2h : 0,
 	       f_h2d = pinned_h2d > 0 ? staged / pinned_h2d : 0;
 	char what[64];
-	/* prefault_overlap: the host pages are faulted in beside the copy, not before it */
-	bool beside = m->perf && strstr(m->perf, "prefault_overlap = true");
 
 	if (m->prepared)
 		f_pop = 0;
@@ -386,21 +384,14 @@ static void phases(double gib, const struct mode *m, const struct sample *s, int
 			  "huge-page population");
 	phase_row("signal to the first driver call", sig, 0, "");
 	phase_row("lock", lock, 0, "idle GPU: nothing to wait for");
-	phase_row(m->prepared ? "host pages (prepared: none)"
-		  : beside    ? "host pages (beside the copy, not added)"
-			      : "host pages (prefault)",
-		  pf, f_pop, "huge-page population");
+	phase_row(m->prepared ? "host pages (prepared: none)" : "host pages (prefault)", pf, f_pop,
+		  "huge-page population");
 	phase_row("device to host: libcuda's copies on threads", cs, f_cs, "memcpy");
-	phase_row(beside ? "device to host: the driver's own, waiting for pages included"
-			 : "device to host: the driver's own (DMA, bookkeeping)",
-		  ckpt - (beside ? 0 : pf) - cs, f_d2h, "pinned D2H");
+	phase_row("device to host: the driver's own (DMA, bookkeeping)", ckpt - pf - cs, f_d2h,
+		  "pinned D2H");
 	phase_row("suspend: status, round trips", sus - lock - ckpt - sig, 0, "");
-	phase_row("**suspend, signal to status**", sus,
-		  beside ? (f_pop > f_cs && f_pop > f_d2h ? f_pop
-			    : f_d2h > f_cs		  ? f_d2h
-							  : f_cs)
-			 : f_pop + (f_d2h > f_cs ? f_d2h : f_cs),
-		  beside ? "max(population, D2H, memcpy)" : "population + max(D2H, memcpy)");
+	phase_row("**suspend, signal to status**", sus, f_pop + (f_d2h > f_cs ? f_d2h : f_cs),
+		  "population + max(D2H, memcpy)");
 	snprintf(what, sizeof(what), "reservation (room check %.1f, contexts %.1f, hold %.1f ms)",
 		 reserve[0], reserve[1], reserve[2]);
 	phase_row(what, resv, 0, "");
@@ -657,8 +648,6 @@ int main(int argc, char **argv)
 		{ "16cp", "copy_threads = 16", false, false },
 		{ "keep", "keep_host_buffer = true", false, false },
 		{ "noreserve", "hugepages = true\n[restore]\nreserve = false", false, false },
-		{ "overlap", "prefault_overlap = true", false, true },
-		{ "ovl+16pf", "prefault_overlap = true\nprefault_threads = 16", false, false },
 	};
 
 	char sizes[64] = "1,8,32", dir[] = "/tmp/cudanap-bench-XXXXXX";

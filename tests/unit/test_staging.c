@@ -65,7 +65,7 @@ int main(void)
 	ok(p != MAP_FAILED && st.bytes == 0, "not armed: the driver's mapping passes through");
 	munmap(p, len);
 
-	cn_staging_arm(true, 4, false, false, -1);
+	cn_staging_arm(true, 4, false, -1);
 	q = mmap(NULL, 8 * MIB, PROT_READ | PROT_WRITE, DRIVER_FLAGS, -1, 0);
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	cn_staging_unmap_stats(&st);
@@ -98,31 +98,21 @@ int main(void)
 
 	/* keep_host_buffer: the next suspend of the same size gets the same, already faulted,
 	 * buffer */
-	cn_staging_arm(true, 2, false, true, -1);
+	cn_staging_arm(true, 2, true, -1);
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, DRIVER_FLAGS, -1, 0);
 	cn_staging_disarm(&st);
 	ok(munmap(p, len) == 0 && resident(p, len) == len, "kept: munmap leaves it mapped");
-	cn_staging_arm(true, 2, false, true, -1);
+	cn_staging_arm(true, 2, true, -1);
 	q = mmap(NULL, len, PROT_READ | PROT_WRITE, DRIVER_FLAGS, -1, 0);
 	cn_staging_disarm(&st);
 	ok(q == p && st.reused, "kept: the next suspend reuses it");
 	munmap(q, len);
-	cn_staging_arm(true, 2, false, false, -1);
+	cn_staging_arm(true, 2, false, -1);
 	q = mmap(NULL, len, PROT_READ | PROT_WRITE, DRIVER_FLAGS, -1, 0);
 	cn_staging_disarm(&st);
 	ok(q == p && st.reused, "keep turned off: the kept buffer serves one last suspend");
 	munmap(q, len);
 	ok(resident(p, 4096) == 0, "and the driver's munmap then frees it");
-
-	/* prefault_overlap: the threads fault beside the driver's writes; disarm waits for them */
-	cn_staging_arm(true, 4, true, false, -1);
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, DRIVER_FLAGS, -1, 0);
-	memset(p, 0xcd, len);
-	cn_staging_disarm(&st);
-	ok(st.overlap && st.threads == 4 && st.prefault_ms > 0 && resident(p, len) == len &&
-		   (unsigned char)p[0] == 0xcd && (unsigned char)p[len - 1] == 0xcd,
-	   "overlapped: every page there, the driver's bytes kept (%.1f ms)", st.prefault_ms);
-	munmap(p, len);
 
 	/* cudanap prepare: a buffer faulted in ahead serves a copy that fits in it */
 	ok(cn_staging_prepare(len + len / 16, true, 2, &st) == 0 && st.bytes >= len + len / 16 &&
@@ -131,7 +121,7 @@ int main(void)
 	q = st.addr;
 	ok(cn_staging_prepare(len, true, 2, &st) == 0 && st.addr == q && st.reused,
 	   "prepared again for a size it covers: the same buffer");
-	cn_staging_arm(false, 0, false, false, -1);
+	cn_staging_arm(false, 0, false, -1);
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, DRIVER_FLAGS, -1, 0);
 	cn_staging_disarm(&st);
 	ok(p == q && st.reused && st.bytes == len, "the checkpoint's copy goes into it");
@@ -140,7 +130,7 @@ int main(void)
 	   "the driver's munmap frees all of it, not only what it asked for");
 	ok(cn_staging_prepare(len / 4, true, 1, &st) == 0, "prepared too small");
 	q = st.addr;
-	cn_staging_arm(false, 0, false, false, -1);
+	cn_staging_arm(false, 0, false, -1);
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, DRIVER_FLAGS, -1, 0);
 	cn_staging_disarm(&st);
 	ok(p != q && !st.reused && resident(q, 4096) == 0,
@@ -148,7 +138,7 @@ int main(void)
 	munmap(p, len);
 	ok(cn_staging_prepare(len * 4, true, 1, &st) == 0, "prepared far too large");
 	q = st.addr;
-	cn_staging_arm(false, 0, false, false, -1);
+	cn_staging_arm(false, 0, false, -1);
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, DRIVER_FLAGS, -1, 0);
 	cn_staging_disarm(&st);
 	ok(p != q && !st.reused, "a copy under half of it does not pin all of it");
@@ -157,7 +147,7 @@ int main(void)
 		   resident(st.addr, 4096) == 0,
 	   "released unused: unmapped");
 
-	cn_staging_arm(false, 0, false, false, -1);
+	cn_staging_arm(false, 0, false, -1);
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, DRIVER_FLAGS, -1, 0);
 	cn_staging_disarm(&st);
 	ok(st.bytes == len && !st.huge && st.threads == 0 && resident(p, len) == 0,
