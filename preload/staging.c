@@ -100,9 +100,7 @@ static void *prefault(void *arg)
 		char *q = pf.p + o;
 		size_t l = pf.len - o < CHUNK ? pf.len - o : CHUNK;
 
-		/* One write per 4 KiB page if the kernel predates MADV_POPULATE_WRITE (5.14).
-		 * Concurrent writes by the driver's copy are safe: a page that is there already is
-		 * left as it is. */
+		/* One write per 4 KiB page if the kernel predates MADV_POPULATE_WRITE (5.14). */
 		if (madvise(q, l, MADV_POPULATE_WRITE) < 0)
 			for (size_t i = 0; i < l; i += 4096)
 				((volatile char *)q)[i] = 0;
