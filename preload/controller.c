@@ -309,11 +309,17 @@ static void *drop_main(void *arg)
 	return NULL;
 }
 
-static void drop_later(struct hold *h, int n)
+/* Until the contexts given to drop_later are gone. */
+static void drop_wait(void)
 {
 	if (dropping.running)
 		pthread_join(dropping.t, NULL);
 	dropping.running = false;
+}
+
+static void drop_later(struct hold *h, int n)
+{
+	drop_wait();
 	if (n == 0)
 		return;
 	memcpy(dropping.h, h, sizeof(*h) * (size_t)n);
@@ -431,7 +437,7 @@ static CUresult do_restore(const struct cn_req *req, struct cn_resp *resp)
 		args.gpuPairs = list;
 		args.gpuPairsCount = (unsigned)n_list;
 	}
-	drop_later(NULL, 0); /* the last resume's contexts are gone before new ones are counted */
+	drop_wait(); /* the last resume's contexts are gone before new ones are counted */
 	n_held = make_room(req, list, n_list, g, n, held, resp);
 	if (n_held < 0) {
 		n_held = 0;

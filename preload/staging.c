@@ -78,64 +78,43 @@ static double now_ms(void)
 /* Prefault threads take the buffer in CHUNK pieces, in address order, from one counter (on an
  * H100 VM this faulted 8.5 GiB in 0.35 s where one contiguous part per thread took 0.9 s). */
 #define CHUNK (32ul << 20)
-static struct {
-	pthread_t t[MAX_THREADS];
-	bool running[MAX_THREADS];
-	unsigned n;
+struct prefault_job {
 	char *p;
 	size_t len;
 	atomic_size_t next; /* the next chunk to take */
-	double t0;
-	_Atomic double last; /* when the last chunk was done (ms) */
-} pf;
+};
 
 static void *prefault(void *arg)
 {
-	bool took = false;
+	struct prefault_job *job = arg;
 	size_t o;
 
-	(void)arg;
-	while ((o = atomic_fetch_add(&pf.next, CHUNK)) < pf.len) {
-		took = true;
-		char *q = pf.p + o;
-		size_t l = pf.len - o < CHUNK ? pf.len - o : CHUNK;
+	while ((o = atomic_fetch_add(&job->next, CHUNK)) < job->len) {
+		char *q = job->p + o;
+		size_t l = job->len - o < CHUNK ? job->len - o : CHUNK;
 
 		/* One write per 4 KiB page if the kernel predates MADV_POPULATE_WRITE (5.14). */
 		if (madvise(q, l, MADV_POPULATE_WRITE) < 0)
 			for (size_t i = 0; i < l; i += 4096)
 				((volatile char *)q)[i] = 0;
 	}
-	if (took)
-		atomic_store(&pf.last, now_ms());
 	return NULL;
 }
 
-/* Start n - 1 threads on p: this one is the n-th (prefault_join). */
-static void prefault_start(char *p, size_t len, unsigned n)
+/* Fault p in with n threads, this one among them. */
+static void prefault_parallel(char *p, size_t len, unsigned n)
 {
-	pf.p = p;
-	pf.len = len;
-	atomic_store(&pf.next, 0);
-	atomic_store(&pf.last, 0.0);
-	pf.t0 = now_ms();
-	pf.n = n - 1;
-	for (unsigned i = 0; i < pf.n; i++)
-		pf.running[i] = pthread_create(&pf.t[i], NULL, prefault, NULL) == 0;
-}
+	struct prefault_job job = { .p = p, .len = len };
+	pthread_t t[MAX_THREADS];
+	bool running[MAX_THREADS];
 
-/* Work along, then wait for the threads: ms from the start until all of it was faulted in. */
-static double prefault_join(void)
-{
-	double last;
-
-	prefault(NULL);
-	for (unsigned i = 0; i < pf.n; i++)
-		if (pf.running[i])
-			pthread_join(pf.t[i], NULL);
-	last = atomic_load(&pf.last);
-	pf.n = 0;
-	pf.len = 0;
-	return last > pf.t0 ? last - pf.t0 : 0;
+	atomic_init(&job.next, 0);
+	for (unsigned i = 0; i + 1 < n; i++)
+		running[i] = pthread_create(&t[i], NULL, prefault, &job) == 0;
+	prefault(&job);
+	for (unsigned i = 0; i + 1 < n; i++)
+		if (running[i])
+			pthread_join(t[i], NULL);
 }
 
 /* The host copy in the hibernate file: its blocks reserved first, so that a full disk shows now
@@ -184,10 +163,8 @@ static void *fresh(size_t len, bool hugepages, unsigned threads, bool *huge)
 	if (raw + big > p + len)
 		sys_munmap(p + len, (size_t)(raw + big - (p + len)));
 	*huge = hugepages && madvise(p, len, MADV_HUGEPAGE) == 0;
-	if (threads) {
-		prefault_start(p, len, threads);
-		prefault_join();
-	}
+	if (threads)
+		prefault_parallel(p, len, threads);
 	return p;
 }
 
@@ -326,7 +303,7 @@ int cn_staging_prepare(size_t len, bool hugepages, unsigned threads, struct cn_s
 
 	memset(out, 0, sizeof(*out));
 	len = (len + HUGE_SZ - 1) & ~(HUGE_SZ - 1);
-	if (spare && spare_len >= len && spare_len / 2 <= len) {
+	if (spare_fits(len)) {
 		out->reused = true;
 	} else {
 		drop_spare();
