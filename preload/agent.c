@@ -660,11 +660,11 @@ static void resume(void)
 			return;
 		}
 		step(CN_STEP_RESTORE, &r);
-		ag.st.reserve_ms = r.check_ms + r.context_ms + r.hold_ms;
+		ag.st.reserve_ms = r.check_ms + r.hold_ms;
 		cn_log(&ag.cfg, CN_LOG_DEBUG,
-		       "restore: %.1f ms checking room, %.1f ms taking contexts, %.1f ms holding "
-		       "memory, %.1f ms in the driver",
-		       r.check_ms, r.context_ms, r.hold_ms, r.elapsed_ms - ag.st.reserve_ms);
+		       "restore: %.1f ms checking room, %.1f ms holding memory, %.1f ms in the "
+		       "driver",
+		       r.check_ms, r.hold_ms, r.elapsed_ms - ag.st.reserve_ms);
 	}
 	if (call(CN_OP_UNLOCK, &r) < 0) {
 		char msg[320];

@@ -61,6 +61,31 @@ typedef struct {
 	uint64_t reserved[8];
 } CUcheckpointUnlockArgs;
 
+/* Virtual memory management: the restore's hold is a physical allocation, with no context. */
+typedef unsigned long long CUmemGenericAllocationHandle;
+
+enum {
+	CU_MEM_ALLOCATION_TYPE_PINNED = 1,
+	CU_MEM_LOCATION_TYPE_DEVICE = 1,
+	CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0,
+};
+
+typedef struct {
+	int type;		  /* CUmemAllocationType */
+	int requestedHandleTypes; /* CUmemAllocationHandleType */
+	struct {
+		int type; /* CUmemLocationType */
+		int id;	  /* a device ordinal for CU_MEM_LOCATION_TYPE_DEVICE */
+	} location;
+	void *win32HandleMetaData;
+	struct {
+		unsigned char compressionType;
+		unsigned char gpuDirectRDMACapable;
+		unsigned short usage;
+		unsigned char reserved[4];
+	} allocFlags;
+} CUmemAllocationProp;
+
 /* NVML, the management library beside the driver (libnvidia-ml.so.1). */
 typedef int nvmlReturn_t;
 typedef struct nvmlDevice_st *nvmlDevice_t;

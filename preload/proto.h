@@ -80,8 +80,8 @@ struct cn_resp {
 	uint32_t n_use;
 	struct cn_gpu_use use[CN_MAX_GPUS];
 	/* CN_OP_RESTORE: of elapsed_ms, the time before the driver's call: the room check (NVML),
-	 * taking a context on each target GPU, and allocating then freeing the hold there. */
-	double check_ms, context_ms, hold_ms;
+	 * and allocating then freeing the hold on each target GPU. */
+	double check_ms, hold_ms;
 };
 
 #endif

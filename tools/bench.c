@@ -311,14 +311,14 @@ static double median(double *v, int n)
 	})
 
 /* The restore's reservation in parts, from the agent's debug lines in the mode's log: medians. */
-static void reserve_parts(const char *name, double *check, double *ctx, double *hold)
+static void reserve_parts(const char *name, double *check, double *hold)
 {
-	double v[3][MAX_REPS];
+	double v[2][MAX_REPS];
 	char path[4200], line[512];
 	int n = 0;
 	FILE *f;
 
-	*check = *ctx = *hold = -1;
+	*check = *hold = -1;
 	snprintf(path, sizeof(path), "%s/%s.log", opt.dir, name);
 	f = fopen(path, "r");
 	if (!f)
@@ -326,15 +326,14 @@ static void reserve_parts(const char *name, double *check, double *ctx, double *
 	while (n < MAX_REPS && fgets(line, sizeof(line), f)) {
 		const char *p = strstr(line, "restore: ");
 
-		if (p && sscanf(p, "restore: %lf ms checking room, %lf ms taking contexts, %lf ms",
-				&v[0][n], &v[1][n], &v[2][n]) == 3)
+		if (p && sscanf(p, "restore: %lf ms checking room, %lf ms holding", &v[0][n],
+				&v[1][n]) == 2)
 			n++;
 	}
 	fclose(f);
 	if (n) {
 		*check = median(v[0], n);
-		*ctx = median(v[1], n);
-		*hold = median(v[2], n);
+		*hold = median(v[1], n);
 	}
 }
 
@@ -351,7 +350,7 @@ static void phase_row(const char *what, double ms, double floor_s, const char *f
  * medians over the repetitions. The floors: populating huge pages and memcpy at the thread count
  * cudanap uses, pinned DMA each way; a pipelined copy's floor is the slower of DMA and memcpy. */
 static void phases(double gib, const struct mode *m, const struct sample *s, int n,
-		   const double reserve[3])
+		   const double reserve[2])
 {
 	double staged = MEDIAN_OF(s, n, x->sus.staged_mib) / 1024,
 	       copy_s = MEDIAN_OF(s, n, x->sus.copy_mib) / 1024,
@@ -392,8 +391,8 @@ static void phases(double gib, const struct mode *m, const struct sample *s, int
 	phase_row("suspend: status, round trips", sus - lock - ckpt - sig, 0, "");
 	phase_row("**suspend, signal to status**", sus, f_pop + (f_d2h > f_cs ? f_d2h : f_cs),
 		  "population + max(D2H, memcpy)");
-	snprintf(what, sizeof(what), "reservation (room check %.1f, contexts %.1f, hold %.1f ms)",
-		 reserve[0], reserve[1], reserve[2]);
+	snprintf(what, sizeof(what), "reservation (room check %.1f, hold %.1f ms)", reserve[0],
+		 reserve[1]);
 	phase_row(what, resv, 0, "");
 	phase_row("host to device: libcuda's copies on threads", cr, f_cr, "memcpy");
 	phase_row("host to device: the driver's own (DMA, bookkeeping)", rest - resv - cr - unmap,
@@ -412,7 +411,7 @@ static struct table {
 	double gib;
 	const struct mode *m;
 	struct sample s[MAX_REPS];
-	double reserve[3]; /* the reservation's parts: room check, contexts, hold */
+	double reserve[2]; /* the reservation's parts: room check, hold */
 } tables[MAX_TABLES];
 static int n_tables;
 
@@ -464,8 +463,7 @@ static void run_size(double gib, const struct mode *modes, int nmodes)
 			t->gib = gib;
 			t->m = &modes[m];
 			memcpy(t->s, s, sizeof(t->s));
-			reserve_parts(modes[m].name, &t->reserve[0], &t->reserve[1],
-				      &t->reserve[2]);
+			reserve_parts(modes[m].name, &t->reserve[0], &t->reserve[1]);
 		}
 	}
 }

@@ -23,7 +23,7 @@
  * GPU memory: every process holds $CUDANAP_FAKE_FOOTPRINT_MIB (default 1000) on its GPU while its
  * memory is there; GPU k has the MiB in the file free.<k> free (default 80000). A restore onto a
  * GPU without room fails with OUT_OF_MEMORY and wedges the process, as on a real driver. The fake
- * NVML reports both; a context and cuMemAlloc in the controller are checked against the same
+ * NVML reports both; a cuMemCreate in the controller is checked against the same
  * numbers. Reservations and restores are appended to the file "events", one line each, so that
  * tests can see their order.
  *
@@ -567,47 +567,41 @@ EXPORT CUresult cuCheckpointProcessUnlock(int pid, CUcheckpointUnlockArgs *args)
 	return CUDA_SUCCESS;
 }
 
-/* ---- a context and an allocation, as the controller makes to hold memory on a GPU ---- */
+/* ---- a physical allocation, as the controller makes to hold memory on a GPU ---- */
 
-static __thread int current = -1; /* the current context's ordinal */
-
-EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d)
+EXPORT CUresult cuMemGetAllocationGranularity(size_t *g, const CUmemAllocationProp *prop, int opt)
 {
-	if (d < 0 || d >= n_gpus())
-		return CUDA_ERROR_INVALID_DEVICE;
-	*c = (CUcontext)(intptr_t)(d + 1);
+	(void)prop;
+	(void)opt;
+	*g = 2u << 20;
 	return CUDA_SUCCESS;
 }
 
-EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d)
+/* Like the real driver's, it needs cuInit but no context; the handle is the nvidia-smi index
+ * plus one, shifted. */
+EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t bytes,
+			    const CUmemAllocationProp *prop, unsigned long long flags)
 {
-	return d < 0 || d >= n_gpus() ? CUDA_ERROR_INVALID_DEVICE : CUDA_SUCCESS;
-}
+	int k;
 
-EXPORT CUresult cuCtxSetCurrent(CUcontext c)
-{
-	current = (int)(intptr_t)c - 1;
-	return CUDA_SUCCESS;
-}
-
-EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes)
-{
-	int k = current < 0 ? -1 : gpu_of_ordinal(current);
-
-	if (k < 0)
+	if (!prop || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
+	    prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE || flags || bytes % (2u << 20))
 		return CUDA_ERROR_INVALID_VALUE;
+	if (prop->location.id < 0 || prop->location.id >= n_gpus())
+		return CUDA_ERROR_INVALID_DEVICE;
+	k = gpu_of_ordinal(prop->location.id);
 	if (injected("fail_alloc"))
 		return injected("fail_alloc");
 	if ((long long)(bytes >> 20) > free_mib(k))
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	event("reserve %d %zu", k, bytes >> 20);
-	*p = (CUdeviceptr)(k + 1) << 32;
+	*h = (CUmemGenericAllocationHandle)(k + 1) << 32;
 	return CUDA_SUCCESS;
 }
 
-EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
+EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h)
 {
-	event("release %d", (int)(p >> 32) - 1);
+	event("release %d", (int)(h >> 32) - 1);
 	return CUDA_SUCCESS;
 }
 

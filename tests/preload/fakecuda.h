@@ -18,11 +18,10 @@ CUresult cuCheckpointProcessLock(int pid, CUcheckpointLockArgs *args);
 CUresult cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpointArgs *args);
 CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs *args);
 CUresult cuCheckpointProcessUnlock(int pid, CUcheckpointUnlockArgs *args);
-CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d);
-CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d);
-CUresult cuCtxSetCurrent(CUcontext c);
-CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes);
-CUresult cuMemFree_v2(CUdeviceptr p);
+CUresult cuMemGetAllocationGranularity(size_t *g, const CUmemAllocationProp *prop, int opt);
+CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t bytes, const CUmemAllocationProp *prop,
+		     unsigned long long flags);
+CUresult cuMemRelease(CUmemGenericAllocationHandle h);
 
 nvmlReturn_t nvmlInit_v2(void);
 const char *nvmlErrorString(nvmlReturn_t r);
