@@ -50,7 +50,6 @@ struct cn_config {
 	unsigned prefault_threads; /* threads that prefault it; 0: none */
 	bool keep_host_buffer;	   /* keep the host copy mapped for the next suspend */
 	unsigned copy_threads;	   /* threads for libcuda's large copies; 0: leave them alone */
-	bool copy_ahead;	   /* restoring, copy the next block while the driver's DMA runs */
 	unsigned prepare_s;	   /* how long a prepared host copy is held; 0: prepare is off */
 	bool allow_jax;		   /* suspend JAX processes despite the driver crash */
 	bool allow_nccl;	   /* suspend NCCL processes whatever their transports */

@@ -36,7 +36,6 @@ void cn_config_defaults(struct cn_config *c)
 		c->copy_threads = c->prefault_threads;
 	}
 	c->keep_host_buffer = false;
-	c->copy_ahead = true;
 	c->prepare_s = 60;
 	c->margin_mib = 256;
 	c->reserve = true;
@@ -546,7 +545,6 @@ static const struct {
 	{ "performance", "hugepages", NULL, offsetof(struct cn_config, hugepages) },
 	{ "performance", "prefault_threads", k_prefault_threads, 0 },
 	{ "performance", "keep_host_buffer", NULL, offsetof(struct cn_config, keep_host_buffer) },
-	{ "performance", "copy_ahead", NULL, offsetof(struct cn_config, copy_ahead) },
 	{ "performance", "copy_threads", k_copy_threads, 0 },
 	{ "performance", "prepare_s", k_prepare_s, 0 },
 	{ "preflight", "allow_jax", NULL, offsetof(struct cn_config, allow_jax) },

@@ -388,30 +388,22 @@ static bool reload(const char *verb)
 	return true;
 }
 
-/* A driver call that moves the process's memory, with libcuda's large copies run in parallel and,
- * restoring from a host copy of ours, ahead of the driver. */
+/* A driver call that moves the process's memory, with libcuda's large copies run in parallel. */
 static int moving_call(uint32_t op, struct cn_resp *r)
 {
 	struct cn_copy_stats cs;
-	void *from = NULL;
-	size_t len = 0;
 	int rc;
 
 	if (!ag.cfg.copy_threads)
 		return call(op, r);
-	if (op == CN_OP_RESTORE && ag.cfg.copy_ahead)
-		len = cn_staging_host_copy(&from);
-	cn_copy_arm(ag.cfg.copy_threads, from, len);
+	cn_copy_arm(ag.cfg.copy_threads);
 	rc = call(op, r);
 	cn_copy_disarm(&cs);
 	cn_log(&ag.cfg, CN_LOG_DEBUG,
 	       "libcuda copies: %d slots hooked, %lu calls, %.0f MiB; %lu of 2 MiB or more "
-	       "(%.0f MiB, largest %zu KiB) in %.1f ms on %u threads; %lu made ahead (%.0f MiB), "
-	       "%lu ahead not asked for%s",
+	       "(%.0f MiB, largest %zu KiB) in %.1f ms on %u threads",
 	       cs.hooked, cs.calls, (double)cs.bytes / (1 << 20), cs.big_calls,
-	       (double)cs.big_bytes / (1 << 20), cs.largest >> 10, cs.big_ms, cs.threads,
-	       cs.ahead_served, (double)cs.ahead_bytes / (1 << 20), cs.ahead_missed,
-	       cs.canary ? "; canary: scribbled over the idle staging buffer instead" : "");
+	       (double)cs.big_bytes / (1 << 20), cs.largest >> 10, cs.big_ms, cs.threads);
 	if (cs.hooked && cs.big_calls) {
 		ag.st.copy_mib = (double)cs.big_bytes / (1 << 20);
 		ag.st.copy_ms = cs.big_ms;

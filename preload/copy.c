@@ -15,7 +15,6 @@
 #include <link.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -26,12 +25,9 @@
 
 #define MAX_THREADS 64
 #define PAR_MIN	    (2ul << 20) /* smaller copies are not worth a handoff */
-#define MAX_SLOTS   16
+#define MAX_SLOTS   8
 
 typedef void *(*copy_fn)(void *, const void *, size_t);
-typedef void *(*mmap_fn)(void *, size_t, int, int, int, off_t);
-typedef int (*munmap_fn)(void *, size_t);
-typedef void *(*mremap_fn)(void *, size_t, size_t, int, ...);
 
 static struct {
 	void **addr;
@@ -40,10 +36,6 @@ static struct {
 } slots[MAX_SLOTS];
 static int n_slots;
 static copy_fn real_memcpy, real_memmove;
-/* What libcuda's mapping slots pointed at before us: libc, or the staging room's interposers. */
-static mmap_fn next_mmap, next_mmap64;
-static munmap_fn next_munmap;
-static mremap_fn next_mremap;
 
 /* The pool: one job at a time; a caller that finds it busy copies alone. The driver copies in
  * blocks of a few MiB, each a part of 50-100 us per thread: a condition variable's wake-up costs
@@ -70,25 +62,6 @@ static struct {
 static struct {
 	atomic_ulong calls, big_calls, bytes, big_bytes, largest, ns;
 } st;
-
-/* Copy-ahead, under pool.busy. */
-#define AHEAD_TURNS 4		 /* calls in a row taking turns before a copy ahead */
-#define AHEAD_MIN   (64ul << 10) /* smaller blocks are not worth it */
-static struct {
-	const char *lo, *hi; /* the host copy a restore reads; NULL: no copying ahead */
-	bool canary;	     /* scribble over the idle buffer instead ($CUDANAP_COPY_CANARY) */
-	char *prev[2];	  /* destinations of the last two calls from the host copy, older first */
-	size_t took[2];	  /* the most each of them has taken in one call */
-	const char *next; /* where the last call's source ended */
-	unsigned turns;	  /* calls in a row into prev[0] then prev[1], sources contiguous */
-	char *dst;	  /* the copy ahead, in flight or made; len 0: none */
-	const char *src;
-	size_t len;
-	unsigned long bypassed; /* calls that went past the pool when it was made */
-	unsigned long served, missed;
-	size_t served_bytes;
-} ahead;
-static atomic_ulong bypassed; /* calls that copied alone, finding the pool busy */
 
 static unsigned long long now_ns(void)
 {
@@ -156,10 +129,10 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-/* Hand d, s, n to the helpers in parts; parts is pool.n, or pool.n + 1 when the caller takes the
- * last one itself. */
-static void start_job(void *d, const void *s, size_t n, unsigned parts)
+static void parallel_copy(void *d, const void *s, size_t n)
 {
+	unsigned parts = pool.n + 1;
+
 	pool.dst = d;
 	pool.src = s;
 	pool.len = n;
@@ -171,98 +144,9 @@ static void start_job(void *d, const void *s, size_t n, unsigned parts)
 		pthread_cond_broadcast(&pool.go);
 		pthread_mutex_unlock(&pool.mu);
 	}
-}
-
-static void wait_job(void)
-{
+	copy_part(pool.n); /* the caller takes the last part */
 	for (unsigned long long t0 = now_ns(); atomic_load(&pool.pending);)
 		spin(t0);
-}
-
-static void parallel_copy(void *d, const void *s, size_t n)
-{
-	start_job(d, s, n, pool.n + 1);
-	copy_part(pool.n); /* the caller takes the last part */
-	wait_job();
-}
-
-/* ---- copy-ahead (all under pool.busy) ---- */
-
-/* Would a call d, s, n take its turn in the pattern? */
-static bool takes_turn(const char *d, const char *s)
-{
-	return d == ahead.prev[0] && d != ahead.prev[1] && s == ahead.next;
-}
-
-/* Wait for the copy ahead, if there is one; true when it made this very call's copy. */
-static bool served_ahead(const void *d, const void *s, size_t n)
-{
-	bool hit;
-
-	if (!ahead.len)
-		return false;
-	wait_job();
-	hit = d == ahead.dst && s == ahead.src && n <= ahead.len &&
-	      atomic_load(&bypassed) == ahead.bypassed;
-	ahead.len = 0;
-	if (hit) {
-		ahead.served++;
-		ahead.served_bytes += n;
-	} else {
-		ahead.missed++;
-	}
-	return hit;
-}
-
-/* The canary: in the pattern, the buffer the last call filled is idle once the driver calls to
- * fill the other; garbage written into it now would reach the GPU if it were not. */
-static void scribble(const void *d, const void *s)
-{
-	if (ahead.canary && ahead.turns + 1 >= AHEAD_TURNS && takes_turn(d, s))
-		memset(ahead.prev[1], 0xa5, ahead.took[1]);
-}
-
-/* Follow the calls from the host copy and, in the pattern, start the next block's copy into the
- * idle buffer. */
-static void look_ahead(void *d, const void *s, size_t n)
-{
-	const char *src = s;
-	size_t len, took = n;
-	bool turn;
-
-	if (!ahead.hi || src < ahead.lo || src > ahead.hi || n > (size_t)(ahead.hi - src))
-		return;
-	turn = takes_turn(d, s);
-	ahead.turns = turn ? ahead.turns + 1 : 0;
-	if (turn && ahead.took[0] > took)
-		took = ahead.took[0];
-	ahead.prev[0] = ahead.prev[1];
-	ahead.took[0] = ahead.took[1];
-	ahead.prev[1] = d;
-	ahead.took[1] = took;
-	ahead.next = src + n;
-	if (ahead.canary || ahead.turns < AHEAD_TURNS || !pool.n)
-		return;
-	/* As much as the idle buffer has taken before, and no further than the host copy goes. */
-	len = ahead.took[0];
-	if (len > (size_t)(ahead.hi - ahead.next))
-		len = (size_t)(ahead.hi - ahead.next);
-	if (len < AHEAD_MIN)
-		return;
-	ahead.dst = ahead.prev[0];
-	ahead.src = ahead.next;
-	ahead.len = len;
-	ahead.bypassed = atomic_load(&bypassed);
-	start_job(ahead.dst, ahead.src, len, pool.n);
-}
-
-/* libcuda maps or unmaps: whatever the copy ahead writes or reads must still be there. */
-static void mapping_changes(void)
-{
-	pthread_mutex_lock(&pool.busy);
-	served_ahead(NULL, NULL, 0);
-	ahead.prev[0] = ahead.prev[1] = NULL;
-	ahead.turns = 0;
 }
 
 static void account(size_t n, unsigned long long ns)
@@ -284,18 +168,10 @@ static void *hooked_memcpy(void *d, const void *s, size_t n)
 {
 	unsigned long long t0 = n >= PAR_MIN ? now_ns() : 0;
 
-	if (pthread_mutex_trylock(&pool.busy) == 0) {
-		scribble(d, s);
-		if (served_ahead(d, s, n))
-			;
-		else if (n >= PAR_MIN && pool.n)
-			parallel_copy(d, s, n);
-		else
-			real_memcpy(d, s, n);
-		look_ahead(d, s, n);
+	if (n >= PAR_MIN && pool.n && pthread_mutex_trylock(&pool.busy) == 0) {
+		parallel_copy(d, s, n);
 		pthread_mutex_unlock(&pool.busy);
 	} else {
-		atomic_fetch_add(&bypassed, 1);
 		real_memcpy(d, s, n);
 	}
 	account(n, t0 ? now_ns() - t0 : 0);
@@ -308,59 +184,9 @@ static void *hooked_memmove(void *d, const void *s, size_t n)
 
 	if (a + n <= b || b + n <= a)
 		return hooked_memcpy(d, s, n);
-	atomic_fetch_add(&bypassed, 1); /* past the pool: no copy ahead may stand after it */
 	real_memmove(d, s, n);
 	account(n, 0);
 	return d;
-}
-
-static void *hooked_mmap(void *a, size_t n, int prot, int flags, int fd, off_t off)
-{
-	void *r;
-
-	mapping_changes();
-	r = next_mmap(a, n, prot, flags, fd, off);
-	pthread_mutex_unlock(&pool.busy);
-	return r;
-}
-
-static void *hooked_mmap64(void *a, size_t n, int prot, int flags, int fd, off_t off)
-{
-	void *r;
-
-	mapping_changes();
-	r = next_mmap64(a, n, prot, flags, fd, off);
-	pthread_mutex_unlock(&pool.busy);
-	return r;
-}
-
-static int hooked_munmap(void *a, size_t n)
-{
-	uintptr_t lo = (uintptr_t)ahead.lo;
-	int r;
-
-	mapping_changes();
-	if (ahead.hi && (uintptr_t)a < (uintptr_t)ahead.hi && (uintptr_t)a + n > lo)
-		ahead.lo = ahead.hi = NULL; /* the host copy goes: the restore is over */
-	r = next_munmap(a, n);
-	pthread_mutex_unlock(&pool.busy);
-	return r;
-}
-
-static void *hooked_mremap(void *a, size_t n, size_t m, int flags, ...)
-{
-	void *to = NULL, *r;
-	va_list ap;
-
-	va_start(ap, flags);
-	if (flags & MREMAP_FIXED)
-		to = va_arg(ap, void *);
-	va_end(ap);
-	mapping_changes();
-	ahead.lo = ahead.hi = NULL; /* whatever moved, read ahead no more */
-	r = next_mremap(a, n, m, flags, to);
-	pthread_mutex_unlock(&pool.busy);
-	return r;
 }
 
 /* ---- libcuda's GOT ---- */
@@ -398,16 +224,13 @@ static void *swap_slot(void **slot, void *fn, bool relro)
 	return old;
 }
 
-/* Point a slot at fn; *next gets what it pointed at, for fn to call on. */
-static void patch(const struct dl_phdr_info *info, void **slot, void *fn, void **next)
+static void patch(const struct dl_phdr_info *info, void **slot, void *fn)
 {
 	bool relro = in_relro(info, (uintptr_t)slot);
 	void *old;
 
 	if (n_slots == MAX_SLOTS || !(old = swap_slot(slot, fn, relro)))
 		return;
-	if (next)
-		*next = old;
 	slots[n_slots].addr = slot;
 	slots[n_slots].old = old;
 	slots[n_slots].relro = relro;
@@ -466,24 +289,16 @@ static int hook_lib(struct dl_phdr_info *info, size_t size, void *data)
 			if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
 				continue;
 			if (strcmp(name, "memcpy") == 0)
-				patch(info, slot, (void *)hooked_memcpy, NULL);
+				patch(info, slot, (void *)hooked_memcpy);
 			else if (strcmp(name, "memmove") == 0)
-				patch(info, slot, (void *)hooked_memmove, NULL);
-			else if (strcmp(name, "mmap") == 0)
-				patch(info, slot, (void *)hooked_mmap, (void **)&next_mmap);
-			else if (strcmp(name, "mmap64") == 0)
-				patch(info, slot, (void *)hooked_mmap64, (void **)&next_mmap64);
-			else if (strcmp(name, "munmap") == 0)
-				patch(info, slot, (void *)hooked_munmap, (void **)&next_munmap);
-			else if (strcmp(name, "mremap") == 0)
-				patch(info, slot, (void *)hooked_mremap, (void **)&next_mremap);
+				patch(info, slot, (void *)hooked_memmove);
 		}
 	}
 	f->found = 1;
 	return 1;
 }
 
-int cn_copy_arm(unsigned threads, const void *from, size_t len)
+int cn_copy_arm(unsigned threads)
 {
 	/* The driver library: the one the controller loads too. */
 	const char *lib = secure_getenv("CUDANAP_LIBCUDA");
@@ -492,14 +307,6 @@ int cn_copy_arm(unsigned threads, const void *from, size_t len)
 	if (lib && *lib)
 		f.lib = strrchr(lib, '/') ? strrchr(lib, '/') + 1 : lib;
 	memset(&st, 0, sizeof(st));
-	memset(&ahead, 0, sizeof(ahead));
-	if (from && len) {
-		const char *c = secure_getenv("CUDANAP_COPY_CANARY");
-
-		ahead.lo = from;
-		ahead.hi = (const char *)from + len;
-		ahead.canary = c && *c == '1';
-	}
 	if (!real_memcpy) {
 		real_memcpy = (copy_fn)dlsym(RTLD_DEFAULT, "memcpy");
 		real_memmove = (copy_fn)dlsym(RTLD_DEFAULT, "memmove");
@@ -547,7 +354,6 @@ void cn_copy_disarm(struct cn_copy_stats *out)
 	put_back_slots();
 	/* A driver thread may still be inside a hooked call: take the pool before stopping it. */
 	pthread_mutex_lock(&pool.busy);
-	served_ahead(NULL, NULL, 0);
 	pthread_mutex_lock(&pool.mu);
 	atomic_store(&pool.quit, true);
 	pthread_cond_broadcast(&pool.go);
@@ -563,9 +369,4 @@ void cn_copy_disarm(struct cn_copy_stats *out)
 	out->big_bytes = atomic_load(&st.big_bytes);
 	out->largest = atomic_load(&st.largest);
 	out->big_ms = (double)atomic_load(&st.ns) / 1e6;
-	out->ahead_served = ahead.served;
-	out->ahead_missed = ahead.missed;
-	out->ahead_bytes = ahead.served_bytes;
-	out->canary = ahead.canary && ahead.hi;
-	ahead.lo = ahead.hi = NULL;
 }

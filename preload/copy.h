@@ -12,17 +12,11 @@ struct cn_copy_stats {
 	size_t bytes;		 /* ... and their bytes */
 	unsigned long big_calls; /* calls of 2 MiB or more, the ones split over threads */
 	size_t big_bytes, largest;
-	double big_ms;		    /* time spent in the large ones */
-	unsigned long ahead_served; /* calls whose copy was made ahead */
-	unsigned long ahead_missed; /* copies ahead that the next call did not ask for */
-	size_t ahead_bytes;	    /* ... the served ones' bytes */
-	bool canary;		    /* scribbled over the idle buffer instead of copying ahead */
+	double big_ms; /* time spent in the large ones */
 };
 
-/* Redirect libcuda's memcpy/memmove (and its mapping calls) and start threads-1 helpers; returns
- * slots hooked. from, len: the host copy a restore reads, which it may copy ahead of the driver;
- * NULL, 0: none (a checkpoint). */
-int cn_copy_arm(unsigned threads, const void *from, size_t len);
+/* Redirect libcuda's memcpy/memmove and start threads-1 helpers; returns slots hooked. */
+int cn_copy_arm(unsigned threads);
 void cn_copy_disarm(struct cn_copy_stats *out);
 
 /* In a forked child: the parent's window, if one was open, is closed without its threads. */

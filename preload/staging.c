@@ -320,12 +320,6 @@ int cn_staging_prepare(size_t len, bool hugepages, unsigned threads, struct cn_s
 	return 0;
 }
 
-size_t cn_staging_host_copy(void **addr)
-{
-	*addr = staged;
-	return staged ? staged_len : 0;
-}
-
 size_t cn_staging_release(void)
 {
 	size_t n = spare ? spare_len : 0;

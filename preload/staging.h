@@ -27,9 +27,6 @@ void cn_staging_disarm(struct cn_staging_stats *out);
  * (cudanap prepare): it serves a copy that fits in it and fills at least half of it. A prepared
  * buffer of that size already there is kept. 0, or -errno when it cannot be mapped. */
 int cn_staging_prepare(size_t len, bool hugepages, unsigned threads, struct cn_staging_stats *out);
-/* The host copy the driver holds now, mapped here and not unmapped since: its address and its
- * length as the driver asked; 0 when there is none. */
-size_t cn_staging_host_copy(void **addr);
 /* Unmap a kept or prepared buffer; returns its size (0: there was none). */
 size_t cn_staging_release(void);
 

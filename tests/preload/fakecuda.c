@@ -34,7 +34,6 @@
  * every byte of it and unmaps it. The controller's side asks over the fifo <pid>.drv and waits for
  * the answer on <pid>.ack ("ok", or "bad WHY", which fails the call). */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -776,37 +775,4 @@ EXPORT void *fake_copy(void *dst, const void *src, size_t n)
 EXPORT void *fake_move(void *dst, const void *src, size_t n)
 {
 	return memmove(dst, src, n);
-}
-
-/* A restore's copies as the real driver makes them: blocks through two staging buffers mapped for
- * the purpose, memcpy into one then its "DMA" to dev (libc's memcpy, called past our PLT, as the
- * real DMA is no memcpy of libcuda's), taking turns, then the buffers unmapped at once. Pipelined,
- * the DMA of a block runs after the memcpy of the next instead, as a driver that overlapped the
- * two would have it. Returns 0, or -1 when the buffers cannot be mapped. */
-EXPORT int fake_restore(void *dev, const void *host, size_t n, size_t block, bool pipelined)
-{
-	void *(*dma)(void *, const void *, size_t) =
-		(void *(*)(void *, const void *, size_t))dlsym(RTLD_DEFAULT, "memcpy");
-	char *buf =
-		mmap(NULL, 2 * block, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	size_t last = 0, last_len = 0;
-
-	if (buf == MAP_FAILED || !dma)
-		return -1;
-	for (size_t off = 0, k = 0; off < n; off += block, k++) {
-		size_t len = n - off < block ? n - off : block;
-		char *b = buf + (k % 2) * block;
-
-		memcpy(b, (const char *)host + off, len);
-		if (pipelined && k)
-			dma((char *)dev + last, buf + ((k - 1) % 2) * block, last_len);
-		if (!pipelined)
-			dma((char *)dev + off, b, len);
-		last = off;
-		last_len = len;
-	}
-	if (pipelined && n)
-		dma((char *)dev + last, buf + ((((n + block - 1) / block) - 1) % 2) * block,
-		    last_len);
-	return munmap(buf, 2 * block);
 }

@@ -2,7 +2,6 @@
 #ifndef CN_FAKECUDA_H
 #define CN_FAKECUDA_H
 
-#include <stdbool.h>
 #include <stddef.h>
 
 #include "cuda_abi.h"
@@ -41,6 +40,5 @@ CUresult fake_launch(unsigned ms);
 int fake_current_gpu(void);
 void *fake_copy(void *dst, const void *src, size_t n);
 void *fake_move(void *dst, const void *src, size_t n);
-int fake_restore(void *dev, const void *host, size_t n, size_t block, bool pipelined);
 
 #endif

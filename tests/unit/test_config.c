@@ -46,8 +46,7 @@ static void test_defaults(void)
 	ok(c.lock_timeout_ms == 10000, "default lock timeout 10000 ms");
 	ok(c.log_level == CN_LOG_INFO && c.log_target[0] == '\0', "default log: info to stderr");
 	ok(c.hook_timeout_ms == 30000, "default hook timeout");
-	ok(c.hugepages && !c.keep_host_buffer && c.copy_ahead && c.prefault_threads >= 1 &&
-		   c.prefault_threads <= 8,
+	ok(c.hugepages && !c.keep_host_buffer && c.prefault_threads >= 1 && c.prefault_threads <= 8,
 	   "default performance: huge pages, 1-8 prefault threads, no kept buffer");
 	is_str(c.status_dir, "/run/user/42/cudanap", "status dir under XDG_RUNTIME_DIR");
 	unsetenv("XDG_RUNTIME_DIR");
@@ -74,8 +73,7 @@ static void test_full_file(void)
 		     "[status]\ndir = /var/tmp/x\n[log]\nlevel = DEBUG\ntarget = /tmp/cn.log\n"
 		     "[hooks]\non_suspended = echo s\non_resumed = echo r\non_failure = echo f\n"
 		     "timeout_ms = 5\n[performance]\nhugepages = no\nprefault_threads = 0\n"
-		     "keep_host_buffer = On\ncopy_ahead = false\n[preflight]\nallow_jax = "
-		     "yes\nallow_nccl = 1\n"
+		     "keep_host_buffer = On\n[preflight]\nallow_jax = yes\nallow_nccl = 1\n"
 		     "[nccl]\nsuspendable = yes\n",
 		     &c, err) == 0,
 	   "a file setting every key loads");
@@ -91,8 +89,7 @@ static void test_full_file(void)
 	is_str(c.on_resumed, "echo r", "on_resumed");
 	is_str(c.on_failure, "echo f", "on_failure");
 	ok(c.hook_timeout_ms == 5, "hook timeout");
-	ok(!c.hugepages && c.prefault_threads == 0 && c.keep_host_buffer && !c.copy_ahead,
-	   "performance keys");
+	ok(!c.hugepages && c.prefault_threads == 0 && c.keep_host_buffer, "performance keys");
 	ok(c.allow_jax && c.allow_nccl, "preflight keys");
 	ok(c.nccl_suspendable, "nccl.suspendable");
 	ok(c.margin_mib == 1024 && !c.reserve, "restore margin and reservation");

@@ -1,10 +1,8 @@
 /* Unit tests of preload/copy.c, compiled into this program, against the fake driver library: its
  * memcpy/memmove calls, and only its, run in parallel while armed, correctly, and go back to
- * normal once disarmed; a restore through two staging buffers is copied ahead, exactly, and the
- * canary that guards copying ahead catches a driver that would make it unsafe. */
+ * normal once disarmed. */
 #define _GNU_SOURCE
 #include <stdint.h>
-#include <string.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -20,60 +18,6 @@ static void fill(unsigned char *p, size_t n, unsigned seed)
 		p[i] = (unsigned char)((i * 2654435761u) >> 11 ^ seed);
 }
 
-/* A restore of n bytes from host (which goes on for a block more: the last copy ahead reads it)
- * into dev, through the fake driver's two staging buffers; true when dev came out exact. */
-static bool restore(unsigned char *dev, const unsigned char *host, size_t n, size_t block,
-		    bool pipelined, bool ahead, struct cn_copy_stats *st)
-{
-	memset(dev, 0, n);
-	cn_copy_arm(4, ahead ? host : NULL, ahead ? n + block : 0);
-	if (fake_restore(dev, host, n, block, pipelined) < 0)
-		return false;
-	cn_copy_disarm(st);
-	return memcmp(dev, host, n) == 0;
-}
-
-static void restores(unsigned char *host, unsigned char *dev, size_t size)
-{
-	size_t n = size - 2 * MIB, blocks = n / (2 * MIB) + 1;
-	struct cn_copy_stats st;
-	bool exact = true;
-	unsigned long served = 0;
-
-	fill(host, size, 9);
-	exact = restore(dev, host, n, 2 * MIB, false, true, &st);
-	ok(exact && st.ahead_served >= blocks - 6 && st.ahead_missed <= 1 &&
-		   st.ahead_bytes >= (blocks - 7) * 2 * MIB,
-	   "a restore through two staging buffers taking turns is copied ahead, exactly (%lu of "
-	   "%zu calls served, %lu not asked for)",
-	   st.ahead_served, blocks, st.ahead_missed);
-	exact = restore(dev, host, n, 300 * 1024, false, true, &st);
-	ok(exact && st.ahead_served > 0, "blocks of 300 KiB: exact, copied ahead (%lu)",
-	   st.ahead_served);
-	ok(restore(dev, host, 5 * MIB, 2 * MIB, false, true, &st) && st.ahead_served == 0,
-	   "three blocks: too few turns to copy ahead, exact");
-	/* The restore's end unmaps the buffers at once, while the last copy ahead (past the end of
-	 * the blocks, into the host copy's tail) may still be running: the unmap waits for it. */
-	for (int i = 0; i < 40; i++) {
-		exact &= restore(dev, host, 16 * MIB, 2 * MIB, false, true, &st);
-		served += st.ahead_served;
-	}
-	ok(exact && served == 80,
-	   "40 restores of 8 blocks, each unmapping its buffers at once: exact, 2 copied ahead "
-	   "each");
-	ok(restore(dev, host, n, 2 * MIB, true, false, &st) && st.ahead_served == 0,
-	   "a pipelined driver without copying ahead: exact");
-	ok(restore(dev, host, n, 2 * MIB, false, false, &st) && st.ahead_served == 0,
-	   "not asked to copy ahead (a checkpoint): nothing copied ahead");
-	setenv("CUDANAP_COPY_CANARY", "1", 1);
-	ok(restore(dev, host, n, 2 * MIB, false, true, &st) && st.canary && st.ahead_served == 0,
-	   "canary: a driver done with one buffer when it fills the other restores exactly");
-	ok(!restore(dev, host, n, 2 * MIB, true, true, &st) && st.canary,
-	   "canary: a driver that overlaps the DMA of one buffer with the filling of the other "
-	   "gets garbage, and the gpu suite's verify would say so");
-	unsetenv("CUDANAP_COPY_CANARY");
-}
-
 int main(void)
 {
 	size_t n = 64 * MIB + 12345;
@@ -81,8 +25,7 @@ int main(void)
 	struct cn_copy_stats st;
 
 	fill(a, n, 1);
-	ok(cn_copy_arm(4, NULL, 0) >= 1,
-	   "armed: the driver library's memcpy/memmove slots are hooked");
+	ok(cn_copy_arm(4) >= 1, "armed: the driver library's memcpy/memmove slots are hooked");
 	memset(b, 0, n);
 	fake_copy(b, a, n);
 	ok(memcmp(a, b, n) == 0, "a 64 MiB copy by the driver is exact");
@@ -103,7 +46,7 @@ int main(void)
 	   "large calls and bytes (%lu, %zu)", st.big_calls, st.big_bytes);
 	ok(st.largest == n, "largest copy");
 	fake_copy(b, a, 4 * MIB);
-	cn_copy_arm(2, NULL, 0);
+	cn_copy_arm(2);
 	cn_copy_disarm(&st);
 	ok(st.calls == 0, "disarmed: the slots are back, calls no longer pass through us");
 	/* A later window (the restore after the checkpoint) must start clean: its helpers must not
@@ -112,7 +55,7 @@ int main(void)
 		unsigned char *d = malloc(n);
 
 		fill(a, n, 7 + w);
-		cn_copy_arm(4, NULL, 0);
+		cn_copy_arm(4);
 		usleep(20000); /* let the helpers start and look for work */
 		memset(d, 0, n);
 		fake_copy(d, a, n);
@@ -128,7 +71,7 @@ int main(void)
 
 		fill(a, n, 42);
 		memset(b, 0, n);
-		cn_copy_arm(4, NULL, 0);
+		cn_copy_arm(4);
 		for (size_t o = 0, k = 0; o + 2 * MIB <= n; o += 2 * MIB, k++) {
 			if (k % 8 == 7)
 				usleep(2000);
@@ -140,8 +83,7 @@ int main(void)
 		ok(exact && st.big_calls == n / (2 * MIB),
 		   "%lu blocks of 2 MiB back to back and after pauses: exact", st.big_calls);
 	}
-	restores(a, b, n);
-	ok(cn_copy_arm(0, NULL, 0) == 0, "0 threads: nothing is hooked");
+	ok(cn_copy_arm(0) == 0, "0 threads: nothing is hooked");
 	free(a);
 	free(b);
 	free(c);
