@@ -6,6 +6,12 @@
  * libcuda's own GOT slots for them at a copy that splits large blocks over a few threads, and put
  * the slots back afterwards. Nothing else in the process is touched and outside the window nothing
  * runs at all: no exported memcpy, no cost on any other call.
+ *
+ * The parts are copied with non-temporal stores. Each block the driver copies crosses host memory
+ * three times (read, written, then read again by the DMA) while the DMA of the block before runs
+ * beside the copy, so memory bandwidth is what a restore waits for; an ordinary store first reads
+ * every line it writes. On an H100 host that took the 8 GiB resume from 0.63 s to 0.41 s; the
+ * suspend did not move (0.88 s against 0.86 s).
  * Everything here runs in the agent (arm, disarm) or in the driver's threads (the copy). */
 #define _GNU_SOURCE
 #include "copy.h"
@@ -22,6 +28,9 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 
 #define MAX_THREADS 64
 #define PAR_MIN	    (2ul << 20) /* smaller copies are not worth a handoff */
@@ -71,12 +80,38 @@ static unsigned long long now_ns(void)
 	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
 }
 
+/* memcpy with stores that bypass the cache, visible to the DMA that follows once it returns. */
+static void stream_copy(char *d, const char *s, size_t n)
+{
+#if defined(__x86_64__)
+	size_t head = (16 - ((uintptr_t)d & 15)) & 15;
+
+	if (head > n)
+		head = n;
+	real_memcpy(d, s, head);
+	d += head, s += head, n -= head;
+	for (; n >= 64; d += 64, s += 64, n -= 64) {
+		__m128i a = _mm_loadu_si128((const __m128i *)s);
+		__m128i b = _mm_loadu_si128((const __m128i *)(s + 16));
+		__m128i c = _mm_loadu_si128((const __m128i *)(s + 32));
+		__m128i e = _mm_loadu_si128((const __m128i *)(s + 48));
+
+		_mm_stream_si128((__m128i *)d, a);
+		_mm_stream_si128((__m128i *)(d + 16), b);
+		_mm_stream_si128((__m128i *)(d + 32), c);
+		_mm_stream_si128((__m128i *)(d + 48), e);
+	}
+	_mm_sfence();
+#endif
+	real_memcpy(d, s, n);
+}
+
 static void copy_part(unsigned i)
 {
 	size_t off = (size_t)i * pool.part;
 
 	if (off < pool.len)
-		real_memcpy(pool.dst + off, pool.src + off,
+		stream_copy(pool.dst + off, pool.src + off,
 			    pool.len - off < pool.part ? pool.len - off : pool.part);
 }
 

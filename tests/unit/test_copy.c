@@ -31,6 +31,20 @@ int main(void)
 	ok(memcmp(a, b, n) == 0, "a 64 MiB copy by the driver is exact");
 	fake_copy(b + 1, a + 3, 3 * MIB);
 	ok(memcmp(a + 3, b + 1, 3 * MIB) == 0, "unaligned copy exact");
+	{
+		bool exact = true;
+
+		/* Every alignment of source and destination, lengths that leave tails. */
+		for (size_t o = 0; o < 17; o++) {
+			size_t len = 2 * MIB + o * 4099;
+
+			memset(c, 0, len + 64);
+			fake_copy(c + o, a + 16 - o, len);
+			exact &= memcmp(c + o, a + 16 - o, len) == 0 && c[o + len] == 0 &&
+				 (o == 0 || c[o - 1] == 0);
+		}
+		ok(exact, "17 alignments and tails: exact, nothing written around");
+	}
 	fake_copy(c, a, 100);
 	ok(memcmp(a, c, 100) == 0, "small copy exact");
 	memcpy(c, b, 8 * MIB);
@@ -41,8 +55,9 @@ int main(void)
 	memcpy(c, a, 32 * MIB); /* ours, not the driver's: not counted */
 	cn_copy_disarm(&st);
 	ok(st.hooked >= 1 && st.threads == 4, "4 threads per large copy (%u)", st.threads);
-	ok(st.calls == 5, "the driver's calls counted, nobody else's (%lu)", st.calls);
-	ok(st.big_calls == 4 && st.big_bytes == n + 3 * MIB + 8 * MIB + 16 * MIB,
+	ok(st.calls == 22, "the driver's calls counted, nobody else's (%lu)", st.calls);
+	ok(st.big_calls == 21 &&
+		   st.big_bytes == n + 3 * MIB + 8 * MIB + 16 * MIB + 17 * 2 * MIB + 136 * 4099,
 	   "large calls and bytes (%lu, %zu)", st.big_calls, st.big_bytes);
 	ok(st.largest == n, "largest copy");
 	fake_copy(b, a, 4 * MIB);
