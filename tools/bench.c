@@ -386,8 +386,8 @@ static void phases(double gib, const struct mode *m, const struct sample *s, int
 	phase_row(m->prepared ? "host pages (prepared: none)" : "host pages (prefault)", pf, f_pop,
 		  "huge-page population");
 	phase_row("device to host: libcuda's copies on threads", cs, f_cs, "memcpy");
-	phase_row("device to host: the rest of the driver's call (DMA, bookkeeping)", ckpt - pf - cs, f_d2h,
-		  "pinned D2H");
+	phase_row("device to host: the rest of the driver's call (DMA, bookkeeping)",
+		  ckpt - pf - cs, f_d2h, "pinned D2H");
 	phase_row("suspend: status, round trips", sus - lock - ckpt - sig, 0, "");
 	phase_row("**suspend, signal to status**", sus, f_pop + (f_d2h > f_cs ? f_d2h : f_cs),
 		  "population + max(D2H, memcpy)");
@@ -395,8 +395,8 @@ static void phases(double gib, const struct mode *m, const struct sample *s, int
 		 reserve[1]);
 	phase_row(what, resv, 0, "");
 	phase_row("host to device: libcuda's copies on threads", cr, f_cr, "memcpy");
-	phase_row("host to device: the rest of the driver's call (DMA, bookkeeping)", rest - resv - cr - unmap,
-		  f_h2d, "pinned H2D");
+	phase_row("host to device: the rest of the driver's call (DMA, bookkeeping)",
+		  rest - resv - cr - unmap, f_h2d, "pinned H2D");
 	phase_row("unmapping the host copy", unmap, 0, "");
 	phase_row("unlock", unlock, 0, "");
 	phase_row("resume: status, round trips", res - rest - unlock, 0, "");
