@@ -38,6 +38,7 @@ struct cn_config {
 	struct cn_gpu_pair pairs[CN_MAX_GPUS];
 	unsigned margin_mib; /* free GPU memory a restore needs beyond the job's footprint */
 	bool reserve;	     /* hold that memory from the check until the restore */
+	bool take_turns;     /* restores of one status directory go through setup one at a time */
 	char status_dir[PATH_MAX];
 	char hibernate_dir[PATH_MAX]; /* "" keeps the host copy in RAM */
 	int log_level;

@@ -12,13 +12,15 @@
 
 /* The steps of an action, in the order they run. prepare: the host copy faulted in ahead (the
  * prepare action's only step); hibernate: the host copy written to disk and dropped from memory
- * after the checkpoint; readback: read back before the restore. */
+ * after the checkpoint; readback: read back before the restore; wait: for other processes'
+ * restores to get through the driver's setup (preload/gate.c), only when there were any. */
 enum cn_step {
 	CN_STEP_PREPARE,
 	CN_STEP_LOCK,
 	CN_STEP_CHECKPOINT,
 	CN_STEP_HIBERNATE,
 	CN_STEP_READBACK,
+	CN_STEP_WAIT,
 	CN_STEP_RESTORE,
 	CN_STEP_UNLOCK,
 	CN_STEPS

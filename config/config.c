@@ -39,6 +39,7 @@ void cn_config_defaults(struct cn_config *c)
 	c->prepare_s = 60;
 	c->margin_mib = 256;
 	c->reserve = true;
+	c->take_turns = true;
 	c->chain = true;
 	c->host_check = true;
 	c->host_margin_mib = 1024;
@@ -534,6 +535,7 @@ static const struct {
 	{ "restore", "gpu_map", k_gpu_map, 0 },
 	{ "restore", "margin_mib", k_margin, 0 },
 	{ "restore", "reserve", NULL, offsetof(struct cn_config, reserve) },
+	{ "restore", "take_turns", NULL, offsetof(struct cn_config, take_turns) },
 	{ "status", "dir", k_status_dir, 0 },
 	{ "hibernate", "dir", k_hibernate_dir, 0 },
 	{ "log", "level", k_log_level, 0 },

@@ -31,6 +31,7 @@ static const struct {
 	STEP("checkpoint_ms", CN_STEP_CHECKPOINT),
 	STEP("hibernate_ms", CN_STEP_HIBERNATE),
 	STEP("readback_ms", CN_STEP_READBACK),
+	STEP("wait_ms", CN_STEP_WAIT),
 	STEP("restore_ms", CN_STEP_RESTORE),
 	STEP("unlock_ms", CN_STEP_UNLOCK),
 #undef STEP
@@ -54,8 +55,8 @@ static double *num(const struct cn_status *s, size_t i)
 }
 
 const char *const cn_step_names[CN_STEPS] = { "prepare_ms",   "lock_ms",     "checkpoint_ms",
-					      "hibernate_ms", "readback_ms", "restore_ms",
-					      "unlock_ms" };
+					      "hibernate_ms", "readback_ms", "wait_ms",
+					      "restore_ms",   "unlock_ms" };
 
 size_t cn_status_steps(const struct cn_status *s, char *buf, size_t len)
 {

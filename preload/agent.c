@@ -22,6 +22,7 @@
 #include "cn_status.h"
 #include "copy.h"
 #include "cuda_abi.h"
+#include "gate.h"
 #include "hooks.h"
 #include "log.h"
 #include "preflight.h"
@@ -40,6 +41,8 @@ static struct {
 	/* What the process held per GPU at its last checkpoint, for the check before restore. */
 	uint32_t n_use;
 	struct cn_gpu_use use[CN_MAX_GPUS];
+	/* Its large copies, as many as the restore copies back (0: not known). */
+	size_t ckpt_copied;
 	bool thp;      /* transparent huge pages not [never] on this host */
 	bool thp_said; /* the fallback was logged once */
 	/* Hibernate: asked for at this suspend (the file is open), the disk space it found, and
@@ -303,6 +306,13 @@ static void finish(const struct cn_resp *r, const char *what, const char *messag
 	else
 		cn_log(&ag.cfg, CN_LOG_ERROR, "%s failed: %s: %s; state %s", ag.st.action, r->name,
 		       message, ag.st.state);
+	/* The host copy a restore gave back is unmapped now that the outcome is out. */
+	{
+		double ms = cn_staging_free_retired();
+
+		if (ms > 0)
+			cn_log(&ag.cfg, CN_LOG_DEBUG, "host copy unmapped in %.1f ms", ms);
+	}
 
 	event = ag.st.action;
 	if (!ok && r->result != CUDA_ERROR_NOT_INITIALIZED)
@@ -388,17 +398,43 @@ static bool reload(const char *verb)
 	return true;
 }
 
-/* A driver call that moves the process's memory, with libcuda's large copies run in parallel. */
+/* How long a restore waits for its turn at most: the last of eight 4 GiB processes on one GPU
+ * waits about 1 s. */
+#define GATE_MAX_MS 10000
+
+/* A driver call that moves the process's memory, with libcuda's large copies run in parallel.
+ * A restore takes its turn at its GPUs' gates first ([restore] take_turns); the copies tell the
+ * gate how far it is, so with copy_threads = 0 there is no gate. */
 static int moving_call(uint32_t op, struct cn_resp *r)
 {
 	struct cn_copy_stats cs;
+	bool gated = false;
+	double waited;
 	int rc;
 
 	if (!ag.cfg.copy_threads)
 		return call(op, r);
-	cn_copy_arm(ag.cfg.copy_threads);
+	if (op == CN_OP_RESTORE && ag.cfg.take_turns) {
+		unsigned char gpus[CN_GATE_MAX][16];
+		int n = 0;
+
+		for (uint32_t i = 0; i < ag.n_use && n < CN_GATE_MAX; i++)
+			memcpy(gpus[n++], ag.use[i].uuid, 16);
+		gated = cn_gate_enter(ag.cfg.status_dir, (const unsigned char(*)[16])gpus, n,
+				      GATE_MAX_MS, ag.ckpt_copied, &waited) == 0;
+		if (waited >= 0.1)
+			ag.st.step_ms[CN_STEP_WAIT] = waited;
+		if (!gated)
+			cn_log(&ag.cfg, CN_LOG_DEBUG,
+			       "restore gate in %s not had after %.0f ms: restoring without it",
+			       ag.cfg.status_dir, waited);
+	}
+	cn_copy_arm(ag.cfg.copy_threads, gated ? cn_gate_progress : NULL);
 	rc = call(op, r);
 	cn_copy_disarm(&cs);
+	cn_gate_leave();
+	if (op == CN_OP_CHECKPOINT)
+		ag.ckpt_copied = cs.hooked ? cs.big_bytes : 0;
 	cn_log(&ag.cfg, CN_LOG_DEBUG,
 	       "libcuda copies: %d slots hooked, %lu calls, %.0f MiB; %lu of 2 MiB or more "
 	       "(%.0f MiB, largest %zu KiB) in %.1f ms on %u threads",

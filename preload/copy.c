@@ -45,6 +45,7 @@ static struct {
 } slots[MAX_SLOTS];
 static int n_slots;
 static copy_fn real_memcpy, real_memmove;
+static void (*on_large)(size_t done);
 
 /* The pool: one job at a time; a caller that finds it busy copies alone. The driver copies in
  * blocks of a few MiB, each a part of 50-100 us per thread: a condition variable's wake-up costs
@@ -203,6 +204,8 @@ static void *hooked_memcpy(void *d, const void *s, size_t n)
 {
 	unsigned long long t0 = n >= PAR_MIN ? now_ns() : 0;
 
+	if (n >= PAR_MIN && on_large)
+		on_large(atomic_load(&st.big_bytes));
 	if (n >= PAR_MIN && pool.n && pthread_mutex_trylock(&pool.busy) == 0) {
 		parallel_copy(d, s, n);
 		pthread_mutex_unlock(&pool.busy);
@@ -333,7 +336,7 @@ static int hook_lib(struct dl_phdr_info *info, size_t size, void *data)
 	return 1;
 }
 
-int cn_copy_arm(unsigned threads)
+int cn_copy_arm(unsigned threads, void (*progress)(size_t done))
 {
 	/* The driver library: the one the controller loads too. */
 	const char *lib = secure_getenv("CUDANAP_LIBCUDA");
@@ -342,6 +345,7 @@ int cn_copy_arm(unsigned threads)
 	if (lib && *lib)
 		f.lib = strrchr(lib, '/') ? strrchr(lib, '/') + 1 : lib;
 	memset(&st, 0, sizeof(st));
+	on_large = progress;
 	if (!real_memcpy) {
 		real_memcpy = (copy_fn)dlsym(RTLD_DEFAULT, "memcpy");
 		real_memmove = (copy_fn)dlsym(RTLD_DEFAULT, "memmove");

@@ -15,8 +15,10 @@ struct cn_copy_stats {
 	double big_ms; /* time spent in the large ones */
 };
 
-/* Redirect libcuda's memcpy/memmove and start threads-1 helpers; returns slots hooked. */
-int cn_copy_arm(unsigned threads);
+/* Redirect libcuda's memcpy/memmove and start threads-1 helpers; returns slots hooked.
+ * progress, if not NULL, is called in the driver's thread before each copy of 2 MiB or more with
+ * the bytes of those copied so far in this window (the restore gate's measure, gate.c). */
+int cn_copy_arm(unsigned threads, void (*progress)(size_t done));
 void cn_copy_disarm(struct cn_copy_stats *out);
 
 /* In a forked child: the parent's window, if one was open, is closed without its threads. */

@@ -28,6 +28,7 @@
 #include "cn_config.h"
 #include "cn_nccl.h"
 #include "copy.h"
+#include "gate.h"
 #include "launch.h"
 #include "hibernate.h"
 #include "staging.h"
@@ -293,6 +294,7 @@ static void after_fork_child(void)
 	cn_staging_after_fork();
 	cn_hib_after_fork();
 	cn_copy_after_fork();
+	cn_gate_after_fork();
 	if (wake_pipe(p) < 0) {
 		cn_agent_fork_child(-1);
 	} else if (cn_agent_fork_child(p[0]) < 0) {

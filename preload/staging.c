@@ -51,6 +51,10 @@ static void *staged;
 static size_t staged_len, staged_map;
 static void *spare;
 static size_t spare_len;
+/* The host copy the driver unmapped at the end of a restore, freed by the agent once the resume
+ * is reported: unmapping 8.5 GiB of huge pages took 29 ms of the restore on an H100. */
+static _Atomic(void *) retired;
+static size_t retired_len;
 static struct cn_staging_stats stats;
 
 static void *sys_mmap(void *a, size_t l, int prot, int flags, int fd, off_t off)
@@ -242,17 +246,18 @@ PUBLIC int munmap(void *addr, size_t len)
 {
 	if (addr && addr == staged && len == staged_len) {
 		double t0 = now_ms();
-		int r = 0;
 
 		staged = NULL;
 		if (want.keep && !stats.file) {
 			spare = addr;
 			spare_len = staged_map;
 		} else {
-			r = sys_munmap(addr, staged_map);
+			cn_staging_free_retired();
+			retired_len = staged_map;
+			atomic_store(&retired, addr);
 		}
 		stats.unmap_ms = now_ms() - t0;
-		return r;
+		return 0;
 	}
 	return sys_munmap(addr, len);
 }
@@ -294,6 +299,18 @@ void cn_staging_after_fork(void)
 {
 	atomic_store(&armed, false);
 	drop_spare(); /* the parent's, shared copy-on-write: not a buffer the child asked for */
+	cn_staging_free_retired();
+}
+
+double cn_staging_free_retired(void)
+{
+	void *p = atomic_exchange(&retired, NULL);
+	double t0 = now_ms();
+
+	if (!p)
+		return 0;
+	sys_munmap(p, retired_len);
+	return now_ms() - t0;
 }
 
 int cn_staging_prepare(size_t len, bool hugepages, unsigned threads, struct cn_staging_stats *out)

@@ -11,7 +11,7 @@ struct cn_staging_stats {
 	bool reused;	    /* a kept or prepared buffer was handed out */
 	unsigned threads;   /* prefault threads */
 	double prefault_ms; /* map + advise + prefault */
-	double unmap_ms;    /* the driver's munmap after restore (0 when kept) */
+	double unmap_ms;    /* the driver's munmap after restore: the hand-over only, see below */
 	void *addr;	    /* where the host copy is */
 	bool file;	    /* backed by the hibernate file */
 	int file_err;	    /* why it could not be (errno of posix_fallocate or mmap), 0 if none */
@@ -33,5 +33,8 @@ size_t cn_staging_release(void);
 /* In a forked child: a window the parent had open is not the child's, nor a buffer it kept. */
 void cn_staging_after_fork(void);
 void cn_staging_unmap_stats(struct cn_staging_stats *out);
+/* Unmap the host copy the driver gave back at the end of a restore, if any (the agent calls it
+ * once the resume is reported; safe anywhere); returns the ms it took. */
+double cn_staging_free_retired(void);
 
 #endif

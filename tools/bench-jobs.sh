@@ -63,26 +63,32 @@ measure() {
 		r+=("$(awk -v a="$t1" -v b="$t2" 'BEGIN { printf "%.3f", b - a }')")
 	done
 	# the last resume, per process: restore and reservation ms (medians and max over the processes)
-	local f restore=() reserve=()
+	local f restore=() reserve=() wait=()
 	for f in "$T"/status/*.json; do
 		restore+=("$(grep -o '"restore_ms":[0-9.]*' "$f" | cut -d: -f2)")
 		reserve+=("$(grep -o '"reserve_ms":[0-9.]*' "$f" | cut -d: -f2)")
+		wait+=("$(grep -o '"wait_ms":[0-9.]*' "$f" | cut -d: -f2)")
 	done
 	stop_set
 	eval "${1}_s=$(printf '%s\n' "${s[@]}" | median) ${1}_r=$(printf '%s\n' "${r[@]}" | median)"
 	printf '%-30s suspend %6.2f s   resume %6.2f s   (all: %s / %s)\n' "$2 x $3 GiB${4:+, $4}" \
 		"$(eval echo \$${1}_s)" "$(eval echo \$${1}_r)" "${s[*]}" "${r[*]}"
-	printf '%30s last resume, per process: restore ms median %s max %s; reservation ms median %s max %s\n' "" \
+	printf '%30s last resume, per process: restore ms median %s max %s; reservation ms median %s max %s; wait for its turn ms median %s max %s\n' "" \
 		"$(printf '%s\n' "${restore[@]}" | median)" "$(printf '%s\n' "${restore[@]}" | sort -g | tail -n1)" \
-		"$(printf '%s\n' "${reserve[@]:-0}" | median)" "$(printf '%s\n' "${reserve[@]:-0}" | sort -g | tail -n1)"
+		"$(printf '%s\n' "${reserve[@]:-0}" | median)" "$(printf '%s\n' "${reserve[@]:-0}" | sort -g | tail -n1)" \
+		"$(printf '%s\n' "${wait[@]:-0}" | sed 's/^$/0/' | median)" "$(printf '%s\n' "${wait[@]:-0}" | sed 's/^$/0/' | sort -g | tail -n1)"
 }
 
 echo "bench-jobs: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n1), $REPS reps, medians"
 measure one 1 $((N * G))
 measure many "$N" "$G"
+ini "$(printf '[restore]\ntake_turns = false')"
+measure noturns "$N" "$G" "take_turns = false"
 ini "$(printf '[restore]\nreserve = false')"
 measure nores "$N" "$G" "reserve = false"
 awk -v a="$one_s" -v b="$many_s" -v c="$one_r" -v d="$many_r" \
 	'BEGIN { printf "ratio %d processes / one process: suspend %.2fx, resume %.2fx the time\n", '"$N"', b / a, d / c }'
+awk -v c="$one_r" -v d="$noturns_r" \
+	'BEGIN { printf "without taking turns: resume %.2fx the one process'"'"'s time\n", d / c }'
 awk -v c="$one_r" -v d="$nores_r" \
 	'BEGIN { printf "without the reservation: resume %.2fx the one process'"'"'s time\n", d / c }'

@@ -31,8 +31,12 @@
  * target the way the real driver does: a thread of the target's (the "driver thread", started at
  * fake_register) maps 1.0625 x that many MiB with one mmap(MAP_PRIVATE|MAP_ANONYMOUS|MAP_POPULATE)
  * through the PLT, where the preload's staging sees it, and fills it by memcpy; the restore checks
- * every byte of it and unmaps it. The controller's side asks over the fifo <pid>.drv and waits for
- * the answer on <pid>.ack ("ok", or "bad WHY", which fails the call). */
+ * every byte of it, copying it out by memcpy in blocks of 2 MiB as the real driver does (in and
+ * out), and unmaps it. With $CUDANAP_FAKE_SETUP_MS the restore first spends that long in its
+ * "setup" (the real driver's ioctls before it copies), and with $CUDANAP_FAKE_BLOCK_MS each block
+ * of its copy takes that long (the DMA), logged as "setup|copy PID begin|end NS" events. The
+ * controller's side asks over the fifo <pid>.drv and waits for the answer on <pid>.ack ("ok", or
+ * "bad WHY", which fails the call). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -257,6 +261,40 @@ static void answer_ack(int ack, const char *text)
 		return;
 }
 
+static long env_ms(const char *name)
+{
+	const char *s = getenv(name);
+
+	return s ? atol(s) : 0;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec d = { ms / 1000, ms % 1000 * 1000000 };
+
+	nanosleep(&d, NULL);
+}
+
+/* "setup|copy PID begin|end NS" */
+static void restore_event(const char *what, const char *edge)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	event("%s %d %s %lld", what, (int)getpid(), edge, ts.tv_sec * 1000000000ll + ts.tv_nsec);
+}
+
+static void restore_setup(void)
+{
+	long ms = env_ms("CUDANAP_FAKE_SETUP_MS");
+
+	if (ms <= 0)
+		return;
+	restore_event("setup", "begin");
+	sleep_ms(ms);
+	restore_event("setup", "end");
+}
+
 static void *driver_thread(void *arg)
 {
 	char p[4200], c;
@@ -277,10 +315,10 @@ static void *driver_thread(void *arg)
 				answer_ack(ack, "bad mmap\n");
 				continue;
 			}
-			/* memcpy from a staging page, as the driver's copy from pinned memory */
-			for (size_t o = 0; o < len; o += 1 << 16) {
-				static uint64_t page[1 << 13];
-				size_t n = len - o < (1u << 16) ? len - o : 1u << 16;
+			/* memcpy from a staging block, as the driver's copy from pinned memory */
+			for (size_t o = 0; o < len; o += 2u << 20) {
+				static uint64_t page[(2u << 20) / 8];
+				size_t n = len - o < (2u << 20) ? len - o : 2u << 20;
 
 				for (size_t w = 0; w < n / 8; w++)
 					page[w] = word_at(o / 8 + w);
@@ -288,10 +326,26 @@ static void *driver_thread(void *arg)
 			}
 			answer_ack(ack, "ok\n");
 		} else if (c == 'r') {
+			static uint64_t block[(2u << 20) / 8];
 			bool good = copy != NULL;
 
-			for (size_t w = 0; good && w < len / 8; w++)
-				good = ((uint64_t *)copy)[w] == word_at(w);
+			long dma_ms = env_ms("CUDANAP_FAKE_BLOCK_MS");
+
+			restore_setup();
+			if (dma_ms > 0)
+				restore_event("copy", "begin");
+			/* memcpy to a staging block, as the driver's copy to pinned memory */
+			for (size_t o = 0; good && o < len; o += sizeof(block)) {
+				size_t n = len - o < sizeof(block) ? len - o : sizeof(block);
+
+				memcpy(block, copy + o, n);
+				for (size_t w = 0; good && w < n / 8; w++)
+					good = block[w] == word_at(o / 8 + w);
+				if (dma_ms > 0)
+					sleep_ms(dma_ms);
+			}
+			if (dma_ms > 0)
+				restore_event("copy", "end");
 			if (copy)
 				munmap(copy, len);
 			copy = NULL;

@@ -12,6 +12,16 @@
 
 #define MIB (1ul << 20)
 
+static int calls;
+static size_t said[4];
+
+static void progress(size_t done)
+{
+	if (calls < 4)
+		said[calls] = done;
+	calls++;
+}
+
 static void fill(unsigned char *p, size_t n, unsigned seed)
 {
 	for (size_t i = 0; i < n; i++)
@@ -25,7 +35,8 @@ int main(void)
 	struct cn_copy_stats st;
 
 	fill(a, n, 1);
-	ok(cn_copy_arm(4) >= 1, "armed: the driver library's memcpy/memmove slots are hooked");
+	ok(cn_copy_arm(4, NULL) >= 1,
+	   "armed: the driver library's memcpy/memmove slots are hooked");
 	memset(b, 0, n);
 	fake_copy(b, a, n);
 	ok(memcmp(a, b, n) == 0, "a 64 MiB copy by the driver is exact");
@@ -61,7 +72,7 @@ int main(void)
 	   "large calls and bytes (%lu, %zu)", st.big_calls, st.big_bytes);
 	ok(st.largest == n, "largest copy");
 	fake_copy(b, a, 4 * MIB);
-	cn_copy_arm(2);
+	cn_copy_arm(2, NULL);
 	cn_copy_disarm(&st);
 	ok(st.calls == 0, "disarmed: the slots are back, calls no longer pass through us");
 	/* A later window (the restore after the checkpoint) must start clean: its helpers must not
@@ -70,7 +81,7 @@ int main(void)
 		unsigned char *d = malloc(n);
 
 		fill(a, n, 7 + w);
-		cn_copy_arm(4);
+		cn_copy_arm(4, NULL);
 		usleep(20000); /* let the helpers start and look for work */
 		memset(d, 0, n);
 		fake_copy(d, a, n);
@@ -86,7 +97,7 @@ int main(void)
 
 		fill(a, n, 42);
 		memset(b, 0, n);
-		cn_copy_arm(4);
+		cn_copy_arm(4, NULL);
 		for (size_t o = 0, k = 0; o + 2 * MIB <= n; o += 2 * MIB, k++) {
 			if (k % 8 == 7)
 				usleep(2000);
@@ -98,7 +109,26 @@ int main(void)
 		ok(exact && st.big_calls == n / (2 * MIB),
 		   "%lu blocks of 2 MiB back to back and after pauses: exact", st.big_calls);
 	}
-	ok(cn_copy_arm(0) == 0, "0 threads: nothing is hooked");
+	/* The restore gate's measure: before each large copy, the large bytes copied so far. */
+	cn_copy_arm(4, progress);
+	fake_copy(c, a, 100);
+	ok(calls == 0, "progress: not for a small copy");
+	fake_copy(c, a, 2 * MIB);
+	fake_copy(c, a, 4 * MIB);
+	fake_move(c, a, 2 * MIB);
+	ok(calls == 3 && said[0] == 0 && said[1] == 2 * MIB && said[2] == 6 * MIB,
+	   "progress: before each large copy, memmove too, with the bytes so far (%d calls)",
+	   calls);
+	cn_copy_disarm(&st);
+	cn_copy_arm(4, progress);
+	fake_copy(c, a, 2 * MIB);
+	cn_copy_disarm(&st);
+	ok(calls == 4 && said[3] == 0, "progress: counted afresh in the next window");
+	cn_copy_arm(4, NULL);
+	fake_copy(c, a, 2 * MIB);
+	cn_copy_disarm(&st);
+	ok(calls == 4, "progress: not when not asked for");
+	ok(cn_copy_arm(0, NULL) == 0, "0 threads: nothing is hooked");
 	free(a);
 	free(b);
 	free(c);

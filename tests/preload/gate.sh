@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Restores onto one GPU that start together take turns (preload/gate.c), with the fake driver's
+# restore spending CUDANAP_FAKE_SETUP_MS in its "setup" before it copies and CUDANAP_FAKE_BLOCK_MS
+# on each 2 MiB block of its copy: no two setups at once, the next setup beside the end of the copy
+# before it, the waits shown in the status, every byte back. With copy_threads = 0 there is no
+# gate, nor with [restore] take_turns = false (and the setups overlap, which shows that the check
+# can see it). A holder that dies lets the next one in; one that never lets go holds a restore up
+# for 10 s at most. Processes on different GPUs do not wait for each other.
+. "$(dirname "$0")/../lib.sh"
+export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake \
+	CUDANAP_FAKE_COPY_MIB=32 CUDANAP_FAKE_FOOTPRINT_MIB=32 CUDANAP_FAKE_SETUP_MS=200 \
+	CUDANAP_FAKE_BLOCK_MS=20 CUDANAP_FAKE_GPUS=2
+mkdir "$T/fake"
+
+# overlaps: how many pairs of setup intervals in the events file overlap
+overlaps() {
+	awk '$1 == "setup" && $3 == "begin" { b[$2] = $4 } $1 == "setup" && $3 == "end" { e[$2] = $4 }
+		END { n = 0; for (p in b) for (q in b) if (p < q && b[p] < e[q] && b[q] < e[p]) n++;
+		      print n }' "$T/fake/events"
+}
+setups() { grep -c "^setup [0-9]* end" "$T/fake/events"; }
+# pipelined: of the setups in the order they ran, how many began before the copy of the one
+# before ended
+pipelined() {
+	awk '$1 == "setup" && $3 == "begin" { order[n++] = $2; sb[$2] = $4 }
+		$1 == "copy" && $3 == "end" { ce[$2] = $4 }
+		END { k = 0; for (i = 1; i < n; i++) if (sb[order[i]] < ce[order[i - 1]]) k++; print k }' \
+		"$T/fake/events"
+}
+
+write_ini "[log]" "level = debug" "target = $T/job.log"
+start A "$TARGET"
+start B "$TARGET"
+start C "$TARGET"
+out=$("$CUDANAP" suspend --all); rc=$?
+is "$rc" 0 "three processes suspended"
+: > "$T/fake/events"
+out=$("$CUDANAP" resume --all); rc=$?
+like "$out:$rc" "total: 3 processes, 3 resumed, 0 without CUDA, 0 failed, [0-9.]+ s:0" "resumed together"
+is "$(setups):$(overlaps)" "3:0" "the three setups took turns: none overlapped"
+is "$(pipelined)" 2 "each next setup ran beside the end of the copy before it"
+waits=0
+for p in $A_pid $B_pid $C_pid; do
+	w=$(field "$p" wait_ms)
+	[ "$w" != null ] && awk -v w="$w" 'BEGIN { exit !(w >= 100) }' && waits=$((waits + 1))
+done
+is "$waits" 2 "two of them waited for their turn, and the status shows how long"
+like "$out" "resumed in [0-9.]+ m?s \(wait [0-9.]+ ms, restore" "the CLI's line names the wait"
+like "$(cat "$T/job.log")" "resumed in [0-9.]+ m?s \(wait [0-9.]+ ms, restore" "so does the log's"
+for n in A B C; do
+	ask $n verify
+	is "$REPLY" "verify ok" "$n's data intact"
+done
+gate=$(ls -d "$T"/status/.restore-gate-GPU-* 2> /dev/null)
+is "$(basename "$gate")" ".restore-gate-GPU-face0000-0000-0000-0000-000000000000" \
+	"the gate is a hidden file beside the status files, one per GPU"
+
+# -- copy_threads = 0: nothing tells when the copying starts, so no gate
+write_ini "[log]" "level = debug" "target = $T/job.log" "[performance]" "copy_threads = 0"
+"$CUDANAP" suspend --all > /dev/null
+: > "$T/fake/events"
+out=$("$CUDANAP" resume --all); rc=$?
+like "$out:$rc" "3 resumed, .*:0" "resumed without the gate"
+check "and their setups overlapped ($(overlaps) pairs)" test "$(overlaps)" -ge 1
+for n in A B C; do
+	ask $n verify
+	is "$REPLY" "verify ok" "$n's data intact"
+done
+
+# -- [restore] take_turns = false: no gate either
+write_ini "[log]" "level = debug" "target = $T/job.log" "[restore]" "take_turns = false"
+"$CUDANAP" suspend --all > /dev/null
+: > "$T/fake/events"
+out=$("$CUDANAP" resume --all); rc=$?
+like "$out:$rc" "3 resumed, .*:0" "take_turns = false: resumed"
+check "and their setups overlapped ($(overlaps) pairs)" test "$(overlaps)" -ge 1
+
+# -- a process on the other GPU does not wait for one on this GPU
+write_ini "[log]" "level = debug" "target = $T/job.log"
+CUDANAP_FAKE_START_GPU=1 start D "$TARGET"
+"$CUDANAP" suspend "$A_pid" "$D_pid" > /dev/null
+: > "$T/fake/events"
+out=$("$CUDANAP" resume "$A_pid" "$D_pid"); rc=$?
+like "$out:$rc" "2 resumed, .*:0" "two processes on two GPUs resumed together"
+is "$(setups):$(overlaps):$(field "$A_pid" wait_ms):$(field "$D_pid" wait_ms)" "2:1:null:null" \
+	"their setups overlapped, neither waited"
+ask D verify
+is "$REPLY" "verify ok" "data intact on the other GPU"
+ask D quit
+
+# -- a holder that dies, and one that never lets go
+write_ini "[log]" "level = debug" "target = $T/job.log"
+# hold_gate: a process holds the gate (flock -o: the lock is in flock's own descriptor only);
+# holder is its pid, sleeper its command's
+hold_gate() {
+	flock -o "$gate" sleep 60 < /dev/null > /dev/null 2>&1 &
+	holder=$!
+	for _ in $(seq 50); do sleeper=$(pgrep -P $holder) && break; sleep 0.02; done
+}
+"$CUDANAP" suspend "$A_pid" > /dev/null
+hold_gate
+(sleep 1; kill -9 $holder) &
+out=$("$CUDANAP" resume "$A_pid"); rc=$?
+w=$(field "$A_pid" wait_ms)
+check "a holder killed after 1 s: the restore went in then (waited $w ms)" \
+	awk -v w="$w" -v rc="$rc" 'BEGIN { exit !(rc == 0 && w >= 700 && w < 5000) }'
+ask A verify
+is "$REPLY" "verify ok" "data intact"
+
+kill $sleeper
+"$CUDANAP" suspend "$A_pid" > /dev/null
+hold_gate
+out=$("$CUDANAP" resume "$A_pid"); rc=$?
+w=$(field "$A_pid" wait_ms)
+check "a holder that never lets go: the restore goes on after 10 s (waited $w ms)" \
+	awk -v w="$w" -v rc="$rc" 'BEGIN { exit !(rc == 0 && w >= 10000 && w < 12000) }'
+like "$(cat "$T/job.log")" "restore gate in .* not had after 100[0-9][0-9] ms: restoring without it" \
+	"and says so in the log"
+ask A verify
+is "$REPLY" "verify ok" "data intact"
+kill $holder $sleeper
+for n in A B C; do ask $n quit; done
+finish
