@@ -41,8 +41,6 @@ static struct {
 	/* What the process held per GPU at its last checkpoint, for the check before restore. */
 	uint32_t n_use;
 	struct cn_gpu_use use[CN_MAX_GPUS];
-	/* Its large copies, as many as the restore copies back (0: not known). */
-	size_t ckpt_copied;
 	bool thp;      /* transparent huge pages not [never] on this host */
 	bool thp_said; /* the fallback was logged once */
 	/* Hibernate: asked for at this suspend (the file is open), the disk space it found, and
@@ -399,12 +397,12 @@ static bool reload(const char *verb)
 }
 
 /* How long a restore waits for its turn at most: the last of eight 4 GiB processes on one GPU
- * waits about 1 s. */
+ * waits about 0.5 s. */
 #define GATE_MAX_MS 10000
 
 /* A driver call that moves the process's memory, with libcuda's large copies run in parallel.
- * A restore takes its turn at its GPUs' gates first ([restore] take_turns); the copies tell the
- * gate how far it is, so with copy_threads = 0 there is no gate. */
+ * A restore takes its turn at its GPUs' gates first ([restore] take_turns) and leaves when the
+ * driver starts copying: the copy is what tells, so with copy_threads = 0 there is no gate. */
 static int moving_call(uint32_t op, struct cn_resp *r)
 {
 	struct cn_copy_stats cs;
@@ -415,13 +413,13 @@ static int moving_call(uint32_t op, struct cn_resp *r)
 	if (!ag.cfg.copy_threads)
 		return call(op, r);
 	if (op == CN_OP_RESTORE && ag.cfg.take_turns) {
-		unsigned char gpus[CN_GATE_MAX][16];
+		unsigned char gpus[CN_MAX_GPUS][16];
 		int n = 0;
 
-		for (uint32_t i = 0; i < ag.n_use && n < CN_GATE_MAX; i++)
+		for (uint32_t i = 0; i < ag.n_use && n < CN_MAX_GPUS; i++)
 			memcpy(gpus[n++], ag.use[i].uuid, 16);
 		gated = cn_gate_enter(ag.cfg.status_dir, (const unsigned char(*)[16])gpus, n,
-				      GATE_MAX_MS, ag.ckpt_copied, &waited) == 0;
+				      GATE_MAX_MS, &waited) == 0;
 		if (waited >= 0.1)
 			ag.st.step_ms[CN_STEP_WAIT] = waited;
 		if (!gated)
@@ -429,12 +427,10 @@ static int moving_call(uint32_t op, struct cn_resp *r)
 			       "restore gate in %s not had after %.0f ms: restoring without it",
 			       ag.cfg.status_dir, waited);
 	}
-	cn_copy_arm(ag.cfg.copy_threads, gated ? cn_gate_progress : NULL);
+	cn_copy_arm(ag.cfg.copy_threads, gated ? cn_gate_leave : NULL);
 	rc = call(op, r);
 	cn_copy_disarm(&cs);
 	cn_gate_leave();
-	if (op == CN_OP_CHECKPOINT)
-		ag.ckpt_copied = cs.hooked ? cs.big_bytes : 0;
 	cn_log(&ag.cfg, CN_LOG_DEBUG,
 	       "libcuda copies: %d slots hooked, %lu calls, %.0f MiB; %lu of 2 MiB or more "
 	       "(%.0f MiB, largest %zu KiB) in %.1f ms on %u threads",

@@ -45,7 +45,8 @@ static struct {
 } slots[MAX_SLOTS];
 static int n_slots;
 static copy_fn real_memcpy, real_memmove;
-static void (*on_large)(size_t done);
+static void (*first_large)(void);
+static atomic_bool large_seen;
 
 /* The pool: one job at a time; a caller that finds it busy copies alone. The driver copies in
  * blocks of a few MiB, each a part of 50-100 us per thread: a condition variable's wake-up costs
@@ -204,8 +205,10 @@ static void *hooked_memcpy(void *d, const void *s, size_t n)
 {
 	unsigned long long t0 = n >= PAR_MIN ? now_ns() : 0;
 
-	if (n >= PAR_MIN && on_large)
-		on_large(atomic_load(&st.big_bytes));
+	if (n >= PAR_MIN && first_large &&
+	    !atomic_load_explicit(&large_seen, memory_order_relaxed) &&
+	    !atomic_exchange(&large_seen, true))
+		first_large();
 	if (n >= PAR_MIN && pool.n && pthread_mutex_trylock(&pool.busy) == 0) {
 		parallel_copy(d, s, n);
 		pthread_mutex_unlock(&pool.busy);
@@ -336,7 +339,7 @@ static int hook_lib(struct dl_phdr_info *info, size_t size, void *data)
 	return 1;
 }
 
-int cn_copy_arm(unsigned threads, void (*progress)(size_t done))
+int cn_copy_arm(unsigned threads, void (*on_first_large)(void))
 {
 	/* The driver library: the one the controller loads too. */
 	const char *lib = secure_getenv("CUDANAP_LIBCUDA");
@@ -345,7 +348,8 @@ int cn_copy_arm(unsigned threads, void (*progress)(size_t done))
 	if (lib && *lib)
 		f.lib = strrchr(lib, '/') ? strrchr(lib, '/') + 1 : lib;
 	memset(&st, 0, sizeof(st));
-	on_large = progress;
+	first_large = on_first_large;
+	atomic_store(&large_seen, false);
 	if (!real_memcpy) {
 		real_memcpy = (copy_fn)dlsym(RTLD_DEFAULT, "memcpy");
 		real_memmove = (copy_fn)dlsym(RTLD_DEFAULT, "memmove");

@@ -16,9 +16,9 @@ struct cn_copy_stats {
 };
 
 /* Redirect libcuda's memcpy/memmove and start threads-1 helpers; returns slots hooked.
- * progress, if not NULL, is called in the driver's thread before each copy of 2 MiB or more with
- * the bytes of those copied so far in this window (the restore gate's measure, gate.c). */
-int cn_copy_arm(unsigned threads, void (*progress)(size_t done));
+ * first_large, if not NULL, is called once, in the driver's thread, when the driver starts its
+ * first copy of 2 MiB or more: the end of its setup (the restore gate's cue, gate.c). */
+int cn_copy_arm(unsigned threads, void (*first_large)(void));
 void cn_copy_disarm(struct cn_copy_stats *out);
 
 /* In a forked child: the parent's window, if one was open, is closed without its threads. */
