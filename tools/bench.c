@@ -397,7 +397,7 @@ static void phases(double gib, const struct mode *m, const struct sample *s, int
 	phase_row("host to device: libcuda's copies on threads", cr, f_cr, "memcpy");
 	phase_row("host to device: the rest of the driver's call (DMA, bookkeeping)",
 		  rest - resv - cr - unmap, f_h2d, "pinned H2D");
-	phase_row("unmapping the host copy", unmap, 0, "");
+	phase_row("the driver's unmap of the host copy (freed after the status)", unmap, 0, "");
 	phase_row("unlock", unlock, 0, "");
 	phase_row("resume: status, round trips", res - rest - unlock, 0, "");
 	phase_row("**resume, signal to status**", res, f_h2d > f_cr ? f_h2d : f_cr,
