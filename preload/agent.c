@@ -304,13 +304,8 @@ static void finish(const struct cn_resp *r, const char *what, const char *messag
 	else
 		cn_log(&ag.cfg, CN_LOG_ERROR, "%s failed: %s: %s; state %s", ag.st.action, r->name,
 		       message, ag.st.state);
-	/* The host copy a restore gave back is unmapped now that the outcome is out. */
-	{
-		double ms = cn_staging_free_retired();
-
-		if (ms > 0)
-			cn_log(&ag.cfg, CN_LOG_DEBUG, "host copy unmapped in %.1f ms", ms);
-	}
+	cn_staging_free_retired_soon(); /* the host copy a restore gave back, now the outcome is out
+					 */
 
 	event = ag.st.action;
 	if (!ok && r->result != CUDA_ERROR_NOT_INITIALIZED)

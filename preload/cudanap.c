@@ -274,10 +274,12 @@ static void before_fork(void)
 	if (sig_prepare)
 		sigaddset(&ours, sig_prepare);
 	pthread_sigmask(SIG_BLOCK, &ours, &mask_before_fork);
+	cn_staging_before_fork();
 }
 
 static void after_fork_parent(void)
 {
+	cn_staging_after_fork_parent();
 	pthread_sigmask(SIG_SETMASK, &mask_before_fork, NULL);
 }
 

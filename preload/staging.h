@@ -33,8 +33,12 @@ size_t cn_staging_release(void);
 /* In a forked child: a window the parent had open is not the child's, nor a buffer it kept. */
 void cn_staging_after_fork(void);
 void cn_staging_unmap_stats(struct cn_staging_stats *out);
-/* Unmap the host copy the driver gave back at the end of a restore, if any (the agent calls it
- * once the resume is reported; safe anywhere); returns the ms it took. */
-double cn_staging_free_retired(void);
+/* Unmap the host copy the driver gave back at the end of a restore, if any: now, or in a thread
+ * of its own (the agent, once the resume is reported). */
+void cn_staging_free_retired(void);
+void cn_staging_free_retired_soon(void);
+/* Around fork: a child gets the copy either whole, and unmaps it, or not at all. */
+void cn_staging_before_fork(void);
+void cn_staging_after_fork_parent(void);
 
 #endif
