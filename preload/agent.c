@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "cn_status.h"
 #include "copy.h"
 #include "cuda_abi.h"
@@ -246,14 +247,6 @@ static void begin(const char *action)
 		ag.st.host_mib = (double)ag.prepared_bytes / (1 << 20);
 }
 
-static double mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 /* A prepared host copy is given back: used by a checkpoint, or not used in time. */
 static void unprepare(void)
 {
@@ -304,8 +297,8 @@ static void finish(const struct cn_resp *r, const char *what, const char *messag
 	else
 		cn_log(&ag.cfg, CN_LOG_ERROR, "%s failed: %s: %s; state %s", ag.st.action, r->name,
 		       message, ag.st.state);
-	cn_staging_free_retired_soon(); /* the host copy a restore gave back, now the outcome is out
-					 */
+	/* The host copy a restore gave back is unmapped now that the outcome is out. */
+	cn_staging_free_retired_soon();
 
 	event = ag.st.action;
 	if (!ok && r->result != CUDA_ERROR_NOT_INITIALIZED)
@@ -774,7 +767,7 @@ static void prepare(void)
 		return;
 	}
 	ag.prepared_bytes = ss.bytes;
-	ag.prepared_until = mono_ms() + ag.cfg.prepare_s * 1000.0;
+	ag.prepared_until = cn_now_ms() + ag.cfg.prepare_s * 1000.0;
 	ag.st.prepared = true;
 	ag.st.host_mib = ag.st.staged_mib = (double)ss.bytes / (1 << 20);
 	ag.st.prefault_ms = ag.st.step_ms[CN_STEP_PREPARE] = ss.prefault_ms;
@@ -828,7 +821,7 @@ static void *agent_main(void *arg)
 		struct pollfd p[2] = { { .fd = ag.wake_fd, .events = POLLIN },
 				       { .fd = ag.sock, .events = POLLIN } };
 		bool suspended_now = strcmp(ag.st.state, "checkpointed") == 0, prep, want;
-		double left = ag.prepared_until ? ag.prepared_until - mono_ms() : -1;
+		double left = ag.prepared_until ? ag.prepared_until - cn_now_ms() : -1;
 		int r;
 
 		if (ag.prepared_until && left <= 0) {

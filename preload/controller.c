@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "cuda_abi.h"
 #include "hostmem.h"
 #include "nvml.h"
@@ -116,14 +117,6 @@ static void ensure_init(void)
 		inited = 1;
 		cu.init(0);
 	}
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 static void describe(struct cn_resp *resp, CUresult r)
@@ -320,9 +313,9 @@ static int make_room(const struct cn_req *req, const CUcheckpointGpuPair *list, 
 			fail(resp, CN_RES_BAD_MAP, "BAD_GPU_MAP", why);
 			goto undo;
 		}
-		t0 = now_ms();
+		t0 = cn_now_ms();
 		k_free = cn_nvml_free(to, &free_b, why, sizeof(why));
-		resp->check_ms += now_ms() - t0;
+		resp->check_ms += cn_now_ms() - t0;
 		if (k_free == 0 && free_b < need + req->margin_bytes) {
 			snprintf(why, sizeof(why),
 				 "GPU %d (%s) has %llu MiB free; the job needs %llu MiB there plus "
@@ -335,9 +328,9 @@ static int make_room(const struct cn_req *req, const CUcheckpointGpuPair *list, 
 		}
 		if (!req->reserve)
 			continue;
-		t0 = now_ms();
+		t0 = cn_now_ms();
 		r = hold(&h[n], g[k].dev, need);
-		resp->hold_ms += now_ms() - t0;
+		resp->hold_ms += cn_now_ms() - t0;
 		if (r != CUDA_SUCCESS) {
 			const char *name = NULL;
 
@@ -392,10 +385,10 @@ static CUresult do_restore(const struct cn_req *req, struct cn_resp *resp)
 	/* The window in which another process could take the memory back from under the restore is
 	 * the time between these two calls. */
 	{
-		double t0 = now_ms();
+		double t0 = cn_now_ms();
 
 		free_holds(held, n_held);
-		resp->hold_ms += now_ms() - t0;
+		resp->hold_ms += cn_now_ms() - t0;
 	}
 	return cu.restore(target, &args);
 }
@@ -473,13 +466,8 @@ static void serve(const struct cn_req *req, struct cn_resp *resp)
 			resp->state = st;
 		return;
 	}
-	{
-		struct timespec ts;
-
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		resp->call_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-	}
-	t0 = now_ms();
+	resp->call_ns = cn_now_ns();
+	t0 = cn_now_ms();
 	switch (req->op) {
 	case CN_OP_STATE:
 	case CN_OP_PREPARE:
@@ -508,7 +496,7 @@ static void serve(const struct cn_req *req, struct cn_resp *resp)
 	default:
 		r = CUDA_ERROR_INVALID_VALUE;
 	}
-	resp->elapsed_ms = now_ms() - t0;
+	resp->elapsed_ms = cn_now_ms() - t0;
 	if (req->op == CN_OP_STATE || req->op == CN_OP_PREPARE)
 		r = cu.get_state(target, &st);
 	else if (cu.get_state(target, &st) != CUDA_SUCCESS)

@@ -32,6 +32,8 @@
 #include <emmintrin.h>
 #endif
 
+#include "clock.h"
+
 #define MAX_THREADS 64
 #define PAR_MIN	    (2ul << 20) /* smaller copies are not worth a handoff */
 #define MAX_SLOTS   8
@@ -74,14 +76,6 @@ static struct {
 	atomic_ulong calls, big_calls, bytes, big_bytes, largest, ns;
 } st;
 
-static unsigned long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
-}
-
 /* memcpy with stores that bypass the cache, visible to the DMA that follows once it returns. */
 static void stream_copy(char *d, const char *s, size_t n)
 {
@@ -121,7 +115,7 @@ static void copy_part(unsigned i)
  * else is runnable (several processes restoring at once have more helpers than CPUs). */
 static void spin(unsigned long long t0)
 {
-	if (now_ns() - t0 < SPIN_PAUSE_NS) {
+	if (cn_now_ns() - t0 < SPIN_PAUSE_NS) {
 #if defined(__x86_64__) || defined(__i386__)
 		__builtin_ia32_pause();
 #endif
@@ -135,11 +129,11 @@ static void spin(unsigned long long t0)
  * the sleepers (both sequentially consistent): one of the two always sees the other. */
 static unsigned long next_job(unsigned long seen)
 {
-	unsigned long long t0 = now_ns();
+	unsigned long long t0 = cn_now_ns();
 	unsigned long g;
 
 	while ((g = atomic_load(&pool.gen)) == seen && !atomic_load(&pool.quit)) {
-		if (now_ns() - t0 < SPIN_NS) {
+		if (cn_now_ns() - t0 < SPIN_NS) {
 			spin(t0);
 			continue;
 		}
@@ -149,7 +143,7 @@ static unsigned long next_job(unsigned long seen)
 			pthread_cond_wait(&pool.go, &pool.mu);
 		atomic_fetch_sub(&pool.sleepers, 1);
 		pthread_mutex_unlock(&pool.mu);
-		t0 = now_ns();
+		t0 = cn_now_ns();
 	}
 	return atomic_load(&pool.quit) ? 0 : g;
 }
@@ -182,7 +176,7 @@ static void parallel_copy(void *d, const void *s, size_t n)
 		pthread_mutex_unlock(&pool.mu);
 	}
 	copy_part(pool.n); /* the caller takes the last part */
-	for (unsigned long long t0 = now_ns(); atomic_load(&pool.pending);)
+	for (unsigned long long t0 = cn_now_ns(); atomic_load(&pool.pending);)
 		spin(t0);
 }
 
@@ -203,7 +197,7 @@ static void account(size_t n, unsigned long long ns)
 
 static void *hooked_memcpy(void *d, const void *s, size_t n)
 {
-	unsigned long long t0 = n >= PAR_MIN ? now_ns() : 0;
+	unsigned long long t0 = n >= PAR_MIN ? cn_now_ns() : 0;
 
 	if (n >= PAR_MIN && first_large &&
 	    !atomic_load_explicit(&large_seen, memory_order_relaxed) &&
@@ -215,7 +209,7 @@ static void *hooked_memcpy(void *d, const void *s, size_t n)
 	} else {
 		real_memcpy(d, s, n);
 	}
-	account(n, t0 ? now_ns() - t0 : 0);
+	account(n, t0 ? cn_now_ns() - t0 : 0);
 	return d;
 }
 

@@ -30,6 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
+
 #define POLL_NS 200000 /* between tries: well under one process's setup */
 
 static struct {
@@ -37,14 +39,6 @@ static struct {
 	int n;
 } g;
 static atomic_bool inside;
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static int by_uuid(const void *a, const void *b)
 {
@@ -70,7 +64,7 @@ static int take(const char *path, double deadline)
 	if (fd < 0)
 		return -1;
 	while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		if ((errno != EWOULDBLOCK && errno != EINTR) || now_ms() >= deadline) {
+		if ((errno != EWOULDBLOCK && errno != EINTR) || cn_now_ms() >= deadline) {
 			close(fd);
 			return -1;
 		}
@@ -83,7 +77,7 @@ int cn_gate_enter(const char *dir, const unsigned char (*uuids)[16], int n, unsi
 		  double *waited_ms)
 {
 	unsigned char sorted[CN_MAX_GPUS][16];
-	double t0 = now_ms();
+	double t0 = cn_now_ms();
 	char path[4096], s[CN_UUID_STR_LEN];
 	int fd;
 
@@ -99,12 +93,12 @@ int cn_gate_enter(const char *dir, const unsigned char (*uuids)[16], int n, unsi
 			     n ? s : "") >= (int)sizeof(path) ||
 		    (fd = take(path, t0 + max_ms)) < 0) {
 			close_all(true);
-			*waited_ms = now_ms() - t0;
+			*waited_ms = cn_now_ms() - t0;
 			return -1;
 		}
 		g.fd[g.n++] = fd;
 	}
-	*waited_ms = now_ms() - t0;
+	*waited_ms = cn_now_ms() - t0;
 	atomic_store(&inside, true);
 	return 0;
 }

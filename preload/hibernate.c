@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "cn_config.h"
 
 #define MAX_THREADS 64
@@ -38,14 +39,6 @@ static struct {
 	bool writing;
 	atomic_bool stop;
 } h = { .fd = -1 };
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 int cn_hib_open(const char *dir, char *err, size_t len)
 {
@@ -159,7 +152,7 @@ uint64_t cn_hib_disk_bytes(void)
 
 int cn_hib_settle(void *addr, size_t len, struct cn_hib_stats *s, char *err, size_t errlen)
 {
-	double t0 = now_ms();
+	double t0 = cn_now_ms();
 	int e = 0;
 
 	memset(s, 0, sizeof(*s));
@@ -169,7 +162,7 @@ int cn_hib_settle(void *addr, size_t len, struct cn_hib_stats *s, char *err, siz
 				    SYNC_FILE_RANGE_WAIT_AFTER) < 0 ||
 	    fdatasync(h.fd) < 0)
 		e = errno;
-	s->write_ms = now_ms() - t0;
+	s->write_ms = cn_now_ms() - t0;
 	if (e) {
 		int r = to_ram(addr, len);
 
@@ -181,10 +174,10 @@ int cn_hib_settle(void *addr, size_t len, struct cn_hib_stats *s, char *err, siz
 			cn_hib_close();
 		return -1;
 	}
-	t0 = now_ms();
+	t0 = cn_now_ms();
 	madvise(addr, len, MADV_PAGEOUT);
 	posix_fadvise(h.fd, 0, 0, POSIX_FADV_DONTNEED);
-	s->pageout_ms = now_ms() - t0;
+	s->pageout_ms = cn_now_ms() - t0;
 	return 0;
 }
 
@@ -218,7 +211,7 @@ int cn_hib_readback(void *addr, size_t len, unsigned threads, double *ms, char *
 	bool running[MAX_THREADS] = { false };
 	size_t chunk = 64ul << 20, per;
 	unsigned n = threads ? (threads > MAX_THREADS ? MAX_THREADS : threads) : 1, k = 0;
-	double t0 = now_ms();
+	double t0 = cn_now_ms();
 	int e = 0;
 
 	per = ((len + n - 1) / n + chunk - 1) / chunk * chunk;
@@ -238,7 +231,7 @@ int cn_hib_readback(void *addr, size_t len, unsigned threads, double *ms, char *
 	}
 	for (unsigned i = 0; i < k && !e; i++)
 		e = parts[i].err;
-	*ms = now_ms() - t0;
+	*ms = cn_now_ms() - t0;
 	if (e) {
 		snprintf(err, errlen, "hibernate: reading back from %s failed: %s", h.dir,
 			 strerror(e));

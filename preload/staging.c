@@ -31,6 +31,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
+
 #define PUBLIC	    __attribute__((visibility("default")))
 #define HUGE_SZ	    (2ul << 20)
 #define MIN_STAGED  (64ul << 20) /* smaller mappings are not the host copy */
@@ -75,14 +77,6 @@ static int sys_munmap(void *a, size_t l)
 	if (real_munmap)
 		return real_munmap(a, l);
 	return (int)syscall(SYS_munmap, a, l);
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 /* Prefault threads take the buffer in CHUNK pieces, in address order, from one counter (on an
@@ -196,12 +190,12 @@ static void *hand_out(void *p, size_t len, size_t map)
 /* The host copy: in the hibernate file, in a kept or prepared buffer, or fresh. */
 static void *stage(size_t len, int prot)
 {
-	double t0 = now_ms();
+	double t0 = cn_now_ms();
 	void *p;
 
 	if (want.file >= 0 && (p = stage_file(len, prot)) != MAP_FAILED) {
 		drop_spare(); /* its RAM is what hibernating is for */
-		stats.prefault_ms = now_ms() - t0;
+		stats.prefault_ms = cn_now_ms() - t0;
 		return hand_out(p, len, len);
 	}
 	if (spare_fits(len)) {
@@ -215,7 +209,7 @@ static void *stage(size_t len, int prot)
 	if (p == MAP_FAILED)
 		return MAP_FAILED;
 	stats.threads = want.threads;
-	stats.prefault_ms = now_ms() - t0;
+	stats.prefault_ms = cn_now_ms() - t0;
 	return hand_out(p, len, len);
 }
 
@@ -251,7 +245,7 @@ PUBLIC void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t o
 PUBLIC int munmap(void *addr, size_t len)
 {
 	if (addr && addr == staged && len == staged_len) {
-		double t0 = now_ms();
+		double t0 = cn_now_ms();
 
 		staged = NULL;
 		if (want.keep && !stats.file) {
@@ -262,7 +256,7 @@ PUBLIC int munmap(void *addr, size_t len)
 			retired_len = staged_map;
 			atomic_store(&retired, addr);
 		}
-		stats.unmap_ms = now_ms() - t0;
+		stats.unmap_ms = cn_now_ms() - t0;
 		return 0;
 	}
 	return sys_munmap(addr, len);
@@ -364,7 +358,7 @@ void cn_staging_free_retired_soon(void)
 
 int cn_staging_prepare(size_t len, bool hugepages, unsigned threads, struct cn_staging_stats *out)
 {
-	double t0 = now_ms();
+	double t0 = cn_now_ms();
 	void *p;
 
 	memset(out, 0, sizeof(*out));
@@ -382,7 +376,7 @@ int cn_staging_prepare(size_t len, bool hugepages, unsigned threads, struct cn_s
 	}
 	out->bytes = spare_len;
 	out->addr = spare;
-	out->prefault_ms = now_ms() - t0;
+	out->prefault_ms = cn_now_ms() - t0;
 	return 0;
 }
 
