@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # bench-jobs: whole-job suspend and resume. N processes of G GiB each on one GPU, suspended and
 # resumed together with `cudanap suspend|resume --all`, against one process of N*G GiB, in the same
-# run, and the N processes again without the restore's reservation ([restore] reserve = false), to
-# show what the reservations cost when they run together. Every resume is verified bit for bit.
-# Prints medians of REPS repetitions, the ratios, and for the last resume of each set the restore's
-# and the reservation's time in each process (from the status files).
+# run, and the N processes again without taking turns ([restore] take_turns = false) and without
+# the restore's reservation ([restore] reserve = false), to show what each does when they run
+# together. Every resume is verified bit for bit. Prints medians of REPS repetitions, the ratios,
+# and for the last resume of each set the restore's, the reservation's and the wait's time in each
+# process (from the status files).
 # Run through `ninja -C build bench-jobs`; N, G and REPS come from the environment (8, 4, 3).
 set -u
 N=${N:-8} G=${G:-4} REPS=${REPS:-3}
@@ -48,6 +49,16 @@ verify_set() { # every process answers "verify ok"
 now() { date +%s.%N; }
 median() { sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
+# per_process KEY: "median M max X" of KEY over the status files (null or absent counts 0)
+per_process() {
+	local f v=()
+	for f in "$T"/status/*.json; do
+		v+=("$(grep -o "\"$1\":[0-9.]*" "$f" | cut -d: -f2)")
+	done
+	printf '%s\n' "${v[@]:-0}" | sed 's/^$/0/' > "$T/per_process"
+	printf 'median %s max %s' "$(median < "$T/per_process")" "$(sort -g "$T/per_process" | tail -n1)"
+}
+
 # measure LABEL COUNT GIB: REPS cycles of suspend --all / resume --all
 measure() {
 	local s=() r=() t0 t1 t2
@@ -62,21 +73,15 @@ measure() {
 		s+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')")
 		r+=("$(awk -v a="$t1" -v b="$t2" 'BEGIN { printf "%.3f", b - a }')")
 	done
-	# the last resume, per process: restore and reservation ms (medians and max over the processes)
-	local f restore=() reserve=() wait=()
-	for f in "$T"/status/*.json; do
-		restore+=("$(grep -o '"restore_ms":[0-9.]*' "$f" | cut -d: -f2)")
-		reserve+=("$(grep -o '"reserve_ms":[0-9.]*' "$f" | cut -d: -f2)")
-		wait+=("$(grep -o '"wait_ms":[0-9.]*' "$f" | cut -d: -f2)")
-	done
+	# the last resume, per process: restore, reservation and wait ms (a step that did not run: 0)
+	local restore reserve wait
+	restore=$(per_process restore_ms) reserve=$(per_process reserve_ms) wait=$(per_process wait_ms)
 	stop_set
 	eval "${1}_s=$(printf '%s\n' "${s[@]}" | median) ${1}_r=$(printf '%s\n' "${r[@]}" | median)"
 	printf '%-30s suspend %6.2f s   resume %6.2f s   (all: %s / %s)\n' "$2 x $3 GiB${4:+, $4}" \
 		"$(eval echo \$${1}_s)" "$(eval echo \$${1}_r)" "${s[*]}" "${r[*]}"
-	printf '%30s last resume, per process: restore ms median %s max %s; reservation ms median %s max %s; wait for its turn ms median %s max %s\n' "" \
-		"$(printf '%s\n' "${restore[@]}" | median)" "$(printf '%s\n' "${restore[@]}" | sort -g | tail -n1)" \
-		"$(printf '%s\n' "${reserve[@]:-0}" | median)" "$(printf '%s\n' "${reserve[@]:-0}" | sort -g | tail -n1)" \
-		"$(printf '%s\n' "${wait[@]:-0}" | sed 's/^$/0/' | median)" "$(printf '%s\n' "${wait[@]:-0}" | sed 's/^$/0/' | sort -g | tail -n1)"
+	printf '%30s last resume, per process: restore ms %s; reservation ms %s; wait for its turn ms %s\n' "" \
+		"$restore" "$reserve" "$wait"
 }
 
 echo "bench-jobs: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n1), $REPS reps, medians"
