@@ -61,9 +61,11 @@ static struct {
 	CUresult (*htod)(CUdeviceptr, const void *, size_t);
 } cu;
 
-/* The floors of this run: the host's (floors.c) and the GPU's pinned copies, GiB/s. */
+/* The floors of this run: the host's (floors.c) and the GPU's pinned copies, GiB/s: one large copy
+ * each way, and the driver's own pattern, 2 MiB blocks one at a time, each waited for. */
 static struct cn_floors host;
-static double pinned_d2h, pinned_h2d;
+static double pinned_d2h, pinned_h2d, block_d2h, block_h2d;
+#define DRIVER_BLOCK (2u << 20)
 
 static double now_s(void)
 {
@@ -348,7 +350,9 @@ static void phase_row(const char *what, double ms, double floor_s, const char *f
 
 /* Where a mode's time goes, phase by phase, beside the floor for that many bytes on this machine:
  * medians over the repetitions. The floors: populating huge pages and memcpy at the thread count
- * cudanap uses, pinned DMA each way; a pipelined copy's floor is the slower of DMA and memcpy. */
+ * cudanap uses, pinned DMA each way; a pipelined copy's floor is the slower of DMA and memcpy.
+ * Device to host the driver waits for each 2 MiB block's DMA before the next, so its DMA floor is
+ * that pattern's rate; host to device it does not wait, so its floor is one large copy's. */
 static void phases(double gib, const struct mode *m, const struct sample *s, int n,
 		   const double reserve[2])
 {
@@ -367,7 +371,7 @@ static void phases(double gib, const struct mode *m, const struct sample *s, int
 	       sus = MEDIAN_OF(s, n, x->suspend) * 1000, res = MEDIAN_OF(s, n, x->resume) * 1000,
 	       sig = MEDIAN_OF(s, n, x->signal_ms), thp = host.populate_thp[1], mc = host.memcpy[1];
 	double f_pop = thp > 0 ? staged / thp : 0, f_cs = mc > 0 ? copy_s / mc : 0,
-	       f_cr = mc > 0 ? copy_r / mc : 0, f_d2h = pinned_d2h > 0 ? staged / pinned_d2h : 0,
+	       f_cr = mc > 0 ? copy_r / mc : 0, f_d2h = block_d2h > 0 ? staged / block_d2h : 0,
 	       f_h2d = pinned_h2d > 0 ? staged / pinned_h2d : 0;
 	char what[64];
 
@@ -387,10 +391,12 @@ static void phases(double gib, const struct mode *m, const struct sample *s, int
 		  "huge-page population");
 	phase_row("device to host: libcuda's copies on threads", cs, f_cs, "memcpy");
 	phase_row("device to host: the rest of the driver's call (DMA, bookkeeping)",
-		  ckpt - pf - cs, f_d2h, "pinned D2H");
+		  ckpt - pf - cs, 0, "");
+	phase_row("device to host, the driver's call without host pages", ckpt - pf,
+		  f_d2h > f_cs ? f_d2h : f_cs, "max(2 MiB D2H blocks one at a time, memcpy)");
 	phase_row("suspend: status, round trips", sus - lock - ckpt - sig, 0, "");
 	phase_row("**suspend, signal to status**", sus, f_pop + (f_d2h > f_cs ? f_d2h : f_cs),
-		  "population + max(D2H, memcpy)");
+		  m->prepared ? "max(D2H blocks, memcpy)" : "population + max(D2H blocks, memcpy)");
 	snprintf(what, sizeof(what), "reservation (room check %.1f, hold %.1f ms)", reserve[0],
 		 reserve[1]);
 	phase_row(what, resv, 0, "");
@@ -569,13 +575,37 @@ static void load_driver(void)
 	cu.init(0);
 }
 
-/* GiB/s of synchronous copies between GPU 0 and pinned host memory, best of three each way; the
- * context is released after, so that the GPU is as the runs below want it. 0 where it failed. */
+/* Seconds to copy bytes between d and h in one synchronous call, or in blocks of `block` bytes
+ * one after another; a negative value if a copy failed. */
+static double timed_copy(bool to_host, CUdeviceptr d, char *h, size_t bytes, size_t block)
+{
+	double t0 = now_s();
+
+	for (size_t o = 0; o < bytes; o += block) {
+		size_t n = bytes - o < block ? bytes - o : block;
+
+		if ((to_host ? cu.dtoh(h + o, d + o, n) : cu.htod(d + o, h + o, n)) != CUDA_SUCCESS)
+			return -1;
+	}
+	return now_s() - t0;
+}
+
+/* GiB/s of synchronous copies between GPU 0 and pinned host memory, best of three each way, in one
+ * call and in the driver's 2 MiB blocks; the context is released after, so that the GPU is as the
+ * runs below want it. 0 where it failed. */
 static void pinned_floors(size_t bytes)
 {
 	CUcontext ctx;
 	CUdeviceptr d = 0;
 	void *h = NULL;
+	struct {
+		bool to_host;
+		size_t block;
+		double *best;
+	} way[4] = { { false, bytes, &pinned_h2d },
+		     { true, bytes, &pinned_d2h },
+		     { false, DRIVER_BLOCK, &block_h2d },
+		     { true, DRIVER_BLOCK, &block_d2h } };
 
 	if (!cu.ctx_retain || !cu.mem_alloc || !cu.host_alloc || !cu.dtoh || !cu.htod ||
 	    cu.ctx_retain(&ctx, 0) != CUDA_SUCCESS)
@@ -583,19 +613,14 @@ static void pinned_floors(size_t bytes)
 	cu.ctx_set_current(ctx);
 	if (cu.mem_alloc(&d, bytes) == CUDA_SUCCESS && cu.host_alloc(&h, bytes) == CUDA_SUCCESS) {
 		memset(h, 1, bytes);
-		for (int i = 0; i < 4; i++) { /* the first of each way warms up */
-			double t0 = now_s(), r;
+		for (int i = 0; i < 4; i++) /* the first of each way warms up */
+			for (int w = 0; w < 4; w++) {
+				double t = timed_copy(way[w].to_host, d, h, bytes, way[w].block),
+				       r = t > 0 ? (double)bytes / (1u << 30) / t : 0;
 
-			if (cu.htod(d, h, bytes) != CUDA_SUCCESS)
-				break;
-			r = (double)bytes / (1u << 30) / (now_s() - t0);
-			pinned_h2d = i && r > pinned_h2d ? r : pinned_h2d;
-			t0 = now_s();
-			if (cu.dtoh(h, d, bytes) != CUDA_SUCCESS)
-				break;
-			r = (double)bytes / (1u << 30) / (now_s() - t0);
-			pinned_d2h = i && r > pinned_d2h ? r : pinned_d2h;
-		}
+				if (i && r > *way[w].best)
+					*way[w].best = r;
+			}
 	}
 	if (h)
 		cu.host_free(h);
@@ -604,8 +629,10 @@ static void pinned_floors(size_t bytes)
 	cu.ctx_set_current(NULL);
 	cu.ctx_release(0);
 	printf("\npinned copies, GPU 0, %.0f MiB, best of 3: device to host %.2f GiB/s, host to "
-	       "device %.2f GiB/s\n",
-	       (double)bytes / (1u << 20), pinned_d2h, pinned_h2d);
+	       "device %.2f GiB/s; in %u MiB blocks one at a time (the driver's pattern): %.2f and "
+	       "%.2f GiB/s\n",
+	       (double)bytes / (1u << 20), pinned_d2h, pinned_h2d, DRIVER_BLOCK >> 20, block_d2h,
+	       block_h2d);
 }
 
 static void header(void)
