@@ -55,6 +55,10 @@ static struct {
 	 * (ms), or until the suspend that uses it; 0 when none is. */
 	double prepared_until;
 	size_t prepared_bytes;
+	/* The host copy the last checkpoint filled (0: the driver's own, not seen): what the
+	 * restore copies back, which tells the gate when the copy is done. */
+	size_t copy_bytes;
+	double copy_wait_ms; /* the restore's wait for a place to copy in (gate.c) */
 } ag;
 
 static const char *state_name(int s)
@@ -384,9 +388,19 @@ static bool reload(const char *verb)
 	return true;
 }
 
-/* How long a restore waits for its turn at most: the last of eight 4 GiB processes on one GPU
- * waits about 0.5 s. */
+/* How long a restore waits for its turn, and then for a place to copy in, at most: the last of
+ * eight 4 GiB processes on one GPU waits about 0.5 s for its turn. */
 #define GATE_MAX_MS 10000
+
+/* In the driver's thread, at its first large copy of a restore: out of the setup's turn, into a
+ * place to copy in (gate.c). */
+static void copy_turn(void)
+{
+	double waited;
+
+	cn_gate_next(GATE_MAX_MS, &waited);
+	ag.copy_wait_ms = waited;
+}
 
 /* A driver call that moves the process's memory, with libcuda's large copies run in parallel.
  * A restore takes its turn at its GPUs' gates first ([restore] take_turns) and leaves when the
@@ -415,7 +429,9 @@ static int moving_call(uint32_t op, struct cn_resp *r)
 			       "restore gate in %s not had after %.0f ms: restoring without it",
 			       ag.cfg.status_dir, waited);
 	}
-	cn_copy_arm(ag.cfg.copy_threads, gated ? cn_gate_leave : NULL);
+	ag.copy_wait_ms = -1;
+	cn_copy_arm(ag.cfg.copy_threads, gated ? copy_turn : NULL, gated ? cn_gate_copied : NULL,
+		    op == CN_OP_RESTORE ? ag.copy_bytes : 0);
 	rc = call(op, r);
 	cn_copy_disarm(&cs);
 	cn_gate_leave();
@@ -424,6 +440,10 @@ static int moving_call(uint32_t op, struct cn_resp *r)
 	       "(%.0f MiB, largest %zu KiB) in %.1f ms on %u threads",
 	       cs.hooked, cs.calls, (double)cs.bytes / (1 << 20), cs.big_calls,
 	       (double)cs.big_bytes / (1 << 20), cs.largest >> 10, cs.big_ms, cs.threads);
+	if (ag.copy_wait_ms >= 0)
+		cn_log(&ag.cfg, CN_LOG_DEBUG, "restore: %.1f ms waiting for a place to copy in%s",
+		       ag.copy_wait_ms,
+		       ag.copy_wait_ms >= GATE_MAX_MS ? " (not had: copied without it)" : "");
 	if (cs.hooked && cs.big_calls) {
 		ag.st.copy_mib = (double)cs.big_bytes / (1 << 20);
 		ag.st.copy_ms = cs.big_ms;
@@ -486,6 +506,7 @@ static int checkpoint(struct cn_resp *r)
 		cn_hib_writer_start();
 	rc = moving_call(CN_OP_CHECKPOINT, r);
 	cn_staging_disarm(&ss);
+	ag.copy_bytes = ss.bytes;
 	if (ag.hib)
 		hibernate_after(rc, &ss);
 	if (ss.bytes) {

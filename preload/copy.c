@@ -49,6 +49,9 @@ static int n_slots;
 static copy_fn real_memcpy, real_memmove;
 static void (*first_large)(void);
 static atomic_bool large_seen;
+static void (*copied)(void);
+static atomic_bool copied_seen;
+static size_t copied_at; /* large bytes after which `copied` is called */
 
 /* The pool: one job at a time; a caller that finds it busy copies alone. The driver copies in
  * blocks of a few MiB, each a part of 50-100 us per thread: a condition variable's wake-up costs
@@ -210,6 +213,9 @@ static void *hooked_memcpy(void *d, const void *s, size_t n)
 		real_memcpy(d, s, n);
 	}
 	account(n, t0 ? cn_now_ns() - t0 : 0);
+	if (n >= PAR_MIN && copied && atomic_load(&st.big_bytes) >= copied_at &&
+	    !atomic_exchange(&copied_seen, true))
+		copied();
 	return d;
 }
 
@@ -333,7 +339,8 @@ static int hook_lib(struct dl_phdr_info *info, size_t size, void *data)
 	return 1;
 }
 
-int cn_copy_arm(unsigned threads, void (*on_first_large)(void))
+int cn_copy_arm(unsigned threads, void (*on_first_large)(void), void (*on_copied)(void),
+		size_t expect)
 {
 	/* The driver library: the one the controller loads too. */
 	const char *lib = secure_getenv("CUDANAP_LIBCUDA");
@@ -344,6 +351,10 @@ int cn_copy_arm(unsigned threads, void (*on_first_large)(void))
 	memset(&st, 0, sizeof(st));
 	first_large = on_first_large;
 	atomic_store(&large_seen, false);
+	/* The driver moves all but a few small pieces of the host copy in large copies. */
+	copied = expect ? on_copied : NULL;
+	copied_at = expect - expect / 64;
+	atomic_store(&copied_seen, false);
 	if (!real_memcpy) {
 		real_memcpy = (copy_fn)dlsym(RTLD_DEFAULT, "memcpy");
 		real_memmove = (copy_fn)dlsym(RTLD_DEFAULT, "memmove");

@@ -33,8 +33,11 @@
  * through the PLT, where the preload's staging sees it, and fills it by memcpy; the restore checks
  * every byte of it, copying it out by memcpy in blocks of 2 MiB as the real driver does (in and
  * out), and unmaps it. With $CUDANAP_FAKE_SETUP_MS the restore first spends that long in its
- * "setup" (the real driver's ioctls before it copies), and with $CUDANAP_FAKE_BLOCK_MS each block
- * of its copy takes that long (the DMA), logged as "setup|copy PID begin|end NS" events. The
+ * "setup" (the real driver's ioctls before it copies), with $CUDANAP_FAKE_BLOCK_MS each block
+ * of its copy takes that long (the DMA), and with $CUDANAP_FAKE_CLOSE_MS it closes for that long
+ * after the copy (the driver's closing ioctls), logged as "setup|copy|close PID begin|end NS"
+ * events (the copy begins once its first block is through, ends when its last one is; the last
+ * block's DMA follows). The
  * controller's side asks over the fifo <pid>.drv and waits for the answer on <pid>.ack ("ok", or
  * "bad WHY", which fails the call). */
 #define _GNU_SOURCE
@@ -332,20 +335,27 @@ static void *driver_thread(void *arg)
 			long dma_ms = env_ms("CUDANAP_FAKE_BLOCK_MS");
 
 			restore_setup();
-			if (dma_ms > 0)
-				restore_event("copy", "begin");
-			/* memcpy to a staging block, as the driver's copy to pinned memory */
+			/* memcpy to a staging block, as the driver's copy to pinned memory; the
+			 * copy begins when the first block is through (the preload may hold that
+			 * one) */
 			for (size_t o = 0; good && o < len; o += sizeof(block)) {
 				size_t n = len - o < sizeof(block) ? len - o : sizeof(block);
 
 				memcpy(block, copy + o, n);
+				if (o == 0 && dma_ms > 0)
+					restore_event("copy", "begin");
 				for (size_t w = 0; good && w < n / 8; w++)
 					good = block[w] == word_at(o / 8 + w);
+				if (o + n >= len && dma_ms > 0)
+					restore_event("copy", "end");
 				if (dma_ms > 0)
 					sleep_ms(dma_ms);
 			}
-			if (dma_ms > 0)
-				restore_event("copy", "end");
+			if (env_ms("CUDANAP_FAKE_CLOSE_MS") > 0) {
+				restore_event("close", "begin");
+				sleep_ms(env_ms("CUDANAP_FAKE_CLOSE_MS"));
+				restore_event("close", "end");
+			}
 			if (copy)
 				munmap(copy, len);
 			copy = NULL;

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Restores onto one GPU that start together take turns (preload/gate.c), with the fake driver's
-# restore spending CUDANAP_FAKE_SETUP_MS in its "setup" before it copies and CUDANAP_FAKE_BLOCK_MS
-# on each 2 MiB block of its copy: no two setups at once, the next setup beside the end of the copy
-# before it, the waits shown in the status, every byte back. With copy_threads = 0 there is no
-# gate, nor with [restore] take_turns = false (and the setups overlap, which shows that the check
-# can see it). A holder that dies lets the next one in; one that never lets go holds a restore up
-# for 10 s at most. Processes on different GPUs do not wait for each other.
+# restore spending CUDANAP_FAKE_SETUP_MS in its "setup" before it copies, CUDANAP_FAKE_BLOCK_MS
+# on each 2 MiB block of its copy and CUDANAP_FAKE_CLOSE_MS closing: no two setups at once, the
+# next setup beside the end of the copy before it, no more than two copies at once, a third
+# copying as soon as a copy is done (beside that one's closing), the waits shown in the status,
+# every byte back. With copy_threads = 0 there is no gate, nor with [restore] take_turns = false
+# (and the setups overlap, and three copy at once, which shows that the checks can see it). A
+# holder that dies lets the next one in; one that never lets go holds a restore up for 10 s at
+# most. Processes on different GPUs do not wait for each other.
 . "$(dirname "$0")/../lib.sh"
 export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake \
-	CUDANAP_FAKE_COPY_MIB=32 CUDANAP_FAKE_FOOTPRINT_MIB=32 CUDANAP_FAKE_SETUP_MS=200 \
-	CUDANAP_FAKE_BLOCK_MS=20 CUDANAP_FAKE_GPUS=2
+	CUDANAP_FAKE_COPY_MIB=64 CUDANAP_FAKE_FOOTPRINT_MIB=64 CUDANAP_FAKE_SETUP_MS=200 \
+	CUDANAP_FAKE_BLOCK_MS=20 CUDANAP_FAKE_CLOSE_MS=150 CUDANAP_FAKE_GPUS=2
 mkdir "$T/fake"
 
 # overlaps: how many pairs of setup intervals in the events file overlap
@@ -28,6 +30,25 @@ pipelined() {
 		"$T/fake/events"
 }
 
+# at_once: the most copies running at one time (one that ends within 5 ms of another's start
+# does not count)
+at_once() {
+	awk '$1 == "copy" && $3 == "begin" { b[$2] = $4 } $1 == "copy" && $3 == "end" { e[$2] = $4 }
+		END { m = 0; for (p in b) { k = 0; for (q in b) if (b[q] <= b[p] && e[q] > b[p] + 5000000) k++
+		      if (k > m) m = k }; print m }' "$T/fake/events"
+}
+# third_copy: where the copy of the third process to set up began against the first one's
+# copy and closing (5 ms either way counting as after): "after-copy before-close" when it waited
+# for the first's copy only
+third_copy() {
+	awk '$1 == "setup" && $3 == "begin" { order[n++] = $2 }
+		$1 == "copy" && $3 == "begin" { cb[$2] = $4 } $1 == "copy" && $3 == "end" { ce[$2] = $4 }
+		$1 == "close" && $3 == "end" { xe[$2] = $4 }
+		END { a = order[0]; c = order[2]
+		      print (cb[c] >= ce[a] - 5000000 ? "after-copy" : "during-copy"), (cb[c] < xe[a] ? "before-close" : "after-close") }' \
+		"$T/fake/events"
+}
+
 write_ini "[log]" "level = debug" "target = $T/job.log"
 start A "$TARGET"
 start B "$TARGET"
@@ -39,6 +60,9 @@ out=$("$CUDANAP" resume --all); rc=$?
 like "$out:$rc" "total: 3 processes, 3 resumed, 0 without CUDA, 0 failed, [0-9.]+ s:0" "resumed together"
 is "$(setups):$(overlaps)" "3:0" "the three setups took turns: none overlapped"
 is "$(pipelined)" 2 "each next setup ran beside the end of the copy before it"
+is "$(at_once)" 2 "no more than two copied at once"
+is "$(third_copy)" "after-copy before-close" "the third copied once the first's copy was done, beside its closing"
+like "$(cat "$T/job.log")" "restore: [0-9.]+ ms waiting for a place to copy in" "the log says how long each waited for a place"
 waits=0
 for p in $A_pid $B_pid $C_pid; do
 	w=$(field "$p" wait_ms)
@@ -54,6 +78,9 @@ done
 gate=$(ls -d "$T"/status/.restore-gate-GPU-* 2> /dev/null)
 is "$(basename "$gate")" ".restore-gate-GPU-face0000-0000-0000-0000-000000000000" \
 	"the gate is a hidden file beside the status files, one per GPU"
+places=$(cd "$T/status" && ls -d .restore-copy-GPU-* 2> /dev/null | tr '\n' ' ')
+is "$places" ".restore-copy-GPU-face0000-0000-0000-0000-000000000000-0 .restore-copy-GPU-face0000-0000-0000-0000-000000000000-1 " \
+	"the two places to copy in are hidden files beside it"
 
 # without_gate WHY SECTION KEY: with that INI line, the three resume together without the gate
 without_gate() {
@@ -63,6 +90,7 @@ without_gate() {
 	out=$("$CUDANAP" resume --all); rc=$?
 	like "$out:$rc" "3 resumed, .*:0" "$1: resumed without the gate"
 	check "$1: their setups overlapped ($(overlaps) pairs)" test "$(overlaps)" -ge 1
+	is "$(at_once)" 3 "$1: all three copied at once"
 	for n in A B C; do
 		ask $n verify
 		is "$REPLY" "verify ok" "$n's data intact"
@@ -105,6 +133,22 @@ ask A verify
 is "$REPLY" "verify ok" "data intact"
 
 kill $sleeper
+# both places held, their holders killed after 1 s: the copy went on then
+"$CUDANAP" suspend "$A_pid" > /dev/null
+for i in 0 1; do
+	flock -o "$T/status/.restore-copy-GPU-face0000-0000-0000-0000-000000000000-$i" sleep 60 < /dev/null > /dev/null 2>&1 &
+	eval "pholder$i=\$!"
+done
+sleep 0.2
+(sleep 1; pkill -9 -P $pholder0; pkill -9 -P $pholder1; kill -9 $pholder0 $pholder1) 2> /dev/null &
+: > "$T/job.log"
+out=$("$CUDANAP" resume "$A_pid"); rc=$?
+w=$(grep -o "restore: [0-9.]* ms waiting for a place" "$T/job.log" | grep -o "[0-9.]*" | head -n1)
+check "both places held by processes killed after 1 s: the copy went on then (waited ${w:-?} ms)" \
+	awk -v w="${w:-0}" -v rc="$rc" 'BEGIN { exit !(rc == 0 && w >= 700 && w < 5000) }'
+ask A verify
+is "$REPLY" "verify ok" "data intact"
+
 "$CUDANAP" suspend "$A_pid" > /dev/null
 hold_gate
 out=$("$CUDANAP" resume "$A_pid"); rc=$?

@@ -12,11 +12,16 @@
 
 #define MIB (1ul << 20)
 
-static int firsts;
+static int firsts, copieds;
 
 static void first_large(void)
 {
 	firsts++;
+}
+
+static void on_copied(void)
+{
+	copieds++;
 }
 
 static void fill(unsigned char *p, size_t n, unsigned seed)
@@ -32,7 +37,7 @@ int main(void)
 	struct cn_copy_stats st;
 
 	fill(a, n, 1);
-	ok(cn_copy_arm(4, NULL) >= 1,
+	ok(cn_copy_arm(4, NULL, NULL, 0) >= 1,
 	   "armed: the driver library's memcpy/memmove slots are hooked");
 	memset(b, 0, n);
 	fake_copy(b, a, n);
@@ -69,7 +74,7 @@ int main(void)
 	   "large calls and bytes (%lu, %zu)", st.big_calls, st.big_bytes);
 	ok(st.largest == n, "largest copy");
 	fake_copy(b, a, 4 * MIB);
-	cn_copy_arm(2, NULL);
+	cn_copy_arm(2, NULL, NULL, 0);
 	cn_copy_disarm(&st);
 	ok(st.calls == 0, "disarmed: the slots are back, calls no longer pass through us");
 	/* A later window (the restore after the checkpoint) must start clean: its helpers must not
@@ -78,7 +83,7 @@ int main(void)
 		unsigned char *d = malloc(n);
 
 		fill(a, n, 7 + w);
-		cn_copy_arm(4, NULL);
+		cn_copy_arm(4, NULL, NULL, 0);
 		usleep(20000); /* let the helpers start and look for work */
 		memset(d, 0, n);
 		fake_copy(d, a, n);
@@ -94,7 +99,7 @@ int main(void)
 
 		fill(a, n, 42);
 		memset(b, 0, n);
-		cn_copy_arm(4, NULL);
+		cn_copy_arm(4, NULL, NULL, 0);
 		for (size_t o = 0, k = 0; o + 2 * MIB <= n; o += 2 * MIB, k++) {
 			if (k % 8 == 7)
 				usleep(2000);
@@ -107,22 +112,38 @@ int main(void)
 		   "%lu blocks of 2 MiB back to back and after pauses: exact", st.big_calls);
 	}
 	/* The restore gate's cue: called once, at the driver's first large copy of a window. */
-	cn_copy_arm(4, first_large);
+	cn_copy_arm(4, first_large, NULL, 0);
 	fake_copy(c, a, 100);
 	ok(firsts == 0, "first_large: not for a small copy");
 	fake_copy(c, a, 2 * MIB);
 	fake_copy(c, a, 4 * MIB);
 	ok(firsts == 1, "first_large: once, at the first large copy (%d)", firsts);
 	cn_copy_disarm(&st);
-	cn_copy_arm(4, first_large);
+	cn_copy_arm(4, first_large, NULL, 0);
 	fake_move(c, a, 2 * MIB);
 	cn_copy_disarm(&st);
 	ok(firsts == 2, "first_large: again in the next window, memmove too (%d)", firsts);
-	cn_copy_arm(4, NULL);
+	cn_copy_arm(4, NULL, NULL, 0);
 	fake_copy(c, a, 2 * MIB);
 	cn_copy_disarm(&st);
 	ok(firsts == 2, "first_large: not when not asked for");
-	ok(cn_copy_arm(0, NULL) == 0, "0 threads: nothing is hooked");
+	/* The end of the copy: once the large copies have moved all but 1/64 of the expected bytes,
+	 * not before, and not without an expected size. */
+	cn_copy_arm(4, NULL, on_copied, 64 * MIB);
+	for (int i = 0; i < 31; i++)
+		fake_copy(c, a, 2 * MIB);
+	fake_copy(c, a, MIB);
+	ok(copieds == 0, "copied: not after 62 MiB of 64, nor for a small copy (%d)", copieds);
+	fake_copy(c, a, 2 * MIB);
+	fake_copy(c, a, 2 * MIB);
+	ok(copieds == 1, "copied: once, at the first large copy past 63 MiB (%d)", copieds);
+	cn_copy_disarm(&st);
+	cn_copy_arm(4, NULL, on_copied, 0);
+	for (int i = 0; i < 4; i++)
+		fake_copy(c, a, 2 * MIB);
+	cn_copy_disarm(&st);
+	ok(copieds == 1, "copied: never without an expected size (%d)", copieds);
+	ok(cn_copy_arm(0, NULL, NULL, 0) == 0, "0 threads: nothing is hooked");
 	free(a);
 	free(b);
 	free(c);
