@@ -58,7 +58,10 @@ static struct {
 	/* The host copy the last checkpoint filled (0: the driver's own, not seen): what the
 	 * restore copies back, which tells the gate when the copy is done. */
 	size_t copy_bytes;
-	double copy_wait_ms; /* the restore's wait for a place to copy in (gate.c) */
+	/* The restore's wait for a place to copy in (gate.c; -1: it did not get that far), and
+	 * whether it had one. */
+	double copy_wait_ms;
+	bool copy_place;
 } ag;
 
 static const char *state_name(int s)
@@ -396,15 +399,13 @@ static bool reload(const char *verb)
  * place to copy in (gate.c). */
 static void copy_turn(void)
 {
-	double waited;
-
-	cn_gate_next(GATE_MAX_MS, &waited);
-	ag.copy_wait_ms = waited;
+	ag.copy_place = cn_gate_next(GATE_MAX_MS, &ag.copy_wait_ms) == 0;
 }
 
 /* A driver call that moves the process's memory, with libcuda's large copies run in parallel.
- * A restore takes its turn at its GPUs' gates first ([restore] take_turns) and leaves when the
- * driver starts copying: the copy is what tells, so with copy_threads = 0 there is no gate. */
+ * A restore takes its turn at its GPUs' gates first ([restore] take_turns), moves on to a place to
+ * copy in when the driver starts copying and gives that up when the copy is done: the copies are
+ * what tell, so with copy_threads = 0 there is no gate. */
 static int moving_call(uint32_t op, struct cn_resp *r)
 {
 	struct cn_copy_stats cs;
@@ -442,8 +443,7 @@ static int moving_call(uint32_t op, struct cn_resp *r)
 	       (double)cs.big_bytes / (1 << 20), cs.largest >> 10, cs.big_ms, cs.threads);
 	if (ag.copy_wait_ms >= 0)
 		cn_log(&ag.cfg, CN_LOG_DEBUG, "restore: %.1f ms waiting for a place to copy in%s",
-		       ag.copy_wait_ms,
-		       ag.copy_wait_ms >= GATE_MAX_MS ? " (not had: copied without it)" : "");
+		       ag.copy_wait_ms, ag.copy_place ? "" : " (not had: copied without it)");
 	if (cs.hooked && cs.big_calls) {
 		ag.st.copy_mib = (double)cs.big_bytes / (1 << 20);
 		ag.st.copy_ms = cs.big_ms;
