@@ -59,9 +59,12 @@ static struct {
 	 * restore copies back, which tells the gate when the copy is done. */
 	size_t copy_bytes;
 	/* The restore's wait for a place to copy in (gate.c; -1: it did not get that far), and
-	 * whether it had one. */
+	 * whether it had one; whether it went through the gate at all. */
 	double copy_wait_ms;
-	bool copy_place;
+	bool copy_place, gated;
+	/* CLOCK_MONOTONIC ms of the driver's first large copy of a restore and of its copy being
+	 * done (copy.c's cues; 0: not seen), for the debug line on the restore's phases. */
+	double t_first_copy, t_copied;
 } ag;
 
 static const char *state_name(int s)
@@ -395,11 +398,20 @@ static bool reload(const char *verb)
  * eight 4 GiB processes on one GPU waits about 0.5 s for its turn. */
 #define GATE_MAX_MS 10000
 
-/* In the driver's thread, at its first large copy of a restore: out of the setup's turn, into a
- * place to copy in (gate.c). */
+/* In the driver's thread, at its first large copy of a restore: the end of its setup; out of the
+ * setup's turn, into a place to copy in (gate.c). */
 static void copy_turn(void)
 {
-	ag.copy_place = cn_gate_next(GATE_MAX_MS, &ag.copy_wait_ms) == 0;
+	ag.t_first_copy = cn_now_ms();
+	if (ag.gated)
+		ag.copy_place = cn_gate_next(GATE_MAX_MS, &ag.copy_wait_ms) == 0;
+}
+
+/* In the driver's thread, when the restore's large copies are done: the place goes to the next. */
+static void copy_done(void)
+{
+	ag.t_copied = cn_now_ms();
+	cn_gate_copied();
 }
 
 /* A driver call that moves the process's memory, with libcuda's large copies run in parallel.
@@ -409,30 +421,32 @@ static void copy_turn(void)
 static int moving_call(uint32_t op, struct cn_resp *r)
 {
 	struct cn_copy_stats cs;
-	bool gated = false;
-	double waited;
+	double waited, t0;
 	int rc;
 
 	if (!ag.cfg.copy_threads)
 		return call(op, r);
+	ag.gated = false;
 	if (op == CN_OP_RESTORE && ag.cfg.take_turns) {
 		unsigned char gpus[CN_MAX_GPUS][16];
 		int n = 0;
 
 		for (uint32_t i = 0; i < ag.n_use && n < CN_MAX_GPUS; i++)
 			memcpy(gpus[n++], ag.use[i].uuid, 16);
-		gated = cn_gate_enter(ag.cfg.status_dir, (const unsigned char(*)[16])gpus, n,
-				      GATE_MAX_MS, &waited) == 0;
+		ag.gated = cn_gate_enter(ag.cfg.status_dir, (const unsigned char(*)[16])gpus, n,
+					 GATE_MAX_MS, &waited) == 0;
 		if (waited >= 0.1)
 			ag.st.step_ms[CN_STEP_WAIT] = waited;
-		if (!gated)
+		if (!ag.gated)
 			cn_log(&ag.cfg, CN_LOG_DEBUG,
 			       "restore gate in %s not had after %.0f ms: restoring without it",
 			       ag.cfg.status_dir, waited);
 	}
 	ag.copy_wait_ms = -1;
-	cn_copy_arm(ag.cfg.copy_threads, gated ? copy_turn : NULL, gated ? cn_gate_copied : NULL,
-		    op == CN_OP_RESTORE ? ag.copy_bytes : 0);
+	ag.t_first_copy = ag.t_copied = 0;
+	cn_copy_arm(ag.cfg.copy_threads, op == CN_OP_RESTORE ? copy_turn : NULL,
+		    op == CN_OP_RESTORE ? copy_done : NULL, op == CN_OP_RESTORE ? ag.copy_bytes : 0);
+	t0 = cn_now_ms();
 	rc = call(op, r);
 	cn_copy_disarm(&cs);
 	cn_gate_leave();
@@ -441,9 +455,16 @@ static int moving_call(uint32_t op, struct cn_resp *r)
 	       "(%.0f MiB, largest %zu KiB) in %.1f ms on %u threads",
 	       cs.hooked, cs.calls, (double)cs.bytes / (1 << 20), cs.big_calls,
 	       (double)cs.big_bytes / (1 << 20), cs.largest >> 10, cs.big_ms, cs.threads);
-	if (ag.copy_wait_ms >= 0)
-		cn_log(&ag.cfg, CN_LOG_DEBUG, "restore: %.1f ms waiting for a place to copy in%s",
-		       ag.copy_wait_ms, ag.copy_place ? "" : " (not had: copied without it)");
+	if (ag.t_first_copy > 0 && ag.t_copied >= ag.t_first_copy) {
+		double wait = ag.copy_wait_ms > 0 ? ag.copy_wait_ms : 0;
+
+		cn_log(&ag.cfg, CN_LOG_DEBUG,
+		       "restore: %.1f ms to the first copy (the room check and the driver's setup), "
+		       "%.1f ms waiting for a place to copy in%s, %.1f ms copying, %.1f ms after",
+		       ag.t_first_copy - t0, wait,
+		       ag.gated && !ag.copy_place ? " (not had: copied without it)" : "",
+		       ag.t_copied - ag.t_first_copy - wait, cn_now_ms() - ag.t_copied);
+	}
 	if (cs.hooked && cs.big_calls) {
 		ag.st.copy_mib = (double)cs.big_bytes / (1 << 20);
 		ag.st.copy_ms = cs.big_ms;

@@ -62,7 +62,12 @@ is "$(setups):$(overlaps)" "3:0" "the three setups took turns: none overlapped"
 is "$(pipelined)" 2 "each next setup ran beside the end of the copy before it"
 is "$(at_once)" 2 "no more than two copied at once"
 is "$(third_copy)" "after-copy before-close" "the third copied once the first's copy was done, beside its closing"
-like "$(cat "$T/job.log")" "restore: [0-9.]+ ms waiting for a place to copy in" "the log says how long each waited for a place"
+like "$(cat "$T/job.log")" "restore: [0-9.]+ ms to the first copy .*, [0-9.]+ ms waiting for a place to copy in, [0-9.]+ ms copying, [0-9.]+ ms after" \
+	"the log says how long each waited for a place, and the restore's other phases"
+# the fake's setup takes 200 ms, its copy 31.5 blocks of 20 ms to the cue, its closing 150 ms
+phases=$(grep -o "restore: [0-9.]* ms to the first copy.*" "$T/job.log" |
+	awk -F'[ ,]+' '{ print ($2 >= 195 && $2 < 400 && $(NF - 5) >= 600 && $(NF - 5) < 900 && $(NF - 2) >= 145 && $(NF - 2) < 400) }' | sort | uniq -c | xargs)
+is "$phases" "3 1" "each of the three restores' phases as the fake driver spent them"
 waits=0
 for p in $A_pid $B_pid $C_pid; do
 	w=$(field "$p" wait_ms)
@@ -143,7 +148,7 @@ sleep 0.2
 (sleep 1; pkill -9 -P $pholder0; pkill -9 -P $pholder1; kill -9 $pholder0 $pholder1) 2> /dev/null &
 : > "$T/job.log"
 out=$("$CUDANAP" resume "$A_pid"); rc=$?
-w=$(grep -o "restore: [0-9.]* ms waiting for a place" "$T/job.log" | grep -o "[0-9.]*" | head -n1)
+w=$(grep -o "[0-9.]* ms waiting for a place" "$T/job.log" | grep -o "^[0-9.]*" | head -n1)
 check "both places held by processes killed after 1 s: the copy went on then (waited ${w:-?} ms)" \
 	awk -v w="${w:-0}" -v rc="$rc" 'BEGIN { exit !(rc == 0 && w >= 700 && w < 5000) }'
 ask A verify
