@@ -445,7 +445,8 @@ static int moving_call(uint32_t op, struct cn_resp *r)
 	ag.copy_wait_ms = -1;
 	ag.t_first_copy = ag.t_copied = 0;
 	cn_copy_arm(ag.cfg.copy_threads, op == CN_OP_RESTORE ? copy_turn : NULL,
-		    op == CN_OP_RESTORE ? copy_done : NULL, op == CN_OP_RESTORE ? ag.copy_bytes : 0);
+		    op == CN_OP_RESTORE ? copy_done : NULL,
+		    op == CN_OP_RESTORE ? ag.copy_bytes : 0);
 	t0 = cn_now_ms();
 	rc = call(op, r);
 	cn_copy_disarm(&cs);
@@ -459,7 +460,8 @@ static int moving_call(uint32_t op, struct cn_resp *r)
 		double wait = ag.copy_wait_ms > 0 ? ag.copy_wait_ms : 0;
 
 		cn_log(&ag.cfg, CN_LOG_DEBUG,
-		       "restore: %.1f ms to the first copy (the room check and the driver's setup), "
+		       "restore: %.1f ms to the first copy (the room check and the driver's "
+		       "setup), "
 		       "%.1f ms waiting for a place to copy in%s, %.1f ms copying, %.1f ms after",
 		       ag.t_first_copy - t0, wait,
 		       ag.gated && !ag.copy_place ? " (not had: copied without it)" : "",
