@@ -284,14 +284,9 @@ static CUresult hold(CUmemGenericAllocationHandle *h, CUdevice dev, uint64_t byt
 
 /* Never call restore onto GPUs without room for what the process held: a restore that runs out
  * of memory wedges it for good (DESIGN.md). Checks NVML's free memory against the footprint plus
- * the margin on each target GPU and, if asked, allocates the footprint there until the restore
- * where the GPU has less than twice that free (or NVML cannot tell). The hold proves the memory
- * can be had; it is let go before the restore, whose allocations then wait for the driver to be
- * done with the memory just freed (H100, driver 580: the setup of a 32 GiB restore 110-130 ms
- * after a hold, 48-58 ms without; 4 GiB: 44-53 ms against 38-48). With room for the job twice
- * over, nothing another allocation could take in between would leave the restore short, and the
- * check alone is as safe. Returns the number of holds, or -1 with resp filled. A footprint that
- * is not known is not checked. */
+ * the margin on each target GPU and, if asked, allocates the footprint there until the restore.
+ * Returns the number of holds, or -1 with resp filled. A footprint that is not known is not
+ * checked. */
 static int make_room(const struct cn_req *req, const CUcheckpointGpuPair *list, int n_list,
 		     const struct gpu *g, int n_gpus, CUmemGenericAllocationHandle *h,
 		     struct cn_resp *resp)
@@ -331,7 +326,7 @@ static int make_room(const struct cn_req *req, const CUcheckpointGpuPair *list, 
 			fail(resp, CN_RES_NO_ROOM, "NO_GPU_MEMORY", why);
 			goto undo;
 		}
-		if (!req->reserve || (k_free == 0 && free_b >= 2 * need + req->margin_bytes))
+		if (!req->reserve)
 			continue;
 		t0 = cn_now_ms();
 		r = hold(&h[n], g[k].dev, need);
