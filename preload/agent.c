@@ -456,16 +456,22 @@ static int moving_call(uint32_t op, struct cn_resp *r)
 	       "(%.0f MiB, largest %zu KiB) in %.1f ms on %u threads",
 	       cs.hooked, cs.calls, (double)cs.bytes / (1 << 20), cs.big_calls,
 	       (double)cs.big_bytes / (1 << 20), cs.largest >> 10, cs.big_ms, cs.threads);
-	if (ag.t_first_copy > 0 && ag.t_copied >= ag.t_first_copy) {
-		double wait = ag.copy_wait_ms > 0 ? ag.copy_wait_ms : 0;
+	if (ag.t_first_copy > 0) {
+		double wait = ag.copy_wait_ms > 0 ? ag.copy_wait_ms : 0, end = cn_now_ms();
+		char rest[96];
 
+		/* The copy's end is seen only when the host copy's size is known. */
+		if (ag.t_copied >= ag.t_first_copy)
+			snprintf(rest, sizeof(rest), "%.1f ms copying, %.1f ms after",
+				 ag.t_copied - ag.t_first_copy - wait, end - ag.t_copied);
+		else
+			snprintf(rest, sizeof(rest), "%.1f ms copying and after",
+				 end - ag.t_first_copy - wait);
 		cn_log(&ag.cfg, CN_LOG_DEBUG,
-		       "restore: %.1f ms to the first copy (the room check and the driver's "
-		       "setup), "
-		       "%.1f ms waiting for a place to copy in%s, %.1f ms copying, %.1f ms after",
+		       "restore: %.1f ms to the first copy (room check and driver's setup), "
+		       "%.1f ms waiting for a place to copy in%s, %s",
 		       ag.t_first_copy - t0, wait,
-		       ag.gated && !ag.copy_place ? " (not had: copied without it)" : "",
-		       ag.t_copied - ag.t_first_copy - wait, cn_now_ms() - ag.t_copied);
+		       ag.gated && !ag.copy_place ? " (not had: copied without it)" : "", rest);
 	}
 	if (cs.hooked && cs.big_calls) {
 		ag.st.copy_mib = (double)cs.big_bytes / (1 << 20);

@@ -80,8 +80,9 @@ wait "$A_pid"
 write_ini
 
 # -- other signals are the app's: its handlers reach the kernel
-# (a command after the kill: bash runs a trap between commands)
-out=$(LD_PRELOAD=$PRELOAD CUDANAP_CONFIG=$T/job.ini bash -c 'trap "echo got" HUP; kill -HUP $$; sleep 0.1' 2>&1)
+# (SIGHUP back to its default first: bash cannot trap a signal ignored when it started, as under
+# nohup)
+out=$(env --default-signal=HUP LD_PRELOAD=$PRELOAD CUDANAP_CONFIG=$T/job.ini bash -c 'trap "echo got" HUP; kill -HUP $$' 2>&1)
 is "$out" got "a handler for another signal is the kernel's to run, as without cudanap"
 probe='trap "" USR1 INT; exec grep -E "^Sig(Blk|Ign)" /proc/self/status'
 plain=$(bash -c "$probe")
