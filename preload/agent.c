@@ -421,13 +421,14 @@ static void copy_done(void)
 static int moving_call(uint32_t op, struct cn_resp *r)
 {
 	struct cn_copy_stats cs;
+	bool restore = op == CN_OP_RESTORE;
 	double waited, t0;
 	int rc;
 
 	if (!ag.cfg.copy_threads)
 		return call(op, r);
 	ag.gated = false;
-	if (op == CN_OP_RESTORE && ag.cfg.take_turns) {
+	if (restore && ag.cfg.take_turns) {
 		unsigned char gpus[CN_MAX_GPUS][16];
 		int n = 0;
 
@@ -444,9 +445,8 @@ static int moving_call(uint32_t op, struct cn_resp *r)
 	}
 	ag.copy_wait_ms = -1;
 	ag.t_first_copy = ag.t_copied = 0;
-	cn_copy_arm(ag.cfg.copy_threads, op == CN_OP_RESTORE ? copy_turn : NULL,
-		    op == CN_OP_RESTORE ? copy_done : NULL,
-		    op == CN_OP_RESTORE ? ag.copy_bytes : 0);
+	cn_copy_arm(ag.cfg.copy_threads, restore ? copy_turn : NULL, restore ? copy_done : NULL,
+		    restore ? ag.copy_bytes : 0);
 	t0 = cn_now_ms();
 	rc = call(op, r);
 	cn_copy_disarm(&cs);
