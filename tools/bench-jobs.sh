@@ -58,6 +58,11 @@ per_process() {
 	printf '%s\n' "${v[@]:-0}" | sed 's/^$/0/' > "$T/per_process"
 	printf 'median %s max %s' "$(median < "$T/per_process")" "$(sort -g "$T/per_process" | tail -n1)"
 }
+# total_gib KEY: KEY (in MiB) summed over the status files, in GiB
+total_gib() {
+	cat "$T"/status/*.json | grep -o "\"$1\":[0-9.]*" | cut -d: -f2 |
+		awk '{ t += $1 } END { printf "%.2f", t / 1024 }'
+}
 
 # measure LABEL COUNT GIB: REPS cycles of suspend --all / resume --all
 measure() {
@@ -76,12 +81,15 @@ measure() {
 	# the last resume, per process: restore, reservation and wait ms (a step that did not run: 0)
 	local restore reserve wait
 	restore=$(per_process restore_ms) reserve=$(per_process reserve_ms) wait=$(per_process wait_ms)
+	eval "${1}_gib=$(total_gib copy_mib)"
 	stop_set
 	eval "${1}_s=$(printf '%s\n' "${s[@]}" | median) ${1}_r=$(printf '%s\n' "${r[@]}" | median)"
 	printf '%-30s suspend %6.2f s   resume %6.2f s   (all: %s / %s)\n' "$2 x $3 GiB${4:+, $4}" \
 		"$(eval echo \$${1}_s)" "$(eval echo \$${1}_r)" "${s[*]}" "${r[*]}"
 	printf '%30s last resume, per process: restore ms %s; reservation ms %s; wait for its turn ms %s\n' "" \
 		"$restore" "$reserve" "$wait"
+	printf '%30s host copies moved: %s GiB in all, %.1f GiB/s over the resume\n' "" \
+		"$(eval echo \$${1}_gib)" "$(awk -v g="$(eval echo \$${1}_gib)" -v r="$(eval echo \$${1}_r)" 'BEGIN { print g / r }')"
 }
 
 echo "bench-jobs: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n1), $REPS reps, medians"
@@ -93,6 +101,10 @@ ini "$(printf '[restore]\nreserve = false')"
 measure nores "$N" "$G" "reserve = false"
 awk -v a="$one_s" -v b="$many_s" -v c="$one_r" -v d="$many_r" \
 	'BEGIN { printf "ratio %d processes / one process: suspend %.2fx, resume %.2fx the time\n", '"$N"', b / a, d / c }'
+# Each process has a CUDA context of its own, and its memory is in the host copy too: the N
+# processes move more bytes than the one.
+awk -v a="$one_gib" -v b="$many_gib" -v c="$one_r" -v d="$many_r" \
+	'BEGIN { printf "per byte: the %d processes moved %.2fx the bytes of the one, resume %.2fx its time per GiB\n", '"$N"', b / a, (d / b) / (c / a) }'
 awk -v c="$one_r" -v d="$noturns_r" \
 	'BEGIN { printf "without taking turns: resume %.2fx the one process'"'"'s time\n", d / c }'
 awk -v c="$one_r" -v d="$nores_r" \
