@@ -65,7 +65,8 @@ static void test_full_file(void)
 	   "the documented example INI loads");
 	ok(c.suspend_signal == SIGUSR1 && c.resume_signal == SIGUSR2 &&
 		   c.lock_timeout_ms == 10000 && c.n_pairs == 0 && c.hook_timeout_ms == 30000 &&
-		   c.margin_mib == 256 && c.reserve && c.take_turns && !c.allow_nccl && !c.nccl_suspendable,
+		   c.margin_mib == 256 && c.reserve && c.take_turns && !c.allow_nccl &&
+		   !c.nccl_suspendable,
 	   "the example INI states the defaults");
 	ok(load_text("; comment\n[signals]\nsuspend = SIGRTMIN+3\nresume = 40\n"
 		     "[lock]\ntimeout_ms = 0\n[restore]\ngpu_map = 0=1, 1 = 0\nmargin_mib = 1024\n"
