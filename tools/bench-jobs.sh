@@ -5,7 +5,8 @@
 # the restore's reservation ([restore] reserve = false), to show what each does when they run
 # together. Every resume is verified bit for bit. Prints medians of REPS repetitions, the ratios,
 # and for the last resume of each set the restore's, the reservation's and the wait's time in each
-# process (from the status files).
+# process and the bytes all the host copies moved (from the status files), and the resume's ratio
+# per byte: each process's CUDA context is in its host copy too.
 # Run through `ninja -C build bench-jobs`; N, G and REPS come from the environment (8, 4, 3).
 set -u
 N=${N:-8} G=${G:-4} REPS=${REPS:-3}
