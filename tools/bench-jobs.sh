@@ -50,19 +50,22 @@ verify_set() { # every process answers "verify ok"
 now() { date +%s.%N; }
 median() { sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
-# per_process KEY: "median M max X" of KEY over the status files (null or absent counts 0)
-per_process() {
+# per_process_values KEY: KEY in each status file, a line each (null or absent counts 0)
+per_process_values() {
 	local f v=()
 	for f in "$T"/status/*.json; do
 		v+=("$(grep -o "\"$1\":[0-9.]*" "$f" | cut -d: -f2)")
 	done
-	printf '%s\n' "${v[@]:-0}" | sed 's/^$/0/' > "$T/per_process"
+	printf '%s\n' "${v[@]:-0}" | sed 's/^$/0/'
+}
+# per_process KEY: "median M max X" of KEY over the status files
+per_process() {
+	per_process_values "$1" > "$T/per_process"
 	printf 'median %s max %s' "$(median < "$T/per_process")" "$(sort -g "$T/per_process" | tail -n1)"
 }
 # total_gib KEY: KEY (in MiB) summed over the status files, in GiB
 total_gib() {
-	cat "$T"/status/*.json | grep -o "\"$1\":[0-9.]*" | cut -d: -f2 |
-		awk '{ t += $1 } END { printf "%.2f", t / 1024 }'
+	per_process_values "$1" | awk '{ t += $1 } END { printf "%.2f", t / 1024 }'
 }
 
 # measure LABEL COUNT GIB: REPS cycles of suspend --all / resume --all
