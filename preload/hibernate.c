@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "fanout.h"
 #include "cn_config.h"
 
 #define MAX_THREADS 64
@@ -181,56 +182,45 @@ int cn_hib_settle(void *addr, size_t len, struct cn_hib_stats *s, char *err, siz
 	return 0;
 }
 
-struct part {
-	char *p;
-	size_t len;
-	int err;
+struct readback {
+	char *addr;
+	size_t len, per;
+	int err[MAX_THREADS];
 };
 
-static void *read_part(void *arg)
+static void read_part(void *arg, unsigned i)
 {
-	struct part *pt = arg;
+	struct readback *rb = arg;
+	size_t o = (size_t)i * rb->per;
+	char *p = rb->addr + o;
+	size_t len = o >= rb->len ? 0 : rb->len - o < rb->per ? rb->len - o : rb->per;
 
-	if (madvise(pt->p, pt->len, MADV_POPULATE_READ) < 0) {
-		pt->err = errno;
+	if (len && madvise(p, len, MADV_POPULATE_READ) < 0) {
+		rb->err[i] = errno;
 		/* Before 5.14: touch a byte per page; a read error then kills with SIGBUS, so the
 		 * populate path is the only one that can report it. */
-		if (pt->err == EINVAL) {
-			pt->err = 0;
-			for (size_t o = 0; o < pt->len; o += 4096)
-				(void)((volatile char *)pt->p)[o];
+		if (rb->err[i] == EINVAL) {
+			rb->err[i] = 0;
+			for (size_t k = 0; k < len; k += 4096)
+				(void)((volatile char *)p)[k];
 		}
 	}
-	return NULL;
 }
 
 int cn_hib_readback(void *addr, size_t len, unsigned threads, double *ms, char *err, size_t errlen)
 {
-	pthread_t t[MAX_THREADS];
-	struct part parts[MAX_THREADS];
-	bool running[MAX_THREADS] = { false };
-	size_t chunk = 64ul << 20, per;
-	unsigned n = threads ? (threads > MAX_THREADS ? MAX_THREADS : threads) : 1, k = 0;
+	struct readback rb = { .addr = addr, .len = len };
+	size_t chunk = 64ul << 20;
+	unsigned n = threads ? (threads > MAX_THREADS ? MAX_THREADS : threads) : 1, k;
 	double t0 = cn_now_ms();
 	int e = 0;
 
-	per = ((len + n - 1) / n + chunk - 1) / chunk * chunk;
-	for (size_t o = 0; o < len && k < n; o += per, k++) {
-		parts[k].p = (char *)addr + o;
-		parts[k].len = len - o < per ? len - o : per;
-		parts[k].err = 0;
-	}
-	for (unsigned i = 1; i < k; i++)
-		running[i] = pthread_create(&t[i], NULL, read_part, &parts[i]) == 0;
-	read_part(&parts[0]);
-	for (unsigned i = 1; i < k; i++) {
-		if (running[i])
-			pthread_join(t[i], NULL);
-		else
-			read_part(&parts[i]);
-	}
+	/* n parts of whole 64 MiB chunks; fewer when the copy is small. */
+	rb.per = ((len + n - 1) / n + chunk - 1) / chunk * chunk;
+	k = rb.per ? (unsigned)((len + rb.per - 1) / rb.per) : 0;
+	cn_fanout(k, read_part, &rb);
 	for (unsigned i = 0; i < k && !e; i++)
-		e = parts[i].err;
+		e = rb.err[i];
 	*ms = cn_now_ms() - t0;
 	if (e) {
 		snprintf(err, errlen, "hibernate: reading back from %s failed: %s", h.dir,

@@ -19,8 +19,8 @@ struct cn_spawn {
  * Returns 0 or -errno. */
 int cn_spawn(const struct cn_spawn *s, pid_t *pid);
 
-/* Where cudanap-ctl is: beside libcudanap.so, else the installed libexec path. Called once from
- * the constructor; false if there is none. */
+/* Where cudanap-ctl is: beside libcudanap.so, else in ctl/ beside it (the build tree), else the
+ * installed libexec path. Called once from the constructor; false if there is none. */
 bool cn_controller_locate(void);
 
 /* The path cn_controller_locate settled on (the installed one when none was found). */

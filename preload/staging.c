@@ -32,11 +32,12 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "fanout.h"
 
 #define PUBLIC	    __attribute__((visibility("default")))
 #define HUGE_SZ	    (2ul << 20)
 #define MIN_STAGED  (64ul << 20) /* smaller mappings are not the host copy */
-#define MAX_THREADS 256
+#define MAX_THREADS CN_FANOUT_MAX
 
 static void *(*real_mmap)(void *, size_t, int, int, int, off_t);
 static int (*real_munmap)(void *, size_t);
@@ -88,11 +89,12 @@ struct prefault_job {
 	atomic_size_t next; /* the next chunk to take */
 };
 
-static void *prefault(void *arg)
+static void prefault(void *arg, unsigned part)
 {
 	struct prefault_job *job = arg;
 	size_t o;
 
+	(void)part;
 	while ((o = atomic_fetch_add(&job->next, CHUNK)) < job->len) {
 		char *q = job->p + o;
 		size_t l = job->len - o < CHUNK ? job->len - o : CHUNK;
@@ -102,23 +104,15 @@ static void *prefault(void *arg)
 			for (size_t i = 0; i < l; i += 4096)
 				((volatile char *)q)[i] = 0;
 	}
-	return NULL;
 }
 
 /* Fault p in with n threads, this one among them. */
 static void prefault_parallel(char *p, size_t len, unsigned n)
 {
 	struct prefault_job job = { .p = p, .len = len };
-	pthread_t t[MAX_THREADS];
-	bool running[MAX_THREADS];
 
 	atomic_init(&job.next, 0);
-	for (unsigned i = 0; i + 1 < n; i++)
-		running[i] = pthread_create(&t[i], NULL, prefault, &job) == 0;
-	prefault(&job);
-	for (unsigned i = 0; i + 1 < n; i++)
-		if (running[i])
-			pthread_join(t[i], NULL);
+	cn_fanout(n, prefault, &job);
 }
 
 /* The host copy in the hibernate file: its blocks reserved first, so that a full disk shows now

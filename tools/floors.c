@@ -4,8 +4,8 @@
  * memcpy between populated buffers (one thread and N). Medians of three runs over `bytes`. */
 #define _GNU_SOURCE
 #include "floors.h"
+#include "fanout.h"
 
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,44 +27,31 @@ static double now_s(void)
 struct work {
 	char *dst;
 	const char *src; /* NULL: populate dst */
-	size_t len;
+	size_t len, per; /* per: each part's share, 2 MiB-aligned */
 };
 
-static void *run_part(void *arg)
+static void run_part(void *arg, unsigned i)
 {
-	struct work *w = arg;
+	const struct work *w = arg;
+	size_t o = (size_t)i * w->per, len;
 
+	if (o >= w->len)
+		return;
+	len = w->len - o < w->per ? w->len - o : w->per;
 	if (w->src)
-		memcpy(w->dst, w->src, w->len);
-	else if (madvise(w->dst, w->len, MADV_POPULATE_WRITE) < 0)
-		for (size_t o = 0; o < w->len; o += 4096)
-			w->dst[o] = 1;
-	return NULL;
+		memcpy(w->dst + o, w->src + o, len);
+	else if (madvise(w->dst + o, len, MADV_POPULATE_WRITE) < 0)
+		for (size_t k = 0; k < len; k += 4096)
+			w->dst[o + k] = 1;
 }
 
 /* dst (and src) split in n 2 MiB-aligned parts, one per thread. */
 static void run_parallel(char *dst, const char *src, size_t len, unsigned n)
 {
-	pthread_t t[MAX_THREADS];
-	struct work w[MAX_THREADS];
-	bool started[MAX_THREADS] = { false };
-	size_t per = ((len + n - 1) / n + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
-	unsigned k = 0;
+	struct work w = { dst, src, len,
+			  ((len + n - 1) / n + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1) };
 
-	for (size_t o = 0; o < len && k < n; o += per, k++) {
-		w[k].dst = dst + o;
-		w[k].src = src ? src + o : NULL;
-		w[k].len = len - o < per ? len - o : per;
-	}
-	for (unsigned i = 1; i < k; i++)
-		started[i] = pthread_create(&t[i], NULL, run_part, &w[i]) == 0;
-	run_part(&w[0]);
-	for (unsigned i = 1; i < k; i++) {
-		if (started[i])
-			pthread_join(t[i], NULL);
-		else
-			run_part(&w[i]);
-	}
+	cn_fanout(w.per ? (unsigned)((len + w.per - 1) / w.per) : 0, run_part, &w);
 }
 
 /* A 2 MiB-aligned anonymous mapping of len bytes, advised as asked; NULL on failure. */

@@ -21,7 +21,7 @@
 #include "cuda_abi.h"
 #include "hostmem.h"
 #include "nvml.h"
-#include "proto.h"
+#include "ctl_proto.h"
 
 /* The driver entry points, looked up once by name. */
 static struct {

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proto.h"
+#include "ctl_proto.h"
 
 /* What pid holds on each GPU now. Returns the number of GPUs it holds memory on (0 when NVML shows
  * none), or -1 with why filled when NVML cannot be asked. */

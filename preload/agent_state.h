@@ -1,0 +1,41 @@
+/* agent_state: what the agent knows of its process between actions. One per process, read and
+ * written by the agent thread only (agent.c starts it; channel.c, report.c, steps.c, suspend.c
+ * and resume.c are its rooms). */
+#ifndef CN_AGENT_STATE_H
+#define CN_AGENT_STATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cn_config.h"
+#include "cn_status.h"
+#include "ctl_proto.h"
+
+struct cn_agent {
+	struct cn_config cfg; /* reloaded at each action (steps.c) */
+	struct cn_status st;  /* what the status file says (report.c writes it) */
+	/* What the process held per GPU at its last checkpoint, for the check before restore. */
+	uint32_t n_use;
+	struct cn_gpu_use use[CN_MAX_GPUS];
+	bool thp;      /* transparent huge pages not [never] on this host */
+	bool thp_said; /* the fallback was logged once */
+	/* Hibernate: asked for at this suspend (the file is open), the disk space it found, and
+	 * where the copy is once it went to disk (NULL while it is in RAM). */
+	bool hib;
+	uint64_t hib_free;
+	void *hib_addr;
+	size_t hib_len;
+	char hib_note[320]; /* why this suspend's copy stayed in RAM after all, "" if it did not */
+	/* cudanap prepare: a host copy faulted in ahead is held until this CLOCK_MONOTONIC time
+	 * (ms), or until the suspend that uses it; 0 when none is. */
+	double prepared_until;
+	size_t prepared_bytes;
+	/* The host copy the last checkpoint filled (0: the driver's own, not seen): what the
+	 * restore copies back, which tells the gate when the copy is done. */
+	size_t copy_bytes;
+};
+
+extern struct cn_agent cn_ag;
+
+#endif

@@ -1,0 +1,135 @@
+/* channel: the agent's line to the controller. One request, one answer over a SOCK_SEQPACKET
+ * socket; the controller (cudanap-ctl, preload/ctl/) is started at the first request and again
+ * after it died. A call that runs past the watchdog is said and waited for: a driver call in
+ * flight cannot be taken back. Runs in the agent thread only. */
+#define _GNU_SOURCE
+#include "channel.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "agent_state.h"
+#include "launch.h"
+#include "log.h"
+#include "report.h"
+
+static int sock = -1;
+
+const char *cn_op_name(uint32_t op)
+{
+	static const char *const names[] = { "",	"state",  "lock",   "checkpoint",
+					     "restore", "unlock", "prepare" };
+
+	return op < sizeof(names) / sizeof(names[0]) ? names[op] : "request";
+}
+
+int cn_channel_fd(void)
+{
+	return sock;
+}
+
+void cn_channel_close(void)
+{
+	if (sock >= 0)
+		close(sock);
+	sock = -1;
+}
+
+/* The controller is started at the first request, and again after it died: an exec'd program
+ * (launch.c) can be started at any moment. */
+static int ensure_controller(struct cn_resp *resp)
+{
+	int r;
+
+	if (sock >= 0)
+		return 0;
+	r = cn_controller_spawn(&sock);
+	if (r == 0)
+		return 0;
+	resp->result = CN_RES_IO;
+	resp->state = CN_STATE_UNKNOWN;
+	snprintf(resp->name, sizeof(resp->name), "NO_CONTROLLER");
+	snprintf(resp->message, sizeof(resp->message), "cannot start %s: %s", cn_controller_path(),
+		 strerror(-r));
+	return -1;
+}
+
+/* Wait for the answer; a call that runs past the watchdog is said, in the log and the status
+ * file, at every interval, and waited for. */
+static ssize_t wait_answer(uint32_t op, struct cn_resp *resp)
+{
+	struct pollfd p = { .fd = sock, .events = POLLIN };
+	unsigned waited = 0;
+	ssize_t n;
+
+	for (;;) {
+		int r = poll(&p, 1, (int)cn_ag.cfg.watchdog_ms);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r == 0) {
+			waited += cn_ag.cfg.watchdog_ms;
+			cn_report_waiting(cn_op_name(op), waited / 1000);
+			continue;
+		}
+		break;
+	}
+	do
+		n = recv(sock, resp, sizeof(*resp), 0);
+	while (n < 0 && errno == EINTR);
+	return n;
+}
+
+static ssize_t exchange(const struct cn_req *req, struct cn_resp *resp)
+{
+	ssize_t n;
+
+	if (ensure_controller(resp) < 0)
+		return -1;
+	memset(resp, 0, sizeof(*resp));
+	n = send(sock, req, sizeof(*req), MSG_NOSIGNAL);
+	if (n == (ssize_t)sizeof(*req))
+		n = wait_answer(req->op, resp);
+	return n;
+}
+
+/* A controller that died is replaced, and the new one asked where the process stands, so that
+ * what is reported is the truth; only a state query is asked again. */
+int cn_channel_call(const struct cn_req *req, struct cn_resp *resp)
+{
+	struct cn_req ask;
+	struct cn_resp now;
+	ssize_t n = exchange(req, resp);
+
+	if (n == (ssize_t)sizeof(*resp))
+		return 0;
+	if (n < 0 && resp->result == CN_RES_IO)
+		return -1; /* no controller could be started */
+	cn_channel_close();
+	cn_log(&cn_ag.cfg, CN_LOG_ERROR,
+	       "the cudanap controller died during the %s request; starting another",
+	       cn_op_name(req->op));
+	ask = *req;
+	ask.op = CN_OP_STATE;
+	n = exchange(&ask, &now);
+	if (n != (ssize_t)sizeof(now))
+		cn_channel_close();
+	if (n == (ssize_t)sizeof(now) && req->op == CN_OP_STATE) {
+		*resp = now;
+		return 0;
+	}
+	memset(resp, 0, sizeof(*resp));
+	resp->result = CN_RES_IO;
+	resp->state = n == (ssize_t)sizeof(now) ? now.state : CN_STATE_UNKNOWN;
+	snprintf(resp->name, sizeof(resp->name), "CONTROLLER_GONE");
+	snprintf(resp->message, sizeof(resp->message),
+		 "the cudanap controller died during the %s%s", cn_op_name(req->op),
+		 n == (ssize_t)sizeof(now) ? ""
+					   : ", and no new one answers; the process's CUDA state "
+					     "is unknown");
+	return -1;
+}

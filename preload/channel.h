@@ -1,0 +1,21 @@
+/* channel: the agent's line to the controller. See channel.c. */
+#ifndef CN_CHANNEL_H
+#define CN_CHANNEL_H
+
+#include "ctl_proto.h"
+
+/* Send req and wait for its answer, starting a controller first where none runs. 0 when resp is
+ * the controller's answer (its result may be an error); -1 when none came: resp then says why
+ * (CN_RES_IO), with the process's state as a new controller sees it, if one could be asked. */
+int cn_channel_call(const struct cn_req *req, struct cn_resp *resp);
+
+/* The socket to watch while idle (-1 when no controller runs): readable or hung up means the
+ * controller died. */
+int cn_channel_fd(void);
+
+/* Close the line: the controller died, or, in a forked child, it is the parent's. */
+void cn_channel_close(void);
+
+const char *cn_op_name(uint32_t op);
+
+#endif

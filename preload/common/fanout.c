@@ -1,0 +1,49 @@
+/* fanout: split, run part 0 here, join. Used by the preload's parallel loops (the host copy's
+ * prefault, the hibernate read-back) and the benchmark's floors. The copy pool (preload/copy.c)
+ * is not one of them: its helpers live across a whole driver call and take many jobs, where these
+ * take one. */
+#define _GNU_SOURCE
+#include "fanout.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+
+struct part {
+	void (*fn)(void *, unsigned);
+	void *ctx;
+	unsigned i;
+};
+
+static void *run_part(void *arg)
+{
+	struct part *p = arg;
+
+	p->fn(p->ctx, p->i);
+	return NULL;
+}
+
+void cn_fanout(unsigned n, void (*fn)(void *ctx, unsigned part), void *ctx)
+{
+	pthread_t t[CN_FANOUT_MAX];
+	struct part parts[CN_FANOUT_MAX];
+	bool started[CN_FANOUT_MAX] = { false };
+	sigset_t all, old;
+
+	if (n > CN_FANOUT_MAX)
+		n = CN_FANOUT_MAX;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	for (unsigned i = 1; i < n; i++) {
+		parts[i] = (struct part){ fn, ctx, i };
+		started[i] = pthread_create(&t[i], NULL, run_part, &parts[i]) == 0;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	fn(ctx, 0);
+	for (unsigned i = 1; i < n; i++) {
+		if (started[i])
+			pthread_join(t[i], NULL);
+		else
+			fn(ctx, i);
+	}
+}

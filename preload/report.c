@@ -1,0 +1,220 @@
+/* report: what the agent tells, in this order: the status file (<status dir>/<pid>.json), one log
+ * line, then the INI's hook. The agent thread is the only writer of the status file; the process's
+ * exit removes it, under a lock, so that no write comes after. */
+#define _GNU_SOURCE
+#include "report.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent_state.h"
+#include "cuda_abi.h"
+#include "hooks.h"
+#include "log.h"
+#include "staging.h"
+
+static pthread_mutex_t publishing; /* a status write and the removal at exit exclude each other */
+static bool exiting;
+static char status_path[4200]; /* for the removal at _exit, which must be async-signal-safe */
+
+static const char *state_name(int s)
+{
+	switch (s) {
+	case CN_STATE_RUNNING:
+		return "running";
+	case CN_STATE_LOCKED:
+		return "locked";
+	case CN_STATE_CHECKPOINTED:
+		return "checkpointed";
+	case CN_STATE_FAILED:
+		return "failed";
+	}
+	return NULL;
+}
+
+void cn_report_publish(void)
+{
+	struct cn_status *st = &cn_ag.st;
+	struct timespec ts;
+	struct tm tm;
+	char when[24];
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(st->timestamp, sizeof(st->timestamp), "%s.%03dZ", when,
+		 (int)(ts.tv_nsec / 1000000));
+	pthread_mutex_lock(&publishing);
+	if (!exiting && cn_status_write(cn_ag.cfg.status_dir, st) < 0)
+		cn_log(&cn_ag.cfg, CN_LOG_DEBUG, "cannot write status in %s", cn_ag.cfg.status_dir);
+	pthread_mutex_unlock(&publishing);
+}
+
+/* The command line, its NULs made spaces. */
+static void read_command(char *out, size_t len)
+{
+	char buf[256] = "";
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : 0;
+
+	if (fd >= 0)
+		close(fd);
+	for (ssize_t i = 0; i + 1 < n; i++)
+		if (buf[i] == '\0')
+			buf[i] = ' ';
+	snprintf(out, len, "%s", buf);
+}
+
+void cn_report_start(void)
+{
+	struct cn_status *st = &cn_ag.st;
+
+	pthread_mutex_init(&publishing, NULL); /* in a child: the parent's agent may have held it */
+	exiting = false;
+	cn_status_init(st, (int)getpid());
+	cn_status_path(cn_ag.cfg.status_dir, st->pid, status_path, sizeof(status_path));
+	st->starttime = cn_proc_starttime(st->pid);
+	st->suspend_signal = cn_ag.cfg.suspend_signal;
+	st->resume_signal = cn_ag.cfg.resume_signal;
+	read_command(st->command, sizeof(st->command));
+	snprintf(st->state, sizeof(st->state), "running");
+	snprintf(st->action, sizeof(st->action), "start");
+	snprintf(st->result, sizeof(st->result), "ok");
+	cn_report_publish();
+}
+
+double cn_report_footprint_mib(void)
+{
+	double mib = 0;
+
+	for (uint32_t i = 0; i < cn_ag.n_use; i++)
+		mib += (double)cn_ag.use[i].bytes / (1 << 20);
+	return cn_ag.n_use ? mib : -1;
+}
+
+void cn_report_begin(const char *action)
+{
+	struct cn_status *st = &cn_ag.st;
+
+	cn_status_new_action(st, action);
+	st->footprint_mib = cn_report_footprint_mib();
+	st->prepared = cn_ag.prepared_bytes > 0;
+	if (st->prepared)
+		st->host_mib = (double)cn_ag.prepared_bytes / (1 << 20);
+}
+
+void cn_report_step(enum cn_step s, const struct cn_resp *r)
+{
+	cn_ag.st.step_ms[s] = r->elapsed_ms;
+}
+
+void cn_report_waiting(const char *op, unsigned s)
+{
+	cn_log(&cn_ag.cfg, CN_LOG_ERROR,
+	       "the driver's %s has not answered after %u s; still waiting", op, s);
+	snprintf(cn_ag.st.message, sizeof(cn_ag.st.message),
+		 "waiting for the driver's %s since %u s", op, s);
+	cn_report_publish();
+}
+
+static void fmt_secs(double ms, char *buf, size_t len)
+{
+	if (ms < 1000)
+		snprintf(buf, len, "%.1f ms", ms);
+	else
+		snprintf(buf, len, "%.2f s", ms / 1000);
+}
+
+static void run_hook(const struct cn_resp *r, const char *what)
+{
+	const struct cn_config *cfg = &cn_ag.cfg;
+	const char *hook = NULL, *event = cn_ag.st.action;
+	bool ok = r->result == CUDA_SUCCESS;
+	int rc;
+
+	if (!ok && r->result != CUDA_ERROR_NOT_INITIALIZED)
+		hook = cfg->on_failure, event = "failure";
+	else if (ok && strcmp(what, "suspended") == 0)
+		hook = cfg->on_suspended, event = "suspended";
+	else if (ok && strcmp(what, "resumed") == 0)
+		hook = cfg->on_resumed, event = "resumed";
+	if (!hook || !hook[0])
+		return;
+	rc = cn_hook_run(cfg, hook, event, cn_ag.st.state, cn_ag.st.result);
+	if (rc == -ETIMEDOUT)
+		cn_log(cfg, CN_LOG_ERROR, "%s hook killed after %u ms", event,
+		       cfg->hook_timeout_ms);
+	else if (rc != 0)
+		cn_log(cfg, CN_LOG_ERROR, "%s hook exited with %d", event, rc);
+}
+
+void cn_report_finish(const struct cn_resp *r, const char *what, const char *message)
+{
+	struct cn_status *st = &cn_ag.st;
+	const char *state = state_name(r->state);
+	bool ok = r->result == CUDA_SUCCESS;
+	char total[32], steps[200];
+	size_t o;
+
+	if (r->result == CUDA_ERROR_NOT_INITIALIZED || r->result == CN_RES_NO_DRIVER)
+		state = "no-cuda";
+	if (state)
+		snprintf(st->state, sizeof(st->state), "%s", state);
+	st->busy = false;
+	st->seq++;
+	snprintf(st->result, sizeof(st->result), "%s", ok ? "ok" : r->name);
+	snprintf(st->message, sizeof(st->message), "%s", message);
+	st->total_ms = 0;
+	for (int i = 0; i < CN_STEPS; i++)
+		if (st->step_ms[i] >= 0)
+			st->total_ms += st->step_ms[i];
+	o = cn_status_steps(st, steps, sizeof(steps));
+	cn_report_publish();
+
+	fmt_secs(st->total_ms, total, sizeof(total));
+	if (ok && o)
+		cn_log(&cn_ag.cfg, CN_LOG_INFO, "%s in %s (%s)", what, total, steps);
+	else if (ok || r->result == CUDA_ERROR_NOT_INITIALIZED)
+		cn_log(&cn_ag.cfg, CN_LOG_INFO, "%s", message);
+	else
+		cn_log(&cn_ag.cfg, CN_LOG_ERROR, "%s failed: %s: %s; state %s", st->action, r->name,
+		       message, st->state);
+	/* The host copy a restore gave back is unmapped now that the outcome is out. */
+	cn_staging_free_retired_soon();
+	run_hook(r, what);
+}
+
+/* An app's handler that re-raises our signal (faulthandler.register(..., chain=True) does) makes
+ * one right after the real action. It is counted, so that a waiter sees it handled, but the last
+ * real outcome stays in the status file for whoever reads it. A recorded state the driver
+ * contradicts is news, and reported. */
+bool cn_report_redundant(const struct cn_status *before, const struct cn_resp *r, const char *msg)
+{
+	const char *now = state_name(r->state);
+
+	if (!now || strcmp(now, before->state) != 0 || before->busy)
+		return false;
+	cn_ag.st = *before;
+	cn_ag.st.seq++;
+	cn_report_publish();
+	cn_log(&cn_ag.cfg, CN_LOG_INFO, "%s", msg);
+	return true;
+}
+
+void cn_report_exit(void)
+{
+	pthread_mutex_lock(&publishing);
+	exiting = true;
+	cn_status_remove(cn_ag.cfg.status_dir, cn_ag.st.pid);
+	pthread_mutex_unlock(&publishing);
+}
+
+void cn_report_exit_now(void)
+{
+	unlink(status_path);
+}

@@ -1,0 +1,41 @@
+/* report: what the agent tells of its actions. See report.c. */
+#ifndef CN_REPORT_H
+#define CN_REPORT_H
+
+#include <stdbool.h>
+
+#include "cn_status.h"
+#include "ctl_proto.h"
+
+/* A fresh process's status (at start, and in a forked child): its first status file. */
+void cn_report_start(void);
+
+/* Start an action in the status (not written yet: see steps.c). */
+void cn_report_begin(const char *action);
+
+/* Write the status file as it stands. */
+void cn_report_publish(void);
+
+/* The time a driver call took, as a step of the action. */
+void cn_report_step(enum cn_step s, const struct cn_resp *r);
+
+/* The end of an action: the status file, then one log line, then the INI's hook. what is
+ * "suspended", "resumed", "prepared", "already" or the verb of a failure. */
+void cn_report_finish(const struct cn_resp *r, const char *what, const char *message);
+
+/* A signal that asks for the state the process is already in, as recorded: counted, the last real
+ * outcome kept. False when it is news after all (the driver contradicts the record). */
+bool cn_report_redundant(const struct cn_status *before, const struct cn_resp *r, const char *msg);
+
+/* A driver call that has not answered after s seconds. */
+void cn_report_waiting(const char *op, unsigned s);
+
+/* The GPU memory of the last checkpoint, in MiB; -1 when not known. */
+double cn_report_footprint_mib(void);
+
+/* At process exit: remove the status file, and never write it again. */
+void cn_report_exit(void);
+/* The same from _exit(), which may be called anywhere, a signal handler included: unlink only. */
+void cn_report_exit_now(void);
+
+#endif

@@ -1,0 +1,92 @@
+/* resume: the resume, top to bottom. It re-reads the INI (gpu_map may have changed while the job
+ * slept), asks where the process stands, reads a hibernated host copy back into RAM, restores the
+ * process (onto the GPUs the map names, after the controller's room check) and unlocks it. A
+ * restore that cannot be made leaves the process suspended, to be resumed again. */
+#define _GNU_SOURCE
+#include "actions.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "agent_state.h"
+#include "cuda_abi.h"
+#include "hibernate.h"
+#include "log.h"
+#include "report.h"
+#include "staging.h"
+#include "steps.h"
+
+void cn_resume(void)
+{
+	struct cn_status before = cn_ag.st;
+	struct cn_resp r;
+
+	cn_report_begin("resume");
+	if (!cn_reload("resume"))
+		return;
+	if (!cn_current_state("resume", &r))
+		return;
+	if (r.state == CN_STATE_RUNNING) {
+		if (!cn_report_redundant(&before, &r, "already running"))
+			cn_report_finish(&r, "already", "already running");
+		return;
+	}
+	cn_report_publish();
+	if (r.state == CN_STATE_CHECKPOINTED && cn_ag.hib_addr) {
+		char msg[360];
+		double ms;
+
+		if (cn_hib_readback(cn_ag.hib_addr, cn_ag.hib_len, cn_ag.cfg.prefault_threads, &ms,
+				    msg, sizeof(msg)) < 0) {
+			r.result = CN_RES_DISK;
+			snprintf(r.name, sizeof(r.name), "HIBERNATE_READ_ERROR");
+			snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg),
+				 "; still suspended, the file kept while the process lives");
+			cn_report_finish(&r, "resume", msg);
+			return;
+		}
+		cn_ag.st.step_ms[CN_STEP_READBACK] = ms;
+	}
+	if (r.state == CN_STATE_CHECKPOINTED) {
+		/* A controller that died mid-restore may have left it restored and locked: then
+		 * the unlock below finishes the resume. */
+		if (cn_moving_call(CN_OP_RESTORE, &r) < 0 &&
+		    !(r.result == CN_RES_IO && r.state == CN_STATE_LOCKED)) {
+			char msg[320];
+
+			snprintf(msg, sizeof(msg), "restore: %s%s", r.message,
+				 r.result == CN_RES_NO_ROOM
+					 ? "; still suspended: resume again when there is room"
+					 : "");
+			cn_report_finish(&r, "resume", msg);
+			return;
+		}
+		cn_report_step(CN_STEP_RESTORE, &r);
+		cn_ag.st.reserve_ms = r.check_ms + r.hold_ms;
+		cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
+		       "restore: %.1f ms checking room, %.1f ms holding memory, %.1f ms in the "
+		       "driver",
+		       r.check_ms, r.hold_ms, r.elapsed_ms - cn_ag.st.reserve_ms);
+	}
+	if (cn_call(CN_OP_UNLOCK, &r) < 0) {
+		char msg[320];
+
+		snprintf(msg, sizeof(msg), "unlock: %s", r.message);
+		cn_report_finish(&r, "resume", msg);
+		return;
+	}
+	cn_report_step(CN_STEP_UNLOCK, &r);
+	if (cn_ag.hib_addr) {
+		/* The driver unmapped its copy after the restore: the file goes with its fd. */
+		cn_hib_close();
+		cn_ag.hib_addr = NULL;
+	}
+	{
+		struct cn_staging_stats ss;
+
+		cn_staging_unmap_stats(&ss);
+		if (ss.bytes)
+			cn_ag.st.unmap_ms = ss.unmap_ms;
+	}
+	cn_report_finish(&r, "resumed", "resumed");
+}

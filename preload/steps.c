@@ -1,0 +1,190 @@
+/* steps: what the agent's actions share: the request to the controller with what the agent
+ * knows, the INI re-read at each action, where the process stands, and the calls that move its
+ * memory (libcuda's copies made parallel, copy.c; restores taking turns, gate.c). */
+#define _GNU_SOURCE
+#include "steps.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "agent_state.h"
+#include "channel.h"
+#include "clock.h"
+#include "copy.h"
+#include "cuda_abi.h"
+#include "gate.h"
+#include "log.h"
+#include "report.h"
+
+int cn_call(uint32_t op, struct cn_resp *resp)
+{
+	const struct cn_config *cfg = &cn_ag.cfg;
+	struct cn_req req;
+
+	memset(&req, 0, sizeof(req));
+	req.op = op;
+	req.timeout_ms = cfg->lock_timeout_ms;
+	if (op == CN_OP_LOCK || op == CN_OP_PREPARE) {
+		req.host_check = cfg->host_check;
+		req.host_margin_bytes = (uint64_t)cfg->host_margin_mib << 20;
+		req.to_disk = cn_ag.hib;
+		req.disk_free_bytes = cn_ag.hib_free;
+		req.prepared_bytes = cn_ag.prepared_bytes;
+	}
+	if (op == CN_OP_RESTORE) {
+		req.n_pairs = cfg->n_pairs;
+		memcpy(req.pairs, cfg->pairs, sizeof(req.pairs));
+		req.n_use = cn_ag.n_use;
+		memcpy(req.use, cn_ag.use, sizeof(req.use));
+		req.margin_bytes = (uint64_t)cfg->margin_mib << 20;
+		req.reserve = cfg->reserve;
+	}
+	if (cn_channel_call(&req, resp) == 0 && !cn_ag.st.call_ns)
+		cn_ag.st.call_ns = resp->call_ns;
+	return resp->result == CUDA_SUCCESS ? 0 : -1;
+}
+
+bool cn_current_state(const char *verb, struct cn_resp *r)
+{
+	char msg[96];
+
+	if (cn_call(CN_OP_STATE, r) == 0)
+		return true;
+	snprintf(msg, sizeof(msg), "this process has not initialised CUDA: nothing to %s", verb);
+	cn_report_finish(r, verb, r->result == CUDA_ERROR_NOT_INITIALIZED ? msg : r->message);
+	return false;
+}
+
+/* Re-read at each action, so that a scheduler can change gpu_map while the job sleeps, or the
+ * hibernate directory and the timeouts before a suspend. The signals and the status dir stay as
+ * they were at start. A file broken since ends the action with its error: a suspend leaves the
+ * job running, a resume leaves it suspended. */
+bool cn_reload(const char *verb)
+{
+	static struct cn_config fresh; /* only the agent thread reloads */
+	char err[CN_ERR_LEN];
+	struct cn_resp r;
+
+	if (!cn_ag.cfg.path[0])
+		return true;
+	if (cn_config_load(&fresh, cn_ag.cfg.path, err, sizeof(err)) < 0) {
+		memset(&r, 0, sizeof(r));
+		r.result = CN_RES_CONFIG;
+		r.state = CN_STATE_UNKNOWN;
+		snprintf(r.name, sizeof(r.name), "CONFIG_ERROR");
+		snprintf(err + strlen(err), sizeof(err) - strlen(err), "; %s",
+			 strcmp(verb, "suspend") == 0 ? "the process keeps running"
+						      : "still suspended");
+		cn_report_finish(&r, verb, err);
+		return false;
+	}
+	fresh.suspend_signal = cn_ag.cfg.suspend_signal;
+	fresh.resume_signal = cn_ag.cfg.resume_signal;
+	memcpy(fresh.status_dir, cn_ag.cfg.status_dir, sizeof(fresh.status_dir));
+	cn_ag.cfg = fresh;
+	return true;
+}
+
+/* How long a restore waits for its turn, and then for a place to copy in, at most: the last of
+ * eight 4 GiB processes on one GPU waits about 0.5 s for its turn. */
+#define GATE_MAX_MS 10000
+
+/* The restore in flight, as its cues see it: whether it went through the gate at all; its wait
+ * for a place to copy in (-1: it did not get that far) and whether it had one; CLOCK_MONOTONIC ms
+ * of the driver's first large copy and of its copy being done (0: not seen), for the debug line
+ * on the restore's phases. */
+static struct {
+	bool gated, place;
+	double place_wait_ms, t_first_copy, t_copied;
+} mv;
+
+/* In the driver's thread, at its first large copy of a restore: the end of its setup; out of the
+ * setup's turn, into a place to copy in (gate.c). */
+static void copy_turn(void)
+{
+	mv.t_first_copy = cn_now_ms();
+	if (mv.gated)
+		mv.place = cn_gate_next(GATE_MAX_MS, &mv.place_wait_ms) == 0;
+}
+
+/* In the driver's thread, when the restore's large copies are done: the place goes to the next. */
+static void copy_done(void)
+{
+	mv.t_copied = cn_now_ms();
+	cn_gate_copied();
+}
+
+/* A restore takes its turn at its GPUs' gates first ([restore] take_turns). */
+static void enter_gate(void)
+{
+	unsigned char gpus[CN_MAX_GPUS][16];
+	double waited;
+	int n = 0;
+
+	for (uint32_t i = 0; i < cn_ag.n_use && n < CN_MAX_GPUS; i++)
+		memcpy(gpus[n++], cn_ag.use[i].uuid, 16);
+	mv.gated = cn_gate_enter(cn_ag.cfg.status_dir, (const unsigned char(*)[16])gpus, n,
+				 GATE_MAX_MS, &waited) == 0;
+	if (waited >= 0.1)
+		cn_ag.st.step_ms[CN_STEP_WAIT] = waited;
+	if (!mv.gated)
+		cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
+		       "restore gate in %s not had after %.0f ms: restoring without it",
+		       cn_ag.cfg.status_dir, waited);
+}
+
+/* The restore's phases, from the copy's cues. */
+static void log_phases(double t0)
+{
+	double wait = mv.place_wait_ms > 0 ? mv.place_wait_ms : 0, end = cn_now_ms();
+	char rest[96];
+
+	/* The copy's end is seen only when the host copy's size is known. */
+	if (mv.t_copied >= mv.t_first_copy)
+		snprintf(rest, sizeof(rest), "%.1f ms copying, %.1f ms after",
+			 mv.t_copied - mv.t_first_copy - wait, end - mv.t_copied);
+	else
+		snprintf(rest, sizeof(rest), "%.1f ms copying and after",
+			 end - mv.t_first_copy - wait);
+	cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
+	       "restore: %.1f ms to the first copy (room check and driver's setup), "
+	       "%.1f ms waiting for a place to copy in%s, %s",
+	       mv.t_first_copy - t0, wait,
+	       mv.gated && !mv.place ? " (not had: copied without it)" : "", rest);
+}
+
+/* A restore moves on to a place to copy in when the driver starts copying and gives that up when
+ * the copy is done: the copies are what tell, so with copy_threads = 0 there is no gate. */
+int cn_moving_call(uint32_t op, struct cn_resp *r)
+{
+	struct cn_copy_stats cs;
+	bool restore = op == CN_OP_RESTORE;
+	double t0;
+	int rc;
+
+	if (!cn_ag.cfg.copy_threads)
+		return cn_call(op, r);
+	mv.gated = false;
+	if (restore && cn_ag.cfg.take_turns)
+		enter_gate();
+	mv.place_wait_ms = -1;
+	mv.t_first_copy = mv.t_copied = 0;
+	cn_copy_arm(cn_ag.cfg.copy_threads, restore ? copy_turn : NULL, restore ? copy_done : NULL,
+		    restore ? cn_ag.copy_bytes : 0);
+	t0 = cn_now_ms();
+	rc = cn_call(op, r);
+	cn_copy_disarm(&cs);
+	cn_gate_leave();
+	cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
+	       "libcuda copies: %d slots hooked, %lu calls, %.0f MiB; %lu of 2 MiB or more "
+	       "(%.0f MiB, largest %zu KiB) in %.1f ms on %u threads",
+	       cs.hooked, cs.calls, (double)cs.bytes / (1 << 20), cs.big_calls,
+	       (double)cs.big_bytes / (1 << 20), cs.largest >> 10, cs.big_ms, cs.threads);
+	if (mv.t_first_copy > 0)
+		log_phases(t0);
+	if (cs.hooked && cs.big_calls) {
+		cn_ag.st.copy_mib = (double)cs.big_bytes / (1 << 20);
+		cn_ag.st.copy_ms = cs.big_ms;
+	}
+	return rc;
+}

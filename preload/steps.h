@@ -1,0 +1,26 @@
+/* steps: what the agent's actions share. See steps.c. */
+#ifndef CN_STEPS_H
+#define CN_STEPS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ctl_proto.h"
+
+/* One driver call through the controller, with what the agent knows filled into the request. 0 on
+ * CUDA_SUCCESS, else -1 with resp saying why. */
+int cn_call(uint32_t op, struct cn_resp *resp);
+
+/* A call that moves the process's memory (checkpoint, restore): libcuda's large copies run in
+ * parallel and, for a restore, the GPUs' gates are taken (gate.c). */
+int cn_moving_call(uint32_t op, struct cn_resp *resp);
+
+/* Re-read the INI at the start of an action. False when it is broken: the action is over, and
+ * reported. */
+bool cn_reload(const char *verb);
+
+/* The first driver call of an action: where the process stands. False when that ended the action
+ * (no CUDA, no driver, no controller), and reported. */
+bool cn_current_state(const char *verb, struct cn_resp *resp);
+
+#endif

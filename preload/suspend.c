@@ -1,0 +1,324 @@
+/* suspend: the suspend, top to bottom, and its notice (cudanap prepare).
+ *
+ * A suspend re-reads the INI, asks where the process stands, runs the preflight and opens the
+ * hibernate file if one is asked for, locks the process's CUDA (waiting at most [lock] timeout_ms
+ * for its GPU work), then checkpoints it: the driver copies GPU memory into a host copy that
+ * staging.c makes fast (huge pages, prefaulted or prepared ahead) or backs with the hibernate file
+ * (hibernate.c), while copy.c runs libcuda's copies in parallel. A step that fails unlocks the
+ * process, which runs on; the outcome goes out through report.c. */
+#define _GNU_SOURCE
+#include "actions.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent_state.h"
+#include "clock.h"
+#include "cuda_abi.h"
+#include "hibernate.h"
+#include "log.h"
+#include "preflight.h"
+#include "report.h"
+#include "staging.h"
+#include "steps.h"
+
+/* A prepared host copy is given back: used by a checkpoint, or not used in time. */
+static void unprepare(void)
+{
+	cn_staging_release();
+	cn_ag.prepared_bytes = 0;
+	cn_ag.prepared_until = 0;
+	cn_ag.st.prepared = false;
+	cn_ag.st.host_mib = -1;
+}
+
+/* After the checkpoint, with the host copy in the hibernate file: synced, then out of RAM. */
+static void hibernate_after(int rc, const struct cn_staging_stats *ss)
+{
+	struct cn_hib_stats hs;
+	char err[300];
+
+	cn_hib_writer_stop();
+	if (rc < 0 || !ss->file) {
+		if (rc == 0 && ss->bytes)
+			snprintf(cn_ag.hib_note, sizeof(cn_ag.hib_note),
+				 "no room for the %.0f MiB copy in %s (%s): it stays in RAM",
+				 (double)ss->bytes / (1 << 20), cn_hib_dir(),
+				 strerror(ss->file_err ? ss->file_err : EIO));
+		cn_hib_close();
+		return;
+	}
+	if (cn_hib_settle(ss->addr, ss->bytes, &hs, err, sizeof(err)) < 0) {
+		snprintf(cn_ag.hib_note, sizeof(cn_ag.hib_note), "%s", err);
+		if (cn_hib_fd() < 0)
+			return; /* moved into RAM */
+	} else {
+		cn_ag.st.step_ms[CN_STEP_HIBERNATE] = hs.write_ms + hs.pageout_ms;
+	}
+	cn_ag.hib_addr = ss->addr;
+	cn_ag.hib_len = ss->bytes;
+	cn_ag.st.host_mib = (double)cn_hib_resident(ss->addr, ss->bytes) / (1 << 20);
+	cn_ag.st.disk_mib = (double)cn_hib_disk_bytes() / (1 << 20);
+	cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
+	       "hibernate: %.0f MiB in %s, %.1f ms to sync, %.1f ms to page out; %.1f MiB left in "
+	       "RAM",
+	       (double)ss->bytes / (1 << 20), cn_hib_dir(), hs.write_ms, hs.pageout_ms,
+	       cn_ag.st.host_mib);
+}
+
+/* The checkpoint call, with the host copy staged in huge pages when the INI asks for it, or in
+ * the hibernate file. */
+static int checkpoint(struct cn_resp *r)
+{
+	struct cn_staging_stats ss;
+	int rc;
+
+	if (!cn_ag.cfg.hugepages && !cn_ag.hib)
+		return cn_moving_call(CN_OP_CHECKPOINT, r);
+	if (cn_ag.cfg.hugepages && !cn_ag.thp && !cn_ag.thp_said) {
+		cn_ag.thp_said = true;
+		cn_log(&cn_ag.cfg, CN_LOG_INFO,
+		       "transparent huge pages are off on this host ([never]): staging the host "
+		       "copy in 4 KiB pages");
+	}
+	cn_staging_arm(cn_ag.thp && cn_ag.cfg.hugepages,
+		       cn_ag.cfg.hugepages ? cn_ag.cfg.prefault_threads : 0,
+		       cn_ag.cfg.keep_host_buffer, cn_ag.hib ? cn_hib_fd() : -1);
+	if (cn_ag.hib)
+		cn_hib_writer_start();
+	rc = cn_moving_call(CN_OP_CHECKPOINT, r);
+	cn_staging_disarm(&ss);
+	cn_ag.copy_bytes = ss.bytes;
+	if (cn_ag.hib)
+		hibernate_after(rc, &ss);
+	if (ss.bytes) {
+		cn_ag.st.staged_mib = (double)ss.bytes / (1 << 20);
+		cn_ag.st.prefault_ms = ss.prefault_ms;
+		cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
+		       "host copy: %.0f MiB%s%s%s, %u prefault threads, %.1f ms",
+		       cn_ag.st.staged_mib, ss.file ? ", in the hibernate file" : "",
+		       ss.huge ? ", huge pages" : "",
+		       ss.reused ? ", in a kept or prepared buffer" : "", ss.threads,
+		       ss.prefault_ms);
+	}
+	return rc;
+}
+
+/* Where this suspend's copy goes: the directory `cudanap suspend --to-disk[=DIR]` left in
+ * <pid>.hibernate beside the status file (read once, removed), else the INI's [hibernate] dir;
+ * its file opened now. -1 with msg when asked for and impossible: the suspend is refused. */
+static int hibernate_setup(char *msg, size_t len)
+{
+	char req[4300], dir[PATH_MAX];
+	ssize_t n = -1;
+	int fd;
+
+	cn_ag.hib = false;
+	cn_ag.hib_note[0] = '\0';
+	snprintf(dir, sizeof(dir), "%s", cn_ag.cfg.hibernate_dir);
+	snprintf(req, sizeof(req), "%s/%d.hibernate", cn_ag.cfg.status_dir, (int)getpid());
+	fd = open(req, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, dir, sizeof(dir) - 1);
+		close(fd);
+		unlink(req);
+		if (n > 0) {
+			dir[n] = '\0';
+			dir[strcspn(dir, "\n")] = '\0';
+		} else {
+			snprintf(dir, sizeof(dir), "%s", cn_ag.cfg.hibernate_dir);
+		}
+		if (!dir[0]) {
+			snprintf(msg, len,
+				 "--to-disk: no directory given and none in [hibernate] dir; the "
+				 "process keeps running");
+			return -1;
+		}
+	}
+	if (!dir[0]) {
+		cn_hib_close();
+		return 0;
+	}
+	if (cn_hib_open(dir, msg, len) < 0) {
+		snprintf(msg + strlen(msg), len - strlen(msg), "; the process keeps running");
+		return -1;
+	}
+	cn_ag.hib = true;
+	cn_ag.hib_free = cn_hib_free_bytes(dir);
+	return 0;
+}
+
+/* After a failed step of a suspend: let the process run on. */
+static void unlock_after(struct cn_resp *r, char *msg, size_t len)
+{
+	struct cn_resp u;
+
+	cn_call(CN_OP_UNLOCK, &u);
+	cn_report_step(CN_STEP_UNLOCK, &u);
+	if (u.result != CUDA_SUCCESS)
+		snprintf(msg + strlen(msg), len - strlen(msg), "; unlock after it failed too: %s",
+			 u.name);
+	r->state = u.state;
+}
+
+void cn_suspend(void)
+{
+	struct cn_status before = cn_ag.st;
+	struct cn_resp r;
+	char msg[320];
+	int rc;
+
+	cn_report_begin("suspend");
+	cn_ag.hib = false; /* set again by hibernate_setup, for this suspend only */
+	if (!cn_reload("suspend") || !cn_current_state("suspend", &r))
+		return;
+	if (r.state == CN_STATE_CHECKPOINTED) {
+		if (!cn_report_redundant(&before, &r, "already suspended"))
+			cn_report_finish(&r, "already", "already suspended");
+		return;
+	}
+	if (r.state == CN_STATE_RUNNING &&
+	    (cn_preflight_suspend(&cn_ag.cfg, msg, sizeof(msg)) < 0 ||
+	     hibernate_setup(msg, sizeof(msg)) < 0)) {
+		r.result = CN_RES_REFUSED;
+		snprintf(r.name, sizeof(r.name), "REFUSED");
+		cn_report_finish(&r, "suspend", msg);
+		return;
+	}
+	cn_report_publish();
+	if (r.state == CN_STATE_RUNNING) {
+		if (cn_call(CN_OP_LOCK, &r) < 0) {
+			if (r.result == CUDA_ERROR_NOT_READY)
+				snprintf(msg, sizeof(msg),
+					 "lock timed out after %u ms: GPU work still running "
+					 "([lock] timeout_ms); the process keeps running",
+					 cn_ag.cfg.lock_timeout_ms);
+			else if (r.result == CN_RES_NO_HOST || r.result == CN_RES_DISK)
+				snprintf(msg, sizeof(msg), "%s; the process keeps running",
+					 r.message);
+			else
+				snprintf(msg, sizeof(msg), "lock: %s", r.message);
+			if (r.state == CN_STATE_LOCKED)
+				unlock_after(&r, msg, sizeof(msg));
+			cn_report_finish(&r, "suspend", msg);
+			return;
+		}
+		cn_report_step(CN_STEP_LOCK, &r);
+	}
+	rc = checkpoint(&r);
+	if (cn_ag.prepared_bytes)
+		unprepare(); /* used by this checkpoint, or never to be */
+	if (rc < 0) {
+		/* The driver leaves the process LOCKED after a failed checkpoint (measured with
+		 * managed memory, DESIGN.md): unlock it so that it runs on. */
+		snprintf(msg, sizeof(msg), "checkpoint: %s%s", r.message,
+			 r.result == CUDA_ERROR_NOT_SUPPORTED ? " (the driver cannot checkpoint a "
+								"process that uses managed memory, "
+								"CUDA IPC, MIG or MPS)"
+							      : "");
+		/* A controller that died mid-checkpoint may have left it done: then it stays. */
+		if (r.state != CN_STATE_CHECKPOINTED)
+			unlock_after(&r, msg, sizeof(msg));
+		cn_report_finish(&r, "suspend", msg);
+		return;
+	}
+	cn_report_step(CN_STEP_CHECKPOINT, &r);
+	cn_ag.n_use = r.n_use;
+	memcpy(cn_ag.use, r.use, sizeof(cn_ag.use));
+	cn_ag.st.footprint_mib = cn_report_footprint_mib();
+	if (r.note[0])
+		cn_log(&cn_ag.cfg, CN_LOG_INFO,
+		       "free GPU memory will not be checked before the restore: %s", r.note);
+	if (cn_ag.hib_note[0]) {
+		cn_log(&cn_ag.cfg, CN_LOG_ERROR, "hibernate: %s", cn_ag.hib_note);
+		snprintf(msg, sizeof(msg), "suspended; hibernate: %s", cn_ag.hib_note);
+	} else {
+		snprintf(msg, sizeof(msg), cn_ag.hib_addr ? "suspended to %s" : "suspended",
+			 cn_hib_dir());
+	}
+	cn_report_finish(&r, "suspended", msg);
+}
+
+/* Notice of a suspend to come (cudanap prepare): fault the host copy in now, within the host
+ * memory check, and hold it for [performance] prepare_s, so that the suspend only copies. Asked
+ * again, it starts over, sized to what the process holds then. */
+void cn_prepare(void)
+{
+	struct cn_staging_stats ss;
+	struct cn_resp r;
+	char msg[320];
+	uint64_t need = 0;
+	int e;
+
+	cn_report_begin("prepare");
+	if (!cn_reload("prepare") || !cn_current_state("prepare", &r))
+		return;
+	if (r.state != CN_STATE_RUNNING) {
+		snprintf(msg, sizeof(msg), "%s: nothing to prepare",
+			 r.state == CN_STATE_CHECKPOINTED ? "already suspended" : "not running");
+		cn_report_finish(&r, "already", msg);
+		return;
+	}
+	msg[0] = '\0';
+	if (!cn_ag.cfg.prepare_s)
+		snprintf(msg, sizeof(msg), "prepare is off ([performance] prepare_s = 0)");
+	else if (cn_ag.cfg.hibernate_dir[0])
+		snprintf(msg, sizeof(msg),
+			 "the host copy goes to disk ([hibernate] dir): nothing to prepare in RAM");
+	if (msg[0] || cn_preflight_suspend(&cn_ag.cfg, msg, sizeof(msg)) < 0) {
+		r.result = CN_RES_REFUSED;
+		snprintf(r.name, sizeof(r.name), "REFUSED");
+		cn_report_finish(&r, "prepare", msg);
+		return;
+	}
+	unprepare(); /* the host check must not count our own buffer as taken */
+	cn_report_publish();
+	if (cn_call(CN_OP_PREPARE, &r) < 0 || r.n_use == 0) {
+		if (r.result == 0) {
+			r.result = CN_RES_REFUSED;
+			snprintf(r.name, sizeof(r.name), "FOOTPRINT_UNKNOWN");
+		}
+		snprintf(msg, sizeof(msg), "%s; nothing prepared",
+			 r.result == CN_RES_REFUSED ? r.note : r.message);
+		cn_report_finish(&r, "prepare", msg);
+		return;
+	}
+	for (uint32_t i = 0; i < r.n_use; i++)
+		need += r.use[i].bytes;
+	/* The driver's copy is about 1.06 x the footprint (DESIGN.md): room for 1/16 more. */
+	e = cn_staging_prepare(need + need / 16, cn_ag.thp && cn_ag.cfg.hugepages,
+			       cn_ag.cfg.prefault_threads, &ss);
+	if (e < 0) {
+		r.result = CN_RES_NO_HOST;
+		snprintf(r.name, sizeof(r.name), "NO_HOST_MEMORY");
+		snprintf(msg, sizeof(msg), "cannot map %llu MiB: %s; nothing prepared",
+			 (unsigned long long)((need + need / 16) >> 20), strerror(-e));
+		cn_report_finish(&r, "prepare", msg);
+		return;
+	}
+	cn_ag.prepared_bytes = ss.bytes;
+	cn_ag.prepared_until = cn_now_ms() + cn_ag.cfg.prepare_s * 1000.0;
+	cn_ag.st.prepared = true;
+	cn_ag.st.host_mib = cn_ag.st.staged_mib = (double)ss.bytes / (1 << 20);
+	cn_ag.st.prefault_ms = cn_ag.st.step_ms[CN_STEP_PREPARE] = ss.prefault_ms;
+	snprintf(msg, sizeof(msg), "prepared: %.0f MiB of host memory held for %u s",
+		 cn_ag.st.host_mib, cn_ag.cfg.prepare_s);
+	cn_report_finish(&r, "prepared", msg);
+}
+
+/* The prepared copy was not used in time: give it back, and say so. */
+void cn_prepare_expired(void)
+{
+	double mib = (double)cn_ag.prepared_bytes / (1 << 20);
+
+	unprepare();
+	snprintf(cn_ag.st.message, sizeof(cn_ag.st.message),
+		 "prepared host copy (%.0f MiB) given back after %u s without a suspend", mib,
+		 cn_ag.cfg.prepare_s);
+	cn_report_publish();
+	cn_log(&cn_ag.cfg, CN_LOG_INFO, "%s", cn_ag.st.message);
+}
