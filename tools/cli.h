@@ -1,4 +1,5 @@
-/* cli: what the files of the cudanap command share. Only the command includes it. */
+/* cli: what the files of the cudanap command share (cli.c, procs.c, slurm.c) and what each command
+ * file offers the dispatch in cudanap.c. Only the command includes it. */
 #ifndef CN_CLI_H
 #define CN_CLI_H
 
@@ -8,8 +9,8 @@
 #include "cn_config.h"
 #include "cn_status.h"
 
+/* ---- cli.c ---- */
 extern const char *prog;
-extern const char usage_suspend[], usage_prepare[], usage_status[];
 
 _Noreturn void die_usage(const char *text);
 void load_config_or_die(const char *path, struct cn_config *c);
@@ -55,8 +56,17 @@ int slurm_job_pids(const char *jobid, int **out, char *note, size_t len);
 /* This node's name as Slurm knows it (SLURMD_NODENAME, else the host name). */
 void slurm_node_name(char *out, size_t len);
 
-/* ---- act.c: suspend, resume and prepare ---- */
+/* ---- the commands: each file's usage text and entry point ---- */
+/* act.c: suspend, resume and prepare */
 enum verb { VERB_SUSPEND, VERB_RESUME, VERB_PREPARE };
+extern const char usage_suspend[], usage_prepare[];
 int cmd_act(int argc, char **argv, enum verb verb);
+/* status.c */
+extern const char usage_status[];
+int cmd_status(int argc, char **argv);
+/* run.c: run and check-config */
+extern const char usage_run[], usage_check[];
+int cmd_run(int argc, char **argv);
+int cmd_check(int argc, char **argv);
 
 #endif

@@ -1,0 +1,70 @@
+/* cli: the helpers every command of the cudanap CLI shares: the program's name, usage errors,
+ * loading an INI or dying of it, times, pids and small files. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+const char *prog = "cudanap";
+
+void die_usage(const char *text)
+{
+	fputs(text, stderr);
+	exit(2);
+}
+
+void load_config_or_die(const char *path, struct cn_config *c)
+{
+	char err[CN_ERR_LEN];
+
+	if (cn_config_load(c, path, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s: %s\n", prog, err);
+		exit(78);
+	}
+}
+
+void fmt_ms(double ms, char *buf, size_t len)
+{
+	if (ms < 0)
+		snprintf(buf, len, "-");
+	else if (ms < 1000)
+		snprintf(buf, len, "%.1f ms", ms);
+	else
+		snprintf(buf, len, "%.2f s", ms / 1000);
+}
+
+double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int parse_pid(const char *s)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+
+	return (*s && !*end && v > 0 && v < INT_MAX) ? (int)v : -1;
+}
+
+int read_file(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "re");
+	size_t n;
+
+	if (!f)
+		return -1;
+	n = fread(buf, 1, len - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return (int)n;
+}

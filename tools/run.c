@@ -1,0 +1,152 @@
+/* run: cudanap run, which starts a command with the preload and the job's INI in its
+ * environment, and cudanap check-config, which validates an INI without running anything. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "cn_nccl.h"
+
+const char usage_run[] =
+	"usage: cudanap run [-c FILE] [--] CMD [ARG...]\n"
+	"\n"
+	"Run CMD with libcudanap.so preloaded: LD_PRELOAD gets the library appended (an existing\n"
+	"LD_PRELOAD is kept) and CUDANAP_CONFIG is set to FILE's absolute path. CMD then answers\n"
+	"the suspend and resume signals of FILE (SIGUSR1 and SIGUSR2 by default). FILE is checked\n"
+	"before CMD starts.\n"
+	"\n"
+	"  -c, --config FILE   the job's INI file (default: $CUDANAP_CONFIG, else built-in "
+	"defaults)\n"
+	"\n"
+	"The library is looked for in $CUDANAP_PRELOAD, beside this program in a build tree, then\n"
+	"in the installed library directory.\n"
+	"\n"
+	"Exit status: that of CMD; 78 if FILE is broken; 127 if CMD cannot be run.\n"
+	"Example: cudanap run -c job.ini -- python train.py --epochs 10\n";
+
+const char usage_check[] =
+	"usage: cudanap check-config FILE\n"
+	"\n"
+	"Parse and validate FILE as a job INI. Prints 'FILE: ok' and exits 0, or prints\n"
+	"'FILE:LINE: section.key: reason' and exits 78.\n";
+
+/* ---- run ---- */
+
+static int find_preload(char *out, size_t len)
+{
+	const char *env = getenv("CUDANAP_PRELOAD");
+	char exe[PATH_MAX], *slash;
+	ssize_t n;
+
+	if (env && *env) {
+		snprintf(out, len, "%s", env);
+		return access(out, R_OK);
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		slash = strrchr(exe, '/');
+		*slash = '\0';
+		snprintf(out, len, "%s/../preload/libcudanap.so", exe);
+		if (access(out, R_OK) == 0)
+			return 0;
+		if (CN_PRELOAD_REL[0]) {
+			snprintf(out, len, "%s/%s/libcudanap.so", exe, CN_PRELOAD_REL);
+			if (access(out, R_OK) == 0)
+				return 0;
+		}
+	}
+	snprintf(out, len, "%s", CN_PRELOAD_ABS);
+	return access(out, R_OK);
+}
+
+/* [nccl] suspendable: the preload sets the same in CMD before its main; here it is said once for
+ * the whole job, with a value the user set that keeps its ranks from being suspendable. */
+static void report_nccl(void)
+{
+	char kept[200], set[600] = "";
+	size_t o = 0;
+
+	for (size_t i = 0; i < cn_nccl_n_vars; i++)
+		o += (size_t)snprintf(set + o, sizeof(set) - o, " %s=%s", cn_nccl_vars[i].name,
+				      cn_nccl_vars[i].value);
+	cn_nccl_apply(kept, sizeof(kept));
+	if (kept[0])
+		fprintf(stderr,
+			"%s: [nccl] suspendable: keeping %s, set in the environment: NCCL ranks of "
+			"this job will be refused at suspend (unset it to let cudanap set%s)\n",
+			prog, kept, set);
+	else
+		fprintf(stderr, "%s: [nccl] suspendable: NCCL uses sockets between ranks:%s\n",
+			prog, set);
+}
+
+int cmd_run(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char lib[PATH_MAX], abs[PATH_MAX], *preload;
+	const char *cfg = NULL, *old;
+	struct cn_config conf;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "+c:h", opts, NULL)) != -1) {
+		if (c == 'c')
+			cfg = optarg;
+		else
+			die_usage(usage_run);
+	}
+	if (optind >= argc)
+		die_usage(usage_run);
+	if (!cfg)
+		cfg = getenv("CUDANAP_CONFIG");
+	if (cfg && *cfg) {
+		load_config_or_die(cfg, &conf);
+		if (!realpath(cfg, abs)) {
+			fprintf(stderr, "%s: %s: %s\n", prog, cfg, strerror(errno));
+			return 78;
+		}
+		setenv("CUDANAP_CONFIG", abs, 1);
+		if (conf.nccl_suspendable)
+			report_nccl();
+	}
+	if (find_preload(lib, sizeof(lib)) < 0) {
+		fprintf(stderr, "%s: cannot find libcudanap.so (tried %s); set CUDANAP_PRELOAD\n",
+			prog, lib);
+		return 127;
+	}
+	if (!realpath(lib, abs))
+		snprintf(abs, sizeof(abs), "%s", lib);
+	old = getenv("LD_PRELOAD");
+	if (old && *old && strstr(old, abs))
+		preload = strdup(old);
+	else if (old && *old && asprintf(&preload, "%s:%s", old, abs) < 0)
+		preload = NULL;
+	else if (!(old && *old))
+		preload = strdup(abs);
+	if (!preload)
+		return 127;
+	setenv("LD_PRELOAD", preload, 1);
+	execvp(argv[optind], argv + optind);
+	fprintf(stderr, "%s: cannot run %s: %s\n", prog, argv[optind], strerror(errno));
+	return 127;
+}
+
+int cmd_check(int argc, char **argv)
+{
+	struct cn_config c;
+
+	if (argc != 2 || argv[1][0] == '-')
+		die_usage(usage_check);
+	load_config_or_die(argv[1], &c);
+	printf("%s: ok\n", argv[1]);
+	return 0;
+}
