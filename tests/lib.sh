@@ -100,6 +100,22 @@ field() {
 	echo "${v%\"}"
 }
 
+# eventually SECONDS COMMAND...: run COMMAND every 20 ms until it succeeds, for SECONDS at most.
+# Every wait for something to happen polls for it this way; a fixed sleep is left only where a test
+# shows that something does NOT happen, and says so.
+eventually() {
+	local lim=$(($1 * 50)) i=0
+	shift
+	until "$@"; do
+		i=$((i + 1))
+		[ $i -lt $lim ] || return 1
+		sleep 0.02
+	done
+}
+
+# has FILE REGEX: FILE exists and its text matches REGEX.
+has() { [ -e "$1" ] && [[ $(cat "$1" 2> /dev/null) =~ $2 ]]; }
+
 # settle PID SEQ [TIMEOUT_S]: wait until PID has finished its SEQth action.
 settle() {
 	local i=0 lim=$((${3:-20} * 50))
@@ -109,6 +125,22 @@ settle() {
 		[ -n "$s" ] && [ "$s" -ge "$2" ] && [ "$b" = false ] && return 0
 		sleep 0.02
 		i=$((i + 1))
+	done
+	return 1
+}
+
+# quiet PID: until PID has no action under way and starts none for 0.3 s (20 s at most): after a
+# burst of signals, whose bytes may reach its agent in more than one read.
+quiet() {
+	local i s
+	for i in $(seq 60); do
+		s=$(field "$1" seq)
+		if [ "$(field "$1" busy)" = false ]; then
+			sleep 0.3
+			[ "$(field "$1" seq)" = "$s" ] && [ "$(field "$1" busy)" = false ] && return 0
+		else
+			sleep 0.05
+		fi
 	done
 	return 1
 }

@@ -27,12 +27,12 @@ like "$out" "CUDA_ERROR_NOT_READY: lock timed out after 200 ms.*the process keep
 is "$(field "$pid" state)" running "state stays running"
 ask A verify 5
 is "$REPLY" "verify ok" "the program keeps running after the lock timeout"
-sleep 0.3
+eventually 20 has "$T/hook.failure" "failure running CUDA_ERROR_NOT_READY"
 like "$(cat "$T/hook.failure" 2>/dev/null)" "failure running CUDA_ERROR_NOT_READY" "on_failure hook ran"
 like "$(cat "$T/A.err")" "cudanap\[$pid\]: suspend failed: CUDA_ERROR_NOT_READY" "the failure is logged"
 
 # -- a failed checkpoint is followed by an unlock (the driver leaves the process LOCKED)
-sleep 3
+ask A sync 10 # the kernel above ends
 echo 801 > "$T/fake/fail_checkpoint"
 out=$("$CUDANAP" suspend "$pid"); rc=$?
 rm -f "$T/fake/fail_checkpoint"
@@ -134,7 +134,7 @@ write_ini "[hooks]" "on_suspended = sleep 30; echo late > $T/late" "timeout_ms =
 start E "$TARGET"
 kill -USR1 "$E_pid"
 settle "$E_pid" 1
-sleep 1
+eventually 20 has "$T/cn.log" "suspended hook killed"
 like "$(cat "$T/cn.log")" "cudanap\[$E_pid\]: suspended hook killed after 300 ms" "a hung hook is killed and logged"
 check "the hook's whole process group was killed" test ! -e "$T/late"
 kill -USR2 "$E_pid"
@@ -162,7 +162,7 @@ is "$rc" 1 "suspending a JAX process is refused"
 like "$out" "^$J_pid: suspend failed: REFUSED: refusing to suspend a JAX process: .*allow_jax = true to try anyway \(state running\)$" \
 	"in one line that says how to override"
 is "$("$FAKECTL" "$FAKECUDA" state "$J_pid")" "CUDA_SUCCESS 0" "refused before the lock: the driver never saw it"
-sleep 0.3
+eventually 20 has "$T/refused" REFUSED
 is "$(cat "$T/refused" 2>/dev/null)" REFUSED "on_failure hook ran"
 write_ini "[preflight]" "allow_jax = true"
 seq=$(field "$J_pid" seq)

@@ -9,7 +9,8 @@
  *   <pid>.gpu     the process's "device memory"; renamed to <pid>.host while checkpointed
  *   fail_checkpoint, fail_restore   if present, that call fails with the CUresult written inside
  *   delay_checkpoint, delay_restore if present, that call first sleeps the milliseconds written
- *                                   inside, with nothing changed yet: a slow driver to kill
+ *                                   inside, with nothing changed yet: a slow driver to kill (the
+ *                                   event "delay_<call> PID" marks its start)
  *
  * Error codes follow what DESIGN.md measured: NOT_INITIALIZED for a pid without CUDA,
  * OPERATING_SYSTEM for a pid that does not exist, ILLEGAL_STATE for a wrong transition, NOT_READY
@@ -543,12 +544,15 @@ EXPORT CUresult cuCheckpointProcessLock(int pid, CUcheckpointLockArgs *args)
 	}
 }
 
-static void delay(const char *name)
+/* A slow call: the event "delay_<call> PID" says it has begun, for a test to kill in the middle. */
+static void delay(const char *name, int pid)
 {
 	int ms = injected(name);
 
-	if (ms > 0)
+	if (ms > 0) {
+		event("%s %d", name, pid);
 		usleep((useconds_t)ms * 1000);
+	}
 }
 
 EXPORT CUresult cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpointArgs *args)
@@ -556,7 +560,7 @@ EXPORT CUresult cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpointArg
 	struct pstate st;
 	int fd;
 
-	delay("delay_checkpoint");
+	delay("delay_checkpoint", pid);
 	/* An injected failure leaves it LOCKED, as managed memory does on a real driver. */
 	CUresult r;
 
@@ -576,7 +580,7 @@ EXPORT CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs *arg
 	struct pstate st;
 	int fd, to = -1;
 
-	delay("delay_restore");
+	delay("delay_restore", pid);
 	fd = transition(pid, 2, "fail_restore", &st);
 
 	if (fd < 0)
@@ -816,6 +820,24 @@ EXPORT CUresult fake_launch(unsigned ms)
 	st.busy_until = now_ms() + ms;
 	store_unlock(fd, &st);
 	return CUDA_SUCCESS;
+}
+
+/* Wait for the last "kernel" to end, as cudaDeviceSynchronize does. */
+EXPORT CUresult fake_sync(void)
+{
+	for (;;) {
+		struct pstate st;
+		int fd = wait_running(&st);
+		long long left;
+
+		if (fd < 0)
+			return -fd;
+		close(fd);
+		left = st.busy_until - now_ms();
+		if (left <= 0)
+			return CUDA_SUCCESS;
+		usleep((useconds_t)(left > 50 ? 50 : left) * 1000);
+	}
 }
 
 /* The GPU (nvidia-smi order) this process's memory is on now. */

@@ -37,6 +37,7 @@ CUresult fake_register(void);
 CUresult fake_memcpy_htod(size_t off, const void *src, size_t len);
 CUresult fake_memcpy_dtoh(void *dst, size_t off, size_t len);
 CUresult fake_launch(unsigned ms);
+CUresult fake_sync(void);
 int fake_current_gpu(void);
 void *fake_copy(void *dst, const void *src, size_t n);
 void *fake_move(void *dst, const void *src, size_t n);

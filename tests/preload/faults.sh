@@ -14,7 +14,7 @@ start A "$TARGET"
 "$CUDANAP" suspend "$A_pid" > /dev/null && "$CUDANAP" resume "$A_pid" > /dev/null
 ctl=$(ctl_of "$A_pid")
 kill -9 "$ctl"
-sleep 0.3
+eventually 20 has "$T/A.err" "controller died; another starts"
 like "$(cat "$T/A.err")" "controller died; another starts at the next request" "an idle controller's death is logged"
 out=$("$CUDANAP" suspend "$A_pid"); rc=$?
 like "$out:$rc" "suspended in .*:0" "the next suspend works through a new controller"
@@ -22,13 +22,15 @@ check "a new controller serves it" test -n "$(ctl_of "$A_pid")" -a "$(ctl_of "$A
 out=$("$CUDANAP" resume "$A_pid"); rc=$?
 like "$out:$rc" "resumed in .*:0" "and the resume"
 
-# kill_mid CALL SIGNAL SEQ: send SIGNAL to A, kill its controller 0.3 s into the fake driver's
+# in_delay CALL PID: the fake driver's slow CALL for PID has begun.
+in_delay() { grep -q "^delay_$1 $2\$" "$T/fake/events" 2> /dev/null; }
+# kill_mid CALL SIGNAL SEQ: send SIGNAL to A, kill its controller once inside the fake driver's
 # 1.5 s CALL (checkpoint or restore), and wait for A's SEQth outcome.
 kill_mid() {
+	rm -f "$T/fake/events"
 	echo 1500 > "$T/fake/delay_$1"
 	kill -"$2" "$A_pid"
-	for _ in $(seq 100); do [ "$(field "$A_pid" busy)" = true ] && break; sleep 0.02; done
-	sleep 0.3
+	eventually 20 in_delay "$1" "$A_pid"
 	kill -9 "$(ctl_of "$A_pid")"
 	settle "$A_pid" "$3"
 	rm "$T/fake/delay_$1"
@@ -74,8 +76,9 @@ start D "$TARGET"
 "$CUDANAP" suspend "$D_pid" > /dev/null && "$CUDANAP" resume "$D_pid" > /dev/null
 ctl=$(ctl_of "$D_pid")
 echo 1500 > "$T/fake/delay_checkpoint"
+rm -f "$T/fake/events"
 kill -USR1 "$D_pid"
-sleep 0.4
+eventually 20 in_delay checkpoint "$D_pid"
 kill -9 "$D_pid"
 wait "$D_pid" 2>/dev/null
 check "the target's controller exits after the call in flight" gone "$ctl"
@@ -89,7 +92,7 @@ for _ in $(seq 100); do [[ $(ps -o stat= -p "$S_pid") == T* ]] && break; sleep 0
 out=$("$CUDANAP" suspend "$S_pid"); rc=$?
 like "$out:$rc" "^$S_pid: cannot suspend: it is stopped .*kill -CONT.*nothing sent:1" "a stopped target is refused in one line"
 kill -CONT "$S_pid"
-sleep 0.2
+sleep 0.2 # a check that nothing happens: time for a queued signal to show, were there one
 is "$(field "$S_pid" seq):$(field "$S_pid" state)" "0:running" "nothing was queued for it"
 out=$("$CUDANAP" suspend "$S_pid"); rc=$?
 like "$out:$rc" "suspended in .*:0" "once continued it suspends"

@@ -25,11 +25,13 @@ is "$(field "$A_pid" seq):$(field "$A_pid" state)" "0:running" "the parent did n
 ask A verify
 is "$REPLY" "verify ok" "the parent's CUDA works while its child sleeps"
 is "$(comm -13 <(echo "$before") <(ctls) | wc -w)" 1 "the child started a controller of its own"
+# a check that nothing happens: the child checks every 50 ms when it runs
 n1=$(cut -d' ' -f2 "$T/child.out"); sleep 0.3; n2=$(cut -d' ' -f2 "$T/child.out")
 is "$n2" "$n1" "the suspended child's CUDA calls wait"
 out=$("$CUDANAP" resume "$child"); rc=$?
 like "$out:$rc" "^$child: resumed in .*:0" "and resumed"
-sleep 0.3
+checked_since() { [ "$(cut -d' ' -f2 "$T/child.out")" -gt "$1" ] 2> /dev/null; }
+eventually 20 checked_since "$n2"
 like "$(cat "$T/child.out")" "^ok" "its memory intact, its checks running again"
 kill -USR1 "$A_pid"
 settle "$A_pid" 1

@@ -129,7 +129,9 @@ hold_gate() {
 }
 "$CUDANAP" suspend "$A_pid" > /dev/null
 hold_gate
-(sleep 1; kill -9 $holder) &
+# killed 1 s after the resume began (its status says busy once it is under way)
+resuming() { [ "$(field "$A_pid" busy)" = true ]; }
+(eventually 20 resuming; sleep 1; kill -9 $holder) &
 out=$("$CUDANAP" resume "$A_pid"); rc=$?
 w=$(field "$A_pid" wait_ms)
 check "a holder killed after 1 s: the restore went in then (waited $w ms)" \
@@ -144,8 +146,9 @@ for i in 0 1; do
 	flock -o "$T/status/.restore-copy-GPU-face0000-0000-0000-0000-000000000000-$i" sleep 60 < /dev/null > /dev/null 2>&1 &
 	eval "pholder$i=\$!"
 done
-sleep 0.2
-(sleep 1; pkill -9 -P $pholder0; pkill -9 -P $pholder1; kill -9 $pholder0 $pholder1) 2> /dev/null &
+held() { ! flock -n "$1" true; }
+for i in 0 1; do eventually 20 held "$T/status/.restore-copy-GPU-face0000-0000-0000-0000-000000000000-$i"; done
+(eventually 20 resuming; sleep 1; pkill -9 -P $pholder0; pkill -9 -P $pholder1; kill -9 $pholder0 $pholder1) 2> /dev/null &
 : > "$T/job.log"
 out=$("$CUDANAP" resume "$A_pid"); rc=$?
 w=$(grep -o "[0-9.]* ms waiting for a place" "$T/job.log" | grep -o "^[0-9.]*" | head -n1)

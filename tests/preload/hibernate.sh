@@ -107,7 +107,8 @@ if mount -t tmpfs -o size=64m,mode=700 tmpfs "$T/small" 2> /dev/null; then
 	check "hibernated on tmpfs: $used MiB in use there" test "$used" -ge 272
 	kill -9 "$B_pid"
 	wait "$B_pid" 2> /dev/null
-	sleep 0.2
+	tmpfs_empty() { [ "$(df --output=used -m "$T/big" | tail -n 1 | tr -d ' '):$(ls -A "$T/big" | wc -l)" = 0:0 ]; }
+	eventually 20 tmpfs_empty
 	is "$(df --output=used -m "$T/big" | tail -n 1 | tr -d ' '):$(ls -A "$T/big" | wc -l)" "0:0" \
 		"killed with -9 while hibernated: no file left, the space back"
 	umount "$T/big"

@@ -20,7 +20,7 @@ printf '[status]\ndir = %s\n' "$T/st" > "$T/i.ini"
 mkdir -m 700 "$T/st"
 CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T "$cli" run -c "$T/i.ini" -- sleep 5 &
 p=$!
-sleep 0.3
+eventually 20 test -e "$T/st/$p.json"
 out=$("$cli" suspend "$p" 2>&1)
 like "$out" "nothing to suspend" "the installed library starts the installed controller"
 kill "$p"

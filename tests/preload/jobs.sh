@@ -36,7 +36,9 @@ for _ in $(seq 200); do
 	sleep 0.05
 done
 w1=$(awk '{ print $2 }' "$T/w1.out")
-sleep 0.3 # the tails' status files
+# the tree's five status files: the shell, the two tails, the two workers
+tree_files() { [ "$(for p in $root $(pgrep -P "$root"); do [ -e "$T/status/$p.json" ] && echo "$p"; done | wc -l)" -ge 5 ]; }
+eventually 20 tree_files
 out=$("$CUDANAP" suspend --tree "$root"); rc=$?
 is "$rc" 0 "suspend --tree exits 0"
 like "$out" "(^|
@@ -84,7 +86,7 @@ like "$out" "total: 2 processes, 0 suspended, 0 without CUDA, 2 failed \(rolled 
 is "$(field "$A_pid" state):$(field "$B_pid" state)" running:running "both run"
 ask A verify
 is "$REPLY" "verify ok" "the rolled-back process's data intact"
-sleep 3
+ask B sync 10 # its kernel ends
 
 ask B "kernel 2000"
 t0=$SECONDS
@@ -104,7 +106,7 @@ is "$rc" 1 "--each: the failure still fails the command"
 is "$(field "$A_pid" state):$(field "$B_pid" state)" checkpointed:running "--each: no rollback"
 check "--each: no rollback line" test -z "$(grep rollback <<< "$out")"
 "$CUDANAP" resume "$A_pid" > /dev/null
-sleep 3
+ask B sync 10
 
 # A failure that waiting cannot cure (a refusal) is rolled back and not tried again.
 mkdir -p "$T/site/jaxlib" && head -c 4096 /dev/zero > "$T/site/jaxlib/xla_extension.so"

@@ -56,7 +56,8 @@ check "after the resume the buffer is gone: RSS $(rss_mib "$pid") MiB (base $bas
 write_ini "[log]" "level = debug" "target = $T/job.log" "[performance]" "prepare_s = 1"
 "$CUDANAP" prepare "$pid" > /dev/null
 is "$(field "$pid" prepared)" true "prepared for 1 s"
-sleep 1.5
+given_back() { [ "$(field "$pid" prepared)" = false ]; }
+eventually 20 given_back
 is "$(field "$pid" prepared)" false "after prepare_s it is given back"
 like "$(field "$pid" message)" "^prepared host copy \(2[78][0-9] MiB\) given back after 1 s without a suspend$" \
 	"the status says so"

@@ -114,8 +114,8 @@ is "$REPLY" "verify ok" "data intact"
 # -- a burst of signals folds into the state the last one asked for
 for i in $(seq 20); do kill -$(( $(kill -l RTMIN) + 3 )) "$C_pid"; done
 kill -$(( $(kill -l RTMIN) + 3 )) "$C_pid"
-sleep 1
-settle "$C_pid" 3
+settle "$C_pid" 5
+quiet "$C_pid"
 b=$(field "$C_pid" state)
 like "$b" "^(running|checkpointed)$" "the state is consistent after 21 toggles"
 [ "$b" = checkpointed ] && "$CUDANAP" resume "$C_pid" > /dev/null

@@ -23,7 +23,7 @@ check "memory left the GPU" test ! -e "$T/fake/$pid.gpu" -a -e "$T/fake/$pid.hos
 like "$(field "$pid" checkpoint_ms)" '^[0-9]+\.[0-9]+$' "checkpoint time recorded"
 like "$(cat "$T/A.err")" "cudanap\[$pid\]: suspended in [0-9.]+ (ms|s) \(lock [0-9.]+ (ms|s), checkpoint" \
 	"one log line with the timings"
-sleep 0.3
+eventually 20 has "$T/hook.fds" .
 like "$(cat "$T/hook.suspended" 2>/dev/null)" "CUDANAP_EVENT=suspended" "on_suspended hook ran"
 like "$(grep -E '^CUDANAP_(PID|STATE|RESULT)=' "$T/hook.suspended" | sort | tr '\n' ' ')" \
 	"CUDANAP_PID=$pid CUDANAP_RESULT=ok CUDANAP_STATE=checkpointed" "hook environment"
@@ -39,7 +39,7 @@ answer A
 is "$REPLY" "write ok" "the blocked call completes after resume"
 ask A verify
 is "$REPLY" "verify ok" "data intact after resume"
-sleep 0.3
+eventually 20 has "$T/hook.resumed" .
 is "$(cat "$T/hook.resumed" 2>/dev/null)" "resumed running ok" "on_resumed hook ran"
 
 out=$("$CUDANAP" suspend --wait "$pid"); rc=$?
@@ -55,6 +55,5 @@ like "$("$CUDANAP" status --json "$pid")" "^\[\{\"pid\":$pid,.*\"state\":\"runni
 
 ask A quit
 wait "$A_pid"
-sleep 0.2
 check "status file removed at exit" test ! -e "$T/status/$pid.json"
 finish

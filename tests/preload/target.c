@@ -1,6 +1,6 @@
 /* target: a test program for the preload suite. Its "GPU" is the fake driver; it answers one line
  * per command read from stdin, so a test script can drive it:
- *   verify | write | kernel MS | gpu | fork [cuda FILE] | map FILE | thread NAME
+ *   verify | write | kernel MS | sync | gpu | fork [cuda FILE] | map FILE | thread NAME
  *   | handler MODE | count | query | ping | quit
  * "fork cuda FILE": the child initialises the fake driver itself, fills its memory, and checks it
  * every 50 ms, writing "ok N" or "bad N" to FILE. "handler MODE" sets the app's own handler for
@@ -177,6 +177,8 @@ int main(int argc, char **argv)
 		} else if (strncmp(line, "kernel ", 7) == 0) {
 			fake_launch((unsigned)atoi(line + 7));
 			printf("kernel ok\n");
+		} else if (strncmp(line, "sync", 4) == 0) {
+			printf("sync %s\n", fake_sync() == CUDA_SUCCESS ? "ok" : "failed");
 		} else if (strncmp(line, "gpu", 3) == 0) {
 			printf("gpu %d\n", fake_current_gpu());
 		} else if (strncmp(line, "fork", 4) == 0) {

@@ -128,6 +128,29 @@ trap 'exit 1' TERM INT
 
 # job_state J: Slurm's state of job J (PENDING, RUNNING, COMPLETED, FAILED, ...).
 job_state() { scontrol show job "$1" 2> /dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
+# wait_final J [TENTHS]: until job J has ended (COMPLETED, FAILED, CANCELLED, ...): a job leaves
+# RUNNING for COMPLETING first, while its steps are cleaned up.
+wait_final() {
+	for _ in $(seq "${2:-300}"); do
+		case $(job_state "$1") in
+		PENDING | CONFIGURING | RUNNING | COMPLETING | SUSPENDED | "") sleep 0.1 ;;
+		*) return 0 ;;
+		esac
+	done
+	return 1
+}
+# job_pid J COMMAND: the pid of J's process running COMMAND (its name in /proc/PID/comm), once it
+# runs; scontrol listpids may list a step's pid as -1 before its task has started.
+job_pid() {
+	local p
+	for _ in $(seq 300); do
+		for p in $(scontrol listpids "$1" 2> /dev/null | awk 'NR > 1 && $1 > 0 { print $1 }'); do
+			[ "$(cat "/proc/$p/comm" 2> /dev/null)" = "$2" ] && { echo "$p"; return 0; }
+		done
+		sleep 0.1
+	done
+	return 1
+}
 # wait_state J STATE [TENTHS]: until job J is in STATE.
 wait_state() {
 	for _ in $(seq "${3:-300}"); do [ "$(job_state "$1")" = "$2" ] && return 0; sleep 0.1; done

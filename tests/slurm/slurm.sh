@@ -31,7 +31,7 @@ cp "$T/job.ini" "$T/late.ini"
 j=$(cd "$T" && sbatch --parsable --hold --cudanap=late.ini -o "$T/late.log" --wrap 'echo ran')
 cp "$T/bad.ini" "$T/late.ini"
 scontrol release "$j"
-for _ in $(seq 300); do case $(job_state "$j") in PENDING | RUNNING | CONFIGURING | COMPLETING | "") sleep 0.1 ;; *) break ;; esac; done
+wait_final "$j"
 is "$(job_state "$j")" FAILED "an INI broken before the launch fails the job"
 check "its script never ran" test "$(grep -c '^ran' "$T/late.log")" = 0
 like "$(cat "$T/late.log")" "(^|
@@ -93,16 +93,15 @@ ask A quit
 ask B quit
 wait_state "$j" COMPLETED 300
 is "$(job_state "$j")" COMPLETED "the job completes"
-for _ in $(seq 100); do [ -e "$STATUS_DIR" ] || break; sleep 0.1; done
+for _ in $(seq 300); do [ -e "$STATUS_DIR" ] || break; sleep 0.1; done
 check "its status directory is gone with it (the plugin's job epilog)" test ! -e "$STATUS_DIR"
 
 # -- a job without --cudanap: Slurm's usual meaning of USR1 (it ends the job)
 j=$(sbatch --parsable -o /dev/null --wrap 'sleep 300')
-wait_state "$j" RUNNING
-pid=$(scontrol listpids "$j" | awk 'NR == 2 { print $1 }')
-check "a job without --cudanap has no preload" test -z "$(tr '\0' '\n' < "/proc/$pid/environ" | grep '^LD_PRELOAD=.*libcudanap')"
+pid=$(job_pid "$j" sleep)
+check "a job without --cudanap has no preload" test -n "$pid" -a -z "$(tr '\0' '\n' < "/proc/$pid/environ" | grep '^LD_PRELOAD=.*libcudanap')"
 scancel --signal=USR1 --full "$j"
-for _ in $(seq 100); do [ "$(job_state "$j")" = RUNNING ] || break; sleep 0.1; done
+wait_final "$j"
 like "$(job_state "$j")" "FAILED|CANCELLED" "USR1 ends it, as without cudanap ($(job_state "$j"))"
 check "and no status directory was made for it" test ! -e "$(job_dir "$j")"
 
@@ -127,7 +126,8 @@ c=$(ready C)
 STATUS_DIR=$(job_dir "$j")
 scontrol suspend "$j"
 until_state "$c" checkpointed
-sleep 2.5 # Slurm's SIGSTOP follows its SIGTSTP by 2 s
+stopped() { [ "$(awk '{ print $3 }' "/proc/$1/stat")" = T ]; }
+eventually 20 stopped "$c" # Slurm's SIGSTOP follows its SIGTSTP by 2 s
 is "$(field "$c" state):$(awk '{ print $3 }' "/proc/$c/stat")" checkpointed:T \
 	"[signals] suspend = SIGTSTP: scontrol suspend checkpoints the job, then Slurm stops it"
 scontrol resume "$j"
