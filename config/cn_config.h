@@ -103,5 +103,8 @@ int cn_private_dir(const char *dir, const char *what, bool create, char *err, si
 
 /* cn_private_dir(dir, "status dir", create): */
 int cn_status_dir_prepare(const char *dir, char *err, size_t errlen);
+/* What cn_status_dir_prepare(dir, create) would say, without creating anything: an existing dir
+ * checked as it would be, a missing one creatable. */
+int cn_status_dir_check(const char *dir, char *err, size_t errlen);
 
 #endif

@@ -64,6 +64,9 @@ void cn_status_init(struct cn_status *s, int pid);
 /* Start a new action: busy, no result yet, every step and measurement cleared. */
 void cn_status_new_action(struct cn_status *s, const char *action);
 int cn_status_format(const struct cn_status *s, char *buf, size_t len);
+/* s as a JSON string, quotes included, into a bounded buffer (six bytes per character at worst);
+ * returns the bytes written, or -1 when it does not fit. */
+int cn_json_str(char *out, size_t len, const char *s);
 /* "lock 0.2 ms, checkpoint 1.52 s": the steps that ran; returns the length written. */
 size_t cn_status_steps(const struct cn_status *s, char *buf, size_t len);
 int cn_status_parse(const char *buf, struct cn_status *s);

@@ -588,8 +588,11 @@ static int on_ini_key(void *user, const char *section, const char *name, const c
 		x->msg_line = x->line;
 		return 0;
 	}
-	snprintf(x->msg, sizeof(x->msg), "%s.%s: unknown %s", section, name,
-		 section_known ? "key" : "section");
+	if (!section[0])
+		snprintf(x->msg, sizeof(x->msg), "%s: a key before any [section]", name);
+	else
+		snprintf(x->msg, sizeof(x->msg), "%s.%s: unknown %s", section, name,
+			 section_known ? "key" : "section");
 	x->msg_line = x->line;
 	return 0;
 }
@@ -597,6 +600,7 @@ static int on_ini_key(void *user, const char *section, const char *name, const c
 int cn_config_load(struct cn_config *c, const char *path, char *err, size_t errlen)
 {
 	struct load_ctx x = { .c = c, .path = path };
+	struct stat st;
 	int r;
 
 	cn_config_defaults(c);
@@ -605,6 +609,16 @@ int cn_config_load(struct cn_config *c, const char *path, char *err, size_t errl
 		return -ENAMETOOLONG;
 	}
 	strcpy(c->path, path);
+	/* Read again at every action: a directory, a device or a pipe cannot be. Checked before the
+	 * open, which would block on a fifo. */
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s: %s", path,
+			 S_ISDIR(st.st_mode)
+				 ? "a directory, not an INI file"
+				 : "not a regular file; an INI file is read again at each "
+				   "suspend and resume");
+		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+	}
 	x.f = fopen(path, "re");
 	if (!x.f) {
 		r = -errno;
@@ -675,6 +689,30 @@ int cn_config_load_env(struct cn_config *c, char *err, size_t errlen)
 		return 0;
 	}
 	return cn_config_load(c, p, err, errlen);
+}
+
+int cn_status_dir_check(const char *dir, char *err, size_t errlen)
+{
+	char parent[PATH_MAX];
+	struct stat st;
+	char *slash;
+
+	if (lstat(dir, &st) == 0 || errno != ENOENT)
+		return cn_private_dir(dir, "status dir", false, err, errlen);
+	snprintf(parent, sizeof(parent), "%s", dir);
+	slash = strrchr(parent, '/');
+	if (slash)
+		*(slash == parent ? slash + 1 : slash) = '\0';
+	if (!slash || stat(parent, &st) < 0 || !S_ISDIR(st.st_mode) ||
+	    access(parent, W_OK | X_OK) < 0) {
+		snprintf(err, errlen, "status dir %s: cannot be created: %s is %s", dir,
+			 slash ? parent : ".",
+			 slash && stat(parent, &st) == 0 && S_ISDIR(st.st_mode)
+				 ? "not writable"
+				 : "not a directory");
+		return -ENOENT;
+	}
+	return 0;
 }
 
 int cn_private_dir(const char *dir, const char *what, bool create, char *err, size_t errlen)

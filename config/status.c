@@ -95,8 +95,7 @@ void cn_status_init(struct cn_status *s, int pid)
 	s->busy = false;
 }
 
-/* JSON string escaping into a bounded buffer; returns bytes written or -1 when it does not fit. */
-static int put_str(char *out, size_t len, const char *s)
+int cn_json_str(char *out, size_t len, const char *s)
 {
 	size_t o = 0;
 
@@ -131,7 +130,7 @@ int cn_status_format(const struct cn_status *s, char *buf, size_t len)
 	size_t o;
 	int n;
 
-	if (put_str(cmd, sizeof(cmd), s->command) < 0 || put_str(msg, sizeof(msg), s->message) < 0)
+	if (cn_json_str(cmd, sizeof(cmd), s->command) < 0 || cn_json_str(msg, sizeof(msg), s->message) < 0)
 		return -ENOSPC;
 	n = snprintf(buf, len,
 		     "{\"pid\":%d,\"starttime\":%llu,\"command\":%s,\"state\":\"%s\",\"busy\":%s,"

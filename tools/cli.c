@@ -2,6 +2,7 @@
  * loading an INI or dying of it, times, pids and small files. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -17,6 +18,22 @@ const char *prog = "cudanap";
 void die_usage(const char *text)
 {
 	fputs(text, stderr);
+	exit(2);
+}
+
+void die_option(const char *verb, char **argv, int c)
+{
+	const char *arg = argv[optind - 1];
+
+	if (c == ':')
+		fprintf(stderr, "%s %s: %s needs a value; see '%s %s --help'\n", prog, verb, arg,
+			prog, verb);
+	else if (optopt && strncmp(arg, "--", 2) != 0)
+		fprintf(stderr, "%s %s: unknown option '-%c'; see '%s %s --help'\n", prog, verb,
+			optopt, prog, verb);
+	else
+		fprintf(stderr, "%s %s: unknown option '%s'; see '%s %s --help'\n", prog, verb, arg,
+			prog, verb);
 	exit(2);
 }
 

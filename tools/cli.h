@@ -3,6 +3,7 @@
 #ifndef CN_CLI_H
 #define CN_CLI_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -13,6 +14,9 @@
 extern const char *prog;
 
 _Noreturn void die_usage(const char *text);
+/* getopt_long's '?' or ':' for `cudanap VERB` (the optstring starts with "+:"): one line naming the
+ * option and the help to read, exit 2. */
+_Noreturn void die_option(const char *verb, char **argv, int c);
 void load_config_or_die(const char *path, struct cn_config *c);
 double now_s(void);
 void fmt_ms(double ms, char *buf, size_t len);
@@ -56,9 +60,49 @@ int slurm_job_pids(const char *jobid, int **out, char *note, size_t len);
 /* This node's name as Slurm knows it (SLURMD_NODENAME, else the host name). */
 void slurm_node_name(char *out, size_t len);
 
+/* ---- group.c: processes acted on at once, all or nothing ---- */
+enum verb { VERB_SUSPEND, VERB_RESUME, VERB_PREPARE };
+extern const char *const verb_name[]; /* "suspend", "resume", "prepare" */
+
+struct job {
+	int pid;
+	char dir[PATH_MAX];
+	unsigned long seq0;
+	bool sent, done, ok;
+	bool no_cuda; /* answered that it has no CUDA state */
+	bool have_st; /* st holds its status file: its outcome, or as it was when sent */
+	struct cn_status st;
+	const char *outcome; /* suspended, resumed, prepared, already, failed, no-cuda, gone, ... */
+	char line[600];	     /* what to print for it */
+};
+
+struct plan {
+	const char *cfg; /* -c: where the status files are; NULL: each process's own */
+	enum verb verb;
+	bool wait, group, atomic;
+	unsigned retries;
+	double timeout, deadline;
+	const char
+		*to_disk; /* suspend --to-disk[=DIR]: NULL when not asked, "" for the INI's dir */
+	const char *gpu_map;		      /* resume --gpu-map MAP: NULL when not asked */
+	void (*on_attempt)(const char *line); /* told of each failed attempt as it happens */
+};
+
+#define MAX_ATTEMPTS 101
+struct group_result {
+	int n_ok, n_none;
+	bool all_ok;
+	int rolled_back;     /* processes the last rollback resumed (0: none) */
+	char rollback[2048]; /* its line, "" when there was none */
+	int n_attempts;	     /* failed attempts that were tried again */
+	char attempts[MAX_ATTEMPTS][700];
+	double seconds;
+};
+
+void run_plan(struct job *jobs, int n, const struct plan *p, struct group_result *r);
+
 /* ---- the commands: each file's usage text and entry point ---- */
 /* act.c: suspend, resume and prepare */
-enum verb { VERB_SUSPEND, VERB_RESUME, VERB_PREPARE };
 extern const char usage_suspend[], usage_prepare[];
 int cmd_act(int argc, char **argv, enum verb verb);
 /* status.c */

@@ -15,15 +15,17 @@ static const char usage_main[] =
 	"the GPU is freed, and on resume every byte goes back.\n"
 	"\n"
 	"Commands:\n"
-	"  run [-c FILE] -- CMD [ARG...]     start CMD under cudanap\n"
-	"  suspend [OPTIONS] PID...          checkpoint the processes' CUDA state and free the "
-	"GPU\n"
-	"  resume [OPTIONS] PID...           restore it and let the processes run on\n"
-	"  prepare [OPTIONS] PID...          notice of a suspend: fault its host copy in ahead\n"
+	"  run [-c FILE] -- CMD [ARG...]      start CMD under cudanap\n"
+	"  suspend [OPTIONS] PID...           checkpoint the processes' CUDA state, free the GPU\n"
+	"  resume [OPTIONS] PID...            restore it and let the processes run on\n"
+	"  prepare [OPTIONS] PID...           notice of a suspend: fault its host copy in ahead\n"
 	"  status [-c FILE] [--json] [PID...] show every cudanap process of this user\n"
-	"  check-config FILE                 validate a job INI file\n"
+	"  check-config FILE                  validate a job INI file\n"
+	"  help [COMMAND]                     this text, or the details of COMMAND\n"
+	"  --version                          print cudanap's version\n"
 	"\n"
-	"Run 'cudanap COMMAND --help' for the details of each. cudanap " CN_VERSION "\n";
+	"Run 'cudanap help COMMAND' or 'cudanap COMMAND --help' for the details of each; 'man\n"
+	"cudanap' and 'man cudanap.ini' for all of it. cudanap " CN_VERSION "\n";
 
 static bool want_help(int argc, char **argv)
 {
@@ -49,13 +51,23 @@ int main(int argc, char **argv)
 	};
 
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
-	    strcmp(argv[1], "help") == 0) {
+	    (strcmp(argv[1], "help") == 0 && argc == 2)) {
 		fputs(usage_main, argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : 0;
 	}
 	if (strcmp(argv[1], "--version") == 0) {
 		printf("cudanap %s\n", CN_VERSION);
 		return 0;
+	}
+	/* cudanap help COMMAND */
+	if (strcmp(argv[1], "help") == 0) {
+		for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+			if (strcmp(argv[2], cmds[i].name) == 0) {
+				fputs(cmds[i].usage, stdout);
+				return 0;
+			}
+		fprintf(stderr, "%s: no command '%s'; see 'cudanap help'\n", prog, argv[2]);
+		return 2;
 	}
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
 		if (strcmp(argv[1], cmds[i].name) != 0)
@@ -68,6 +80,6 @@ int main(int argc, char **argv)
 			return cmd_act(argc - 1, argv + 1, cmds[i].verb);
 		return cmds[i].fn(argc - 1, argv + 1);
 	}
-	fprintf(stderr, "%s: unknown command '%s'; see 'cudanap --help'\n", prog, argv[1]);
+	fprintf(stderr, "%s: unknown command '%s'; see 'cudanap help'\n", prog, argv[1]);
 	return 2;
 }

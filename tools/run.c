@@ -98,14 +98,16 @@ int cmd_run(int argc, char **argv)
 	struct cn_config conf;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "+c:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:c:h", opts, NULL)) != -1) {
 		if (c == 'c')
 			cfg = optarg;
 		else
-			die_usage(usage_run);
+			die_option("run", argv, c);
 	}
-	if (optind >= argc)
-		die_usage(usage_run);
+	if (optind >= argc) {
+		fprintf(stderr, "%s run: no command to run; see '%s run --help'\n", prog, prog);
+		return 2;
+	}
 	if (!cfg)
 		cfg = getenv("CUDANAP_CONFIG");
 	if (cfg && *cfg) {
@@ -142,11 +144,22 @@ int cmd_run(int argc, char **argv)
 
 int cmd_check(int argc, char **argv)
 {
+	char err[CN_ERR_LEN];
 	struct cn_config c;
 
-	if (argc != 2 || argv[1][0] == '-')
-		die_usage(usage_check);
+	if (argc != 2 || argv[1][0] == '-') {
+		fprintf(stderr,
+			"%s check-config: give one INI file; see '%s check-config --help'\n", prog,
+			prog);
+		return 2;
+	}
 	load_config_or_die(argv[1], &c);
+	/* The status dir is checked by each process's preload at its start: say now what it will.
+	 */
+	if (cn_status_dir_check(c.status_dir, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s: %s: %s\n", prog, argv[1], err);
+		return 78;
+	}
 	printf("%s: ok\n", argv[1]);
 	return 0;
 }

@@ -28,7 +28,26 @@ const char usage_status[] =
 	"\n"
 	"Exit status: 0, or 1 if a PID given (or the job) has no status.\n";
 
-/* ---- status ---- */
+/* The processes to show, gathered first: the table's columns fit its widest row. */
+struct rows {
+	struct cn_status *s;
+	int n, cap;
+	const char *node; /* --slurm: this node's name, in a column of its own */
+};
+
+static void add(struct rows *r, const struct cn_status *s)
+{
+	if (r->n == r->cap) {
+		int cap = r->cap ? 2 * r->cap : 16;
+		struct cn_status *m = realloc(r->s, (size_t)cap * sizeof(*m));
+
+		if (!m)
+			return;
+		r->s = m;
+		r->cap = cap;
+	}
+	r->s[r->n++] = *s;
+}
 
 static void mib(double v, char *buf, size_t len)
 {
@@ -38,39 +57,65 @@ static void mib(double v, char *buf, size_t len)
 		snprintf(buf, len, "%.0f", v);
 }
 
-/* One process: a table row, or a JSON object ("node" first when node is given). */
-static void print_status(const struct cn_status *s, const char *node, bool json, bool first)
+/* A command line fit for one row of a table: control characters (a script's newlines) made
+ * spaces. */
+static void one_line(const char *in, char *out, size_t len)
 {
-	char buf[CN_STATUS_MAX], total[32], state[24], gpu[24], host[24], disk[24];
+	size_t i;
 
-	if (json) {
-		if (cn_status_format(s, buf, sizeof(buf)) > 0)
-			printf("%s%s%s%s%.*s", first ? "" : ",\n", node ? "{\"node\":\"" : "",
-			       node ? node : "", node ? "\"," : "",
-			       (int)strcspn(buf, "\n") - !!node, buf + !!node);
-		return;
-	}
-	fmt_ms(s->total_ms, total, sizeof(total));
-	snprintf(state, sizeof(state), "%s%s%s", s->state, s->prepared ? "+prep" : "",
-		 s->busy ? "*" : "");
-	mib(s->footprint_mib, gpu, sizeof(gpu));
-	mib(s->host_mib, host, sizeof(host));
-	mib(s->disk_mib, disk, sizeof(disk));
-	if (node)
-		printf("%-12s ", node);
-	printf("%-8d %-14s %-8s %-24s %-9s %8s %8s %8s  %s\n", s->pid, state, s->action, s->result,
-	       total, gpu, host, disk, s->command);
+	for (i = 0; in[i] && i + 1 < len; i++)
+		out[i] = (unsigned char)in[i] < 0x20 || in[i] == 0x7f ? ' ' : in[i];
+	out[i] = '\0';
 }
 
-static void print_header(bool slurm)
+static void print_table(const struct rows *r)
 {
-	if (slurm)
+	int wres = (int)strlen("RESULT");
+	char total[32], state[24], gpu[24], host[24], disk[24], cmd[sizeof(r->s->command)];
+
+	for (int i = 0; i < r->n; i++)
+		if ((int)strlen(r->s[i].result) > wres)
+			wres = (int)strlen(r->s[i].result);
+	if (r->node)
 		printf("%-12s ", "NODE");
-	printf("%-8s %-14s %-8s %-24s %-9s %8s %8s %8s  %s\n", "PID", "STATE", "ACTION", "RESULT",
-	       "TIME", "GPU_MIB", "HOST_MIB", "DISK_MIB", "COMMAND");
+	printf("%-8s %-14s %-8s %-*s %-9s %8s %8s %8s  %s\n", "PID", "STATE", "ACTION", wres,
+	       "RESULT", "TIME", "GPU_MIB", "HOST_MIB", "DISK_MIB", "COMMAND");
+	for (int i = 0; i < r->n; i++) {
+		const struct cn_status *s = &r->s[i];
+
+		fmt_ms(s->total_ms, total, sizeof(total));
+		snprintf(state, sizeof(state), "%s%s%s", s->state, s->prepared ? "+prep" : "",
+			 s->busy ? "*" : "");
+		mib(s->footprint_mib, gpu, sizeof(gpu));
+		mib(s->host_mib, host, sizeof(host));
+		mib(s->disk_mib, disk, sizeof(disk));
+		one_line(s->command, cmd, sizeof(cmd));
+		if (r->node)
+			printf("%-12s ", r->node);
+		printf("%-8d %-14s %-8s %-*s %-9s %8s %8s %8s  %s\n", s->pid, state, s->action,
+		       wres, s->result, total, gpu, host, disk, cmd);
+	}
 }
 
-static void list_dir(const char *dir, bool json, bool *first)
+/* A JSON array of the status objects, each with "node" first under --slurm. */
+static void print_json(const struct rows *r)
+{
+	char buf[CN_STATUS_MAX];
+
+	printf("[");
+	for (int i = 0; i < r->n; i++) {
+		if (cn_status_format(&r->s[i], buf, sizeof(buf)) <= 0)
+			continue;
+		buf[strcspn(buf, "\n")] = '\0';
+		if (r->node)
+			printf("%s{\"node\":\"%s\",%s", i ? ",\n" : "", r->node, buf + 1);
+		else
+			printf("%s%s", i ? ",\n" : "", buf);
+	}
+	printf("]\n");
+}
+
+static void list_dir(const char *dir, struct rows *r)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
@@ -89,17 +134,17 @@ static void list_dir(const char *dir, bool json, bool *first)
 			cn_status_remove(dir, pid);
 			continue;
 		}
-		print_status(&s, NULL, json, *first);
-		*first = false;
+		add(r, &s);
 	}
 	if (d)
 		closedir(d);
 }
 
-/* The cudanap processes of a Slurm job on this node, a line each with the node's name. */
-static int status_slurm(const char *cfg, const char *jobid, bool json, bool *first)
+/* The cudanap processes of a Slurm job on this node, with the node's name. */
+static int status_slurm(const char *cfg, const char *jobid, struct rows *r)
 {
-	char note[300], node[256], dir[PATH_MAX];
+	static char node[256];
+	char note[300], dir[PATH_MAX];
 	int *pids = NULL, *sel = NULL, n = slurm_job_pids(jobid, &pids, note, sizeof(note));
 
 	if (note[0])
@@ -109,14 +154,13 @@ static int status_slurm(const char *cfg, const char *jobid, bool json, bool *fir
 	n = select_jobs(cfg, NULL, 0, pids, n, &sel);
 	free(pids);
 	slurm_node_name(node, sizeof(node));
+	r->node = node;
 	for (int i = 0; i < n; i++) {
 		struct cn_status s;
 
 		status_dir_of(sel[i], cfg, dir, sizeof(dir));
-		if (cn_status_read(dir, sel[i], &s) == 0 && alive(&s)) {
-			print_status(&s, node, json, *first);
-			*first = false;
-		}
+		if (cn_status_read(dir, sel[i], &s) == 0 && alive(&s))
+			add(r, &s);
 	}
 	free(sel);
 	if (n <= 0)
@@ -135,12 +179,13 @@ int cmd_status(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *cfg = NULL, *slurm = NULL;
-	bool json = false, first = true;
+	struct rows rows = { 0 };
+	bool json = false;
 	struct cn_config conf;
 	char err[CN_ERR_LEN];
 	int c, rc = 0;
 
-	while ((c = getopt_long(argc, argv, "+c:jS:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:c:jS:h", opts, NULL)) != -1) {
 		if (c == 'c')
 			cfg = optarg;
 		else if (c == 'j')
@@ -148,16 +193,12 @@ int cmd_status(int argc, char **argv)
 		else if (c == 'S')
 			slurm = optarg;
 		else
-			die_usage(usage_status);
+			die_option("status", argv, c);
 	}
 	if (slurm && optind < argc)
 		die_usage("cudanap: give PIDs or --slurm, not both\n");
-	if (json)
-		printf("[");
-	else
-		print_header(slurm);
 	if (slurm) {
-		rc = status_slurm(cfg, slurm, json, &first);
+		rc = status_slurm(cfg, slurm, &rows);
 	} else if (optind < argc) {
 		for (int i = optind; i < argc; i++) {
 			int pid = parse_pid(argv[i]);
@@ -172,8 +213,7 @@ int cmd_status(int argc, char **argv)
 				rc = 1;
 				continue;
 			}
-			print_status(&s, NULL, json, first);
-			first = false;
+			add(&rows, &s);
 		}
 	} else {
 		char dirs[16][PATH_MAX];
@@ -189,9 +229,12 @@ int cmd_status(int argc, char **argv)
 			n = add_job_dirs(dirs, n, 16);
 		}
 		for (int i = 0; i < n; i++)
-			list_dir(dirs[i], json, &first);
+			list_dir(dirs[i], &rows);
 	}
 	if (json)
-		printf("]\n");
+		print_json(&rows);
+	else
+		print_table(&rows);
+	free(rows.s);
 	return rc;
 }

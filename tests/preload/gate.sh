@@ -53,10 +53,10 @@ write_ini "[log]" "level = debug" "target = $T/job.log"
 start A "$TARGET"
 start B "$TARGET"
 start C "$TARGET"
-out=$("$CUDANAP" suspend --all); rc=$?
+out=$("$CUDANAP" suspend --all -c "$T/job.ini"); rc=$?
 is "$rc" 0 "three processes suspended"
 : > "$T/fake/events"
-out=$("$CUDANAP" resume --all); rc=$?
+out=$("$CUDANAP" resume --all -c "$T/job.ini"); rc=$?
 like "$out:$rc" "total: 3 processes, 3 resumed, 0 without CUDA, 0 failed, [0-9.]+ s:0" "resumed together"
 is "$(setups):$(overlaps)" "3:0" "the three setups took turns: none overlapped"
 is "$(pipelined)" 2 "each next setup ran beside the end of the copy before it"
@@ -90,9 +90,9 @@ is "$places" ".restore-copy-GPU-face0000-0000-0000-0000-000000000000-0 .restore-
 # without_gate WHY SECTION KEY: with that INI line, the three resume together without the gate
 without_gate() {
 	write_ini "[log]" "level = debug" "target = $T/job.log" "$2" "$3"
-	"$CUDANAP" suspend --all > /dev/null
+	"$CUDANAP" suspend --all -c "$T/job.ini" > /dev/null
 	: > "$T/fake/events"
-	out=$("$CUDANAP" resume --all); rc=$?
+	out=$("$CUDANAP" resume --all -c "$T/job.ini"); rc=$?
 	like "$out:$rc" "3 resumed, .*:0" "$1: resumed without the gate"
 	check "$1: their setups overlapped ($(overlaps) pairs)" test "$(overlaps)" -ge 1
 	is "$(at_once)" 3 "$1: all three copied at once"

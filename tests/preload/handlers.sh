@@ -46,14 +46,17 @@ done
 
 # -- an app handler that raises the signal again (faulthandler's chain=True): a second, redundant
 # request follows every real one; the CLI must still print the outcome of the real one, and the
-# status file keep it. (The pauses outlast the handler's own 20 ms: a re-raise still in the app's
-# handler when the next request is sent would reach the agent after it, as the app ordered them.)
+# status file keep it. (Each request waits for its redundant twin to be counted: a re-raise still
+# in the app's handler when the next request is sent would reach the agent after it, as the app
+# ordered them.)
 start A "$TARGET"
 ask A "handler reraise"
 is "$REPLY" "handler ok" "reraise: the app installs a handler that raises the signal again"
 timed=0
 for i in $(seq 20); do
-	s=$("$CUDANAP" suspend "$A_pid") && sleep 0.1 && r=$("$CUDANAP" resume "$A_pid") && sleep 0.1 &&
+	q=$(field "$A_pid" seq)
+	s=$("$CUDANAP" suspend "$A_pid") && settle "$A_pid" $((q + 2)) &&
+		r=$("$CUDANAP" resume "$A_pid") && settle "$A_pid" $((q + 4)) &&
 		[[ $s =~ suspended\ in\ .*checkpoint && $r =~ resumed\ in\ .*restore ]] && timed=$((timed + 1))
 done
 is "$timed" 20 "reraise: 20 of 20 suspends and resumes print the real outcome with its timings"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Whole jobs: `cudanap suspend|resume --all` and `--tree PID`, and a group's suspend all or
-# nothing (rollback, retries, --each), with the fake driver. The preload suite runs one test at a
-# time, so --all sees only this test's processes.
+# nothing (rollback, retries, --each), with the fake driver. --all is given this test's INI (-c):
+# it then takes only the processes whose status files are in this test's directory, and another
+# suite running at the same time (a second build, CI) is left alone.
 . "$(dirname "$0")/../lib.sh"
 export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake
 mkdir "$T/fake"
@@ -9,7 +10,7 @@ write_ini
 
 start A "$TARGET"
 start B "$TARGET"
-out=$("$CUDANAP" suspend --all); rc=$?
+out=$("$CUDANAP" suspend --all -c "$T/job.ini"); rc=$?
 is "$rc" 0 "suspend --all exits 0"
 like "$out" "(^|
 )$A_pid: suspended in " "suspend --all: one line for the first job"
@@ -17,7 +18,7 @@ like "$out" "(^|
 )$B_pid: suspended in " "and one for the second"
 like "$out" "total: 2 processes, 2 suspended, 0 without CUDA, 0 failed, [0-9.]+ s$" "and the total"
 is "$(field "$A_pid" state):$(field "$B_pid" state)" checkpointed:checkpointed "both checkpointed"
-out=$("$CUDANAP" resume --all); rc=$?
+out=$("$CUDANAP" resume --all -c "$T/job.ini"); rc=$?
 like "$out:$rc" "total: 2 processes, 2 resumed, 0 without CUDA, 0 failed, [0-9.]+ s:0" "resume --all"
 ask A verify
 is "$REPLY" "verify ok" "the first job's data intact"
@@ -131,6 +132,6 @@ kill -- -"$root"
 ask A quit
 ask B quit
 wait "$A_pid" "$B_pid"
-out=$("$CUDANAP" suspend --all 2>&1); rc=$?
+out=$("$CUDANAP" suspend --all -c "$T/job.ini" 2>&1); rc=$?
 is "$rc:$out" "1:cudanap: no process of this user runs under cudanap" "--all with nothing to do"
 finish

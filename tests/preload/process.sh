@@ -26,13 +26,14 @@ out=$(LD_PRELOAD=$PRELOAD CUDANAP_CONFIG=$T/job.ini bash -c 'echo $(echo nested 
 is "$out" "nested deeper" "pipes in nested subshells survive the preload"
 
 # -- the controller: started at the first request, adopted by init, gone with the target
-before=$(pgrep -x cudanap-ctl | sort)
+# a process's controllers by their argument, its pid: another suite's run beside this one has its own
+ctl_of() { pgrep -f "^cudanap-ctl $1\$"; }
 start A "$TARGET" || diag "target did not start"
 pid=$A_pid
-is "$(comm -13 <(echo "$before") <(pgrep -x cudanap-ctl | sort) | wc -w)" 0 "no controller before the first signal"
+is "$(ctl_of "$pid" | wc -w)" 0 "no controller before the first signal"
 kill -USR1 "$pid"
 settle "$pid" 1
-ctl=$(comm -13 <(echo "$before") <(pgrep -x cudanap-ctl | sort))
+ctl=$(ctl_of "$pid")
 check "one controller started by the first signal" test "$(echo "$ctl" | wc -w)" -eq 1
 ppid=$(ps -o ppid= -p "$ctl" | tr -d ' ')
 check "the controller is not the app's child" test "$ppid" != "$pid"

@@ -1,6 +1,7 @@
 /* Unit tests of the INI loader: every key, every error path with its FILE:LINE message, signal
  * names, gpu_map syntax and the status directory checks. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -105,6 +106,7 @@ static void test_errors(void)
 	static struct cn_config c;
 	char err[CN_ERR_LEN];
 
+	expect_error("timeout_ms = 3\n", "1: timeout_ms: a key before any [section]");
 	expect_error("[signals]\nsuspend = SIGFOO\n",
 		     "2: signals.suspend: 'SIGFOO' is not a signal that can be used (try SIGUSR1, "
 		     "USR2, SIGRTMIN+3 or a number)");
@@ -223,11 +225,36 @@ static void test_gpu_map(void)
 	ok(cn_gpu_map_parse("=1", p, &n, err, sizeof(err)) < 0, "empty side refused");
 }
 
+/* The INI is read again at every action: only a regular file will do. */
+static void test_not_a_file(void)
+{
+	static struct cn_config c;
+	char err[CN_ERR_LEN], want[CN_ERR_LEN];
+
+	ok(cn_config_load(&c, dir, err, sizeof(err)) == -EISDIR, "a directory is refused");
+	snprintf(want, sizeof(want), "%s: a directory, not an INI file", dir);
+	is_str(err, want, "and says so");
+	ok(cn_config_load(&c, "/dev/null", err, sizeof(err)) < 0, "/dev/null is refused");
+	is_str(err,
+	       "/dev/null: not a regular file; an INI file is read again at each suspend and "
+	       "resume",
+	       "and says why");
+}
+
 static void test_status_dir(void)
 {
 	char d[300], err[CN_ERR_LEN], want[CN_ERR_LEN];
 	struct stat st;
 
+	snprintf(d, sizeof(d), "%s/status", dir);
+	ok(cn_status_dir_check(d, err, sizeof(err)) == 0,
+	   "a missing status dir that can be made passes the check");
+	ok(stat(d, &st) < 0, "and the check made nothing");
+	snprintf(d, sizeof(d), "%s/none/status", dir);
+	ok(cn_status_dir_check(d, err, sizeof(err)) < 0, "one whose parent is missing does not");
+	snprintf(want, sizeof(want), "status dir %s: cannot be created: %s/none is not a directory",
+		 d, dir);
+	is_str(err, want, "and says why");
 	snprintf(d, sizeof(d), "%s/status", dir);
 	ok(cn_status_dir_prepare(d, err, sizeof(err)) == 0, "status dir created");
 	ok(stat(d, &st) == 0 && (st.st_mode & 0777) == 0700, "status dir is 0700");
@@ -236,6 +263,8 @@ static void test_status_dir(void)
 	ok(cn_status_dir_prepare(d, err, sizeof(err)) < 0, "world-writable status dir refused");
 	snprintf(want, sizeof(want), "status dir %s: mode 777 lets others write; chmod 700 it", d);
 	is_str(err, want, "world-writable message");
+	ok(cn_status_dir_check(d, err, sizeof(err)) < 0, "the check refuses it too");
+	is_str(err, want, "with the same message");
 	chmod(d, 0700);
 	snprintf(d, sizeof(d), "%s/link", dir);
 	if (symlink("status", d) < 0)
@@ -266,6 +295,7 @@ int main(void)
 	test_errors();
 	test_signals();
 	test_gpu_map();
+	test_not_a_file();
 	test_status_dir();
 	{
 		char cmd[300];

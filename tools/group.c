@@ -1,0 +1,310 @@
+/* group: processes acted on at once, all or nothing. Each gets the signal its INI names (a prepare:
+ * the suspend signal queued with a value of ours), each outcome is read from its status file, and
+ * a job is kept whole: a suspend of several processes (the ranks of a distributed job) ends with
+ * all of them suspended or all of them running. It never talks to the driver.
+ *
+ * Why all or nothing: a rank locked while a peer's collective waits for it leaves the peer's
+ * kernel spinning, so the peer's lock times out, and a job half asleep holds its GPUs and makes no
+ * progress. The signals go out together; if any rank fails, the ranks this attempt suspended are
+ * resumed (which lets the spinning collective finish) and, when every failure was a lock that
+ * timed out, the whole job is tried again after a pause. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+const char *const verb_name[] = { "suspend", "resume", "prepare" };
+
+/* The state a verb leads to (a prepared process runs on). */
+static const char *goal(enum verb v)
+{
+	return v == VERB_SUSPEND ? "checkpointed" : "running";
+}
+
+/* The job's line and its outcome in one word. */
+static void say(struct job *j, const char *outcome, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void say(struct job *j, const char *outcome, const char *fmt, ...)
+{
+	va_list ap;
+	int o = snprintf(j->line, sizeof(j->line), "%d: ", j->pid);
+
+	j->outcome = outcome;
+	va_start(ap, fmt);
+	vsnprintf(j->line + o, sizeof(j->line) - (size_t)o, fmt, ap);
+	va_end(ap);
+}
+
+static void outcome(struct job *j, const struct cn_status *s, enum verb v)
+{
+	char total[32], steps[200];
+	size_t o = cn_status_steps(s, steps, sizeof(steps));
+
+	j->done = true;
+	j->st = *s;
+	j->have_st = true;
+	j->no_cuda = strcmp(s->state, "no-cuda") == 0;
+	j->ok = strcmp(s->result, "ok") == 0 && strcmp(s->state, goal(v)) == 0;
+	fmt_ms(s->total_ms, total, sizeof(total));
+	if (j->ok && v == VERB_PREPARE && s->prepared)
+		say(j, "prepared", "%s in %s", s->message, total);
+	else if (j->ok && o)
+		say(j, v == VERB_SUSPEND ? "suspended" : "resumed", "%s in %s (%s)",
+		    v == VERB_SUSPEND ? "suspended" : "resumed", total, steps);
+	else if (j->ok)
+		say(j, "already", "%s", s->message);
+	else
+		say(j, j->no_cuda ? "no-cuda" : "failed", "%s failed: %s: %s (state %s)",
+		    verb_name[v], s->result, s->message, s->state);
+}
+
+/* What an action asks for beyond the INI, in <status dir>/<pid>.<what>, read once (and removed)
+ * by the process's agent at that action: "hibernate" (suspend --to-disk), "gpu-map" (resume
+ * --gpu-map). */
+static int ask(const struct job *j, const char *what, const char *text)
+{
+	char path[PATH_MAX + 32];
+	int fd, ok;
+
+	snprintf(path, sizeof(path), "%s/%d.%s", j->dir, j->pid, what);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	ok = write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+	return close(fd) == 0 && ok ? 0 : -1;
+}
+
+/* Send one process its signal. In a whole job, a process that never loaded the driver (a shell,
+ * srun, a data loader) is nothing to do and gets no signal: srun, for one, takes SIGUSR1 for its
+ * own and forwards it to its tasks, so its answer would never come. */
+static void send_one(struct job *j, const struct plan *p)
+{
+	union sigval prep = { .sival_int = CN_SIGVAL_PREPARE };
+	enum verb v = p->verb;
+	const char *why;
+	struct cn_status s;
+	int r;
+
+	status_dir_of(j->pid, p->cfg, j->dir, sizeof(j->dir));
+	r = cn_status_read(j->dir, j->pid, &s);
+	if (r < 0 || !alive(&s)) {
+		j->done = true;
+		if (kill(j->pid, 0) < 0 && errno == ESRCH)
+			say(j, "gone", "no such process");
+		else
+			say(j, "not-cudanap",
+			    "not running under cudanap (no status file); start it with 'cudanap "
+			    "run' or give its INI with -c");
+		return;
+	}
+	j->st = s;
+	j->have_st = true;
+	if (p->group && !cuda_loaded(j->pid)) {
+		j->done = j->ok = j->no_cuda = true;
+		say(j, "no-cuda", "no CUDA state, nothing to do");
+		return;
+	}
+	if ((why = stopped(j->pid))) {
+		j->done = true;
+		say(j, "stopped", "cannot %s: %s; nothing sent", verb_name[v], why);
+		return;
+	}
+	/* Let an action under way finish, so that its outcome is not taken for ours. */
+	while (s.busy && now_s() < p->deadline && cn_status_read(j->dir, j->pid, &s) == 0)
+		usleep(5000);
+	j->st = s;
+	if ((v == VERB_PREPARE ? strcmp(s.state, "checkpointed") : strcmp(s.state, goal(v))) == 0 &&
+	    !s.busy) {
+		j->done = j->ok = true;
+		say(j, "already", "already %s%s", v == VERB_RESUME ? "running" : "suspended",
+		    v == VERB_PREPARE ? ": nothing to prepare" : "");
+		return;
+	}
+	j->seq0 = s.seq;
+	if ((v == VERB_SUSPEND && p->to_disk && ask(j, "hibernate", p->to_disk) < 0) ||
+	    (v == VERB_RESUME && p->gpu_map && ask(j, "gpu-map", p->gpu_map) < 0)) {
+		j->done = true;
+		say(j, "error", "%s: cannot write in %s: %s; nothing sent",
+		    v == VERB_SUSPEND ? "--to-disk" : "--gpu-map", j->dir, strerror(errno));
+		return;
+	}
+	if ((v == VERB_PREPARE
+		     ? sigqueue(j->pid, s.suspend_signal, prep)
+		     : kill(j->pid, v == VERB_SUSPEND ? s.suspend_signal : s.resume_signal)) < 0) {
+		j->done = true;
+		say(j, "error", "cannot signal: %s", strerror(errno));
+		return;
+	}
+	j->sent = true;
+}
+
+/* Send every job its signal, all at once, then wait for each outcome until the deadline. */
+static void act(struct job *jobs, int n, const struct plan *p)
+{
+	for (int i = 0; i < n; i++) {
+		int pid = jobs[i].pid;
+
+		memset(&jobs[i], 0, sizeof(jobs[i]));
+		jobs[i].pid = pid;
+		send_one(&jobs[i], p);
+	}
+	for (bool pending = p->wait; pending;) {
+		pending = false;
+		for (int i = 0; i < n; i++) {
+			struct job *j = &jobs[i];
+			struct cn_status s;
+			const char *why;
+
+			if (j->done)
+				continue;
+			if (cn_status_read(j->dir, j->pid, &s) < 0 || !alive(&s)) {
+				j->done = true;
+				say(j, "gone", "process exited");
+			} else if (s.seq > j->seq0 && !s.busy) {
+				outcome(j, &s, p->verb);
+			} else if ((why = stopped(j->pid))) {
+				/* Stopped after the signal: it acts once let go. */
+				j->done = true;
+				say(j, "stopped",
+				    "no outcome: %s; the %s happens when it runs again", why,
+				    verb_name[p->verb]);
+			} else {
+				pending = true;
+			}
+		}
+		if (pending && now_s() >= p->deadline)
+			break;
+		if (pending)
+			usleep(2000);
+	}
+	for (int i = 0; i < n; i++) {
+		struct job *j = &jobs[i];
+
+		if (j->sent && !j->done) {
+			if (p->wait)
+				say(j, "timeout",
+				    "no outcome yet: timed out waiting (it may still finish)");
+			else
+				say(j, "requested", "%s requested", verb_name[p->verb]);
+			j->ok = !p->wait;
+		}
+	}
+}
+
+/* The first job of the group whose suspend failed (processes without CUDA are nothing to do). */
+static const struct job *first_failure(const struct job *jobs, int n, bool *all_timeouts)
+{
+	const struct job *first = NULL;
+
+	*all_timeouts = true;
+	for (int i = 0; i < n; i++) {
+		if (jobs[i].ok || jobs[i].no_cuda)
+			continue;
+		first = first ? first : &jobs[i];
+		*all_timeouts &= strcmp(jobs[i].st.result, "CUDA_ERROR_NOT_READY") == 0;
+	}
+	return first;
+}
+
+/* After a failed suspend of a group: resume every process this attempt suspended, and every one
+ * whose outcome is not known yet (its resume waits behind the suspend still under way), with a
+ * time of its own: the suspend may have used all of the deadline. Says what happened in r; returns
+ * how many are still not running. Nothing was suspended: nothing to say. */
+static int roll_back(const struct job *jobs, int n, const struct plan *p, struct group_result *r)
+{
+	struct plan back_plan = { .cfg = p->cfg, .verb = VERB_RESUME, .wait = true, .group = true };
+	struct job *back = calloc((size_t)n, sizeof(*back));
+	double t0 = now_s();
+	int m = 0, bad = 0;
+	size_t o, len = sizeof(r->rollback);
+
+	r->rolled_back = 0;
+	r->rollback[0] = '\0';
+	if (!back) {
+		snprintf(r->rollback, len, "rollback: out of memory; resume the job by hand");
+		return n;
+	}
+	for (int i = 0; i < n; i++) {
+		const struct job *j = &jobs[i];
+
+		if (j->sent && !j->no_cuda && !(j->done && strcmp(j->st.state, "running") == 0))
+			back[m++].pid = j->pid;
+	}
+	if (m == 0) {
+		free(back);
+		return 0;
+	}
+	back_plan.deadline = t0 + p->timeout;
+	act(back, m, &back_plan);
+	r->rolled_back = m;
+	o = (size_t)snprintf(r->rollback, len, "rollback: %d process%s resumed in %.2f s", m,
+			     m == 1 ? "" : "es", now_s() - t0);
+	for (int i = 0; i < m; i++) {
+		if (back[i].ok)
+			continue;
+		bad++;
+		o += (size_t)snprintf(r->rollback + o, o < len ? len - o : 0, "; %s", back[i].line);
+	}
+	snprintf(r->rollback + o, o < len ? len - o : 0, "%s",
+		 bad ? ": the job is split; resume it with cudanap resume"
+		     : ": every process runs again");
+	free(back);
+	return bad;
+}
+
+/* Act on the jobs; for an atomic suspend, roll back and try again as this file's opening says. */
+void run_plan(struct job *jobs, int n, const struct plan *p, struct group_result *r)
+{
+	double t0 = now_s(), pause = 0.5;
+	int rest = 0;
+
+	memset(r, 0, sizeof(*r));
+	r->all_ok = true;
+	for (unsigned attempt = 1;; attempt++) {
+		const struct job *f;
+		bool transient;
+
+		act(jobs, n, p);
+		f = p->atomic ? first_failure(jobs, n, &transient) : NULL;
+		if (!f)
+			break;
+		rest = roll_back(jobs, n, p, r);
+		if (rest || !transient || attempt > p->retries || now_s() + pause >= p->deadline)
+			break;
+		if (r->n_attempts < MAX_ATTEMPTS)
+			snprintf(r->attempts[r->n_attempts++], sizeof(r->attempts[0]),
+				 "attempt %u: %s; %s; trying again in %.1f s", attempt, f->line,
+				 r->rollback[0] ? r->rollback : "nothing to roll back", pause);
+		if (p->on_attempt)
+			p->on_attempt(r->attempts[r->n_attempts - 1]);
+		usleep((useconds_t)(pause * 1e6));
+		pause *= 2;
+		r->rollback[0] = '\0';
+		r->rolled_back = 0;
+	}
+	for (int i = 0; i < n; i++) {
+		struct job *j = &jobs[i];
+
+		/* In a whole job, launcher shells and workers without CUDA are nothing to do. */
+		if (j->no_cuda && p->group) {
+			say(j, "no-cuda", "no CUDA state, nothing to do");
+			j->ok = true;
+			r->n_none++;
+		} else {
+			r->n_ok += j->ok && !r->rolled_back;
+		}
+		r->all_ok &= j->ok && !r->rolled_back;
+	}
+	/* Rolled back: what is still suspended is what could not be resumed. */
+	if (r->rolled_back)
+		r->n_ok = rest;
+	r->seconds = now_s() - t0;
+}
