@@ -37,7 +37,7 @@ struct cn_status {
 	char result[48];   /* "ok", a CUDA error name, or a cudanap error class */
 	char message[320];
 	double step_ms[CN_STEPS]; /* < 0: the step did not run in the last action */
-	double total_ms;
+	double total_ms;	  /* the whole action, from the agent's wake to its outcome */
 	/* The host copy, when cudanap staged it (see preload/staging.c); < 0 when it did not. */
 	double staged_mib, prefault_ms, unmap_ms;
 	/* libcuda's copies of 2 MiB or more in the last driver call that moved memory, when cudanap
@@ -67,7 +67,9 @@ int cn_status_format(const struct cn_status *s, char *buf, size_t len);
 /* s as a JSON string, quotes included, into a bounded buffer (six bytes per character at worst);
  * returns the bytes written, or -1 when it does not fit. */
 int cn_json_str(char *out, size_t len, const char *s);
-/* "lock 0.2 ms, checkpoint 1.52 s": the steps that ran; returns the length written. */
+/* "lock 0.2 ms, checkpoint 1.52 s": the steps that ran, and ", other 1.61 s" when the action's
+ * total_ms (from the agent's wake to its outcome) exceeds their sum by 50 ms or more; returns the
+ * length written. */
 size_t cn_status_steps(const struct cn_status *s, char *buf, size_t len);
 int cn_status_parse(const char *buf, struct cn_status *s);
 

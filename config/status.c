@@ -58,18 +58,24 @@ const char *const cn_step_names[CN_STEPS] = { "prepare_ms",   "lock_ms",     "ch
 					      "hibernate_ms", "readback_ms", "wait_ms",
 					      "restore_ms",   "unlock_ms" };
 
+/* The rest of an action's time beyond its steps is said when it is this large. */
+#define OTHER_MS 50.0
+
 size_t cn_status_steps(const struct cn_status *s, char *buf, size_t len)
 {
+	double sum = 0;
 	size_t o = 0;
 
 	buf[0] = '\0';
-	for (int i = 0; i < CN_STEPS && o < len; i++) {
-		double ms = s->step_ms[i];
+	for (int i = 0; i <= CN_STEPS && o < len; i++) {
+		double ms = i < CN_STEPS ? s->step_ms[i] : s->total_ms - sum;
+		const char *name = i < CN_STEPS ? cn_step_names[i] : "other_ms";
 
-		if (ms < 0)
+		if (ms < 0 || (i == CN_STEPS && (!o || ms < OTHER_MS)))
 			continue;
+		sum += ms;
 		o += (size_t)snprintf(buf + o, len - o, "%s%.*s ", o ? ", " : "",
-				      (int)strcspn(cn_step_names[i], "_"), cn_step_names[i]);
+				      (int)strcspn(name, "_"), name);
 		if (o < len)
 			o += (size_t)snprintf(buf + o, len - o, ms < 1000 ? "%.1f ms" : "%.2f s",
 					      ms < 1000 ? ms : ms / 1000);
@@ -130,7 +136,8 @@ int cn_status_format(const struct cn_status *s, char *buf, size_t len)
 	size_t o;
 	int n;
 
-	if (cn_json_str(cmd, sizeof(cmd), s->command) < 0 || cn_json_str(msg, sizeof(msg), s->message) < 0)
+	if (cn_json_str(cmd, sizeof(cmd), s->command) < 0 ||
+	    cn_json_str(msg, sizeof(msg), s->message) < 0)
 		return -ENOSPC;
 	n = snprintf(buf, len,
 		     "{\"pid\":%d,\"starttime\":%llu,\"command\":%s,\"state\":\"%s\",\"busy\":%s,"

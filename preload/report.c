@@ -13,12 +13,14 @@
 #include <unistd.h>
 
 #include "agent_state.h"
+#include "clock.h"
 #include "cuda_abi.h"
 #include "hooks.h"
 #include "log.h"
 #include "staging.h"
 
 static pthread_mutex_t publishing; /* a status write and the removal at exit exclude each other */
+static double t_begin;		   /* CLOCK_MONOTONIC ms when the action began */
 static bool exiting;
 static char status_path[4200]; /* for the removal at _exit, which must be async-signal-safe */
 
@@ -101,6 +103,7 @@ void cn_report_begin(const char *action)
 {
 	struct cn_status *st = &cn_ag.st;
 
+	t_begin = cn_now_ms();
 	cn_status_new_action(st, action);
 	st->footprint_mib = cn_report_footprint_mib();
 	st->prepared = cn_ag.prepared_bytes > 0;
@@ -169,10 +172,8 @@ void cn_report_finish(const struct cn_resp *r, const char *what, const char *mes
 	st->seq++;
 	snprintf(st->result, sizeof(st->result), "%s", ok ? "ok" : r->name);
 	snprintf(st->message, sizeof(st->message), "%s", message);
-	st->total_ms = 0;
-	for (int i = 0; i < CN_STEPS; i++)
-		if (st->step_ms[i] >= 0)
-			st->total_ms += st->step_ms[i];
+	/* From the agent's wake to now: what the user waited for, the steps and the rest. */
+	st->total_ms = cn_now_ms() - t_begin;
 	o = cn_status_steps(st, steps, sizeof(steps));
 	cn_report_publish();
 

@@ -36,13 +36,17 @@ static void unprepare(void)
 	cn_ag.st.host_mib = -1;
 }
 
-/* After the checkpoint, with the host copy in the hibernate file: synced, then out of RAM. */
+/* After the checkpoint, with the host copy in the hibernate file: synced, then out of RAM. The
+ * hibernate step is all of it, from the checkpoint's end until the RAM is free: the writer's last
+ * write-back (which can wait on a busy disk), the sync, the page-out and the counting. */
 static void hibernate_after(int rc, const struct cn_staging_stats *ss)
 {
 	struct cn_hib_stats hs;
+	double t0 = cn_now_ms(), stop_ms;
 	char err[300];
 
 	cn_hib_writer_stop();
+	stop_ms = cn_now_ms() - t0;
 	if (rc < 0 || !ss->file) {
 		if (rc == 0 && ss->bytes)
 			snprintf(cn_ag.hib_note, sizeof(cn_ag.hib_note),
@@ -54,19 +58,20 @@ static void hibernate_after(int rc, const struct cn_staging_stats *ss)
 	}
 	if (cn_hib_settle(ss->addr, ss->bytes, &hs, err, sizeof(err)) < 0) {
 		snprintf(cn_ag.hib_note, sizeof(cn_ag.hib_note), "%s", err);
-		if (cn_hib_fd() < 0)
+		if (cn_hib_fd() < 0) {
+			cn_ag.st.step_ms[CN_STEP_HIBERNATE] = cn_now_ms() - t0;
 			return; /* moved into RAM */
-	} else {
-		cn_ag.st.step_ms[CN_STEP_HIBERNATE] = hs.write_ms + hs.pageout_ms;
+		}
 	}
 	cn_ag.hib_addr = ss->addr;
 	cn_ag.hib_len = ss->bytes;
 	cn_ag.st.host_mib = (double)cn_hib_resident(ss->addr, ss->bytes) / (1 << 20);
 	cn_ag.st.disk_mib = (double)cn_hib_disk_bytes() / (1 << 20);
+	cn_ag.st.step_ms[CN_STEP_HIBERNATE] = cn_now_ms() - t0;
 	cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
-	       "hibernate: %.0f MiB in %s, %.1f ms to sync, %.1f ms to page out; %.1f MiB left in "
-	       "RAM",
-	       (double)ss->bytes / (1 << 20), cn_hib_dir(), hs.write_ms, hs.pageout_ms,
+	       "hibernate: %.0f MiB in %s, %.1f ms for the write-back under way, %.1f ms to sync, "
+	       "%.1f ms to page out; %.1f MiB left in RAM",
+	       (double)ss->bytes / (1 << 20), cn_hib_dir(), stop_ms, hs.write_ms, hs.pageout_ms,
 	       cn_ag.st.host_mib);
 }
 

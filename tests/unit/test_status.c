@@ -96,6 +96,31 @@ static void test_files(void)
 	ok(cn_proc_starttime(0x7ffffff0) == 0, "a missing pid has no start time");
 }
 
+/* The steps line: the steps that ran, and the rest of the action's time when it is 50 ms or more.
+ */
+static void test_steps(void)
+{
+	struct cn_status s;
+	char buf[200];
+
+	cn_status_init(&s, 1);
+	s.step_ms[CN_STEP_LOCK] = 0.25;
+	s.step_ms[CN_STEP_CHECKPOINT] = 2380;
+	s.step_ms[CN_STEP_HIBERNATE] = 403.1;
+	s.total_ms = 2783.35 + 49.9;
+	cn_status_steps(&s, buf, sizeof(buf));
+	is_str(buf, "lock 0.2 ms, checkpoint 2.38 s, hibernate 403.1 ms",
+	       "steps, the rest under 50 ms left out");
+	s.total_ms = 4460;
+	cn_status_steps(&s, buf, sizeof(buf));
+	is_str(buf, "lock 0.2 ms, checkpoint 2.38 s, hibernate 403.1 ms, other 1.68 s",
+	       "the rest of a long action said");
+	cn_status_init(&s, 1);
+	s.total_ms = 500;
+	ok(cn_status_steps(&s, buf, sizeof(buf)) == 0 && !buf[0],
+	   "no steps: nothing, not the rest alone");
+}
+
 int main(void)
 {
 	char cmd[300];
@@ -104,6 +129,7 @@ int main(void)
 		return 1;
 	test_round_trip();
 	test_files();
+	test_steps();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		return 1;

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# The command line's first hour, with the fake driver: INI files that are not files, check-config
+# as strict as a start, usage errors in one line, help, a PID given twice, the status table with
+# long results and multi-line commands, and --json for suspend, resume and prepare.
+. "$(dirname "$0")/../lib.sh"
+export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake
+mkdir "$T/fake"
+write_ini
+
+# -- INI files that cannot be
+out=$("$CUDANAP" check-config "$T" 2>&1); rc=$?
+is "$rc:$out" "78:cudanap: $T: a directory, not an INI file" "check-config DIR fails in one line"
+out=$("$CUDANAP" check-config /dev/null 2>&1); rc=$?
+like "$rc:$out" "^78:cudanap: /dev/null: not a regular file" "check-config /dev/null fails"
+out=$("$CUDANAP" run -c "$T" -- true 2>&1); rc=$?
+is "$rc:$out" "78:cudanap: $T: a directory, not an INI file" "run -c DIR fails before running anything"
+printf 'timeout_ms = 3\n[lock]\n' > "$T/nosect.ini"
+out=$("$CUDANAP" check-config "$T/nosect.ini" 2>&1); rc=$?
+is "$rc:$out" "78:cudanap: $T/nosect.ini:1: timeout_ms: a key before any [section]" \
+	"a key before any section says so"
+printf '[status]\ndir = /nonexistent/x\n' > "$T/nodir.ini"
+out=$("$CUDANAP" check-config "$T/nodir.ini" 2>&1); rc=$?
+is "$rc:$out" "78:cudanap: $T/nodir.ini: status dir /nonexistent/x: cannot be created: /nonexistent is not a directory" \
+	"check-config checks [status] dir as a start would"
+out=$("$CUDANAP" run -c "$T/nodir.ini" -- true 2>&1); rc=$?
+like "$rc:$out" "^78:cudanap: status dir /nonexistent/x: cannot create" "and a start refuses it the same"
+printf '[status]\ndir = %s/new\n' "$T" > "$T/newdir.ini"
+out=$("$CUDANAP" check-config "$T/newdir.ini" 2>&1); rc=$?
+is "$rc:$out" "0:$T/newdir.ini: ok" "a status dir that a start can make is ok"
+check "and check-config made nothing" test ! -e "$T/new"
+
+# -- usage errors: one line, the command's name, where the help is
+out=$("$CUDANAP" suspend --bogus 1 2>&1); rc=$?
+is "$rc:$out" "2:cudanap suspend: unknown option '--bogus'; see 'cudanap suspend --help'" \
+	"an unknown long option"
+out=$("$CUDANAP" status -x 2>&1); rc=$?
+is "$rc:$out" "2:cudanap status: unknown option '-x'; see 'cudanap status --help'" "an unknown short option"
+out=$("$CUDANAP" resume --timeout 2>&1); rc=$?
+is "$rc:$out" "2:cudanap resume: --timeout needs a value; see 'cudanap resume --help'" "a missing value"
+out=$("$CUDANAP" suspend 2>&1); rc=$?
+like "$rc:$out" "^2:cudanap suspend: which processes\?" "no process given"
+out=$("$CUDANAP" suspend --to-disk /var/tmp 1234 2>&1); rc=$?
+is "$rc:$out" "2:cudanap: '/var/tmp' is not a process id (a directory for --to-disk is given as --to-disk=/var/tmp)" \
+	"--to-disk DIR hints at --to-disk=DIR"
+out=$("$CUDANAP" resume --gpu-map 0=x 1 2>&1); rc=$?
+like "$rc:$out" "^2:cudanap: --gpu-map: '0=x': " "--gpu-map is checked before anything is sent"
+out=$("$CUDANAP" suspend --gpu-map 0=1 1 2>&1); rc=$?
+is "$rc:$out" "2:cudanap: --gpu-map is for resume" "and is for resume only"
+
+# -- help
+is "$("$CUDANAP" help suspend)" "$("$CUDANAP" suspend --help)" "cudanap help suspend is suspend's help"
+like "$("$CUDANAP" help suspend)" "--json" "which lists --json"
+like "$("$CUDANAP" help)" "--version" "the main help lists --version"
+like "$("$CUDANAP" help)" "  help \[COMMAND\] " "and help"
+out=$("$CUDANAP" help | grep -E '^  (run|suspend|resume|prepare|status|check-config|help|--version) ' |
+	awk '{ print substr($0, 37, 1) == " " && substr($0, 38, 1) != " " }' | sort -u)
+is "$out" 1 "the main help's descriptions start in one column"
+out=$("$CUDANAP" help nothing 2>&1); rc=$?
+is "$rc:$out" "2:cudanap: no command 'nothing'; see 'cudanap help'" "help for a command that does not exist"
+
+# -- a PID given twice is acted on once
+start A "$TARGET"
+out=$("$CUDANAP" suspend "$A_pid" "$A_pid"); rc=$?
+like "$rc:$out" "^0:$A_pid: suspended in [^
+]*$" "suspend PID PID: one line, one suspend"
+is "$(field "$A_pid" seq)" 1 "one action taken"
+out=$("$CUDANAP" suspend 1 1); rc=$?
+is "$rc:$out" "1:1: not running under cudanap (no status file); start it with 'cudanap run' or give its INI with -c" \
+	"suspend 1 1: one line, no rollback of nothing"
+
+# -- --json
+if command -v python3 > /dev/null; then
+	json() { python3 -c "import json, sys; d = json.load(sys.stdin); print($1)"; }
+	out=$("$CUDANAP" resume --json "$A_pid"); rc=$?
+	is "$rc" 0 "resume --json exits 0"
+	is "$(json 'd["action"], d["processes"][0]["pid"], d["processes"][0]["ok"], d["processes"][0]["outcome"], d["processes"][0]["status"]["state"], d["total"]["ok"], d["rollback"]' <<< "$out")" \
+		"resume $A_pid True resumed running 1 None" "one JSON object: the action, each process's outcome and status, the total"
+	start B "$TARGET"
+	out=$("$CUDANAP" suspend --json "$A_pid" "$B_pid" 2>&1)
+	is "$(json '[p["outcome"] for p in d["processes"]], d["total"]["processes"], d["total"]["failed"], d["total"]["rolled_back"]' <<< "$out")" \
+		"['suspended', 'suspended'] 2 0 False" "suspend --json of two"
+	like "$(json 'd["processes"][1]["line"]' <<< "$out")" "^$B_pid: suspended in " "with each process's line"
+	"$CUDANAP" resume "$A_pid" "$B_pid" > /dev/null
+	ask B "kernel 3000"
+	write_ini "[lock]" "timeout_ms = 200"
+	out=$("$CUDANAP" suspend --json --retries 0 "$A_pid" "$B_pid" 2>&1); rc=$?
+	is "$rc:$(json '[p["outcome"] for p in d["processes"]], d["rollback"]["processes"], d["total"]["rolled_back"]' <<< "$out")" \
+		"1:['suspended', 'failed'] 1 True" "a rolled-back suspend in JSON: who failed, the rollback"
+	ask B sync 10
+	out=$("$CUDANAP" prepare --json "$A_pid" 2>&1)
+	like "$(json 'd["action"], d["processes"][0]["outcome"]' <<< "$out")" "^prepare (prepared|failed)$" "prepare --json"
+	ask B quit
+else
+	diag "no python3: the --json checks are not run"
+fi
+
+# -- status: a command on several lines, a long result
+write_ini
+"$CUDANAP" run -c "$T/job.ini" -- bash -c $'sleep 60\n: second line' &
+sh_pid=$!
+eventually 20 test -e "$T/status/$sh_pid.json"
+kill -USR1 "$sh_pid"
+settle "$sh_pid" 1
+is "$(field "$sh_pid" result)" CUDA_ERROR_NOT_INITIALIZED "a shell signalled has no CUDA"
+out=$("$CUDANAP" status -c "$T/job.ini")
+is "$(grep -c "second line" <<< "$out")" 1 "status: a command's newlines do not break its row"
+like "$(grep "^$sh_pid " <<< "$out")" "sleep 60 : second line$" "they are shown as spaces"
+hdr=$(head -n 1 <<< "$out")
+row=$(grep "^$sh_pid " <<< "$out")
+is "$(awk -v h="$hdr" -v r="$row" 'BEGIN { p = index(h, "TIME"); print substr(r, p - 1, 1) == " " && substr(r, p, 1) != " " }')" 1 \
+	"the RESULT column fits CUDA_ERROR_NOT_INITIALIZED, and TIME stays aligned"
+kill "$sh_pid"
+ask A quit
+finish
