@@ -111,4 +111,11 @@ is "$(awk -v h="$hdr" -v r="$row" 'BEGIN { p = index(h, "TIME"); print substr(r,
 	"the RESULT column fits CUDA_ERROR_NOT_INITIALIZED, and TIME stays aligned"
 kill "$sh_pid"
 ask A quit
+
+# -- the demo without a GPU: the fake driver, said on every line, and the real command at the end
+out=$(CUDANAP_DEMO_FAKE=1 bash "$(dirname "$0")/../../tools/demo.sh" 2>&1); rc=$?
+is "$rc" 0 "the demo runs on the fake driver"
+is "$(grep -vc '^demo (fake driver: no GPU here): ' <<< "$out")" 0 "every line says it is the fake driver"
+like "$out" "suspended in .*every byte verified after the resume" "it suspends, resumes and verifies"
+like "$(tail -n 1 <<< "$out")" "ninja -C build demo$" "and ends with the command that runs the real one"
 finish
