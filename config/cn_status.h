@@ -8,7 +8,8 @@
 #include <stddef.h>
 
 /* Room for the worst case: every character of command and message escaped as \u00XX. */
-#define CN_STATUS_MAX 8192
+#define CN_STATUS_MAX  8192
+#define CN_STATUS_GPUS 720 /* 16 GPUs of "63=GPU-...," */
 
 /* The steps of an action, in the order they run. prepare: the host copy faulted in ahead (the
  * prepare action's only step); hibernate: the host copy written to disk and dropped from memory
@@ -56,6 +57,12 @@ struct cn_status {
 	char timestamp[32];	    /* UTC, ISO 8601, milliseconds */
 	int suspend_signal, resume_signal;
 	bool prepared; /* a prepared host copy waits for the next suspend (cudanap prepare) */
+	/* Where its memory is, "INDEX=UUID,..." in nvidia-smi's numbering ("" until the first
+	 * suspend or prepare): the GPUs it is on (asleep: slept from), those it started on, and,
+	 * asleep, those a resume puts it on by the INI as read at the suspend. */
+	char gpus[CN_STATUS_GPUS], home_gpus[CN_STATUS_GPUS], restore_gpus[CN_STATUS_GPUS];
+	/* How its NCCL communicators are handled at a suspend ("" when it has none). */
+	char nccl[96];
 };
 
 extern const char *const cn_step_names[CN_STEPS];

@@ -132,7 +132,8 @@ int cn_json_str(char *out, size_t len, const char *s)
 int cn_status_format(const struct cn_status *s, char *buf, size_t len)
 {
 	/* Six bytes per character in the worst case (\u00XX), plus the quotes. */
-	char cmd[sizeof(s->command) * 6 + 3], msg[sizeof(s->message) * 6 + 3];
+	char cmd[sizeof(s->command) * 6 + 3], msg[sizeof(s->message) * 6 + 3],
+		nccl[sizeof(s->nccl) * 6 + 3];
 	size_t o;
 	int n;
 
@@ -158,11 +159,14 @@ int cn_status_format(const struct cn_status *s, char *buf, size_t len)
 			return -ENOSPC;
 		o += (size_t)n;
 	}
+	if (cn_json_str(nccl, sizeof(nccl), s->nccl) < 0)
+		return -ENOSPC;
 	n = snprintf(buf + o, len - o,
 		     ",\"call_ns\":%llu,\"timestamp\":\"%s\",\"suspend_signal\":%d,"
-		     "\"resume_signal\":%d,\"prepared\":%s}\n",
+		     "\"resume_signal\":%d,\"prepared\":%s,\"gpus\":\"%s\",\"home_gpus\":\"%s\","
+		     "\"restore_gpus\":\"%s\",\"nccl\":%s}\n",
 		     s->call_ns, s->timestamp, s->suspend_signal, s->resume_signal,
-		     s->prepared ? "true" : "false");
+		     s->prepared ? "true" : "false", s->gpus, s->home_gpus, s->restore_gpus, nccl);
 	if (n < 0 || (size_t)n >= len - o)
 		return -ENOSPC;
 	return (int)(o + (size_t)n);
@@ -252,6 +256,14 @@ static void set_field(struct cn_status *s, const char *key, const char *v, bool 
 		s->suspend_signal = atoi(v);
 	else if (strcmp(key, "resume_signal") == 0)
 		s->resume_signal = atoi(v);
+	else if (strcmp(key, "gpus") == 0)
+		copy_field(s->gpus, sizeof(s->gpus), v);
+	else if (strcmp(key, "home_gpus") == 0)
+		copy_field(s->home_gpus, sizeof(s->home_gpus), v);
+	else if (strcmp(key, "restore_gpus") == 0)
+		copy_field(s->restore_gpus, sizeof(s->restore_gpus), v);
+	else if (strcmp(key, "nccl") == 0)
+		copy_field(s->nccl, sizeof(s->nccl), v);
 	for (size_t i = 0; i < N_NUMS; i++)
 		if (strcmp(key, nums[i].key) == 0)
 			*num(s, i) = is_null ? -1 : strtod(v, NULL);

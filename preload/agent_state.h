@@ -34,6 +34,15 @@ struct cn_agent {
 	/* The host copy the last checkpoint filled (0: the driver's own, not seen): what the
 	 * restore copies back, which tells the gate when the copy is done. */
 	size_t copy_bytes;
+	/* Placement: where the GPUs the process started on are now (those not at home); the map of
+	 * the resume under way, the INI's or a one-shot (cudanap resume --gpu-map); the machine's
+	 * GPUs in nvidia-smi order, as the controller last listed them. */
+	uint32_t n_moves;
+	struct cn_gpu_move moves[CN_MAX_GPUS];
+	uint32_t n_pairs;
+	struct cn_gpu_pair pairs[CN_MAX_GPUS];
+	uint32_t n_gpus;
+	unsigned char gpus[CN_MAX_GPUS][16];
 };
 
 extern struct cn_agent cn_ag;

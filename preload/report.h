@@ -30,6 +30,10 @@ bool cn_report_redundant(const struct cn_status *before, const struct cn_resp *r
 /* A driver call that has not answered after s seconds. */
 void cn_report_waiting(const char *op, unsigned s);
 
+/* Where the process's memory is, into the status (not written yet): the GPUs it is on, those it
+ * started on and, asleep, those a resume puts it on by the INI as read now. */
+void cn_report_gpus(bool asleep);
+
 /* The GPU memory of the last checkpoint, in MiB; -1 when not known. */
 double cn_report_footprint_mib(void);
 

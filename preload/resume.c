@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "agent_state.h"
+#include "cn_gpumap.h"
 #include "cuda_abi.h"
 #include "hibernate.h"
 #include "log.h"
@@ -16,13 +17,60 @@
 #include "staging.h"
 #include "steps.h"
 
+/* The map of this resume: a one-shot `cudanap resume --gpu-map` left, else the INI's. False when
+ * the one-shot is broken (checked by the CLI, but the file is the process's to trust or not): the
+ * resume is over, and reported. */
+static bool this_map(void)
+{
+	char text[CN_ERR_LEN], err[CN_ERR_LEN], msg[CN_ERR_LEN + 64];
+	struct cn_resp r;
+	unsigned n;
+
+	cn_ag.n_pairs = cn_ag.cfg.n_pairs;
+	memcpy(cn_ag.pairs, cn_ag.cfg.pairs, sizeof(cn_ag.pairs));
+	if (cn_take_request("gpu-map", text, sizeof(text)) < 0)
+		return true;
+	if (cn_gpu_map_parse(text, cn_ag.pairs, &n, err, sizeof(err)) == 0) {
+		cn_ag.n_pairs = n;
+		return true;
+	}
+	memset(&r, 0, sizeof(r));
+	r.result = CN_RES_BAD_MAP;
+	r.state = CN_STATE_UNKNOWN;
+	snprintf(r.name, sizeof(r.name), "BAD_GPU_MAP");
+	snprintf(msg, sizeof(msg), "--gpu-map: %s; still suspended", err);
+	cn_report_finish(&r, "resume", msg);
+	return false;
+}
+
+/* After a restore: the GPUs the process started on are where the controller put them. The
+ * process's own GPUs move with them. */
+static void moved(const struct cn_resp *r)
+{
+	for (uint32_t u = 0; u < cn_ag.n_use; u++) {
+		unsigned char home[16];
+
+		cn_gpumap_home_of(cn_ag.moves, cn_ag.n_moves, cn_ag.use[u].uuid, home);
+		memcpy(cn_ag.use[u].uuid, home, 16);
+		for (uint32_t m = 0; m < r->n_moves; m++)
+			if (memcmp(r->moves[m].home, home, 16) == 0)
+				memcpy(cn_ag.use[u].uuid, r->moves[m].now, 16);
+	}
+	cn_ag.n_moves = r->n_moves;
+	memcpy(cn_ag.moves, r->moves, sizeof(cn_ag.moves));
+	if (r->n_gpus) {
+		cn_ag.n_gpus = r->n_gpus;
+		memcpy(cn_ag.gpus, r->gpus, sizeof(cn_ag.gpus));
+	}
+}
+
 void cn_resume(void)
 {
 	struct cn_status before = cn_ag.st;
 	struct cn_resp r;
 
 	cn_report_begin("resume");
-	if (!cn_reload("resume"))
+	if (!cn_reload("resume") || !this_map())
 		return;
 	if (!cn_current_state("resume", &r))
 		return;
@@ -62,6 +110,9 @@ void cn_resume(void)
 			return;
 		}
 		cn_report_step(CN_STEP_RESTORE, &r);
+		/* A controller that died mid-restore left no word of where: the last is kept. */
+		if (r.result == CUDA_SUCCESS)
+			moved(&r);
 		cn_ag.st.reserve_ms = r.check_ms + r.hold_ms;
 		cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
 		       "restore: %.1f ms checking room, %.1f ms holding memory, %.1f ms in the "
@@ -88,5 +139,6 @@ void cn_resume(void)
 		if (ss.bytes)
 			cn_ag.st.unmap_ms = ss.unmap_ms;
 	}
+	cn_report_gpus(false);
 	cn_report_finish(&r, "resumed", "resumed");
 }

@@ -4,8 +4,10 @@
 #define _GNU_SOURCE
 #include "steps.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent_state.h"
 #include "channel.h"
@@ -32,8 +34,10 @@ int cn_call(uint32_t op, struct cn_resp *resp)
 		req.prepared_bytes = cn_ag.prepared_bytes;
 	}
 	if (op == CN_OP_RESTORE) {
-		req.n_pairs = cfg->n_pairs;
-		memcpy(req.pairs, cfg->pairs, sizeof(req.pairs));
+		req.n_pairs = cn_ag.n_pairs;
+		memcpy(req.pairs, cn_ag.pairs, sizeof(req.pairs));
+		req.n_moves = cn_ag.n_moves;
+		memcpy(req.moves, cn_ag.moves, sizeof(req.moves));
 		req.n_use = cn_ag.n_use;
 		memcpy(req.use, cn_ag.use, sizeof(req.use));
 		req.margin_bytes = (uint64_t)cfg->margin_mib << 20;
@@ -42,6 +46,24 @@ int cn_call(uint32_t op, struct cn_resp *resp)
 	if (cn_channel_call(&req, resp) == 0 && !cn_ag.st.call_ns)
 		cn_ag.st.call_ns = resp->call_ns;
 	return resp->result == CUDA_SUCCESS ? 0 : -1;
+}
+
+int cn_take_request(const char *what, char *buf, size_t len)
+{
+	char path[4300];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%d.%s", cn_ag.cfg.status_dir, (int)getpid(), what);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	unlink(path);
+	buf[n > 0 ? n : 0] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return n > 0 ? (int)strlen(buf) : 0;
 }
 
 bool cn_current_state(const char *verb, struct cn_resp *r)

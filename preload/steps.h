@@ -3,6 +3,7 @@
 #define CN_STEPS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ctl_proto.h"
@@ -14,6 +15,10 @@ int cn_call(uint32_t op, struct cn_resp *resp);
 /* A call that moves the process's memory (checkpoint, restore): libcuda's large copies run in
  * parallel and, for a restore, the GPUs' gates are taken (gate.c). */
 int cn_moving_call(uint32_t op, struct cn_resp *resp);
+
+/* What the CLI asks of this action beyond the INI, in <status dir>/<pid>.<what>, taken (read and
+ * removed): its first line into buf; its length, or -1 when there is none. */
+int cn_take_request(const char *what, char *buf, size_t len);
 
 /* Re-read the INI at the start of an action. False when it is broken: the action is over, and
  * reported. */

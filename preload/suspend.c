@@ -118,31 +118,20 @@ static int checkpoint(struct cn_resp *r)
  * its file opened now. -1 with msg when asked for and impossible: the suspend is refused. */
 static int hibernate_setup(char *msg, size_t len)
 {
-	char req[4300], dir[PATH_MAX];
-	ssize_t n = -1;
-	int fd;
+	char dir[PATH_MAX];
+	int n;
 
 	cn_ag.hib = false;
 	cn_ag.hib_note[0] = '\0';
 	snprintf(dir, sizeof(dir), "%s", cn_ag.cfg.hibernate_dir);
-	snprintf(req, sizeof(req), "%s/%d.hibernate", cn_ag.cfg.status_dir, (int)getpid());
-	fd = open(req, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd >= 0) {
-		n = read(fd, dir, sizeof(dir) - 1);
-		close(fd);
-		unlink(req);
-		if (n > 0) {
-			dir[n] = '\0';
-			dir[strcspn(dir, "\n")] = '\0';
-		} else {
-			snprintf(dir, sizeof(dir), "%s", cn_ag.cfg.hibernate_dir);
-		}
-		if (!dir[0]) {
-			snprintf(msg, len,
-				 "--to-disk: no directory given and none in [hibernate] dir; the "
-				 "process keeps running");
-			return -1;
-		}
+	n = cn_take_request("hibernate", dir, sizeof(dir));
+	if (n == 0)
+		snprintf(dir, sizeof(dir), "%s", cn_ag.cfg.hibernate_dir);
+	if (n >= 0 && !dir[0]) {
+		snprintf(msg, len,
+			 "--to-disk: no directory given and none in [hibernate] dir; the process "
+			 "keeps running");
+		return -1;
 	}
 	if (!dir[0]) {
 		cn_hib_close();
@@ -155,6 +144,17 @@ static int hibernate_setup(char *msg, size_t len)
 	cn_ag.hib = true;
 	cn_ag.hib_free = cn_hib_free_bytes(dir);
 	return 0;
+}
+
+/* What the process holds on which GPU, and the machine's GPUs, from the controller's answer. */
+static void remember_gpus(const struct cn_resp *r)
+{
+	cn_ag.n_use = r->n_use;
+	memcpy(cn_ag.use, r->use, sizeof(cn_ag.use));
+	if (r->n_gpus) {
+		cn_ag.n_gpus = r->n_gpus;
+		memcpy(cn_ag.gpus, r->gpus, sizeof(cn_ag.gpus));
+	}
 }
 
 /* After a failed step of a suspend: let the process run on. */
@@ -232,8 +232,8 @@ void cn_suspend(void)
 		return;
 	}
 	cn_report_step(CN_STEP_CHECKPOINT, &r);
-	cn_ag.n_use = r.n_use;
-	memcpy(cn_ag.use, r.use, sizeof(cn_ag.use));
+	remember_gpus(&r);
+	cn_report_gpus(true);
 	cn_ag.st.footprint_mib = cn_report_footprint_mib();
 	if (r.note[0])
 		cn_log(&cn_ag.cfg, CN_LOG_INFO,
@@ -294,6 +294,8 @@ void cn_prepare(void)
 	}
 	for (uint32_t i = 0; i < r.n_use; i++)
 		need += r.use[i].bytes;
+	remember_gpus(&r);
+	cn_report_gpus(false);
 	/* The driver's copy is about 1.06 x the footprint (DESIGN.md): room for 1/16 more. */
 	e = cn_staging_prepare(need + need / 16, cn_ag.thp && cn_ag.cfg.hugepages,
 			       cn_ag.cfg.prefault_threads, &ss);

@@ -16,8 +16,11 @@ const char usage_status[] =
 	"\n"
 	"Show the state of every cudanap process of this user (or of the PIDs given): running,\n"
 	"locked, checkpointed, failed or no-cuda ('+prep' when a prepared host copy waits, '*'\n"
-	"while an action is under way), the last action and its result and time, the GPU memory\n"
-	"it held at its last suspend, and the host memory and disk space its host copy holds now.\n"
+	"while an action is under way), the last action and its result and time, the GPUs it is\n"
+	"on by nvidia-smi's index ('0>1': asleep, and a resume puts it on GPU 1; '-' before its\n"
+	"first suspend), the GPU memory it held at its last suspend, and the host memory and disk\n"
+	"space its host copy holds now. --json adds the GPUs' UUIDs (gpus, home_gpus,\n"
+	"restore_gpus) and every other field of the status file.\n"
 	"Status files of processes that are gone are removed.\n"
 	"\n"
 	"  -c, --config FILE   where to find the status files (default: $CUDANAP_CONFIG, else the\n"
@@ -68,18 +71,44 @@ static void one_line(const char *in, char *out, size_t len)
 	out[i] = '\0';
 }
 
+/* "0,1" from "0=GPU-...,1=GPU-..." */
+static void indices(const char *list, char *out, size_t len)
+{
+	size_t o = 0;
+
+	out[0] = '\0';
+	for (const char *p = list; *p && o + 1 < len; p = strchr(p, ',') ? strchr(p, ',') + 1 : "")
+		o += (size_t)snprintf(out + o, len - o, "%s%.*s", o ? "," : "",
+				      (int)strcspn(p, "="), p);
+}
+
+/* The GPUS column: where the process is; asleep, "0>1" when a resume puts it elsewhere. */
+static void gpus_col(const struct cn_status *s, char *out, size_t len)
+{
+	char now[64], to[64];
+
+	indices(s->gpus, now, sizeof(now));
+	indices(s->restore_gpus, to, sizeof(to));
+	if (!now[0])
+		snprintf(out, len, "-");
+	else if (to[0] && strcmp(to, now) != 0)
+		snprintf(out, len, "%s>%s", now, to);
+	else
+		snprintf(out, len, "%s", now);
+}
+
 static void print_table(const struct rows *r)
 {
 	int wres = (int)strlen("RESULT");
-	char total[32], state[24], gpu[24], host[24], disk[24], cmd[sizeof(r->s->command)];
+	char total[32], state[24], gpu[24], host[24], disk[24], cmd[sizeof(r->s->command)], on[140];
 
 	for (int i = 0; i < r->n; i++)
 		if ((int)strlen(r->s[i].result) > wres)
 			wres = (int)strlen(r->s[i].result);
 	if (r->node)
 		printf("%-12s ", "NODE");
-	printf("%-8s %-14s %-8s %-*s %-9s %8s %8s %8s  %s\n", "PID", "STATE", "ACTION", wres,
-	       "RESULT", "TIME", "GPU_MIB", "HOST_MIB", "DISK_MIB", "COMMAND");
+	printf("%-8s %-14s %-8s %-*s %-9s %-5s %8s %8s %8s  %s\n", "PID", "STATE", "ACTION", wres,
+	       "RESULT", "TIME", "GPUS", "GPU_MIB", "HOST_MIB", "DISK_MIB", "COMMAND");
 	for (int i = 0; i < r->n; i++) {
 		const struct cn_status *s = &r->s[i];
 
@@ -90,10 +119,11 @@ static void print_table(const struct rows *r)
 		mib(s->host_mib, host, sizeof(host));
 		mib(s->disk_mib, disk, sizeof(disk));
 		one_line(s->command, cmd, sizeof(cmd));
+		gpus_col(s, on, sizeof(on));
 		if (r->node)
 			printf("%-12s ", r->node);
-		printf("%-8d %-14s %-8s %-*s %-9s %8s %8s %8s  %s\n", s->pid, state, s->action,
-		       wres, s->result, total, gpu, host, disk, cmd);
+		printf("%-8d %-14s %-8s %-*s %-9s %-5s %8s %8s %8s  %s\n", s->pid, state, s->action,
+		       wres, s->result, total, on, gpu, host, disk, cmd);
 	}
 }
 

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "cn_config.h"
+#include "cn_gpumap.h"
 
 enum cn_op {
 	CN_OP_STATE = 1,
@@ -47,8 +48,11 @@ enum {
 struct cn_req {
 	uint32_t op;
 	uint32_t timeout_ms; /* CN_OP_LOCK */
-	uint32_t n_pairs;    /* CN_OP_RESTORE: the INI's gpu_map, unresolved */
+	uint32_t n_pairs;    /* CN_OP_RESTORE: gpu_map (the INI's or a one-shot), unresolved */
 	struct cn_gpu_pair pairs[CN_MAX_GPUS];
+	/* CN_OP_RESTORE: where the GPUs the process started on are now (those not at home). */
+	uint32_t n_moves;
+	struct cn_gpu_move moves[CN_MAX_GPUS];
 	/* CN_OP_RESTORE: the footprint the checkpoint answer gave, echoed back by the agent (the
 	 * controller keeps no state between requests), and what to demand beyond it. */
 	uint32_t n_use;
@@ -82,6 +86,13 @@ struct cn_resp {
 	/* CN_OP_RESTORE: of elapsed_ms, the time before the driver's call: the room check (NVML),
 	 * and allocating then freeing the hold on each target GPU. */
 	double check_ms, hold_ms;
+	/* The machine's GPUs in nvidia-smi order (CN_OP_CHECKPOINT and CN_OP_PREPARE: as NVML lists
+	 * them; CN_OP_RESTORE: as the driver does); n_gpus 0 when not known. */
+	uint32_t n_gpus;
+	unsigned char gpus[CN_MAX_GPUS][16];
+	/* CN_OP_RESTORE, done: where the GPUs the process started on are now. */
+	uint32_t n_moves;
+	struct cn_gpu_move moves[CN_MAX_GPUS];
 };
 
 #endif

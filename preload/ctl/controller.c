@@ -113,10 +113,15 @@ static void serve(const struct cn_req *req, struct cn_resp *resp)
 	if (req->op == CN_OP_CHECKPOINT || req->op == CN_OP_PREPARE) {
 		int n = cn_nvml_footprint(target, resp->use, CN_MAX_GPUS, resp->note,
 					  sizeof(resp->note));
+		char why[200];
+		int k;
 
 		resp->n_use = n > 0 ? (uint32_t)n : 0;
 		if (n > 0)
 			resp->note[0] = '\0';
+		/* The GPUs by index, for the status: NVML's list needs no cuInit. */
+		k = cn_nvml_gpus(resp->gpus, CN_MAX_GPUS, why, sizeof(why));
+		resp->n_gpus = k > 0 ? (uint32_t)k : 0;
 	}
 	if ((req->op == CN_OP_LOCK || req->op == CN_OP_PREPARE) && req->host_check &&
 	    host_room(req, resp) < 0) {

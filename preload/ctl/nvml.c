@@ -119,6 +119,30 @@ int cn_nvml_footprint(int pid, struct cn_gpu_use *use, int max, char *why, size_
 	return n;
 }
 
+int cn_nvml_gpus(unsigned char (*gpus)[16], int max, char *why, size_t len)
+{
+	unsigned count = 0;
+	int n = 0;
+
+	if (load(why, len) < 0)
+		return -1;
+	if (nv.count(&count) != NVML_SUCCESS) {
+		snprintf(why, len, "NVML cannot count the GPUs");
+		return -1;
+	}
+	for (unsigned i = 0; i < count && n < max; i++, n++) {
+		char s[NVML_DEVICE_UUID_BUFFER_SIZE];
+		nvmlDevice_t d;
+
+		if (nv.by_index(i, &d) != NVML_SUCCESS ||
+		    nv.uuid(d, s, sizeof(s)) != NVML_SUCCESS || cn_uuid_parse(s, gpus[n]) < 0) {
+			snprintf(why, len, "NVML cannot read the UUID of GPU %u", i);
+			return -1;
+		}
+	}
+	return n;
+}
+
 int cn_nvml_free(const unsigned char uuid[16], uint64_t *free_bytes, char *why, size_t len)
 {
 	char s[CN_UUID_STR_LEN];

@@ -11,6 +11,9 @@
  * none), or -1 with why filled when NVML cannot be asked. */
 int cn_nvml_footprint(int pid, struct cn_gpu_use *use, int max, char *why, size_t len);
 
+/* The machine's GPUs, in NVML's order (nvidia-smi's): their count, or -1 with why filled. */
+int cn_nvml_gpus(unsigned char (*gpus)[16], int max, char *why, size_t len);
+
 /* Free memory on the GPU with this UUID, in bytes; -1 with why filled when it cannot be read. */
 int cn_nvml_free(const unsigned char uuid[16], uint64_t *free_bytes, char *why, size_t len);
 

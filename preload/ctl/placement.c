@@ -1,10 +1,11 @@
 /* placement: where a restore puts the process's memory, and whether there is room for it there.
  *
- * gpu_map names GPUs as nvidia-smi numbers them (PCI bus order over every GPU the driver sees) or
- * by UUID; the driver wants a complete list of UUID pairs. Before the restore, NVML's free memory
- * on each target GPU is checked against the footprint the checkpoint recorded, and the footprint
- * is held there until the restore: a restore that runs out of memory wedges the process for good
- * (DESIGN.md). Runs in the controller. */
+ * gpu_map names where the GPUs the process started on go, as nvidia-smi numbers GPUs (PCI bus
+ * order over every GPU the driver sees) or by UUID; the request says where they are now. The
+ * driver wants a complete list of UUID pairs, from where each GPU's memory is to where it goes.
+ * Before the restore, NVML's free memory on each target GPU is checked against the footprint the
+ * checkpoint recorded, and the footprint is held there until the restore: a restore that runs out
+ * of memory wedges the process for good (DESIGN.md). Runs in the controller. */
 #define _GNU_SOURCE
 #include "placement.h"
 
@@ -14,10 +15,12 @@
 
 #include "clock.h"
 #include "cn_config.h"
+#include "cn_gpumap.h"
 #include "driver.h"
 #include "nvml.h"
 
-/* ---- gpu_map: indices and UUIDs to a complete list of UUID pairs ---- */
+/* ---- gpu_map: where each GPU the process started on goes (cn_gpumap.h), as the driver's pairs
+ * ---- */
 
 struct gpu {
 	int pci_domain, pci_bus, pci_dev;
@@ -67,67 +70,29 @@ static int list_gpus(struct gpu *g, int *n, char *why, size_t len)
 	return 0;
 }
 
-static int resolve_ref(const struct cn_gpu_ref *r, const struct gpu *g, int n, char *why,
-		       size_t len)
+/* The pairs the driver wants, one for every GPU: each GPU the process started on, from where it is
+ * now to where the map puts it. *n_list 0 when nothing moves. */
+static int pairs_for(const struct cn_req *req, const struct gpu *g, int n, CUcheckpointGpuPair *out,
+		     int *n_list, int *want, char *why, size_t len)
 {
-	char s[CN_UUID_STR_LEN];
+	unsigned char uuids[CN_MAX_GPUS][16];
+	int cur[CN_MAX_GPUS];
+	bool moved = false;
 
-	if (r->index >= 0) {
-		if (r->index < n)
-			return r->index;
-		snprintf(why, len, "gpu_map names GPU %d, but this machine has GPUs 0-%d", r->index,
-			 n - 1);
+	for (int i = 0; i < n; i++)
+		memcpy(uuids[i], g[i].uuid.bytes, 16);
+	if (cn_gpumap_want(req->pairs, req->n_pairs, (const unsigned char(*)[16])uuids, n, want,
+			   why, len) < 0 ||
+	    cn_gpumap_now(req->moves, req->n_moves, (const unsigned char(*)[16])uuids, n, cur, why,
+			  len) < 0)
 		return -1;
+	for (int h = 0; h < n; h++) {
+		out[h].oldUuid = g[cur[h]].uuid;
+		out[h].newUuid = g[want[h]].uuid;
+		moved |= cur[h] != want[h];
 	}
-	for (int i = 0; i < n; i++)
-		if (memcmp(g[i].uuid.bytes, r->uuid, 16) == 0)
-			return i;
-	cn_uuid_format(r->uuid, s);
-	snprintf(why, len, "gpu_map names %s, which this machine does not have", s);
-	return -1;
-}
-
-/* The driver wants every GPU in the list: complete it with identity pairs where that is
- * unambiguous, i.e. for GPUs that are neither moved nor a destination. */
-static int resolve_map(const struct cn_gpu_pair *pairs, unsigned n_pairs, const struct gpu *g,
-		       int n, CUcheckpointGpuPair *out, char *why, size_t len)
-{
-	int dest[CN_MAX_GPUS], src_of[CN_MAX_GPUS];
-
-	for (int i = 0; i < n; i++)
-		src_of[i] = dest[i] = -1;
-	for (unsigned p = 0; p < n_pairs; p++) {
-		int a = resolve_ref(&pairs[p].from, g, n, why, len);
-		int b = a < 0 ? -1 : resolve_ref(&pairs[p].to, g, n, why, len);
-
-		if (b < 0)
-			return -1;
-		if (dest[a] >= 0 || src_of[b] >= 0) {
-			snprintf(why, len,
-				 "gpu_map moves GPU %d twice or puts two GPUs onto GPU %d", a, b);
-			return -1;
-		}
-		dest[a] = b;
-		src_of[b] = a;
-	}
-	for (int i = 0; i < n; i++) {
-		if (dest[i] >= 0)
-			continue;
-		if (src_of[i] >= 0) {
-			snprintf(
-				why, len,
-				"gpu_map moves GPU %d onto GPU %d but says nothing of where GPU %d "
-				"goes; add %d=N",
-				src_of[i], i, i, i);
-			return -1;
-		}
-		dest[i] = i;
-	}
-	for (int i = 0; i < n; i++) {
-		out[i].oldUuid = g[i].uuid;
-		out[i].newUuid = g[dest[i]].uuid;
-	}
-	return n;
+	*n_list = moved ? n : 0;
+	return 0;
 }
 
 /* ---- room on the target GPUs ---- */
@@ -241,31 +206,35 @@ int cn_place(const struct cn_req *req, struct cn_resp *resp, CUcheckpointGpuPair
 	     CUmemGenericAllocationHandle *held, int *n_held)
 {
 	struct gpu g[CN_MAX_GPUS];
+	int n = 0, want[CN_MAX_GPUS];
 	char why[200];
-	int n = 0;
 
 	*n_list = *n_held = 0;
-	if (req->n_pairs > CN_MAX_GPUS) {
+	if (req->n_pairs > CN_MAX_GPUS || req->n_moves > CN_MAX_GPUS) {
 		cn_resp_fail(resp, CN_RES_BAD_MAP, "BAD_GPU_MAP", "too many pairs");
 		return -1;
 	}
-	if ((req->n_pairs > 0 || req->n_use > 0) && list_gpus(g, &n, why, sizeof(why)) < 0) {
+	if (!req->n_pairs && !req->n_moves && !req->n_use)
+		return 0;
+	if (list_gpus(g, &n, why, sizeof(why)) < 0) {
 		cn_resp_fail(resp, req->n_pairs ? CN_RES_BAD_MAP : CN_RES_NO_ROOM,
 			     req->n_pairs ? "BAD_GPU_MAP" : "NO_GPU_MEMORY", why);
 		return -1;
 	}
-	if (req->n_pairs > 0) {
-		*n_list = resolve_map(req->pairs, req->n_pairs, g, n, list, why, sizeof(why));
-		if (*n_list < 0) {
-			*n_list = 0;
-			cn_resp_fail(resp, CN_RES_BAD_MAP, "BAD_GPU_MAP", why);
-			return -1;
-		}
+	resp->n_gpus = (uint32_t)n;
+	for (int i = 0; i < n; i++)
+		memcpy(resp->gpus[i], g[i].uuid.bytes, 16);
+	if (pairs_for(req, g, n, list, n_list, want, why, sizeof(why)) < 0) {
+		cn_resp_fail(resp, CN_RES_BAD_MAP, "BAD_GPU_MAP", why);
+		return -1;
 	}
 	*n_held = make_room(req, list, *n_list, g, n, held, resp);
 	if (*n_held < 0) {
 		*n_held = 0;
 		return -1;
 	}
+	/* Where the GPUs the process started on will be, once restored. */
+	resp->n_moves =
+		cn_gpumap_moves(want, (const unsigned char(*)[16])resp->gpus, n, resp->moves);
 	return 0;
 }

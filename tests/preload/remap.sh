@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# gpu_map on a fake machine: indices in nvidia-smi (PCI) order, UUIDs, completion with identity
-# pairs, and refusals that leave the job restorable.
+# Placement on a fake machine of three GPUs: gpu_map names where the GPUs the job started on go,
+# by index in nvidia-smi (PCI) order or by UUID; the same map twice leaves the job where it is, an
+# empty map brings it home, resume --gpu-map applies to one resume; refusals leave it restorable;
+# the status says where the job is, where it started and where a resume will put it.
 . "$(dirname "$0")/../lib.sh"
 export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake CUDANAP_FAKE_GPUS=3
 mkdir "$T/fake"
@@ -10,6 +12,7 @@ start A "$TARGET" || diag "target did not start"
 pid=$A_pid
 ask A gpu
 is "$REPLY" "gpu 0" "starts on GPU 0"
+is "$(field "$pid" gpus)" "" "before its first suspend the status does not know its GPUs"
 
 resume_with() { # resume_with GPU_MAP: suspend, set the map, resume; prints cudanap resume's line
 	"$CUDANAP" suspend "$pid" > /dev/null
@@ -23,11 +26,23 @@ ask A gpu
 is "$REPLY" "gpu 1" "now on GPU 1 (PCI order, not CUDA order)"
 ask A verify
 is "$REPLY" "verify ok" "data intact after the move"
+is "$(field "$pid" gpus)|$(field "$pid" home_gpus)|$(field "$pid" restore_gpus)" "1=$(uuid 1)|0=$(uuid 0)|" \
+	"the status: on GPU 1, started on GPU 0"
 
-out=$(resume_with "$(uuid 1)=$(uuid 2), $(uuid 2)=$(uuid 1)"); rc=$?
-is "$rc" 0 "resume with a map by UUID (GPU 0 completed as identity)"
+# -- the same map again: the job stays (it used to bounce back to GPU 0)
+"$CUDANAP" suspend "$pid" > /dev/null
+is "$(field "$pid" gpus)|$(field "$pid" restore_gpus)" "1=$(uuid 1)|1=$(uuid 1)" \
+	"asleep with the map unchanged: slept from GPU 1, a resume puts it on GPU 1"
+like "$("$CUDANAP" status -c "$T/job.ini")" "(^|
+)$pid +checkpointed .* 1 +[0-9]+ " "cudanap status shows GPU 1"
+out=$("$CUDANAP" resume "$pid"); rc=$?
 ask A gpu
-is "$REPLY" "gpu 2" "now on GPU 2"
+is "$rc:$REPLY" "0:gpu 1" "the same map applied twice leaves the job where it is"
+
+out=$(resume_with "$(uuid 0)=$(uuid 2), $(uuid 2)=$(uuid 0)"); rc=$?
+is "$rc" 0 "a map by UUID (GPU 1 completed as identity)"
+ask A gpu
+is "$REPLY" "gpu 2" "now on GPU 2: the map names the GPU the job started on"
 
 out=$(resume_with "2=0"); rc=$?
 is "$rc" 1 "an ambiguous map is refused"
@@ -43,14 +58,39 @@ write_ini "[restore]" "gpu_map = 2=0, 0=2"
 out=$("$CUDANAP" resume "$pid"); rc=$?
 is "$rc" 0 "a good map then resumes"
 ask A gpu
-is "$REPLY" "gpu 0" "back on GPU 0"
+is "$REPLY" "gpu 2" "on GPU 2: 0=2 puts the GPU it started on there"
 ask A verify
 is "$REPLY" "verify ok" "data intact after four restores"
 
 write_ini
-out=$(resume_with ""); rc=$?
-is "$rc" 0 "an empty map restores in place"
+"$CUDANAP" suspend "$pid" > /dev/null
+like "$("$CUDANAP" status -c "$T/job.ini")" "(^|
+)$pid +checkpointed .* 2>0 +[0-9]+ " "cudanap status: asleep on GPU 2, to GPU 0 by the INI read at the suspend"
+is "$(field "$pid" restore_gpus)" "0=$(uuid 0)" "restore_gpus in the status file"
+out=$("$CUDANAP" resume "$pid"); rc=$?
+is "$rc" 0 "an empty map"
 ask A gpu
-is "$REPLY" "gpu 0" "still on GPU 0"
+is "$REPLY" "gpu 0" "brings the job home to GPU 0"
+out=$(resume_with ""); rc=$?
+ask A gpu
+is "$rc:$REPLY" "0:gpu 0" "and keeps it there"
+
+# -- one resume elsewhere, for a scheduler: the INI unchanged
+"$CUDANAP" suspend "$pid" > /dev/null
+out=$("$CUDANAP" resume --gpu-map "0=2, 2=0" "$pid"); rc=$?
+ask A gpu
+is "$rc:$REPLY" "0:gpu 2" "resume --gpu-map 0=2,2=0 moves it for this resume"
+check "the request is taken" test ! -e "$T/status/$pid.gpu-map"
+out=$(resume_with ""); rc=$?
+ask A gpu
+is "$rc:$REPLY" "0:gpu 0" "the next resume follows the INI again: home"
+"$CUDANAP" suspend "$pid" > /dev/null
+printf '0=x\n' > "$T/status/$pid.gpu-map"
+out=$("$CUDANAP" resume "$pid"); rc=$?
+like "$out:$rc" "resume failed: BAD_GPU_MAP: --gpu-map: '0=x': .*still suspended.*:1" \
+	"a broken one-shot map refuses the resume in one line"
+out=$("$CUDANAP" resume "$pid"); rc=$?
+ask A verify
+is "$rc:$REPLY" "0:verify ok" "the next resume works, data intact"
 ask A quit
 finish

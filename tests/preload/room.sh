@@ -38,13 +38,12 @@ ev > /dev/null
 
 rm "$T/fake/free.1"
 "$CUDANAP" suspend "$pid" > /dev/null
-write_ini
 echo 2 > "$T/fake/fail_alloc"
 out=$("$CUDANAP" resume "$pid"); rc=$?
 like "$out:$rc" "cannot hold 1000 MiB on GPU 1 \(GPU-face0000-0000-0000-0000-000000000001\) until the restore: CUDA_ERROR_OUT_OF_MEMORY .*state checkpointed.*:1" \
 	"a reservation that fails refuses the restore"
 rm "$T/fake/fail_alloc"
-write_ini "[restore]" "reserve = false"
+write_ini "[restore]" "gpu_map = 0=1, 1=0" "reserve = false"
 out=$("$CUDANAP" resume "$pid"); rc=$?
 is "$rc:$(ev)" "0:restore 1 " "reserve = false checks but holds nothing"
 ask A verify

@@ -1,0 +1,47 @@
+/* gpumap: what [restore] gpu_map means on a machine. The map names where the GPUs a job started on
+ * go; the same map applied twice leaves the job where it is, and an empty map brings it home.
+ * Pure functions over a machine's GPUs (UUIDs in nvidia-smi order, PCI bus order over every GPU
+ * the driver sees): the controller resolves a restore with them, the agent says where a resume
+ * will go. */
+#ifndef CN_GPUMAP_H
+#define CN_GPUMAP_H
+
+#include <stddef.h>
+
+#include "cn_config.h"
+
+/* A GPU the job started on (home), and the GPU it is on now. */
+struct cn_gpu_move {
+	unsigned char home[16], now[16];
+};
+
+/* want[h]: the index of the GPU that home GPU h goes to, for each of the n GPUs. Pairs name home
+ * GPUs by index or UUID; an unnamed GPU stays home, unless another goes there: then the map is
+ * ambiguous. 0, or -1 with why. */
+int cn_gpumap_want(const struct cn_gpu_pair *pairs, unsigned n_pairs,
+		   const unsigned char (*gpus)[16], int n, int *want, char *why, size_t len);
+
+/* cur[h]: the index where home GPU h is now, from the moves so far. 0, or -1 with why when a move
+ * names a GPU this machine does not have. */
+int cn_gpumap_now(const struct cn_gpu_move *moves, unsigned n_moves,
+		  const unsigned char (*gpus)[16], int n, int *cur, char *why, size_t len);
+
+/* The moves once every home GPU h is on GPU want[h]: those not at home. Returns their count. */
+unsigned cn_gpumap_moves(const int *want, const unsigned char (*gpus)[16], int n,
+			 struct cn_gpu_move *out);
+
+/* The home GPU of the GPU now (the identity when it never moved). */
+void cn_gpumap_home_of(const struct cn_gpu_move *moves, unsigned n_moves,
+		       const unsigned char now[16], unsigned char home[16]);
+
+/* The index of uuid among the n GPUs, -1 if absent. */
+int cn_gpumap_index(const unsigned char (*gpus)[16], int n, const unsigned char uuid[16]);
+
+/* "0=GPU-...,1=GPU-..." for k UUIDs, each with its index among the n GPUs ('?' when absent);
+ * at most CN_GPU_LIST_MAX of them. */
+#define CN_GPU_LIST_MAX 16
+#define CN_GPU_LIST_LEN (CN_GPU_LIST_MAX * 45)
+void cn_gpumap_list(const unsigned char (*uuids)[16], int k, const unsigned char (*gpus)[16], int n,
+		    char *out, size_t len);
+
+#endif
