@@ -78,6 +78,12 @@ is "$rc" 0 "resume --tree with gpu_map = 0=1, 1=0"
 is "$(gpus_of "$r0" "$r1")" "$(tr 01 10 <<< "$before")" "the ranks swapped GPUs (nvidia-smi: $before before)"
 n=$(nsteps "$T/busy.out")
 check "the job trains on after the swap" wait_step "$T/busy.out" $((n + 3))
+# the map names where the GPUs the ranks started on go: the same map again leaves them there
+"$CUDANAP" suspend --tree "$root" > /dev/null
+out=$("$CUDANAP" resume --tree "$root"); rc=$?
+is "$rc:$(gpus_of "$r0" "$r1")" "0:$(tr 01 10 <<< "$before")" "the same map again: the ranks stay swapped"
+n=$(nsteps "$T/busy.out")
+wait_step "$T/busy.out" $((n + 3))
 
 # -- one rank's signal late by 0.5-2 s and a lock timeout of 1 s: the first rank's lock waits
 # for its collective, the peer then launches the next one, which spins until the peer's own

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Two GPUs: a suspended job moved to the other GPU by index and by UUID, with CUDA_VISIBLE_DEVICES
-# set in the app, two jobs swapped, one process on both GPUs, a move onto a full GPU refused, and
-# restores beside a process that keeps grabbing the free memory (the reservation: 0 wedges).
+# Two GPUs: a suspended job moved to the other GPU by index and by UUID (gpu_map names where the
+# GPUs it started on go: the same map twice leaves it there, an empty map brings it home), with
+# CUDA_VISIBLE_DEVICES set in the app, two jobs swapped with one-shot maps, one process on both
+# GPUs, a move onto a full GPU refused, and restores beside a process that keeps grabbing the free
+# memory (the reservation: 0 wedges).
 . "$(dirname "$0")/../lib.sh"
 command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 || skip_all "no NVIDIA GPU or driver"
 [ -n "${HOLDMEM:-}" ] && [ -x "$HOLDMEM" ] || skip_all "CUDA test programs not built (no nvcc when meson set up)"
@@ -34,11 +36,19 @@ ask A verify 120
 is "$REPLY" "verify ok" "data intact on GPU 1"
 ask A work
 is "$REPLY" "work ok" "and it works on"
+is "$(field "$pid" gpus)|$(field "$pid" home_gpus)" "1=$u1|0=$u0" "the status: on GPU 1, started on GPU 0"
 
-# -- by UUID, back
-out=$(resume_with "$pid" "$u1=$u0, $u0=$u1"); rc=$?
-is "$rc" 0 "resume with a map by UUID"
-like "$(on "$pid")" "^[1-9][0-9]*:0$" "back on GPU 0"
+# -- the same map again: it stays (it used to bounce back to GPU 0)
+out=$(resume_with "$pid" "0=1, 1=0"); rc=$?
+like "$rc:$(on "$pid")" "^0:0:[1-9][0-9]*$" "the same map applied twice leaves the job on GPU 1"
+out=$(resume_with "$pid" "$u0=$u1, $u1=$u0"); rc=$?
+like "$rc:$(on "$pid")" "^0:0:[1-9][0-9]*$" "so does the same map by UUID"
+ask A verify 120
+is "$REPLY" "verify ok" "data intact"
+
+# -- an empty map: home
+out=$(resume_with "$pid" ""); rc=$?
+like "$rc:$(on "$pid")" "^0:[1-9][0-9]*:0$" "an empty map brings the job home to GPU 0"
 ask A verify 120
 is "$REPLY" "verify ok" "data intact"
 
@@ -51,14 +61,16 @@ like "$(on "$B_pid")" "^0:[1-9][0-9]*$" "it is on GPU 1"
 ask B verify 120
 is "$REPLY" "verify ok" "data intact"
 
-# -- two jobs swapped: A on GPU 0, B on GPU 1, the same map for both
+# -- two jobs swapped: A on GPU 0, B on GPU 1 (both started on GPU 0), a one-shot map each
 write_ini
-"$CUDANAP" suspend --all > /dev/null
-write_ini "[restore]" "gpu_map = 0=1, 1=0"
-out=$("$CUDANAP" resume --all); rc=$?
-is "$rc" 0 "two jobs swapped with resume --all"
-diag "$(tail -n1 <<< "$out")"
-like "$(on "$pid"):$(on "$B_pid")" "^0:[1-9][0-9]*:[1-9][0-9]*:0$" "A now on GPU 1, B on GPU 0"
+"$CUDANAP" suspend --all -c "$T/job.ini" > /dev/null
+"$CUDANAP" resume --gpu-map "0=1, 1=0" "$pid" > "$T/swapA" &
+swap=$!
+"$CUDANAP" resume --gpu-map "" "$B_pid" > "$T/swapB"; rb=$?
+wait "$swap"
+is "$?:$rb" 0:0 "two jobs swapped with resume --gpu-map, one each, at once"
+diag "$(cat "$T/swapA" "$T/swapB")"
+like "$(on "$pid"):$(on "$B_pid")" "^0:[1-9][0-9]*:[1-9][0-9]*:0$" "A now on GPU 1, B back on GPU 0"
 ask A verify 120
 r1=$REPLY
 ask B verify 120
@@ -82,7 +94,7 @@ ask C quit
 wait "$C_pid"
 
 # -- a move onto a GPU without room: refused before the restore, the job stays restorable.
-# A is on GPU 1; a plain process takes all but half of A's footprint on GPU 0.
+# A is on GPU 1; a plain process takes all but half of A's footprint on GPU 0, A's home.
 write_ini
 "$CUDANAP" suspend "$pid" > /dev/null
 free0=$(nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits -i 0)
@@ -93,9 +105,8 @@ hog_pid=$!
 exec {hog_fd}> "$T/hog.in"
 for _ in $(seq 600); do grep -q ready "$T/hog.out" && break; sleep 0.1; done
 diag "another process holds $hog GiB of GPU 0's $free0 MiB free: $(nvidia-smi --query-gpu=memory.free --format=csv,noheader -i 0) left"
-write_ini "[restore]" "gpu_map = 0=1, 1=0"
 out=$("$CUDANAP" resume "$pid"); rc=$?
-is "$rc" 1 "a move onto a GPU without room is refused"
+is "$rc" 1 "a move home onto a GPU without room is refused"
 like "$out" "NO_GPU_MEMORY: restore: GPU 0 \(GPU-[0-9a-f-]+\) has [0-9]+ MiB free; the job needs [0-9]+ MiB there.*\(state checkpointed\)" \
 	"in one line, and the job stays checkpointed"
 diag "$out"

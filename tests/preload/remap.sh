@@ -84,6 +84,11 @@ check "the request is taken" test ! -e "$T/status/$pid.gpu-map"
 out=$(resume_with ""); rc=$?
 ask A gpu
 is "$rc:$REPLY" "0:gpu 0" "the next resume follows the INI again: home"
+write_ini "[restore]" "gpu_map = 0=1, 1=0"
+"$CUDANAP" suspend "$pid" > /dev/null
+out=$("$CUDANAP" resume --gpu-map "" "$pid"); rc=$?
+ask A gpu
+is "$rc:$REPLY" "0:gpu 0" "resume --gpu-map '' keeps the job home whatever the INI says"
 "$CUDANAP" suspend "$pid" > /dev/null
 printf '0=x\n' > "$T/status/$pid.gpu-map"
 out=$("$CUDANAP" resume "$pid"); rc=$?
