@@ -8,7 +8,11 @@
  *                        built-in defaults); --cudanap=off opts a job out
  *   partitions=A,B       the default applies only to jobs of these partitions
  *   preload=PATH         the library (default: the one installed beside this plugin's build)
- *   statusbase=DIR       where the per-job status directories go (default /tmp) */
+ *   statusbase=DIR       where the per-job status directories go (default /tmp)
+ *   handover=SECONDS     every task of every job on the node (under cudanap or not) waits, at
+ *                        most this long, before it starts, for the cudanap processes of the jobs
+ *                        Slurm has suspended on the node to let their GPUs go: a preemptor then
+ *                        starts on a free GPU (handover.c; default 0, no wait) */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -25,6 +29,7 @@
 #include <slurm/spank.h>
 
 #include "cn_config.h"
+#include "handover.h"
 
 SPANK_PLUGIN(cudanap, 1);
 
@@ -37,6 +42,7 @@ static bool def_on;
 static char partitions[512]; /* partitions=, "" for all */
 static char preload[PATH_MAX] = CN_PRELOAD_ABS;
 static char statusbase[PATH_MAX] = "/tmp";
+static char handover[16] = "0"; /* seconds */
 
 static int opt_cb(int val, const char *arg, int remote)
 {
@@ -74,6 +80,7 @@ static int set_arg(const char *a)
 		{ "partitions=", partitions, sizeof(partitions) },
 		{ "preload=", preload, sizeof(preload) },
 		{ "statusbase=", statusbase, sizeof(statusbase) },
+		{ "handover=", handover, sizeof(handover) },
 	};
 
 	for (size_t i = 0; i < sizeof(args) / sizeof(args[0]); i++) {
@@ -94,7 +101,7 @@ static int set_arg(const char *a)
 		return 0;
 	}
 	slurm_error("cudanap: plugstack.conf: unknown argument '%s' (default=, partitions=, "
-		    "preload=, statusbase=)",
+		    "preload=, statusbase=, handover=)",
 		    a);
 	return -1;
 }
@@ -246,6 +253,23 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 		slurm_error("cudanap: cannot set the job's environment");
 		return -1;
 	}
+	return 0;
+}
+
+/* Each task, as root, before the one above: with handover=, wait for the GPUs that the jobs Slurm
+ * has suspended on this node still hold. */
+int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
+{
+	char node[256] = "", *end;
+	double max_s = strtod(handover, &end);
+	uint32_t job = 0;
+
+	if (!spank_remote(sp) || *end || max_s <= 0)
+		return 0;
+	if (spank_getenv(sp, "SLURMD_NODENAME", node, sizeof(node)) != ESPANK_SUCCESS)
+		gethostname(node, sizeof(node));
+	spank_get_item(sp, S_JOB_ID, &job);
+	cn_handover_wait(statusbase, node, job, max_s);
 	return 0;
 }
 

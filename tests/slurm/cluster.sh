@@ -32,9 +32,16 @@ daemon_failed() {
 	skip_all "$1 did not start: ${why:-$(tail -n 1 "$2" 2> /dev/null)}"
 }
 
-# cluster_start PLUGSTACK_LINE: the cluster up with that line in plugstack.conf, one node idle;
-# $S/st is there for the plugin's statusbase.
+# cluster_start PLUGSTACK_LINE [SLURM.CONF LINE...]: the cluster up with that line in
+# plugstack.conf, one node idle; $S/st is there for the plugin's statusbase. Lines given replace
+# the two partitions (debug, the default, and gpu) when one of them names a partition, and are
+# added to slurm.conf either way.
 cluster_start() {
+	local plug=$1 parts="PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+PartitionName=gpu Nodes=ALL MaxTime=INFINITE State=UP"
+	shift
+	printf '%s\n' "$@" | grep -q '^PartitionName=' && parts=
+
 	mkdir -p "$S/munge" "$S/ctld" "$S/d" "$S/log" "$S/st"
 	chmod 700 "$S/munge"
 	chmod 1777 "$S/st" # the plugin's statusbase: per-job directories of every user
@@ -46,7 +53,7 @@ cluster_start() {
 	for _ in $(seq 100); do [ -S "$S/munge/sock" ] && break; sleep 0.1; done
 	[ -S "$S/munge/sock" ] || daemon_failed munged "$S/log/munged.out"
 
-	printf '%s\n' "$1" > "$S/plugstack.conf"
+	printf '%s\n' "$plug" > "$S/plugstack.conf"
 	cat > "$SLURM_CONF" <<-CONF
 	ClusterName=cudanap
 	SlurmctldHost=$NODE(127.0.0.1)
@@ -78,9 +85,9 @@ cluster_start() {
 	MailProg=/bin/true
 	${SLURM_PLUGINDIR:+PluginDir=$SLURM_PLUGINDIR}
 	NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$(nproc) State=UNKNOWN
-	PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
-	PartitionName=gpu Nodes=ALL MaxTime=INFINITE State=UP
+	$parts
 	CONF
+	[ $# -eq 0 ] || printf '%s\n' "$@" >> "$SLURM_CONF"
 
 	# On a cgroup v2 host slurmd asks systemd over D-Bus for a scope; a test machine may have
 	# neither, and slurmd then makes its cgroup itself.
