@@ -39,6 +39,8 @@ struct cn_config {
 	unsigned margin_mib; /* free GPU memory a restore needs beyond the job's footprint */
 	bool reserve;	     /* hold that memory from the check until the restore */
 	bool take_turns;     /* restores of one status directory go through setup one at a time */
+	unsigned
+		room_wait_s; /* a restore without room waits this long for it; 0: refused at once */
 	char status_dir[PATH_MAX];
 	char hibernate_dir[PATH_MAX]; /* "" keeps the host copy in RAM */
 	int log_level;

@@ -506,6 +506,11 @@ static int k_margin(struct cn_config *c, const char *v, char *why, size_t len)
 	return set_count(&c->margin_mib, 1ul << 20, "MiB", v, why, len);
 }
 
+static int k_room_wait(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	return set_count(&c->room_wait_s, 3600, "seconds", v, why, len);
+}
+
 static int k_host_margin(struct cn_config *c, const char *v, char *why, size_t len)
 {
 	return set_count(&c->host_margin_mib, 1ul << 24, "MiB", v, why, len);
@@ -536,6 +541,7 @@ static const struct {
 	{ "restore", "margin_mib", k_margin, 0 },
 	{ "restore", "reserve", NULL, offsetof(struct cn_config, reserve) },
 	{ "restore", "take_turns", NULL, offsetof(struct cn_config, take_turns) },
+	{ "restore", "room_wait_s", k_room_wait, 0 },
 	{ "status", "dir", k_status_dir, 0 },
 	{ "hibernate", "dir", k_hibernate_dir, 0 },
 	{ "log", "level", k_log_level, 0 },

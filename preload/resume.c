@@ -7,8 +7,10 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "agent_state.h"
+#include "clock.h"
 #include "cn_gpumap.h"
 #include "cuda_abi.h"
 #include "hibernate.h"
@@ -64,6 +66,26 @@ static void moved(const struct cn_resp *r)
 	}
 }
 
+/* The restore, tried again every 100 ms while the target GPUs lack room, for [restore]
+ * room_wait_s: the controller refuses before the driver's call, so trying again is safe. The wait
+ * step is then all that came before the last try's call. */
+static int restore(struct cn_resp *r)
+{
+	double t0 = cn_now_ms(), until = t0 + cn_ag.cfg.room_wait_s * 1000.0;
+	int rc, tries = 0;
+
+	while ((rc = cn_moving_call(CN_OP_RESTORE, r)) < 0 && r->result == CN_RES_NO_ROOM &&
+	       cn_now_ms() < until) {
+		struct timespec tick = { 0, 100 * 1000 * 1000 };
+
+		tries++;
+		nanosleep(&tick, NULL);
+	}
+	if (tries)
+		cn_ag.st.step_ms[CN_STEP_WAIT] = cn_now_ms() - t0 - r->elapsed_ms;
+	return rc;
+}
+
 void cn_resume(void)
 {
 	struct cn_status before = cn_ag.st;
@@ -98,8 +120,7 @@ void cn_resume(void)
 	if (r.state == CN_STATE_CHECKPOINTED) {
 		/* A controller that died mid-restore may have left it restored and locked: then
 		 * the unlock below finishes the resume. */
-		if (cn_moving_call(CN_OP_RESTORE, &r) < 0 &&
-		    !(r.result == CN_RES_IO && r.state == CN_STATE_LOCKED)) {
+		if (restore(&r) < 0 && !(r.result == CN_RES_IO && r.state == CN_STATE_LOCKED)) {
 			char msg[320];
 
 			snprintf(msg, sizeof(msg), "restore: %s%s", r.message,

@@ -36,6 +36,32 @@ ask A verify
 is "$REPLY" "verify ok" "data intact"
 ev > /dev/null
 
+# -- room that comes later ([restore] room_wait_s): the way home to GPU 0, which lacks it
+"$CUDANAP" suspend "$pid" > /dev/null
+echo 500 > "$T/fake/free.0"
+write_ini "[restore]" "room_wait_s = 1"
+t0=$(date +%s%N)
+out=$("$CUDANAP" resume "$pid"); rc=$?
+like "$out:$rc" "NO_GPU_MEMORY: restore: GPU 0 .* has 500 MiB free.*still suspended.*:1" \
+	"room_wait_s = 1: no room in that time, refused as before"
+check "after waiting for it ($(( ($(date +%s%N) - t0) / 1000000 )) ms)" test $(( ($(date +%s%N) - t0) / 1000000 )) -ge 1000
+write_ini "[restore]" "room_wait_s = 20"
+(sleep 1; rm "$T/fake/free.0") &
+out=$("$CUDANAP" resume "$pid"); rc=$?
+w=$(field "$pid" wait_ms)
+check "room_wait_s = 20: room that comes after 1 s lets the resume through (waited $w ms)" \
+	awk -v w="$w" -v rc="$rc" 'BEGIN { exit !(rc == 0 && w >= 700) }'
+ask A gpu
+is "$REPLY" "gpu 0" "home on GPU 0"
+ask A verify
+is "$REPLY" "verify ok" "data intact"
+write_ini "[restore]" "gpu_map = 0=1, 1=0" "margin_mib = 100"
+"$CUDANAP" suspend "$pid" > /dev/null
+out=$("$CUDANAP" resume "$pid"); rc=$?
+ask A gpu
+is "$rc:$REPLY" "0:gpu 1" "and back to GPU 1 with the map"
+ev > /dev/null
+
 rm "$T/fake/free.1"
 "$CUDANAP" suspend "$pid" > /dev/null
 echo 2 > "$T/fake/fail_alloc"
