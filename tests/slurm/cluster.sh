@@ -40,6 +40,13 @@ cluster_start() {
 	local plug=$1 parts="PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 PartitionName=gpu Nodes=ALL MaxTime=INFINITE State=UP"
 	shift
+	# One test cluster per host at a time: two share the node's name, and with it slurmd's cgroup
+	# (system.slice/NODE_slurmstepd.scope), which each cleans up after itself. A second suite
+	# running beside this one (another build, CI) waits here.
+	if [ -z "${cluster_lock:-}" ]; then
+		exec {cluster_lock}> "${TMPDIR:-/tmp}/cudanap-test-cluster.lock"
+		flock -w 500 "$cluster_lock" || { ok 1 "no test cluster free after 500 s"; finish; }
+	fi
 	printf '%s\n' "$@" | grep -q '^PartitionName=' && parts=
 
 	mkdir -p "$S/munge" "$S/ctld" "$S/d" "$S/log" "$S/st"
@@ -156,6 +163,7 @@ job_pid() {
 		done
 		sleep 0.1
 	done
+	diag "no $2 in job $1 ($(job_state "$1")): $(scontrol listpids "$1" 2>&1 | tr '\n' ' ')" >&2
 	return 1
 }
 # wait_state J STATE [TENTHS]: until job J is in STATE.
