@@ -23,5 +23,22 @@ p=$!
 eventually 20 test -e "$T/st/$p.json"
 out=$("$cli" suspend "$p" 2>&1)
 like "$out" "nothing to suspend" "the installed library starts the installed controller"
+
+# -- the man pages (where scdoc built them) and the bash completion
+if [ -f "$BUILD_ROOT/docs/cudanap.1" ]; then
+	check "cudanap(1) and cudanap.ini(5) installed" test -n "$(find "$T/inst" -path '*/man1/cudanap.1')" -a -n "$(find "$T/inst" -path '*/man5/cudanap.ini.5')"
+	like "$(MANWIDTH=100 man -l "$(find "$T/inst" -path '*/man1/cudanap.1')" 2> /dev/null)" "--json" "cudanap(1) documents --json"
+else
+	diag "scdoc was not found when meson set up: no man pages to check"
+fi
+comp=$(find "$T/inst" -path '*/completions/cudanap' -type f)
+check "the bash completion installed" test -n "$comp"
+complete_words() { # complete_words WORD...: what the completion offers for the last word
+	bash -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _cudanap; echo "${COMPREPLY[*]}"' \
+		_ "$comp" "$@"
+}
+is "$(complete_words "$cli" su)" "suspend" "it completes the commands"
+like "$(complete_words "$cli" resume --)" "--gpu-map" "each command's options"
+like "$(PATH=$(dirname "$cli"):$PATH complete_words "$cli" suspend "")" "(^| )$p( |$)" "and the PIDs of cudanap processes"
 kill "$p"
 finish
