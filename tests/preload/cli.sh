@@ -60,6 +60,11 @@ is "$rc:$out" "2:cudanap: no command 'nothing'; see 'cudanap help'" "help for a 
 
 # -- a PID given twice is acted on once
 start A "$TARGET"
+# the README's status-file example has every key a status file has, and no other
+keys() { grep -o '"[a-z_]*":' | sort -u | tr -d '":\n'; }
+readme=$(dirname "$0")/../../README.md
+is "$(sed -n '/^```json$/,/^```$/p' "$readme" | keys)" "$(keys < "$T/status/$A_pid.json")" \
+	"the README's status file example has the keys of a status file"
 out=$("$CUDANAP" suspend "$A_pid" "$A_pid"); rc=$?
 like "$rc:$out" "^0:$A_pid: suspended in [^
 ]*$" "suspend PID PID: one line, one suspend"
