@@ -28,7 +28,8 @@ free_port() {
 # daemon_failed NAME LOG: skip the suite with the daemon's last error line.
 daemon_failed() {
 	local why
-	why=$(grep -iE 'error|fatal' "$2" 2> /dev/null | tail -n 1)
+	why=$(grep -iE 'error|fatal' "$2" "$S/log/$1.log" 2> /dev/null | grep -v 'initialization failed' | tail -n 1)
+	why=${why#*:}
 	skip_all "$1 did not start: ${why:-$(tail -n 1 "$2" 2> /dev/null)}"
 }
 
