@@ -17,6 +17,14 @@
 
 enum cn_log_level { CN_LOG_ERROR = 0, CN_LOG_INFO = 1, CN_LOG_DEBUG = 2 };
 
+/* [nccl] mode: how a process's NCCL communicators are handled at a suspend. */
+enum cn_nccl_mode {
+	CN_NCCL_AUTO,	 /* NCCL's suspend API where the loaded NCCL has it, else refused */
+	CN_NCCL_API,	 /* NCCL's suspend API, or refused */
+	CN_NCCL_SOCKETS, /* ranks over sockets ([nccl] suspendable), the API not used */
+	CN_NCCL_OFF,	 /* not looked at: no API, no refusal */
+};
+
 /* One side of a gpu_map pair: a device index as nvidia-smi numbers GPUs, or a UUID. */
 struct cn_gpu_ref {
 	int index; /* -1 when uuid holds the GPU */
@@ -57,6 +65,7 @@ struct cn_config {
 	bool allow_jax;		   /* suspend JAX processes despite the driver crash */
 	bool allow_nccl;	   /* suspend NCCL processes whatever their transports */
 	bool nccl_suspendable;	   /* set NCCL's environment to transports a checkpoint survives */
+	int nccl_mode;		   /* enum cn_nccl_mode; sockets whenever nccl_suspendable */
 	bool host_check;	   /* refuse a suspend whose host copy will not fit */
 	unsigned host_margin_mib;  /* host memory to leave beyond the copy */
 	unsigned watchdog_ms;	   /* say so when a driver call runs longer than this */

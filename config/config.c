@@ -298,6 +298,7 @@ struct load_ctx {
 	char msg[CN_ERR_LEN];	 /* first handler error, without the FILE:LINE prefix */
 	int msg_line;
 	int prepare_line; /* where [signals] prepare was set, for the check after the file */
+	int mode_line;	  /* where [nccl] mode was set, likewise */
 };
 
 /* inih hands out no line numbers here, so count them as we feed it. */
@@ -406,6 +407,19 @@ static int k_hibernate_dir(struct cn_config *c, const char *v, char *why, size_t
 		return 0;
 	}
 	return set_abs_path(c->hibernate_dir, sizeof(c->hibernate_dir), v, why, len);
+}
+
+static int k_nccl_mode(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	static const char *const modes[] = { "auto", "suspend-api", "sockets", "off" };
+
+	for (int i = 0; i < 4; i++)
+		if (strcasecmp(v, modes[i]) == 0) {
+			c->nccl_mode = i;
+			return 0;
+		}
+	snprintf(why, len, "'%s' is not one of auto, suspend-api, sockets, off", v);
+	return -EINVAL;
 }
 
 static int k_log_level(struct cn_config *c, const char *v, char *why, size_t len)
@@ -561,6 +575,7 @@ static const struct {
 	{ "preflight", "host_margin_mib", k_host_margin, 0 },
 	{ "controller", "watchdog_ms", k_watchdog, 0 },
 	{ "nccl", "suspendable", NULL, offsetof(struct cn_config, nccl_suspendable) },
+	{ "nccl", "mode", k_nccl_mode, 0 },
 };
 #define N_KEYS (sizeof(key_table) / sizeof(key_table[0]))
 _Static_assert(N_KEYS <= 64, "one bit per key in load_ctx.seen");
@@ -584,6 +599,8 @@ static int on_ini_key(void *user, const char *section, const char *name, const c
 			x->seen |= 1ull << i;
 			if (key_table[i].parse == k_prepare)
 				x->prepare_line = x->line;
+			if (key_table[i].parse == k_nccl_mode)
+				x->mode_line = x->line;
 			if ((key_table[i].parse
 				     ? key_table[i].parse(x->c, value, why, sizeof(why))
 				     : set_bool((bool *)((char *)x->c + key_table[i].offset), value,
@@ -659,6 +676,16 @@ int cn_config_load(struct cn_config *c, const char *path, char *err, size_t errl
 			 path, x.prepare_line);
 		return -EINVAL;
 	}
+	/* suspendable = true is what mode = sockets means, and says the same. */
+	if (c->nccl_suspendable && x.mode_line && c->nccl_mode != CN_NCCL_SOCKETS) {
+		snprintf(err, errlen,
+			 "%s:%d: nccl.mode: suspendable = true makes it sockets; give one of the two",
+			 path, x.mode_line);
+		return -EINVAL;
+	}
+	if (c->nccl_suspendable)
+		c->nccl_mode = CN_NCCL_SOCKETS;
+	c->nccl_suspendable = c->nccl_mode == CN_NCCL_SOCKETS;
 	return 0;
 }
 

@@ -27,6 +27,7 @@
 #include "agent.h"
 #include "cn_config.h"
 #include "cn_nccl.h"
+#include "comms.h"
 #include "copy.h"
 #include "gate.h"
 #include "launch.h"
@@ -297,6 +298,7 @@ static void after_fork_child(void)
 	cn_hib_after_fork();
 	cn_copy_after_fork();
 	cn_gate_after_fork();
+	cn_comms_after_fork();
 	if (wake_pipe(p) < 0) {
 		cn_agent_fork_child(-1);
 	} else if (cn_agent_fork_child(p[0]) < 0) {
@@ -337,6 +339,11 @@ __attribute__((constructor)) static void cn_init(void)
 	 * the preflight names it if it keeps the job from being suspended). */
 	if (cfg.nccl_suspendable)
 		cn_nccl_apply(err, sizeof(err));
+	if (cfg.nccl_mode != CN_NCCL_OFF && cfg.nccl_mode != CN_NCCL_SOCKETS && cn_nccl_shadowed())
+		dprintf(STDERR_FILENO,
+			"cudanap: libnccl is preloaded before libcudanap.so: NCCL's communicators "
+			"cannot be suspended with the job; put libcudanap.so first in "
+			"LD_PRELOAD\n");
 	/* Armed even so: each signal is then answered with the error, and never kills the app. */
 	if (!cn_controller_locate())
 		dprintf(STDERR_FILENO,

@@ -117,7 +117,8 @@ static bool nccl_socket(void)
 	return hit;
 }
 
-int cn_preflight_suspend(const struct cn_config *c, char *why, size_t len)
+int cn_preflight_suspend(const struct cn_config *c, const struct cn_nccl_facts *nccl, char *why,
+			 size_t len)
 {
 	struct maps_facts m;
 	char env[200];
@@ -131,13 +132,21 @@ int cn_preflight_suspend(const struct cn_config *c, char *why, size_t len)
 		return -1;
 	}
 	/* Its transports are told by the environment NCCL read at its start (cn_nccl.h). */
-	if (!c->allow_nccl && (nccl_thread() || m.nccl || nccl_socket()) &&
+	if (!c->allow_nccl && c->nccl_mode != CN_NCCL_OFF && !nccl->handled &&
+	    (nccl->comms > 0 || nccl_thread() || m.nccl || nccl_socket()) &&
 	    cn_nccl_check("/sys/class/infiniband", env, sizeof(env)) < 0) {
-		snprintf(why, len,
-			 "refusing to suspend a process with NCCL communicators whose transports "
-			 "the driver cannot restore: %s; start the job with [nccl] suspendable = "
-			 "true in its INI (or [preflight] allow_nccl = true to try anyway)",
-			 env);
+		if (nccl->hint[0])
+			snprintf(why, len,
+				 "refusing to suspend NCCL ranks that share memory (%s): %s", env,
+				 nccl->hint);
+		else
+			snprintf(
+				why, len,
+				"refusing to suspend a process with NCCL communicators whose "
+				"transports the driver cannot restore: %s; start the job with "
+				"[nccl] suspendable = true in its INI (or [preflight] allow_nccl = "
+				"true to try anyway)",
+				env);
 		return -1;
 	}
 	return 0;

@@ -17,6 +17,7 @@
 #include "cn_gpumap.h"
 #include "cuda_abi.h"
 #include "hooks.h"
+#include "job.h"
 #include "log.h"
 #include "staging.h"
 
@@ -134,6 +135,7 @@ void cn_report_begin(const char *action)
 
 	t_begin = cn_now_ms();
 	cn_status_new_action(st, action);
+	cn_nccl_describe(st->nccl, sizeof(st->nccl));
 	st->footprint_mib = cn_report_footprint_mib();
 	st->prepared = cn_ag.prepared_bytes > 0;
 	if (st->prepared)
@@ -199,6 +201,7 @@ void cn_report_finish(const struct cn_resp *r, const char *what, const char *mes
 		snprintf(st->state, sizeof(st->state), "%s", state);
 	st->busy = false;
 	st->seq++;
+	cn_nccl_describe(st->nccl, sizeof(st->nccl));
 	snprintf(st->result, sizeof(st->result), "%s", ok ? "ok" : r->name);
 	snprintf(st->message, sizeof(st->message), "%s", message);
 	/* From the agent's wake to now: what the user waited for, the steps and the rest. */
@@ -231,6 +234,7 @@ bool cn_report_redundant(const struct cn_status *before, const struct cn_resp *r
 		return false;
 	cn_ag.st = *before;
 	cn_ag.st.seq++;
+	cn_nccl_describe(cn_ag.st.nccl, sizeof(cn_ag.st.nccl));
 	cn_report_publish();
 	cn_log(&cn_ag.cfg, CN_LOG_INFO, "%s", msg);
 	return true;

@@ -14,6 +14,8 @@
 #include "cn_gpumap.h"
 #include "cuda_abi.h"
 #include "hibernate.h"
+#include "comms.h"
+#include "job.h"
 #include "log.h"
 #include "report.h"
 #include "staging.h"
@@ -86,6 +88,17 @@ static int restore(struct cn_resp *r)
 	return rc;
 }
 
+/* The last step: the NCCL communicators resumed with the job's other ranks, if suspended. */
+static void comms_resume(struct cn_resp *r)
+{
+	char msg[420];
+
+	if (cn_nccl_resume(r, msg, sizeof(msg)) < 0)
+		cn_report_finish(r, "resume", msg);
+	else
+		cn_report_finish(r, "resumed", "resumed");
+}
+
 void cn_resume(void)
 {
 	struct cn_status before = cn_ag.st;
@@ -96,6 +109,13 @@ void cn_resume(void)
 		return;
 	if (!cn_current_state("resume", &r))
 		return;
+	if (r.state == CN_STATE_RUNNING && cn_comms_suspended()) {
+		/* Running, its communicators waiting for the job: a resume that failed to meet the
+		 * other ranks, or a suspend that failed after them. */
+		cn_report_publish();
+		comms_resume(&r);
+		return;
+	}
 	if (r.state == CN_STATE_RUNNING) {
 		if (!cn_report_redundant(&before, &r, "already running"))
 			cn_report_finish(&r, "already", "already running");
@@ -161,5 +181,5 @@ void cn_resume(void)
 			cn_ag.st.unmap_ms = ss.unmap_ms;
 	}
 	cn_report_gpus(false);
-	cn_report_finish(&r, "resumed", "resumed");
+	comms_resume(&r);
 }

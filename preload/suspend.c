@@ -20,6 +20,8 @@
 #include "clock.h"
 #include "cuda_abi.h"
 #include "hibernate.h"
+#include "comms.h"
+#include "job.h"
 #include "log.h"
 #include "preflight.h"
 #include "report.h"
@@ -170,11 +172,32 @@ static void unlock_after(struct cn_resp *r, char *msg, size_t len)
 	r->state = u.state;
 }
 
+/* What the preflight is to know of the process's NCCL. */
+static const struct cn_nccl_facts *nccl_facts(struct cn_nccl_facts *f)
+{
+	static char hint[300];
+
+	cn_nccl_hint(hint, sizeof(hint));
+	f->comms = cn_comms_count();
+	f->handled = cn_nccl_uses_api();
+	f->hint = hint;
+	return f;
+}
+
+/* After a failed step that came after the communicators' suspend. */
+static void comms_stay(char *msg, size_t len)
+{
+	if (cn_comms_suspended())
+		snprintf(msg + strlen(msg), len - strlen(msg),
+			 "; its NCCL communicators stay suspended until the job is resumed");
+}
+
 void cn_suspend(void)
 {
 	struct cn_status before = cn_ag.st;
+	struct cn_nccl_facts nf;
 	struct cn_resp r;
-	char msg[320];
+	char msg[420];
 	int rc;
 
 	cn_report_begin("suspend");
@@ -187,7 +210,7 @@ void cn_suspend(void)
 		return;
 	}
 	if (r.state == CN_STATE_RUNNING &&
-	    (cn_preflight_suspend(&cn_ag.cfg, msg, sizeof(msg)) < 0 ||
+	    (cn_preflight_suspend(&cn_ag.cfg, nccl_facts(&nf), msg, sizeof(msg)) < 0 ||
 	     hibernate_setup(msg, sizeof(msg)) < 0)) {
 		r.result = CN_RES_REFUSED;
 		snprintf(r.name, sizeof(r.name), "REFUSED");
@@ -195,6 +218,10 @@ void cn_suspend(void)
 		return;
 	}
 	cn_report_publish();
+	if (r.state == CN_STATE_RUNNING && cn_nccl_suspend(&r, msg, sizeof(msg)) < 0) {
+		cn_report_finish(&r, "suspend", msg);
+		return;
+	}
 	if (r.state == CN_STATE_RUNNING) {
 		if (cn_call(CN_OP_LOCK, &r) < 0) {
 			if (r.result == CUDA_ERROR_NOT_READY)
@@ -209,6 +236,7 @@ void cn_suspend(void)
 				snprintf(msg, sizeof(msg), "lock: %s", r.message);
 			if (r.state == CN_STATE_LOCKED)
 				unlock_after(&r, msg, sizeof(msg));
+			comms_stay(msg, sizeof(msg));
 			cn_report_finish(&r, "suspend", msg);
 			return;
 		}
@@ -228,6 +256,7 @@ void cn_suspend(void)
 		/* A controller that died mid-checkpoint may have left it done: then it stays. */
 		if (r.state != CN_STATE_CHECKPOINTED)
 			unlock_after(&r, msg, sizeof(msg));
+		comms_stay(msg, sizeof(msg));
 		cn_report_finish(&r, "suspend", msg);
 		return;
 	}
@@ -254,6 +283,7 @@ void cn_suspend(void)
 void cn_prepare(void)
 {
 	struct cn_staging_stats ss;
+	struct cn_nccl_facts nf;
 	struct cn_resp r;
 	char msg[320];
 	uint64_t need = 0;
@@ -274,7 +304,7 @@ void cn_prepare(void)
 	else if (cn_ag.cfg.hibernate_dir[0])
 		snprintf(msg, sizeof(msg),
 			 "the host copy goes to disk ([hibernate] dir): nothing to prepare in RAM");
-	if (msg[0] || cn_preflight_suspend(&cn_ag.cfg, msg, sizeof(msg)) < 0) {
+	if (msg[0] || cn_preflight_suspend(&cn_ag.cfg, nccl_facts(&nf), msg, sizeof(msg)) < 0) {
 		r.result = CN_RES_REFUSED;
 		snprintf(r.name, sizeof(r.name), "REFUSED");
 		cn_report_finish(&r, "prepare", msg);

@@ -101,6 +101,13 @@ struct group_result {
 
 void run_plan(struct job *jobs, int n, const struct plan *p, struct group_result *r);
 
+/* ---- ncclcut.c: the cut at which an NCCL job's ranks suspend or resume their communicators ----
+ */
+
+/* After the signals went out: the ranks that say their NCCL counts are answered, together, until
+ * all of them are at the same cut (or told to give up); nothing when none does. */
+void ncclcut_run(struct job *jobs, int n, enum verb v, double deadline);
+
 /* ---- the commands: each file's usage text and entry point ---- */
 /* act.c: suspend, resume and prepare */
 extern const char usage_suspend[], usage_prepare[];

@@ -23,6 +23,11 @@
 
 const char *const verb_name[] = { "suspend", "resume", "prepare" };
 
+static bool comms_suspended(const struct cn_status *s)
+{
+	return strncmp(s->nccl, "suspended", 9) == 0;
+}
+
 /* The state a verb leads to (a prepared process runs on). */
 static const char *goal(enum verb v)
 {
@@ -52,7 +57,8 @@ static void outcome(struct job *j, const struct cn_status *s, enum verb v)
 	j->st = *s;
 	j->have_st = true;
 	j->no_cuda = strcmp(s->state, "no-cuda") == 0;
-	j->ok = strcmp(s->result, "ok") == 0 && strcmp(s->state, goal(v)) == 0;
+	j->ok = strcmp(s->result, "ok") == 0 && strcmp(s->state, goal(v)) == 0 &&
+		!(v == VERB_RESUME && comms_suspended(s));
 	fmt_ms(s->total_ms, total, sizeof(total));
 	if (j->ok && v == VERB_PREPARE && s->prepared)
 		say(j, "prepared", "%s in %s", s->message, total);
@@ -121,8 +127,10 @@ static void send_one(struct job *j, const struct plan *p)
 	while (s.busy && now_s() < p->deadline && cn_status_read(j->dir, j->pid, &s) == 0)
 		usleep(5000);
 	j->st = s;
+	/* Running with its NCCL communicators suspended (a resume that did not meet all the job's
+	 * ranks, a suspend that failed after them) is not yet resumed. */
 	if ((v == VERB_PREPARE ? strcmp(s.state, "checkpointed") : strcmp(s.state, goal(v))) == 0 &&
-	    !s.busy) {
+	    !s.busy && !(v == VERB_RESUME && comms_suspended(&s))) {
 		j->done = j->ok = true;
 		say(j, "already", "already %s%s", v == VERB_RESUME ? "running" : "suspended",
 		    v == VERB_PREPARE ? ": nothing to prepare" : "");
@@ -156,6 +164,9 @@ static void act(struct job *jobs, int n, const struct plan *p)
 		jobs[i].pid = pid;
 		send_one(&jobs[i], p);
 	}
+	/* The ranks of an NCCL job meet at a cut before their communicators go (ncclcut.c). */
+	if (p->wait)
+		ncclcut_run(jobs, n, p->verb, p->deadline);
 	for (bool pending = p->wait; pending;) {
 		pending = false;
 		for (int i = 0; i < n; i++) {
@@ -235,7 +246,8 @@ static int roll_back(const struct job *jobs, int n, const struct plan *p, struct
 	for (int i = 0; i < n; i++) {
 		const struct job *j = &jobs[i];
 
-		if (j->sent && !j->no_cuda && !(j->done && strcmp(j->st.state, "running") == 0))
+		if (j->sent && !j->no_cuda &&
+		    (!(j->done && strcmp(j->st.state, "running") == 0) || comms_suspended(&j->st)))
 			back[m++].pid = j->pid;
 	}
 	if (m == 0) {

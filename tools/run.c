@@ -16,7 +16,8 @@ const char usage_run[] =
 	"usage: cudanap run [-c FILE] [--] CMD [ARG...]\n"
 	"\n"
 	"Run CMD with libcudanap.so preloaded: LD_PRELOAD gets the library appended (an existing\n"
-	"LD_PRELOAD is kept) and CUDANAP_CONFIG is set to FILE's absolute path. CMD then answers\n"
+	"LD_PRELOAD is kept; a libnccl in it goes after the library, whose NCCL calls must come\n"
+	"first) and CUDANAP_CONFIG is set to FILE's absolute path. CMD then answers\n"
 	"the suspend and resume signals of FILE (SIGUSR1 and SIGUSR2 by default). FILE is checked\n"
 	"before CMD starts.\n"
 	"\n"
@@ -86,6 +87,31 @@ static void report_nccl(void)
 			prog, set);
 }
 
+/* LD_PRELOAD with the library appended, so that a preload of the job's own (a sanitizer's
+ * runtime) keeps its place; but before a libnccl, whose definitions would otherwise come first
+ * and hide its communicators from the library. NULL when out of memory. */
+static char *with_preload(const char *old, const char *lib)
+{
+	const char *nccl;
+	char *out = NULL;
+
+	if (!old || !*old)
+		return strdup(lib);
+	if (strstr(old, lib))
+		return strdup(old);
+	nccl = strstr(old, "libnccl");
+	if (nccl) {
+		/* the start of that entry */
+		while (nccl > old && nccl[-1] != ':' && nccl[-1] != ' ')
+			nccl--;
+		if (asprintf(&out, "%.*s%s:%s", (int)(nccl - old), old, lib, nccl) < 0)
+			out = NULL;
+	} else if (asprintf(&out, "%s:%s", old, lib) < 0) {
+		out = NULL;
+	}
+	return out;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -128,12 +154,7 @@ int cmd_run(int argc, char **argv)
 	if (!realpath(lib, abs))
 		snprintf(abs, sizeof(abs), "%s", lib);
 	old = getenv("LD_PRELOAD");
-	if (old && *old && strstr(old, abs))
-		preload = strdup(old);
-	else if (old && *old && asprintf(&preload, "%s:%s", old, abs) < 0)
-		preload = NULL;
-	else if (!(old && *old))
-		preload = strdup(abs);
+	preload = with_preload(old, abs);
 	if (!preload)
 		return 127;
 	setenv("LD_PRELOAD", preload, 1);

@@ -19,8 +19,10 @@ const char usage_status[] =
 	"while an action is under way), the last action and its result and time, the GPUs it is\n"
 	"on by nvidia-smi's index ('0>1': asleep, and a resume puts it on GPU 1; '-' before its\n"
 	"first suspend), the GPU memory it held at its last suspend, and the host memory and disk\n"
-	"space its host copy holds now. --json adds the GPUs' UUIDs (gpus, home_gpus,\n"
-	"restore_gpus) and every other field of the status file.\n"
+	"space its host copy holds now, and how its NCCL communicators are handled at a suspend\n"
+	"(api: NCCL's suspend API; suspended: they are; sockets; refused: its NCCL has no such\n"
+	"API and its transports share memory; '-': none). --json adds the GPUs' UUIDs (gpus,\n"
+	"home_gpus, restore_gpus), the NCCL version, and every other field of the status file.\n"
 	"Status files of processes that are gone are removed.\n"
 	"\n"
 	"  -c, --config FILE   where to find the status files (default: $CUDANAP_CONFIG, else the\n"
@@ -97,6 +99,22 @@ static void gpus_col(const struct cn_status *s, char *out, size_t len)
 		snprintf(out, len, "%s", now);
 }
 
+/* The NCCL column: how the process's communicators are handled at a suspend. */
+static const char *nccl_col(const struct cn_status *s)
+{
+	static const struct {
+		const char *prefix, *word;
+	} words[] = { { "suspended", "suspended" },
+		      { "suspend-api", "api" },
+		      { "sockets", "sockets" },
+		      { "no suspend API", "refused" } };
+
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (strncmp(s->nccl, words[i].prefix, strlen(words[i].prefix)) == 0)
+			return words[i].word;
+	return "-";
+}
+
 static void print_table(const struct rows *r)
 {
 	int wres = (int)strlen("RESULT");
@@ -107,8 +125,9 @@ static void print_table(const struct rows *r)
 			wres = (int)strlen(r->s[i].result);
 	if (r->node)
 		printf("%-12s ", "NODE");
-	printf("%-8s %-14s %-8s %-*s %-9s %-5s %8s %8s %8s  %s\n", "PID", "STATE", "ACTION", wres,
-	       "RESULT", "TIME", "GPUS", "GPU_MIB", "HOST_MIB", "DISK_MIB", "COMMAND");
+	printf("%-8s %-14s %-8s %-*s %-9s %-5s %8s %8s %8s %-9s %s\n", "PID", "STATE", "ACTION",
+	       wres, "RESULT", "TIME", "GPUS", "GPU_MIB", "HOST_MIB", "DISK_MIB", "NCCL",
+	       "COMMAND");
 	for (int i = 0; i < r->n; i++) {
 		const struct cn_status *s = &r->s[i];
 
@@ -122,8 +141,8 @@ static void print_table(const struct rows *r)
 		gpus_col(s, on, sizeof(on));
 		if (r->node)
 			printf("%-12s ", r->node);
-		printf("%-8d %-14s %-8s %-*s %-9s %-5s %8s %8s %8s  %s\n", s->pid, state, s->action,
-		       wres, s->result, total, on, gpu, host, disk, cmd);
+		printf("%-8d %-14s %-8s %-*s %-9s %-5s %8s %8s %8s %-9s %s\n", s->pid, state,
+		       s->action, wres, s->result, total, on, gpu, host, disk, nccl_col(s), cmd);
 	}
 }
 

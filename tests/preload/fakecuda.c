@@ -7,6 +7,8 @@
  *   <pid>.state   "STATE BUSY_UNTIL_MS GPU WEDGED": CUprocessState, end of the last "kernel",
  *                 the GPU it is on, and whether a restore without room wedged it
  *   <pid>.gpu     the process's "device memory"; renamed to <pid>.host while checkpointed
+ *   <pid>.peer    memory the process imported from another (the fake NCCL's P2P): its restore
+ *                 fails with NOT_SUPPORTED and wedges it, as the real driver's does
  *   fail_checkpoint, fail_restore   if present, that call fails with the CUresult written inside
  *   delay_checkpoint, delay_restore if present, that call first sleeps the milliseconds written
  *                                   inside, with nothing changed yet: a slow driver to kill (the
@@ -588,6 +590,18 @@ EXPORT CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs *arg
 	if (st.wedged) {
 		close(fd);
 		return CUDA_ERROR_OPERATING_SYSTEM;
+	}
+	{
+		/* Memory imported from another process (NCCL's P2P, the fake NCCL's <pid>.peer):
+		 * checkpointed, but never restored, as on driver 580. */
+		char peer[4200];
+
+		path_of(peer, sizeof(peer), pid, "peer");
+		if (access(peer, F_OK) == 0) {
+			st.wedged = 1;
+			store_unlock(fd, &st);
+			return CUDA_ERROR_NOT_SUPPORTED;
+		}
 	}
 	if (args && args->gpuPairsCount) {
 		/* The driver wants every GPU in the list. */

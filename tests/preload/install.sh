@@ -14,8 +14,9 @@ out=$(env -u CUDANAP_PRELOAD "$cli" run -- /bin/sh -c 'echo "$LD_PRELOAD"' 2>&1)
 is "$out" "$(readlink -f "$lib")" "the installed cudanap run preloads the installed library, which finds its controller"
 out=$(LD_PRELOAD=/lib/x86_64-linux-gnu/libc.so.6 "$cli" run -- /bin/sh -c 'echo "$LD_PRELOAD"')
 is "$out" "/lib/x86_64-linux-gnu/libc.so.6:$(readlink -f "$lib")" "an existing LD_PRELOAD is kept and ours appended"
-is "$(nm -D --defined-only "$lib" | awk '$2 != "A" { print $3 }' | LC_ALL=C sort | tr '\n' ' ')" "_Exit __sysv_signal _exit bsd_signal mmap mmap64 munmap sigaction signal sysv_signal " \
-	"the preload exports only the symbols it interposes"
+nccl="ncclAllGather ncclAllReduce ncclAlltoAll ncclBcast ncclBroadcast ncclCommAbort ncclCommDeregister ncclCommDestroy ncclCommFinalize ncclCommGrow ncclCommInitAll ncclCommInitRank ncclCommInitRankConfig ncclCommInitRankScalable ncclCommRegister ncclCommShrink ncclCommSplit ncclGather ncclGroupEnd ncclGroupStart ncclRecv ncclReduce ncclReduceScatter ncclScatter ncclSend"
+is "$(nm -D --defined-only "$lib" | awk '$2 != "A" { print $3 }' | LC_ALL=C sort | tr '\n' ' ')" "_Exit __sysv_signal _exit bsd_signal mmap mmap64 munmap $nccl sigaction signal sysv_signal " \
+	"the preload exports only the symbols it interposes (libc's, NCCL's)"
 printf '[status]\ndir = %s\n' "$T/st" > "$T/i.ini"
 mkdir -m 700 "$T/st"
 CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T "$cli" run -c "$T/i.ini" -- sleep 5 &

@@ -2,21 +2,30 @@
  * per command read from stdin, so a test script can drive it:
  *   verify | write | kernel MS | sync | gpu | fork [cuda FILE] | map FILE | thread NAME
  *   | handler MODE | count | query | ping | quit
+ *   | nccl init NAME RANK NRANKS [local] | nccl split COLOR | nccl loop MS | nccl steps | nccl stop
  * "fork cuda FILE": the child initialises the fake driver itself, fills its memory, and checks it
  * every 50 ms, writing "ok N" or "bad N" to FILE. "handler MODE" sets the app's own handler for
  * SIGUSR1 and SIGUSR2 as MODE says (sigaction, siginfo, signal, sysv, resethand, ign, dfl, reraise
  * as faulthandler's chain=True does); "count"
  * says how often it ran per signal; "query" whether sigaction() reports it back.
- * With --no-cuda it never initialises the fake driver, like a shell script or a data loader. */
+ * With --no-cuda it never initialises the fake driver, like a shell script or a data loader.
+ * "nccl init" loads the fake NCCL ($CUDANAP_FAKE_NCCL; "local": RTLD_LOCAL, as a framework's
+ * private copy) and makes a communicator NAME of NRANKS ranks; "nccl loop MS" all-reduces on every
+ * communicator every MS ms in a thread of its own (every other step in a group), each step waiting
+ * for the other ranks' as a training loop's synchronisation does; "nccl steps" says how many steps
+ * and how many failed operations so far. */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <sys/mman.h>
 
 #include "fakecuda.h"
@@ -158,6 +167,115 @@ static void *idle(void *arg)
 	return arg;
 }
 
+/* ---- NCCL, the fake one, called the way a framework calls it: through the global scope ---- */
+
+struct nccl_id {
+	char internal[128];
+};
+typedef int (*init_fn)(void **, int, struct nccl_id, int);
+static struct {
+	void *comms[4];
+	int n;
+	unsigned ms;
+	atomic_ulong steps, errors;
+	atomic_bool stop;
+	pthread_t loop;
+	bool looping;
+} nc;
+
+static void *nccl_fn(const char *name)
+{
+	return dlsym(RTLD_DEFAULT, name);
+}
+
+static const char *nccl_init(const char *args)
+{
+	char name[64] = "";
+	int rank, nranks, r;
+	struct nccl_id id;
+	init_fn init;
+	const char *path = getenv("CUDANAP_FAKE_NCCL");
+
+	if (sscanf(args, "%63s %d %d", name, &rank, &nranks) != 3 || nc.n == 4)
+		return "bad";
+	if (!dlopen(path ? path : "libnccl.so.2",
+		    RTLD_NOW | (strstr(args, " local") ? RTLD_LOCAL : RTLD_GLOBAL)))
+		return "noload";
+	init = (init_fn)nccl_fn("ncclCommInitRank");
+	if (!init)
+		return "nosym";
+	memset(&id, 0, sizeof(id));
+	snprintf(id.internal, sizeof(id.internal), "%s", name);
+	r = init(&nc.comms[nc.n], nranks, id, rank);
+	if (r)
+		return "failed";
+	nc.n++;
+	return "ok";
+}
+
+static const char *nccl_split(int color)
+{
+	int (*split)(void *, int, int, void **, void *) =
+		(int (*)(void *, int, int, void **, void *))nccl_fn("ncclCommSplit");
+
+	if (!split || !nc.n || nc.n == 4 || split(nc.comms[0], color, 0, &nc.comms[nc.n], NULL))
+		return "failed";
+	nc.n++;
+	return "ok";
+}
+
+static void *nccl_loop(void *arg)
+{
+	int (*allreduce)(const void *, void *, size_t, int, int, void *, void *) = (int (*)(
+		const void *, void *, size_t, int, int, void *, void *))nccl_fn("ncclAllReduce");
+	int (*start)(void) = (int (*)(void))nccl_fn("ncclGroupStart");
+	int (*end)(void) = (int (*)(void))nccl_fn("ncclGroupEnd");
+	void (*wait)(void *) = (void (*)(void *))nccl_fn("fakeNcclWait");
+
+	(void)arg;
+	while (!atomic_load(&nc.stop)) {
+		unsigned long s = atomic_load(&nc.steps);
+
+		if (s % 2)
+			start();
+		for (int i = 0; i < nc.n; i++)
+			if (allreduce(NULL, NULL, 1, 0, 0, nc.comms[i], NULL))
+				atomic_fetch_add(&nc.errors, 1);
+		if (s % 2)
+			end();
+		for (int i = 0; wait && i < nc.n; i++)
+			wait(nc.comms[i]);
+		atomic_fetch_add(&nc.steps, 1);
+		usleep(nc.ms * 1000);
+	}
+	return NULL;
+}
+
+static void nccl_command(const char *line)
+{
+	if (strncmp(line, "nccl init ", 10) == 0) {
+		printf("nccl %s\n", nccl_init(line + 10));
+	} else if (strncmp(line, "nccl split ", 11) == 0) {
+		printf("nccl %s\n", nccl_split(atoi(line + 11)));
+	} else if (strncmp(line, "nccl loop ", 10) == 0) {
+		nc.ms = (unsigned)atoi(line + 10);
+		atomic_store(&nc.stop, false);
+		nc.looping = pthread_create(&nc.loop, NULL, nccl_loop, NULL) == 0;
+		printf("nccl %s\n", nc.looping ? "ok" : "failed");
+	} else if (strncmp(line, "nccl steps", 10) == 0) {
+		printf("nccl %lu %lu\n", (unsigned long)atomic_load(&nc.steps),
+		       (unsigned long)atomic_load(&nc.errors));
+	} else if (strncmp(line, "nccl stop", 9) == 0) {
+		atomic_store(&nc.stop, true);
+		if (nc.looping)
+			pthread_join(nc.loop, NULL);
+		nc.looping = false;
+		printf("nccl ok\n");
+	} else {
+		printf("unknown\n");
+	}
+}
+
 int main(int argc, char **argv)
 {
 	int cuda = !(argc > 1 && strcmp(argv[1], "--no-cuda") == 0);
@@ -222,6 +340,9 @@ int main(int argc, char **argv)
 			printf("count %d %d\n", (int)runs[0], (int)runs[1]);
 		} else if (strncmp(line, "query", 5) == 0) {
 			printf("query %s\n", query());
+		} else if (strncmp(line, "nccl ", 5) == 0) {
+			line[strcspn(line, "\n")] = '\0';
+			nccl_command(line);
 		} else if (strncmp(line, "ping", 4) == 0) {
 			printf("pong\n");
 		} else if (strncmp(line, "quit", 4) == 0) {

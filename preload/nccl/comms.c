@@ -1,0 +1,437 @@
+/* comms: the process's NCCL communicators, and the gate that holds the app's NCCL calls back while
+ * they are suspended.
+ *
+ * NCCL 2.29.7 and later can suspend a communicator (ncclCommSuspend, NCCL_SUSPEND_MEM): it unmaps
+ * the buffers it imported from its peers and releases its own, after which the driver can
+ * checkpoint a rank whose transports share GPU memory (P2P over NVLink, cuMem, shared memory), and
+ * ncclCommResume maps them again (measured on two H200s with NCCL 2.30.7, DESIGN.md). Both are
+ * collectives: every rank of the communicator must make them, and before its barrier
+ * ncclCommSuspend waits for all the device's work, so every operation a rank has issued must have
+ * been issued by its peers too. A cut that every rank agrees on is made in three steps: the gate
+ * closes (quiesce: the app's next operation waits, the ones under way return) and each rank says
+ * how many operations it has issued on each communicator; the ranks behind are let through until
+ * they have issued as many as the rank furthest on (drain), which the command line works out from
+ * every rank's counts (cut.c, tools/ncclcut.c); then all suspend. The gate stays closed until the
+ * communicators are resumed. The app's threads meet the gate in interpose.c, at each call that
+ * issues work; the agent thread drives the rest. Everything here is cheap on the app's path: an
+ * atomic add and a load while the gate is open. */
+#define _GNU_SOURCE
+#include "comms.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_COMMS 64
+
+struct comm {
+	_Atomic(ncclComm_t) comm; /* NULL: a free slot */
+	uint64_t key;
+	int rank, nranks; /* nranks 0: not known yet (a split): asked at the suspend */
+	atomic_ulong issued;
+	unsigned long target; /* drain: issue up to this many */
+	bool suspended;
+};
+
+static struct comm comms[MAX_COMMS];
+static pthread_mutex_t registry = PTHREAD_MUTEX_INITIALIZER;
+
+enum { OPEN, CLOSED, DRAIN };
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv; /* app threads wait for the gate, the agent for them */
+	atomic_int phase;
+	atomic_int inflight;
+	bool suspended;
+} gate = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, OPEN, 0, false };
+
+void *cn_nccl_sym(const char *name)
+{
+	void *f = dlsym(RTLD_NEXT, name), *h;
+
+	/* NCCL loaded late, as the dependency of a library opened RTLD_LOCAL (a framework's), is
+	 * not in the global scope that RTLD_NEXT searches. */
+	if (!f && (h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_NOLOAD)))
+		f = dlsym(h, name);
+	return f;
+}
+
+static struct comm *find(ncclComm_t c)
+{
+	for (int i = 0; c && i < MAX_COMMS; i++)
+		if (atomic_load_explicit(&comms[i].comm, memory_order_acquire) == c)
+			return &comms[i];
+	return NULL;
+}
+
+void cn_comms_add(ncclComm_t c, uint64_t key, int rank, int nranks)
+{
+	pthread_mutex_lock(&registry);
+	for (int i = 0; c && !find(c) && i < MAX_COMMS; i++) {
+		if (atomic_load(&comms[i].comm))
+			continue;
+		comms[i].key = key;
+		comms[i].rank = rank;
+		comms[i].nranks = nranks;
+		atomic_store(&comms[i].issued, 0);
+		comms[i].target = 0;
+		comms[i].suspended = false;
+		atomic_store_explicit(&comms[i].comm, c, memory_order_release);
+		break;
+	}
+	pthread_mutex_unlock(&registry);
+}
+
+void cn_comms_remove(ncclComm_t c)
+{
+	struct comm *e;
+
+	pthread_mutex_lock(&registry);
+	if ((e = find(c)))
+		atomic_store(&e->comm, NULL);
+	pthread_mutex_unlock(&registry);
+}
+
+uint64_t cn_comms_key(ncclComm_t c)
+{
+	struct comm *e = find(c);
+
+	return e ? e->key : 0;
+}
+
+void cn_comms_issued(ncclComm_t c)
+{
+	struct comm *e = find(c);
+
+	if (e)
+		atomic_fetch_add(&e->issued, 1);
+}
+
+/* ---- the gate ---- */
+
+static bool any_behind(void)
+{
+	for (int i = 0; i < MAX_COMMS; i++)
+		if (atomic_load(&comms[i].comm) && atomic_load(&comms[i].issued) < comms[i].target)
+			return true;
+	return false;
+}
+
+/* Under gate.mu. While draining, one call at a time, so that a count never passes its target. */
+static bool allowed(ncclComm_t c, int kind)
+{
+	struct comm *e;
+
+	switch (atomic_load(&gate.phase)) {
+	case OPEN:
+		return true;
+	case DRAIN:
+		if (atomic_load(&gate.inflight) > 0)
+			return false;
+		if (kind == CN_COMMS_GROUP)
+			return any_behind();
+		return kind == CN_COMMS_OP && (e = find(c)) && atomic_load(&e->issued) < e->target;
+	default:
+		return false;
+	}
+}
+
+void cn_comms_enter(ncclComm_t c, int kind)
+{
+	/* Counted in before the phase is read; the agent writes the phase before it counts: one of
+	 * the two always sees the other. */
+	atomic_fetch_add(&gate.inflight, 1);
+	if (atomic_load(&gate.phase) == OPEN)
+		return;
+	atomic_fetch_sub(&gate.inflight, 1);
+	pthread_mutex_lock(&gate.mu);
+	pthread_cond_broadcast(&gate.cv);
+	while (!allowed(c, kind))
+		pthread_cond_wait(&gate.cv, &gate.mu);
+	atomic_fetch_add(&gate.inflight, 1);
+	pthread_mutex_unlock(&gate.mu);
+}
+
+void cn_comms_leave(void)
+{
+	atomic_fetch_sub(&gate.inflight, 1);
+	if (atomic_load(&gate.phase) != OPEN) {
+		pthread_mutex_lock(&gate.mu);
+		pthread_cond_broadcast(&gate.cv);
+		pthread_mutex_unlock(&gate.mu);
+	}
+}
+
+static void set_phase(int phase)
+{
+	pthread_mutex_lock(&gate.mu);
+	atomic_store(&gate.phase, phase);
+	pthread_cond_broadcast(&gate.cv);
+	pthread_mutex_unlock(&gate.mu);
+}
+
+/* Under gate.mu: wait until done() or the deadline; false at the deadline. */
+static bool wait_until(bool (*done)(void), const struct timespec *deadline)
+{
+	while (!done())
+		if (pthread_cond_timedwait(&gate.cv, &gate.mu, deadline) == ETIMEDOUT)
+			return done();
+	return true;
+}
+
+static void deadline_in(unsigned ms, struct timespec *ts)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts->tv_nsec >= 1000000000) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000;
+	}
+}
+
+static bool idle(void)
+{
+	return atomic_load(&gate.inflight) == 0;
+}
+
+static struct comm *past_target(void)
+{
+	for (int i = 0; i < MAX_COMMS; i++)
+		if (atomic_load(&comms[i].comm) && atomic_load(&comms[i].issued) > comms[i].target)
+			return &comms[i];
+	return NULL;
+}
+
+/* Every communicator at its target, or one past it (the ranks issued different operations). */
+static bool drained(void)
+{
+	return idle() && (!any_behind() || past_target());
+}
+
+/* ---- the agent's side ---- */
+
+int cn_comms_nccl_version(void)
+{
+	ncclResult_t (*get)(int *) = (ncclResult_t(*)(int *))cn_nccl_sym("ncclGetVersion");
+	int v = 0;
+
+	if (!get || get(&v) != NCCL_SUCCESS)
+		return 0;
+	return v;
+}
+
+bool cn_comms_have_api(void)
+{
+	return cn_nccl_sym("ncclCommSuspend") && cn_nccl_sym("ncclCommResume");
+}
+
+int cn_comms_count(void)
+{
+	int n = 0;
+
+	for (int i = 0; i < MAX_COMMS; i++)
+		n += atomic_load(&comms[i].comm) != NULL;
+	return n;
+}
+
+bool cn_comms_suspended(void)
+{
+	return gate.suspended;
+}
+
+/* Ranks and sizes of communicators made by a split, asked of NCCL now that no call is under way. */
+static void complete(void)
+{
+	ncclResult_t (*count)(ncclComm_t, int *) =
+		(ncclResult_t(*)(ncclComm_t, int *))cn_nccl_sym("ncclCommCount");
+	ncclResult_t (*rank)(ncclComm_t, int *) =
+		(ncclResult_t(*)(ncclComm_t, int *))cn_nccl_sym("ncclCommUserRank");
+
+	for (int i = 0; count && rank && i < MAX_COMMS; i++) {
+		ncclComm_t c = atomic_load(&comms[i].comm);
+
+		if (c && comms[i].nranks <= 0 &&
+		    (count(c, &comms[i].nranks) != NCCL_SUCCESS ||
+		     rank(c, &comms[i].rank) != NCCL_SUCCESS))
+			comms[i].nranks = 0;
+	}
+}
+
+int cn_comms_quiesce(unsigned timeout_ms, char *cut, size_t len, char *why, size_t wlen)
+{
+	struct timespec deadline;
+	bool ok;
+
+	deadline_in(timeout_ms, &deadline);
+	pthread_mutex_lock(&gate.mu);
+	atomic_store(&gate.phase, CLOSED);
+	ok = wait_until(idle, &deadline);
+	pthread_mutex_unlock(&gate.mu);
+	if (!ok) {
+		set_phase(OPEN);
+		snprintf(why, wlen, "an NCCL call of the app's did not return within %u ms",
+			 timeout_ms);
+		return -1;
+	}
+	complete();
+	if (cn_comms_list(cut, len) < 0) {
+		set_phase(OPEN);
+		snprintf(why, wlen, "too many communicators");
+		return -1;
+	}
+	return 0;
+}
+
+int cn_comms_list(char *out, size_t len)
+{
+	size_t o = 0;
+
+	out[0] = '\0';
+	for (int i = 0; i < MAX_COMMS; i++)
+		if (atomic_load(&comms[i].comm))
+			o += (size_t)snprintf(out + o, o < len ? len - o : 0,
+					      "%016" PRIx64 " %d %d %lu\n", comms[i].key,
+					      comms[i].rank, comms[i].nranks,
+					      (unsigned long)atomic_load(&comms[i].issued));
+	return o < len ? 0 : -1;
+}
+
+int cn_comms_drain(const char *targets, unsigned timeout_ms, char *why, size_t wlen)
+{
+	struct timespec deadline;
+	const char *p = targets;
+	struct comm *over;
+	bool ok;
+
+	for (int i = 0; i < MAX_COMMS; i++)
+		comms[i].target = atomic_load(&comms[i].issued);
+	while (*p) {
+		uint64_t key;
+		unsigned long n;
+		int used;
+
+		if (sscanf(p, "%" SCNx64 " %lu%n", &key, &n, &used) != 2)
+			break;
+		for (int i = 0; i < MAX_COMMS; i++)
+			if (atomic_load(&comms[i].comm) && comms[i].key == key)
+				comms[i].target = n;
+		p += used;
+		p += strspn(p, "\n ");
+	}
+	deadline_in(timeout_ms, &deadline);
+	pthread_mutex_lock(&gate.mu);
+	if (!past_target()) {
+		atomic_store(&gate.phase, DRAIN);
+		pthread_cond_broadcast(&gate.cv);
+		ok = wait_until(drained, &deadline);
+	}
+	over = past_target();
+	ok = !over && !any_behind() && idle();
+	atomic_store(&gate.phase, ok ? CLOSED : OPEN);
+	pthread_cond_broadcast(&gate.cv);
+	pthread_mutex_unlock(&gate.mu);
+	if (over)
+		snprintf(why, wlen,
+			 "communicator %016" PRIx64 " has issued %lu operations, more than its "
+			 "peers' %lu: the ranks do not issue the same ones",
+			 over->key, (unsigned long)atomic_load(&over->issued), over->target);
+	else if (!ok)
+		snprintf(why, wlen,
+			 "the app did not issue the NCCL operations its peers had issued within %u "
+			 "ms",
+			 timeout_ms);
+	return ok ? 0 : -1;
+}
+
+/* The live communicators by key: every rank suspends and resumes them in the same order, so
+ * that no two ranks wait in each other's barrier. */
+static int by_key(const void *a, const void *b)
+{
+	const struct comm *x = *(struct comm *const *)a, *y = *(struct comm *const *)b;
+
+	return x->key < y->key ? -1 : x->key > y->key;
+}
+
+static int sorted(struct comm **out)
+{
+	int n = 0;
+
+	for (int i = 0; i < MAX_COMMS; i++)
+		if (atomic_load(&comms[i].comm))
+			out[n++] = &comms[i];
+	qsort(out, (size_t)n, sizeof(out[0]), by_key);
+	return n;
+}
+
+int cn_comms_suspend(char *why, size_t wlen)
+{
+	ncclResult_t (*suspend)(ncclComm_t, int) =
+		(ncclResult_t(*)(ncclComm_t, int))cn_nccl_sym("ncclCommSuspend");
+	struct comm *list[MAX_COMMS];
+	int n = sorted(list);
+
+	gate.suspended = true;
+	for (int i = 0; i < n; i++) {
+		ncclResult_t r = suspend ? suspend(atomic_load(&list[i]->comm), NCCL_SUSPEND_MEM)
+					 : NCCL_INVALID_USAGE;
+
+		if (r != NCCL_SUCCESS) {
+			snprintf(why, wlen,
+				 "ncclCommSuspend of communicator %016" PRIx64 " failed (%d)",
+				 list[i]->key, r);
+			return -1;
+		}
+		list[i]->suspended = true;
+	}
+	return 0;
+}
+
+int cn_comms_resume(char *why, size_t wlen)
+{
+	ncclResult_t (*resume)(ncclComm_t) =
+		(ncclResult_t(*)(ncclComm_t))cn_nccl_sym("ncclCommResume");
+	struct comm *list[MAX_COMMS];
+	int n = sorted(list);
+
+	for (int i = 0; i < n; i++) {
+		ncclResult_t r;
+
+		if (!list[i]->suspended)
+			continue;
+		r = resume ? resume(atomic_load(&list[i]->comm)) : NCCL_INVALID_USAGE;
+		if (r != NCCL_SUCCESS) {
+			snprintf(why, wlen,
+				 "ncclCommResume of communicator %016" PRIx64 " failed (%d)",
+				 list[i]->key, r);
+			return -1;
+		}
+		list[i]->suspended = false;
+	}
+	gate.suspended = false;
+	set_phase(OPEN);
+	return 0;
+}
+
+void cn_comms_open(void)
+{
+	set_phase(OPEN);
+}
+
+void cn_comms_after_fork(void)
+{
+	for (int i = 0; i < MAX_COMMS; i++)
+		atomic_store(&comms[i].comm, NULL);
+	pthread_mutex_init(&registry, NULL);
+	pthread_mutex_init(&gate.mu, NULL);
+	pthread_cond_init(&gate.cv, NULL);
+	atomic_store(&gate.phase, OPEN);
+	atomic_store(&gate.inflight, 0);
+	gate.suspended = false;
+}

@@ -1,0 +1,71 @@
+/* comms: the process's NCCL communicators and the gate on the app's NCCL calls. See comms.c. */
+#ifndef CN_COMMS_H
+#define CN_COMMS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nccl_abi.h"
+
+/* ---- from the interposed NCCL calls (interpose.c), in the app's threads ---- */
+
+/* The real NCCL function name, resolved once: the next definition after the preload, else the
+ * loaded libnccl.so.2's own. NULL when none is loaded. */
+void *cn_nccl_sym(const char *name);
+
+/* A communicator created (key: the same on every rank of it) or gone. */
+void cn_comms_add(ncclComm_t comm, uint64_t key, int rank, int nranks);
+void cn_comms_remove(ncclComm_t comm);
+uint64_t cn_comms_key(ncclComm_t comm); /* 0 when not known */
+
+/* The gate: every call that issues work or changes a communicator enters before it calls NCCL
+ * and leaves after. CN_COMMS_OP: an operation on comm outside a group (a collective, a send or
+ * receive, a split); CN_COMMS_GROUP: the start of an outermost group, which leaves at its end;
+ * CN_COMMS_OTHER: a communicator created, destroyed or registering memory. Enter blocks while the
+ * agent has the gate closed; while it drains, an operation passes until its communicator has
+ * issued its share, a group while any communicator has not, and nothing else. */
+enum { CN_COMMS_OP, CN_COMMS_GROUP, CN_COMMS_OTHER };
+void cn_comms_enter(ncclComm_t comm, int kind);
+void cn_comms_leave(void);
+/* One more operation issued on comm (inside a group too): counted once it passed the gate. */
+void cn_comms_issued(ncclComm_t comm);
+
+/* At start: a libnccl loaded before this library (earlier in LD_PRELOAD), whose definitions the
+ * app's calls then reach first: its communicators cannot be seen. */
+bool cn_nccl_shadowed(void);
+
+/* ---- from the agent thread ---- */
+
+/* The loaded NCCL: its version (2.30.7: 23007; 0 when none is loaded) and whether it has
+ * ncclCommSuspend and ncclCommResume. */
+int cn_comms_nccl_version(void);
+bool cn_comms_have_api(void);
+int cn_comms_count(void);      /* live communicators */
+bool cn_comms_suspended(void); /* the last suspend of them has not been resumed */
+
+/* Close the gate and wait, at most timeout_ms, for the app's NCCL calls under way to return.
+ * cut gets a line per communicator: "KEY RANK NRANKS ISSUED" (hex key). 0, or -1 with why (the
+ * gate is open again). */
+int cn_comms_quiesce(unsigned timeout_ms, char *cut, size_t len, char *why, size_t wlen);
+
+/* The same lines, as they are now. 0, or -1 when they do not fit. */
+int cn_comms_list(char *out, size_t len);
+
+/* Let the app issue operations until each communicator has issued as many as targets say ("KEY
+ * COUNT" lines, every rank's most), then close the gate again; at most timeout_ms. 0, or -1 with
+ * why (the gate is open again). */
+int cn_comms_drain(const char *targets, unsigned timeout_ms, char *why, size_t wlen);
+
+/* ncclCommSuspend(NCCL_SUSPEND_MEM) on every communicator, each a collective its peers make too.
+ * 0, or -1 with why. The gate stays closed until cn_comms_resume. */
+int cn_comms_suspend(char *why, size_t wlen);
+/* ncclCommResume on every suspended communicator, then the gate opens. 0, or -1 with why. */
+int cn_comms_resume(char *why, size_t wlen);
+/* The gate opens (a suspend given up before its communicators were suspended). */
+void cn_comms_open(void);
+
+/* In a forked child: the parent's communicators are not the child's, nor its gate's waiters. */
+void cn_comms_after_fork(void);
+
+#endif

@@ -1,0 +1,30 @@
+/* job: the NCCL steps of a suspend and a resume. See job.c. */
+#ifndef CN_NCCL_JOB_H
+#define CN_NCCL_JOB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "ctl_proto.h"
+
+/* The suspend will go through NCCL's suspend API (the preflight then leaves the transports be). */
+bool cn_nccl_uses_api(void);
+
+/* How the process's communicators are handled, for the status ("" when it has none). */
+void cn_nccl_describe(char *out, size_t len);
+
+/* For a refusal over the transports: what the loaded NCCL lacks and the ways out ("" when
+ * nothing to add). */
+void cn_nccl_hint(char *out, size_t len);
+
+/* Before the lock of a suspend: the communicators suspended at the job's cut. 0 to go on (or
+ * nothing to do); -1 with r and msg when the suspend is over (the process runs on, or, if its
+ * communicators were suspended, waits for the job's resume). */
+int cn_nccl_suspend(struct cn_resp *r, char *msg, size_t len);
+
+/* After the unlock of a resume, or at a resume of a process that runs with its communicators
+ * suspended: resumed with the job's other ranks. 0, or -1 with r and msg (NCCL_WAITING: the
+ * other ranks did not all come; resume the whole job again). */
+int cn_nccl_resume(struct cn_resp *r, char *msg, size_t len);
+
+#endif

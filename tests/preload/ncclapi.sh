@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# NCCL jobs on NCCL's default transports, with the fake driver and the fake NCCL
+# (tests/fakenccl/): the communicators found by the preload's interposition, suspended at a cut
+# every rank agrees on (the ranks issue operations at different rates) before the lock and
+# resumed after the unlock; the app's NCCL calls held back meanwhile; a group that lacks a rank, a
+# plain signal, an old NCCL, [nccl] mode, a rank whose lock fails after its communicators were
+# suspended (the rollback resumes them with the others), NCCL loaded privately, and the
+# LD_PRELOAD order.
+. "$(dirname "$0")/../lib.sh"
+export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake
+mkdir "$T/fake"
+unset NCCL_P2P_DISABLE NCCL_SHM_DISABLE NCCL_NVLS_ENABLE NCCL_COLLNET_ENABLE NCCL_NET_GDR_LEVEL
+
+# rank NAME COMM RANK NRANKS [LOOP_MS] [local|split]: a target with a communicator of the fake
+# NCCL (and, with split, a second one split from it), all-reducing in a loop
+rank() {
+	local name=$1 comm=$2 r=$3 n=$4 ms=${5:-3} how=${6:-}
+	start "$name" "$TARGET" || return 1
+	ask "$name" "nccl init $comm $r $n ${how/split/}"
+	[ "$REPLY" = "nccl ok" ] || { diag "nccl init: $REPLY"; return 1; }
+	if [ "$how" = split ]; then
+		ask "$name" "nccl split 7"
+		[ "$REPLY" = "nccl ok" ] || { diag "nccl split: $REPLY"; return 1; }
+	fi
+	ask "$name" "nccl loop $ms"
+	[ "$REPLY" = "nccl ok" ]
+}
+steps() { ask "$1" "nccl steps"; echo "${REPLY#nccl }"; } # "STEPS ERRORS"
+advancing() { # advancing NAME: its loop's steps go up
+	local a b
+	a=$(steps "$1"); a=${a%% *}
+	for _ in $(seq 200); do
+		b=$(steps "$1"); b=${b%% *}
+		[ "$b" -gt "$a" ] && return 0
+		sleep 0.02
+	done
+	return 1
+}
+peer() { test -e "$T/fake/$1.peer"; }
+
+# -- NCCL 2.30.7: suspended and resumed through its suspend API, at an agreed cut
+export CUDANAP_FAKE_NCCL=$FAKENCCL
+write_ini "[lock]" "timeout_ms = 5000"
+rank A job1 0 2 3
+rank B job1 1 2 5 # slower: B is behind A at any moment
+check "two ranks on the default transports hold peer imports" peer "$A_pid"
+kill -USR2 "$A_pid" # running already: the agent looks again, and says so
+settle "$A_pid" 1
+like "$(field "$A_pid" nccl)" "^suspend-api: 1 communicator \(NCCL 2\.30\.7\)$" "status: suspend-api, 1 communicator, the NCCL version"
+like "$("$CUDANAP" status -c "$T/job.ini" "$A_pid" | tail -n 1)" " api +[^ ]*fake_target$" "cudanap status: NCCL api"
+out=$("$CUDANAP" suspend "$A_pid" "$B_pid"); rc=$?
+is "$rc" 0 "the job's two ranks suspended together"
+diag "$out"
+is "$(field "$A_pid" state):$(field "$B_pid" state)" checkpointed:checkpointed "both checkpointed"
+check "their peer imports released" bash -c "! test -e '$T/fake/$A_pid.peer' && ! test -e '$T/fake/$B_pid.peer'"
+like "$(field "$A_pid" nccl)" "^suspended: 1 communicator" "the status says the communicators are suspended"
+check "no rank was left waiting for an operation its peer never issued" test -z "$(ls "$T/fake/nccl" | grep unmatched)"
+sa=$(steps A) sb=$(steps B)
+sleep 0.3 # a check that nothing happens: the loops' NCCL calls are held back
+is "$(steps A):$(steps B)" "$sa:$sb" "asleep, the app's NCCL calls wait"
+out=$("$CUDANAP" resume "$A_pid" "$B_pid"); rc=$?
+is "$rc" 0 "both resumed"
+diag "$out"
+check "their peer imports mapped again" bash -c "test -e '$T/fake/$A_pid.peer' && test -e '$T/fake/$B_pid.peer'"
+check "A trains on" advancing A
+check "B trains on" advancing B
+is "$(steps A | cut -d' ' -f2):$(steps B | cut -d' ' -f2):$(cat "$T/fake/nccl/misuse" 2> /dev/null)" "0:0:" \
+	"no NCCL call failed, none reached a suspended communicator"
+ask A verify
+r=$REPLY
+ask B verify
+is "$r:$REPLY" "verify ok:verify ok" "every byte of both back"
+
+# -- five cycles with --tree-like groups, the ranks at different rates
+good=0
+for i in 1 2 3 4 5; do
+	"$CUDANAP" suspend "$A_pid" "$B_pid" > /dev/null && "$CUDANAP" resume "$A_pid" "$B_pid" > /dev/null &&
+		good=$((good + 1))
+done
+is "$good" 5 "5 more cycles"
+check "no unmatched operation in any of them" test -z "$(ls "$T/fake/nccl" | grep unmatched)"
+is "$(cat "$T/fake/nccl/misuse" 2> /dev/null)" "" "and no misuse"
+
+# -- one rank alone: refused, both run on
+out=$("$CUDANAP" suspend "$A_pid"); rc=$?
+is "$rc" 1 "one rank of two alone is refused"
+like "$out" "^$A_pid: suspend failed: NCCL_NOT_AT_CUT: NCCL: communicator [0-9a-f]+ has 2 ranks and 1 of them are here: suspend and resume the whole job" \
+	"in one line saying to take the whole job"
+is "$(field "$A_pid" state)" running "A runs on"
+check "and trains on" advancing A
+
+# -- a plain signal, with no command line to agree with
+write_ini "[lock]" "timeout_ms = 500"
+kill -USR1 "$B_pid"
+settle "$B_pid" $(($(field "$B_pid" seq) + 1)) 10
+like "$(field "$B_pid" result):$(field "$B_pid" message)" "^NCCL_NOT_AT_CUT:NCCL: no word from the command line within 500 ms" \
+	"kill -USR1 on a rank: refused after the bound, saying how to suspend the job"
+check "B trains on" advancing B
+
+# -- a rank whose lock fails after its communicators were suspended: the rollback resumes both
+write_ini "[lock]" "timeout_ms = 300"
+ask B "kernel 2000"
+out=$("$CUDANAP" suspend --retries 0 "$A_pid" "$B_pid"); rc=$?
+is "$rc" 1 "B's lock times out after the communicators' suspend: the job's suspend fails"
+like "$out" "its NCCL communicators stay suspended until the job is resumed" "B says its communicators wait for the job"
+like "$out" "rollback: 2 processes resumed in [0-9.]+ s: every process runs again" "the rollback resumes both, B's communicators with A's"
+diag "$out"
+is "$(field "$A_pid" state):$(field "$B_pid" state):$(field "$B_pid" nccl)" "running:running:suspend-api: 1 communicator (NCCL 2.30.7)" \
+	"both run, their communicators resumed"
+check "A trains on" advancing A
+check "B trains on" advancing B
+ask B sync 10
+write_ini "[lock]" "timeout_ms = 5000"
+
+ask A quit
+ask B quit
+
+# -- a second communicator, split from the first: both suspended, in the same order on each rank
+rank S job5 0 2 3 split
+rank U job5 1 2 5 split
+out=$("$CUDANAP" suspend "$S_pid" "$U_pid"); rc=$?
+like "$rc:$(field "$S_pid" nccl)" "^0:suspended: 2 communicators" "two communicators, one split from the other, suspended"
+out=$("$CUDANAP" resume "$S_pid" "$U_pid"); rc=$?
+is "$rc" 0 "and resumed"
+check "S trains on" advancing S
+check "U trains on" advancing U
+is "$(cat "$T/fake/nccl/misuse" 2> /dev/null)$(ls "$T/fake/nccl" | grep unmatched)" "" "no misuse, nothing unmatched"
+ask S quit
+ask U quit
+
+# -- NCCL loaded privately (RTLD_LOCAL, as a framework's own copy): found by its soname
+rank C job2 0 2 3 local
+rank D job2 1 2 3 local
+out=$("$CUDANAP" suspend "$C_pid" "$D_pid"); rc=$?
+like "$rc:$(field "$C_pid" nccl)" "^0:suspended: 1 communicator" "a private NCCL's communicators are suspended too"
+out=$("$CUDANAP" resume "$C_pid" "$D_pid"); rc=$?
+is "$rc" 0 "and resumed"
+check "C trains on" advancing C
+ask C quit
+ask D quit
+
+# -- NCCL 2.28.9, without the suspend API: refused, naming the version and the ways out
+export CUDANAP_FAKE_NCCL=$FAKENCCL_OLD
+write_ini "[lock]" "timeout_ms = 5000"
+rank E job3 0 2
+rank F job3 1 2
+out=$("$CUDANAP" suspend "$E_pid" "$F_pid"); rc=$?
+is "$rc" 1 "an old NCCL on the default transports is refused"
+like "$out" "REFUSED: refusing to suspend NCCL ranks that share memory \(NCCL_P2P_DISABLE is unset .*\): NCCL 2\.28\.9 has no ncclCommSuspend: load NCCL 2\.29\.7 or later to keep NVLink, or set \[nccl\] suspendable = true for sockets \(state running\)" \
+	"in one line naming the version and the two ways out"
+is "$(field "$E_pid" state):$(field "$F_pid" state)" running:running "both run on"
+write_ini "[nccl]" "mode = suspend-api"
+out=$("$CUDANAP" suspend "$E_pid"); rc=$?
+like "$out:$rc" "REFUSED: .*\[nccl\] mode = suspend-api, but NCCL 2\.28\.9 has no ncclCommSuspend: load NCCL 2\.29\.7 or later, or set mode = sockets.*:1" "mode = suspend-api refuses it too"
+# what the refusal prevents: the driver cannot restore ranks with peer imports
+write_ini "[nccl]" "mode = off"
+out=$("$CUDANAP" suspend "$E_pid"); rc=$?
+is "$rc" 0 "mode = off: suspended as any process"
+out=$("$CUDANAP" resume "$E_pid"); rc=$?
+like "$out:$rc" "CUDA_ERROR_NOT_SUPPORTED.*:1" "and its restore fails: the job is lost, as on driver 580"
+kill -9 "$E_pid"
+ask F quit
+
+# -- sockets ([nccl] suspendable, or mode = sockets): no imports, no API needed
+write_ini "[nccl]" "mode = sockets"
+rank G job4 0 2
+rank H job4 1 2
+check "over sockets the ranks hold no peer imports" bash -c "! test -e '$T/fake/$G_pid.peer'"
+out=$("$CUDANAP" suspend "$G_pid" "$H_pid") && out=$("$CUDANAP" resume "$G_pid" "$H_pid"); rc=$?
+is "$rc" 0 "mode = sockets: suspended and resumed with an old NCCL"
+is "$(field "$G_pid" nccl)" sockets "the status says sockets"
+ask G quit
+ask H quit
+
+# -- a mode that contradicts suspendable
+printf '[nccl]\nsuspendable = true\nmode = suspend-api\n' > "$T/both.ini"
+out=$("$CUDANAP" check-config "$T/both.ini" 2>&1); rc=$?
+is "$rc:$out" "78:cudanap: $T/both.ini:3: nccl.mode: suspendable = true makes it sockets; give one of the two" \
+	"suspendable = true with another mode is an error"
+
+# -- libnccl preloaded before libcudanap: said at start; cudanap run puts the library first
+write_ini
+out=$(LD_PRELOAD=$FAKENCCL:$PRELOAD CUDANAP_CONFIG=$T/job.ini "$TARGET" --no-cuda < /dev/null 2>&1)
+like "$out" "cudanap: libnccl is preloaded before libcudanap.so: NCCL's communicators cannot be suspended with the job; put libcudanap.so first" \
+	"a libnccl preloaded first is said at start"
+out=$(LD_PRELOAD=$FAKENCCL "$CUDANAP" run -c "$T/job.ini" -- sh -c 'echo "$LD_PRELOAD"' 2>&1)
+is "$out" "$(readlink -f "$PRELOAD"):$FAKENCCL" "cudanap run puts the library before a preloaded libnccl"
+finish

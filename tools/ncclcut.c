@@ -1,0 +1,254 @@
+/* ncclcut: the command line's side of the cut at which the ranks of an NCCL job suspend and
+ * resume their communicators (preload/nccl/cut.c has the ranks' side and comms.c why). Files
+ * beside each process's status file: at a suspend every rank says how many operations it has
+ * issued on each communicator (nccl-cut), this command answers each with the most any rank has
+ * issued (nccl-go), the ranks say when they are there (nccl-ready), and this command lets them all
+ * suspend at once (nccl-commit); at a resume every rank says it is restored (nccl-ready) and all
+ * resume at once. A communicator some of whose ranks are not in the group, or a rank that fails,
+ * makes this command tell the others to give up (nccl-abort): none of them then waits in a
+ * collective its peers never make. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#define MAX_LINES 1024
+
+struct line {
+	int job; /* index in jobs */
+	uint64_t key;
+	int rank, nranks;
+	unsigned long issued;
+};
+
+enum { WAITING, SAID, FINISHED };
+
+static void path_of(const struct job *j, const char *what, char *out, size_t len)
+{
+	snprintf(out, len, "%s/%d.%s", j->dir, j->pid, what);
+}
+
+static int say(const struct job *j, const char *what, const char *text)
+{
+	char path[PATH_MAX + 32], tmp[PATH_MAX + 40];
+	size_t n = strlen(text);
+	int fd, ok;
+
+	path_of(j, what, path, sizeof(path));
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	ok = write(fd, text, n) == (ssize_t)n;
+	if (close(fd) < 0 || !ok || rename(tmp, path) < 0) {
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+/* The process finished its action (its outcome is in its status file), or is gone. */
+static bool finished(const struct job *j)
+{
+	struct cn_status s;
+
+	return cn_status_read(j->dir, j->pid, &s) < 0 || !alive(&s) || (s.seq > j->seq0 && !s.busy);
+}
+
+/* Wait until every process sent its signal has said what (its lines into lines) or finished.
+ * Returns how many said it; -1 at the deadline. */
+static int gather(struct job *jobs, int n, const char *what, int *state, struct line *lines,
+		  int *n_lines, double deadline)
+{
+	int said;
+
+	for (;;) {
+		bool pending = false;
+
+		said = 0;
+		for (int i = 0; i < n; i++) {
+			char path[PATH_MAX + 32], text[8192];
+
+			if (!jobs[i].sent || state[i] == FINISHED)
+				continue;
+			if (state[i] == WAITING) {
+				path_of(&jobs[i], what, path, sizeof(path));
+				if (read_file(path, text, sizeof(text)) >= 0) {
+					for (char *p = text, *e; *p; p = e + (*e != '\0')) {
+						struct line *l = &lines[*n_lines];
+
+						e = p + strcspn(p, "\n");
+						if (*n_lines < MAX_LINES &&
+						    sscanf(p, "%" SCNx64 " %d %d %lu", &l->key,
+							   &l->rank, &l->nranks, &l->issued) == 4) {
+							l->job = i;
+							(*n_lines)++;
+						}
+					}
+					state[i] = SAID;
+				} else if (finished(&jobs[i])) {
+					state[i] = FINISHED;
+				} else {
+					pending = true;
+				}
+			}
+			said += state[i] == SAID;
+		}
+		if (!pending)
+			return said;
+		if (now_s() >= deadline)
+			return -1;
+		usleep(2000);
+	}
+}
+
+static void abort_all(struct job *jobs, int n, const int *state, const char *why)
+{
+	char text[400];
+
+	snprintf(text, sizeof(text), "%s\n", why);
+	for (int i = 0; i < n; i++)
+		if (state[i] == SAID)
+			say(&jobs[i], "nccl-abort", text);
+}
+
+/* Every communicator with all of its ranks here; else why not, into why. */
+static bool whole(const struct line *lines, int n_lines, char *why, size_t len)
+{
+	for (int a = 0; a < n_lines; a++) {
+		int ranks = 0;
+
+		for (int b = 0; b < n_lines; b++) {
+			bool again = false;
+
+			if (lines[b].key != lines[a].key)
+				continue;
+			for (int c = 0; c < b && !again; c++)
+				again = lines[c].key == lines[b].key &&
+					lines[c].rank == lines[b].rank;
+			ranks += !again;
+		}
+		if (lines[a].nranks <= 0 || ranks != lines[a].nranks) {
+			snprintf(
+				why, len,
+				"communicator %016" PRIx64 " has %d ranks and %d of them are here: "
+				"suspend and resume the whole job at once (--tree, --slurm, --all; "
+				"jobs over several nodes need [nccl] suspendable)",
+				lines[a].key, lines[a].nranks, ranks);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* The processes that finished without success while others said they were ready. */
+static bool any_failed(struct job *jobs, int n, const int *state, char *why, size_t len)
+{
+	for (int i = 0; i < n; i++) {
+		struct cn_status s;
+
+		if (state[i] != FINISHED || !jobs[i].sent)
+			continue;
+		if (cn_status_read(jobs[i].dir, jobs[i].pid, &s) < 0 ||
+		    strcmp(s.result, "ok") != 0) {
+			snprintf(why, len, "rank %d of the job failed: %s", jobs[i].pid,
+				 s.result[0] ? s.result : "gone");
+			return true;
+		}
+	}
+	return false;
+}
+
+static void commit(struct job *jobs, int n, const int *state)
+{
+	for (int i = 0; i < n; i++)
+		if (state[i] == SAID)
+			say(&jobs[i], "nccl-commit", "go\n");
+}
+
+static void cut_suspend(struct job *jobs, int n, int *state, struct line *lines, double deadline)
+{
+	int n_lines = 0, said = gather(jobs, n, "nccl-cut", state, lines, &n_lines, deadline);
+	char why[400];
+
+	if (said <= 0) {
+		if (said < 0)
+			abort_all(jobs, n, state,
+				  "the job's other ranks did not all say their counts");
+		return;
+	}
+	if (any_failed(jobs, n, state, why, sizeof(why)) ||
+	    !whole(lines, n_lines, why, sizeof(why))) {
+		abort_all(jobs, n, state, why);
+		return;
+	}
+	/* Each rank's target on each of its communicators: the most any rank has issued. */
+	for (int i = 0; i < n; i++) {
+		char text[8192];
+		size_t o = 0;
+
+		if (state[i] != SAID)
+			continue;
+		text[0] = '\0';
+		for (int a = 0; a < n_lines; a++) {
+			unsigned long most = 0;
+
+			if (lines[a].job != i)
+				continue;
+			for (int b = 0; b < n_lines; b++)
+				if (lines[b].key == lines[a].key && lines[b].issued > most)
+					most = lines[b].issued;
+			o += (size_t)snprintf(text + o, o < sizeof(text) ? sizeof(text) - o : 0,
+					      "%016" PRIx64 " %lu\n", lines[a].key, most);
+		}
+		say(&jobs[i], "nccl-go", text);
+		state[i] = WAITING;
+	}
+	n_lines = 0;
+	said = gather(jobs, n, "nccl-ready", state, lines, &n_lines, deadline);
+	if (said < 0 || any_failed(jobs, n, state, why, sizeof(why)))
+		abort_all(jobs, n, state,
+			  said < 0 ? "the job's other ranks did not all reach the cut" : why);
+	else if (said > 0)
+		commit(jobs, n, state);
+}
+
+static void cut_resume(struct job *jobs, int n, int *state, struct line *lines, double deadline)
+{
+	int n_lines = 0, said = gather(jobs, n, "nccl-ready", state, lines, &n_lines, deadline);
+	char why[400];
+
+	if (said <= 0) {
+		if (said < 0)
+			abort_all(jobs, n, state, "the job's other ranks were not all restored");
+		return;
+	}
+	if (any_failed(jobs, n, state, why, sizeof(why)) ||
+	    !whole(lines, n_lines, why, sizeof(why)))
+		abort_all(jobs, n, state, why);
+	else
+		commit(jobs, n, state);
+}
+
+void ncclcut_run(struct job *jobs, int n, enum verb v, double deadline)
+{
+	static struct line lines[MAX_LINES];
+	int *state;
+
+	if (v == VERB_PREPARE || !(state = calloc((size_t)n, sizeof(*state))))
+		return;
+	for (int i = 0; i < n; i++)
+		state[i] = jobs[i].sent ? WAITING : FINISHED;
+	if (v == VERB_SUSPEND)
+		cut_suspend(jobs, n, state, lines, deadline);
+	else
+		cut_resume(jobs, n, state, lines, deadline);
+	free(state);
+}
