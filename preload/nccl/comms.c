@@ -40,6 +40,9 @@ struct comm {
 };
 
 static struct comm comms[MAX_COMMS];
+/* The agent's own calls into NCCL (the suspend and resume, and whatever NCCL calls of its public
+ * functions inside them) pass the gate it holds closed. */
+static __thread bool agent_call __attribute__((tls_model("initial-exec")));
 static pthread_mutex_t registry = PTHREAD_MUTEX_INITIALIZER;
 
 enum { OPEN, CLOSED, DRAIN };
@@ -144,6 +147,8 @@ static bool allowed(ncclComm_t c, int kind)
 
 void cn_comms_enter(ncclComm_t c, int kind)
 {
+	if (agent_call)
+		return;
 	/* Counted in before the phase is read; the agent writes the phase before it counts: one of
 	 * the two always sees the other. */
 	atomic_fetch_add(&gate.inflight, 1);
@@ -160,6 +165,8 @@ void cn_comms_enter(ncclComm_t c, int kind)
 
 void cn_comms_leave(void)
 {
+	if (agent_call)
+		return;
 	atomic_fetch_sub(&gate.inflight, 1);
 	if (atomic_load(&gate.phase) != OPEN) {
 		pthread_mutex_lock(&gate.mu);
@@ -375,10 +382,11 @@ int cn_comms_suspend(char *why, size_t wlen)
 	ncclResult_t (*suspend)(ncclComm_t, int) =
 		(ncclResult_t(*)(ncclComm_t, int))cn_nccl_sym("ncclCommSuspend");
 	struct comm *list[MAX_COMMS];
-	int n = sorted(list);
+	int n = sorted(list), rc = 0;
 
 	gate.suspended = true;
-	for (int i = 0; i < n; i++) {
+	agent_call = true;
+	for (int i = 0; i < n && rc == 0; i++) {
 		ncclResult_t r = suspend ? suspend(atomic_load(&list[i]->comm), NCCL_SUSPEND_MEM)
 					 : NCCL_INVALID_USAGE;
 
@@ -386,11 +394,13 @@ int cn_comms_suspend(char *why, size_t wlen)
 			snprintf(why, wlen,
 				 "ncclCommSuspend of communicator %016" PRIx64 " failed (%d)",
 				 list[i]->key, r);
-			return -1;
+			rc = -1;
+		} else {
+			list[i]->suspended = true;
 		}
-		list[i]->suspended = true;
 	}
-	return 0;
+	agent_call = false;
+	return rc;
 }
 
 int cn_comms_resume(char *why, size_t wlen)
@@ -398,9 +408,10 @@ int cn_comms_resume(char *why, size_t wlen)
 	ncclResult_t (*resume)(ncclComm_t) =
 		(ncclResult_t(*)(ncclComm_t))cn_nccl_sym("ncclCommResume");
 	struct comm *list[MAX_COMMS];
-	int n = sorted(list);
+	int n = sorted(list), rc = 0;
 
-	for (int i = 0; i < n; i++) {
+	agent_call = true;
+	for (int i = 0; i < n && rc == 0; i++) {
 		ncclResult_t r;
 
 		if (!list[i]->suspended)
@@ -410,10 +421,14 @@ int cn_comms_resume(char *why, size_t wlen)
 			snprintf(why, wlen,
 				 "ncclCommResume of communicator %016" PRIx64 " failed (%d)",
 				 list[i]->key, r);
-			return -1;
+			rc = -1;
+		} else {
+			list[i]->suspended = false;
 		}
-		list[i]->suspended = false;
 	}
+	agent_call = false;
+	if (rc < 0)
+		return rc;
 	gate.suspended = false;
 	set_phase(OPEN);
 	return 0;
