@@ -1,42 +1,60 @@
 #!/usr/bin/env bash
-# bench-nccl: the price of [nccl] suspendable. The same two-rank DDP job (tests/gpu/ddp_train.py)
-# with NCCL's default transports (NVLink/CUDA IPC, shared memory) and under cudanap with the
-# socket-only transports the switch sets, alternating, in one run. Prints the median step time of
-# each and the ratio, for a small and a larger model, and with more socket threads. Run through `ninja -C build bench-nccl`;
-# REPS (3) and STEPS (60) come from the environment.
+# bench-nccl: what cudanap costs a two-rank DDP job while it runs (tests/gpu/ddp_train.py), in one
+# run, the variants alternating. "plain": NCCL's default transports, no cudanap; "cudanap": the
+# same under cudanap run (its NCCL interposition and gate; suspendable through NCCL's suspend API
+# where the NCCL has it); "sockets": under [nccl] suspendable (the socket-only transports), and
+# "4x4" the same with NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4. Prints the median step time
+# of each and its ratio to plain. Run through `ninja -C build bench-nccl`; from the environment:
+# REPS (3), STEPS (100), CUDANAP_NCCL_LIB (a libnccl.so.2 every variant preloads, e.g. 2.29.7 or
+# later), SOCKETS=0 (leave out the socket variants), JOBS (names of the jobs below to run).
 set -u
-REPS=${REPS:-3} STEPS=${STEPS:-60}
+REPS=${REPS:-3} STEPS=${STEPS:-100} SOCKETS=${SOCKETS:-1} JOBS=${JOBS:-}
+NCCL=${CUDANAP_NCCL_LIB:-}
 py=$(dirname "$0")/../tests/gpu/ddp_train.py
 T=$(mktemp -d "${TMPDIR:-/tmp}/cudanap-bench.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 mkdir -m 700 "$T/status"
-printf '[status]\ndir = %s\n[nccl]\nsuspendable = true\n' "$T/status" > "$T/job.ini"
+printf '[status]\ndir = %s\n' "$T/status" > "$T/plain.ini"
+printf '[status]\ndir = %s\n[nccl]\nsuspendable = true\n' "$T/status" > "$T/sockets.ini"
 [ "$(nvidia-smi -L 2> /dev/null | wc -l)" -ge 2 ] || { echo "bench-nccl: needs two GPUs" >&2; exit 1; }
 
 median() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { m = int((NR + 1) / 2); print (NR % 2) ? a[m] : (a[m] + a[m + 1]) / 2 }'; }
-step_ms() { # step_ms default|sockets|wide ARGS...: the job's median step time in ms
-	local how=$1; shift
+step_ms() { # step_ms plain|cudanap|sockets|wide ARGS...: the job's median step time in ms
+	local how=$1
+	shift
+	export LD_PRELOAD=$NCCL
 	case $how in
-	default) env -u NCCL_P2P_DISABLE -u NCCL_SHM_DISABLE python3 "$py" "$STEPS" --time "$@" ;;
-	sockets) "$CUDANAP" run -c "$T/job.ini" -- python3 "$py" "$STEPS" --time "$@" 2> /dev/null ;;
+	plain) env -u NCCL_P2P_DISABLE -u NCCL_SHM_DISABLE python3 "$py" "$STEPS" --time "$@" ;;
+	cudanap) "$CUDANAP" run -c "$T/plain.ini" -- python3 "$py" "$STEPS" --time "$@" 2> /dev/null ;;
+	sockets) "$CUDANAP" run -c "$T/sockets.ini" -- python3 "$py" "$STEPS" --time "$@" 2> /dev/null ;;
 	wide) NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4 \
-		"$CUDANAP" run -c "$T/job.ini" -- python3 "$py" "$STEPS" --time "$@" 2> /dev/null ;;
+		"$CUDANAP" run -c "$T/sockets.ini" -- python3 "$py" "$STEPS" --time "$@" 2> /dev/null ;;
 	esac | awk '/^time/ { print $2 }'
 }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0) printf "%.2fx", b / a; else print "-" }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.3fx", b / a; else print "-" }'; }
 
-echo "2 ranks, $STEPS steps, median step time of $REPS runs; sockets: [nccl] suspendable;"
-echo "4x4: the same with NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4"
-printf '%-20s %11s %11s %7s %11s %7s\n' job "default ms" "sockets ms" ratio "4x4 ms" ratio
+version=$(LD_PRELOAD=$NCCL python3 -c 'import torch; print(".".join(map(str, torch.cuda.nccl.version())))' 2> /dev/null)
+echo "2 ranks, $STEPS steps, median step time of $REPS runs, NCCL ${version:-?}${NCCL:+ (preloaded)}"
+variants="plain cudanap"
+[ "$SOCKETS" = 0 ] || variants="$variants sockets wide"
+printf '%-20s' job
+for v in $variants; do printf ' %11s' "$v ms"; [ $v = plain ] || printf ' %7s' ratio; done
+echo
 while read -r name args; do
-	d= s= w=
+	[ -z "$JOBS" ] || [[ " $JOBS " == *" $name "* ]] || continue
+	declare -A t=()
 	for _ in $(seq "$REPS"); do
-		d="$d $(step_ms default $args)"
-		s="$s $(step_ms sockets $args)"
-		w="$w $(step_ms wide $args)"
+		for v in $variants; do t[$v]="${t[$v]:-} $(step_ms $v $args)"; done
 	done
-	d=$(median <<< "$d") s=$(median <<< "$s") w=$(median <<< "$w")
-	printf '%-20s %11s %11s %7s %11s %7s\n' "$name" "$d" "$s" "$(ratio "$d" "$s")" "$w" "$(ratio "$d" "$w")"
+	printf '%-20s' "$name"
+	for v in $variants; do
+		m=$(median <<< "${t[$v]}")
+		[ $v = plain ] && base=$m
+		printf ' %11s' "$m"
+		[ $v = plain ] || printf ' %7s' "$(ratio "$base" "$m")"
+	done
+	echo
+	unset t
 done << 'JOBS'
 mlp-4M-fp32 --width 1024 --layers 4 --batch 256 --sleep 0
 mlp-200M-bf16 --busy --width 4096 --layers 12 --batch 1024

@@ -29,3 +29,135 @@ gpus_of() { # gpus_of PID...: the GPUs each holds memory on (01 for both 0 and 1
 states_of() { local p out=; for p in "$@"; do out="$out$(field "$p" state) "; done; echo "${out% }"; }
 secs() { sed -n 's/^total: .*, \([0-9.]*\) s$/\1/p' <<< "$1"; }
 kill_tree() { pkill -9 -P "$1" 2> /dev/null; kill -9 "$1" 2> /dev/null; wait "$1" 2> /dev/null; }
+
+# job_cmd CMD...: CMD under cudanap with the test's INI (ddpapi.sh's preloads its NCCL too);
+# job ARGS...: the training script so
+job_cmd() { "$CUDANAP" run -c "$T/job.ini" -- "$@"; }
+job() { job_cmd python3 "$py" "$@"; }
+
+# cycles_check OUT ROOT CYCLES WHAT: the job ROOT, printing to OUT and training steps $steps,
+# suspended and resumed with --tree CYCLES times; sets r0 and r1 to its ranks
+cycles_check() {
+	local out=$1 root=$2 cycles=$3 what=$4 i n s_out r_out s_rc r_rc
+	local good=0 stimes= rtimes= freed=0 retried=0
+	read -r r0 r1 <<< "$(ranks_of "$out")"
+	diag "ranks $r0 $r1 on GPUs $(gpus_of "$r0" "$r1")"
+	for i in $(seq "$cycles"); do
+		n=$(nsteps "$out")
+		[ "$n" -lt $((steps - 30)) ] || { diag "the job is near its end after $((i - 1)) cycles"; break; }
+		s_out=$("$CUDANAP" suspend --tree "$root"); s_rc=$?
+		[ "$(gpus_of "$r0" "$r1")" = "- -" ] && freed=$((freed + 1))
+		grep -q '^attempt' <<< "$s_out" && retried=$((retried + 1))
+		r_out=$("$CUDANAP" resume --tree "$root"); r_rc=$?
+		if [ $s_rc = 0 ] && [ $r_rc = 0 ]; then
+			good=$((good + 1))
+		else
+			diag "cycle $i: suspend rc $s_rc, resume rc $r_rc: $s_out $r_out"
+		fi
+		stimes="$stimes $(secs "$s_out")" rtimes="$rtimes $(secs "$r_out")"
+		wait_step "$out" $((n + 3)) || break
+	done
+	is "$good" "$cycles" "$cycles whole-job suspend/resume cycles of $what"
+	is "$freed" "$good" "both ranks' GPU memory freed at each suspend (nvidia-smi)"
+	diag "suspend s:$stimes"
+	diag "resume s:$rtimes"
+	diag "$retried suspends needed a second attempt; NCCL: $(field "$r0" nccl)"
+}
+
+# swap_check OUT ROOT INI_FN: the ranks of ROOT swap GPUs at a resume with gpu_map 0=1, 1=0, stay
+# with the same map again, and go home with the INI's empty map
+swap_check() {
+	local out=$1 root=$2 ini=$3 before rc n
+	before=$(gpus_of "$r0" "$r1")
+	"$CUDANAP" suspend --tree "$root" > /dev/null
+	"$CUDANAP" resume --tree --gpu-map "0=1, 1=0" "$root" > /dev/null; rc=$?
+	is "$rc:$(gpus_of "$r0" "$r1")" "0:$(tr 01 10 <<< "$before")" \
+		"resume --gpu-map 0=1,1=0: the ranks swapped GPUs (nvidia-smi: $before before)"
+	n=$(nsteps "$out")
+	check "the job trains on after the swap" wait_step "$out" $((n + 3))
+	# the map names where the GPUs the ranks started on go: the same map again leaves them there
+	"$CUDANAP" suspend --tree "$root" > /dev/null
+	$ini "[restore]" "gpu_map = 0=1, 1=0"
+	"$CUDANAP" resume --tree "$root" > /dev/null; rc=$?
+	is "$rc:$(gpus_of "$r0" "$r1")" "0:$(tr 01 10 <<< "$before")" "the same map again, from the INI: they stay"
+	"$CUDANAP" suspend --tree "$root" > /dev/null
+	$ini
+	"$CUDANAP" resume --tree "$root" > /dev/null; rc=$?
+	is "$rc:$(gpus_of "$r0" "$r1")" "0:$before" "the INI's map emptied: home"
+	n=$(nsteps "$out")
+	check "the job trains on" wait_step "$out" $((n + 3))
+}
+
+# late_check OUT ROOT INI_FN MS...: one rank's signal late by each MS and a lock timeout of 1 s;
+# every attempt must end with both suspended or both running
+late_check() {
+	local out=$1 root=$2 ini=$3 ms o rc st n whole=0 back=0
+	shift 3
+	LOCK_MS=1000 $ini
+	for ms in "$@"; do
+		o=$(CN_SLOW_KILL="$r1:$ms" LD_PRELOAD=$SLOWKILL "$CUDANAP" suspend --tree "$root" --retries 1); rc=$?
+		st=$(states_of "$r0" "$r1")
+		diag "rank $r1 signalled $ms ms late: rc $rc, states $st" "$o"
+		case "$rc:$st" in
+		"0:checkpointed checkpointed") whole=$((whole + 1)); "$CUDANAP" resume --tree "$root" > /dev/null ;;
+		"1:running running") back=$((back + 1)) ;;
+		esac
+		n=$(nsteps "$out")
+		wait_step "$out" $((n + 3))
+	done
+	is "$((whole + back))" $# "a late rank: every attempt ends all suspended or all running"
+	diag "$whole suspended whole, $back rolled back"
+	$ini
+}
+
+# small_checks: small DDP and FSDP jobs (a pause between steps): FSDP suspended 3 times, a DDP job
+# asleep 30 s past its process group's 20 s timeout, torchrun; every loss compared
+small_checks() {
+	local small=60 kind root ok_n=0 i n out rc
+	for kind in ddp fsdp; do
+		args=(); [ $kind = fsdp ] && args=(--fsdp)
+		job $small "${args[@]}" > "$T/$kind.ref" 2> "$T/$kind.err"
+	done
+	is "$(nsteps "$T/ddp.ref"):$(nsteps "$T/fsdp.ref")" "$small:$small" "small DDP and FSDP references"
+	job $small --fsdp > "$T/fsdp.out" 2>> "$T/fsdp.err" &
+	root=$!
+	wait_step "$T/fsdp.out" 5
+	for i in 1 2 3; do
+		n=$(nsteps "$T/fsdp.out")
+		"$CUDANAP" suspend --tree "$root" > /dev/null && "$CUDANAP" resume --tree "$root" > /dev/null &&
+			ok_n=$((ok_n + 1))
+		wait_step "$T/fsdp.out" $((n + 5))
+	done
+	is "$ok_n" 3 "an FSDP job suspended and resumed 3 times"
+	check "it finishes" wait_done "$T/fsdp.out" "$root"
+	check "every FSDP loss bit-identical" test "$(losses "$T/fsdp.out")" = "$(losses "$T/fsdp.ref")"
+
+	job 40 --timeout 20 > "$T/long.out" 2> "$T/long.err" &
+	root=$!
+	wait_step "$T/long.out" 5
+	"$CUDANAP" suspend --tree "$root" > /dev/null; rc=$?
+	sleep 30
+	"$CUDANAP" resume --tree "$root" > /dev/null
+	is "$rc:$?" 0:0 "a DDP job with a 20 s process-group timeout suspended for 30 s and resumed"
+	check "it finishes" wait_done "$T/long.out" "$root"
+	check "its losses bit-identical" test "$(losses "$T/long.out")" = "$(losses "$T/ddp.ref" | head -n 40)"
+
+	if ! command -v torchrun > /dev/null; then
+		ok 0 "# SKIP torchrun not installed"
+		return
+	fi
+	job_cmd torchrun --nproc-per-node=2 --master-port=29531 "$py" $small > "$T/tr.out" 2> "$T/tr.err" &
+	root=$!
+	wait_step "$T/tr.out" 5
+	out=$("$CUDANAP" suspend --tree "$root"); rc=$?
+	is "$rc" 0 "cudanap run -- torchrun: suspend --tree"
+	# The elastic agent loads torch and may initialise CUDA without a context: nothing to do, or
+	# an empty checkpoint; either way it must not fail the job's suspend.
+	like "$out" "total: 3 processes, [23] suspended, [01] without CUDA, 0 failed" \
+		"the elastic agent and both workers: none fails"
+	diag "$out"
+	out=$("$CUDANAP" resume --tree "$root"); rc=$?
+	is "$rc" 0 "resume --tree"
+	check "the torchrun job finishes" wait_done "$T/tr.out" "$root"
+	check "every loss bit-identical to the mp.spawn run" test "$(losses "$T/tr.out")" = "$(losses "$T/ddp.ref")"
+}

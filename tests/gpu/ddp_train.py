@@ -2,10 +2,12 @@
 # seeds, deterministic algorithms; rank 0 prints every step's loss. Started by torchrun (RANK in
 # the environment) or, without it, spawns its two ranks itself (mp.spawn).
 #   python3 ddp_train.py STEPS [--fsdp] [--busy] [--width N] [--layers N] [--sleep S] [--time]
-#                              [--ranks N]
+#                              [--ranks N] [--timeout S]
 # --busy: no pause between steps and bf16 autocast, so that a collective is nearly always in
-# flight; --time: print the median step time instead of losses (the benchmark).
+# flight; --time: print the median step time instead of losses (the benchmark); --timeout: the
+# process group's timeout in seconds (PyTorch's default 10 minutes).
 import argparse
+import datetime
 import os
 import statistics
 import time
@@ -25,7 +27,8 @@ def model_for(args):
 
 def run(rank, world, args):
     torch.cuda.set_device(rank % torch.cuda.device_count())
-    dist.init_process_group("nccl", rank=rank, world_size=world)
+    timeout = datetime.timedelta(seconds=args.timeout) if args.timeout else None
+    dist.init_process_group("nccl", rank=rank, world_size=world, timeout=timeout)
     torch.manual_seed(0)
     torch.use_deterministic_algorithms(True)
     model = model_for(args).cuda()
@@ -74,6 +77,7 @@ def main():
     p.add_argument("--sleep", type=float, default=0.1)
     p.add_argument("--time", action="store_true")
     p.add_argument("--ranks", type=int, default=2)
+    p.add_argument("--timeout", type=float, default=0)
     args = p.parse_args()
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     if "RANK" in os.environ:
