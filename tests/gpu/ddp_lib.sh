@@ -45,10 +45,10 @@ cycles_check() {
 	for i in $(seq "$cycles"); do
 		n=$(nsteps "$out")
 		[ "$n" -lt $((steps - 30)) ] || { diag "the job is near its end after $((i - 1)) cycles"; break; }
-		s_out=$("$CUDANAP" suspend --tree "$root"); s_rc=$?
+		s_out=$("$CUDANAP" suspend -t 120 --tree "$root"); s_rc=$?
 		[ "$(gpus_of "$r0" "$r1")" = "- -" ] && freed=$((freed + 1))
 		grep -q '^attempt' <<< "$s_out" && retried=$((retried + 1))
-		r_out=$("$CUDANAP" resume --tree "$root"); r_rc=$?
+		r_out=$("$CUDANAP" resume -t 120 --tree "$root"); r_rc=$?
 		if [ $s_rc = 0 ] && [ $r_rc = 0 ]; then
 			good=$((good + 1))
 		else
@@ -69,20 +69,20 @@ cycles_check() {
 swap_check() {
 	local out=$1 root=$2 ini=$3 before rc n
 	before=$(gpus_of "$r0" "$r1")
-	"$CUDANAP" suspend --tree "$root" > /dev/null
-	"$CUDANAP" resume --tree --gpu-map "0=1, 1=0" "$root" > /dev/null; rc=$?
+	"$CUDANAP" suspend -t 120 --tree "$root" > /dev/null
+	"$CUDANAP" resume -t 120 --gpu-map "0=1, 1=0" --tree "$root" > /dev/null; rc=$?
 	is "$rc:$(gpus_of "$r0" "$r1")" "0:$(tr 01 10 <<< "$before")" \
 		"resume --gpu-map 0=1,1=0: the ranks swapped GPUs (nvidia-smi: $before before)"
 	n=$(nsteps "$out")
 	check "the job trains on after the swap" wait_step "$out" $((n + 3))
 	# the map names where the GPUs the ranks started on go: the same map again leaves them there
-	"$CUDANAP" suspend --tree "$root" > /dev/null
+	"$CUDANAP" suspend -t 120 --tree "$root" > /dev/null
 	$ini "[restore]" "gpu_map = 0=1, 1=0"
-	"$CUDANAP" resume --tree "$root" > /dev/null; rc=$?
+	"$CUDANAP" resume -t 120 --tree "$root" > /dev/null; rc=$?
 	is "$rc:$(gpus_of "$r0" "$r1")" "0:$(tr 01 10 <<< "$before")" "the same map again, from the INI: they stay"
-	"$CUDANAP" suspend --tree "$root" > /dev/null
+	"$CUDANAP" suspend -t 120 --tree "$root" > /dev/null
 	$ini
-	"$CUDANAP" resume --tree "$root" > /dev/null; rc=$?
+	"$CUDANAP" resume -t 120 --tree "$root" > /dev/null; rc=$?
 	is "$rc:$(gpus_of "$r0" "$r1")" "0:$before" "the INI's map emptied: home"
 	n=$(nsteps "$out")
 	check "the job trains on" wait_step "$out" $((n + 3))
@@ -95,11 +95,11 @@ late_check() {
 	shift 3
 	LOCK_MS=1000 $ini
 	for ms in "$@"; do
-		o=$(CN_SLOW_KILL="$r1:$ms" LD_PRELOAD=$SLOWKILL "$CUDANAP" suspend --tree "$root" --retries 1); rc=$?
+		o=$(CN_SLOW_KILL="$r1:$ms" LD_PRELOAD=$SLOWKILL "$CUDANAP" suspend -t 120 --tree "$root" --retries 1); rc=$?
 		st=$(states_of "$r0" "$r1")
 		diag "rank $r1 signalled $ms ms late: rc $rc, states $st" "$o"
 		case "$rc:$st" in
-		"0:checkpointed checkpointed") whole=$((whole + 1)); "$CUDANAP" resume --tree "$root" > /dev/null ;;
+		"0:checkpointed checkpointed") whole=$((whole + 1)); "$CUDANAP" resume -t 120 --tree "$root" > /dev/null ;;
 		"1:running running") back=$((back + 1)) ;;
 		esac
 		n=$(nsteps "$out")
@@ -124,7 +124,7 @@ small_checks() {
 	wait_step "$T/fsdp.out" 5
 	for i in 1 2 3; do
 		n=$(nsteps "$T/fsdp.out")
-		"$CUDANAP" suspend --tree "$root" > /dev/null && "$CUDANAP" resume --tree "$root" > /dev/null &&
+		"$CUDANAP" suspend -t 120 --tree "$root" > /dev/null && "$CUDANAP" resume -t 120 --tree "$root" > /dev/null &&
 			ok_n=$((ok_n + 1))
 		wait_step "$T/fsdp.out" $((n + 5))
 	done
@@ -135,9 +135,9 @@ small_checks() {
 	job 40 --timeout 20 > "$T/long.out" 2> "$T/long.err" &
 	root=$!
 	wait_step "$T/long.out" 5
-	"$CUDANAP" suspend --tree "$root" > /dev/null; rc=$?
+	"$CUDANAP" suspend -t 120 --tree "$root" > /dev/null; rc=$?
 	sleep 30
-	"$CUDANAP" resume --tree "$root" > /dev/null
+	"$CUDANAP" resume -t 120 --tree "$root" > /dev/null
 	is "$rc:$?" 0:0 "a DDP job with a 20 s process-group timeout suspended for 30 s and resumed"
 	check "it finishes" wait_done "$T/long.out" "$root"
 	check "its losses bit-identical" test "$(losses "$T/long.out")" = "$(losses "$T/ddp.ref" | head -n 40)"
@@ -149,14 +149,14 @@ small_checks() {
 	job_cmd torchrun --nproc-per-node=2 --master-port=29531 "$py" $small > "$T/tr.out" 2> "$T/tr.err" &
 	root=$!
 	wait_step "$T/tr.out" 5
-	out=$("$CUDANAP" suspend --tree "$root"); rc=$?
+	out=$("$CUDANAP" suspend -t 120 --tree "$root"); rc=$?
 	is "$rc" 0 "cudanap run -- torchrun: suspend --tree"
 	# The elastic agent loads torch and may initialise CUDA without a context: nothing to do, or
 	# an empty checkpoint; either way it must not fail the job's suspend.
 	like "$out" "total: 3 processes, [23] suspended, [01] without CUDA, 0 failed" \
 		"the elastic agent and both workers: none fails"
 	diag "$out"
-	out=$("$CUDANAP" resume --tree "$root"); rc=$?
+	out=$("$CUDANAP" resume -t 120 --tree "$root"); rc=$?
 	is "$rc" 0 "resume --tree"
 	check "the torchrun job finishes" wait_done "$T/tr.out" "$root"
 	check "every loss bit-identical to the mp.spawn run" test "$(losses "$T/tr.out")" = "$(losses "$T/ddp.ref")"

@@ -23,11 +23,12 @@ job_cmd() { LD_PRELOAD=$CUDANAP_NCCL_LIB "$CUDANAP" run -c "$T/job.ini" -- "$@";
 
 # -- the NCCL loaded, and its transports
 api_ini
-NCCL_DEBUG=INFO job 3 > "$T/info.out" 2> "$T/info.err"
-like "$(grep -m1 'NCCL version' "$T/info.err")" "NCCL version 2\.(29\.[7-9]|[3-9][0-9]\.)" \
-	"the job loads the NCCL named ($(grep -m1 -o 'NCCL version [0-9.]*' "$T/info.err"))"
-like "$(grep -m1 -E 'via P2P/(CUMEM|IPC)' "$T/info.err")" "via P2P" \
-	"its channels go over P2P ($(grep -m1 -oE 'via P2P/[A-Z/]+' "$T/info.err"))"
+NCCL_DEBUG=INFO NCCL_DEBUG_FILE=$T/info.%p job 3 > "$T/info.out" 2> "$T/info.err"
+cat "$T"/info.[0-9]* > "$T/info.log" 2> /dev/null
+like "$(grep -m1 'NCCL version' "$T/info.log")" "NCCL version 2\.(29\.[7-9]|[3-9][0-9]\.)" \
+	"the job loads the NCCL named ($(grep -m1 -o 'NCCL version [0-9.]*' "$T/info.log"))"
+like "$(grep -m1 -E 'via P2P/(CUMEM|IPC)' "$T/info.log")" "via P2P" \
+	"its channels go over P2P ($(grep -m1 -oE 'via P2P/[A-Z/]+' "$T/info.log"))"
 
 # -- the busy job uninterrupted, under the same INI and NCCL
 job $steps "${busy[@]}" > "$T/ref.out" 2> "$T/ref.err"
