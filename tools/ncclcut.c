@@ -148,16 +148,19 @@ static bool whole(const struct line *lines, int n_lines, char *why, size_t len)
 	return true;
 }
 
-/* The processes that finished without success while others said they were ready. */
-static bool any_failed(struct job *jobs, int n, const int *state, char *why, size_t len)
+/* A process of part (those that said their counts; all of them when part is NULL) that finished
+ * without success, into why. A process without CUDA, such as a launcher, is no rank: it finishes
+ * at once with nothing to do. */
+static bool any_failed(struct job *jobs, int n, const int *state, const bool *part, char *why,
+		       size_t len)
 {
 	for (int i = 0; i < n; i++) {
 		struct cn_status s;
 
-		if (state[i] != FINISHED || !jobs[i].sent)
+		if (state[i] != FINISHED || !jobs[i].sent || (part && !part[i]))
 			continue;
 		if (cn_status_read(jobs[i].dir, jobs[i].pid, &s) < 0 ||
-		    strcmp(s.result, "ok") != 0) {
+		    (strcmp(s.result, "ok") != 0 && strcmp(s.state, "no-cuda") != 0)) {
 			snprintf(why, len, "rank %d of the job failed: %s", jobs[i].pid,
 				 s.result[0] ? s.result : "gone");
 			return true;
@@ -173,7 +176,8 @@ static void commit(struct job *jobs, int n, const int *state)
 			say(&jobs[i], "nccl-commit", "go\n");
 }
 
-static void cut_suspend(struct job *jobs, int n, int *state, struct line *lines, double deadline)
+static void cut_suspend(struct job *jobs, int n, int *state, bool *part, struct line *lines,
+			double deadline)
 {
 	int n_lines = 0, said = gather(jobs, n, "nccl-cut", state, lines, &n_lines, deadline);
 	char why[400];
@@ -184,11 +188,15 @@ static void cut_suspend(struct job *jobs, int n, int *state, struct line *lines,
 				  "the job's other ranks did not all say their counts");
 		return;
 	}
-	if (any_failed(jobs, n, state, why, sizeof(why)) ||
-	    !whole(lines, n_lines, why, sizeof(why))) {
+	/* A process that finished now (no CUDA, refused, failed) is a rank only if a communicator
+	 * misses it; the one that failed is named first. */
+	if (!whole(lines, n_lines, why, sizeof(why))) {
+		any_failed(jobs, n, state, NULL, why, sizeof(why));
 		abort_all(jobs, n, state, why);
 		return;
 	}
+	for (int i = 0; i < n; i++)
+		part[i] = state[i] == SAID;
 	/* Each rank's target on each of its communicators: the most any rank has issued. */
 	for (int i = 0; i < n; i++) {
 		char text[8192];
@@ -213,7 +221,7 @@ static void cut_suspend(struct job *jobs, int n, int *state, struct line *lines,
 	}
 	n_lines = 0;
 	said = gather(jobs, n, "nccl-ready", state, lines, &n_lines, deadline);
-	if (said < 0 || any_failed(jobs, n, state, why, sizeof(why)))
+	if (said < 0 || any_failed(jobs, n, state, part, why, sizeof(why)))
 		abort_all(jobs, n, state,
 			  said < 0 ? "the job's other ranks did not all reach the cut" : why);
 	else if (said > 0)
@@ -230,25 +238,32 @@ static void cut_resume(struct job *jobs, int n, int *state, struct line *lines, 
 			abort_all(jobs, n, state, "the job's other ranks were not all restored");
 		return;
 	}
-	if (any_failed(jobs, n, state, why, sizeof(why)) ||
-	    !whole(lines, n_lines, why, sizeof(why)))
+	if (!whole(lines, n_lines, why, sizeof(why))) {
+		any_failed(jobs, n, state, NULL, why, sizeof(why));
 		abort_all(jobs, n, state, why);
-	else
+	} else {
 		commit(jobs, n, state);
+	}
 }
 
 void ncclcut_run(struct job *jobs, int n, enum verb v, double deadline)
 {
 	static struct line lines[MAX_LINES];
+	bool *part;
 	int *state;
 
 	if (v == VERB_PREPARE || !(state = calloc((size_t)n, sizeof(*state))))
 		return;
+	if (!(part = calloc((size_t)n, sizeof(*part)))) {
+		free(state);
+		return;
+	}
 	for (int i = 0; i < n; i++)
 		state[i] = jobs[i].sent ? WAITING : FINISHED;
 	if (v == VERB_SUSPEND)
-		cut_suspend(jobs, n, state, lines, deadline);
+		cut_suspend(jobs, n, state, part, lines, deadline);
 	else
 		cut_resume(jobs, n, state, lines, deadline);
+	free(part);
 	free(state);
 }

@@ -37,10 +37,9 @@ is "$(nsteps "$T/ref.out")" $steps "uninterrupted busy DDP reference on the defa
 job $steps "${busy[@]}" > "$T/busy.out" 2> "$T/busy.err" &
 root=$!
 check "the busy job trains under cudanap" wait_step "$T/busy.out" 5
-"$CUDANAP" resume --tree "$root" > /dev/null # running already: the agents look, and write their status
-like "$(field "$(ranks_of "$T/busy.out" | cut -d' ' -f1)" nccl)" "^suspend-api: [0-9]+ communicators? \(NCCL 2\.[0-9.]+\)$" \
-	"its status says its communicators go through NCCL's suspend API"
 cycles_check "$T/busy.out" "$root" "${CUDANAP_DDP_CYCLES:-20}" "a busy DDP job on NCCL's default transports"
+like "$(field "$r0" nccl)" "^suspend-api: [0-9]+ communicators? \(NCCL 2\.[0-9.]+\)$" \
+	"its status says its communicators go through NCCL's suspend API"
 swap_check "$T/busy.out" "$root" api_ini
 late_check "$T/busy.out" "$root" api_ini 500 2000
 check "the busy job finishes" wait_done "$T/busy.out" "$root"

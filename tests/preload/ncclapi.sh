@@ -81,6 +81,19 @@ is "$good" 5 "5 more cycles"
 check "no unmatched operation in any of them" test -z "$(ls "$T/fake/nccl" | grep unmatched)"
 is "$(cat "$T/fake/nccl/misuse" 2> /dev/null)" "" "and no misuse"
 
+# -- with a process without a CUDA context among them (a launcher that imported torch): no rank,
+# it does not stop the cut
+check "a process with libcuda loaded and no CUDA context starts under cudanap" start N "$TARGET" --no-cuda
+out=$("$CUDANAP" suspend --all -c "$T/job.ini"); rc=$?
+like "$rc:$out" "^0:.*$N_pid: no CUDA state, nothing to do.*total: 3 processes, 2 suspended, 1 without CUDA, 0 failed" \
+	"suspend --all: the two ranks suspended, the process without CUDA nothing to do"
+is "$(field "$N_pid" action)" suspend "(that process was asked, and answered)"
+is "$(field "$A_pid" state):$(field "$B_pid" state)" checkpointed:checkpointed "both ranks checkpointed"
+out=$("$CUDANAP" resume --all -c "$T/job.ini"); rc=$?
+is "$rc:$(field "$A_pid" state):$(field "$B_pid" state)" 0:running:running "and all resumed"
+check "A trains on" advancing A
+ask N quit
+
 # -- one rank alone: refused, both run on
 out=$("$CUDANAP" suspend "$A_pid"); rc=$?
 is "$rc" 1 "one rank of two alone is refused"
