@@ -367,6 +367,52 @@ int cn_status_remove(const char *dir, int pid)
 	return unlink(path) < 0 ? -errno : 0;
 }
 
+/* ---- notes ---- */
+
+void cn_note_path(const char *dir, int pid, const char *what, char *out, size_t len)
+{
+	snprintf(out, len, "%s/%d.%s", dir, pid, what);
+}
+
+int cn_note_put(const char *dir, int pid, const char *what, const char *text)
+{
+	char path[4300], tmp[4320];
+	size_t n = strlen(text);
+	int fd, r = 0;
+
+	cn_note_path(dir, pid, what, path, sizeof(path));
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, n) != (ssize_t)n)
+		r = errno ? -errno : -EIO;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0)
+		unlink(tmp);
+	return r;
+}
+
+int cn_note_take(const char *dir, int pid, const char *what, char *buf, size_t len)
+{
+	char path[4300];
+	ssize_t n;
+	int fd;
+
+	cn_note_path(dir, pid, what, path, sizeof(path));
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	unlink(path);
+	buf[n > 0 ? n : 0] = '\0';
+	return n > 0 ? (int)n : 0;
+}
+
 unsigned long long cn_proc_starttime(int pid)
 {
 	char path[64], buf[1024], *p;

@@ -4,7 +4,6 @@
 #define _GNU_SOURCE
 #include "steps.h"
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -50,20 +49,10 @@ int cn_call(uint32_t op, struct cn_resp *resp)
 
 int cn_take_request(const char *what, char *buf, size_t len)
 {
-	char path[4300];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/%d.%s", cn_ag.cfg.status_dir, (int)getpid(), what);
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
+	if (cn_note_take(cn_ag.cfg.status_dir, (int)getpid(), what, buf, len) < 0)
 		return -1;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	unlink(path);
-	buf[n > 0 ? n : 0] = '\0';
 	buf[strcspn(buf, "\n")] = '\0';
-	return n > 0 ? (int)strlen(buf) : 0;
+	return (int)strlen(buf);
 }
 
 bool cn_current_state(const char *verb, struct cn_resp *r)

@@ -10,7 +10,6 @@
  * timed out, the whole job is tried again after a pause. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -77,15 +76,10 @@ static void outcome(struct job *j, const struct cn_status *s, enum verb v)
  * --gpu-map). */
 static int ask(const struct job *j, const char *what, const char *text)
 {
-	char path[PATH_MAX + 32];
-	int fd, ok;
+	int r = cn_note_put(j->dir, j->pid, what, text);
 
-	snprintf(path, sizeof(path), "%s/%d.%s", j->dir, j->pid, what);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -1;
-	ok = write(fd, text, strlen(text)) == (ssize_t)strlen(text);
-	return close(fd) == 0 && ok ? 0 : -1;
+	errno = -r;
+	return r < 0 ? -1 : 0;
 }
 
 /* Send one process its signal. In a whole job, a process that never loaded the driver (a shell,

@@ -9,7 +9,6 @@
  * collective its peers never make. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -30,28 +29,9 @@ struct line {
 
 enum { WAITING, SAID, FINISHED };
 
-static void path_of(const struct job *j, const char *what, char *out, size_t len)
-{
-	snprintf(out, len, "%s/%d.%s", j->dir, j->pid, what);
-}
-
 static int say(const struct job *j, const char *what, const char *text)
 {
-	char path[PATH_MAX + 32], tmp[PATH_MAX + 40];
-	size_t n = strlen(text);
-	int fd, ok;
-
-	path_of(j, what, path, sizeof(path));
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -1;
-	ok = write(fd, text, n) == (ssize_t)n;
-	if (close(fd) < 0 || !ok || rename(tmp, path) < 0) {
-		unlink(tmp);
-		return -1;
-	}
-	return 0;
+	return cn_note_put(j->dir, j->pid, what, text) < 0 ? -1 : 0;
 }
 
 /* The process finished its action (its outcome is in its status file), or is gone. */
@@ -79,7 +59,7 @@ static int gather(struct job *jobs, int n, const char *what, int *state, struct 
 			if (!jobs[i].sent || state[i] == FINISHED)
 				continue;
 			if (state[i] == WAITING) {
-				path_of(&jobs[i], what, path, sizeof(path));
+				cn_note_path(jobs[i].dir, jobs[i].pid, what, path, sizeof(path));
 				if (read_file(path, text, sizeof(text)) >= 0) {
 					for (char *p = text, *e; *p; p = e + (*e != '\0')) {
 						struct line *l = &lines[*n_lines];

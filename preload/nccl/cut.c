@@ -8,7 +8,6 @@
 #include "cut.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -16,51 +15,21 @@
 
 #include "agent_state.h"
 #include "clock.h"
+#include "cn_status.h"
 #include "steps.h"
 
 static const char *const names[] = { "nccl-cut", "nccl-go", "nccl-ready", "nccl-commit",
 				     "nccl-abort" };
 
-static void path_of(const char *what, char *out, size_t len)
-{
-	snprintf(out, len, "%s/%d.%s", cn_ag.cfg.status_dir, (int)getpid(), what);
-}
-
 int cn_cut_say(const char *what, const char *text)
 {
-	char path[4300], tmp[4320];
-	size_t n = strlen(text);
-	int fd, ok;
-
-	path_of(what, path, sizeof(path));
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	ok = write(fd, text, n) == (ssize_t)n;
-	if (close(fd) < 0 || !ok || rename(tmp, path) < 0) {
-		unlink(tmp);
-		return -EIO;
-	}
-	return 0;
+	return cn_note_put(cn_ag.cfg.status_dir, (int)getpid(), what, text) < 0 ? -EIO : 0;
 }
 
 /* The whole file, not only its first line. */
 static int take(const char *what, char *buf, size_t len)
 {
-	char path[4300];
-	ssize_t n;
-	int fd;
-
-	path_of(what, path, sizeof(path));
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	unlink(path);
-	buf[n > 0 ? n : 0] = '\0';
-	return n > 0 ? (int)n : 0;
+	return cn_note_take(cn_ag.cfg.status_dir, (int)getpid(), what, buf, len);
 }
 
 int cn_cut_wait(const char *what, char *buf, size_t len, unsigned timeout_ms, char *why,
@@ -95,7 +64,7 @@ void cn_cut_clear(void)
 	char path[4300];
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		path_of(names[i], path, sizeof(path));
+		cn_note_path(cn_ag.cfg.status_dir, (int)getpid(), names[i], path, sizeof(path));
 		unlink(path);
 	}
 }

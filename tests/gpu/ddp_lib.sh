@@ -3,8 +3,12 @@
 nccl_ini() { write_ini "[nccl]" "suspendable = true" "[lock]" "timeout_ms = ${LOCK_MS:-5000}" "$@"; }
 losses() { grep '^step' "$1"; }
 nsteps() { grep -c '^step' "$1" 2> /dev/null; }
-wait_step() { # wait_step FILE N: until step N is printed (2 minutes at most)
-	for _ in $(seq 1200); do grep -q "^step $2 " "$1" 2> /dev/null && return 0; sleep 0.1; done
+wait_step() { # wait_step FILE N: until step N is printed (2 minutes at most; not past the job's end)
+	for _ in $(seq 1200); do
+		grep -q "^step $2 " "$1" 2> /dev/null && return 0
+		grep -q '^done' "$1" 2> /dev/null && { diag "the job ended before step $2: give it more steps"; return 1; }
+		sleep 0.1
+	done
 	return 1
 }
 wait_done() { # wait_done FILE PID: until the job prints done or exits

@@ -15,7 +15,8 @@ python3 -c 'import torch, torch.distributed; assert torch.cuda.device_count() >=
 	skip_all "needs PyTorch with NCCL and two GPUs"
 py=$(dirname "$0")/ddp_train.py
 busy=(--busy --width 4096 --layers 4 --batch 1024)
-steps=400
+# At full speed (a few ms a step) the job runs through hundreds of steps between two actions.
+steps=${CUDANAP_DDPAPI_STEPS:-6000}
 . "$(dirname "$0")/ddp_lib.sh"
 api_ini() { write_ini "[lock]" "timeout_ms = ${LOCK_MS:-5000}" "$@"; }
 # the NCCL named, preloaded (cudanap run puts the library before it)

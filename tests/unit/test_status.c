@@ -1,5 +1,6 @@
 /* Unit tests of the status file: JSON formatting and parsing, escaping, atomic writes, modes. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -121,6 +122,29 @@ static void test_steps(void)
 	   "no steps: nothing, not the rest alone");
 }
 
+/* Notes beside the status file: put replaces whole, take reads whole and removes. */
+static void test_notes(void)
+{
+	char buf[64], path[300], small[4];
+
+	ok(cn_note_take(dir, 7, "gpu-map", buf, sizeof(buf)) == -ENOENT, "no note: -ENOENT");
+	ok(cn_note_put(dir, 7, "gpu-map", "0=1, 1=0\n") == 0, "a note put");
+	ok(cn_note_put(dir, 7, "gpu-map", "1=0\nsecond line\n") == 0, "and replaced");
+	cn_note_path(dir, 7, "gpu-map", path, sizeof(path));
+	ok(access(path, F_OK) == 0, "as <dir>/<pid>.<what>");
+	ok(cn_note_take(dir, 7, "gpu-map", buf, sizeof(buf)) == 16 &&
+		   strcmp(buf, "1=0\nsecond line\n") == 0,
+	   "taken whole, the last one put");
+	ok(access(path, F_OK) < 0, "and removed");
+	ok(cn_note_put(dir, 7, "empty", "") == 0 &&
+		   cn_note_take(dir, 7, "empty", buf, sizeof(buf)) == 0 && !buf[0],
+	   "an empty note is there, and empty");
+	cn_note_put(dir, 7, "long", "0123456789");
+	ok(cn_note_take(dir, 7, "long", small, sizeof(small)) == 3 && strcmp(small, "012") == 0,
+	   "a note longer than the buffer is cut, NUL-terminated");
+	ok(cn_note_put("/nonexistent-dir", 7, "x", "y") == -ENOENT, "a missing dir: -ENOENT");
+}
+
 int main(void)
 {
 	char cmd[300];
@@ -130,6 +154,7 @@ int main(void)
 	test_round_trip();
 	test_files();
 	test_steps();
+	test_notes();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		return 1;
