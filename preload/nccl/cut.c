@@ -16,7 +16,6 @@
 #include "agent_state.h"
 #include "clock.h"
 #include "cn_status.h"
-#include "steps.h"
 
 static const char *const names[] = { "nccl-cut", "nccl-go", "nccl-ready", "nccl-commit",
 				     "nccl-abort" };
