@@ -313,19 +313,14 @@ int cn_status_parse(const char *buf, struct cn_status *s)
 
 /* ---- files ---- */
 
-int cn_status_write(const char *dir, const struct cn_status *s)
+/* path replaced atomically by buf, written first to tmp (0600, never through a link). */
+static int replace_file(const char *path, const char *tmp, const char *buf, size_t n)
 {
-	char path[4200], tmp[4200], buf[CN_STATUS_MAX];
-	int n = cn_status_format(s, buf, sizeof(buf)), fd, r = 0;
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600), r = 0;
 
-	if (n < 0)
-		return n;
-	cn_status_path(dir, s->pid, path, sizeof(path));
-	snprintf(tmp, sizeof(tmp), "%s/.%d.json.tmp", dir, s->pid);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	if (write(fd, buf, (size_t)n) != n)
+	if (write(fd, buf, n) != (ssize_t)n)
 		r = errno ? -errno : -EIO;
 	if (close(fd) < 0 && r == 0)
 		r = -errno;
@@ -334,6 +329,18 @@ int cn_status_write(const char *dir, const struct cn_status *s)
 	if (r < 0)
 		unlink(tmp);
 	return r;
+}
+
+int cn_status_write(const char *dir, const struct cn_status *s)
+{
+	char path[4200], tmp[4200], buf[CN_STATUS_MAX];
+	int n = cn_status_format(s, buf, sizeof(buf));
+
+	if (n < 0)
+		return n;
+	cn_status_path(dir, s->pid, path, sizeof(path));
+	snprintf(tmp, sizeof(tmp), "%s/.%d.json.tmp", dir, s->pid);
+	return replace_file(path, tmp, buf, (size_t)n);
 }
 
 int cn_status_read(const char *dir, int pid, struct cn_status *s)
@@ -377,23 +384,10 @@ void cn_note_path(const char *dir, int pid, const char *what, char *out, size_t 
 int cn_note_put(const char *dir, int pid, const char *what, const char *text)
 {
 	char path[4300], tmp[4320];
-	size_t n = strlen(text);
-	int fd, r = 0;
 
 	cn_note_path(dir, pid, what, path, sizeof(path));
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	if (write(fd, text, n) != (ssize_t)n)
-		r = errno ? -errno : -EIO;
-	if (close(fd) < 0 && r == 0)
-		r = -errno;
-	if (r == 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0)
-		unlink(tmp);
-	return r;
+	return replace_file(path, tmp, text, strlen(text));
 }
 
 int cn_note_take(const char *dir, int pid, const char *what, char *buf, size_t len)
