@@ -32,6 +32,7 @@
 #include "gate.h"
 #include "launch.h"
 #include "hibernate.h"
+#include "ipc.h"
 #include "staging.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -299,6 +300,7 @@ static void after_fork_child(void)
 	cn_copy_after_fork();
 	cn_gate_after_fork();
 	cn_comms_after_fork();
+	cn_ipc_after_fork();
 	if (wake_pipe(p) < 0) {
 		cn_agent_fork_child(-1);
 	} else if (cn_agent_fork_child(p[0]) < 0) {

@@ -1,5 +1,6 @@
 /* preflight: what the agent checks before it asks for a lock, from inside the process and without
- * the driver: runtimes known to crash or hang while checkpointed. It reads /proc/self only. */
+ * the driver: runtimes known to crash or hang while checkpointed, and GPU memory imported from
+ * other processes that the driver cannot restore. It reads /proc/self and what ipc.c counted. */
 #define _GNU_SOURCE
 #include "preflight.h"
 
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "cn_nccl.h"
+#include "ipc.h"
 
 /* JAX's XLA GPU runtime segfaults inside libcuda 1.5-3 s after a successful checkpoint (H200,
  * driver 580.159.04, jax 0.11.2; also with cudanap's fast path off, i.e. with the driver calls
@@ -121,7 +123,8 @@ int cn_preflight_suspend(const struct cn_config *c, const struct cn_nccl_facts *
 			 size_t len)
 {
 	struct maps_facts m;
-	char env[200];
+	char env[200], who[160];
+	int n;
 
 	read_maps(&m);
 	if (!c->allow_jax && m.jax) {
@@ -129,6 +132,17 @@ int cn_preflight_suspend(const struct cn_config *c, const struct cn_nccl_facts *
 			 "refusing to suspend a JAX process: JAX crashes inside libcuda while "
 			 "checkpointed (driver 580); set [preflight] allow_jax = true to try "
 			 "anyway");
+		return -1;
+	}
+	n = cn_ipc_imports(who, sizeof(who));
+	if (n > 0) {
+		snprintf(
+			why, len,
+			"refusing to suspend a process that holds GPU memory imported from another "
+			"process (%d import%s, the first by %s): the driver checkpoints an "
+			"importer "
+			"but cannot restore it; release the imports first",
+			n, n == 1 ? "" : "s", who);
 		return -1;
 	}
 	/* Its transports are told by the environment NCCL read at its start (cn_nccl.h). */

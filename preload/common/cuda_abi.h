@@ -61,6 +61,12 @@ typedef struct {
 	uint64_t reserved[8];
 } CUcheckpointUnlockArgs;
 
+/* CUDA IPC: the handle one process exports and another opens. The runtime's cudaIpcMemHandle_t
+ * is the same 64 bytes. */
+typedef struct {
+	char reserved[64];
+} CUipcMemHandle;
+
 /* Virtual memory management: the restore's hold is a physical allocation, with no context. */
 typedef unsigned long long CUmemGenericAllocationHandle;
 

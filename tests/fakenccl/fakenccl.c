@@ -15,6 +15,7 @@
  * never made. An operation on a suspended communicator fails and is logged in
  * $CUDANAP_FAKE_DIR/nccl/misuse: the app's calls must have been held back. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -161,6 +162,23 @@ static ncclComm_t make(uint64_t key, int rank, int nranks)
 /* Not NCCL's: what a training loop's synchronisation (loss.item()) amounts to, waiting outside
  * NCCL's calls until every rank has issued this one's last operation, so that the ranks go in
  * lockstep as a real job's do. */
+/* A peer import made by NCCL itself through the runtime's exported name, as an NCCL built with
+ * the shared runtime makes them: cudanap must leave it to NCCL's own route. */
+int fakeNcclIpcOpen(void);
+EXPORT int fakeNcclIpcOpen(void)
+{
+	struct {
+		char reserved[64];
+	} h;
+	void *p = NULL;
+	int (*open_fn)(void **, __typeof__(h), unsigned) =
+		(int (*)(void **, __typeof__(h), unsigned))dlsym(RTLD_DEFAULT,
+								 "cudaIpcOpenMemHandle");
+
+	memset(&h, 0, sizeof(h));
+	return open_fn ? open_fn(&p, h, 1) : -1;
+}
+
 void fakeNcclWait(ncclComm_t comm);
 EXPORT void fakeNcclWait(ncclComm_t c)
 {

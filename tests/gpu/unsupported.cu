@@ -4,7 +4,9 @@
 //   unsupported ipc-export         256 MiB exported with cudaIpcGetMemHandle
 //   unsupported ipc-import HANDLE  opens another process's exported memory
 // It prints "ready PID HANDLE" (HANDLE in hex for ipc-export, else "-"), then takes commands on
-// stdin: verify -> "verify ok" | "verify bad N"; quit.
+// stdin: verify -> "verify ok" | "verify bad N"; close -> "close ok" (an importer gives the memory
+// back and goes on with a buffer of its own, filled the same); quit. Built twice: with the static
+// runtime (nvcc's default) and with the shared one.
 #include <cuda_runtime.h>
 
 #include <stdint.h>
@@ -83,6 +85,13 @@ int main(int argc, char **argv)
 				printf("verify bad %llu\n", nbad);
 			else
 				printf("verify ok\n");
+		} else if (!strncmp(line, "close", 5) && !strcmp(mode, "ipc-import")) {
+			CK(cudaIpcCloseMemHandle(p));
+			CK(cudaMalloc(&p, N * 4));
+			fill<<<256, 256>>>(p, N);
+			CK(cudaDeviceSynchronize());
+			mode = "ipc-closed";
+			printf("close ok\n");
 		} else if (!strncmp(line, "quit", 4)) {
 			break;
 		}

@@ -120,6 +120,44 @@ is "$REPLY" "verify ok" "managed memory: the program runs on with its data"
 ask man quit
 
 start exp "$UNSUPPORTED" ipc-export
+# An importer on the shared runtime is seen: refused before the lock; its import closed, it
+# suspends. (The exporter's own suspend, below, is what the driver supports.)
+refusal='REFUSED: refusing to suspend a process that holds GPU memory imported from another process'
+start imps "$UNSUPPORTED_SHARED" ipc-import "${exp_ready##* }"
+out=$("$CUDANAP" suspend "$imps_pid"); rc=$?
+like "$out:$rc" "^$imps_pid: suspend failed: $refusal \(1 import, the first by cudaIpcOpenMemHandle in unsupported-shared\): .*\(state running\):1$" \
+	"CUDA IPC, importer on the shared runtime: refused before the lock, in one line naming it"
+diag "$out"
+ask imps verify 60
+is "$REPLY" "verify ok" "CUDA IPC: the refused importer runs on, reading the exporter's memory"
+ask imps close 60
+out=$("$CUDANAP" suspend "$imps_pid"); rc=$?
+out="$out / $("$CUDANAP" resume "$imps_pid")"; rc=$rc$?
+is "$rc" 00 "CUDA IPC: with its import closed, the same program suspends and resumes"
+diag "$out"
+ask imps verify 60
+is "$REPLY" "verify ok" "CUDA IPC: and its data is intact"
+ask imps quit
+# torch.multiprocessing: a child that holds its parent's CUDA tensor.
+if has torch; then
+	start tipc "$py" "$here/torch_ipc.py" || diag "torch_ipc did not start: $(tail -n 3 "$T/tipc.err")"
+	kid=${tipc_ready##* }
+	ask tipc sum 60; before=$REPLY
+	out=$("$CUDANAP" suspend "$kid"); rc=$?
+	like "$out:$rc" "^$kid: suspend failed: $refusal \([0-9]+ imports?, the first by cudaIpcOpenMemHandle in lib[^ ]+\): .*:1$" \
+		"torch.multiprocessing: the child holding its parent's CUDA tensor is refused, naming the importer"
+	diag "$out"
+	out=$("$CUDANAP" suspend --tree "$tipc_pid" 2>&1); rc=$?
+	like "$out:$rc" "REFUSED.*rolled back.*:1$" "torch.multiprocessing: the whole job's suspend is refused and rolled back"
+	diag "$(echo "$out" | tail -n 2)"
+	ask tipc sum 60
+	is "$REPLY" "$before" "torch.multiprocessing: both run on, the child reading the shared tensor ($before)"
+	ask tipc quit
+	wait "$tipc_pid"
+else
+	skip "torch.multiprocessing CUDA IPC" "torch not installed"
+fi
+# An importer on the static runtime (nvcc's default) is not seen: its calls never leave it.
 start imp "$UNSUPPORTED" ipc-import "${exp_ready##* }"
 out=$("$CUDANAP" suspend "$exp_pid") && out="$out / $("$CUDANAP" resume "$exp_pid")"
 diag "CUDA IPC, exporting side: $out"
@@ -128,7 +166,7 @@ is "$REPLY" "verify ok" "CUDA IPC: the exporting program runs on with its data"
 out=$("$CUDANAP" suspend "$imp_pid") && out="$out / $("$CUDANAP" resume "$imp_pid")"
 diag "CUDA IPC, importing side: $out"
 ask imp verify 10
-todo "the driver checkpoints an importer, then its restore fails (INVALID_VALUE); cudanap does not detect importers yet" \
+todo "the driver checkpoints an importer, then its restore fails (INVALID_VALUE); cudanap cannot see an import made inside the static runtime" \
 	"CUDA IPC: the importing program runs on" test "$REPLY" = "verify ok"
 kill -9 "$imp_pid" 2> /dev/null
 ask exp quit

@@ -198,6 +198,43 @@ is "$rc" 0 "allow_nccl = true lets it suspend"
 "$CUDANAP" resume "$N_pid" > /dev/null
 ask N quit
 
+# -- preflight: a process holding GPU memory of another (CUDA IPC, a shareable handle) is refused
+# before the lock, in one line that names the first import; NCCL's own imports are NCCL's route's
+write_ini
+start I "$TARGET"
+ask I "ipc nccl"
+is "$REPLY" "ipc ok" "the fake NCCL imports a peer's buffer through the runtime's name"
+ask I "ipc open"
+is "$REPLY" "ipc ok" "the app opens another process's buffer (cudaIpcOpenMemHandle)"
+out=$("$CUDANAP" suspend "$I_pid"); rc=$?
+like "$out:$rc" "^$I_pid: suspend failed: REFUSED: refusing to suspend a process that holds GPU memory imported from another process \(1 import, the first by cudaIpcOpenMemHandle in fake_target\): the driver checkpoints an importer but cannot restore it; release the imports first \(state running\):1$" \
+	"refused in one line naming the call and the program; NCCL's import is not counted"
+is "$("$FAKECTL" "$FAKECUDA" state "$I_pid")" "CUDA_SUCCESS 0" "refused before the lock"
+ask I "ipc dopen"
+out=$("$CUDANAP" suspend "$I_pid"); rc=$?
+like "$out:$rc" "REFUSED: .*\(2 imports, the first by cudaIpcOpenMemHandle in fake_target\).*:1$" \
+	"the driver's cuIpcOpenMemHandle counts too"
+ask I verify
+is "$REPLY" "verify ok" "the refused program runs on"
+ask I quit
+start I "$TARGET"
+ask I "ipc dclose"
+is "$REPLY" "ipc failed" "closing what was never opened fails"
+ask I "ipc open"
+ask I "ipc close"
+is "$REPLY" "ipc ok" "the buffer is closed again"
+out=$("$CUDANAP" suspend "$I_pid"); rc=$?
+is "$rc" 0 "with its imports closed it suspends (the failed close counted nothing)"
+out=$("$CUDANAP" resume "$I_pid"); rc=$?
+is "$rc" 0 "and resumes"
+ask I verify
+is "$REPLY" "verify ok" "data intact"
+ask I "ipc import"
+out=$("$CUDANAP" suspend "$I_pid"); rc=$?
+like "$out:$rc" "REFUSED: .*\(1 import, the first by cuMemImportFromShareableHandle in fake_target\).*\(state running\):1$" \
+	"an imported shareable handle is refused too"
+ask I quit
+
 # -- the controller program missing: each signal answered with the error, never fatal
 mkdir "$T/lonely" && cp "$PRELOAD" "$T/lonely/"
 write_ini

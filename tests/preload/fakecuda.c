@@ -7,8 +7,9 @@
  *   <pid>.state   "STATE BUSY_UNTIL_MS GPU WEDGED": CUprocessState, end of the last "kernel",
  *                 the GPU it is on, and whether a restore without room wedged it
  *   <pid>.gpu     the process's "device memory"; renamed to <pid>.host while checkpointed
- *   <pid>.peer    memory the process imported from another (the fake NCCL's P2P): its restore
- *                 fails with NOT_SUPPORTED and wedges it, as the real driver's does
+ *   <pid>.peer    memory the process imported from another (the fake NCCL's P2P, or CUDA IPC
+ *                 opened here): its restore fails with NOT_SUPPORTED and wedges it, as the real
+ *                 driver's does
  *   fail_checkpoint, fail_restore   if present, that call fails with the CUresult written inside
  *   delay_checkpoint, delay_restore if present, that call first sleeps the milliseconds written
  *                                   inside, with nothing changed yet: a slow driver to kill (the
@@ -46,6 +47,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -685,6 +687,60 @@ EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h)
 {
 	event("release %d", (int)(h >> 32) - 1);
 	return CUDA_SUCCESS;
+}
+
+/* ---- CUDA IPC, the runtime's names and the driver's: an open or an import takes memory of
+ * another process (<pid>.peer while any is held; a process does not mix these with the fake
+ * NCCL's imports), a close of something not open fails as the real ones do ---- */
+
+static atomic_int ipc_held;
+
+static int ipc_take(int delta)
+{
+	char p[4400];
+	int n = atomic_fetch_add(&ipc_held, delta) + delta;
+
+	if (n < 0) {
+		atomic_fetch_sub(&ipc_held, delta);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	path_of(p, sizeof(p), (int)getpid(), "peer");
+	if (n > 0)
+		close(open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+	else
+		unlink(p);
+	return CUDA_SUCCESS;
+}
+
+EXPORT int cudaIpcOpenMemHandle(void **p, CUipcMemHandle h, unsigned flags)
+{
+	(void)h, (void)flags;
+	*p = (void *)(uintptr_t)0x7f0000000000ull;
+	return ipc_take(1);
+}
+
+EXPORT int cudaIpcCloseMemHandle(void *p)
+{
+	return p ? ipc_take(-1) : CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *p, CUipcMemHandle h, unsigned flags)
+{
+	(void)h, (void)flags;
+	*p = 0x7f0000000000ull;
+	return ipc_take(1);
+}
+
+EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr p)
+{
+	return p ? ipc_take(-1) : CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *h, void *os, int type)
+{
+	(void)os, (void)type;
+	*h = 1;
+	return ipc_take(1);
 }
 
 /* ---- NVML: handles are the nvidia-smi index plus one ---- */

@@ -22,6 +22,11 @@ CUresult cuMemGetAllocationGranularity(size_t *g, const CUmemAllocationProp *pro
 CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t bytes, const CUmemAllocationProp *prop,
 		     unsigned long long flags);
 CUresult cuMemRelease(CUmemGenericAllocationHandle h);
+int cudaIpcOpenMemHandle(void **p, CUipcMemHandle h, unsigned flags);
+int cudaIpcCloseMemHandle(void *p);
+CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *p, CUipcMemHandle h, unsigned flags);
+CUresult cuIpcCloseMemHandle(CUdeviceptr p);
+CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *h, void *os, int type);
 
 nvmlReturn_t nvmlInit_v2(void);
 const char *nvmlErrorString(nvmlReturn_t r);

@@ -276,6 +276,38 @@ static void nccl_command(const char *line)
 	}
 }
 
+/* Another process's GPU memory taken and given back, by the runtime's calls ("open", "close"),
+ * the driver's ("dopen", "dclose", "import") or the fake NCCL's own ("nccl"). */
+static int ipc_command(const char *what)
+{
+	static void *rt;
+	static CUdeviceptr drv;
+	CUipcMemHandle h;
+	CUmemGenericAllocationHandle m;
+	int (*nccl_open)(void);
+
+	memset(&h, 0, sizeof(h));
+	if (strcmp(what, "open") == 0)
+		return cudaIpcOpenMemHandle(&rt, h, 1);
+	if (strcmp(what, "close") == 0)
+		return cudaIpcCloseMemHandle(rt);
+	if (strcmp(what, "dopen") == 0)
+		return cuIpcOpenMemHandle_v2(&drv, h, 1);
+	if (strcmp(what, "dclose") == 0)
+		return cuIpcCloseMemHandle(drv);
+	if (strcmp(what, "import") == 0)
+		return cuMemImportFromShareableHandle(&m, NULL, 1);
+	if (strcmp(what, "nccl") == 0) {
+		const char *path = getenv("CUDANAP_FAKE_NCCL");
+
+		if (!dlopen(path ? path : "libnccl.so.2", RTLD_NOW | RTLD_GLOBAL))
+			return -1;
+		nccl_open = (int (*)(void))nccl_fn("fakeNcclIpcOpen");
+		return nccl_open ? nccl_open() : -1;
+	}
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
 	int cuda = !(argc > 1 && strcmp(argv[1], "--no-cuda") == 0);
@@ -343,6 +375,9 @@ int main(int argc, char **argv)
 		} else if (strncmp(line, "nccl ", 5) == 0) {
 			line[strcspn(line, "\n")] = '\0';
 			nccl_command(line);
+		} else if (strncmp(line, "ipc ", 4) == 0) {
+			line[strcspn(line, "\n")] = '\0';
+			printf("ipc %s\n", ipc_command(line + 4) == 0 ? "ok" : "failed");
 		} else if (strncmp(line, "ping", 4) == 0) {
 			printf("pong\n");
 		} else if (strncmp(line, "quit", 4) == 0) {

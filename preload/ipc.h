@@ -1,0 +1,14 @@
+/* ipc: the GPU memory this process has imported from other processes outside NCCL. */
+#ifndef CN_IPC_H
+#define CN_IPC_H
+
+#include <stddef.h>
+
+/* How many imports are held now (0: none), and in who, when there are, the first of them: the
+ * call and the object that made it ("cudaIpcOpenMemHandle in libc10_cuda.so"). */
+int cn_ipc_imports(char *who, size_t len);
+
+/* In a forked child: the parent's imports are not its own. */
+void cn_ipc_after_fork(void);
+
+#endif
