@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# bench-nccl: what cudanap costs a two-rank DDP job while it runs (tests/gpu/ddp_train.py), in one
+# bench-nccl: what cudanap costs a DDP job (two ranks unless RANKS says) while it runs (tests/gpu/ddp_train.py), in one
 # run, the variants alternating. "plain": NCCL's default transports, no cudanap; "cudanap": the
 # same under cudanap run (its NCCL interposition and gate; suspendable through NCCL's suspend API
 # where the NCCL has it); "sockets": under [nccl] suspendable (the socket-only transports), and
 # "4x4" the same with NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4. Prints the median step time
 # of each and its ratio to plain. Run through `ninja -C build bench-nccl`; from the environment:
-# REPS (3), STEPS (100), CUDANAP_NCCL_LIB (a libnccl.so.2 every variant preloads, e.g. 2.29.7 or
+# RANKS (2; 1 measures the interposition alone, on one GPU), REPS (3), STEPS (100), CUDANAP_NCCL_LIB (a libnccl.so.2 every variant preloads, e.g. 2.29.7 or
 # later), SOCKETS=0 (leave out the socket variants), JOBS (names of the jobs below to run).
 set -u
-REPS=${REPS:-3} STEPS=${STEPS:-100} SOCKETS=${SOCKETS:-1} JOBS=${JOBS:-}
+RANKS=${RANKS:-2} REPS=${REPS:-3} STEPS=${STEPS:-100} SOCKETS=${SOCKETS:-1} JOBS=${JOBS:-}
 NCCL=${CUDANAP_NCCL_LIB:-}
 py=$(dirname "$0")/../tests/gpu/ddp_train.py
 T=$(mktemp -d "${TMPDIR:-/tmp}/cudanap-bench.XXXXXX")
@@ -16,12 +16,13 @@ trap 'rm -rf "$T"' EXIT
 mkdir -m 700 "$T/status"
 printf '[status]\ndir = %s\n' "$T/status" > "$T/plain.ini"
 printf '[status]\ndir = %s\n[nccl]\nsuspendable = true\n' "$T/status" > "$T/sockets.ini"
-[ "$(nvidia-smi -L 2> /dev/null | wc -l)" -ge 2 ] || { echo "bench-nccl: needs two GPUs" >&2; exit 1; }
+[ "$(nvidia-smi -L 2> /dev/null | wc -l)" -ge "$RANKS" ] || { echo "bench-nccl: needs $RANKS GPUs" >&2; exit 1; }
 
 median() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { m = int((NR + 1) / 2); print (NR % 2) ? a[m] : (a[m] + a[m + 1]) / 2 }'; }
 step_ms() { # step_ms plain|cudanap|sockets|wide ARGS...: the job's median step time in ms
 	local how=$1
 	shift
+	set -- --ranks "$RANKS" "$@"
 	export LD_PRELOAD=$NCCL
 	case $how in
 	plain) env -u NCCL_P2P_DISABLE -u NCCL_SHM_DISABLE python3 "$py" "$STEPS" --time "$@" ;;
@@ -34,7 +35,7 @@ step_ms() { # step_ms plain|cudanap|sockets|wide ARGS...: the job's median step 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.3fx", b / a; else print "-" }'; }
 
 version=$(LD_PRELOAD=$NCCL python3 -c 'import torch; print(".".join(map(str, torch.cuda.nccl.version())))' 2> /dev/null)
-echo "2 ranks, $STEPS steps, median step time of $REPS runs, NCCL ${version:-?}${NCCL:+ (preloaded)}"
+echo "$RANKS rank(s), $STEPS steps, median step time of $REPS runs, NCCL ${version:-?}${NCCL:+ (preloaded)}"
 variants="plain cudanap"
 [ "$SOCKETS" = 0 ] || variants="$variants sockets wide"
 printf '%-20s' job
