@@ -34,7 +34,8 @@ step_ms() { # step_ms plain|cudanap|sockets|wide ARGS...: the job's median step 
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.3fx", b / a; else print "-" }'; }
 
-version=$(LD_PRELOAD=$NCCL python3 -c 'import torch; print(".".join(map(str, torch.cuda.nccl.version())))' 2> /dev/null)
+# The NCCL the job loads (torch.cuda.nccl.version() is the one PyTorch was built with).
+version=$(LD_PRELOAD=$NCCL python3 -c 'import ctypes, torch; v = ctypes.c_int(); ctypes.CDLL("libnccl.so.2").ncclGetVersion(ctypes.byref(v)); v = v.value; print(f"{v // 10000}.{v // 100 % 100}.{v % 100}")' 2> /dev/null)
 echo "$RANKS rank(s), $STEPS steps, median step time of $REPS runs, NCCL ${version:-?}${NCCL:+ (preloaded)}"
 variants="plain cudanap"
 [ "$SOCKETS" = 0 ] || variants="$variants sockets wide"
