@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# bench-nccl: what cudanap costs a DDP job (two ranks unless RANKS says) while it runs (tests/gpu/ddp_train.py), in one
-# run, the variants alternating. "plain": NCCL's default transports, no cudanap; "cudanap": the
+# bench-nccl: what cudanap costs a DDP job (two ranks unless RANKS says) while it runs
+# (tests/gpu/ddp_train.py), in one run, the variants alternating. "plain": NCCL's default transports, no cudanap; "cudanap": the
 # same under cudanap run (its NCCL interposition and gate; suspendable through NCCL's suspend API
 # where the NCCL has it); "sockets": under [nccl] suspendable (the socket-only transports), and
 # "4x4" the same with NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4. Prints the median step time

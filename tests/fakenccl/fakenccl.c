@@ -159,9 +159,6 @@ static ncclComm_t make(uint64_t key, int rank, int nranks)
 	return c;
 }
 
-/* Not NCCL's: what a training loop's synchronisation (loss.item()) amounts to, waiting outside
- * NCCL's calls until every rank has issued this one's last operation, so that the ranks go in
- * lockstep as a real job's do. */
 /* A peer import made by NCCL itself through the runtime's exported name, as an NCCL built with
  * the shared runtime makes them: cudanap must leave it to NCCL's own route. */
 int fakeNcclIpcOpen(void);
@@ -179,6 +176,9 @@ EXPORT int fakeNcclIpcOpen(void)
 	return open_fn ? open_fn(&p, h, 1) : -1;
 }
 
+/* Not NCCL's: what a training loop's synchronisation (loss.item()) amounts to, waiting outside
+ * NCCL's calls until every rank has issued this one's last operation, so that the ranks go in
+ * lockstep as a real job's do. */
 void fakeNcclWait(ncclComm_t comm);
 EXPORT void fakeNcclWait(ncclComm_t c)
 {
