@@ -105,7 +105,8 @@ int main(int argc, char **argv)
 	}
 	nccl = dlopen("libnccl.so.2", RTLD_NOW | RTLD_NOLOAD);
 	if (!nccl || resolve(&straight, nccl) < 0 || resolve(&through, RTLD_DEFAULT) < 0) {
-		fprintf(stderr, "bench-ncclcall: cannot find the null NCCL's calls: %s\n", dlerror());
+		fprintf(stderr, "bench-ncclcall: cannot find the null NCCL's calls: %s\n",
+			dlerror());
 		return 1;
 	}
 	if (!dladdr((void *)through.allreduce, &where) || !where.dli_fname ||
@@ -128,7 +129,8 @@ int main(int argc, char **argv)
 		}
 	}
 
-	printf("NCCL calls to an NCCL that does nothing, straight and through cudanap: median of %d "
+	printf("NCCL calls to an NCCL that does nothing, straight and through cudanap: median of "
+	       "%d "
 	       "blocks of %ld calls, alternating\n",
 	       blocks, calls);
 	printf("%-46s %12s %12s %10s\n", "call", "straight ns", "cudanap ns", "added ns");
