@@ -93,14 +93,16 @@ int main(int argc, char **argv)
 	void *nccl;
 	Dl_info where;
 
-	for (int i = 1; i + 1 < argc; i += 2) {
-		if (strcmp(argv[i], "--calls") == 0)
+	for (int i = 1; i < argc; i += 2) {
+		if (i + 1 < argc && strcmp(argv[i], "--calls") == 0)
 			calls = atol(argv[i + 1]);
-		else if (strcmp(argv[i], "--blocks") == 0)
+		else if (i + 1 < argc && strcmp(argv[i], "--blocks") == 0)
 			blocks = atoi(argv[i + 1]);
+		else
+			blocks = 0;
 	}
-	if (calls < 1 || blocks < 1 || blocks > 1000 || argc % 2 == 0) {
-		fprintf(stderr, "usage: %s [--calls N] [--blocks B]\n", argv[0]);
+	if (calls < 1 || blocks < 1 || blocks > 1000) {
+		fprintf(stderr, "usage: %s [--calls N] [--blocks B (1 to 1000)]\n", argv[0]);
 		return 2;
 	}
 	nccl = dlopen("libnccl.so.2", RTLD_NOW | RTLD_NOLOAD);
