@@ -39,30 +39,44 @@ kill_tree() { pkill -9 -P "$1" 2> /dev/null; kill -9 "$1" 2> /dev/null; wait "$1
 job_cmd() { "$CUDANAP" run -c "$T/job.ini" -- "$@"; }
 job() { job_cmd python3 "$py" "$@"; }
 
-# cycles_check OUT ROOT CYCLES WHAT: the job ROOT, printing to OUT and training steps $steps,
-# suspended and resumed with --tree CYCLES times; sets r0 and r1 to its ranks
+# cycles_check OUT ROOT CYCLES WHAT [swap]: the job ROOT, printing to OUT and training steps $steps,
+# suspended and resumed with --tree CYCLES times; with swap, each resume moves the ranks: the odd
+# ones swap their GPUs (--gpu-map 0=1,1=0), the even ones bring them home (--gpu-map ''). Sets r0
+# and r1 to its ranks.
 cycles_check() {
-	local out=$1 root=$2 cycles=$3 what=$4 i n s_out r_out s_rc r_rc
-	local good=0 stimes= rtimes= freed=0 retried=0
+	local out=$1 root=$2 cycles=$3 what=$4 swap=${5:-} i n s_out r_out s_rc r_rc home want map
+	local good=0 stimes= rtimes= freed=0 retried=0 placed=0
 	read -r r0 r1 <<< "$(ranks_of "$out")"
-	diag "ranks $r0 $r1 on GPUs $(gpus_of "$r0" "$r1")"
+	home=$(gpus_of "$r0" "$r1")
+	diag "ranks $r0 $r1 on GPUs $home"
 	for i in $(seq "$cycles"); do
 		n=$(nsteps "$out")
 		[ "$n" -lt $((steps - 30)) ] || { diag "the job is near its end after $((i - 1)) cycles"; break; }
 		s_out=$("$CUDANAP" suspend -t 120 --tree "$root"); s_rc=$?
 		[ "$(gpus_of "$r0" "$r1")" = "- -" ] && freed=$((freed + 1))
 		grep -q '^attempt' <<< "$s_out" && retried=$((retried + 1))
-		r_out=$("$CUDANAP" resume -t 120 --tree "$root"); r_rc=$?
+		map=() want=$home
+		if [ -n "$swap" ]; then
+			map=(--gpu-map '')
+			[ $((i % 2)) = 1 ] && map=(--gpu-map '0=1, 1=0') want=$(tr 01 10 <<< "$home")
+		fi
+		r_out=$("$CUDANAP" resume -t 120 "${map[@]}" --tree "$root"); r_rc=$?
 		if [ $s_rc = 0 ] && [ $r_rc = 0 ]; then
 			good=$((good + 1))
 		else
 			diag "cycle $i: suspend rc $s_rc, resume rc $r_rc: $s_out $r_out"
 		fi
+		if [ "$(gpus_of "$r0" "$r1")" = "$want" ]; then
+			placed=$((placed + 1))
+		else
+			diag "cycle $i: the ranks are on GPUs $(gpus_of "$r0" "$r1"), not $want"
+		fi
 		stimes="$stimes $(secs "$s_out")" rtimes="$rtimes $(secs "$r_out")"
 		wait_step "$out" $((n + 3)) || break
 	done
-	is "$good" "$cycles" "$cycles whole-job suspend/resume cycles of $what"
+	is "$good" "$cycles" "$cycles whole-job suspend/resume cycles of $what${swap:+, the ranks swapped at every other resume and home at the rest}"
 	is "$freed" "$good" "both ranks' GPU memory freed at each suspend (nvidia-smi)"
+	is "$placed" "$cycles" "after each resume the ranks are on the GPUs it named (nvidia-smi)"
 	diag "suspend s:$stimes"
 	diag "resume s:$rtimes"
 	diag "$retried suspends needed a second attempt; NCCL: $(field "$r0" nccl)"
@@ -114,10 +128,12 @@ late_check() {
 	$ini
 }
 
-# small_checks: small DDP and FSDP jobs (a pause between steps): FSDP suspended 3 times, a DDP job
-# asleep 30 s past its process group's 20 s timeout, torchrun; every loss compared
+# small_checks [swap]: small DDP and FSDP jobs (a pause between steps): FSDP suspended
+# FSDP_CYCLES times (3; with swap, moved as cycles_check does), a DDP job asleep 30 s past its
+# process group's 20 s timeout, torchrun; every loss compared
 small_checks() {
-	local small=60 kind root ok_n=0 i n out rc
+	local cycles=${FSDP_CYCLES:-3} kind root rc out
+	local small=$((cycles * 10 + 40 > 60 ? cycles * 10 + 40 : 60))
 	for kind in ddp fsdp; do
 		args=(); [ $kind = fsdp ] && args=(--fsdp)
 		job $small "${args[@]}" > "$T/$kind.ref" 2> "$T/$kind.err"
@@ -126,13 +142,7 @@ small_checks() {
 	job $small --fsdp > "$T/fsdp.out" 2>> "$T/fsdp.err" &
 	root=$!
 	wait_step "$T/fsdp.out" 5
-	for i in 1 2 3; do
-		n=$(nsteps "$T/fsdp.out")
-		"$CUDANAP" suspend -t 120 --tree "$root" > /dev/null && "$CUDANAP" resume -t 120 --tree "$root" > /dev/null &&
-			ok_n=$((ok_n + 1))
-		wait_step "$T/fsdp.out" $((n + 5))
-	done
-	is "$ok_n" 3 "an FSDP job suspended and resumed 3 times"
+	steps=$small cycles_check "$T/fsdp.out" "$root" "$cycles" "an FSDP job" "${1:-}"
 	check "it finishes" wait_done "$T/fsdp.out" "$root"
 	check "every FSDP loss bit-identical" test "$(losses "$T/fsdp.out")" = "$(losses "$T/fsdp.ref")"
 

@@ -2,10 +2,11 @@
 # Two-rank PyTorch jobs on NCCL's default transports (P2P over NVLink, cuMem, shared memory),
 # suspended through NCCL's own suspend API (2.29.7 or later, named by CUDANAP_NCCL_LIB and
 # preloaded after the library): the NCCL version and the P2P transport checked in NCCL's own log; a
-# busy DDP job suspended and resumed with --tree CUDANAP_DDP_CYCLES times (20), GPU memory freed at
-# each suspend; the ranks swapped between the GPUs; a rank's signal late (all suspended or all
-# running); FSDP, a sleep past the process group's timeout and torchrun; every loss compared with
-# an uninterrupted run.
+# busy DDP job and an FSDP job each suspended and resumed with --tree CUDANAP_DDP_CYCLES times (20),
+# GPU memory freed at each suspend, the ranks swapped between the GPUs at every other resume and
+# home at the rest; the same map twice and the INI's map emptied; a rank's signal late (all
+# suspended or all running); a sleep past the process group's timeout and torchrun; every loss
+# compared with an uninterrupted run.
 . "$(dirname "$0")/../lib.sh"
 command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 || skip_all "no NVIDIA GPU or driver"
 [ "$(nvidia-smi -L | wc -l)" -ge 2 ] || skip_all "needs two GPUs"
@@ -38,7 +39,7 @@ is "$(nsteps "$T/ref.out")" $steps "uninterrupted busy DDP reference on the defa
 job $steps "${busy[@]}" > "$T/busy.out" 2> "$T/busy.err" &
 root=$!
 check "the busy job trains under cudanap" wait_step "$T/busy.out" 5
-cycles_check "$T/busy.out" "$root" "${CUDANAP_DDP_CYCLES:-20}" "a busy DDP job on NCCL's default transports"
+cycles_check "$T/busy.out" "$root" "${CUDANAP_DDP_CYCLES:-20}" "a busy DDP job on NCCL's default transports" swap
 like "$(field "$r0" nccl)" "^suspend-api: [0-9]+ communicators? \(NCCL 2\.[0-9.]+\)$" \
 	"its status says its communicators go through NCCL's suspend API"
 swap_check "$T/busy.out" "$root" api_ini
@@ -47,5 +48,5 @@ check "the busy job finishes" wait_done "$T/busy.out" "$root"
 check "all $steps losses bit-identical to the uninterrupted run" \
 	test "$(losses "$T/busy.out")" = "$(losses "$T/ref.out")"
 
-small_checks
+FSDP_CYCLES=${CUDANAP_DDP_CYCLES:-20} small_checks swap
 finish
