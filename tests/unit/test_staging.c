@@ -148,11 +148,12 @@ int main(void)
 	   "a copy larger than the prepared buffer gets a fresh one, and the buffer goes");
 	munmap(p, len);
 	ok(cn_staging_prepare(len * 4, true, 1, &st) == 0, "prepared far too large");
-	q = st.addr;
 	cn_staging_arm(false, 0, false, -1);
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, DRIVER_FLAGS, -1, 0);
 	cn_staging_disarm(&st);
-	ok(p != q && !st.reused, "a copy under half of it does not pin all of it");
+	/* Not by the address: the fresh copy may be placed where the buffer was (valgrind does). */
+	ok(!st.reused && st.bytes == len && cn_staging_release() == 0,
+	   "a copy under half of it does not pin all of it: a fresh copy, the buffer gone");
 	munmap(p, len);
 	ok(cn_staging_prepare(len, true, 1, &st) == 0 && cn_staging_release() == st.bytes &&
 		   resident(st.addr, 4096) == 0,
