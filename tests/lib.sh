@@ -34,10 +34,17 @@ todo() { # todo REASON DESCRIPTION COMMAND...: a known failure (TAP TODO), or a 
 finish() { echo "1..$tap_n"; exit $((tap_failed > 0)); }
 
 # Under the sanitize setup of an ASan build: the runtime first wherever the preload goes (start
-# passes it to `cudanap run`, which appends the preload).
+# passes it to `cudanap run`, which appends the preload). LIBCUDANAP is the library alone.
+LIBCUDANAP=${PRELOAD:-}
 if [ -n "${CN_SANITIZER_RUNTIME:-}" ]; then
 	PRELOAD=$CN_SANITIZER_RUNTIME:$PRELOAD
 fi
+
+# real_python: the interpreter itself, not a version manager's shim in front of it. pyenv's is a
+# bash script that forks a dozen times under the preload, and under the sanitize setup a fork
+# while another thread (the preload's agent, starting) holds the ASan runtime's allocator lock
+# leaves it held in the child forever: a hang seen once in 6 to 76 starts.
+real_python() { python3 -c 'import sys; print(sys.executable)'; }
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/cudanap-test.XXXXXX")
 mkdir -m 700 "$T/xdg" "$T/status"

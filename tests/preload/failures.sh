@@ -236,7 +236,7 @@ like "$out:$rc" "REFUSED: .*\(1 import, the first by cuMemImportFromShareableHan
 ask I quit
 
 # -- the controller program missing: each signal answered with the error, never fatal
-mkdir "$T/lonely" && cp "$PRELOAD" "$T/lonely/"
+mkdir "$T/lonely" && cp "$LIBCUDANAP" "$T/lonely/"
 write_ini
 CUDANAP_PRELOAD=$T/lonely/libcudanap.so start L "$TARGET"
 like "$(cat "$T/L.err")" "cudanap-ctl is neither beside libcudanap.so nor in .*every suspend will fail" \

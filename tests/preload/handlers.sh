@@ -111,7 +111,7 @@ for line in sys.stdin:
     elif line.startswith("quit"):
         break
 PY
-	start P python3 "$T/py.py"
+	start P "$(real_python)" "$T/py.py"
 	kill -USR1 "$P_pid"
 	settle "$P_pid" 1
 	like "$(field "$P_pid" state)" "no-cuda" "Python with faulthandler.register on SIGUSR1: cudanap still answers"

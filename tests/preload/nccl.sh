@@ -29,17 +29,18 @@ preloaded() { LD_PRELOAD=$PRELOAD CUDANAP_CONFIG=$T/job.ini "$@"; }
 
 # -- the environment, as Python and its children see it
 if command -v python3 > /dev/null; then
+	py3=$(real_python)
 	write_ini "[nccl]" "suspendable = true"
-	out=$(preloaded python3 "$T/show.py")
+	out=$(preloaded "$py3" "$T/show.py")
 	like "$out" "main: 1 1 0 0 LOC" "the preload sets NCCL's transports before main (Python's os.environ, built before its main, has them)"
 	like "$out" "subprocess: 1" "a subprocess inherits them"
 	like "$out" "spawn: 1 1 0 0 LOC" "a multiprocessing spawn child (as mp.spawn starts ranks) inherits them"
 	out=$(preloaded sh -c 'sh -c "echo \$NCCL_P2P_DISABLE\$NCCL_SHM_DISABLE"')
 	is "$out" 11 "a shell's grandchild inherits them"
-	out=$(NCCL_SHM_DISABLE=0 NCCL_NET_GDR_LEVEL=PHB preloaded python3 "$T/show.py")
+	out=$(NCCL_SHM_DISABLE=0 NCCL_NET_GDR_LEVEL=PHB preloaded "$py3" "$T/show.py")
 	like "$out" "main: 1 0 0 0 PHB" "values the user set are kept, the rest set"
 	write_ini
-	out=$(preloaded python3 "$T/show.py")
+	out=$(preloaded "$py3" "$T/show.py")
 	like "$out" "main: - - - - -" "without the switch nothing is set"
 else
 	diag "no python3: the checks of Python's environment are not run"

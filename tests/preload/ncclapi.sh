@@ -197,5 +197,5 @@ out=$(LD_PRELOAD=$FAKENCCL:$PRELOAD CUDANAP_CONFIG=$T/job.ini "$TARGET" --no-cud
 like "$out" "cudanap: libnccl is preloaded before libcudanap.so: NCCL's communicators cannot be suspended with the job; put libcudanap.so first" \
 	"a libnccl preloaded first is said at start"
 out=$(LD_PRELOAD=$FAKENCCL "$CUDANAP" run -c "$T/job.ini" -- sh -c 'echo "$LD_PRELOAD"' 2>&1)
-is "$out" "$(readlink -f "$PRELOAD"):$FAKENCCL" "cudanap run puts the library before a preloaded libnccl"
+is "$out" "$(readlink -f "$LIBCUDANAP"):$FAKENCCL" "cudanap run puts the library before a preloaded libnccl"
 finish
