@@ -4,7 +4,7 @@
 # more, whose ratio to plain is this machine's noise between runs of one job (a ratio closer to 1
 # than that says nothing); "cudanap": the same under cudanap run (its NCCL interposition and gate;
 # suspendable through NCCL's suspend API where the NCCL has it); "sockets": under [nccl]
-# suspendable (the socket-only transports), and "4x4" the same with NCCL_SOCKET_NTHREADS=4
+# suspendable (the socket-only transports), and "wide" the same with NCCL_SOCKET_NTHREADS=4
 # NCCL_NSOCKS_PERTHREAD=4. The variants take turns, in an order that rotates each round; it
 # prints each one's median step time and its ratio to plain. Run through `ninja -C build
 # bench-nccl`; from the environment: RANKS (2; 1 measures the interposition alone, on one GPU),
