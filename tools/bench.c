@@ -33,6 +33,7 @@
 #include "cn_status.h"
 #include "cuda_abi.h"
 #include "floors.h"
+#include "median.h"
 
 #define MAX_REPS 16
 
@@ -288,19 +289,6 @@ static const char *write_ini(const char *name, const char *perf)
 	return path;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* The median over the repetitions of one figure of each sample. */
 #define MEDIAN_OF(samples, n, expr)                                                                \
 	({                                                                                         \
@@ -309,7 +297,7 @@ static double median(double *v, int n)
 			const struct sample *x = &(samples)[i_];                                   \
 			v_[i_] = (expr);                                                           \
 		}                                                                                  \
-		median(v_, (n));                                                                   \
+		cn_median(v_, (n));                                                                \
 	})
 
 /* The restore's reservation in parts, from the agent's debug lines in the mode's log: medians. */
@@ -334,8 +322,8 @@ static void reserve_parts(const char *name, double *check, double *hold)
 	}
 	fclose(f);
 	if (n) {
-		*check = median(v[0], n);
-		*hold = median(v[1], n);
+		*check = cn_median(v[0], n);
+		*hold = cn_median(v[1], n);
 	}
 }
 
@@ -449,7 +437,7 @@ static void run_size(double gib, const struct mode *modes, int nmodes)
 			cr += s[r].copy_ms_resume > 0 ? s[r].copy_ms_resume / opt.reps : 0;
 		}
 		child_stop(&c);
-		double ms = median(sus, opt.reps), mr = median(res, opt.reps);
+		double ms = cn_median(sus, opt.reps), mr = cn_median(res, opt.reps);
 
 		if (m == 0)
 			base_s = ms, base_r = mr;
@@ -499,7 +487,7 @@ static void latency(void)
 	}
 	verify(&c);
 	child_stop(&c);
-	qsort(v, (size_t)n, sizeof(v[0]), cmp_double);
+	qsort(v, (size_t)n, sizeof(v[0]), cn_cmp_double);
 	printf("\nsignal -> first driver call, %d cycles of 64 MiB, each 20 ms after the last "
 	       "resume: "
 	       "p50 %.3f ms, p99 %.3f ms, "
@@ -527,8 +515,8 @@ static void launch_loop(const char *ini_a, const char *ini_b, double *a, double 
 			child_stop(&c);
 		}
 	}
-	*a = median(v[0], 8);
-	*b = median(v[1], 8);
+	*a = cn_median(v[0], 8);
+	*b = cn_median(v[1], 8);
 }
 
 /* The steady-state cost of the preload, next to the same comparison with no preload on either

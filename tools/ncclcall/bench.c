@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../median.h"
 #include "nccl_abi.h"
 
 #define COMMS 16
@@ -56,19 +57,6 @@ static double ns_per_call(void (*run)(const struct calls *, long), const struct 
 	run(c, n);
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	return ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / (double)n;
-}
-
-static int by_value(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), by_value);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 static int resolve(struct calls *c, void *handle)
@@ -149,8 +137,8 @@ int main(int argc, char **argv)
 				b[i] = ns_per_call(cases[k].run, &through, calls);
 			}
 		}
-		ma = median(a, blocks);
-		mb = median(b, blocks);
+		ma = cn_median(a, blocks);
+		mb = cn_median(b, blocks);
 		printf("%-46s %12.1f %12.1f %10.1f\n", cases[k].name, ma, mb, mb - ma);
 	}
 	for (int i = 0; i < COMMS; i++)
