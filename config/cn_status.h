@@ -14,7 +14,7 @@
 /* The steps of an action, in the order they run. prepare: the host copy faulted in ahead (the
  * prepare action's only step); hibernate: the host copy written to disk and dropped from memory
  * after the checkpoint; readback: read back before the restore; wait: for other processes'
- * restores to get through the driver's setup (preload/gate.c), only when there were any. */
+ * restores to get through the driver's setup (preload/turns.c), only when there were any. */
 enum cn_step {
 	CN_STEP_PREPARE,
 	CN_STEP_LOCK,

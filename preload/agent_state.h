@@ -32,7 +32,7 @@ struct cn_agent {
 	double prepared_until;
 	size_t prepared_bytes;
 	/* The host copy the last checkpoint filled (0: the driver's own, not seen): what the
-	 * restore copies back, which tells the gate when the copy is done. */
+	 * restore copies back, which tells the turns when the copy is done. */
 	size_t copy_bytes;
 	/* Placement: where the GPUs the process started on are now (those not at home); the map of
 	 * the resume under way, the INI's or a one-shot (cudanap resume --gpu-map); the machine's

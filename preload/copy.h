@@ -20,7 +20,7 @@ struct cn_copy_stats {
  * first copy of 2 MiB or more: the end of its setup. copied, if not NULL and expect (the host
  * copy's size) is not 0, is called once in the driver's thread after the large copies have moved
  * all but 1/64 of expect: the end of the copy, before the driver's closing work. Both are the
- * restore gate's cues (gate.c). */
+ * restore turns' cues (turns.c). */
 int cn_copy_arm(unsigned threads, void (*first_large)(void), void (*copied)(void), size_t expect);
 void cn_copy_disarm(struct cn_copy_stats *out);
 

@@ -29,7 +29,7 @@
 #include "cn_nccl.h"
 #include "comms.h"
 #include "copy.h"
-#include "gate.h"
+#include "turns.h"
 #include "launch.h"
 #include "hibernate.h"
 #include "ipc.h"
@@ -298,7 +298,7 @@ static void after_fork_child(void)
 	cn_staging_after_fork();
 	cn_hib_after_fork();
 	cn_copy_after_fork();
-	cn_gate_after_fork();
+	cn_turn_after_fork();
 	cn_comms_after_fork();
 	cn_ipc_after_fork();
 	if (wake_pipe(p) < 0) {

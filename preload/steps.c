@@ -1,6 +1,6 @@
 /* steps: what the agent's actions share: the request to the controller with what the agent
  * knows, the INI re-read at each action, where the process stands, and the calls that move its
- * memory (libcuda's copies made parallel, copy.c; restores taking turns, gate.c). */
+ * memory (libcuda's copies made parallel, copy.c; restores taking turns, turns.c). */
 #define _GNU_SOURCE
 #include "steps.h"
 
@@ -13,7 +13,7 @@
 #include "clock.h"
 #include "copy.h"
 #include "cuda_abi.h"
-#include "gate.h"
+#include "turns.h"
 #include "log.h"
 #include "report.h"
 
@@ -100,33 +100,33 @@ bool cn_reload(const char *verb)
  * eight 4 GiB processes on one GPU waits about 0.5 s for its turn. */
 #define GATE_MAX_MS 10000
 
-/* The restore in flight, as its cues see it: whether it went through the gate at all; its wait
+/* The restore in flight, as its cues see it: whether it took a turn at all; its wait
  * for a place to copy in (-1: it did not get that far) and whether it had one; CLOCK_MONOTONIC ms
  * of the driver's first large copy and of its copy being done (0: not seen), for the debug line
  * on the restore's phases. */
 static struct {
-	bool gated, place;
+	bool turn, place;
 	double place_wait_ms, t_first_copy, t_copied;
 } mv;
 
 /* In the driver's thread, at its first large copy of a restore: the end of its setup; out of the
- * setup's turn, into a place to copy in (gate.c). */
+ * setup's turn, into a place to copy in (turns.c). */
 static void copy_turn(void)
 {
 	mv.t_first_copy = cn_now_ms();
-	if (mv.gated)
-		mv.place = cn_gate_next(GATE_MAX_MS, &mv.place_wait_ms) == 0;
+	if (mv.turn)
+		mv.place = cn_turn_next(GATE_MAX_MS, &mv.place_wait_ms) == 0;
 }
 
 /* In the driver's thread, when the restore's large copies are done: the place goes to the next. */
 static void copy_done(void)
 {
 	mv.t_copied = cn_now_ms();
-	cn_gate_copied();
+	cn_turn_copied();
 }
 
-/* A restore takes its turn at its GPUs' gates first ([restore] take_turns). */
-static void enter_gate(void)
+/* A restore takes its turn on its GPUs first ([restore] take_turns). */
+static void take_turn(void)
 {
 	unsigned char gpus[CN_MAX_GPUS][16];
 	double waited;
@@ -134,13 +134,13 @@ static void enter_gate(void)
 
 	for (uint32_t i = 0; i < cn_ag.n_use && n < CN_MAX_GPUS; i++)
 		memcpy(gpus[n++], cn_ag.use[i].uuid, 16);
-	mv.gated = cn_gate_enter(cn_ag.cfg.status_dir, (const unsigned char(*)[16])gpus, n,
-				 GATE_MAX_MS, &waited) == 0;
+	mv.turn = cn_turn_enter(cn_ag.cfg.status_dir, (const unsigned char(*)[16])gpus, n,
+				GATE_MAX_MS, &waited) == 0;
 	if (waited >= 0.1)
 		cn_ag.st.step_ms[CN_STEP_WAIT] = waited;
-	if (!mv.gated)
+	if (!mv.turn)
 		cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
-		       "restore gate in %s not had after %.0f ms: restoring without it",
+		       "restore turn in %s not had after %.0f ms: restoring without it",
 		       cn_ag.cfg.status_dir, waited);
 }
 
@@ -161,11 +161,11 @@ static void log_phases(double t0)
 	       "restore: %.1f ms to the first copy (room check and driver's setup), "
 	       "%.1f ms waiting for a place to copy in%s, %s",
 	       mv.t_first_copy - t0, wait,
-	       mv.gated && !mv.place ? " (not had: copied without it)" : "", rest);
+	       mv.turn && !mv.place ? " (not had: copied without it)" : "", rest);
 }
 
 /* A restore moves on to a place to copy in when the driver starts copying and gives that up when
- * the copy is done: the copies are what tell, so with copy_threads = 0 there is no gate. */
+ * the copy is done: the copies are what tell, so with copy_threads = 0 no turns are taken. */
 int cn_moving_call(uint32_t op, struct cn_resp *r)
 {
 	struct cn_copy_stats cs;
@@ -175,9 +175,9 @@ int cn_moving_call(uint32_t op, struct cn_resp *r)
 
 	if (!cn_ag.cfg.copy_threads)
 		return cn_call(op, r);
-	mv.gated = false;
+	mv.turn = false;
 	if (restore && cn_ag.cfg.take_turns)
-		enter_gate();
+		take_turn();
 	mv.place_wait_ms = -1;
 	mv.t_first_copy = mv.t_copied = 0;
 	cn_copy_arm(cn_ag.cfg.copy_threads, restore ? copy_turn : NULL, restore ? copy_done : NULL,
@@ -185,7 +185,7 @@ int cn_moving_call(uint32_t op, struct cn_resp *r)
 	t0 = cn_now_ms();
 	rc = cn_call(op, r);
 	cn_copy_disarm(&cs);
-	cn_gate_leave();
+	cn_turn_leave();
 	cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
 	       "libcuda copies: %d slots hooked, %lu calls, %.0f MiB; %lu of 2 MiB or more "
 	       "(%.0f MiB, largest %zu KiB) in %.1f ms on %u threads",

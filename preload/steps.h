@@ -13,7 +13,7 @@
 int cn_call(uint32_t op, struct cn_resp *resp);
 
 /* A call that moves the process's memory (checkpoint, restore): libcuda's large copies run in
- * parallel and, for a restore, the GPUs' gates are taken (gate.c). */
+ * parallel and, for a restore, turns are taken on the GPUs (turns.c). */
 int cn_moving_call(uint32_t op, struct cn_resp *resp);
 
 /* What the CLI asks of this action beyond the INI, in <status dir>/<pid>.<what>, taken (read and

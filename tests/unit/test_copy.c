@@ -139,7 +139,7 @@ int main(void)
 		   "%lu blocks of 2-3 MiB on 32 threads: exact, nothing written past them",
 		   st.big_calls);
 	}
-	/* The restore gate's cue: called once, at the driver's first large copy of a window. */
+	/* The restore turns' cue: called once, at the driver's first large copy of a window. */
 	cn_copy_arm(4, first_large, NULL, 0);
 	fake_copy(c, a, 100);
 	ok(firsts == 0, "first_large: not for a small copy");

@@ -1,4 +1,4 @@
-/* gate: restores onto one GPU that start together take turns through the driver's setup, and copy
+/* turns: restores onto one GPU that start together take turns through the driver's setup, and copy
  * at most two at a time.
  *
  * A restore is the driver's setup (ioctls before it copies a byte: about 50 ms for 4 GiB on an
@@ -19,13 +19,13 @@
  * 4 GiB in 1.37-1.39 s with two places, 1.45-1.51 s with no limit; one place gave 1.34-1.56 s and
  * three 1.43-1.47 s.
  *
- * A turn is an flock on <status dir>/.restore-gate-<GPU UUID>, a place one on
+ * A turn is an flock on <status dir>/.restore-turn-<GPU UUID>, a place one on
  * .restore-copy-<GPU UUID>-<N> (the processes of a job share the directory; restores onto other
  * GPUs do not wait); a process on several GPUs takes them in order; one whose GPUs are not known
- * takes .restore-gate and .restore-copy-<N>. A process that dies lets go with its descriptors, and
+ * takes .restore-turn and .restore-copy-<N>. A process that dies lets go with its descriptors, and
  * one that holds on too long holds up the others no longer than the wait's bound. */
 #define _GNU_SOURCE
-#include "gate.h"
+#include "turns.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -68,7 +68,7 @@ static void close_fds(int *fd, int *n, bool unlock)
 	*n = 0;
 }
 
-/* Take one of count gate files (path%d when count > 1), polling until the deadline; its
+/* Take one of count turn files (path%d when count > 1), polling until the deadline; its
  * descriptor or -1 (none could be opened, or the deadline passed). *polled: it was not free. */
 static int take(const char *path, int count, double deadline, bool *polled)
 {
@@ -135,23 +135,23 @@ static int take_all(const char *kind, int count, int *fds, int *n, unsigned max_
 	return 0;
 }
 
-int cn_gate_enter(const char *dir, const unsigned char (*uuids)[16], int n, unsigned max_ms,
+int cn_turn_enter(const char *dir, const unsigned char (*uuids)[16], int n, unsigned max_ms,
 		  double *waited_ms)
 {
-	cn_gate_leave();
+	cn_turn_leave();
 	n = n < 0 ? 0 : n > CN_MAX_GPUS ? CN_MAX_GPUS : n;
 	if (n)
 		memcpy(g.uuid, uuids, (size_t)n * 16);
 	qsort(g.uuid, (size_t)n, 16, by_uuid);
 	g.n_gpus = n;
 	snprintf(g.dir, sizeof(g.dir), "%s", dir);
-	if (take_all("gate", 1, g.fd, &g.n, max_ms, waited_ms) < 0)
+	if (take_all("turn", 1, g.fd, &g.n, max_ms, waited_ms) < 0)
 		return -1;
 	atomic_store(&inside, true);
 	return 0;
 }
 
-int cn_gate_next(unsigned max_ms, double *waited_ms)
+int cn_turn_next(unsigned max_ms, double *waited_ms)
 {
 	*waited_ms = 0;
 	if (!atomic_exchange(&inside, false))
@@ -163,20 +163,20 @@ int cn_gate_next(unsigned max_ms, double *waited_ms)
 	return 0;
 }
 
-void cn_gate_copied(void)
+void cn_turn_copied(void)
 {
 	if (atomic_exchange(&copying, false))
 		close_fds(g.slot, &g.n_slots, true);
 }
 
-void cn_gate_leave(void)
+void cn_turn_leave(void)
 {
 	if (atomic_exchange(&inside, false))
 		close_fds(g.fd, &g.n, true);
-	cn_gate_copied();
+	cn_turn_copied();
 }
 
-void cn_gate_after_fork(void)
+void cn_turn_after_fork(void)
 {
 	/* The locks belong to the open files, which the parent shares: unlocking here would let the
 	 * next process in while the parent is still in its turn. */

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Restores onto one GPU that start together take turns (preload/gate.c), with the fake driver's
+# Restores onto one GPU that start together take turns (preload/turns.c), with the fake driver's
 # restore spending CUDANAP_FAKE_SETUP_MS in its "setup" before it copies, CUDANAP_FAKE_BLOCK_MS
 # on each 2 MiB block of its copy and CUDANAP_FAKE_CLOSE_MS closing: no two setups at once, the
 # next setup beside the end of the copy before it, no more than two copies at once, a third
 # copying as soon as a copy is done (beside that one's closing), the waits shown in the status,
-# every byte back. With copy_threads = 0 there is no gate, nor with [restore] take_turns = false
+# every byte back. With copy_threads = 0 no turns are taken, nor with [restore] take_turns = false
 # (and the setups overlap, and three copy at once, which shows that the checks can see it). A
 # holder that dies lets the next one in; one that never lets go holds a restore up for 10 s at
 # most. Processes on different GPUs do not wait for each other.
@@ -80,20 +80,20 @@ for n in A B C; do
 	ask $n verify
 	is "$REPLY" "verify ok" "$n's data intact"
 done
-gate=$(ls -d "$T"/status/.restore-gate-GPU-* 2> /dev/null)
-is "$(basename "$gate")" ".restore-gate-GPU-face0000-0000-0000-0000-000000000000" \
-	"the gate is a hidden file beside the status files, one per GPU"
+turn=$(ls -d "$T"/status/.restore-turn-GPU-* 2> /dev/null)
+is "$(basename "$turn")" ".restore-turn-GPU-face0000-0000-0000-0000-000000000000" \
+	"the turn is a hidden file beside the status files, one per GPU"
 places=$(cd "$T/status" && ls -d .restore-copy-GPU-* 2> /dev/null | tr '\n' ' ')
 is "$places" ".restore-copy-GPU-face0000-0000-0000-0000-000000000000-0 .restore-copy-GPU-face0000-0000-0000-0000-000000000000-1 " \
 	"the two places to copy in are hidden files beside it"
 
-# without_gate WHY SECTION KEY: with that INI line, the three resume together without the gate
-without_gate() {
+# without_turns WHY SECTION KEY: with that INI line, the three resume together without turns
+without_turns() {
 	write_ini "[log]" "level = debug" "target = $T/job.log" "$2" "$3"
 	"$CUDANAP" suspend --all -c "$T/job.ini" > /dev/null
 	: > "$T/fake/events"
 	out=$("$CUDANAP" resume --all -c "$T/job.ini"); rc=$?
-	like "$out:$rc" "3 resumed, .*:0" "$1: resumed without the gate"
+	like "$out:$rc" "3 resumed, .*:0" "$1: resumed without turns"
 	check "$1: their setups overlapped ($(overlaps) pairs)" test "$(overlaps)" -ge 1
 	is "$(at_once)" 3 "$1: all three copied at once"
 	for n in A B C; do
@@ -102,8 +102,8 @@ without_gate() {
 	done
 }
 # copy_threads = 0: nothing tells when the copying starts
-without_gate "copy_threads = 0" "[performance]" "copy_threads = 0"
-without_gate "take_turns = false" "[restore]" "take_turns = false"
+without_turns "copy_threads = 0" "[performance]" "copy_threads = 0"
+without_turns "take_turns = false" "[restore]" "take_turns = false"
 
 # -- a process on the other GPU does not wait for one on this GPU
 write_ini "[log]" "level = debug" "target = $T/job.log"
@@ -120,15 +120,15 @@ ask D quit
 
 # -- a holder that dies, and one that never lets go
 write_ini "[log]" "level = debug" "target = $T/job.log"
-# hold_gate: a process holds the gate (flock -o: the lock is in flock's own descriptor only);
+# hold_turn: a process holds the turn (flock -o: the lock is in flock's own descriptor only);
 # holder is its pid, sleeper its command's
-hold_gate() {
-	flock -o "$gate" sleep 60 < /dev/null > /dev/null 2>&1 &
+hold_turn() {
+	flock -o "$turn" sleep 60 < /dev/null > /dev/null 2>&1 &
 	holder=$!
 	for _ in $(seq 50); do sleeper=$(pgrep -P $holder) && break; sleep 0.02; done
 }
 "$CUDANAP" suspend "$A_pid" > /dev/null
-hold_gate
+hold_turn
 # killed 1 s after the resume began (its status says busy once it is under way)
 resuming() { [ "$(field "$A_pid" busy)" = true ]; }
 (eventually 20 resuming; sleep 1; kill -9 $holder) &
@@ -158,12 +158,12 @@ ask A verify
 is "$REPLY" "verify ok" "data intact"
 
 "$CUDANAP" suspend "$A_pid" > /dev/null
-hold_gate
+hold_turn
 out=$("$CUDANAP" resume "$A_pid"); rc=$?
 w=$(field "$A_pid" wait_ms)
 check "a holder that never lets go: the restore goes on after 10 s (waited $w ms)" \
 	awk -v w="$w" -v rc="$rc" 'BEGIN { exit !(rc == 0 && w >= 10000 && w < 12000) }'
-like "$(cat "$T/job.log")" "restore gate in .* not had after 100[0-9][0-9] ms: restoring without it" \
+like "$(cat "$T/job.log")" "restore turn in .* not had after 100[0-9][0-9] ms: restoring without it" \
 	"and says so in the log"
 ask A verify
 is "$REPLY" "verify ok" "data intact"
