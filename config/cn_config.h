@@ -62,7 +62,7 @@ struct cn_config {
 	bool keep_host_buffer;	   /* keep the host copy mapped for the next suspend */
 	unsigned copy_threads;	   /* threads for libcuda's large copies; 0: leave them alone */
 	unsigned prepare_s;	   /* how long a prepared host copy is held; 0: prepare is off */
-	bool allow_jax;		   /* suspend JAX processes despite the driver crash */
+	bool allow_jax;		   /* no longer used: accepted for older files */
 	bool allow_nccl;	   /* suspend NCCL processes whatever their transports */
 	bool nccl_suspendable;	   /* set NCCL's environment to transports a checkpoint survives */
 	int nccl_mode;		   /* enum cn_nccl_mode; sockets whenever nccl_suspendable */

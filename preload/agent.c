@@ -18,6 +18,8 @@
 #include "agent_state.h"
 #include "channel.h"
 #include "clock.h"
+#include "fns.h"
+#include "gate.h"
 #include "log.h"
 #include "report.h"
 #include "staging.h"
@@ -48,9 +50,34 @@ static int wanted(bool suspended_now, bool *prepare_only)
 	return want;
 }
 
+/* CUDANAP_DEBUG=calls: the app's driver calls, counted per function, in <status dir>/<pid>.calls,
+ * rewritten every second while they change. */
+#define CALLS_EVERY_MS 1000
+
+static void publish_calls(void)
+{
+	static char text[64 * 1024], last[sizeof(text)];
+
+	cn_fn_counts(text, sizeof(text));
+	if (strcmp(text, last) == 0)
+		return;
+	memcpy(last, text, sizeof(text));
+	cn_note_put(cn_ag.cfg.status_dir, (int)getpid(), "calls", text);
+}
+
+/* The gate on the app's driver calls is open exactly while the process's CUDA runs: the suspend
+ * closes it before the lock, the resume opens it after the unlock, and any other way an action
+ * ends (a suspend that failed, a controller that died) is settled here. */
+static void settle_gate(void)
+{
+	if (strcmp(cn_ag.st.state, "locked") != 0 && strcmp(cn_ag.st.state, "checkpointed") != 0)
+		cn_gate_open();
+}
+
 static void *agent_main(void *arg)
 {
 	(void)arg;
+	cn_gate_self();
 	for (;;) {
 		/* The controller's socket is watched too: one that dies while idle is noticed and
 		 * replaced at the next request, not found dead in the middle of one. */
@@ -60,7 +87,12 @@ static void *agent_main(void *arg)
 		double left = cn_ag.prepared_until ? cn_ag.prepared_until - cn_now_ms() : -1;
 		int r;
 
-		if (cn_ag.prepared_until && left <= 0) {
+		if (cn_fn_counting) {
+			publish_calls();
+			if (left < 0 || left > CALLS_EVERY_MS)
+				left = CALLS_EVERY_MS;
+		}
+		if (cn_ag.prepared_until && cn_ag.prepared_until <= cn_now_ms()) {
 			cn_prepare_expired();
 			continue;
 		}
@@ -81,6 +113,7 @@ static void *agent_main(void *arg)
 			cn_suspend();
 		else
 			cn_resume();
+		settle_gate();
 	}
 	return NULL;
 }

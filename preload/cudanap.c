@@ -29,6 +29,8 @@
 #include "cn_nccl.h"
 #include "comms.h"
 #include "copy.h"
+#include "fns.h"
+#include "gate.h"
 #include "turns.h"
 #include "launch.h"
 #include "hibernate.h"
@@ -299,6 +301,7 @@ static void after_fork_child(void)
 	cn_hib_after_fork();
 	cn_copy_after_fork();
 	cn_turn_after_fork();
+	cn_gate_after_fork();
 	cn_comms_after_fork();
 	cn_ipc_after_fork();
 	if (wake_pipe(p) < 0) {
@@ -328,6 +331,7 @@ __attribute__((constructor)) static void cn_init(void)
 
 	real_sigaction(0, NULL, NULL); /* resolve it now, not in a handler */
 	cn_staging_init();
+	cn_fn_setup();
 	if (getauxval(AT_SECURE) || (env && strcmp(env, "off") == 0))
 		return;
 	/* The agent re-reads the file at resume, possibly after the app has changed directory. */

@@ -1,6 +1,8 @@
 /* preflight: what the agent checks before it asks for a lock, from inside the process and without
- * the driver: runtimes known to crash or hang while checkpointed, and GPU memory imported from
- * other processes that the driver cannot restore. It reads /proc/self and what ipc.c counted. */
+ * the driver: NCCL ranks whose transports the driver cannot restore, and GPU memory imported from
+ * other processes that the driver cannot restore either. It reads /proc/self and what ipc.c
+ * counted. (JAX was refused here while its calls could reach the driver as it held the process
+ * checkpointed; they wait at the gate now, cuda/gate.c.) */
 #define _GNU_SOURCE
 #include "preflight.h"
 
@@ -13,34 +15,21 @@
 #include "cn_nccl.h"
 #include "ipc.h"
 
-/* JAX's XLA GPU runtime segfaults inside libcuda 1.5-3 s after a successful checkpoint (H200,
- * driver 580.159.04, jax 0.11.2; also with cudanap's fast path off, i.e. with the driver calls
- * alone). Losing the job is worse than refusing the suspend. */
-static const char *const jax_markers[] = { "xla_cuda_plugin", "xla_extension", "/jaxlib/" };
-
 /* NCCL's shared-memory segments: see nccl_thread below. */
 #define NCCL_SEGMENT "/dev/shm/nccl-"
 
-/* What our mappings show, read in one pass: a large process has thousands of them. (Managed
- * memory cannot be told from them: a process with it maps /dev/nvidia-uvm twice, but so does one
- * using two GPUs.) */
-struct maps_facts {
-	bool jax, nccl;
-};
-
-static void read_maps(struct maps_facts *m)
+/* One of NCCL's shared-memory segments among our mappings: a large process has thousands. */
+static bool nccl_segment(void)
 {
 	static char line[4096];
 	FILE *f = fopen("/proc/self/maps", "re");
+	bool hit = false;
 
-	memset(m, 0, sizeof(*m));
-	while (f && fgets(line, sizeof(line), f)) {
-		for (size_t i = 0; i < sizeof(jax_markers) / sizeof(jax_markers[0]); i++)
-			m->jax |= strstr(line, jax_markers[i]) != NULL;
-		m->nccl |= strstr(line, NCCL_SEGMENT) != NULL;
-	}
+	while (f && !hit && fgets(line, sizeof(line), f))
+		hit = strstr(line, NCCL_SEGMENT) != NULL;
 	if (f)
 		fclose(f);
+	return hit;
 }
 
 /* NCCL communicators. Loading libnccl is not enough to refuse: every PyTorch process does. What a
@@ -122,18 +111,9 @@ static bool nccl_socket(void)
 int cn_preflight_suspend(const struct cn_config *c, const struct cn_nccl_facts *nccl, char *why,
 			 size_t len)
 {
-	struct maps_facts m;
 	char env[200], who[160];
 	int n;
 
-	read_maps(&m);
-	if (!c->allow_jax && m.jax) {
-		snprintf(why, len,
-			 "refusing to suspend a JAX process: JAX crashes inside libcuda while "
-			 "checkpointed (driver 580); set [preflight] allow_jax = true to try "
-			 "anyway");
-		return -1;
-	}
 	n = cn_ipc_imports(who, sizeof(who));
 	if (n > 0) {
 		snprintf(
@@ -147,7 +127,7 @@ int cn_preflight_suspend(const struct cn_config *c, const struct cn_nccl_facts *
 	}
 	/* Its transports are told by the environment NCCL read at its start (cn_nccl.h). */
 	if (!c->allow_nccl && c->nccl_mode != CN_NCCL_OFF && !nccl->handled &&
-	    (nccl->comms > 0 || nccl_thread() || m.nccl || nccl_socket()) &&
+	    (nccl->comms > 0 || nccl_thread() || nccl_segment() || nccl_socket()) &&
 	    cn_nccl_check("/sys/class/infiniband", env, sizeof(env)) < 0) {
 		if (nccl->hint[0])
 			snprintf(why, len,

@@ -25,6 +25,7 @@ static pthread_mutex_t publishing; /* a status write and the removal at exit exc
 static double t_begin;		   /* CLOCK_MONOTONIC ms when the action began */
 static bool exiting;
 static char status_path[4200]; /* for the removal at _exit, which must be async-signal-safe */
+static char calls_path[4200];  /* CUDANAP_DEBUG=calls: the counts beside it */
 
 static const char *state_name(int s)
 {
@@ -82,6 +83,7 @@ void cn_report_start(void)
 	exiting = false;
 	cn_status_init(st, (int)getpid());
 	cn_status_path(cn_ag.cfg.status_dir, st->pid, status_path, sizeof(status_path));
+	cn_note_path(cn_ag.cfg.status_dir, st->pid, "calls", calls_path, sizeof(calls_path));
 	st->starttime = cn_proc_starttime(st->pid);
 	st->suspend_signal = cn_ag.cfg.suspend_signal;
 	st->resume_signal = cn_ag.cfg.resume_signal;
@@ -245,10 +247,12 @@ void cn_report_exit(void)
 	pthread_mutex_lock(&publishing);
 	exiting = true;
 	cn_status_remove(cn_ag.cfg.status_dir, cn_ag.st.pid);
+	unlink(calls_path);
 	pthread_mutex_unlock(&publishing);
 }
 
 void cn_report_exit_now(void)
 {
 	unlink(status_path);
+	unlink(calls_path);
 }

@@ -1,7 +1,8 @@
 /* resume: the resume, top to bottom. It re-reads the INI (gpu_map may have changed while the job
  * slept), asks where the process stands, reads a hibernated host copy back into RAM, restores the
- * process (onto the GPUs the map names, after the controller's room check) and unlocks it. A
- * restore that cannot be made leaves the process suspended, to be resumed again. */
+ * process (onto the GPUs the map names, after the controller's room check), unlocks it and opens
+ * the gate on the app's driver calls. A restore that cannot be made leaves the process suspended,
+ * to be resumed again. */
 #define _GNU_SOURCE
 #include "actions.h"
 
@@ -15,6 +16,7 @@
 #include "cuda_abi.h"
 #include "hibernate.h"
 #include "comms.h"
+#include "gate.h"
 #include "job.h"
 #include "log.h"
 #include "report.h"
@@ -86,6 +88,20 @@ static int restore(struct cn_resp *r)
 	if (tries)
 		cn_ag.st.step_ms[CN_STEP_WAIT] = cn_now_ms() - t0 - r->elapsed_ms;
 	return rc;
+}
+
+/* The app's driver calls that waited while the process slept go on now that it runs. */
+static void gate_open(void)
+{
+	unsigned long held;
+	double longest;
+
+	cn_gate_held(&held, &longest);
+	cn_gate_open();
+	if (held)
+		cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
+		       "%lu driver call%s of the app's waited while it slept (the longest %.2f s)",
+		       held, held == 1 ? "" : "s", longest / 1000);
 }
 
 /* The last step: the NCCL communicators resumed with the job's other ranks, if suspended. */
@@ -168,6 +184,7 @@ void cn_resume(void)
 		return;
 	}
 	cn_report_step(CN_STEP_UNLOCK, &r);
+	gate_open();
 	if (cn_ag.hib_addr) {
 		/* The driver unmapped its copy after the restore: the file goes with its fd. */
 		cn_hib_close();

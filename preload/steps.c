@@ -24,7 +24,7 @@ int cn_call(uint32_t op, struct cn_resp *resp)
 
 	memset(&req, 0, sizeof(req));
 	req.op = op;
-	req.timeout_ms = cfg->lock_timeout_ms;
+	req.timeout_ms = cn_ag.lock_ms;
 	if (op == CN_OP_LOCK || op == CN_OP_PREPARE) {
 		req.host_check = cfg->host_check;
 		req.host_margin_bytes = (uint64_t)cfg->host_margin_mib << 20;

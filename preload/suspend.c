@@ -1,11 +1,12 @@
 /* suspend: the suspend, top to bottom, and its notice (cudanap prepare).
  *
  * A suspend re-reads the INI, asks where the process stands, runs the preflight and opens the
- * hibernate file if one is asked for, locks the process's CUDA (waiting at most [lock] timeout_ms
- * for its GPU work), then checkpoints it: the driver copies GPU memory into a host copy that
- * staging.c makes fast (huge pages, prefaulted or prepared ahead) or backs with the hibernate file
- * (hibernate.c), while copy.c runs libcuda's copies in parallel. A step that fails unlocks the
- * process, which runs on; the outcome goes out through report.c. */
+ * hibernate file if one is asked for, closes the gate on the app's driver calls (cuda/gate.c),
+ * locks the process's CUDA (waiting at most [lock] timeout_ms for both), then checkpoints it: the
+ * driver copies GPU memory into a host copy that staging.c makes fast (huge pages, prefaulted or
+ * prepared ahead) or backs with the hibernate file (hibernate.c), while copy.c runs libcuda's
+ * copies in parallel. A step that fails unlocks the process, which runs on; the outcome goes out
+ * through report.c. */
 #define _GNU_SOURCE
 #include "actions.h"
 
@@ -21,6 +22,8 @@
 #include "cuda_abi.h"
 #include "hibernate.h"
 #include "comms.h"
+#include "fns.h"
+#include "gate.h"
 #include "job.h"
 #include "log.h"
 #include "preflight.h"
@@ -184,6 +187,33 @@ static const struct cn_nccl_facts *nccl_facts(struct cn_nccl_facts *f)
 	return f;
 }
 
+/* The gate closes: from now on no call of the app's enters libcuda, and those inside return
+ * within [lock] timeout_ms, whose rest is left to the lock. -1 with msg when one stays inside:
+ * the gate is open again. */
+static int close_gate(struct cn_resp *r, char *msg, size_t len)
+{
+	unsigned t = cn_ag.cfg.lock_timeout_ms;
+	char why[160], paths[400];
+	double ms;
+
+	cn_fn_summary(paths, sizeof(paths));
+	cn_log(&cn_ag.cfg, CN_LOG_DEBUG, "%s", paths);
+	if (cn_gate_close(t, &ms, why, sizeof(why)) < 0) {
+		r->result = CUDA_ERROR_NOT_READY;
+		r->state = CN_STATE_RUNNING;
+		snprintf(r->name, sizeof(r->name), "CUDA_ERROR_NOT_READY");
+		snprintf(msg, len,
+			 "%s for %u ms ([lock] timeout_ms): GPU work still running; the process "
+			 "keeps running",
+			 why, t);
+		return -1;
+	}
+	cn_ag.lock_ms = !t ? 0 : ms + 1 >= t ? 1 : t - (unsigned)ms;
+	if (ms >= 1)
+		cn_log(&cn_ag.cfg, CN_LOG_DEBUG, "the app's driver calls returned in %.1f ms", ms);
+	return 0;
+}
+
 /* After a failed step that came after the communicators' suspend. */
 static void comms_stay(char *msg, size_t len)
 {
@@ -219,6 +249,13 @@ void cn_suspend(void)
 	}
 	cn_report_publish();
 	if (r.state == CN_STATE_RUNNING && cn_nccl_suspend(&r, msg, sizeof(msg)) < 0) {
+		cn_report_finish(&r, "suspend", msg);
+		return;
+	}
+	if (r.state == CN_STATE_LOCKED)
+		cn_gate_shut(); /* a failed unlock's: its callers wait inside the driver */
+	else if (r.state == CN_STATE_RUNNING && close_gate(&r, msg, sizeof(msg)) < 0) {
+		comms_stay(msg, sizeof(msg));
 		cn_report_finish(&r, "suspend", msg);
 		return;
 	}

@@ -910,6 +910,34 @@ EXPORT CUresult fake_sync(void)
 	}
 }
 
+/* For fakeapi.c: this process's state and the end of its last "kernel", without waiting; -1
+ * when it has not registered. */
+__attribute__((visibility("hidden"))) int fake_state_now(long long *busy_until);
+int fake_state_now(long long *busy_until)
+{
+	struct pstate st;
+	int fd = open_locked(getpid(), &st);
+
+	if (fd < 0)
+		return -1;
+	close(fd);
+	*busy_until = st.busy_until;
+	return st.state;
+}
+
+/* For fakeapi.c: a "kernel" of ms from now, once the process runs. */
+__attribute__((visibility("hidden"))) CUresult fake_busy(unsigned ms);
+CUresult fake_busy(unsigned ms)
+{
+	return fake_launch(ms);
+}
+
+__attribute__((visibility("hidden"))) void fake_event(const char *what);
+void fake_event(const char *what)
+{
+	event("%s", what);
+}
+
 /* The GPU (nvidia-smi order) this process's memory is on now. */
 EXPORT int fake_current_gpu(void)
 {

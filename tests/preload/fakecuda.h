@@ -38,6 +38,29 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m);
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned *n,
 						     nvmlProcessInfo_t *p);
 
+/* The entry points an application reaches (fakeapi.c). */
+typedef void *CUstream;
+CUresult cuStreamQuery(CUstream s);
+CUresult cuStreamQuery_ptsz(CUstream s);
+CUresult cuEventQuery(void *e);
+CUresult cuStreamSynchronize(CUstream s);
+CUresult cuStreamSynchronize_ptsz(CUstream s);
+CUresult cuCtxSynchronize(void);
+CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+			unsigned bz, unsigned shmem, CUstream s, void **params, void **extra);
+CUresult cuLaunchKernel_ptsz(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+			     unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
+			     void **extra);
+CUresult cuMemAlloc(unsigned *p, unsigned bytes);
+CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes);
+CUresult cuTexRefSetMipmapLevelBias(void *tex, float bias);
+CUresult cuDriverGetVersion(int *v);
+CUresult cuGetExportTable(const void **table, const CUuuid *id);
+CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, uint64_t flags);
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, uint64_t flags,
+			     int *status);
+void *fake_raw(const char *name);
+
 CUresult fake_register(void);
 CUresult fake_memcpy_htod(size_t off, const void *src, size_t len);
 CUresult fake_memcpy_dtoh(void *dst, size_t off, size_t len);

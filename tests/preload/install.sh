@@ -15,9 +15,12 @@ is "$out" "$(readlink -f "$lib")" "the installed cudanap run preloads the instal
 out=$(LD_PRELOAD=/lib/x86_64-linux-gnu/libc.so.6 "$cli" run -- /bin/sh -c 'echo "$LD_PRELOAD"')
 is "$out" "/lib/x86_64-linux-gnu/libc.so.6:$(readlink -f "$lib")" "an existing LD_PRELOAD is kept and ours appended"
 nccl="ncclAllGather ncclAllReduce ncclAlltoAll ncclBcast ncclBroadcast ncclCommAbort ncclCommDeregister ncclCommDestroy ncclCommFinalize ncclCommGrow ncclCommInitAll ncclCommInitRank ncclCommInitRankConfig ncclCommInitRankScalable ncclCommRegister ncclCommShrink ncclCommSplit ncclGather ncclGroupEnd ncclGroupStart ncclRecv ncclReduce ncclReduceScatter ncclScatter ncclSend"
-ipc="cuIpcCloseMemHandle cuIpcOpenMemHandle cuIpcOpenMemHandle_v2 cuMemImportFromShareableHandle cudaIpcCloseMemHandle cudaIpcOpenMemHandle"
-is "$(nm -D --defined-only "$lib" | awk '$2 != "A" { print $3 }' | LC_ALL=C sort | tr '\n' ' ')" "_Exit __sysv_signal _exit bsd_signal $ipc mmap mmap64 munmap $nccl sigaction signal sysv_signal " \
-	"the preload exports only the symbols it interposes (libc's, NCCL's, CUDA's IPC imports)"
+ipc="cudaIpcCloseMemHandle cudaIpcOpenMemHandle"
+exports=$(nm -D --defined-only "$lib" | awk '$2 != "A" { print $3 }' | LC_ALL=C sort)
+is "$(grep -v '^cu[A-Z]' <<< "$exports" | tr '\n' ' ')" "_Exit __sysv_signal _exit bsd_signal $ipc dlsym mmap mmap64 munmap $nccl sigaction signal sysv_signal " \
+	"the preload exports only the symbols it interposes (libc's, NCCL's, the runtime's IPC imports)"
+names=$(sed -n 's/^CN_FN(\([A-Za-z0-9_]*\),.*/\1/p' "$(dirname "$0")/../../preload/cuda/names.h" | LC_ALL=C sort)
+is "$(grep '^cu[A-Z]' <<< "$exports")" "$names" "and the driver functions of the gate's table, each once"
 printf '[status]\ndir = %s\n' "$T/st" > "$T/i.ini"
 mkdir -m 700 "$T/st"
 CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T "$cli" run -c "$T/i.ini" -- sleep 5 &

@@ -110,12 +110,12 @@ check "--each: no rollback line" test -z "$(grep rollback <<< "$out")"
 ask B sync 10
 
 # A failure that waiting cannot cure (a refusal) is rolled back and not tried again.
-mkdir -p "$T/site/jaxlib" && head -c 4096 /dev/zero > "$T/site/jaxlib/xla_extension.so"
-ask B "map $T/site/jaxlib/xla_extension.so"
+ask B "ipc open"
 out=$("$CUDANAP" suspend --retries 3 "$A_pid" "$B_pid"); rc=$?
 like "$out:$rc" "REFUSED.*rollback: 1 process resumed.*\(rolled back\).*:1$" "a refusal: rolled back"
 check "a refusal is not tried again" test -z "$(grep '^attempt' <<< "$out")"
 is "$(field "$A_pid" state)" running "the other process runs"
+ask B "ipc close"
 
 # One process's signal arriving 0.7 s after the other's (a node that answers late): the command
 # waits for both outcomes.

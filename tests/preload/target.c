@@ -3,6 +3,7 @@
  *   verify | write | kernel MS | sync | gpu | fork [cuda FILE] | map FILE | thread NAME
  *   | handler MODE | count | query | ping | quit
  *   | nccl init NAME RANK NRANKS [local] | nccl split COLOR | nccl loop MS | nccl steps | nccl stop
+ *   | drv ... (driver calls by each path a program takes: paths.c)
  * "fork cuda FILE": the child initialises the fake driver itself, fills its memory, and checks it
  * every 50 ms, writing "ok N" or "bad N" to FILE. "handler MODE" sets the app's own handler for
  * SIGUSR1 and SIGUSR2 as MODE says (sigaction, siginfo, signal, sysv, resethand, ign, dfl, reraise
@@ -29,6 +30,8 @@
 #include <sys/mman.h>
 
 #include "fakecuda.h"
+
+void paths_command(const char *line);
 
 #define SIZE (1u << 20)
 
@@ -311,7 +314,7 @@ static int ipc_command(const char *what)
 int main(int argc, char **argv)
 {
 	int cuda = !(argc > 1 && strcmp(argv[1], "--no-cuda") == 0);
-	char line[128];
+	char line[512];
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (cuda && (fake_register() != CUDA_SUCCESS || fill() < 0)) {
@@ -378,6 +381,9 @@ int main(int argc, char **argv)
 		} else if (strncmp(line, "ipc ", 4) == 0) {
 			line[strcspn(line, "\n")] = '\0';
 			printf("ipc %s\n", ipc_command(line + 4) == 0 ? "ok" : "failed");
+		} else if (strncmp(line, "drv ", 4) == 0) {
+			line[strcspn(line, "\n")] = '\0';
+			paths_command(line + 4);
 		} else if (strncmp(line, "ping", 4) == 0) {
 			printf("pong\n");
 		} else if (strncmp(line, "quit", 4) == 0) {

@@ -1,0 +1,101 @@
+/* fns: the driver functions the gate has handed out, one entry point each (stubs.S), shared by the
+ * rooms of preload/cuda/: lookup.c fills the table, wrap.c reads it at every call. */
+#ifndef CN_FNS_H
+#define CN_FNS_H
+
+/* Entry points handed out by address, after those of names.h; every entry point is 16 bytes of
+ * code, in table order from cn_fn_stubs (stubs.S includes these two). */
+#define CN_FNS_SPARE 2048
+#define CN_STUB_SIZE 16
+
+#ifndef __ASSEMBLER__
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The names names.h lists come first, each exported under its own name; the spare entry points
+ * after them are handed out for functions found by address (a variant libcuda does not export,
+ * a name a newer driver added). */
+#define CN_FN(name, words) CN_FN_IDX_##name,
+enum {
+#include "names.h"
+	CN_FNS_KNOWN
+};
+#undef CN_FN
+#define CN_FNS (CN_FNS_KNOWN + CN_FNS_SPARE)
+
+/* What a call is to the gate and its hooks: most are plain; the rest need a look at their
+ * arguments or results (wrap.c), or matter to whoever asks what the app does. */
+enum cn_kind {
+	CN_KIND_PLAIN,
+	CN_KIND_LOOKUP,	    /* cuGetProcAddress(_v2): the function it hands out is wrapped too */
+	CN_KIND_EXPORT,	    /* cuGetExportTable: noted; calls through the table are not seen */
+	CN_KIND_IPC_OPEN,   /* memory imported from another process: counted for the preflight */
+	CN_KIND_IPC_CLOSE,  /* ... and given back */
+	CN_KIND_IPC_IMPORT, /* a shareable handle imported: counted for good */
+};
+
+/* How the app first got a function: the debug line of a suspend says which paths it used. */
+enum { CN_PATH_EXPORT = 1, CN_PATH_DLSYM = 2, CN_PATH_PROC = 4 };
+
+struct cn_fn {
+	_Atomic(void *) real; /* the driver's function; NULL until known */
+	const char *name;
+	uint8_t words; /* 8-byte argument words on the stack, rounded up to even: the copy */
+	uint8_t kind;
+	bool known;	    /* a name of names.h (a variant of one for a spare) */
+	bool slow;	    /* every call takes the slow path in: counted */
+	bool after;	    /* every call takes the slow path out: its kind looks at the result */
+	uint8_t how;	    /* CN_PATH_* */
+	atomic_ulong calls; /* counted on the slow path only (CUDANAP_DEBUG=calls, unknown names) */
+};
+
+extern struct cn_fn cn_fns[CN_FNS];
+extern const char cn_fn_stubs[]; /* the first entry point (stubs.S) */
+
+/* The entry point of table index idx, and the index of an entry point (-1: not one of ours). */
+static inline void *cn_fn_stub(unsigned idx)
+{
+	return (void *)(cn_fn_stubs + (size_t)idx * CN_STUB_SIZE);
+}
+static inline int cn_fn_index(const void *p)
+{
+	uintptr_t off = (uintptr_t)p - (uintptr_t)cn_fn_stubs;
+
+	return off < (uintptr_t)CN_FNS * CN_STUB_SIZE && off % CN_STUB_SIZE == 0
+		       ? (int)(off / CN_STUB_SIZE)
+		       : -1;
+}
+
+const char *cn_fn_name(unsigned idx);
+
+/* The driver's function behind entry idx, found now if it was not yet (an exported name called
+ * first: the next definition after the preload, else libcuda's own). NULL when there is none. */
+void *cn_fn_resolve(unsigned idx);
+
+/* The address range of libcuda's code, once known (len 0 before): its own calls of its exported
+ * names pass without a look. */
+extern _Atomic(uintptr_t) cn_drv_lo, cn_drv_len;
+
+/* CUDANAP_DEBUG=calls: every call is counted. */
+extern bool cn_fn_counting;
+
+/* A function the driver handed out under name (how: CN_PATH_*), as the app gets it: our entry
+ * point for it, or fn itself when it is not the driver's (or the table is full). */
+void *cn_fn_wrap(void *fn, const char *name, int how);
+
+/* cuGetExportTable handed out the table with this UUID (16 bytes): noted, for the debug line. */
+void cn_fn_note_export(const void *uuid);
+
+/* At the preload's start: libc's dlsym found, CUDANAP_DEBUG read, the table's kinds set (each
+ * is done at the first call otherwise). */
+void cn_fn_setup(void);
+
+/* For the agent: the paths the app took (one line), and with CUDANAP_DEBUG=calls the calls
+ * counted per function, most first ("COUNT NAME" lines; the length written). */
+void cn_fn_summary(char *out, size_t len);
+size_t cn_fn_counts(char *out, size_t len);
+
+#endif /* __ASSEMBLER__ */
+#endif

@@ -1,0 +1,418 @@
+/* lookup: every path by which an app gets a driver function leads to the gate's entry point for
+ * it; this room hands them out and keeps the table.
+ *
+ * - Exported names (-lcuda, or dlsym on RTLD_DEFAULT): the preload exports every name of names.h,
+ *   ahead of libcuda in the global scope. The driver's function behind one is found at its first
+ *   call: the next definition after the preload (RTLD_NEXT), else libcuda's own by its handle.
+ * - dlsym on libcuda's handle (XLA, Triton, PyTorch's lazy wrappers, cudart's own look-up of
+ *   cuGetProcAddress): the preload's dlsym (stubs.S) asks route() about every name of the form
+ *   cu[A-Z]...; the real dlsym answers, and a function that lies in libcuda is handed back
+ *   wrapped. Every other name, and RTLD_NEXT, goes to libc's dlsym untouched and with the app's
+ *   return address, so that RTLD_NEXT keeps its meaning. dlvsym is not interposed (libcuda's
+ *   names carry no version; cudart asks dlvsym only for libc's).
+ * - cuGetProcAddress and cuGetProcAddress_v2 (cudart >= 12, hence PyTorch, cuDNN, cuBLAS and the
+ *   static runtime; cudaGetDriverEntryPoint, hence NCCL and cuda-python): the driver picks the
+ *   function for the version and flags asked (a _v2, _v3, _ptsz or _ptds variant, or one it does
+ *   not export), and wrap.c wraps what it hands out.
+ * - cuGetExportTable: noted. The driver's private tables it hands out are not seen.
+ * A function is known by its address: its exported name when libcuda exports it (dladdr),
+ * else the name asked for. One the table does not know (a newer driver's) gets a spare entry
+ * point, passes through as it is, and is counted. */
+#define _GNU_SOURCE
+#include "fns.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PASS ((void *)1) /* route: libc's dlsym answers */
+/* A sanitizer's runtime looks its real functions up with dlsym(RTLD_NEXT) before it is set up:
+ * what the preload's dlsym runs on the way to libc's must not call into it. */
+#define UNSANITIZED __attribute__((no_sanitize_address, no_sanitize_thread, no_sanitize_undefined))
+
+#define CN_FN(n, w) { .name = #n, .words = ((w) + 1) & ~1 },
+struct cn_fn cn_fns[CN_FNS] = {
+#include "names.h"
+};
+#undef CN_FN
+
+__attribute__((visibility("hidden"))) void *(*cn_real_dlsym)(void *, const char *);
+_Atomic(uintptr_t) cn_drv_lo, cn_drv_len;
+bool cn_fn_counting;
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static unsigned n_spare;		   /* spare entry points handed out */
+static unsigned long unwrapped;		   /* driver functions handed out bare: no spare left */
+static char spare_names[CN_FNS_SPARE][64]; /* a spare's name, when it is not libcuda's own */
+static uint32_t by_addr[8192];		   /* 1 + index, by the driver function's address */
+static const void *drv_base;		   /* libcuda's load address, once seen */
+static unsigned long export_tables;
+static unsigned char export_ids[16][16];
+static unsigned n_export_ids;
+
+static const struct {
+	const char *prefix;
+	uint8_t kind;
+} kinds[] = {
+	{ "cuGetProcAddress", CN_KIND_LOOKUP },
+	{ "cuGetExportTable", CN_KIND_EXPORT },
+	{ "cuIpcOpenMemHandle", CN_KIND_IPC_OPEN },
+	{ "cuIpcCloseMemHandle", CN_KIND_IPC_CLOSE },
+	{ "cuMemImportFromShareableHandle", CN_KIND_IPC_IMPORT },
+};
+
+static uint8_t kind_of(const char *name)
+{
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (strncmp(name, kinds[i].prefix, strlen(kinds[i].prefix)) == 0)
+			return kinds[i].kind;
+	return CN_KIND_PLAIN;
+}
+
+/* The flags of an entry, set before its function is published. */
+static void classify(struct cn_fn *e)
+{
+	e->kind = kind_of(e->name);
+	e->slow = cn_fn_counting || !e->known;
+	e->after = e->kind != CN_KIND_PLAIN;
+}
+
+/* libc's dlsym: the next after the preload, else libc's own (preloaded before it, as
+ * LD_PRELOAD=libc.so.6:... does), else libdl's (glibc before 2.34). */
+UNSANITIZED static void find_real_dlsym(void)
+{
+	static const char *const where[] = { NULL, "libc.so.6", "libdl.so.2" };
+	static const char *const versions[] = { "GLIBC_2.34", "GLIBC_2.2.5" };
+	void *f = NULL;
+
+	for (size_t i = 0; !f && i < sizeof(where) / sizeof(where[0]); i++) {
+		void *h = where[i] ? dlopen(where[i], RTLD_LAZY | RTLD_NOLOAD) : RTLD_NEXT;
+
+		for (size_t v = 0; h && !f && v < sizeof(versions) / sizeof(versions[0]); v++)
+			f = dlvsym(h, "dlsym", versions[v]);
+		if (h && h != RTLD_NEXT)
+			dlclose(h);
+	}
+	if (!f) {
+		static const char msg[] = "cudanap: libc's dlsym not found\n";
+
+		if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0) {
+		}
+		abort();
+	}
+	__atomic_store_n(&cn_real_dlsym, (void *(*)(void *, const char *))f, __ATOMIC_RELEASE);
+}
+
+static void init(void)
+{
+	const char *dbg = secure_getenv("CUDANAP_DEBUG");
+
+	if (!cn_real_dlsym)
+		find_real_dlsym();
+	cn_fn_counting = dbg && strstr(dbg, "calls");
+	for (unsigned i = 0; i < CN_FNS_KNOWN; i++) {
+		cn_fns[i].known = true;
+		classify(&cn_fns[i]);
+	}
+}
+
+void cn_fn_setup(void)
+{
+	pthread_once(&once, init);
+}
+
+const char *cn_fn_name(unsigned idx)
+{
+	return idx < CN_FNS && cn_fns[idx].name ? cn_fns[idx].name : "a driver function";
+}
+
+static int known_index(const char *name)
+{
+	int lo = 0, hi = CN_FNS_KNOWN - 1;
+
+	while (lo <= hi) {
+		int mid = (lo + hi) / 2, c = strcmp(name, cn_fns[mid].name);
+
+		if (c == 0)
+			return mid;
+		if (c < 0)
+			hi = mid - 1;
+		else
+			lo = mid + 1;
+	}
+	return -1;
+}
+
+/* Under mu: the map from a driver function to its entry. */
+static uint32_t *slot_for(const void *fn)
+{
+	size_t n = sizeof(by_addr) / sizeof(by_addr[0]), h = ((uintptr_t)fn >> 4) * 0x9e3779b1u;
+
+	for (size_t i = 0; i < n; i++) {
+		uint32_t *s = &by_addr[(h + i) & (n - 1)];
+
+		if (!*s || atomic_load(&cn_fns[*s - 1].real) == fn)
+			return s;
+	}
+	return NULL;
+}
+
+/* Under mu: entry idx calls fn from now on. */
+static void publish(unsigned idx, void *fn)
+{
+	uint32_t *s = slot_for(fn);
+
+	atomic_store_explicit(&cn_fns[idx].real, fn, memory_order_release);
+	if (s && !*s)
+		*s = idx + 1;
+}
+
+/* The name of the driver's library: CUDANAP_LIBCUDA's (a test's stand-in), else libcuda's. */
+static const char *driver_name(void)
+{
+	const char *lib = secure_getenv("CUDANAP_LIBCUDA");
+
+	if (lib && *lib)
+		return strrchr(lib, '/') ? strrchr(lib, '/') + 1 : lib;
+	return "libcuda.so";
+}
+
+struct range {
+	uintptr_t base, lo, hi;
+};
+
+static int text_of(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct range *r = data;
+
+	(void)size;
+	if (info->dlpi_addr != r->base)
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+			uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+
+			if (!r->lo || a < r->lo)
+				r->lo = a;
+			if (a + ph->p_memsz > r->hi)
+				r->hi = a + ph->p_memsz;
+		}
+	}
+	return 1;
+}
+
+/* Under mu: whether fn lies in libcuda; the first time, its code's range is noted. */
+static bool in_driver(const void *fn)
+{
+	struct link_map *lm = NULL;
+	struct range r = { 0, 0, 0 };
+	const char *base;
+	Dl_info info;
+
+	if (!dladdr1(fn, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm)
+		return false;
+	if (drv_base)
+		return info.dli_fbase == drv_base;
+	base = strrchr(lm->l_name, '/') ? strrchr(lm->l_name, '/') + 1 : lm->l_name;
+	if (!strstr(base, driver_name()))
+		return false;
+	drv_base = info.dli_fbase;
+	r.base = (uintptr_t)lm->l_addr;
+	dl_iterate_phdr(text_of, &r);
+	if (r.hi > r.lo) {
+		atomic_store(&cn_drv_lo, r.lo);
+		atomic_store(&cn_drv_len, r.hi - r.lo);
+	}
+	return true;
+}
+
+/* The definition an exported name would have had without the preload. */
+static void *next_definition(const char *name)
+{
+	const char *lib = secure_getenv("CUDANAP_LIBCUDA");
+	void *f = cn_real_dlsym(RTLD_NEXT, name), *h;
+
+	if (f)
+		return f;
+	/* cudart loads libcuda with RTLD_LOCAL: out of RTLD_NEXT's reach. */
+	h = dlopen(lib && *lib ? lib : "libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+	if (!h)
+		return NULL;
+	f = cn_real_dlsym(h, name);
+	dlclose(h);
+	return f;
+}
+
+void *cn_fn_resolve(unsigned idx)
+{
+	void *f = atomic_load_explicit(&cn_fns[idx].real, memory_order_acquire);
+
+	pthread_once(&once, init);
+	if (f || idx >= CN_FNS_KNOWN)
+		return f;
+	pthread_mutex_lock(&mu);
+	f = atomic_load(&cn_fns[idx].real);
+	if (!f && (f = next_definition(cn_fns[idx].name))) {
+		in_driver(f);
+		cn_fns[idx].how |= CN_PATH_EXPORT;
+		publish(idx, f);
+	}
+	pthread_mutex_unlock(&mu);
+	return f;
+}
+
+/* Under mu: a spare entry point for fn, exported by libcuda as exact (NULL: not exported), asked
+ * for as name. -1 when none is left. */
+static int spare(void *fn, const char *exact, const char *name)
+{
+	struct cn_fn *e;
+	const char *base = exact ? exact : name;
+	char stem[64];
+	int k;
+
+	if (n_spare >= CN_FNS_SPARE)
+		return -1;
+	e = &cn_fns[CN_FNS_KNOWN + n_spare];
+	snprintf(spare_names[n_spare], sizeof(spare_names[0]), "%s", base);
+	e->name = spare_names[n_spare];
+	/* A variant the table has no entry of its own for: known by its stem (cuLaunchKernel for an
+	 * unexported cuLaunchKernel variant), its stack arguments not. */
+	snprintf(stem, sizeof(stem), "%s", base);
+	k = known_index(stem);
+	while (k < 0 && strrchr(stem, '_')) {
+		*strrchr(stem, '_') = '\0';
+		k = known_index(stem);
+	}
+	e->known = k >= 0;
+	e->words = exact && k >= 0 && strcmp(exact, cn_fns[k].name) == 0 ? cn_fns[k].words : 16;
+	classify(e);
+	publish(CN_FNS_KNOWN + n_spare, fn);
+	return (int)(CN_FNS_KNOWN + n_spare++);
+}
+
+void *cn_fn_wrap(void *fn, const char *name, int how)
+{
+	int idx = cn_fn_index(fn);
+	const char *exact = NULL;
+	uint32_t *s;
+	Dl_info info;
+
+	pthread_once(&once, init);
+	if (idx >= 0) {
+		/* One of ours (dlsym found the preload's export first): there only if libcuda has
+		 * it. */
+		if (!cn_fn_resolve((unsigned)idx))
+			return NULL;
+		pthread_mutex_lock(&mu);
+		cn_fns[idx].how |= how;
+		pthread_mutex_unlock(&mu);
+		return fn;
+	}
+	pthread_mutex_lock(&mu);
+	if (!in_driver(fn)) {
+		pthread_mutex_unlock(&mu);
+		return fn;
+	}
+	s = slot_for(fn);
+	idx = s && *s ? (int)*s - 1 : -1;
+	if (idx < 0 && dladdr(fn, &info) && info.dli_saddr == fn && info.dli_sname)
+		exact = info.dli_sname;
+	if (idx < 0 && exact && (idx = known_index(exact)) >= 0 && atomic_load(&cn_fns[idx].real))
+		idx = -1; /* its name's entry calls another function: a second libcuda */
+	if (idx >= 0 && !atomic_load(&cn_fns[idx].real))
+		publish((unsigned)idx, fn);
+	else if (idx < 0)
+		idx = spare(fn, exact, name);
+	if (idx >= 0)
+		cn_fns[idx].how |= how;
+	else
+		unwrapped++;
+	pthread_mutex_unlock(&mu);
+	return idx >= 0 ? cn_fn_stub((unsigned)idx) : fn;
+}
+
+void cn_fn_note_export(const void *uuid)
+{
+	pthread_mutex_lock(&mu);
+	export_tables++;
+	for (unsigned i = 0; uuid && i <= n_export_ids && i < 16; i++) {
+		if (i == n_export_ids) {
+			memcpy(export_ids[n_export_ids++], uuid, 16);
+			break;
+		}
+		if (memcmp(export_ids[i], uuid, 16) == 0)
+			break;
+	}
+	pthread_mutex_unlock(&mu);
+}
+
+/* The preload's dlsym (stubs.S) asks first: PASS for libc's answer. */
+__attribute__((visibility("hidden"))) void *cn_dlsym_route(void *handle, const char *name);
+UNSANITIZED void *cn_dlsym_route(void *handle, const char *name)
+{
+	void *f;
+
+	if (!__atomic_load_n(&cn_real_dlsym, __ATOMIC_ACQUIRE))
+		find_real_dlsym();
+	if (!name || name[0] != 'c' || name[1] != 'u' || name[2] < 'A' || name[2] > 'Z' ||
+	    handle == RTLD_NEXT)
+		return PASS;
+	f = cn_real_dlsym(handle, name);
+	return f ? cn_fn_wrap(f, name, CN_PATH_DLSYM) : NULL;
+}
+
+void cn_fn_summary(char *out, size_t len)
+{
+	unsigned n = 0, by[3] = { 0, 0, 0 }, unknown = 0;
+
+	pthread_mutex_lock(&mu);
+	for (unsigned i = 0; i < CN_FNS_KNOWN + n_spare; i++) {
+		if (!cn_fns[i].how)
+			continue;
+		n++;
+		for (int p = 0; p < 3; p++)
+			by[p] += (cn_fns[i].how >> p) & 1;
+		unknown += !cn_fns[i].known;
+	}
+	snprintf(out, len,
+		 "driver functions the app took: %u (%u by exported name, %u by dlsym, %u by "
+		 "cuGetProcAddress; %u unknown to cudanap, %lu passed bare for want of an entry "
+		 "point); export tables taken: %lu (%u kinds), their calls not seen",
+		 n, by[0], by[1], by[2], unknown, unwrapped, export_tables, n_export_ids);
+	pthread_mutex_unlock(&mu);
+}
+
+static int by_calls(const void *a, const void *b)
+{
+	unsigned long x = atomic_load(&cn_fns[*(const unsigned *)a].calls),
+		      y = atomic_load(&cn_fns[*(const unsigned *)b].calls);
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+size_t cn_fn_counts(char *out, size_t len)
+{
+	static unsigned order[CN_FNS];
+	unsigned n = 0;
+	size_t o = 0;
+
+	pthread_mutex_lock(&mu);
+	for (unsigned i = 0; i < CN_FNS_KNOWN + n_spare; i++)
+		if (atomic_load(&cn_fns[i].calls))
+			order[n++] = i;
+	qsort(order, n, sizeof(order[0]), by_calls);
+	out[0] = '\0';
+	for (unsigned i = 0; i < n && o < len; i++)
+		o += (size_t)snprintf(out + o, len - o, "%lu %s%s\n",
+				      atomic_load(&cn_fns[order[i]].calls), cn_fns[order[i]].name,
+				      cn_fns[order[i]].known ? "" : " (unknown)");
+	pthread_mutex_unlock(&mu);
+	return o < len ? o : len - 1;
+}

@@ -1,0 +1,260 @@
+/* fakeapi: the fake driver's entry points as an application reaches them (part of libfakecuda.so,
+ * beside fakecuda.c): by exported name, by dlsym, by cuGetProcAddress and cuGetProcAddress_v2.
+ *
+ * Each one, when entered, checks that the process is RUNNING, and otherwise writes
+ * "entered NAME PID STATE" to the events file; entered while CHECKPOINTED it then aborts, as
+ * JAX's poller died inside libcuda (DESIGN.md). So a test sees any call the gate let through while
+ * the process was suspended. fake_raw() hands out the functions bare, to show that the check
+ * catches such a call.
+ *
+ * cuGetProcAddress(_v2) answers as the real driver does: the _ptsz variant for the per-thread
+ * default stream flag (2), cuMemAlloc_v2 from version 3020, cuGetProcAddress_v2 from 12000, for
+ * cuLaunchKernel from version 13000 a variant libfakecuda does not export, and "cuFakeNext", a
+ * function no cudanap table knows, also unexported. Anything else: CUDA_ERROR_NOT_FOUND.
+ *
+ * cuLaunchKernel takes a "kernel" of gridDimX ms and checks that its other ten arguments are
+ * 2, 3, ... 10 (five of them passed on the stack); cuTexRefSetMipmapLevelBias that its float
+ * is 0.75 (passed in a vector register): both fail with CUDA_ERROR_INVALID_VALUE otherwise. The
+ * synchronisations wait for the last "kernel" to end. libfakecuda is linked -Bsymbolic, so that the
+ * functions it hands out are its own and not the preload's exports of the same names. */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fakecuda.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+int fake_state_now(long long *busy_until);
+CUresult fake_busy(unsigned ms);
+void fake_event(const char *what);
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The check at the door of every entry point. */
+static void entered(const char *fn)
+{
+	long long busy;
+	int st = fake_state_now(&busy);
+	char line[160];
+
+	if (st <= 0)
+		return;
+	snprintf(line, sizeof(line), "entered %s %d %s", fn, (int)getpid(),
+		 st == 2   ? "checkpointed"
+		 : st == 1 ? "locked"
+			   : "other");
+	fake_event(line);
+	if (st == 2) {
+		fprintf(stderr, "fakecuda: %s entered while checkpointed\n", fn);
+		abort();
+	}
+}
+
+static CUresult query(const char *fn)
+{
+	long long busy = 0;
+
+	entered(fn);
+	fake_state_now(&busy);
+	return busy > now_ms() ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+}
+
+static CUresult synchronize(const char *fn)
+{
+	long long busy = 0;
+
+	entered(fn);
+	while (fake_state_now(&busy) >= 0 && busy > now_ms())
+		usleep(5000);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamQuery(CUstream s)
+{
+	(void)s;
+	return query("cuStreamQuery");
+}
+
+EXPORT CUresult cuStreamQuery_ptsz(CUstream s)
+{
+	(void)s;
+	return query("cuStreamQuery_ptsz");
+}
+
+EXPORT CUresult cuEventQuery(void *e)
+{
+	(void)e;
+	return query("cuEventQuery");
+}
+
+EXPORT CUresult cuStreamSynchronize(CUstream s)
+{
+	(void)s;
+	return synchronize("cuStreamSynchronize");
+}
+
+EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s)
+{
+	(void)s;
+	return synchronize("cuStreamSynchronize_ptsz");
+}
+
+EXPORT CUresult cuCtxSynchronize(void)
+{
+	return synchronize("cuCtxSynchronize");
+}
+
+static CUresult launch(const char *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+		       unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
+		       void **extra)
+{
+	entered(fn);
+	if (gy != 2 || gz != 3 || bx != 4 || by != 5 || bz != 6 || shmem != 7 || s != (void *)8 ||
+	    params != (void **)9 || extra != (void **)10)
+		return CUDA_ERROR_INVALID_VALUE;
+	return fake_busy(gx);
+}
+
+EXPORT CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+			       unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
+			       void **extra)
+{
+	(void)f;
+	return launch("cuLaunchKernel", gx, gy, gz, bx, by, bz, shmem, s, params, extra);
+}
+
+EXPORT CUresult cuLaunchKernel_ptsz(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+				    unsigned by, unsigned bz, unsigned shmem, CUstream s,
+				    void **params, void **extra)
+{
+	(void)f;
+	return launch("cuLaunchKernel_ptsz", gx, gy, gz, bx, by, bz, shmem, s, params, extra);
+}
+
+/* Not exported: what version 13000 of cuLaunchKernel is here. */
+static CUresult launch_v13(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+			   unsigned bz, unsigned shmem, CUstream s, void **params, void **extra)
+{
+	(void)f;
+	return launch("cuLaunchKernel(13000)", gx, gy, gz, bx, by, bz, shmem, s, params, extra);
+}
+
+EXPORT CUresult cuMemAlloc(unsigned *p, unsigned bytes)
+{
+	entered("cuMemAlloc");
+	*p = bytes ? 0x1000 : 0;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes)
+{
+	entered("cuMemAlloc_v2");
+	*p = bytes ? 0x7e0000000000ull : 0;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuTexRefSetMipmapLevelBias(void *tex, float bias)
+{
+	(void)tex;
+	entered("cuTexRefSetMipmapLevelBias");
+	return bias == 0.75f ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuDriverGetVersion(int *v)
+{
+	entered("cuDriverGetVersion");
+	*v = 13000;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGetExportTable(const void **table, const CUuuid *id)
+{
+	static const void *const tables[2] = { NULL, NULL };
+
+	entered("cuGetExportTable");
+	if (!table || !id)
+		return CUDA_ERROR_INVALID_VALUE;
+	*table = tables;
+	return CUDA_SUCCESS;
+}
+
+/* Not exported, and unknown to cudanap's table: a newer driver's function. */
+static CUresult fake_next(int *out)
+{
+	entered("cuFakeNext");
+	*out = 42;
+	return CUDA_SUCCESS;
+}
+
+static void *pick(const char *s, int version, uint64_t flags)
+{
+	int ptds = (flags & 2) != 0;
+
+	if (strcmp(s, "cuStreamQuery") == 0)
+		return ptds ? (void *)cuStreamQuery_ptsz : (void *)cuStreamQuery;
+	if (strcmp(s, "cuStreamSynchronize") == 0)
+		return ptds ? (void *)cuStreamSynchronize_ptsz : (void *)cuStreamSynchronize;
+	if (strcmp(s, "cuLaunchKernel") == 0)
+		return version >= 13000 ? (void *)launch_v13
+		       : ptds		? (void *)cuLaunchKernel_ptsz
+					: (void *)cuLaunchKernel;
+	if (strcmp(s, "cuMemAlloc") == 0)
+		return version >= 3020 ? (void *)cuMemAlloc_v2 : (void *)cuMemAlloc;
+	if (strcmp(s, "cuGetProcAddress") == 0)
+		return version >= 12000 ? (void *)cuGetProcAddress_v2 : NULL;
+	if (strcmp(s, "cuFakeNext") == 0)
+		return (void *)fake_next;
+	if (strcmp(s, "cuEventQuery") == 0)
+		return (void *)cuEventQuery;
+	if (strcmp(s, "cuCtxSynchronize") == 0)
+		return (void *)cuCtxSynchronize;
+	if (strcmp(s, "cuTexRefSetMipmapLevelBias") == 0)
+		return (void *)cuTexRefSetMipmapLevelBias;
+	if (strcmp(s, "cuDriverGetVersion") == 0)
+		return (void *)cuDriverGetVersion;
+	if (strcmp(s, "cuGetExportTable") == 0)
+		return (void *)cuGetExportTable;
+	if (strcmp(s, "cuIpcOpenMemHandle") == 0)
+		return (void *)cuIpcOpenMemHandle_v2;
+	return NULL;
+}
+
+EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, uint64_t flags,
+				    int *status)
+{
+	entered("cuGetProcAddress_v2");
+	if (!symbol || !pfn)
+		return CUDA_ERROR_INVALID_VALUE;
+	*pfn = pick(symbol, version, flags);
+	if (status)
+		*status = *pfn ? 0 : 1; /* CU_GET_PROC_ADDRESS_SUCCESS, _SYMBOL_NOT_FOUND */
+	return *pfn ? CUDA_SUCCESS : 500;
+}
+
+/* Before CUDA 12: four arguments. */
+EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, uint64_t flags)
+{
+	entered("cuGetProcAddress");
+	if (!symbol || !pfn)
+		return CUDA_ERROR_INVALID_VALUE;
+	*pfn = pick(symbol, version < 12000 ? version : 11080, flags);
+	return *pfn ? CUDA_SUCCESS : 500;
+}
+
+/* The functions bare, past any interposer: what a call the gate never saw looks like. */
+EXPORT void *fake_raw(const char *name)
+{
+	return pick(name, 12000, 0);
+}

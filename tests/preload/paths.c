@@ -1,0 +1,301 @@
+/* paths: the test target's driver calls, by each path a program takes to libcuda (the commands
+ * target.c hands here):
+ *   fn PATH NAME      where the function PATH gives for NAME lies: "fn OBJECT SYMBOL" (dladdr;
+ *                     "?" where no symbol starts there), or "fn none"
+ *   call PATH NAME    one call with the arguments the fake driver checks (fakeapi.c): "call RC"
+ *   launch PATH MS    a "kernel" of MS ms: "launch RC"
+ *   poll PATH MS      a thread calling cuStreamQuery by PATH every MS ms, as XLA's poller does
+ *   polled            "polled CALLS LONGEST_MS": the calls so far and the longest one's time
+ *   bgsync PATH       a thread inside cuStreamSynchronize by PATH until the kernel ends
+ *   synced            "synced running", or "synced RC MS" once it returned
+ *   storm N PATH MS   N threads calling cuStreamQuery by PATH without pause for MS ms
+ *   stormed           "stormed running", or "stormed CALLS FAILED" once all are done
+ *   forkpoll PATH F   a child forked now calls cuStreamQuery by PATH every 5 ms for 30 s,
+ *                     writing its count of successful calls to F: "forkpoll PID"
+ *   nexter            with nexter.c preloaded: "nexter OBJECT OBJECT SYMBOL RC PPID": where its
+ *                     next getppid lies, where the driver function its constructor took lies,
+ *                     that function's answer, and getppid()
+ * PATH: export (the name the program links), dlsym (on libfakecuda's handle), default (dlsym on
+ * RTLD_DEFAULT), gpa (cuGetProcAddress, version 11080), gpa2 (cuGetProcAddress_v2, 12000), ptds
+ * (the same with the per-thread default stream), v13 (version 13000), raw (bare: past cudanap). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fakecuda.h"
+
+typedef CUresult (*query_fn)(CUstream);
+typedef CUresult (*gpa_fn)(const char *, void **, int, uint64_t);
+typedef CUresult (*gpa2_fn)(const char *, void **, int, uint64_t, int *);
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void *fake_handle(void)
+{
+	Dl_info info;
+
+	if (!dladdr((void *)fake_register, &info) || !info.dli_fname)
+		return NULL;
+	return dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+}
+
+static void *exported(const char *name)
+{
+	static const struct {
+		const char *name;
+		void *fn;
+	} linked[] = {
+		{ "cuStreamQuery", (void *)cuStreamQuery },
+		{ "cuEventQuery", (void *)cuEventQuery },
+		{ "cuStreamSynchronize", (void *)cuStreamSynchronize },
+		{ "cuLaunchKernel", (void *)cuLaunchKernel },
+		{ "cuMemAlloc", (void *)cuMemAlloc_v2 },
+		{ "cuTexRefSetMipmapLevelBias", (void *)cuTexRefSetMipmapLevelBias },
+		{ "cuDriverGetVersion", (void *)cuDriverGetVersion },
+		{ "cuGetExportTable", (void *)cuGetExportTable },
+	};
+
+	for (size_t i = 0; i < sizeof(linked) / sizeof(linked[0]); i++)
+		if (strcmp(name, linked[i].name) == 0)
+			return linked[i].fn;
+	return NULL;
+}
+
+static void *get(const char *path, const char *name)
+{
+	void *h = fake_handle(), *f = NULL;
+	int st, version = strcmp(path, "v13") == 0 ? 13000 : 12000;
+
+	if (strcmp(path, "export") == 0)
+		f = exported(name);
+	else if (strcmp(path, "dlsym") == 0)
+		f = h ? dlsym(h, name) : NULL;
+	else if (strcmp(path, "default") == 0)
+		f = dlsym(RTLD_DEFAULT, name);
+	else if (strcmp(path, "raw") == 0)
+		f = fake_raw(name);
+	else if (strcmp(path, "gpa") == 0) {
+		gpa_fn g = h ? (gpa_fn)dlsym(h, "cuGetProcAddress") : NULL;
+
+		if (!g || g(name, &f, 11080, 0) != CUDA_SUCCESS)
+			f = NULL;
+	} else {
+		gpa2_fn g = h ? (gpa2_fn)dlsym(h, "cuGetProcAddress_v2") : NULL;
+
+		if (!g || g(name, &f, version, strcmp(path, "ptds") == 0 ? 2 : 0, &st) != 0)
+			f = NULL;
+	}
+	if (h)
+		dlclose(h);
+	return f;
+}
+
+/* One call of name with the arguments fakeapi.c checks. */
+static int call(void *f, const char *name, unsigned ms)
+{
+	if (strcmp(name, "cuLaunchKernel") == 0)
+		return ((CUresult(*)(void *, unsigned, unsigned, unsigned, unsigned, unsigned,
+				     unsigned, unsigned, CUstream, void **, void **))f)(
+			NULL, ms, 2, 3, 4, 5, 6, 7, (void *)8, (void **)9, (void **)10);
+	if (strcmp(name, "cuTexRefSetMipmapLevelBias") == 0)
+		return ((CUresult(*)(void *, float))f)(NULL, 0.75f);
+	if (strcmp(name, "cuMemAlloc") == 0) {
+		CUdeviceptr p = 0;
+		int rc = ((CUresult(*)(CUdeviceptr *, size_t))f)(&p, 1 << 20);
+
+		return rc ? rc : p ? 0 : -1;
+	}
+	if (strcmp(name, "cuFakeNext") == 0) {
+		int out = 0, rc = ((CUresult(*)(int *))f)(&out);
+
+		return rc ? rc : out == 42 ? 0 : -1;
+	}
+	if (strcmp(name, "cuDriverGetVersion") == 0) {
+		int v = 0, rc = ((CUresult(*)(int *))f)(&v);
+
+		return rc ? rc : v == 13000 ? 0 : -1;
+	}
+	if (strcmp(name, "cuGetExportTable") == 0) {
+		const void *t = NULL;
+		CUuuid id = { { 1 } };
+
+		return ((CUresult(*)(const void **, const CUuuid *))f)(&t, &id);
+	}
+	return ((query_fn)f)(NULL);
+}
+
+static struct {
+	query_fn f;
+	unsigned ms;
+	atomic_ulong calls;
+	_Atomic double longest;
+} poller;
+
+static void *poll_loop(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		double t0 = now_ms(), dt;
+
+		poller.f(NULL);
+		dt = now_ms() - t0;
+		atomic_fetch_add(&poller.calls, 1);
+		if (dt > atomic_load(&poller.longest))
+			atomic_store(&poller.longest, dt);
+		usleep(poller.ms * 1000);
+	}
+	return NULL;
+}
+
+static struct {
+	query_fn f;
+	atomic_bool done;
+	int rc;
+	double ms;
+} syncer;
+
+static void *sync_once(void *arg)
+{
+	double t0 = now_ms();
+
+	(void)arg;
+	syncer.rc = syncer.f(NULL);
+	syncer.ms = now_ms() - t0;
+	atomic_store(&syncer.done, true);
+	return NULL;
+}
+
+static struct {
+	query_fn f;
+	double until;
+	atomic_ulong calls, failed;
+	atomic_int running;
+} storm;
+
+static void *storm_loop(void *arg)
+{
+	(void)arg;
+	while (now_ms() < storm.until) {
+		if (storm.f(NULL) != CUDA_SUCCESS)
+			atomic_fetch_add(&storm.failed, 1);
+		atomic_fetch_add(&storm.calls, 1);
+	}
+	atomic_fetch_sub(&storm.running, 1);
+	return NULL;
+}
+
+static int start(void *(*fn)(void *))
+{
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, fn, NULL) != 0)
+		return -1;
+	pthread_detach(t);
+	return 0;
+}
+
+void paths_command(const char *line);
+void paths_command(const char *line)
+{
+	char path[16], name[256];
+	unsigned ms = 0, n = 0;
+	void *f;
+
+	if (sscanf(line, "fn %15s %255s", path, name) == 2) {
+		Dl_info info;
+
+		f = get(path, name);
+		if (!f || !dladdr(f, &info) || !info.dli_fname)
+			printf("fn none\n");
+		else
+			printf("fn %s %s\n", strrchr(info.dli_fname, '/') + 1,
+			       info.dli_saddr == f && info.dli_sname ? info.dli_sname : "?");
+	} else if (sscanf(line, "call %15s %255s", path, name) == 2) {
+		f = get(path, name);
+		printf("call %d\n", f ? call(f, name, 0) : -2);
+	} else if (sscanf(line, "launch %15s %u", path, &ms) == 2) {
+		f = get(path, "cuLaunchKernel");
+		printf("launch %d\n", f ? call(f, "cuLaunchKernel", ms) : -2);
+	} else if (sscanf(line, "poll %15s %u", path, &ms) == 2) {
+		poller.f = (query_fn)get(path, "cuStreamQuery");
+		poller.ms = ms;
+		printf("poll %s\n", poller.f && start(poll_loop) == 0 ? "ok" : "failed");
+	} else if (strcmp(line, "polled") == 0) {
+		printf("polled %lu %.0f\n", atomic_load(&poller.calls),
+		       atomic_load(&poller.longest));
+	} else if (sscanf(line, "bgsync %15s", path) == 1) {
+		syncer.f = (query_fn)get(path, "cuStreamSynchronize");
+		atomic_store(&syncer.done, false);
+		printf("bgsync %s\n", syncer.f && start(sync_once) == 0 ? "ok" : "failed");
+	} else if (strcmp(line, "synced") == 0) {
+		if (atomic_load(&syncer.done))
+			printf("synced %d %.0f\n", syncer.rc, syncer.ms);
+		else
+			printf("synced running\n");
+	} else if (sscanf(line, "storm %u %15s %u", &n, path, &ms) == 3) {
+		storm.f = (query_fn)get(path, "cuStreamQuery");
+		storm.until = now_ms() + ms;
+		atomic_store(&storm.calls, 0);
+		atomic_store(&storm.failed, 0);
+		atomic_store(&storm.running, (int)n);
+		for (unsigned i = 0; storm.f && i < n; i++)
+			if (start(storm_loop) < 0)
+				atomic_fetch_sub(&storm.running, 1);
+		printf("storm %s\n", storm.f ? "ok" : "failed");
+	} else if (strcmp(line, "stormed") == 0) {
+		if (atomic_load(&storm.running) > 0)
+			printf("stormed running\n");
+		else
+			printf("stormed %lu %lu\n", atomic_load(&storm.calls),
+			       atomic_load(&storm.failed));
+	} else if (sscanf(line, "forkpoll %15s %255s", path, name) == 2) {
+		query_fn q = (query_fn)get(path, "cuStreamQuery");
+		pid_t c = q ? fork() : -1;
+
+		if (c == 0) {
+			char tmp[300];
+			unsigned long good = 0;
+
+			snprintf(tmp, sizeof(tmp), "%s.tmp", name);
+			for (double end = now_ms() + 30000; now_ms() < end;) {
+				FILE *out = fopen(tmp, "w");
+
+				good += q(NULL) == CUDA_SUCCESS;
+				if (out) {
+					fprintf(out, "%lu\n", good);
+					fclose(out);
+					rename(tmp, name);
+				}
+				usleep(5000);
+			}
+			_exit(0);
+		}
+		printf("forkpoll %d\n", (int)c);
+	} else if (strcmp(line, "nexter") == 0) {
+		void *(*next)(void) = (void *(*)(void))dlsym(RTLD_DEFAULT, "nexter_next");
+		void *(*early)(void) = (void *(*)(void))dlsym(RTLD_DEFAULT, "nexter_early");
+		Dl_info a, b;
+
+		if (!next || !early || !dladdr(next(), &a) || !dladdr(early(), &b))
+			printf("nexter none\n");
+		else
+			printf("nexter %s %s %s %d %d\n", strrchr(a.dli_fname, '/') + 1,
+			       strrchr(b.dli_fname, '/') + 1, b.dli_sname ? b.dli_sname : "?",
+			       ((query_fn)early())(NULL), (int)getppid());
+	} else {
+		printf("unknown\n");
+	}
+}

@@ -1,0 +1,159 @@
+/* Unit tests of the gate (preload/cuda/), compiled into this program with its trampoline, against
+ * gatedrv.c: functions taken by dlsym come back as the gate's entry points and answer right; while
+ * the gate is closed no call of eight busy threads enters the driver, and all go on once it opens;
+ * a thread inside a call holds a close up for as long as it stays, or makes it fail at its timeout
+ * naming the thread and the function; cudanap's own thread passes a closed gate; a forked child
+ * starts with the gate open. Also built under ThreadSanitizer (the tsan suite). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fns.h"
+#include "gate.h"
+#include "tap.h"
+
+#define THREADS 8
+
+typedef int (*query_fn)(void *);
+static query_fn query;
+static int (*sync_fn)(void);
+static atomic_int *inside, *violations, *closed_flag, *hold_ms;
+static atomic_long *calls;
+static atomic_bool stop;
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+static void *busy(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&stop))
+		query(NULL);
+	return NULL;
+}
+
+static void *sync_once(void *arg)
+{
+	(void)arg;
+	sync_fn();
+	return NULL;
+}
+
+static void *ours(void *arg)
+{
+	(void)arg;
+	cn_gate_self();
+	query(NULL);
+	return NULL;
+}
+
+int main(void)
+{
+	const char *lib = getenv("CUDANAP_LIBCUDA");
+	void *h = lib ? dlopen(lib, RTLD_NOW) : NULL;
+	int (*bias)(void *, float);
+	pthread_t t[THREADS], s;
+	char why[200];
+	double waited;
+	bool clean = true;
+
+	ok(h != NULL, "the test driver loads (%s)", lib ? lib : "CUDANAP_LIBCUDA unset");
+	if (!h)
+		return tap_done();
+	query = (query_fn)dlsym(h, "cuStreamQuery");
+	sync_fn = (int (*)(void))dlsym(h, "cuCtxSynchronize");
+	bias = (int (*)(void *, float))dlsym(h, "cuTexRefSetMipmapLevelBias");
+	inside = dlsym(h, "gatedrv_inside");
+	violations = dlsym(h, "gatedrv_violations");
+	closed_flag = dlsym(h, "gatedrv_closed");
+	hold_ms = dlsym(h, "gatedrv_hold_ms");
+	calls = dlsym(h, "gatedrv_calls");
+	ok(cn_fn_index((void *)query) >= 0 && cn_fn_index((void *)sync_fn) >= 0,
+	   "dlsym on the driver's handle hands out the gate's entry points");
+	ok(cn_fn_index(inside) < 0 && inside,
+	   "a name that is not a driver function comes back bare");
+	ok(query(NULL) == 0 && bias(NULL, 0.75f) == 0, "calls through them answer right");
+
+	for (int i = 0; i < THREADS; i++)
+		pthread_create(&t[i], NULL, busy, NULL);
+	sleep_ms(50);
+	for (int round = 0; round < 20; round++) {
+		long before;
+
+		if (cn_gate_close(2000, &waited, why, sizeof(why)) < 0) {
+			clean = false;
+			break;
+		}
+		/* From here no call may be in the driver, nor enter it. */
+		clean &= atomic_load(inside) == 0;
+		atomic_store(closed_flag, 1);
+		before = atomic_load(calls);
+		sleep_ms(20);
+		clean &= atomic_load(calls) == before;
+		atomic_store(closed_flag, 0);
+		cn_gate_open();
+		sleep_ms(10);
+	}
+	ok(clean && atomic_load(violations) == 0,
+	   "20 closes under 8 busy threads: none inside, none entered (%d violations)",
+	   atomic_load(violations));
+	{
+		long before = atomic_load(calls);
+		unsigned long held;
+		double longest;
+
+		sleep_ms(50);
+		ok(atomic_load(calls) > before, "the threads go on once it is open");
+		cn_gate_held(&held, &longest);
+		ok(held > 0, "the calls that waited are counted (%lu, the longest %.1f ms)", held,
+		   longest);
+	}
+	atomic_store(&stop, true);
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(t[i], NULL);
+
+	atomic_store(hold_ms, 300);
+	pthread_create(&s, NULL, sync_once, NULL);
+	sleep_ms(50);
+	ok(cn_gate_close(5000, &waited, why, sizeof(why)) == 0 && waited >= 150,
+	   "a close waits for a thread inside a call (%.0f ms)", waited);
+	cn_gate_open();
+	pthread_join(s, NULL);
+	atomic_store(hold_ms, 500);
+	pthread_create(&s, NULL, sync_once, NULL);
+	sleep_ms(50);
+	ok(cn_gate_close(100, &waited, why, sizeof(why)) < 0 && !cn_gate_is_closed(),
+	   "one that stays past the timeout fails the close, which opens the gate again");
+	ok(strstr(why, "stayed inside cuCtxSynchronize") != NULL, "naming the call: %s", why);
+	pthread_join(s, NULL);
+
+	cn_gate_shut();
+	pthread_create(&s, NULL, ours, NULL);
+	pthread_join(s, NULL);
+	ok(1, "cudanap's own thread passes a closed gate");
+	{
+		pid_t c;
+		int st = -1;
+
+		fflush(stdout);
+		c = fork();
+		if (c == 0) {
+			cn_gate_after_fork();
+			_exit(query(NULL) == 0 && !cn_gate_is_closed() ? 0 : 1);
+		}
+		waitpid(c, &st, 0);
+		ok(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		   "a child forked while the gate is closed starts with it open");
+	}
+	cn_gate_open();
+	return tap_done();
+}
