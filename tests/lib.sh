@@ -68,7 +68,7 @@ start() {
 	local name=$1 fin fout line; shift
 	rm -f "$T/$name.in" "$T/$name.out"
 	mkfifo "$T/$name.in" "$T/$name.out"
-	env ${CN_SANITIZER_RUNTIME:+LD_PRELOAD=$CN_SANITIZER_RUNTIME} \
+	env ${CN_SANITIZER_RUNTIME:+LD_PRELOAD=$CN_SANITIZER_RUNTIME${LD_PRELOAD:+:$LD_PRELOAD}} \
 		"$CUDANAP" run -c "$T/job.ini" -- "$@" < "$T/$name.in" > "$T/$name.out" 2>> "$T/$name.err" &
 	printf -v "${name}_pid" '%s' $!
 	exec {fin}> "$T/$name.in"

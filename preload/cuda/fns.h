@@ -7,6 +7,12 @@
  * code, in table order from cn_fn_stubs (stubs.S includes these two). */
 #define CN_FNS_SPARE 2048
 #define CN_STUB_SIZE 16
+/* struct cn_fn as the trampoline reads it: 32 bytes, these fields at these offsets. */
+#define CN_FN_SHIFT 5
+#define CN_FN_REAL  0
+#define CN_FN_WORDS 16
+#define CN_FN_SLOW  19
+#define CN_FN_AFTER 20
 
 #ifndef __ASSEMBLER__
 #include <stdatomic.h>
@@ -45,11 +51,19 @@ struct cn_fn {
 	uint8_t words; /* 8-byte argument words on the stack, rounded up to even: the copy */
 	uint8_t kind;
 	bool known;	    /* a name of names.h (a variant of one for a spare) */
-	bool slow;	    /* every call takes the slow path in: counted */
-	bool after;	    /* every call takes the slow path out: its kind looks at the result */
+	bool slow;	    /* every call takes the slow path in: counted, or after */
+	bool after;	    /* its kind looks at the call's arguments and result, after it */
 	uint8_t how;	    /* CN_PATH_* */
-	atomic_ulong calls; /* counted on the slow path only (CUDANAP_DEBUG=calls, unknown names) */
+	bool counted;	    /* CUDANAP_DEBUG=calls, or a name the table does not know */
+	atomic_ulong calls; /* counted on the slow path */
 };
+
+_Static_assert(sizeof(struct cn_fn) == 1 << CN_FN_SHIFT &&
+		       offsetof(struct cn_fn, real) == CN_FN_REAL &&
+		       offsetof(struct cn_fn, words) == CN_FN_WORDS &&
+		       offsetof(struct cn_fn, slow) == CN_FN_SLOW &&
+		       offsetof(struct cn_fn, after) == CN_FN_AFTER,
+	       "stubs.S reads struct cn_fn at these offsets");
 
 extern struct cn_fn cn_fns[CN_FNS];
 extern const char cn_fn_stubs[]; /* the first entry point (stubs.S) */

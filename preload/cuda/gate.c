@@ -1,21 +1,22 @@
 /* gate: the app's driver calls, held while its process is suspended, and the threads inside one.
  *
- * Every driver call of the app's passes here on its way into libcuda (wrap.c). While the gate is
- * open, passing costs the thread a store to its own record, a compiler fence and one load of the
- * gate's word. A suspend closes the gate before it locks the process: from then on a thread
- * that calls the driver waits here, outside libcuda, until the process runs again; the calls of
- * XLA's poller that entered libcuda while it was checkpointed crashed JAX (DESIGN.md). Threads
- * already inside a call when the gate closes are seen in their records: the suspend waits for
- * them, or gives up and opens the gate again.
+ * Every driver call of the app's passes here on its way into libcuda (stubs.S). While the gate is
+ * open, passing costs the thread a store to its own state and one load of the gate's word. A
+ * suspend closes the gate before it locks the process: from then on a thread that calls the
+ * driver waits here, outside libcuda, until the process runs again; the calls of XLA's poller that
+ * entered libcuda while it was checkpointed crashed JAX (DESIGN.md). Threads already inside a call
+ * when the gate closes are seen by their state: the suspend waits for them, or gives up and opens
+ * the gate again.
  *
  * The agent's side pays for the ordering instead of the app's: after it closes the gate it runs
  * membarrier(2), which puts a full barrier in every thread of the process, so that a thread either
- * saw the gate closed or had its record's store visible to the agent. Where membarrier cannot be
- * used, the app's threads fence at each call. Nested calls (an interposer calling the driver from
+ * saw the gate closed or had its mark visible to the agent. Where membarrier cannot be used, each
+ * mark is an exchange, a full barrier itself. Nested calls (an interposer calling the driver from
  * inside one of our calls, libcuda calling its own exported names) pass without a second look.
  *
- * Records live in a static array, one cache line each, taken at a thread's first call and given
- * back at its exit; a thread that finds none free is counted in one shared counter instead. */
+ * A thread's state is in its static TLS; a record in a static array, taken at its first call and
+ * given back at its exit, points the agent to it. A thread that finds every record taken is
+ * counted in one shared counter instead. */
 #define _GNU_SOURCE
 #include "gate.h"
 
@@ -32,12 +33,16 @@
 
 #define MAX_THREADS 4096
 
-__thread struct cn_tl cn_tl __attribute__((tls_model("initial-exec")));
+__thread struct cn_tl cn_tl __attribute__((tls_model("initial-exec"))) = { .depth = CN_TL_FRESH };
 atomic_int cn_gate_word;
 bool cn_gate_fence;
 
-static struct cn_thr thr[MAX_THREADS];
-static atomic_uint n_thr;	  /* records ever taken: the agent looks at [0, n_thr) */
+/* A thread that has called the driver: where its mark is. */
+static struct cn_thr {
+	atomic_uint *in;
+	pid_t tid;
+} thr[MAX_THREADS];
+static unsigned n_thr;		  /* records ever taken: [0, n_thr), under registry */
 static atomic_uint unrecorded_in; /* threads without a record inside a call */
 static pthread_mutex_t registry = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t exit_key;
@@ -60,10 +65,10 @@ static void thread_gone(void *p)
 	struct cn_thr *r = p;
 
 	pthread_mutex_lock(&registry);
-	atomic_store(&r->in, 0);
-	r->used = false;
+	r->in = NULL;
 	pthread_mutex_unlock(&registry);
-	cn_tl.rec = NULL;
+	atomic_store(&cn_tl.in, 0);
+	cn_tl.depth = CN_TL_FRESH;
 	cn_tl.checked_in = false;
 }
 
@@ -77,30 +82,27 @@ static void init(void)
 	pthread_key_create(&exit_key, thread_gone);
 }
 
-static void check_in(void)
+void cn_gate_check_in(void)
 {
 	struct cn_thr *r = NULL;
-	unsigned n;
 
+	if (cn_tl.checked_in || cn_tl.ours)
+		return;
 	pthread_once(&once, init);
 	cn_tl.checked_in = true;
 	pthread_mutex_lock(&registry);
-	n = atomic_load(&n_thr);
-	for (unsigned i = 0; i < n && !r; i++)
-		if (!thr[i].used)
+	for (unsigned i = 0; i < n_thr && !r; i++)
+		if (!thr[i].in)
 			r = &thr[i];
-	if (!r && n < MAX_THREADS) {
-		r = &thr[n];
-		atomic_store(&n_thr, n + 1);
-	}
+	if (!r && n_thr < MAX_THREADS)
+		r = &thr[n_thr++];
 	if (r) {
-		r->used = true;
+		r->in = &cn_tl.in;
 		r->tid = (pid_t)syscall(SYS_gettid);
-		atomic_store(&r->in, 0);
 	}
 	pthread_mutex_unlock(&registry);
 	if (r && pthread_setspecific(exit_key, r) == 0)
-		cn_tl.rec = r;
+		cn_tl.depth = 0;
 	else if (r)
 		thread_gone(r);
 }
@@ -113,8 +115,15 @@ void cn_gate_self(void)
 /* Mark the thread inside idx; false when the gate turned out closed. */
 static bool enter(unsigned idx)
 {
-	if (cn_tl.rec)
-		return cn_gate_try(idx);
+	if (cn_tl.depth < CN_TL_FRESH) {
+		if (cn_gate_fence) {
+			atomic_exchange(&cn_tl.in, idx + 1);
+		} else {
+			atomic_store_explicit(&cn_tl.in, idx + 1, memory_order_relaxed);
+			atomic_signal_fence(memory_order_seq_cst);
+		}
+		return !atomic_load(&cn_gate_word);
+	}
 	atomic_fetch_add(&unrecorded_in, 1);
 	cn_tl.counted = true;
 	if (!atomic_load(&cn_gate_word))
@@ -126,9 +135,8 @@ static bool enter(unsigned idx)
 
 static void outside(void)
 {
-	if (cn_tl.rec) {
-		cn_gate_out();
-	} else if (cn_tl.counted) {
+	atomic_store_explicit(&cn_tl.in, 0, memory_order_release);
+	if (cn_tl.counted) {
 		cn_tl.counted = false;
 		atomic_fetch_sub(&unrecorded_in, 1);
 	}
@@ -138,8 +146,6 @@ void cn_gate_pass(unsigned idx)
 {
 	double t0;
 
-	if (!cn_tl.checked_in)
-		check_in();
 	if (enter(idx))
 		return;
 	t0 = cn_now_ms();
@@ -166,16 +172,14 @@ void cn_gate_leave(void)
 	outside();
 }
 
-/* The first app thread inside a call, or NULL; *others: whether a thread without a record is. */
-static const struct cn_thr *inside(bool *others)
+/* Under registry: a thread inside a call, or -1; *idx its call's. */
+static pid_t inside(unsigned *idx)
 {
-	unsigned n = atomic_load(&n_thr);
-
-	*others = atomic_load(&unrecorded_in) > 0;
-	for (unsigned i = 0; i < n; i++)
-		if (atomic_load_explicit(&thr[i].in, memory_order_acquire))
-			return &thr[i];
-	return NULL;
+	for (unsigned i = 0; i < n_thr; i++)
+		if (thr[i].in && (*idx = atomic_load_explicit(thr[i].in, memory_order_acquire)))
+			return thr[i].tid;
+	*idx = 0;
+	return atomic_load(&unrecorded_in) ? 0 : -1;
 }
 
 void cn_gate_shut(void)
@@ -196,19 +200,22 @@ int cn_gate_close(unsigned timeout_ms, double *waited_ms, char *why, size_t len)
 {
 	double t0 = cn_now_ms();
 	long pause_ns = 50 * 1000;
-	const struct cn_thr *r;
-	bool others;
+	unsigned idx;
+	pid_t tid;
 
 	cn_gate_shut();
-	while ((r = inside(&others)) || others) {
+	for (;;) {
 		struct timespec ts = { 0, pause_ns };
-		unsigned idx;
 
+		pthread_mutex_lock(&registry);
+		tid = inside(&idx);
+		pthread_mutex_unlock(&registry);
 		*waited_ms = cn_now_ms() - t0;
+		if (tid < 0)
+			return 0;
 		if (timeout_ms && *waited_ms >= timeout_ms) {
-			idx = r ? atomic_load(&r->in) : 0;
 			if (idx)
-				snprintf(why, len, "thread %d stayed inside %s", (int)r->tid,
+				snprintf(why, len, "thread %d stayed inside %s", (int)tid,
 					 cn_fn_name(idx - 1));
 			else
 				snprintf(why, len, "a thread stayed inside a driver call");
@@ -219,8 +226,6 @@ int cn_gate_close(unsigned timeout_ms, double *waited_ms, char *why, size_t len)
 		if (pause_ns < 1000 * 1000)
 			pause_ns *= 2;
 	}
-	*waited_ms = cn_now_ms() - t0;
-	return 0;
 }
 
 void cn_gate_open(void)
@@ -246,18 +251,14 @@ void cn_gate_held(unsigned long *calls, double *longest)
 
 void cn_gate_after_fork(void)
 {
-	unsigned n = atomic_load(&n_thr);
-
 	pthread_mutex_init(&registry, NULL);
 	pthread_mutex_init(&mu, NULL);
 	pthread_cond_init(&cv, NULL);
-	for (unsigned i = 0; i < n; i++)
-		if (&thr[i] != cn_tl.rec) {
-			thr[i].used = false;
-			atomic_store(&thr[i].in, 0);
-		}
-	if (cn_tl.rec)
-		cn_tl.rec->tid = (pid_t)syscall(SYS_gettid);
+	for (unsigned i = 0; i < n_thr; i++)
+		if (thr[i].in != &cn_tl.in)
+			thr[i].in = NULL;
+		else
+			thr[i].tid = (pid_t)syscall(SYS_gettid);
 	atomic_store(&unrecorded_in, 0);
 	atomic_store(&cn_gate_word, 0);
 	held = 0;

@@ -1,8 +1,15 @@
 /* gate: the driver calls of the app's threads, held while its process is suspended. See gate.c.
- * The agent closes and opens it; wrap.c passes every call through it. */
+ * The agent closes and opens it; every call passes it on its way into libcuda (stubs.S, wrap.c). */
 #ifndef CN_GATE_H
 #define CN_GATE_H
 
+/* A thread's depth before it has a record (or when it is cudanap's own): its calls take the slow
+ * path. stubs.S reads the thread's state at these offsets. */
+#define CN_TL_FRESH (1u << 30)
+#define CN_TL_DEPTH 0
+#define CN_TL_IN    4
+
+#ifndef __ASSEMBLER__
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -35,62 +42,37 @@ void cn_gate_held(unsigned long *calls, double *longest_ms);
 /* In a forked child: the parent's other threads are gone, the gate is open. */
 void cn_gate_after_fork(void);
 
-/* ---- for wrap.c: the calling thread's side ---- */
+/* ---- for the calls' side (stubs.S, wrap.c) ---- */
 
-/* One per app thread that has called the driver: read by the agent. */
-struct cn_thr {
-	atomic_uint in; /* 1 + the table index of the call this thread is inside; 0: none */
-	pid_t tid;
-	bool used;
-} __attribute__((aligned(64)));
-
-/* Per thread, static TLS: cheap to reach from the preloaded library. */
+/* Each thread's own, in static TLS (cheap to reach from a preloaded library). The fast path in
+ * stubs.S reads depth and writes in; the rest is the slow path's. */
 struct cn_tl {
-	unsigned depth;	    /* our entry points nested on this thread's stack */
-	bool ours;	    /* cudanap's thread (cn_gate_self) */
-	bool checked_in;    /* rec was looked for */
-	bool counted;	    /* without a record, inside a call: in the shared count */
-	struct cn_thr *rec; /* NULL: none (every record in use): the thread is counted globally */
+	unsigned depth;	 /* our entry points nested on this thread's stack; CN_TL_FRESH and up:
+			    no record (yet), or cudanap's thread */
+	atomic_uint in;	 /* 1 + the table index of the call the thread is inside; 0: none */
+	bool ours;	 /* cudanap's thread (cn_gate_self) */
+	bool checked_in; /* a record was looked for */
+	bool counted;	 /* without a record, inside a call: in the shared count */
 };
 extern __thread struct cn_tl cn_tl __attribute__((tls_model("initial-exec")));
+_Static_assert(offsetof(struct cn_tl, depth) == CN_TL_DEPTH &&
+		       offsetof(struct cn_tl, in) == CN_TL_IN,
+	       "stubs.S reads struct cn_tl at these offsets");
 
-/* The gate's word: 0 open, 1 closed. */
+/* The gate's word: 0 open, 1 closed; and whether a thread's mark must fence (no membarrier(2) to
+ * do it from the agent's side, or a ThreadSanitizer build, which cannot see membarrier). */
 extern atomic_int cn_gate_word;
-/* Whether the app's side must fence: no membarrier(2) to do it from the agent's side (or a
- * ThreadSanitizer build, which cannot see membarrier). */
 extern bool cn_gate_fence;
 
-/* The slow half of passing: records the thread if it has no record yet, then marks it inside
- * call idx, waiting first while the gate is closed. */
+/* A thread's first call: a record for it, so that the agent sees when it is inside a call (its
+ * depth 0 from then on: the fast path); without one (every record taken) it stays on the slow
+ * path, counted in one shared counter. */
+void cn_gate_check_in(void);
+/* The slow half of passing, for the outermost call of a thread: mark it inside call idx, waiting
+ * first while the gate is closed. */
 void cn_gate_pass(unsigned idx);
-/* The slow half of leaving: the thread is outside again (one without a record too). */
+/* The slow half of leaving it. */
 void cn_gate_leave(void);
-
-/* The fast half: mark the thread inside call idx; false when the gate is closed (or the thread
- * has no record), and then cn_gate_pass does it all. Must not touch a vector register: the
- * trampoline has not saved the app's floating-point arguments when it runs. */
-static inline __attribute__((always_inline)) bool cn_gate_try(unsigned idx)
-{
-	struct cn_thr *r = cn_tl.rec;
-
-	if (!r)
-		return false;
-	/* Paired with the agent's membarrier in cn_gate_shut: either the agent sees this thread
-	 * inside, or this thread sees the gate closed. Without membarrier the store itself is the
-	 * full barrier (an exchange). */
-	if (__builtin_expect(cn_gate_fence, 0)) {
-		atomic_exchange_explicit(&r->in, idx + 1, memory_order_seq_cst);
-	} else {
-		atomic_store_explicit(&r->in, idx + 1, memory_order_relaxed);
-		atomic_signal_fence(memory_order_seq_cst);
-	}
-	return !atomic_load_explicit(&cn_gate_word, memory_order_seq_cst);
-}
-
-/* The fast half of leaving, for a thread with a record. */
-static inline __attribute__((always_inline)) void cn_gate_out(void)
-{
-	atomic_store_explicit(&cn_tl.rec->in, 0, memory_order_release);
-}
+#endif /* __ASSEMBLER__ */
 
 #endif

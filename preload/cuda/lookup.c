@@ -78,8 +78,9 @@ static uint8_t kind_of(const char *name)
 static void classify(struct cn_fn *e)
 {
 	e->kind = kind_of(e->name);
-	e->slow = cn_fn_counting || !e->known;
+	e->counted = cn_fn_counting || !e->known;
 	e->after = e->kind != CN_KIND_PLAIN;
+	e->slow = e->counted || e->after;
 }
 
 /* libc's dlsym: the next after the preload, else libc's own (preloaded before it, as

@@ -5,6 +5,7 @@
  * return address and RTLD_NEXT means what it meant for the app. */
 
 #include "fns.h"
+#include "gate.h"
 
 #if defined(__x86_64__)
 
@@ -54,7 +55,8 @@ cn_fn_stubs:
 
 /* The frame, below %rbp (struct cn_frame, wrap.c): the argument registers at 0-47, %rax at 48,
  * the index at 56, %xmm0-7 at 64-191, the answer's %rax and %rdx at 192, %xmm0-1 at 208-239,
- * the caller's return address at 240. */
+ * the caller's return address at 240. The argument registers and vectors are saved only on the
+ * way to a slow half in C. */
 #define FRAME 256
 #define XMM 64
 #define RET 192
@@ -83,6 +85,10 @@ cn_fn_stubs:
 	movdqa XMM+112(%rsp), %xmm7
 	.endm
 
+/* The call of an entry point, %r11 its index. The fast path uses %rax (saved), %r10 and %r11
+ * only, and leaves the argument registers alone: it takes the function from the table, the
+ * thread's depth from its TLS (gate.h: FRESH and up, no record yet or cudanap's own: slow), and
+ * for the outermost call marks the thread inside and looks at the gate's word. */
 	.p2align 4
 	.type cn_fn_tramp, @function
 	.hidden cn_fn_tramp
@@ -94,70 +100,118 @@ cn_fn_tramp:
 	mov %rsp, %rbp
 	.cfi_def_cfa_register %rbp
 	sub $FRAME, %rsp
+	mov %rax, 48(%rsp)
+	mov %r11, 56(%rsp)
+#ifdef CN_GATE_SLOW_ONLY /* ThreadSanitizer sees none of this: its build takes the slow path */
+	jmp .Lslow_in
+#endif
+	shl $CN_FN_SHIFT, %r11
+	lea cn_fns(%rip), %rax
+	add %rax, %r11			/* the table's entry */
+	cmpb $0, CN_FN_SLOW(%r11)
+	jne .Lslow_in
+	cmpq $0, CN_FN_REAL(%r11)
+	je .Lslow_in
+	mov cn_tl@gottpoff(%rip), %r10	/* the thread's state, %fs-relative */
+	mov %fs:CN_TL_DEPTH(%r10), %eax
+	cmp $CN_TL_FRESH, %eax
+	jae .Lslow_in
+	inc %eax
+	mov %eax, %fs:CN_TL_DEPTH(%r10)
+	cmp $1, %eax
+	jne .Lcall			/* nested in one of ours */
+	mov 8(%rbp), %rax
+	sub cn_drv_lo(%rip), %rax
+	cmp cn_drv_len(%rip), %rax
+	jb .Lcall			/* libcuda's own call */
+	mov 56(%rsp), %eax
+	inc %eax
+	cmpb $0, cn_gate_fence(%rip)
+	jne .Lfence
+	mov %eax, %fs:CN_TL_IN(%r10)	/* inside; the agent's membarrier orders it */
+.Llook:
+	cmpl $0, cn_gate_word(%rip)
+	jne .Lclosed
+.Lcall:
+	movzbl CN_FN_WORDS(%r11), %r10d
+	mov CN_FN_REAL(%r11), %r11
+	shl $3, %r10
+/* Here %r10 holds the bytes of stack arguments, %r11 the driver's function. */
+.Lcopy:
+	sub %r10, %rsp
+	test %r10, %r10
+	jz 2f
+1:	sub $8, %r10
+	mov 16(%rbp,%r10), %rax
+	mov %rax, (%rsp,%r10)
+	jnz 1b
+2:	mov -FRAME+48(%rbp), %rax
+	call *%r11
+	lea -FRAME(%rbp), %rsp
+	mov cn_tl@gottpoff(%rip), %r10
+	mov %fs:CN_TL_DEPTH(%r10), %ecx
+	cmp $CN_TL_FRESH, %ecx
+	jae .Lslow_out
+	dec %ecx
+	mov %ecx, %fs:CN_TL_DEPTH(%r10)
+	jnz 3f
+	movl $0, %fs:CN_TL_IN(%r10)	/* outside */
+3:	mov 56(%rsp), %rcx
+	shl $CN_FN_SHIFT, %rcx
+	lea cn_fns(%rip), %rsi
+	cmpb $0, CN_FN_AFTER(%rsi,%rcx)
+	jne .Lafter
+	leave
+	.cfi_remember_state
+	.cfi_def_cfa %rsp, 8
+	ret
+	.cfi_restore_state
+
+.Lfence:				/* no membarrier: the mark is a full barrier itself */
+	xchg %eax, %fs:CN_TL_IN(%r10)
+	jmp .Llook
+
+.Lclosed:				/* undone, and done again by the slow half, which waits */
+	decl %fs:CN_TL_DEPTH(%r10)
+.Lslow_in:
 	mov %rdi, 0(%rsp)
 	mov %rsi, 8(%rsp)
 	mov %rdx, 16(%rsp)
 	mov %rcx, 24(%rsp)
 	mov %r8, 32(%rsp)
 	mov %r9, 40(%rsp)
-	mov %rax, 48(%rsp)
-	mov %r11, 56(%rsp)
 	mov 8(%rbp), %rax
 	mov %rax, CALLER(%rsp)
-#ifdef CN_SAVE_VECTORS /* a sanitizer's runtime, called from the fast half, may use them */
 	SAVE_XMM
-#endif
-	mov %r11d, %edi
-	mov %rsp, %rsi
-	call cn_fn_enter
-	test %rax, %rax
-	jnz 1f
-#ifndef CN_SAVE_VECTORS
-	SAVE_XMM
-#endif
 	mov 56(%rsp), %edi
 	mov %rsp, %rsi
 	call cn_fn_enter_slow
-#ifndef CN_SAVE_VECTORS
-	RESTORE_XMM
-#endif
-1:
-#ifdef CN_SAVE_VECTORS
-	RESTORE_XMM
-#endif
 	mov %rax, %r11
-	/* The stack arguments: %rdx words (even, so the stack stays 16-byte aligned). */
-	lea (,%rdx,8), %rcx
-	sub %rcx, %rsp
-	xor %ecx, %ecx
-2:	cmp %rdx, %rcx
-	jae 3f
-	mov 16(%rbp,%rcx,8), %rax
-	mov %rax, (%rsp,%rcx,8)
-	inc %rcx
-	jmp 2b
-3:	mov -FRAME+0(%rbp), %rdi
-	mov -FRAME+8(%rbp), %rsi
-	mov -FRAME+16(%rbp), %rdx
-	mov -FRAME+24(%rbp), %rcx
-	mov -FRAME+32(%rbp), %r8
-	mov -FRAME+40(%rbp), %r9
-	mov -FRAME+48(%rbp), %rax
-	call *%r11
-	lea -FRAME(%rbp), %rsp
-	mov %rax, RET(%rsp)
+	lea (,%rdx,8), %r10
+	RESTORE_XMM
+	mov 0(%rsp), %rdi
+	mov 8(%rsp), %rsi
+	mov 16(%rsp), %rdx
+	mov 24(%rsp), %rcx
+	mov 32(%rsp), %r8
+	mov 40(%rsp), %r9
+	jmp .Lcopy
+
+/* After the call, in C: the registers of the answer kept. The argument registers are gone by
+ * now; the kinds that look at them find them in the frame, saved on the way in. */
+.Lslow_out:
+	lea cn_fn_leave_slow(%rip), %r11
+	jmp 4f
+.Lafter:
+	lea cn_fn_after(%rip), %r11
+4:	mov %rax, RET(%rsp)
 	mov %rdx, RET+8(%rsp)
 	movdqa %xmm0, XRET(%rsp)
 	movdqa %xmm1, XRET+16(%rsp)
 	mov 56(%rsp), %edi
 	mov %rsp, %rsi
-	call cn_fn_leave
-	test %eax, %eax
-	jz 4f
-	mov 56(%rsp), %edi
-	mov %rsp, %rsi
-	call cn_fn_leave_slow
-4:	movdqa XRET(%rsp), %xmm0
+	call *%r11
+	movdqa XRET(%rsp), %xmm0
 	movdqa XRET+16(%rsp), %xmm1
 	mov RET(%rsp), %rax
 	mov RET+8(%rsp), %rdx

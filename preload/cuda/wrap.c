@@ -1,18 +1,14 @@
 /* wrap: what happens at each driver call the app makes, around the driver's own function.
  *
- * Every entry point of the gate (stubs.S) runs one trampoline: it saves the call's argument
- * registers in a frame, asks cn_fn_enter for the driver's function, calls it with the same
- * registers and stack arguments, and tells cn_fn_leave, which may look at the result. The fast
- * halves below know nothing of a signature and must not touch a vector register (the trampoline
- * saves those only for the slow halves); whatever they cannot do at once they hand to the slow
- * halves: a thread's first call, a function not yet resolved, a closed gate, a counted call, and
- * the kinds whose arguments or results matter: cuGetProcAddress, whose answer is wrapped in turn
- * (lookup.c), cuGetExportTable, noted, and the CUDA IPC imports, counted for the preflight
- * (ipc.c). Runs in the app's threads. */
+ * Every entry point of the gate (stubs.S) runs one trampoline, which calls the driver's function
+ * with the app's registers and stack arguments. Its fast path, in the trampoline itself, takes
+ * the function from the table, marks the thread inside (gate.c) and calls; after the call it marks
+ * the thread outside. Whatever it cannot do at once comes here, with the app's argument registers
+ * saved in a frame: a thread's first call, a function not yet resolved, a closed gate, a counted
+ * call, cudanap's own thread, and after the call the kinds whose arguments or results matter:
+ * cuGetProcAddress, whose answer is wrapped in turn (lookup.c), cuGetExportTable, noted, and the
+ * CUDA IPC imports, counted for the preflight (ipc.c). Runs in the app's threads. */
 #define _GNU_SOURCE
-/* No vector register anywhere in this file: the fast halves run before the trampoline has saved
- * the app's floating-point arguments, and the slow ones use none. */
-#pragma GCC target("general-regs-only")
 #include <stdint.h>
 
 #include "cuda_abi.h"
@@ -33,45 +29,23 @@ struct cn_frame {
 };
 _Static_assert(sizeof(struct cn_frame) == 256, "stubs.S lays the frame out so");
 
-/* The function to call and the stack words to copy for it; fn NULL: take the slow half. */
+/* The function to call and the stack words to copy for it. */
 struct cn_call {
 	void *fn;
 	uint64_t words;
 };
 
-#define FAST __attribute__((visibility("hidden")))
-
-/* Called by a thread inside libcuda's own code, or by cudanap's: no look at the gate. */
-static inline __attribute__((always_inline)) bool passes(const struct cn_frame *f)
+/* Called by libcuda's own code, or by cudanap's thread: no look at the gate. */
+static bool passes(const struct cn_frame *f)
 {
 	return cn_tl.ours ||
-	       (uintptr_t)f->caller - atomic_load_explicit(&cn_drv_lo, memory_order_relaxed) <
-		       atomic_load_explicit(&cn_drv_len, memory_order_relaxed);
+	       (uintptr_t)f->caller - atomic_load(&cn_drv_lo) < atomic_load(&cn_drv_len);
 }
 
-FAST struct cn_call cn_fn_enter(unsigned idx, const struct cn_frame *f);
-FAST struct cn_call cn_fn_enter(unsigned idx, const struct cn_frame *f)
+/* The outermost call of a thread: its depth before the call. */
+static bool outermost(void)
 {
-	const struct cn_fn *e = &cn_fns[idx];
-	void *real = atomic_load_explicit(&e->real, memory_order_acquire);
-
-	if (!real || e->slow || !cn_tl.rec)
-		return (struct cn_call){ NULL, 0 };
-	if (cn_tl.depth++ || passes(f) || cn_gate_try(idx))
-		return (struct cn_call){ real, e->words };
-	cn_tl.depth--;
-	return (struct cn_call){ NULL, 0 };
-}
-
-FAST int cn_fn_leave(unsigned idx, const struct cn_frame *f);
-FAST int cn_fn_leave(unsigned idx, const struct cn_frame *f)
-{
-	(void)f;
-	if (!cn_tl.rec || cn_fns[idx].after)
-		return 1;
-	if (--cn_tl.depth == 0)
-		cn_gate_out();
-	return 0;
+	return cn_tl.depth == 0 || cn_tl.depth == CN_TL_FRESH;
 }
 
 /* What a function that is not there answers: cuda.h's CUDA_ERROR_NOT_FOUND. */
@@ -86,10 +60,14 @@ struct cn_call cn_fn_enter_slow(unsigned idx, const struct cn_frame *f)
 {
 	struct cn_fn *e = &cn_fns[idx];
 	void *real = cn_fn_resolve(idx);
+	bool outer;
 
-	if (e->slow)
+	if (e->counted)
 		atomic_fetch_add_explicit(&e->calls, 1, memory_order_relaxed);
-	if (cn_tl.depth++ == 0 && !passes(f))
+	cn_gate_check_in();
+	outer = outermost();
+	cn_tl.depth++;
+	if (outer && !passes(f))
 		cn_gate_pass(idx);
 	if (!real)
 		return (struct cn_call){ (void *)missing, 0 };
@@ -107,8 +85,9 @@ static void lookup_after(const struct cn_frame *f)
 		*pfn = cn_fn_wrap(*pfn, symbol, CN_PATH_PROC);
 }
 
-__attribute__((visibility("hidden"))) void cn_fn_leave_slow(unsigned idx, const struct cn_frame *f);
-void cn_fn_leave_slow(unsigned idx, const struct cn_frame *f)
+/* After the call, for the kinds that look at it (the thread's depth settled already). */
+__attribute__((visibility("hidden"))) void cn_fn_after(unsigned idx, const struct cn_frame *f);
+void cn_fn_after(unsigned idx, const struct cn_frame *f)
 {
 	const struct cn_fn *e = &cn_fns[idx];
 	bool ok = (CUresult)f->ret[0] == CUDA_SUCCESS;
@@ -131,6 +110,14 @@ void cn_fn_leave_slow(unsigned idx, const struct cn_frame *f)
 			cn_ipc_count(e->name, f->caller, -1);
 		break;
 	}
-	if (--cn_tl.depth == 0)
+}
+
+/* After the call of a thread on the slow path (cudanap's, or one without a record). */
+__attribute__((visibility("hidden"))) void cn_fn_leave_slow(unsigned idx, const struct cn_frame *f);
+void cn_fn_leave_slow(unsigned idx, const struct cn_frame *f)
+{
+	cn_tl.depth--;
+	if (outermost())
 		cn_gate_leave();
+	cn_fn_after(idx, f);
 }

@@ -3,7 +3,8 @@
  * the gate is closed no call of eight busy threads enters the driver, and all go on once it opens;
  * a thread inside a call holds a close up for as long as it stays, or makes it fail at its timeout
  * naming the thread and the function; cudanap's own thread passes a closed gate; a forked child
- * starts with the gate open. Also built under ThreadSanitizer (the tsan suite). */
+ * starts with the gate open. Also built under ThreadSanitizer (the tsan suite), which cannot see
+ * into the trampoline's machine code: there every call takes the slow path, the same steps in C. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>

@@ -10,12 +10,15 @@
  * or `cudanap run -- cudanap-bench-gatecall --driver libcuda.so.1` on a GPU machine. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <linux/membarrier.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../median.h"
 
@@ -125,8 +128,13 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	printf("driver calls to %s, bare and through cudanap's gate: median of %d blocks of %ld "
-	       "calls, the paths taking turns\n",
-	       driver, blocks, calls);
+	       "calls, the paths taking turns; membarrier %s\n",
+	       driver, blocks, calls,
+	       syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0) > 0 &&
+			       (syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0) &
+				MEMBARRIER_CMD_PRIVATE_EXPEDITED)
+		       ? "here (a call's mark needs no fence)"
+		       : "missing (each call's mark is a full barrier)");
 	printf("%-20s %-22s %9s %9s\n", "call", "path", "ns", "added ns");
 	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
 		static double t[PATHS][1000];
