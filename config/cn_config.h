@@ -50,6 +50,8 @@ struct cn_config {
 	unsigned
 		room_wait_s; /* a restore without room waits this long for it; 0: refused at once */
 	char status_dir[PATH_MAX];
+	bool status_refuse; /* a status dir that cannot be used stops the program (else: it runs
+			       without cudanap) */
 	char hibernate_dir[PATH_MAX]; /* "" keeps the host copy in RAM */
 	int log_level;
 	char log_target[PATH_MAX]; /* "" means stderr */

@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -409,6 +410,16 @@ static int k_hibernate_dir(struct cn_config *c, const char *v, char *why, size_t
 	return set_abs_path(c->hibernate_dir, sizeof(c->hibernate_dir), v, why, len);
 }
 
+static int k_if_unusable(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	if (strcasecmp(v, "run") == 0 || strcasecmp(v, "refuse") == 0) {
+		c->status_refuse = strcasecmp(v, "refuse") == 0;
+		return 0;
+	}
+	snprintf(why, len, "'%s' is not one of run, refuse", v);
+	return -EINVAL;
+}
+
 static int k_nccl_mode(struct cn_config *c, const char *v, char *why, size_t len)
 {
 	static const char *const modes[] = { "auto", "suspend-api", "sockets", "off" };
@@ -557,6 +568,7 @@ static const struct {
 	{ "restore", "take_turns", NULL, offsetof(struct cn_config, take_turns) },
 	{ "restore", "room_wait_s", k_room_wait, 0 },
 	{ "status", "dir", k_status_dir, 0 },
+	{ "status", "if_unusable", k_if_unusable, 0 },
 	{ "hibernate", "dir", k_hibernate_dir, 0 },
 	{ "log", "level", k_log_level, 0 },
 	{ "log", "target", k_log_target, 0 },
@@ -620,10 +632,43 @@ static int on_ini_key(void *user, const char *section, const char *name, const c
 	return 0;
 }
 
+/* The INI at path, opened without blocking (a FIFO opens at once) and judged by what it is: a
+ * regular file, read again at every action, not a directory, a device or a pipe. Links are
+ * followed: a Kubernetes ConfigMap's files are links. NULL with err and *rc. */
+static FILE *open_ini(const char *path, char *err, size_t errlen, int *rc)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	struct stat st;
+	FILE *f;
+
+	if (fd < 0) {
+		*rc = -errno;
+		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		bool dir = fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
+
+		snprintf(err, errlen, "%s: %s", path,
+			 dir ? "a directory, not an INI file"
+			     : "not a regular file; an INI file is read again at each suspend and "
+			       "resume");
+		*rc = dir ? -EISDIR : -EINVAL;
+		close(fd);
+		return NULL;
+	}
+	f = fdopen(fd, "re");
+	if (!f) {
+		*rc = -errno;
+		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		close(fd);
+	}
+	return f;
+}
+
 int cn_config_load(struct cn_config *c, const char *path, char *err, size_t errlen)
 {
 	struct load_ctx x = { .c = c, .path = path };
-	struct stat st;
 	int r;
 
 	cn_config_defaults(c);
@@ -632,22 +677,9 @@ int cn_config_load(struct cn_config *c, const char *path, char *err, size_t errl
 		return -ENAMETOOLONG;
 	}
 	strcpy(c->path, path);
-	/* Read again at every action: a directory, a device or a pipe cannot be. Checked before the
-	 * open, which would block on a fifo. */
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "%s: %s", path,
-			 S_ISDIR(st.st_mode)
-				 ? "a directory, not an INI file"
-				 : "not a regular file; an INI file is read again at each "
-				   "suspend and resume");
-		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
-	}
-	x.f = fopen(path, "re");
-	if (!x.f) {
-		r = -errno;
-		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+	x.f = open_ini(path, err, errlen, &r);
+	if (!x.f)
 		return r;
-	}
 	r = ini_parse_stream(counting_reader, &x, on_ini_key, &x);
 	fclose(x.f);
 	if (x.long_line && (r == 0 || x.long_line <= r)) {
@@ -679,7 +711,8 @@ int cn_config_load(struct cn_config *c, const char *path, char *err, size_t errl
 	/* suspendable = true is what mode = sockets means, and says the same. */
 	if (c->nccl_suspendable && x.mode_line && c->nccl_mode != CN_NCCL_SOCKETS) {
 		snprintf(err, errlen,
-			 "%s:%d: nccl.mode: suspendable = true makes it sockets; give one of the two",
+			 "%s:%d: nccl.mode: suspendable = true makes it sockets; give one of the "
+			 "two",
 			 path, x.mode_line);
 		return -EINVAL;
 	}
@@ -707,10 +740,25 @@ void cn_config_status_dir(const char *path, const char *status_env, const char *
 			  size_t len)
 {
 	struct dir_only d = { dir, len };
+	char err[CN_ERR_LEN];
+	FILE *f;
+	int r;
 
 	cn_status_dir_default(status_env, xdg, dir, len);
-	if (path && *path)
-		ini_parse(path, status_dir_only, &d);
+	/* Named by another process's environment, maybe for root to read: no blocking on it, and
+	 * no more of it than an INI file has. */
+	if (path && *path && (f = open_ini(path, err, sizeof(err), &r))) {
+		static const size_t most = 1 << 20;
+		char *text = malloc(most);
+		size_t n = text ? fread(text, 1, most - 1, f) : 0;
+
+		if (text) {
+			text[n] = '\0';
+			ini_parse_string(text, status_dir_only, &d);
+			free(text);
+		}
+		fclose(f);
+	}
 }
 
 int cn_config_load_env(struct cn_config *c, char *err, size_t errlen)
@@ -770,8 +818,11 @@ int cn_private_dir(const char *dir, const char *what, bool create, char *err, si
 		return -ENOTDIR;
 	}
 	if (st.st_uid != geteuid()) {
-		snprintf(err, errlen, "%s %s: owned by uid %u, not by you; refusing", what, dir,
-			 (unsigned)st.st_uid);
+		snprintf(err, errlen,
+			 "%s %s: owned by uid %u, not by you (uid %u): another user made it; name "
+			 "another ([status] dir, CUDANAP_STATUS_DIR or XDG_RUNTIME_DIR) or have it "
+			 "removed",
+			 what, dir, (unsigned)st.st_uid, (unsigned)geteuid());
 		return -EPERM;
 	}
 	if (st.st_mode & 022) {

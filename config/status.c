@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cn_safe.h"
+
 /* The numbers that may be null (< 0 in the struct), in the order the file lists them. */
 #define NUM(field)                                                                                 \
 	{                                                                                          \
@@ -313,51 +315,74 @@ int cn_status_parse(const char *buf, struct cn_status *s)
 
 /* ---- files ---- */
 
-/* path replaced atomically by buf, written first to tmp (0600, never through a link). */
-static int replace_file(const char *path, const char *tmp, const char *buf, size_t n)
+/* The directory of pid's status files, as far as the caller may trust it: root takes it only
+ * when pid's user owns it and nobody else may write to it, since another user could have named
+ * or made it (a FIFO in it to hang on, a file to fool it, a link to make root write elsewhere);
+ * anyone else opens whatever the kernel lets it. Never through a link. Its fd, or -errno. */
+static int dir_fd(const char *dir, int pid, struct cn_owner *o)
 {
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600), r = 0;
+	char why[300];
+	bool root = geteuid() == 0;
 
+	*o = CN_OWNER_ANY;
+	if (root && cn_safe_owner_of(pid, true, o) < 0)
+		return -ESRCH;
+	return cn_safe_dir(AT_FDCWD, dir, *o, !root, why, sizeof(why));
+}
+
+/* name in the directory at replaced atomically by buf, written first to a temporary name (0600,
+ * never through a link). */
+static int replace_at(int at, const char *name, const char *buf, size_t n)
+{
+	char tmp[300];
+	int fd, r = 0;
+
+	snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
+	fd = openat(at, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	if (write(fd, buf, n) != (ssize_t)n)
 		r = errno ? -errno : -EIO;
 	if (close(fd) < 0 && r == 0)
 		r = -errno;
-	if (r == 0 && rename(tmp, path) < 0)
+	if (r == 0 && renameat(at, tmp, at, name) < 0)
 		r = -errno;
 	if (r < 0)
-		unlink(tmp);
+		unlinkat(at, tmp, 0);
 	return r;
 }
 
 int cn_status_write(const char *dir, const struct cn_status *s)
 {
-	char path[4200], tmp[4200], buf[CN_STATUS_MAX];
-	int n = cn_status_format(s, buf, sizeof(buf));
+	char name[32], buf[CN_STATUS_MAX];
+	int n = cn_status_format(s, buf, sizeof(buf)), fd, r;
+	struct cn_owner o;
 
 	if (n < 0)
 		return n;
-	cn_status_path(dir, s->pid, path, sizeof(path));
-	snprintf(tmp, sizeof(tmp), "%s/.%d.json.tmp", dir, s->pid);
-	return replace_file(path, tmp, buf, (size_t)n);
+	fd = dir_fd(dir, s->pid, &o);
+	if (fd < 0)
+		return fd;
+	snprintf(name, sizeof(name), "%d.json", s->pid);
+	r = replace_at(fd, name, buf, (size_t)n);
+	close(fd);
+	return r;
 }
 
 int cn_status_read(const char *dir, int pid, struct cn_status *s)
 {
-	char path[4200], buf[CN_STATUS_MAX];
+	char name[32], buf[CN_STATUS_MAX], why[300];
+	struct cn_owner o;
 	ssize_t n;
-	int fd;
+	int fd = dir_fd(dir, pid, &o);
 
-	cn_status_path(dir, pid, path, sizeof(path));
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
+		return fd;
+	snprintf(name, sizeof(name), "%d.json", pid);
+	n = cn_safe_read(fd, name, o, buf, sizeof(buf), why, sizeof(why));
 	close(fd);
 	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
+		return (int)n;
 	return cn_status_parse(buf, s);
 }
 
@@ -383,27 +408,38 @@ void cn_note_path(const char *dir, int pid, const char *what, char *out, size_t 
 
 int cn_note_put(const char *dir, int pid, const char *what, const char *text)
 {
-	char path[4300], tmp[4320];
+	char name[300];
+	struct cn_owner o;
+	int fd = dir_fd(dir, pid, &o), r;
 
-	cn_note_path(dir, pid, what, path, sizeof(path));
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	return replace_file(path, tmp, text, strlen(text));
+	if (fd < 0)
+		return fd;
+	snprintf(name, sizeof(name), "%d.%s", pid, what);
+	r = replace_at(fd, name, text, strlen(text));
+	close(fd);
+	return r;
 }
 
 int cn_note_take(const char *dir, int pid, const char *what, char *buf, size_t len)
 {
-	char path[4300];
+	char name[300], why[300];
+	struct cn_owner o;
+	int fd = dir_fd(dir, pid, &o);
 	ssize_t n;
-	int fd;
 
-	cn_note_path(dir, pid, what, path, sizeof(path));
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
+		return fd;
+	snprintf(name, sizeof(name), "%d.%s", pid, what);
+	/* Left by the command line: the process's user's, or root's. */
+	n = cn_safe_read(fd, name, (struct cn_owner){ geteuid(), true }, buf, len, why,
+			 sizeof(why));
+	if (n != -ENOENT)
+		unlinkat(fd, name, 0);
 	close(fd);
-	unlink(path);
-	buf[n > 0 ? n : 0] = '\0';
+	if (n == -ENOENT)
+		return -ENOENT;
+	if (n < 0)
+		buf[0] = '\0';
 	return n > 0 ? (int)n : 0;
 }
 

@@ -337,9 +337,20 @@ __attribute__((constructor)) static void cn_init(void)
 	/* The agent re-reads the file at resume, possibly after the app has changed directory. */
 	if (env && *env && realpath(env, abs))
 		setenv("CUDANAP_CONFIG", abs, 1);
-	if (cn_config_load_env(&cfg, err, sizeof(err)) < 0 ||
-	    cn_status_dir_prepare(cfg.status_dir, err, sizeof(err)) < 0)
+	if (cn_config_load_env(&cfg, err, sizeof(err)) < 0)
 		startup_error(err);
+	if (cn_status_dir_prepare(cfg.status_dir, err, sizeof(err)) < 0) {
+		/* Another user may have made it first (/tmp is anyone's): by default that must not
+		 * stop the program ([status] if_unusable). */
+		if (cfg.status_refuse) {
+			snprintf(err + strlen(err), sizeof(err) - strlen(err),
+				 "; not starting ([status] if_unusable = refuse)");
+			startup_error(err);
+		}
+		dprintf(STDERR_FILENO,
+			"cudanap: %s; running without cudanap ([status] if_unusable = run)\n", err);
+		return;
+	}
 	/* Before main, so before any NCCL code reads it; every process this one starts inherits
 	 * it, whatever launches the ranks. A value the user set is kept (cudanap run says so, and
 	 * the preflight names it if it keeps the job from being suspended). */

@@ -3,14 +3,17 @@
  * and then launches the preemptor, while the preempted job's tasks get SIGTSTP: the two race. A
  * task of the preemptor (of any job, under cudanap or not) waits here, before it starts, for the
  * cudanap processes of the jobs suspended on its node to be checkpointed. Which jobs those are,
- * squeue says; where their processes stand, their status files in the plugin's statusbase. Runs
- * in the task's process, as root, before its exec. */
+ * squeue says, with their users; where their processes stand, their status files in the job
+ * directories of the plugin's statusbase (jobdirs.c, which believes only what the job's own user
+ * could have written there). Runs in the task's process, as root, before its exec: max_s bounds
+ * the whole wait, squeue included. */
 #define _GNU_SOURCE
 #include "handover.h"
 
 #include <fcntl.h>
-#include <glob.h>
 #include <limits.h>
+#include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -22,11 +25,16 @@
 
 #include <slurm/spank.h>
 
-#include "cn_status.h"
+#include "jobdirs.h"
 
 #define MAX_JOBS 64
 
 extern char **environ;
+
+struct job {
+	uint32_t id;
+	uid_t uid;
+};
 
 static double now_s(void)
 {
@@ -36,15 +44,18 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* The jobs Slurm has suspended on node, from squeue; their count, or -1 when squeue fails. */
-static int suspended_jobs(const char *node, uint32_t *jobs, int max)
+/* The jobs Slurm has suspended on node, and their users, from squeue; their count, or -1 when
+ * squeue fails or has not answered by the deadline (it is killed then). */
+static int suspended_jobs(const char *node, struct job *jobs, int max, double deadline)
 {
-	char *argv[] = { "squeue", "-h", "-t", "SUSPENDED", "-w", (char *)node, "-o", "%A", NULL };
+	char *argv[] = {
+		"squeue", "-h", "-t", "SUSPENDED", "-w", (char *)node, "-o", "%A %U", NULL
+	};
 	posix_spawn_file_actions_t fa;
-	char line[64];
-	int p[2], n = 0, status;
+	char buf[4096];
+	size_t got = 0;
+	int p[2], n = 0, status = -1;
 	pid_t pid;
-	FILE *f;
 
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -1;
@@ -59,79 +70,47 @@ static int suspended_jobs(const char *node, uint32_t *jobs, int max)
 	}
 	posix_spawn_file_actions_destroy(&fa);
 	close(p[1]);
-	f = fdopen(p[0], "r");
-	while (f && fgets(line, sizeof(line), f))
-		if (n < max && atoi(line) > 0)
-			jobs[n++] = (uint32_t)atoi(line);
-	if (f)
-		fclose(f);
-	else
-		close(p[0]);
-	while (waitpid(pid, &status, 0) < 0)
-		;
-	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? n : -1;
-}
+	for (;;) {
+		struct pollfd pf = { p[0], POLLIN, 0 };
+		double left = deadline - now_s();
+		ssize_t r;
 
-static bool stopped(int pid)
-{
-	char path[64], buf[512], *rp;
-	FILE *f;
-	bool t = false;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	f = fopen(path, "re");
-	if (f && fgets(buf, sizeof(buf), f) && (rp = strrchr(buf, ')')))
-		t = rp[1] == ' ' && (rp[2] == 'T' || rp[2] == 't');
-	if (f)
-		fclose(f);
-	return t;
-}
-
-/* How many processes of job still hold their GPUs and may let them go; *frozen counts those
- * Slurm stopped before their checkpoint ended. */
-static int holding(const char *statusbase, uint32_t job, int *frozen, int *first_pid)
-{
-	char pattern[PATH_MAX];
-	glob_t g;
-	int n = 0;
-
-	*frozen = 0;
-	snprintf(pattern, sizeof(pattern), "%s/cudanap-*-job%u/*.json", statusbase, (unsigned)job);
-	if (glob(pattern, 0, NULL, &g) != 0)
-		return 0;
-	for (size_t i = 0; i < g.gl_pathc; i++) {
-		char dir[PATH_MAX], *slash;
-		struct cn_status s;
-		int pid;
-
-		snprintf(dir, sizeof(dir), "%s", g.gl_pathv[i]);
-		slash = strrchr(dir, '/');
-		*slash = '\0';
-		pid = atoi(slash + 1);
-		if (pid <= 0 || cn_status_read(dir, pid, &s) < 0 ||
-		    cn_proc_starttime(pid) != s.starttime || strcmp(s.state, "checkpointed") == 0 ||
-		    strcmp(s.state, "no-cuda") == 0 || (!s.busy && strcmp(s.state, "failed") == 0))
-			continue;
-		if (stopped(pid)) {
-			(*frozen)++;
-			continue;
-		}
-		if (!n++)
-			*first_pid = pid;
+		if (left <= 0 || poll(&pf, 1, (int)(left * 1000) + 1) <= 0)
+			break;
+		r = read(p[0], buf + got, sizeof(buf) - 1 - got);
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+		if (got == sizeof(buf) - 1)
+			break;
 	}
-	globfree(&g);
-	return n;
+	close(p[0]);
+	buf[got] = '\0';
+	if (waitpid(pid, &status, WNOHANG) == 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		return -1;
+	}
+	for (char *line = strtok(buf, "\n"); line && n < max; line = strtok(NULL, "\n")) {
+		unsigned long id, uid;
+
+		if (sscanf(line, "%lu %lu", &id, &uid) == 2 && id > 0)
+			jobs[n++] = (struct job){ (uint32_t)id, (uid_t)uid };
+	}
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? n : -1;
 }
 
 void cn_handover_wait(const char *statusbase, const char *node, uint32_t self, double max_s)
 {
-	uint32_t jobs[MAX_JOBS];
-	double t0 = now_s();
-	int n = suspended_jobs(node, jobs, MAX_JOBS), left = 0, frozen = 0, pid = 0;
+	struct job jobs[MAX_JOBS];
+	double t0 = now_s(), deadline = t0 + max_s;
+	int n = suspended_jobs(node, jobs, MAX_JOBS, deadline), left = 0, frozen = 0, pid = 0;
 
 	if (n < 0) {
-		slurm_info("cudanap: handover: squeue failed on %s: not waiting for suspended jobs",
-			   node);
+		slurm_info(
+			"cudanap: handover: squeue failed on %s, or did not answer within %.0f s: "
+			"not waiting for suspended jobs",
+			node, max_s);
 		return;
 	}
 	for (;;) {
@@ -139,11 +118,12 @@ void cn_handover_wait(const char *statusbase, const char *node, uint32_t self, d
 		for (int i = 0; i < n; i++) {
 			int f = 0;
 
-			if (jobs[i] != self)
-				left += holding(statusbase, jobs[i], &f, &pid);
+			if (jobs[i].id != self)
+				left += cn_jobdirs_holding(statusbase, jobs[i].id, jobs[i].uid,
+							   deadline, &f, &pid);
 			frozen += f;
 		}
-		if (!left || now_s() - t0 >= max_s)
+		if (!left || now_s() >= deadline)
 			break;
 		usleep(50000);
 	}

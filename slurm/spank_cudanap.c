@@ -1,35 +1,34 @@
 /* spank_cudanap: Slurm's SPANK plugin. `--cudanap[=INI]` (or a site default from plugstack.conf)
  * runs every task of a job, on every node, under the preload: LD_PRELOAD appended, CUDANAP_CONFIG
  * and a per-job status directory set; an INI with an error fails the job at submission and at
- * launch, in the INI's own one line. The job's status directory goes with the job's epilog.
+ * launch, in the INI's own one line. Root makes the job's status directory, in a directory of its
+ * own that no user can write to (jobdirs.c), and the job's epilog removes it.
  *
  * plugstack.conf arguments (all optional):
  *   default=INI|on       jobs that do not say --cudanap run under it anyway (on: no INI, the
  *                        built-in defaults); --cudanap=off opts a job out
  *   partitions=A,B       the default applies only to jobs of these partitions
  *   preload=PATH         the library (default: the one installed beside this plugin's build)
- *   statusbase=DIR       where the per-job status directories go (default /tmp)
+ *   statusbase=DIR       root makes DIR/cudanap there, and in it the per-job status directories
+ *                        (default /run; DIR/cudanap must not be another user's)
  *   handover=SECONDS     every task of every job on the node (under cudanap or not) waits, at
  *                        most this long, before it starts, for the cudanap processes of the jobs
  *                        Slurm has suspended on the node to let their GPUs go: a preemptor then
  *                        starts on a free GPU (handover.c; default 0, no wait) */
 #define _GNU_SOURCE
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <slurm/spank.h>
 
 #include "cn_config.h"
 #include "handover.h"
+#include "jobdirs.h"
 
 SPANK_PLUGIN(cudanap, 1);
 
@@ -41,7 +40,9 @@ static char def_ini[PATH_MAX]; /* default=: an INI, or "" with def_on for the bu
 static bool def_on;
 static char partitions[512]; /* partitions=, "" for all */
 static char preload[PATH_MAX] = CN_PRELOAD_ABS;
-static char statusbase[PATH_MAX] = "/tmp";
+static char statusbase[PATH_MAX] = "/run";
+/* Why root could not make this task's job directory ("" when it did): said at the task's start. */
+static char dir_err[512];
 static char handover[16] = "0"; /* seconds */
 
 static int opt_cb(int val, const char *arg, int remote)
@@ -164,11 +165,14 @@ static int absolute(const char *path, const char *dir, char *out, size_t len)
 	return n >= 0 && (size_t)n < len ? 0 : -1;
 }
 
-static int check_ini(const char *path, bool task)
+/* The INI at path loads (nothing to load for "": the defaults); *refuse: its [status]
+ * if_unusable. */
+static int check_ini(const char *path, bool task, bool *refuse)
 {
 	struct cn_config c;
 	char err[512];
 
+	*refuse = false;
 	if (!path[0])
 		return 0;
 	if (cn_config_load(&c, path, err, sizeof(err)) < 0) {
@@ -177,6 +181,7 @@ static int check_ini(const char *path, bool task)
 			fprintf(stderr, "cudanap: %s\n", err);
 		return -1;
 	}
+	*refuse = c.status_refuse;
 	return 0;
 }
 
@@ -186,18 +191,15 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 	spank_context_t ctx = spank_context();
 	char cwd[PATH_MAX], abs[PATH_MAX];
 
+	bool refuse;
+
 	if ((ctx != S_CTX_LOCAL && ctx != S_CTX_ALLOCATOR) || opt != OPT_ON || !opt_ini[0])
 		return 0;
 	if (!getcwd(cwd, sizeof(cwd)) || absolute(opt_ini, cwd, abs, sizeof(abs)) < 0) {
 		slurm_error("cudanap: --cudanap=%s: cannot make the path absolute", opt_ini);
 		return -1;
 	}
-	return check_ini(abs, false);
-}
-
-static void job_dir(uid_t uid, uint32_t job, char *out, size_t len)
-{
-	snprintf(out, len, "%s/cudanap-%u-job%u", statusbase, (unsigned)uid, (unsigned)job);
+	return check_ini(abs, false, &refuse);
 }
 
 /* Each task, in the task's own process (forked by slurmstepd, the job's user) just before its
@@ -209,6 +211,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 	char part[256] = "", dir[PATH_MAX] = "", abs[PATH_MAX], status[PATH_MAX], err[512];
 	char old[4096] = "", neu[sizeof(old) + PATH_MAX + 1];
 	const char *path = "";
+	bool refuse;
 	uid_t uid;
 	uint32_t job;
 
@@ -222,18 +225,24 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 		slurm_error("cudanap: %s: path too long", path);
 		return -1;
 	}
-	if (check_ini(abs, true) < 0)
+	if (check_ini(abs, true, &refuse) < 0)
 		return -1;
 	if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS) {
 		slurm_error("cudanap: cannot read the job's id and user");
 		return -1;
 	}
-	job_dir(uid, job, status, sizeof(status));
-	if (cn_status_dir_prepare(status, err, sizeof(err)) < 0) {
-		slurm_error("cudanap: %s", err);
-		fprintf(stderr, "cudanap: %s\n", err);
-		return -1;
+	cn_jobdirs_path(statusbase, job, status, sizeof(status));
+	if (dir_err[0] || cn_status_dir_prepare(status, err, sizeof(err)) < 0) {
+		/* Not the user's doing: by default the task runs, without cudanap, and says why
+		 * ([status] if_unusable). */
+		if (dir_err[0])
+			snprintf(err, sizeof(err), "%s", dir_err);
+		slurm_error("cudanap: job %u: %s", (unsigned)job, err);
+		fprintf(stderr, "cudanap: %s; %s\n", err,
+			refuse ? "not starting ([status] if_unusable = refuse)"
+			       : "running without cudanap ([status] if_unusable = run)");
+		return refuse ? -1 : 0;
 	}
 	/* Appended, so that a preload the job already has keeps its place. */
 	if (spank_getenv(sp, "LD_PRELOAD", old, sizeof(old)) == ESPANK_NOSPACE) {
@@ -256,15 +265,30 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 	return 0;
 }
 
-/* Each task, as root, before the one above: with handover=, wait for the GPUs that the jobs Slurm
- * has suspended on this node still hold. */
+/* Each task, as root, before the one above: the job's status directory, if the task runs under
+ * cudanap (a failure is said there); with handover=, wait for the GPUs that the jobs Slurm has
+ * suspended on this node still hold. Never fails the task. */
 int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 {
-	char node[256] = "", *end;
+	char node[256] = "", part[256] = "", *end;
 	double max_s = strtod(handover, &end);
+	const char *path;
 	uint32_t job = 0;
+	uid_t uid;
+	gid_t gid;
 
-	if (!spank_remote(sp) || *end || max_s <= 0)
+	if (!spank_remote(sp))
+		return 0;
+	spank_getenv(sp, "SLURM_JOB_PARTITION", part, sizeof(part));
+	dir_err[0] = '\0';
+	if (chosen(part, &path) &&
+	    (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
+	     spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS ||
+	     spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
+	     cn_jobdirs_make(statusbase, job, uid, gid, dir_err, sizeof(dir_err)) < 0) &&
+	    !dir_err[0])
+		snprintf(dir_err, sizeof(dir_err), "cannot read the job's id and user");
+	if (*end || max_s <= 0)
 		return 0;
 	if (spank_getenv(sp, "SLURMD_NODENAME", node, sizeof(node)) != ESPANK_SUCCESS)
 		gethostname(node, sizeof(node));
@@ -278,31 +302,14 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
  * before this one: the arguments are read here. */
 int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 {
-	char status[PATH_MAX];
+	char why[512];
 	uid_t uid;
 	uint32_t job;
-	struct stat st;
-	struct dirent *e;
-	DIR *d;
-	int fd;
 
 	if (set_args(ac, av) < 0 || spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS)
 		return 0;
-	job_dir(uid, job, status, sizeof(status));
-	fd = open(status, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	if (fstat(fd, &st) < 0 || st.st_uid != uid || !(d = fdopendir(fd))) {
-		close(fd);
-		return 0;
-	}
-	while ((e = readdir(d)))
-		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
-		    unlinkat(dirfd(d), e->d_name, 0) < 0)
-			slurm_info("cudanap: %s/%s: %s", status, e->d_name, strerror(errno));
-	closedir(d);
-	if (rmdir(status) < 0)
-		slurm_info("cudanap: %s: %s", status, strerror(errno));
+	if (cn_jobdirs_remove(statusbase, job, uid, why, sizeof(why)) < 0)
+		slurm_info("cudanap: job %u: %s", (unsigned)job, why);
 	return 0;
 }

@@ -23,7 +23,12 @@ out=$("$CUDANAP" check-config "$T/nodir.ini" 2>&1); rc=$?
 is "$rc:$out" "78:cudanap: $T/nodir.ini: status dir /nonexistent/x: cannot be created: /nonexistent is not a directory" \
 	"check-config checks [status] dir as a start would"
 out=$("$CUDANAP" run -c "$T/nodir.ini" -- true 2>&1); rc=$?
-like "$rc:$out" "^78:cudanap: status dir /nonexistent/x: cannot create" "and a start refuses it the same"
+like "$rc:$out" "^0:cudanap: status dir /nonexistent/x: cannot create: .*; running without cudanap \(\[status\] if_unusable = run\)$" \
+	"and a start runs the program without cudanap, saying why in one line"
+printf '[status]\ndir = /nonexistent/x\nif_unusable = refuse\n' > "$T/nodir-refuse.ini"
+out=$("$CUDANAP" run -c "$T/nodir-refuse.ini" -- true 2>&1); rc=$?
+like "$rc:$out" "^78:cudanap: status dir /nonexistent/x: cannot create: .*; not starting \(\[status\] if_unusable = refuse\)$" \
+	"with [status] if_unusable = refuse it does not start"
 printf '[status]\ndir = %s/new\n' "$T" > "$T/newdir.ini"
 out=$("$CUDANAP" check-config "$T/newdir.ini" 2>&1); rc=$?
 is "$rc:$out" "0:$T/newdir.ini: ok" "a status dir that a start can make is ok"

@@ -123,8 +123,12 @@ is "$("$CUDANAP" check-config "$T/job.ini")" "$T/job.ini: ok" "check-config of a
 ln -s "$T/status" "$T/status-link"
 printf '[status]\ndir = %s\n' "$T/status-link" > "$T/link.ini"
 err=$(CUDANAP_CONFIG=$T/link.ini LD_PRELOAD=$PRELOAD /bin/true 2>&1); rc=$?
-is "$rc" 78 "a symlinked status dir is refused at start"
-like "$err" "^cudanap: status dir .*status-link: is a symlink" "with one line"
+is "$rc" 0 "a symlinked status dir: the program runs, without cudanap"
+like "$err" "^cudanap: status dir .*status-link: is a symlink.*; running without cudanap \(\[status\] if_unusable = run\)$" \
+	"and says so in one line"
+printf 'if_unusable = refuse\n' >> "$T/link.ini"
+err=$(CUDANAP_CONFIG=$T/link.ini LD_PRELOAD=$PRELOAD /bin/true 2>&1); rc=$?
+is "$rc" 78 "with if_unusable = refuse it is refused at start"
 err=$(CUDANAP_CONFIG=$T/missing.ini LD_PRELOAD=$PRELOAD /bin/true 2>&1); rc=$?
 is "$rc" 78 "a missing INI is refused at start"
 

@@ -52,7 +52,7 @@ PartitionName=gpu Nodes=ALL MaxTime=INFINITE State=UP"
 
 	mkdir -p "$S/munge" "$S/ctld" "$S/d" "$S/log" "$S/st"
 	chmod 700 "$S/munge"
-	chmod 1777 "$S/st" # the plugin's statusbase: per-job directories of every user
+	chmod 755 "$S/st" # the plugin's statusbase: root makes cudanap/ in it
 	head -c 1024 /dev/urandom > "$S/munge/key"
 	chmod 400 "$S/munge/key"
 	munged -F -f --socket="$S/munge/sock" --key-file="$S/munge/key" --pid-file="$S/munge/pid" \
@@ -189,7 +189,7 @@ ready() {
 	answer "$1" 60
 	[ "${REPLY%% *}" = ready ] && { REPLY=${REPLY#ready }; echo "${REPLY%% *}"; }
 }
-job_dir() { echo "$S/st/cudanap-$(id -u)-job$1"; }
+job_dir() { echo "$S/st/cudanap/job$1"; }
 # until_state PID STATE: until PID's status file says STATE (20 s at most); srun forwards a
 # signal to its tasks, so a task may count one signal twice and seq alone cannot tell.
 until_state() {

@@ -72,7 +72,8 @@ static void test_full_file(void)
 	ok(load_text("; comment\n[signals]\nsuspend = SIGRTMIN+3\nresume = 40\n"
 		     "[lock]\ntimeout_ms = 0\n[restore]\ngpu_map = 0=1, 1 = 0\nmargin_mib = 1024\n"
 		     "reserve = off\ntake_turns = no\n"
-		     "[status]\ndir = /var/tmp/x\n[log]\nlevel = DEBUG\ntarget = /tmp/cn.log\n"
+		     "[status]\ndir = /var/tmp/x\nif_unusable = Refuse\n[log]\nlevel = DEBUG\n"
+		     "target = /tmp/cn.log\n"
 		     "[hooks]\non_suspended = echo s\non_resumed = echo r\non_failure = echo f\n"
 		     "timeout_ms = 5\n[performance]\nhugepages = no\nprefault_threads = 0\n"
 		     "keep_host_buffer = On\n[preflight]\nallow_jax = yes\nallow_nccl = 1\n"
@@ -85,6 +86,7 @@ static void test_full_file(void)
 		   c.pairs[1].from.index == 1 && c.pairs[1].to.index == 0,
 	   "gpu_map parsed");
 	is_str(c.status_dir, "/var/tmp/x", "status dir set");
+	ok(c.status_refuse, "status.if_unusable = refuse");
 	ok(c.log_level == CN_LOG_DEBUG, "log level is case-insensitive");
 	is_str(c.log_target, "/tmp/cn.log", "log target set");
 	is_str(c.on_suspended, "echo s", "on_suspended");
@@ -138,6 +140,8 @@ static void test_errors(void)
 		     "like GPU-8c5c8d2e-0000-1111-2222-333344445555");
 	expect_error("[status]\ndir = relative/dir\n",
 		     "2: status.dir: 'relative/dir' must be an absolute path");
+	expect_error("[status]\nif_unusable = exit\n",
+		     "2: status.if_unusable: 'exit' is not one of run, refuse");
 	expect_error("[log]\nlevel = loud\n",
 		     "2: log.level: 'loud' is not one of error, info, debug");
 	expect_error("[log]\ntarget = cn.log\n",
@@ -278,8 +282,11 @@ static void test_status_dir(void)
 		ok(cn_status_dir_prepare(d, err, sizeof(err)) < 0,
 		   "another user's status dir refused");
 		snprintf(want, sizeof(want),
-			 "status dir %s: owned by uid 65534, not by you; refusing", d);
-		is_str(err, want, "another user's dir message");
+			 "status dir %s: owned by uid 65534, not by you (uid 0): another user made "
+			 "it; name another ([status] dir, CUDANAP_STATUS_DIR or XDG_RUNTIME_DIR) or "
+			 "have it removed",
+			 d);
+		is_str(err, want, "another user's dir message: its owner and the way out");
 	} else {
 		ok(1, "another user's status dir refused # SKIP needs root to make one");
 		ok(1, "another user's dir message # SKIP needs root");

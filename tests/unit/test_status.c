@@ -75,12 +75,13 @@ static void test_files(void)
 	struct stat st;
 
 	sample(&a);
+	a.pid = (int)getpid(); /* root reads the status of a live process only */
 	ok(cn_status_write(dir, &a) == 0, "write");
-	snprintf(path, sizeof(path), "%s/4711.json", dir);
+	snprintf(path, sizeof(path), "%s/%d.json", dir, a.pid);
 	ok(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600, "file is 0600");
-	snprintf(tmp, sizeof(tmp), "%s/.4711.json.tmp", dir);
+	snprintf(tmp, sizeof(tmp), "%s/.%d.json.tmp", dir, a.pid);
 	ok(access(tmp, F_OK) < 0, "no temp file left behind");
-	ok(cn_status_read(dir, 4711, &b) == 0 && b.seq == 42, "read back");
+	ok(cn_status_read(dir, a.pid, &b) == 0 && b.seq == 42, "read back");
 	if (symlink("/tmp/cn-unit-elsewhere", tmp) < 0)
 		perror("symlink");
 	ok(cn_status_write(dir, &a) < 0 && access("/tmp/cn-unit-elsewhere", F_OK) < 0,
@@ -89,10 +90,10 @@ static void test_files(void)
 	unlink(path);
 	if (symlink("/etc/hostname", path) < 0)
 		perror("symlink");
-	ok(cn_status_read(dir, 4711, &b) < 0, "a symlinked status file is not read");
+	ok(cn_status_read(dir, a.pid, &b) < 0, "a symlinked status file is not read");
 	ok(cn_status_write(dir, &a) == 0 && lstat(path, &st) == 0 && S_ISREG(st.st_mode),
 	   "writing replaces a planted symlink instead of writing through it");
-	ok(cn_status_remove(dir, 4711) == 0 && access(path, F_OK) < 0, "remove");
+	ok(cn_status_remove(dir, a.pid) == 0 && access(path, F_OK) < 0, "remove");
 	ok(cn_proc_starttime(getpid()) > 0, "own start time readable");
 	ok(cn_proc_starttime(0x7ffffff0) == 0, "a missing pid has no start time");
 }

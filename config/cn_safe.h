@@ -1,0 +1,40 @@
+/* safe: opening what another user may have planted. Every file or directory that root opens on a
+ * user's behalf (the Slurm plugin's job directories and status files, the CLI reading another
+ * user's status), and every file whose name came from someone else's environment, goes through
+ * here: never through a symbolic link, never blocking (a FIFO, a device), only a directory or a
+ * regular file, of the owner expected, of a bounded size. */
+#ifndef CN_SAFE_H
+#define CN_SAFE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Who may own it: uid (CN_ANYONE: whoever), and root as well when root_ok. */
+struct cn_owner {
+	uid_t uid;
+	bool root_ok;
+};
+#define CN_ANYONE    ((uid_t)-1)
+#define CN_OWNER_ANY ((struct cn_owner){ CN_ANYONE, true })
+
+/* The owner of process pid (root's too when root_ok), from /proc; -ESRCH when it is gone. */
+int cn_safe_owner_of(int pid, bool root_ok, struct cn_owner *o);
+
+/* A directory at path (relative to the directory fd at, or AT_FDCWD), its last component not a
+ * link, owned as o says, that nobody else may write to unless writable is true. Its fd
+ * (O_DIRECTORY, close-on-exec), or -errno with why in one line. */
+int cn_safe_dir(int at, const char *path, struct cn_owner o, bool writable, char *why, size_t len);
+
+/* Create the directory name in at (mode, then owner uid:gid when uid is not ours), or find it
+ * there; then cn_safe_dir(at, name, {uid}, false). Its fd, or -errno with why. */
+int cn_safe_mkdir(int at, const char *name, mode_t mode, uid_t uid, gid_t gid, char *why,
+		  size_t len);
+
+/* The regular file at path (relative to at), its last component not a link, owned as o says,
+ * read into buf without blocking, at most len - 1 bytes of it (NUL-terminated): the length
+ * read, or -errno with why. */
+ssize_t cn_safe_read(int at, const char *path, struct cn_owner o, char *buf, size_t len, char *why,
+		     size_t wlen);
+
+#endif

@@ -1,0 +1,196 @@
+/* jobdirs: the per-job status directories of a node, <statusbase>/cudanap/job<J>. Root makes
+ * <statusbase>/cudanap (owned by root, 0711: others may pass through it but not write in it) and,
+ * for each job, job<J> in it, given to the job's user (0700). So no user can make, replace or
+ * link another job's directory: squatting is impossible by construction. What the job's own user
+ * puts in its directory is read by root the way cn_safe.h reads: no link followed, no FIFO
+ * waited on, only regular files of that user, and only status files naming that user's processes
+ * of that job are believed. Runs in slurmstepd's task processes (root) and in the epilog. */
+#define _GNU_SOURCE
+#include "jobdirs.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cn_safe.h"
+#include "cn_status.h"
+
+#define BASE "cudanap"
+
+void cn_jobdirs_path(const char *statusbase, uint32_t job, char *out, size_t len)
+{
+	snprintf(out, len, "%s/" BASE "/job%u", statusbase, (unsigned)job);
+}
+
+/* <statusbase>/cudanap, root's and written by nobody else: its fd, or -errno with why. */
+static int base_fd(const char *statusbase, bool create, char *why, size_t len)
+{
+	int at = open(statusbase, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd;
+
+	if (at < 0) {
+		int e = errno;
+
+		snprintf(why, len, "statusbase %s: %s", statusbase, strerror(e));
+		return -e;
+	}
+	fd = create ? cn_safe_mkdir(at, BASE, 0711, geteuid(), getegid(), why, len)
+		    : cn_safe_dir(at, BASE, (struct cn_owner){ geteuid(), false }, false, why, len);
+	close(at);
+	return fd;
+}
+
+int cn_jobdirs_make(const char *statusbase, uint32_t job, uid_t uid, gid_t gid, char *why,
+		    size_t len)
+{
+	char name[32];
+	int b = base_fd(statusbase, true, why, len), j;
+
+	if (b < 0)
+		return b;
+	snprintf(name, sizeof(name), "job%u", (unsigned)job);
+	j = cn_safe_mkdir(b, name, 0700, uid, gid, why, len);
+	close(b);
+	if (j < 0)
+		return j;
+	close(j);
+	return 0;
+}
+
+int cn_jobdirs_remove(const char *statusbase, uint32_t job, uid_t uid, char *why, size_t len)
+{
+	char name[32];
+	struct dirent *e;
+	int b = base_fd(statusbase, false, why, len), j, r = 0;
+	DIR *d;
+
+	if (b < 0)
+		return b == -ENOENT ? 0 : b;
+	snprintf(name, sizeof(name), "job%u", (unsigned)job);
+	j = cn_safe_dir(b, name, (struct cn_owner){ uid, false }, false, why, len);
+	if (j < 0) {
+		close(b);
+		return j == -ENOENT ? 0 : j;
+	}
+	d = fdopendir(j);
+	while (d && (e = readdir(d)))
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
+		    unlinkat(j, e->d_name, 0) < 0 && !r) {
+			r = -errno;
+			snprintf(why, len, "%s/" BASE "/%s/%s: %s", statusbase, name, e->d_name,
+				 strerror(errno));
+		}
+	if (d)
+		closedir(d);
+	else
+		close(j);
+	if (unlinkat(b, name, AT_REMOVEDIR) < 0 && !r) {
+		r = -errno;
+		snprintf(why, len, "%s/" BASE "/%s: %s", statusbase, name, strerror(errno));
+	}
+	close(b);
+	return r;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Stopped by SIGSTOP (Slurm's, 2 s after its SIGTSTP), or traced. */
+static bool stopped(int pid)
+{
+	char path[64], buf[512], *rp;
+	FILE *f;
+	bool t = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "re");
+	if (f && fgets(buf, sizeof(buf), f) && (rp = strrchr(buf, ')')))
+		t = rp[1] == ' ' && (rp[2] == 'T' || rp[2] == 't');
+	if (f)
+		fclose(f);
+	return t;
+}
+
+/* A process of job: SLURM_JOB_ID in its environment, as slurmstepd set it. */
+static bool of_job(int pid, uint32_t job)
+{
+	static char env[65536];
+	char path[64], want[32];
+	size_t n, k;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
+	f = fopen(path, "re");
+	n = f ? fread(env, 1, sizeof(env) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	env[n] = '\0';
+	k = (size_t)snprintf(want, sizeof(want), "SLURM_JOB_ID=%u", (unsigned)job) + 1;
+	for (size_t i = 0; i + k <= n + 1; i += strlen(env + i) + 1)
+		if (memcmp(env + i, want, k) == 0)
+			return true;
+	return false;
+}
+
+/* The status file name (<pid>.json) of one of uid's processes of job, still holding its GPU
+ * memory: 1, 0 when not, -1 when stopped mid-checkpoint. */
+static int holds(int dir, const char *name, uid_t uid, uint32_t job)
+{
+	char buf[CN_STATUS_MAX], why[300];
+	struct cn_owner o;
+	struct cn_status s;
+	char *end;
+	long pid = strtol(name, &end, 10);
+
+	if (pid <= 0 || strcmp(end, ".json") != 0 || cn_safe_owner_of((int)pid, false, &o) < 0 ||
+	    o.uid != uid || !of_job((int)pid, job) ||
+	    cn_safe_read(dir, name, (struct cn_owner){ uid, false }, buf, sizeof(buf), why,
+			 sizeof(why)) < 0 ||
+	    cn_status_parse(buf, &s) < 0 || s.pid != pid ||
+	    cn_proc_starttime((int)pid) != s.starttime || strcmp(s.state, "checkpointed") == 0 ||
+	    strcmp(s.state, "no-cuda") == 0 || (!s.busy && strcmp(s.state, "failed") == 0))
+		return 0;
+	return stopped((int)pid) ? -1 : 1;
+}
+
+int cn_jobdirs_holding(const char *statusbase, uint32_t job, uid_t uid, double deadline,
+		       int *frozen, int *first)
+{
+	char name[32], why[300];
+	struct dirent *e;
+	int b = base_fd(statusbase, false, why, sizeof(why)), j, n = 0;
+	DIR *d;
+
+	*frozen = 0;
+	if (b < 0)
+		return 0;
+	snprintf(name, sizeof(name), "job%u", (unsigned)job);
+	j = cn_safe_dir(b, name, (struct cn_owner){ uid, false }, false, why, sizeof(why));
+	close(b);
+	if (j < 0)
+		return 0;
+	d = fdopendir(j);
+	while (d && now_s() < deadline && (e = readdir(d))) {
+		int h = holds(j, e->d_name, uid, job);
+
+		if (h < 0)
+			(*frozen)++;
+		else if (h > 0 && !n++)
+			*first = atoi(e->d_name);
+	}
+	if (d)
+		closedir(d);
+	else
+		close(j);
+	return n;
+}
