@@ -72,11 +72,14 @@ static int judge(int fd, const char *path, bool dir, struct cn_owner o, bool wri
 	return fd;
 }
 
-static int open_failed(const char *path, char *why, size_t len)
+/* The open failed: why, in words. O_NOFOLLOW with O_DIRECTORY fails a link with ENOTDIR. */
+static int open_failed(int at, const char *path, char *why, size_t len)
 {
 	int e = errno;
+	struct stat st;
 
-	if (e == ELOOP)
+	if (e == ELOOP || (e == ENOTDIR && fstatat(at, path, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			   S_ISLNK(st.st_mode)))
 		snprintf(why, len, "%s: is a symbolic link; not followed", path);
 	else if (e == ENOTDIR)
 		snprintf(why, len, "%s: not a directory; not used", path);
@@ -91,7 +94,7 @@ int cn_safe_dir(int at, const char *path, struct cn_owner o, bool writable, char
 	struct stat st;
 
 	if (fd < 0)
-		return open_failed(path, why, len);
+		return open_failed(at, path, why, len);
 	return judge(fd, path, true, o, writable, why, len, &st);
 }
 
@@ -111,7 +114,7 @@ int cn_safe_mkdir(int at, const char *name, mode_t mode, uid_t uid, gid_t gid, c
 			return -e;
 		}
 	} else if (errno != EEXIST) {
-		return open_failed(name, why, len);
+		return open_failed(at, name, why, len);
 	}
 	return cn_safe_dir(at, name, (struct cn_owner){ uid, false }, false, why, len);
 }
@@ -125,7 +128,7 @@ ssize_t cn_safe_read(int at, const char *path, struct cn_owner o, char *buf, siz
 	ssize_t n;
 
 	if (fd < 0)
-		return open_failed(path, why, wlen);
+		return open_failed(at, path, why, wlen);
 	fd = judge(fd, path, false, o, false, why, wlen, &st);
 	if (fd < 0)
 		return fd;

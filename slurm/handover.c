@@ -86,12 +86,17 @@ static int suspended_jobs(const char *node, struct job *jobs, int max, double de
 	}
 	close(p[0]);
 	buf[got] = '\0';
-	if (waitpid(pid, &status, WNOHANG) == 0) {
-		kill(pid, SIGKILL);
-		waitpid(pid, &status, 0);
-		return -1;
+	/* Its output ended with it, which may not have been reaped yet. */
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		if (now_s() >= deadline) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			return -1;
+		}
+		usleep(1000);
 	}
-	for (char *line = strtok(buf, "\n"); line && n < max; line = strtok(NULL, "\n")) {
+	for (char *save, *line = strtok_r(buf, "\n", &save); line && n < max;
+	     line = strtok_r(NULL, "\n", &save)) {
 		unsigned long id, uid;
 
 		if (sscanf(line, "%lu %lu", &id, &uid) == 2 && id > 0)
@@ -113,6 +118,8 @@ void cn_handover_wait(const char *statusbase, const char *node, uint32_t self, d
 			node, max_s);
 		return;
 	}
+	/* Each look is let past the deadline by half a second at most (a directory of many files
+	 * on a slow disk), so that the last one is whole and its answer right. */
 	for (;;) {
 		left = frozen = 0;
 		for (int i = 0; i < n; i++) {
@@ -120,10 +127,10 @@ void cn_handover_wait(const char *statusbase, const char *node, uint32_t self, d
 
 			if (jobs[i].id != self)
 				left += cn_jobdirs_holding(statusbase, jobs[i].id, jobs[i].uid,
-							   deadline, &f, &pid);
+							   deadline + 0.5, &f, &pid);
 			frozen += f;
 		}
-		if (!left || now_s() >= deadline)
+		if (!left || now_s() + 0.05 >= deadline)
 			break;
 		usleep(50000);
 	}

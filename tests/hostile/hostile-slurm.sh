@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# A local user against another's Slurm jobs, with real daemons (tests/slurm/cluster.sh) and the
+# fake driver: the attacker can make nothing in the plugin's directories (root's, and each job's
+# given to its user); the victim's own suspended job's directory holds a FIFO, links to a file and
+# to a directory, an oversized and a garbage status file, and statuses naming another user's
+# process and one of its own outside the job, and another job's task still starts at once, the
+# handover wait believing none of it; the epilog removes the job's directory and nothing a link in
+# it pointed to. That max_s bounds the wait, squeue included: tests/unit/test_rootpaths.c.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/users.sh"
+
+# -- Slurm: the plugin's directories, the handover wait, the epilog
+. "$(dirname "$0")/../slurm/cluster.sh"
+export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA
+cluster_start "required $SPANK preload=$PRELOAD statusbase=$S/st handover=5"
+chmod 755 "$S"
+printf '[signals]\nsuspend = SIGTSTP\nresume = SIGCONT\n' > "$T/pub/stop.ini"
+chmod 644 "$T/pub/stop.ini"
+jv=$(sbatch --parsable --uid=cnvictim --cudanap="$T/pub/stop.ini" -D "$T/pub" -o "$T/pub/v.log" \
+	--wrap 'exec sleep 300')
+vp=$(job_pid "$jv" sleep)
+vdir=$(job_dir "$jv")
+eventually 20 test -e "$vdir/$vp.json"
+is "$(stat -c '%U %a' "$S/st/cudanap"):$(stat -c '%U %a' "$vdir")" "root 711:cnvictim 700" \
+	"the victim's job: its directory, cnvictim's (0700), in the plugin's, root's (0711)"
+not() { ! "$@" 2> /dev/null; }
+check "the attacker can make no job directory there" not "${AS_A[@]}" mkdir "$S/st/cudanap/job$((jv + 1))"
+check "nor put anything in the victim's" not "${AS_A[@]}" mkfifo "$vdir/1.json"
+# What the victim itself can plant in its job's directory: a FIFO, links to a file and to a
+# directory, an oversized and a garbage file, statuses of another user's process and of one of
+# its own outside the job, each claiming to hold its GPU.
+"${AS_A[@]}" /bin/sleep 300 &
+ap=$!
+"${AS_V[@]}" /bin/sleep 300 &
+stray=$!
+eventually 20 test -e "/proc/$ap" -a -e "/proc/$stray"
+claim() { printf '{"pid":%d,"starttime":%s,"state":"running"}' "$1" "$(awk '{ print $22 }' "/proc/$1/stat")"; }
+head -c 1000000 /dev/zero | tr '\0' '{' > "$T/pub/big"
+chmod 644 "$T/pub/big"
+"${AS_V[@]}" sh -c 'cd "$1" && mkfifo 1.json && ln -s /etc/shadow 2.json && ln -s / 3.json &&
+	cp "$2" 4.json && echo garbage > 5.json && printf %s "$3" > "$4.json" &&
+	printf %s "$5" > "$6.json"' _ "$vdir" "$T/pub/big" "$(claim "$ap")" "$ap" "$(claim "$stray")" "$stray"
+is "$(ls "$vdir" | wc -l)" 8 "the victim planted seven things in its job's directory"
+scontrol suspend "$jv"
+wait_state "$jv" SUSPENDED
+jr=$(sbatch --parsable -D "$T/pub" -o "$T/pub/r.log" --wrap "echo started > '$T/pub/r.start'")
+eventually 30 test -s "$T/pub/r.start"
+said=$(grep "handover: job $jr " "$S/log/slurmd.log" | tail -n 1)
+like "$said" "job $jr waited [0-9.]+ s for 1 suspended job" \
+	"another job's task looked at the suspended job, which held nothing (slurmd's log)"
+took=$(sed -n 's/.* waited \([0-9.]*\) s .*/\1/p' <<< "$said")
+check "and started at once: it waited ${took:-?} s (handover=5)" \
+	awk -v t="${took:-9}" 'BEGIN { exit !(t < 1) }'
+kill "$ap" "$stray" 2> /dev/null
+# The epilog.
+touch "$T/pub/keep" && "${AS_V[@]}" ln -s "$T/pub/keep" "$vdir/keep.json"
+scontrol resume "$jv"
+scancel "$jv"
+wait_final "$jv"
+eventually 20 test ! -e "$vdir"
+check "the epilog removed the victim's job directory" test $? -eq 0
+check "and nothing a link in it pointed to" test -e "$T/pub/keep" -a -e /etc/shadow
+finish

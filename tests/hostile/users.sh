@@ -1,0 +1,16 @@
+# Sourced by the hostile suite after lib.sh: two users of this machine, made here if missing (as
+# root, which the suite needs), a victim (uid V) and an attacker (uid A); "${AS_V[@]}" CMD and
+# "${AS_A[@]}" CMD run CMD as one of them, with a small environment of its own, in the same
+# process (so that $! is CMD's pid); $T/pub a directory both reach.
+[ "$(id -u)" = 0 ] || skip_all "needs root: it makes two users and runs root's code"
+command -v useradd > /dev/null && command -v setpriv > /dev/null || skip_all "no useradd or setpriv"
+for u in cnvictim cnattacker; do
+	id "$u" > /dev/null 2>&1 || useradd -M -d /nonexistent -s /usr/sbin/nologin "$u" ||
+		skip_all "cannot make the user $u"
+done
+V=$(id -u cnvictim) A=$(id -u cnattacker)
+AS_V=(setpriv --reuid="$V" --regid="$(id -g cnvictim)" --clear-groups env -i PATH=/usr/bin:/bin)
+AS_A=(setpriv --reuid="$A" --regid="$(id -g cnattacker)" --clear-groups env -i PATH=/usr/bin:/bin)
+chmod 711 "$T"
+mkdir -m 1777 "$T/pub"
+lib=$(readlink -f "$LIBCUDANAP")

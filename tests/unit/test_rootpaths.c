@@ -1,0 +1,332 @@
+/* What root's code makes of what a user can plant: the Slurm plugin's job directories (jobdirs.c:
+ * made, read by the handover wait, removed by the epilog), the status reader and the INI reader
+ * the CLI uses as root, and the helper under them all (config/safe.c). Two users that need not
+ * exist, by uid: the job's (OWNER) and another (OTHER). Every hostile input (a FIFO, links to a
+ * file and to a directory, a directory of the wrong user, an oversized and a garbage status file,
+ * a status naming a live process of another user or of none of the job) must be refused without
+ * blocking, and the handover's look must end by its deadline. Runs as root (CI is); also under
+ * valgrind and AddressSanitizer in the default run. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cn_config.h"
+#include "cn_safe.h"
+#include "cn_status.h"
+#include "jobdirs.h"
+#include "tap.h"
+#ifdef CN_HANDOVER
+#include <stdarg.h>
+
+#include "handover.h"
+#endif
+
+#define OWNER 60101
+#define OTHER 60102
+#define JOB   4242
+
+static char base[256], job[300];
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void put(const char *path, const char *text, uid_t uid)
+{
+	FILE *f = fopen(path, "w");
+
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+	if (chown(path, uid, uid) < 0)
+		perror(path);
+}
+
+/* A process of uid, sleeping, with env as its whole environment. */
+static pid_t sleeper(uid_t uid, const char *env)
+{
+	pid_t p = fork();
+
+	if (p == 0) {
+		char *envp[] = { (char *)env, NULL }, *argv[] = { "sleep", "30", NULL };
+
+		if (setgid(uid) < 0 || setuid(uid) < 0)
+			_exit(1);
+		execve("/bin/sleep", argv, envp);
+		_exit(1);
+	}
+	return p;
+}
+
+/* A status file of pid in the job's directory, owned by uid, saying it holds its GPU. */
+static void status_of(pid_t pid, uid_t uid)
+{
+	struct cn_status s;
+	char buf[CN_STATUS_MAX], path[400];
+
+	cn_status_init(&s, (int)pid);
+	s.starttime = cn_proc_starttime((int)pid);
+	snprintf(s.state, sizeof(s.state), "running");
+	cn_status_format(&s, buf, sizeof(buf));
+	snprintf(path, sizeof(path), "%s/%d.json", job, (int)pid);
+	put(path, buf, uid);
+}
+
+static int holding(double *took)
+{
+	int frozen, first = 0, n;
+	double t0 = now_s();
+
+	n = cn_jobdirs_holding(base, JOB, OWNER, t0 + 2, &frozen, &first);
+	*took = now_s() - t0;
+	return n;
+}
+
+static void test_make(void)
+{
+	char why[512], p[400];
+	struct stat st;
+
+	ok(cn_jobdirs_make(base, JOB, OWNER, OWNER, why, sizeof(why)) == 0, "a job directory made");
+	snprintf(p, sizeof(p), "%s/cudanap", base);
+	ok(stat(p, &st) == 0 && st.st_uid == 0 && (st.st_mode & 0777) == 0711,
+	   "in <statusbase>/cudanap, root's, 0711");
+	ok(stat(job, &st) == 0 && st.st_uid == OWNER && (st.st_mode & 0777) == 0700,
+	   "the job's own: its user's, 0700");
+	ok(cn_jobdirs_make(base, JOB, OWNER, OWNER, why, sizeof(why)) == 0,
+	   "found again by the job's next task");
+	ok(cn_jobdirs_make(base, JOB, OTHER, OTHER, why, sizeof(why)) < 0 &&
+		   strstr(why, "owned by uid 60101, not uid 60102"),
+	   "refused to another user: %s", why);
+}
+
+static void test_squat(void)
+{
+	char b2[300], p[400], why[512];
+
+	snprintf(b2, sizeof(b2), "%s/squatted", base);
+	mkdir(b2, 0755);
+	snprintf(p, sizeof(p), "%s/cudanap", b2);
+	mkdir(p, 0777);
+	if (chown(p, OTHER, OTHER) < 0)
+		perror(p);
+	ok(cn_jobdirs_make(b2, JOB, OWNER, OWNER, why, sizeof(why)) < 0 &&
+		   strstr(why, "owned by uid 60102, not uid 0"),
+	   "a <statusbase>/cudanap another user made first is not used: %s", why);
+	rmdir(p);
+	if (symlink("/etc", p) < 0)
+		perror(p);
+	ok(cn_jobdirs_make(b2, JOB, OWNER, OWNER, why, sizeof(why)) < 0 &&
+		   strstr(why, "symbolic link"),
+	   "nor a link to a directory: %s", why);
+	unlink(p);
+	mkdir(p, 0711);
+	snprintf(p, sizeof(p), "%s/cudanap/job%d", b2, JOB);
+	if (symlink("/etc", p) < 0)
+		perror(p);
+	ok(cn_jobdirs_make(b2, JOB, OWNER, OWNER, why, sizeof(why)) < 0 &&
+		   strstr(why, "symbolic link"),
+	   "nor a job directory that is a link: %s", why);
+	ok(access("/etc/passwd", F_OK) == 0, "(and nothing was done through it)");
+}
+
+static void test_handover(void)
+{
+	char p[400], big[1 << 16];
+	double took;
+	pid_t mine, foreign, stray;
+	int n;
+
+	/* Every one of these the job's own user could plant in its directory. */
+	snprintf(p, sizeof(p), "%s/1.json", job);
+	mkfifo(p, 0600);
+	if (chown(p, OWNER, OWNER) < 0)
+		perror(p);
+	snprintf(p, sizeof(p), "%s/2.json", job);
+	if (symlink("/etc/passwd", p) < 0)
+		perror(p);
+	snprintf(p, sizeof(p), "%s/3.json", job);
+	memset(big, '{', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	put(p, big, OWNER);
+	snprintf(p, sizeof(p), "%s/4.json", job);
+	put(p, "garbage, not JSON", OWNER);
+	snprintf(p, sizeof(p), "%s/linkdir.json", job);
+	if (symlink("/etc", p) < 0)
+		perror(p);
+	n = holding(&took);
+	ok(n == 0 && took < 1, "a FIFO, links, an oversized and a garbage file: nothing held, %.3f s",
+	   took);
+
+	/* Live processes: another user's, the job user's outside the job, and one of the job. */
+	foreign = sleeper(OTHER, "SLURM_JOB_ID=4242");
+	stray = sleeper(OWNER, "PATH=/bin");
+	mine = sleeper(OWNER, "SLURM_JOB_ID=4242");
+	usleep(200 * 1000);
+	status_of(foreign, OWNER);
+	status_of(stray, OWNER);
+	n = holding(&took);
+	ok(n == 0, "a status naming a live process of another user, or of no job: not believed");
+	status_of(mine, OTHER);
+	ok(holding(&took) == 0, "one of the job's processes, in a file another user owns: not believed");
+	status_of(mine, OWNER);
+	n = holding(&took);
+	ok(n == 1 && took < 1, "one of the job's, by its user: held (%d, %.3f s)", n, took);
+	kill(foreign, SIGKILL);
+	kill(stray, SIGKILL);
+	kill(mine, SIGKILL);
+	while (wait(NULL) > 0)
+		;
+	ok(holding(&took) == 0, "gone once it exits");
+}
+
+#ifdef CN_HANDOVER
+/* The handover wait itself, with a squeue of the test's (in PATH) and slurmd's log here. */
+static char said[512];
+
+void slurm_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void slurm_info(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(said, sizeof(said), fmt, ap);
+	va_end(ap);
+}
+
+static void fake_squeue(const char *body)
+{
+	char p[400], path[600];
+
+	snprintf(p, sizeof(p), "%s/bin", base);
+	mkdir(p, 0755);
+	snprintf(path, sizeof(path), "%s/bin:/usr/bin:/bin", base);
+	setenv("PATH", path, 1);
+	snprintf(p, sizeof(p), "%s/bin/squeue", base);
+	put(p, body, 0);
+	chmod(p, 0755);
+}
+
+static double wait_s(double max_s)
+{
+	double t0 = now_s();
+
+	said[0] = '\0';
+	cn_handover_wait(base, "node", 1, max_s);
+	return now_s() - t0;
+}
+
+static void test_wait(void)
+{
+	pid_t mine = sleeper(OWNER, "SLURM_JOB_ID=4242");
+	double took;
+
+	usleep(200 * 1000);
+	fake_squeue("#!/bin/sh\necho 4242 60101\n");
+	took = wait_s(1.5);
+	ok(took < 0.5 && strstr(said, "waited"), "with junk alone the wait ends at once (%.2f s): %s",
+	   took, said);
+	status_of(mine, OWNER);
+	took = wait_s(1.5);
+	ok(took >= 1.4 && took < 2.0 && strstr(said, "starts after 1.5 s with 1 process"),
+	   "a process of the job claiming its GPU holds the wait to max_s, no longer (%.2f s): %s",
+	   took, said);
+	fake_squeue("#!/bin/sh\nexec sleep 100\n");
+	took = wait_s(1.5);
+	ok(took >= 1.4 && took < 2.0 && strstr(said, "did not answer"),
+	   "a squeue that hangs: max_s bounds it too (%.2f s): %s", took, said);
+	kill(mine, SIGKILL);
+	while (wait(NULL) > 0)
+		;
+}
+#endif
+
+static void test_remove(void)
+{
+	char why[512], p[400], other_job[400];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/target", base);
+	put(p, "keep", 0);
+	snprintf(other_job, sizeof(other_job), "%s/link-to-target.json", job);
+	if (symlink(p, other_job) < 0)
+		perror(other_job);
+	ok(cn_jobdirs_remove(base, JOB, OTHER, why, sizeof(why)) < 0 && access(job, F_OK) == 0,
+	   "the epilog of another user's job removes nothing here: %s", why);
+	ok(cn_jobdirs_remove(base, JOB, OWNER, why, sizeof(why)) == 0 && access(job, F_OK) < 0,
+	   "the job's epilog removes its directory, FIFO, links and all");
+	ok(stat(p, &st) == 0 && access("/etc/passwd", F_OK) == 0,
+	   "and nothing a link pointed to");
+	ok(cn_jobdirs_remove(base, JOB, OWNER, why, sizeof(why)) == 0, "a second epilog: nothing to do");
+}
+
+static void test_readers(void)
+{
+	char dir[300], p[400], why[512], buf[64], sdir[PATH_MAX];
+	struct cn_status s;
+	double t0;
+	int me = (int)getpid();
+
+	snprintf(dir, sizeof(dir), "%s/user", base);
+	mkdir(dir, 0700);
+	snprintf(p, sizeof(p), "%s/%d.json", dir, me);
+	mkfifo(p, 0600);
+	t0 = now_s();
+	ok(cn_status_read(dir, me, &s) < 0 && now_s() - t0 < 1,
+	   "a FIFO as a status file: refused at once");
+	unlink(p);
+	put(p, "{\"pid\":1}", OTHER);
+	ok(cn_status_read(dir, me, &s) == -EPERM, "root believes no status file of another owner");
+	unlink(p);
+	if (chown(dir, OTHER, OTHER) < 0)
+		perror(dir);
+	put(p, "{\"pid\":1}", 0);
+	ok(cn_status_read(dir, me, &s) == -EPERM, "nor one in a directory of another owner");
+	ok(cn_safe_read(AT_FDCWD, "/dev/zero", CN_OWNER_ANY, buf, sizeof(buf), why, sizeof(why)) < 0 &&
+		   strstr(why, "a device"),
+	   "a device is not read: %s", why);
+	snprintf(p, sizeof(p), "%s/ini.fifo", base);
+	mkfifo(p, 0600);
+	t0 = now_s();
+	cn_config_status_dir(p, NULL, "/run/user/1", sdir, sizeof(sdir));
+	ok(now_s() - t0 < 1 && strcmp(sdir, "/run/user/1/cudanap") == 0,
+	   "an INI that is a FIFO, named by another process's environment: read at once, ignored");
+}
+
+int main(void)
+{
+	char cmd[400];
+
+	if (geteuid() != 0) {
+		printf("1..0 # SKIP needs root: the code under test is root's\n");
+		return 0;
+	}
+	snprintf(base, sizeof(base), "/tmp/cn-rootpaths-%d", (int)getpid());
+	mkdir(base, 0755);
+	snprintf(job, sizeof(job), "%s/cudanap/job%d", base, JOB);
+	test_make();
+	test_squat();
+	test_handover();
+#ifdef CN_HANDOVER
+	test_wait();
+#endif
+	test_remove();
+	test_readers();
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", base);
+	if (system(cmd) != 0)
+		perror(cmd);
+	return tap_done();
+}
