@@ -96,6 +96,8 @@ int cn_config_load_env(struct cn_config *c, char *err, size_t errlen);
 /* The value `cudanap prepare` queues (sigqueue) with the suspend signal: the preload takes such a
  * signal as a prepare, not a suspend, and does not pass it to the app's own handler. */
 #define CN_SIGVAL_PREPARE 0x636e7072 /* "cnpr" */
+/* ... and the one `cudanap status` and `suspend --dry-run` queue: a question, no action. */
+#define CN_SIGVAL_QUERY 0x636e7171 /* "cnqq" */
 
 /* "SIGUSR1", "USR1", "SIGRTMIN+3", "RTMAX-1" or a number. Signals that cannot be caught or that
  * report faults (KILL, STOP, SEGV, BUS, ILL, FPE, ABRT, TRAP, SYS) are refused with -EINVAL. */

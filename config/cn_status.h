@@ -8,7 +8,7 @@
 #include <stddef.h>
 
 /* Room for the worst case: every character of command and message escaped as \u00XX. */
-#define CN_STATUS_MAX  8192
+#define CN_STATUS_MAX  16384
 #define CN_STATUS_GPUS 720 /* 16 GPUs of "63=GPU-...," */
 
 /* The steps of an action, in the order they run. prepare: the host copy faulted in ahead (the
@@ -63,6 +63,22 @@ struct cn_status {
 	char gpus[CN_STATUS_GPUS], home_gpus[CN_STATUS_GPUS], restore_gpus[CN_STATUS_GPUS];
 	/* How its NCCL communicators are handled at a suspend ("" when it has none). */
 	char nccl[96];
+	/* What a suspend would do now, as the last query found it (cudanap status, suspend
+	 * --dry-run), apart from the actions' fields: query_seq counts the queries answered. */
+	unsigned long query_seq;
+	char query_time[32];  /* UTC, ISO 8601 */
+	char suspendable[12]; /* yes, no, no-cuda, asleep; "" before the first query */
+	char why_not[300];    /* why not, in a few words */
+	char gpu_now[160];    /* "0:8712,1:0": MiB on each GPU by nvidia-smi's index */
+	char gpu_model[96];   /* of the first of them */
+	double gpu_now_mib;   /* on all of them; < 0 when not known */
+	double host_need_mib; /* its host copy (and the margin); < 0 when not known */
+	double host_room_mib; /* what the host, its cgroup or the hibernate dir has */
+	char host_bound[160]; /* which of those bounds it */
+	double est_suspend_s; /* the suspend's and the resume's time, estimated */
+	double est_resume_s;
+	char est_source[160]; /* where the estimate comes from */
+	char inside[200];     /* a thread inside a driver call, and for how long at least */
 };
 
 extern const char *const cn_step_names[CN_STEPS];

@@ -56,6 +56,29 @@ static double *num(const struct cn_status *s, size_t i)
 	return (double *)((char *)s + nums[i].off);
 }
 
+/* The query's fields (cn_status.h), kept across actions: strings, then numbers (< 0: null). */
+#define FIELD(field)                                                                               \
+	{                                                                                          \
+#field, offsetof(struct cn_status, field), sizeof(((struct cn_status *)0)->field)  \
+	}
+static const struct {
+	const char *key;
+	size_t off, len;
+} qstrs[] = {
+	FIELD(query_time), FIELD(suspendable), FIELD(why_not),	  FIELD(gpu_now),
+	FIELD(gpu_model),  FIELD(host_bound),  FIELD(est_source), FIELD(inside),
+};
+static const struct {
+	const char *key;
+	size_t off, len;
+} qnums[] = {
+	FIELD(gpu_now_mib),   FIELD(host_need_mib), FIELD(host_room_mib),
+	FIELD(est_suspend_s), FIELD(est_resume_s),
+};
+#undef FIELD
+#define N_QSTRS (sizeof(qstrs) / sizeof(qstrs[0]))
+#define N_QNUMS (sizeof(qnums) / sizeof(qnums[0]))
+
 const char *const cn_step_names[CN_STEPS] = { "prepare_ms",   "lock_ms",     "checkpoint_ms",
 					      "hibernate_ms", "readback_ms", "wait_ms",
 					      "restore_ms",   "unlock_ms" };
@@ -101,6 +124,8 @@ void cn_status_init(struct cn_status *s, int pid)
 	s->pid = pid;
 	cn_status_new_action(s, "start");
 	s->busy = false;
+	for (size_t i = 0; i < N_QNUMS; i++)
+		*(double *)((char *)s + qnums[i].off) = -1;
 }
 
 int cn_json_str(char *out, size_t len, const char *s)
@@ -166,9 +191,33 @@ int cn_status_format(const struct cn_status *s, char *buf, size_t len)
 	n = snprintf(buf + o, len - o,
 		     ",\"call_ns\":%llu,\"timestamp\":\"%s\",\"suspend_signal\":%d,"
 		     "\"resume_signal\":%d,\"prepared\":%s,\"gpus\":\"%s\",\"home_gpus\":\"%s\","
-		     "\"restore_gpus\":\"%s\",\"nccl\":%s}\n",
+		     "\"restore_gpus\":\"%s\",\"nccl\":%s,\"query_seq\":%lu",
 		     s->call_ns, s->timestamp, s->suspend_signal, s->resume_signal,
-		     s->prepared ? "true" : "false", s->gpus, s->home_gpus, s->restore_gpus, nccl);
+		     s->prepared ? "true" : "false", s->gpus, s->home_gpus, s->restore_gpus, nccl,
+		     s->query_seq);
+	if (n < 0 || (size_t)n >= len - o)
+		return -ENOSPC;
+	o += (size_t)n;
+	for (size_t i = 0; i < N_QSTRS; i++) {
+		char v[sizeof(s->why_not) * 6 + 3];
+
+		if (cn_json_str(v, sizeof(v), (const char *)s + qstrs[i].off) < 0)
+			return -ENOSPC;
+		n = snprintf(buf + o, len - o, ",\"%s\":%s", qstrs[i].key, v);
+		if (n < 0 || (size_t)n >= len - o)
+			return -ENOSPC;
+		o += (size_t)n;
+	}
+	for (size_t i = 0; i < N_QNUMS; i++) {
+		double v = *(const double *)((const char *)s + qnums[i].off);
+
+		n = v < 0 ? snprintf(buf + o, len - o, ",\"%s\":null", qnums[i].key)
+			  : snprintf(buf + o, len - o, ",\"%s\":%.3f", qnums[i].key, v);
+		if (n < 0 || (size_t)n >= len - o)
+			return -ENOSPC;
+		o += (size_t)n;
+	}
+	n = snprintf(buf + o, len - o, "}\n");
 	if (n < 0 || (size_t)n >= len - o)
 		return -ENOSPC;
 	return (int)(o + (size_t)n);
@@ -266,9 +315,17 @@ static void set_field(struct cn_status *s, const char *key, const char *v, bool 
 		copy_field(s->restore_gpus, sizeof(s->restore_gpus), v);
 	else if (strcmp(key, "nccl") == 0)
 		copy_field(s->nccl, sizeof(s->nccl), v);
+	else if (strcmp(key, "query_seq") == 0)
+		s->query_seq = strtoul(v, NULL, 10);
 	for (size_t i = 0; i < N_NUMS; i++)
 		if (strcmp(key, nums[i].key) == 0)
 			*num(s, i) = is_null ? -1 : strtod(v, NULL);
+	for (size_t i = 0; i < N_QSTRS; i++)
+		if (strcmp(key, qstrs[i].key) == 0)
+			copy_field((char *)s + qstrs[i].off, qstrs[i].len, v);
+	for (size_t i = 0; i < N_QNUMS; i++)
+		if (strcmp(key, qnums[i].key) == 0)
+			*(double *)((char *)s + qnums[i].off) = is_null ? -1 : strtod(v, NULL);
 }
 
 int cn_status_parse(const char *buf, struct cn_status *s)

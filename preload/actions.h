@@ -8,5 +8,7 @@ void cn_resume(void);
 void cn_prepare(void);
 /* The prepared copy was not used in time: give it back, and say so. */
 void cn_prepare_expired(void);
+/* What a suspend would do now, without doing it (query.c): in the status file's query fields. */
+void cn_query(void);
 
 #endif

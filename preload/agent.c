@@ -28,17 +28,23 @@ struct cn_agent cn_ag;
 static int wake_fd = -1;
 
 /* Drain every pending byte and fold them into one wish: the last signal wins, toggles flip. A
- * prepare counts only when nothing else was asked for (*prepare_only). */
-static int wanted(bool suspended_now, bool *prepare_only)
+ * prepare counts only when nothing else was asked for (*prepare_only); a query is answered after
+ * whatever else runs (*query); *act: some action was asked for at all. */
+static int wanted(bool suspended_now, bool *prepare_only, bool *query, bool *act)
 {
 	bool want = suspended_now, other = false, prep = false;
 	char buf[256];
 	ssize_t n;
 
+	*query = false;
 	while ((n = read(wake_fd, buf, sizeof(buf))) > 0)
 		for (ssize_t i = 0; i < n; i++) {
 			if (buf[i] == CN_WAKE_PREPARE) {
 				prep = true;
+				continue;
+			}
+			if (buf[i] == CN_WAKE_QUERY) {
+				*query = true;
 				continue;
 			}
 			other = true;
@@ -47,6 +53,7 @@ static int wanted(bool suspended_now, bool *prepare_only)
 							  : !want;
 		}
 	*prepare_only = prep && !other;
+	*act = other || prep;
 	return want;
 }
 
@@ -83,7 +90,8 @@ static void *agent_main(void *arg)
 		 * replaced at the next request, not found dead in the middle of one. */
 		struct pollfd p[2] = { { .fd = wake_fd, .events = POLLIN },
 				       { .fd = cn_channel_fd(), .events = POLLIN } };
-		bool suspended_now = strcmp(cn_ag.st.state, "checkpointed") == 0, prep, want;
+		bool suspended_now = strcmp(cn_ag.st.state, "checkpointed") == 0, prep, want, query,
+		     act;
 		double left = cn_ag.prepared_until ? cn_ag.prepared_until - cn_now_ms() : -1;
 		int r;
 
@@ -106,14 +114,16 @@ static void *agent_main(void *arg)
 		}
 		if (!(p[0].revents & POLLIN))
 			continue;
-		want = wanted(suspended_now, &prep);
-		if (prep)
+		want = wanted(suspended_now, &prep, &query, &act);
+		if (act && prep)
 			cn_prepare();
-		else if (want)
+		else if (act && want)
 			cn_suspend();
-		else
+		else if (act)
 			cn_resume();
 		settle_gate();
+		if (query)
+			cn_query();
 	}
 	return NULL;
 }

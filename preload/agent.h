@@ -9,6 +9,7 @@
 #define CN_WAKE_RESUME	'R'
 #define CN_WAKE_TOGGLE	'T'
 #define CN_WAKE_PREPARE 'P'
+#define CN_WAKE_QUERY	'Q'
 
 /* Start the thread with every signal blocked in it; it owns wake_fd from now on, and starts the
  * controller at the first request. */

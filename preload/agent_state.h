@@ -46,6 +46,7 @@ struct cn_agent {
 	struct cn_gpu_pair pairs[CN_MAX_GPUS];
 	uint32_t n_gpus;
 	unsigned char gpus[CN_MAX_GPUS][16];
+	char model[96]; /* of its GPU at the last checkpoint, for the rates (rates.c) */
 };
 
 extern struct cn_agent cn_ag;

@@ -35,6 +35,7 @@
 #include "launch.h"
 #include "hibernate.h"
 #include "ipc.h"
+#include "managed.h"
 #include "staging.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -133,14 +134,16 @@ static void call_app(struct wish *w, int sig, siginfo_t *info, void *uc)
 static void on_signal(int sig, siginfo_t *info, void *uc)
 {
 	int saved = errno;
-	/* cudanap prepare queues the suspend signal with a value of ours: meant for us alone. */
-	bool queued =
-		info && info->si_code == SI_QUEUE && info->si_value.sival_int == CN_SIGVAL_PREPARE;
+	/* cudanap prepare (and a query) queue the suspend signal with a value of ours: meant for us
+	 * alone. */
+	int v = info && info->si_code == SI_QUEUE ? info->si_value.sival_int : 0;
+	bool queued = v == CN_SIGVAL_PREPARE || v == CN_SIGVAL_QUERY;
 	struct wish *w = slot_of(sig);
-	char b = queued || sig == sig_prepare ? CN_WAKE_PREPARE
-		 : sig_suspend == sig_resume  ? CN_WAKE_TOGGLE
-		 : sig == sig_suspend	      ? CN_WAKE_SUSPEND
-					      : CN_WAKE_RESUME;
+	char b = v == CN_SIGVAL_QUERY				? CN_WAKE_QUERY
+		 : v == CN_SIGVAL_PREPARE || sig == sig_prepare ? CN_WAKE_PREPARE
+		 : sig_suspend == sig_resume			? CN_WAKE_TOGGLE
+		 : sig == sig_suspend				? CN_WAKE_SUSPEND
+								: CN_WAKE_RESUME;
 
 	/* In a child whose agent could not start, stay silent. */
 	if (wake_wr >= 0 && getpid() == owner && write(wake_wr, &b, 1) < 0) {
@@ -304,6 +307,7 @@ static void after_fork_child(void)
 	cn_gate_after_fork();
 	cn_comms_after_fork();
 	cn_ipc_after_fork();
+	cn_managed_after_fork();
 	if (wake_pipe(p) < 0) {
 		cn_agent_fork_child(-1);
 	} else if (cn_agent_fork_child(p[0]) < 0) {

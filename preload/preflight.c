@@ -1,8 +1,9 @@
 /* preflight: what the agent checks before it asks for a lock, from inside the process and without
- * the driver: NCCL ranks whose transports the driver cannot restore, and GPU memory imported from
- * other processes that the driver cannot restore either. It reads /proc/self and what ipc.c
- * counted. (JAX was refused here while its calls could reach the driver as it held the process
- * checkpointed; they wait at the gate now, cuda/gate.c.) */
+ * the driver: NCCL ranks whose transports the driver cannot restore, GPU memory imported from
+ * other processes that the driver cannot restore either, and managed memory, which it cannot
+ * checkpoint. It reads /proc/self and what ipc.c and managed.c counted. (JAX was refused here while
+ * its calls could reach the driver as it held the process checkpointed; they wait at the gate now,
+ * cuda/gate.c.) */
 #define _GNU_SOURCE
 #include "preflight.h"
 
@@ -14,6 +15,7 @@
 
 #include "cn_nccl.h"
 #include "ipc.h"
+#include "managed.h"
 
 /* NCCL's shared-memory segments: see nccl_thread below. */
 #define NCCL_SEGMENT "/dev/shm/nccl-"
@@ -122,6 +124,15 @@ int cn_preflight_suspend(const struct cn_config *c, const struct cn_nccl_facts *
 			"process (%d import%s, the first by %s): the driver checkpoints an "
 			"importer "
 			"but cannot restore it; release the imports first",
+			n, n == 1 ? "" : "s", who);
+		return -1;
+	}
+	n = cn_managed_held(who, sizeof(who));
+	if (n > 0) {
+		snprintf(
+			why, len,
+			"refusing to suspend a process that holds managed memory (%d allocation%s, "
+			"the first by %s): the driver cannot checkpoint it; free it first",
 			n, n == 1 ? "" : "s", who);
 		return -1;
 	}

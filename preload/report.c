@@ -54,6 +54,13 @@ void cn_report_publish(void)
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(st->timestamp, sizeof(st->timestamp), "%s.%03dZ", when,
 		 (int)(ts.tv_nsec / 1000000));
+	cn_report_write();
+}
+
+void cn_report_write(void)
+{
+	struct cn_status *st = &cn_ag.st;
+
 	pthread_mutex_lock(&publishing);
 	if (!exiting && cn_status_write(cn_ag.cfg.status_dir, st) < 0)
 		cn_log(&cn_ag.cfg, CN_LOG_DEBUG, "cannot write status in %s", cn_ag.cfg.status_dir);

@@ -15,6 +15,8 @@ void cn_report_begin(const char *action);
 
 /* Write the status file as it stands. */
 void cn_report_publish(void);
+/* The status file written as it stands, its timestamp unchanged (a query is no action). */
+void cn_report_write(void);
 
 /* The time a driver call took, as a step of the action. */
 void cn_report_step(enum cn_step s, const struct cn_resp *r);

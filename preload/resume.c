@@ -19,6 +19,7 @@
 #include "gate.h"
 #include "job.h"
 #include "log.h"
+#include "rates.h"
 #include "report.h"
 #include "staging.h"
 #include "steps.h"
@@ -118,6 +119,7 @@ static void comms_resume(struct cn_resp *r)
 void cn_resume(void)
 {
 	struct cn_status before = cn_ag.st;
+	bool from_disk = cn_ag.hib_addr != NULL;
 	struct cn_resp r;
 
 	cn_report_begin("resume");
@@ -199,4 +201,7 @@ void cn_resume(void)
 	}
 	cn_report_gpus(false);
 	comms_resume(&r);
+	if (strcmp(cn_ag.st.result, "ok") == 0)
+		cn_rates_record(cn_ag.model, from_disk ? CN_RATE_RESUME_DISK : CN_RATE_RESUME,
+				cn_ag.st.footprint_mib / 1024, cn_ag.st.total_ms / 1000);
 }

@@ -70,15 +70,27 @@ bool cn_current_state(const char *verb, struct cn_resp *r)
  * hibernate directory and the timeouts before a suspend. The signals and the status dir stay as
  * they were at start. A file broken since ends the action with its error: a suspend leaves the
  * job running, a resume leaves it suspended. */
-bool cn_reload(const char *verb)
+bool cn_reload_quietly(char *err, size_t len)
 {
 	static struct cn_config fresh; /* only the agent thread reloads */
-	char err[CN_ERR_LEN];
-	struct cn_resp r;
 
 	if (!cn_ag.cfg.path[0])
 		return true;
-	if (cn_config_load(&fresh, cn_ag.cfg.path, err, sizeof(err)) < 0) {
+	if (cn_config_load(&fresh, cn_ag.cfg.path, err, len) < 0)
+		return false;
+	fresh.suspend_signal = cn_ag.cfg.suspend_signal;
+	fresh.resume_signal = cn_ag.cfg.resume_signal;
+	memcpy(fresh.status_dir, cn_ag.cfg.status_dir, sizeof(fresh.status_dir));
+	cn_ag.cfg = fresh;
+	return true;
+}
+
+bool cn_reload(const char *verb)
+{
+	char err[CN_ERR_LEN];
+	struct cn_resp r;
+
+	if (!cn_reload_quietly(err, sizeof(err))) {
 		memset(&r, 0, sizeof(r));
 		r.result = CN_RES_CONFIG;
 		r.state = CN_STATE_UNKNOWN;
@@ -89,10 +101,6 @@ bool cn_reload(const char *verb)
 		cn_report_finish(&r, verb, err);
 		return false;
 	}
-	fresh.suspend_signal = cn_ag.cfg.suspend_signal;
-	fresh.resume_signal = cn_ag.cfg.resume_signal;
-	memcpy(fresh.status_dir, cn_ag.cfg.status_dir, sizeof(fresh.status_dir));
-	cn_ag.cfg = fresh;
 	return true;
 }
 

@@ -23,6 +23,8 @@ int cn_take_request(const char *what, char *buf, size_t len);
 /* Re-read the INI at the start of an action. False when it is broken: the action is over, and
  * reported. */
 bool cn_reload(const char *verb);
+/* The same, reporting nothing: false with err when it is broken. */
+bool cn_reload_quietly(char *err, size_t len);
 
 /* The first driver call of an action: where the process stands. False when that ended the action
  * (no CUDA, no driver, no controller), and reported. */

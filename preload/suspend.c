@@ -27,6 +27,7 @@
 #include "job.h"
 #include "log.h"
 #include "preflight.h"
+#include "rates.h"
 #include "report.h"
 #include "staging.h"
 #include "steps.h"
@@ -156,6 +157,8 @@ static void remember_gpus(const struct cn_resp *r)
 {
 	cn_ag.n_use = r->n_use;
 	memcpy(cn_ag.use, r->use, sizeof(cn_ag.use));
+	if (r->model[0])
+		snprintf(cn_ag.model, sizeof(cn_ag.model), "%s", r->model);
 	if (r->n_gpus) {
 		cn_ag.n_gpus = r->n_gpus;
 		memcpy(cn_ag.gpus, r->gpus, sizeof(cn_ag.gpus));
@@ -173,18 +176,6 @@ static void unlock_after(struct cn_resp *r, char *msg, size_t len)
 		snprintf(msg + strlen(msg), len - strlen(msg), "; unlock after it failed too: %s",
 			 u.name);
 	r->state = u.state;
-}
-
-/* What the preflight is to know of the process's NCCL. */
-static const struct cn_nccl_facts *nccl_facts(struct cn_nccl_facts *f)
-{
-	static char hint[300];
-
-	cn_nccl_hint(hint, sizeof(hint));
-	f->comms = cn_comms_count();
-	f->handled = cn_nccl_uses_api();
-	f->hint = hint;
-	return f;
 }
 
 /* The gate closes: from now on no call of the app's enters libcuda, and those inside return
@@ -228,6 +219,7 @@ void cn_suspend(void)
 	struct cn_nccl_facts nf;
 	struct cn_resp r;
 	char msg[420];
+	bool was_prepared;
 	int rc;
 
 	cn_report_begin("suspend");
@@ -240,7 +232,7 @@ void cn_suspend(void)
 		return;
 	}
 	if (r.state == CN_STATE_RUNNING &&
-	    (cn_preflight_suspend(&cn_ag.cfg, nccl_facts(&nf), msg, sizeof(msg)) < 0 ||
+	    (cn_preflight_suspend(&cn_ag.cfg, cn_nccl_facts(&nf), msg, sizeof(msg)) < 0 ||
 	     hibernate_setup(msg, sizeof(msg)) < 0)) {
 		r.result = CN_RES_REFUSED;
 		snprintf(r.name, sizeof(r.name), "REFUSED");
@@ -279,6 +271,7 @@ void cn_suspend(void)
 		}
 		cn_report_step(CN_STEP_LOCK, &r);
 	}
+	was_prepared = cn_ag.prepared_bytes != 0;
 	rc = checkpoint(&r);
 	if (cn_ag.prepared_bytes)
 		unprepare(); /* used by this checkpoint, or never to be */
@@ -312,6 +305,10 @@ void cn_suspend(void)
 			 cn_hib_dir());
 	}
 	cn_report_finish(&r, "suspended", msg);
+	if (!was_prepared) /* a prepared one only copies: not what the estimates are for */
+		cn_rates_record(cn_ag.model,
+				cn_ag.hib_addr ? CN_RATE_SUSPEND_DISK : CN_RATE_SUSPEND,
+				cn_ag.st.footprint_mib / 1024, cn_ag.st.total_ms / 1000);
 }
 
 /* Notice of a suspend to come (cudanap prepare): fault the host copy in now, within the host
@@ -341,7 +338,7 @@ void cn_prepare(void)
 	else if (cn_ag.cfg.hibernate_dir[0])
 		snprintf(msg, sizeof(msg),
 			 "the host copy goes to disk ([hibernate] dir): nothing to prepare in RAM");
-	if (msg[0] || cn_preflight_suspend(&cn_ag.cfg, nccl_facts(&nf), msg, sizeof(msg)) < 0) {
+	if (msg[0] || cn_preflight_suspend(&cn_ag.cfg, cn_nccl_facts(&nf), msg, sizeof(msg)) < 0) {
 		r.result = CN_RES_REFUSED;
 		snprintf(r.name, sizeof(r.name), "REFUSED");
 		cn_report_finish(&r, "prepare", msg);

@@ -48,7 +48,7 @@ real_python() { python3 -c 'import sys; print(sys.executable)'; }
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/cudanap-test.XXXXXX")
 mkdir -m 700 "$T/xdg" "$T/status"
-export XDG_RUNTIME_DIR=$T/xdg
+export XDG_RUNTIME_DIR=$T/xdg XDG_STATE_HOME=$T/state # its own estimates (preload/rates.c)
 cleanup() {
 	local p
 	for p in $(jobs -p); do kill -9 "$p" 2>/dev/null; done

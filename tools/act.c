@@ -19,6 +19,7 @@ const char usage_suspend[] =
 	"       cudanap suspend|resume [OPTIONS] --all\n"
 	"       cudanap suspend|resume [OPTIONS] --tree PID\n"
 	"       cudanap suspend|resume [OPTIONS] --slurm JOBID\n"
+	"       cudanap suspend --dry-run [OPTIONS] PID... | --all | --tree PID | --slurm JOBID\n"
 	"\n"
 	"Send each PID the signal its job's INI names for suspend (or resume), all at once, then\n"
 	"wait for each outcome in its status file and print one line per PID, then a total.\n"
@@ -53,6 +54,12 @@ const char usage_suspend[] =
 	"                      this resume only (the syntax of [restore] gpu_map: 0=1, 1=0)\n"
 	"  -j, --json          print one JSON object: each process's outcome, line and status\n"
 	"                      file, the rollback and retries, and the total\n"
+	"  -d, --dry-run       suspend: change nothing; ask each process what a suspend would do\n"
+	"                      now (every check a suspend makes, no lock) and print one line for\n"
+	"                      each: would suspend (its GPU memory, the host copy and the room "
+	"for\n"
+	"                      it, the estimated times) or would refuse (why); exit 0 only if\n"
+	"                      every one would suspend\n"
 	"\n"
 	"--all, --tree and --slurm leave out the processes that started this command (a job's\n"
 	"shell running it from a trap). A PID already in the asked-for state is reported as\n"
@@ -208,6 +215,30 @@ static int select_group(const struct plan *p, const char *slurm, bool all, const
 	return n > 0 ? n : -1;
 }
 
+/* suspend --dry-run: what each would do, asked, printed; 0 only if every one would suspend. */
+static int dry_run(struct job *jobs, int n, const struct plan *p, bool json, double timeout)
+{
+	int ok = 0;
+
+	ask_all(jobs, n, p->cfg, timeout);
+	if (json)
+		printf("{\"action\":\"dry-run\",\"processes\":[");
+	for (int i = 0; i < n; i++) {
+		jobs[i].ok = ask_line(&jobs[i], jobs[i].line, sizeof(jobs[i].line));
+		ok += jobs[i].ok;
+		if (json)
+			print_job_json(&jobs[i], i == 0);
+		else
+			printf("%s\n", jobs[i].line);
+	}
+	if (json)
+		printf("],\n \"total\":{\"processes\":%d,\"would_suspend\":%d}}\n", n, ok);
+	else if (n > 1 || p->group)
+		printf("total: %d process%s, %d would suspend, %d would refuse\n", n,
+		       n == 1 ? "" : "es", ok, n - ok);
+	return ok == n ? 0 : 1;
+}
+
 /* --to-disk=DIR made absolute: the process's agent has a working directory of its own. */
 static const char *absolute(const char *dir)
 {
@@ -235,10 +266,12 @@ int cmd_act(int argc, char **argv, enum verb verb)
 		{ "to-disk", optional_argument, NULL, 'D' },
 		{ "gpu-map", required_argument, NULL, 'g' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "dry-run", no_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct group_result r;
+	bool dry = false;
 	struct plan p = { .verb = verb, .wait = true, .retries = 2, .on_attempt = say_attempt };
 	const char *slurm = NULL, *name = verb_name[verb];
 	double timeout = 600;
@@ -247,8 +280,13 @@ int cmd_act(int argc, char **argv, enum verb verb)
 	struct job *jobs;
 	char *end;
 
-	while ((c = getopt_long(argc, argv, "+:c:wnt:aT:S:er:D::g:jh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:c:wnt:aT:S:er:D::g:jdh", opts, NULL)) != -1) {
 		switch (c) {
+		case 'd':
+			if (verb != VERB_SUSPEND)
+				die_usage("cudanap: --dry-run is for suspend\n");
+			dry = true;
+			break;
 		case 'c':
 			p.cfg = optarg;
 			break;
@@ -337,6 +375,12 @@ int cmd_act(int argc, char **argv, enum verb verb)
 	}
 	free(pids);
 	n = dedupe(jobs, n);
+	if (dry) {
+		int rc = dry_run(jobs, n, &p, json, timeout < 600 ? timeout : 30);
+
+		free(jobs);
+		return rc;
+	}
 	p.timeout = timeout;
 	p.deadline = now_s() + timeout;
 	p.atomic = verb == VERB_SUSPEND && p.wait && !each && n > 1;

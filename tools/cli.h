@@ -44,6 +44,9 @@ bool cuda_loaded(int pid);
 int select_jobs(const char *cfg, const int *roots, int n_roots, const int *pids, int n_pids,
 		int **out);
 
+/* Look at every user's processes, not only this user's (root's cudanap pick). */
+void procs_all_users(bool on);
+
 /* This user's processes whose environment has name=value. *out is allocated; the count or -1. */
 int pids_with_env(const char *name, const char *value, int **out);
 
@@ -101,6 +104,16 @@ struct group_result {
 
 void run_plan(struct job *jobs, int n, const struct plan *p, struct group_result *r);
 
+/* ---- ask.c: what a suspend would do now, without doing it ---- */
+
+/* Ask each job what a suspend would do now, all at once, and wait at most timeout seconds for the
+ * answers. Each job's st is its status file as answered (outcome "answered"), or as it stood
+ * ("gone", "stopped", "error", "no-answer": busy with an action that has not ended). */
+void ask_all(struct job *jobs, int n, const char *cfg, double timeout);
+/* One line on the answer ("PID: would suspend: ..." or "PID: would refuse: WHY"); true when a
+ * suspend would succeed, or has nothing to do (no CUDA, asleep already). */
+bool ask_line(const struct job *j, char *out, size_t len);
+
 /* ---- ncclcut.c: the cut at which an NCCL job's ranks suspend or resume their communicators ----
  */
 
@@ -115,6 +128,9 @@ int cmd_act(int argc, char **argv, enum verb verb);
 /* status.c */
 extern const char usage_status[];
 int cmd_status(int argc, char **argv);
+/* pick.c */
+extern const char usage_pick[];
+int cmd_pick(int argc, char **argv);
 /* run.c: run and check-config */
 extern const char usage_run[], usage_check[];
 int cmd_run(int argc, char **argv);

@@ -1,6 +1,6 @@
 /* cudanap: the command line. It starts jobs under the preload, sends them the signals their INI
  * names, and reads the outcome from their status files; it never talks to the driver. This file
- * only parses the command and hands it to the file that does it: run.c, act.c, status.c. */
+ * only parses the command and hands it to the file that does it: run.c, act.c, status.c, pick.c. */
 #define _GNU_SOURCE
 #include <stdbool.h>
 #include <stdio.h>
@@ -20,6 +20,8 @@ static const char usage_main[] =
 	"  resume [OPTIONS] PID...            restore it and let the processes run on\n"
 	"  prepare [OPTIONS] PID...           notice of a suspend: fault its host copy in ahead\n"
 	"  status [-c FILE] [--json] [PID...] show every cudanap process of this user\n"
+	"  suspend --dry-run PID...           what a suspend would do now, changing nothing\n"
+	"  pick --free SIZE [--gpu N]         which processes to suspend to free SIZE, cheapest\n"
 	"  check-config FILE                  validate a job INI file\n"
 	"  help [COMMAND]                     this text, or the details of COMMAND\n"
 	"  --version                          print cudanap's version\n"
@@ -47,6 +49,7 @@ int main(int argc, char **argv)
 		{ "resume", usage_suspend, NULL, VERB_RESUME },
 		{ "prepare", usage_prepare, NULL, VERB_PREPARE },
 		{ "status", usage_status, cmd_status, 0 },
+		{ "pick", usage_pick, cmd_pick, 0 },
 		{ "check-config", usage_check, cmd_check, 0 },
 	};
 

@@ -93,7 +93,15 @@ struct proc {
 	bool preloaded; /* libcudanap in its environment */
 };
 
-/* Every process of this user but this one, with its parent and whether cudanap is preloaded.
+static bool all_users;
+
+void procs_all_users(bool on)
+{
+	all_users = on;
+}
+
+/* Every process of this user (every user's, after procs_all_users) but this one, with its parent
+ * and whether cudanap is preloaded.
  * The caller frees the array. */
 static int scan_procs(struct proc **out)
 {
@@ -112,7 +120,7 @@ static int scan_procs(struct proc **out)
 		if (pid <= 0 || pid == getpid())
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d", pid);
-		if (stat(path, &st) < 0 || st.st_uid != getuid())
+		if (stat(path, &st) < 0 || (st.st_uid != getuid() && !all_users))
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 		/* "pid (comm) S ppid ...": comm may hold spaces and parentheses. */

@@ -1,5 +1,6 @@
 /* status: cudanap status, a table or JSON of the cudanap processes of this user, or of a Slurm
- * job on this node, read from their status files. It removes the files of processes gone. */
+ * job on this node, read from their status files, each running one first asked what a suspend
+ * would do now (ask.c). It removes the files of processes gone. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <getopt.h>
@@ -12,7 +13,7 @@
 #include "cli.h"
 
 const char usage_status[] =
-	"usage: cudanap status [-c FILE] [--json] [PID... | --slurm JOBID]\n"
+	"usage: cudanap status [-c FILE] [--json] [--no-query] [PID... | --slurm JOBID]\n"
 	"\n"
 	"Show the state of every cudanap process of this user (or of the PIDs given): running,\n"
 	"locked, checkpointed, failed or no-cuda ('+prep' when a prepared host copy waits, '*'\n"
@@ -21,8 +22,17 @@ const char usage_status[] =
 	"first suspend), the GPU memory it held at its last suspend, and the host memory and disk\n"
 	"space its host copy holds now, and how its NCCL communicators are handled at a suspend\n"
 	"(api: NCCL's suspend API; suspended: they are; sockets; refused: its NCCL has no such\n"
-	"API and its transports share memory; '-': none). --json adds the GPUs' UUIDs (gpus,\n"
-	"home_gpus, restore_gpus), the NCCL version, and every other field of the status file.\n"
+	"API and its transports share memory; '-': none).\n"
+	"\n"
+	"Each process not busy with an action is first asked what a suspend would do now, as\n"
+	"'cudanap suspend --dry-run' asks (nothing changes; 5 s at most for all): NOW_MIB is its\n"
+	"GPU memory now, on all its GPUs; SUSPEND says yes, no, asleep, no-cuda or busy, with the\n"
+	"estimated suspend and resume times in seconds (from this machine's past suspends of its "
+	"GPU\n"
+	"model, else defaults); a line after the table says why for each 'no'. --json adds the\n"
+	"GPUs' UUIDs (gpus, home_gpus, restore_gpus), the NCCL version, the answer's fields\n"
+	"(suspendable, why_not, gpu_now, gpu_now_mib, host_need_mib, host_room_mib, host_bound,\n"
+	"est_suspend_s, est_resume_s, est_source, inside, query_time) and every other field.\n"
 	"Status files of processes that are gone are removed.\n"
 	"\n"
 	"  -c, --config FILE   where to find the status files (default: $CUDANAP_CONFIG, else the\n"
@@ -30,6 +40,7 @@ const char usage_status[] =
 	"  -j, --json          print a JSON array of the status objects\n"
 	"  -S, --slurm JOBID   the processes of Slurm job JOBID on this node, with the node's "
 	"name\n"
+	"  -n, --no-query      read the status files only: NOW_MIB and SUSPEND as last asked\n"
 	"\n"
 	"Exit status: 0, or 1 if a PID given (or the job) has no status.\n";
 
@@ -115,19 +126,34 @@ static const char *nccl_col(const struct cn_status *s)
 	return "-";
 }
 
+/* The SUSPEND column: what a suspend would do, as last asked: "yes 0.9/0.5" with the estimated
+ * suspend and resume seconds; no, asleep, no-cuda; busy while an action is under way. */
+static void suspend_col(const struct cn_status *s, char *out, size_t len)
+{
+	if (s->busy)
+		snprintf(out, len, "busy");
+	else if (!s->suspendable[0])
+		snprintf(out, len, "-");
+	else if (strcmp(s->suspendable, "yes") == 0 && s->est_suspend_s >= 0)
+		snprintf(out, len, "yes %.1f/%.1f", s->est_suspend_s, s->est_resume_s);
+	else
+		snprintf(out, len, "%s", s->suspendable);
+}
+
 static void print_table(const struct rows *r)
 {
 	int wres = (int)strlen("RESULT");
-	char total[32], state[24], gpu[24], host[24], disk[24], cmd[sizeof(r->s->command)], on[140];
+	char total[32], state[24], gpu[24], host[24], disk[24], now[24], sus[40];
+	char cmd[sizeof(r->s->command)], on[140];
 
 	for (int i = 0; i < r->n; i++)
 		if ((int)strlen(r->s[i].result) > wres)
 			wres = (int)strlen(r->s[i].result);
 	if (r->node)
 		printf("%-12s ", "NODE");
-	printf("%-8s %-14s %-8s %-*s %-9s %-5s %8s %8s %8s %-9s %s\n", "PID", "STATE", "ACTION",
-	       wres, "RESULT", "TIME", "GPUS", "GPU_MIB", "HOST_MIB", "DISK_MIB", "NCCL",
-	       "COMMAND");
+	printf("%-8s %-14s %-8s %-*s %-9s %-5s %8s %8s %8s %8s %-13s %-9s %s\n", "PID", "STATE",
+	       "ACTION", wres, "RESULT", "TIME", "GPUS", "GPU_MIB", "HOST_MIB", "DISK_MIB",
+	       "NOW_MIB", "SUSPEND", "NCCL", "COMMAND");
 	for (int i = 0; i < r->n; i++) {
 		const struct cn_status *s = &r->s[i];
 
@@ -138,12 +164,18 @@ static void print_table(const struct rows *r)
 		mib(s->host_mib, host, sizeof(host));
 		mib(s->disk_mib, disk, sizeof(disk));
 		one_line(s->command, cmd, sizeof(cmd));
+		mib(s->gpu_now_mib, now, sizeof(now));
+		suspend_col(s, sus, sizeof(sus));
 		gpus_col(s, on, sizeof(on));
 		if (r->node)
 			printf("%-12s ", r->node);
-		printf("%-8d %-14s %-8s %-*s %-9s %-5s %8s %8s %8s %-9s %s\n", s->pid, state,
-		       s->action, wres, s->result, total, on, gpu, host, disk, nccl_col(s), cmd);
+		printf("%-8d %-14s %-8s %-*s %-9s %-5s %8s %8s %8s %8s %-13s %-9s %s\n", s->pid,
+		       state, s->action, wres, s->result, total, on, gpu, host, disk, now, sus,
+		       nccl_col(s), cmd);
 	}
+	for (int i = 0; i < r->n; i++)
+		if (strcmp(r->s[i].suspendable, "no") == 0)
+			printf("%d: would refuse: %s\n", r->s[i].pid, r->s[i].why_not);
 }
 
 /* A JSON array of the status objects, each with "node" first under --slurm. */
@@ -189,6 +221,27 @@ static void list_dir(const char *dir, struct rows *r)
 		closedir(d);
 }
 
+/* Each row not busy with an action asked what a suspend would do now; its answer replaces it. */
+static void ask_rows(struct rows *r, const char *cfg)
+{
+	struct job *jobs = calloc((size_t)(r->n ? r->n : 1), sizeof(*jobs));
+	int n = 0;
+
+	if (!jobs)
+		return;
+	for (int i = 0; i < r->n; i++)
+		if (!r->s[i].busy)
+			jobs[n++].pid = r->s[i].pid;
+	ask_all(jobs, n, cfg, 5);
+	for (int i = 0, k = 0; i < r->n && k < n; i++)
+		if (r->s[i].pid == jobs[k].pid) {
+			if (jobs[k].have_st)
+				r->s[i] = jobs[k].st;
+			k++;
+		}
+	free(jobs);
+}
+
 /* The cudanap processes of a Slurm job on this node, with the node's name. */
 static int status_slurm(const char *cfg, const char *jobid, struct rows *r)
 {
@@ -221,21 +274,21 @@ static int status_slurm(const char *cfg, const char *jobid, struct rows *r)
 int cmd_status(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "slurm", required_argument, NULL, 'S' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		{ "config", required_argument, NULL, 'c' }, { "json", no_argument, NULL, 'j' },
+		{ "slurm", required_argument, NULL, 'S' },  { "no-query", no_argument, NULL, 'n' },
+		{ "help", no_argument, NULL, 'h' },	    { NULL, 0, NULL, 0 },
 	};
 	const char *cfg = NULL, *slurm = NULL;
 	struct rows rows = { 0 };
-	bool json = false;
+	bool json = false, query = true;
 	struct cn_config conf;
 	char err[CN_ERR_LEN];
 	int c, rc = 0;
 
-	while ((c = getopt_long(argc, argv, "+:c:jS:h", opts, NULL)) != -1) {
-		if (c == 'c')
+	while ((c = getopt_long(argc, argv, "+:c:jS:nh", opts, NULL)) != -1) {
+		if (c == 'n')
+			query = false;
+		else if (c == 'c')
 			cfg = optarg;
 		else if (c == 'j')
 			json = true;
@@ -280,6 +333,8 @@ int cmd_status(int argc, char **argv)
 		for (int i = 0; i < n; i++)
 			list_dir(dirs[i], &rows);
 	}
+	if (query)
+		ask_rows(&rows, cfg);
 	if (json)
 		print_json(&rows);
 	else

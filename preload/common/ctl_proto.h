@@ -16,6 +16,7 @@ enum cn_op {
 	CN_OP_RESTORE,
 	CN_OP_UNLOCK,
 	CN_OP_PREPARE, /* no driver call: the footprint, and the host check of CN_OP_LOCK */
+	CN_OP_QUERY,   /* no driver call but the state: the footprint, the host's room, the model */
 };
 
 /* Results that are not CUDA's own (CUresult values are all >= 0). */
@@ -93,6 +94,13 @@ struct cn_resp {
 	/* CN_OP_RESTORE, done: where the GPUs the process started on are now. */
 	uint32_t n_moves;
 	struct cn_gpu_move moves[CN_MAX_GPUS];
+	/* CN_OP_QUERY: the host memory a checkpoint's copy could take now (0 with host_which ""
+	 * when not known) and what bounds it ("MemAvailable", "cgroup /job memory.max").
+	 * CN_OP_QUERY and CN_OP_CHECKPOINT: the model of the first GPU the process holds memory
+	 * on, "" when not known. */
+	uint64_t host_room;
+	char host_which[160];
+	char model[96];
 };
 
 #endif

@@ -110,7 +110,7 @@ static void serve(const struct cn_req *req, struct cn_resp *resp)
 		return;
 	/* What the locked process holds, for the check before its restore; not part of the
 	 * checkpoint's time. */
-	if (req->op == CN_OP_CHECKPOINT || req->op == CN_OP_PREPARE) {
+	if (req->op == CN_OP_CHECKPOINT || req->op == CN_OP_PREPARE || req->op == CN_OP_QUERY) {
 		int n = cn_nvml_footprint(target, resp->use, CN_MAX_GPUS, resp->note,
 					  sizeof(resp->note));
 		char why[200];
@@ -122,7 +122,13 @@ static void serve(const struct cn_req *req, struct cn_resp *resp)
 		/* The GPUs by index, for the status: NVML's list needs no cuInit. */
 		k = cn_nvml_gpus(resp->gpus, CN_MAX_GPUS, why, sizeof(why));
 		resp->n_gpus = k > 0 ? (uint32_t)k : 0;
+		if (n > 0)
+			cn_nvml_name(resp->use[0].uuid, resp->model, sizeof(resp->model));
 	}
+	if (req->op == CN_OP_QUERY &&
+	    cn_host_room(target, "/proc", "/sys/fs/cgroup", &resp->host_room, resp->host_which,
+			 sizeof(resp->host_which)) < 0)
+		resp->host_room = 0;
 	if ((req->op == CN_OP_LOCK || req->op == CN_OP_PREPARE) && req->host_check &&
 	    host_room(req, resp) < 0) {
 		if (cn_cu.get_state(target, &st) == CUDA_SUCCESS)
@@ -134,6 +140,7 @@ static void serve(const struct cn_req *req, struct cn_resp *resp)
 	switch (req->op) {
 	case CN_OP_STATE:
 	case CN_OP_PREPARE:
+	case CN_OP_QUERY:
 		break;
 	case CN_OP_LOCK: {
 		CUcheckpointLockArgs a = { .timeoutMs = req->timeout_ms };
@@ -160,7 +167,7 @@ static void serve(const struct cn_req *req, struct cn_resp *resp)
 		r = CUDA_ERROR_INVALID_VALUE;
 	}
 	resp->elapsed_ms = cn_now_ms() - t0;
-	if (req->op == CN_OP_STATE || req->op == CN_OP_PREPARE)
+	if (req->op == CN_OP_STATE || req->op == CN_OP_PREPARE || req->op == CN_OP_QUERY)
 		r = cn_cu.get_state(target, &st);
 	else if (cn_cu.get_state(target, &st) != CUDA_SUCCESS)
 		st = CN_STATE_UNKNOWN;

@@ -23,6 +23,7 @@ static struct {
 	nvmlReturn_t (*uuid)(nvmlDevice_t, char *, unsigned);
 	nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t *);
 	nvmlReturn_t (*procs)(nvmlDevice_t, unsigned *, nvmlProcessInfo_t *);
+	nvmlReturn_t (*name)(nvmlDevice_t, char *, unsigned);
 } nv;
 
 static const struct {
@@ -37,6 +38,7 @@ static const struct {
 	{ "nvmlDeviceGetUUID", offsetof(__typeof__(nv), uuid) },
 	{ "nvmlDeviceGetMemoryInfo", offsetof(__typeof__(nv), memory) },
 	{ "nvmlDeviceGetComputeRunningProcesses_v3", offsetof(__typeof__(nv), procs) },
+	{ "nvmlDeviceGetName", offsetof(__typeof__(nv), name) },
 };
 
 static int loaded; /* 1 loaded and initialised, -1 failed for good */
@@ -141,6 +143,22 @@ int cn_nvml_gpus(unsigned char (*gpus)[16], int max, char *why, size_t len)
 		}
 	}
 	return n;
+}
+
+int cn_nvml_name(const unsigned char uuid[16], char *name, size_t len)
+{
+	char s[CN_UUID_STR_LEN], why[200];
+	nvmlDevice_t d;
+
+	name[0] = '\0';
+	if (load(why, sizeof(why)) < 0)
+		return -1;
+	cn_uuid_format(uuid, s);
+	if (nv.by_uuid(s, &d) != NVML_SUCCESS || nv.name(d, name, (unsigned)len) != NVML_SUCCESS) {
+		name[0] = '\0';
+		return -1;
+	}
+	return 0;
 }
 
 int cn_nvml_free(const unsigned char uuid[16], uint64_t *free_bytes, char *why, size_t len)

@@ -14,6 +14,9 @@ int cn_nvml_footprint(int pid, struct cn_gpu_use *use, int max, char *why, size_
 /* The machine's GPUs, in NVML's order (nvidia-smi's): their count, or -1 with why filled. */
 int cn_nvml_gpus(unsigned char (*gpus)[16], int max, char *why, size_t len);
 
+/* The model of the GPU with this UUID ("NVIDIA H100 80GB HBM3"): 0, or -1 ("" in name). */
+int cn_nvml_name(const unsigned char uuid[16], char *name, size_t len);
+
 /* Free memory on the GPU with this UUID, in bytes; -1 with why filled when it cannot be read. */
 int cn_nvml_free(const unsigned char uuid[16], uint64_t *free_bytes, char *why, size_t len);
 

@@ -40,6 +40,8 @@ enum cn_kind {
 	CN_KIND_IPC_OPEN,   /* memory imported from another process: counted for the preflight */
 	CN_KIND_IPC_CLOSE,  /* ... and given back */
 	CN_KIND_IPC_IMPORT, /* a shareable handle imported: counted for good */
+	CN_KIND_MANAGED,    /* managed memory allocated: counted for the preflight */
+	CN_KIND_FREE,	    /* device memory freed: looked at while managed memory is held */
 };
 
 /* How the app first got a function: the debug line of a suspend says which paths it used. */
@@ -98,6 +100,9 @@ extern bool cn_fn_counting;
 /* A function the driver handed out under name (how: CN_PATH_*), as the app gets it: our entry
  * point for it, or fn itself when it is not the driver's (or the table is full). */
 void *cn_fn_wrap(void *fn, const char *name, int how);
+
+/* The frees (CN_KIND_FREE) take the slow path out while managed memory is held, and only then. */
+void cn_fn_watch_frees(bool on);
 
 /* cuGetExportTable handed out the table with this UUID (16 bytes): noted, for the debug line. */
 void cn_fn_note_export(const void *uuid);

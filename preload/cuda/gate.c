@@ -37,9 +37,9 @@ __thread struct cn_tl cn_tl __attribute__((tls_model("initial-exec"))) = { .dept
 atomic_int cn_gate_word;
 bool cn_gate_fence;
 
-/* A thread that has called the driver: where its mark is. */
+/* A thread that has called the driver: where its mark and its count are. */
 static struct cn_thr {
-	atomic_uint *in;
+	atomic_uint *in, *calls;
 	pid_t tid;
 } thr[MAX_THREADS];
 static unsigned n_thr;		  /* records ever taken: [0, n_thr), under registry */
@@ -98,6 +98,7 @@ void cn_gate_check_in(void)
 		r = &thr[n_thr++];
 	if (r) {
 		r->in = &cn_tl.in;
+		r->calls = &cn_tl.calls;
 		r->tid = (pid_t)syscall(SYS_gettid);
 	}
 	pthread_mutex_unlock(&registry);
@@ -115,6 +116,7 @@ void cn_gate_self(void)
 /* Mark the thread inside idx; false when the gate turned out closed. */
 static bool enter(unsigned idx)
 {
+	atomic_fetch_add_explicit(&cn_tl.calls, 1, memory_order_relaxed);
 	if (cn_tl.depth < CN_TL_FRESH) {
 		if (cn_gate_fence) {
 			atomic_exchange(&cn_tl.in, idx + 1);
@@ -180,6 +182,22 @@ static pid_t inside(unsigned *idx)
 			return thr[i].tid;
 	*idx = 0;
 	return atomic_load(&unrecorded_in) ? 0 : -1;
+}
+
+int cn_gate_inside(struct cn_inside *out, int max)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&registry);
+	for (unsigned i = 0; i < n_thr && n < max; i++) {
+		unsigned idx = thr[i].in ? atomic_load(thr[i].in) : 0;
+
+		if (idx)
+			out[n++] = (struct cn_inside){ thr[i].tid, idx - 1,
+						       atomic_load(thr[i].calls) };
+	}
+	pthread_mutex_unlock(&registry);
+	return n;
 }
 
 void cn_gate_shut(void)

@@ -8,6 +8,7 @@
 #define CN_TL_FRESH (1u << 30)
 #define CN_TL_DEPTH 0
 #define CN_TL_IN    4
+#define CN_TL_CALLS 8
 
 #ifndef __ASSEMBLER__
 #include <stdatomic.h>
@@ -39,6 +40,15 @@ bool cn_gate_is_closed(void);
  * spurious wake counts once) and the longest wait so far, in ms. */
 void cn_gate_held(unsigned long *calls, double *longest_ms);
 
+/* The app's threads inside a driver call now: each one's tid, call (table index) and count of
+ * calls so far (the same thread with the same count later is still inside the same call). Their
+ * number, at most max. */
+struct cn_inside {
+	pid_t tid;
+	unsigned idx, calls;
+};
+int cn_gate_inside(struct cn_inside *out, int max);
+
 /* In a forked child: the parent's other threads are gone, the gate is open. */
 void cn_gate_after_fork(void);
 
@@ -47,16 +57,18 @@ void cn_gate_after_fork(void);
 /* Each thread's own, in static TLS (cheap to reach from a preloaded library). The fast path in
  * stubs.S reads depth and writes in; the rest is the slow path's. */
 struct cn_tl {
-	unsigned depth;	 /* our entry points nested on this thread's stack; CN_TL_FRESH and up:
-			    no record (yet), or cudanap's thread */
-	atomic_uint in;	 /* 1 + the table index of the call the thread is inside; 0: none */
-	bool ours;	 /* cudanap's thread (cn_gate_self) */
-	bool checked_in; /* a record was looked for */
-	bool counted;	 /* without a record, inside a call: in the shared count */
+	unsigned depth;	   /* our entry points nested on this thread's stack; CN_TL_FRESH and up:
+			      no record (yet), or cudanap's thread */
+	atomic_uint in;	   /* 1 + the table index of the call the thread is inside; 0: none */
+	atomic_uint calls; /* outermost calls the thread has made (the agent reads it) */
+	bool ours;	   /* cudanap's thread (cn_gate_self) */
+	bool checked_in;   /* a record was looked for */
+	bool counted;	   /* without a record, inside a call: in the shared count */
 };
 extern __thread struct cn_tl cn_tl __attribute__((tls_model("initial-exec")));
 _Static_assert(offsetof(struct cn_tl, depth) == CN_TL_DEPTH &&
-		       offsetof(struct cn_tl, in) == CN_TL_IN,
+		       offsetof(struct cn_tl, in) == CN_TL_IN &&
+		       offsetof(struct cn_tl, calls) == CN_TL_CALLS,
 	       "stubs.S reads struct cn_tl at these offsets");
 
 /* The gate's word: 0 open, 1 closed; and whether a thread's mark must fence (no membarrier(2) to

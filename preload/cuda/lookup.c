@@ -64,6 +64,9 @@ static const struct {
 	{ "cuIpcOpenMemHandle", CN_KIND_IPC_OPEN },
 	{ "cuIpcCloseMemHandle", CN_KIND_IPC_CLOSE },
 	{ "cuMemImportFromShareableHandle", CN_KIND_IPC_IMPORT },
+	{ "cuMemAllocManaged", CN_KIND_MANAGED },
+	{ "cuMemFreeHost", CN_KIND_PLAIN }, /* host memory, before the prefix below */
+	{ "cuMemFree", CN_KIND_FREE },
 };
 
 static uint8_t kind_of(const char *name)
@@ -74,12 +77,15 @@ static uint8_t kind_of(const char *name)
 	return CN_KIND_PLAIN;
 }
 
-/* The flags of an entry, set before its function is published. */
+static bool watching_frees;
+
+/* The flags of an entry, set before its function is published (and for the frees, again when
+ * watching them starts or stops). */
 static void classify(struct cn_fn *e)
 {
 	e->kind = kind_of(e->name);
 	e->counted = cn_fn_counting || !e->known;
-	e->after = e->kind != CN_KIND_PLAIN;
+	e->after = e->kind != CN_KIND_PLAIN && (e->kind != CN_KIND_FREE || watching_frees);
 	e->slow = e->counted || e->after;
 }
 
@@ -125,6 +131,32 @@ static void init(void)
 void cn_fn_setup(void)
 {
 	pthread_once(&once, init);
+}
+
+/* The free entries' flags flip while other threads read them: slow (the arguments saved) goes
+ * on before after (they are looked at), and off after it. A free that passed on the fast path
+ * just then is looked at with its arguments unsaved: a lookup of a pointer that matches nothing. */
+void cn_fn_watch_frees(bool on)
+{
+	pthread_once(&once, init);
+	pthread_mutex_lock(&mu);
+	if (watching_frees != on) {
+		watching_frees = on;
+		for (unsigned i = 0; i < CN_FNS_KNOWN + n_spare; i++) {
+			struct cn_fn *e = &cn_fns[i];
+
+			if (e->kind != CN_KIND_FREE)
+				continue;
+			if (on) {
+				__atomic_store_n(&e->slow, true, __ATOMIC_RELEASE);
+				__atomic_store_n(&e->after, true, __ATOMIC_RELEASE);
+			} else {
+				__atomic_store_n(&e->after, false, __ATOMIC_RELEASE);
+				__atomic_store_n(&e->slow, e->counted, __ATOMIC_RELEASE);
+			}
+		}
+	}
+	pthread_mutex_unlock(&mu);
 }
 
 const char *cn_fn_name(unsigned idx)

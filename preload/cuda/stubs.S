@@ -124,6 +124,7 @@ cn_fn_tramp:
 	sub cn_drv_lo(%rip), %rax
 	cmp cn_drv_len(%rip), %rax
 	jb .Lcall			/* libcuda's own call */
+	incl %fs:CN_TL_CALLS(%r10)
 	mov 56(%rsp), %eax
 	inc %eax
 	cmpb $0, cn_gate_fence(%rip)

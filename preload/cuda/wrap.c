@@ -15,6 +15,7 @@
 #include "fns.h"
 #include "gate.h"
 #include "ipc.h"
+#include "managed.h"
 
 /* What the trampoline keeps on its stack during a call (stubs.S knows these offsets). */
 struct cn_frame {
@@ -108,6 +109,14 @@ void cn_fn_after(unsigned idx, const struct cn_frame *f)
 	case CN_KIND_IPC_CLOSE:
 		if (ok)
 			cn_ipc_count(e->name, f->caller, -1);
+		break;
+	case CN_KIND_MANAGED:
+		if (ok && f->gp[0])
+			cn_managed_alloc(*(const uint64_t *)f->gp[0], f->caller);
+		break;
+	case CN_KIND_FREE:
+		if (ok)
+			cn_managed_free(f->gp[0]);
 		break;
 	}
 }

@@ -161,3 +161,14 @@ int cn_nccl_resume(struct cn_resp *r, char *msg, size_t len)
 	}
 	return 0;
 }
+
+const struct cn_nccl_facts *cn_nccl_facts(struct cn_nccl_facts *f)
+{
+	static char hint[300];
+
+	cn_nccl_hint(hint, sizeof(hint));
+	f->comms = cn_comms_count();
+	f->handled = cn_nccl_uses_api();
+	f->hint = hint;
+	return f;
+}

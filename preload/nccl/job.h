@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "ctl_proto.h"
+#include "preflight.h"
 
 /* The suspend will go through NCCL's suspend API (the preflight then leaves the transports be). */
 bool cn_nccl_uses_api(void);
@@ -16,6 +17,9 @@ void cn_nccl_describe(char *out, size_t len);
 /* For a refusal over the transports: what the loaded NCCL lacks and the ways out ("" when
  * nothing to add). */
 void cn_nccl_hint(char *out, size_t len);
+
+/* What the preflight is to know of the process's NCCL, in f (its hint valid until the next). */
+const struct cn_nccl_facts *cn_nccl_facts(struct cn_nccl_facts *f);
 
 /* Before the lock of a suspend: the communicators suspended at the job's cut. 0 to go on (or
  * nothing to do); -1 with r and msg when the suspend is over (the process runs on, or, if its

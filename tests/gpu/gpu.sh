@@ -25,10 +25,32 @@ pid=$A_pid
 held=$(gpu_mib "$pid") total_before=$(used_mib)
 diag "holds $held MiB on the GPU (GPU total used $total_before MiB)"
 check "the process holds its memory on the GPU" test "$held" -ge $((gib * 1024))
+
+# -- 0. asked before any suspend: its memory now, would suspend, the estimates; nothing changes
+out=$("$CUDANAP" status "$pid")
+like "$out" "
+$pid +running .* +[0-9]+ +yes [0-9.]+/[0-9.]+ " "cudanap status before any suspend: would suspend, with estimates"
+now=$(field "$pid" gpu_now_mib)
+now=${now%.*}
+check "its GPU memory now: $now MiB, what nvidia-smi shows ($held)" test "$now" -ge $((held - 16)) -a "$now" -le $((held + 16))
+like "$(field "$pid" gpu_model)" "^NVIDIA " "the GPU's model: $(field "$pid" gpu_model)"
+like "$(field "$pid" host_need_mib):$(field "$pid" host_room_mib)" "^[0-9.]+:[0-9.]+$" \
+	"the host copy's need and room: $(field "$pid" host_need_mib) of $(field "$pid" host_room_mib) MiB ($(field "$pid" host_bound))"
+est_s=$(field "$pid" est_suspend_s) est_r=$(field "$pid" est_resume_s)
+like "$est_s:$est_r" "^[0-9.]+:[0-9.]+$" "estimates printed: suspend $est_s s, resume $est_r s ($(field "$pid" est_source))"
+seq=$(field "$pid" seq) ts=$(field "$pid" timestamp)
+out=$("$CUDANAP" suspend --dry-run "$pid"); rc=$?
+like "$rc:$out" "^0:$pid: would suspend: [0-9]+ MiB on GPU [0-9]+; host copy [0-9]+ MiB of [0-9]+ MiB free" "suspend --dry-run: $out"
+is "$(field "$pid" state):$(field "$pid" seq):$(field "$pid" timestamp)" "running:$seq:$ts" \
+	"the dry run changed nothing: state, actions, the last action's time"
+is "$(gpu_mib "$pid")" "$held" "nor its GPU memory"
+ask A work 60
+is "$REPLY" "work ok" "and CUDA works"
 kill -USR1 "$pid"
 check "kill -USR1: suspended" settle "$pid" 1 300
 is "$(field "$pid" state):$(field "$pid" result)" "checkpointed:ok" "state checkpointed, result ok"
 after=$(gpu_mib "$pid") total_after=$(used_mib)
+diag "estimated $est_s s (a fresh machine's first suspend pays for its host pages: bench-estimate measures after a warm-up)"
 diag "suspend: $(secs "$(field "$pid" total_ms)") s (lock $(field "$pid" lock_ms) ms, checkpoint $(secs "$(field "$pid" checkpoint_ms)") s); GPU: process $after MiB, total $total_after MiB"
 check "nvidia-smi shows the memory freed (process <= 4 MiB)" test "$after" -le 4
 staged=$(field "$pid" staged_mib)
@@ -43,6 +65,7 @@ check "CPU threads keep running while suspended ($t0 -> $t1 ticks)" test "$t1" -
 kill -USR2 "$pid"
 check "kill -USR2: resumed" settle "$pid" 2 300
 is "$(field "$pid" state):$(field "$pid" result)" "running:ok" "state running, result ok"
+diag "resume estimated $est_r s"
 diag "resume: $(secs "$(field "$pid" total_ms)") s (restore $(secs "$(field "$pid" restore_ms)") s, unlock $(field "$pid" unlock_ms) ms)"
 answer A 60
 is "$REPLY" "work ok" "the blocked CUDA call completes after resume and works"

@@ -9,7 +9,8 @@
  *
  * cuGetProcAddress(_v2) answers as the real driver does: the _ptsz variant for the per-thread
  * default stream flag (2), cuMemAlloc_v2 from version 3020, cuGetProcAddress_v2 from 12000, for
- * cuLaunchKernel from version 13000 a variant libfakecuda does not export, and "cuFakeNext", a
+ * cuLaunchKernel from version 13000 a variant libfakecuda does not export, cuMemAllocManaged (a
+ * new pointer each call) and cuMemFree_v2, and "cuFakeNext", a
  * function no cudanap table knows, also unexported. Anything else: CUDA_ERROR_NOT_FOUND.
  *
  * cuLaunchKernel takes a "kernel" of gridDimX ms and checks that its other ten arguments are
@@ -165,6 +166,23 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes)
 	return CUDA_SUCCESS;
 }
 
+/* Managed memory: a new pointer each time, freed by cuMemFree_v2. */
+EXPORT CUresult cuMemAllocManaged(CUdeviceptr *p, size_t bytes, unsigned flags)
+{
+	static CUdeviceptr next = 0x7f0000000000ull;
+
+	(void)flags;
+	entered("cuMemAllocManaged");
+	*p = bytes ? __atomic_add_fetch(&next, 1 << 20, __ATOMIC_RELAXED) : 0;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
+{
+	entered("cuMemFree_v2");
+	return p ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
 EXPORT CUresult cuTexRefSetMipmapLevelBias(void *tex, float bias)
 {
 	(void)tex;
@@ -212,6 +230,10 @@ static void *pick(const char *s, int version, uint64_t flags)
 					: (void *)cuLaunchKernel;
 	if (strcmp(s, "cuMemAlloc") == 0)
 		return version >= 3020 ? (void *)cuMemAlloc_v2 : (void *)cuMemAlloc;
+	if (strcmp(s, "cuMemAllocManaged") == 0)
+		return (void *)cuMemAllocManaged;
+	if (strcmp(s, "cuMemFree") == 0)
+		return version >= 3020 ? (void *)cuMemFree_v2 : NULL;
 	if (strcmp(s, "cuGetProcAddress") == 0)
 		return version >= 12000 ? (void *)cuGetProcAddress_v2 : NULL;
 	if (strcmp(s, "cuFakeNext") == 0)

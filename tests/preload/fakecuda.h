@@ -34,6 +34,7 @@ nvmlReturn_t nvmlDeviceGetCount_v2(unsigned *n);
 nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned i, nvmlDevice_t *d);
 nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *s, unsigned len);
 nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *s, nvmlDevice_t *d);
+nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char *s, unsigned len);
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m);
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned *n,
 						     nvmlProcessInfo_t *p);
@@ -53,6 +54,8 @@ CUresult cuLaunchKernel_ptsz(void *f, unsigned gx, unsigned gy, unsigned gz, uns
 			     void **extra);
 CUresult cuMemAlloc(unsigned *p, unsigned bytes);
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes);
+CUresult cuMemAllocManaged(CUdeviceptr *p, size_t bytes, unsigned flags);
+CUresult cuMemFree_v2(CUdeviceptr p);
 CUresult cuTexRefSetMipmapLevelBias(void *tex, float bias);
 CUresult cuDriverGetVersion(int *v);
 CUresult cuGetExportTable(const void **table, const CUuuid *id);

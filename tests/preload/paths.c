@@ -63,6 +63,8 @@ static void *exported(const char *name)
 		{ "cuStreamSynchronize", (void *)cuStreamSynchronize },
 		{ "cuLaunchKernel", (void *)cuLaunchKernel },
 		{ "cuMemAlloc", (void *)cuMemAlloc_v2 },
+		{ "cuMemAllocManaged", (void *)cuMemAllocManaged },
+		{ "cuMemFree", (void *)cuMemFree_v2 },
 		{ "cuTexRefSetMipmapLevelBias", (void *)cuTexRefSetMipmapLevelBias },
 		{ "cuDriverGetVersion", (void *)cuDriverGetVersion },
 		{ "cuGetExportTable", (void *)cuGetExportTable },
@@ -103,9 +105,15 @@ static void *get(const char *path, const char *name)
 	return f;
 }
 
+static CUdeviceptr managed; /* the last managed allocation, which cuMemFree frees */
+
 /* One call of name with the arguments fakeapi.c checks. */
 static int call(void *f, const char *name, unsigned ms)
 {
+	if (strcmp(name, "cuMemAllocManaged") == 0)
+		return ((CUresult(*)(CUdeviceptr *, size_t, unsigned))f)(&managed, 1 << 20, 1);
+	if (strcmp(name, "cuMemFree") == 0)
+		return ((CUresult(*)(CUdeviceptr))f)(managed);
 	if (strcmp(name, "cuLaunchKernel") == 0)
 		return ((CUresult(*)(void *, unsigned, unsigned, unsigned, unsigned, unsigned,
 				     unsigned, unsigned, CUstream, void **, void **))f)(

@@ -1,0 +1,75 @@
+/* managed: the managed memory (cuMemAllocManaged, hence cudaMallocManaged) the app holds, counted
+ * as the gate sees it allocated and freed, so that a suspend is refused before the lock: with it
+ * the driver locks the process and then fails the checkpoint (CUDA_ERROR_NOT_SUPPORTED, measured
+ * on an H200, DESIGN.md). Frees are looked at only while some is held (the gate's cuMemFree
+ * entries take the slow path then: cuda/lookup.c). Managed variables of a module (__managed__)
+ * are the driver's own doing, not seen: their suspend still fails at the checkpoint. Runs in the
+ * app's threads; the agent reads the count. */
+#define _GNU_SOURCE
+#include "managed.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fns.h"
+
+#define MAX_HELD 4096
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t held[MAX_HELD];
+static int n_held, n_lost; /* lost: more than MAX_HELD, never forgotten */
+static char first[160];
+
+void cn_managed_alloc(uint64_t ptr, const void *caller)
+{
+	Dl_info info;
+	const char *obj = "an unknown object";
+
+	if (dladdr(caller, &info) && info.dli_fname && info.dli_fname[0])
+		obj = strrchr(info.dli_fname, '/') ? strrchr(info.dli_fname, '/') + 1
+						   : info.dli_fname;
+	pthread_mutex_lock(&lock);
+	if (n_held < MAX_HELD)
+		held[n_held++] = ptr;
+	else
+		n_lost++;
+	if (!first[0])
+		snprintf(first, sizeof(first), "cuMemAllocManaged in %s", obj);
+	pthread_mutex_unlock(&lock);
+	cn_fn_watch_frees(true);
+}
+
+void cn_managed_free(uint64_t ptr)
+{
+	pthread_mutex_lock(&lock);
+	for (int i = 0; i < n_held; i++)
+		if (held[i] == ptr) {
+			held[i] = held[--n_held];
+			break;
+		}
+	if (!n_held && !n_lost)
+		first[0] = '\0';
+	pthread_mutex_unlock(&lock);
+	if (!n_held && !n_lost)
+		cn_fn_watch_frees(false);
+}
+
+int cn_managed_held(char *who, size_t len)
+{
+	int n;
+
+	pthread_mutex_lock(&lock);
+	n = n_held + n_lost;
+	snprintf(who, len, "%s", first);
+	pthread_mutex_unlock(&lock);
+	return n;
+}
+
+void cn_managed_after_fork(void)
+{
+	pthread_mutex_init(&lock, NULL);
+	n_held = n_lost = 0;
+	first[0] = '\0';
+}

@@ -1,0 +1,186 @@
+/* rates: how long suspends and resumes take on this machine, per GPU model, learnt from the ones
+ * done and kept in the user's state directory ($XDG_STATE_HOME/cudanap/rates, else
+ * ~/.local/state/cudanap/rates): the last 32 of each kind and model, as "KIND GIB SECONDS MODEL"
+ * lines. An estimate fits a fixed part and a part per GiB to them; with none, it takes defaults
+ * fitted to an H100's figures (driver 580, docs/PERFORMANCE.md: 1, 8 and 32 GiB suspended in
+ * 0.30, 0.90, 2.72 s and resumed in 0.17, 0.41, 1.20 s; 8 GiB to disk and back in 5.39 and
+ * 6.22 s). The first suspend after the machine boots is not kept: a fresh VM's first touch of
+ * host pages costs it about 1.6 times more (DESIGN.md).
+ * Written by the agent after each action; read by its query. */
+#define _GNU_SOURCE
+#include "rates.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cn_safe.h"
+
+#define KEEP	  32
+#define MAX_LINES 1024
+#define LINE_LEN  160
+static const char *const kinds[] = { "suspend", "resume", "suspend-disk", "resume-disk" };
+static const char *const said[][2] = { { "suspend", "suspends" },
+				       { "resume", "resumes" },
+				       { "suspend to disk", "suspends to disk" },
+				       { "resume from disk", "resumes from disk" } };
+static const double fixed_s[] = { 0.2, 0.14, 0.2, 0.14 }, per_gib[] = { 0.08, 0.033, 0.65, 0.75 };
+
+/* The state directory, made 0700 when missing: 0, or -1 (no home to keep it in). */
+static int state_dir(char *out, size_t len)
+{
+	const char *xdg = secure_getenv("XDG_STATE_HOME"), *home = secure_getenv("HOME");
+	char base[4096];
+
+	if (xdg && xdg[0] == '/') {
+		snprintf(base, sizeof(base), "%s", xdg);
+	} else if (home && home[0] == '/') {
+		snprintf(base, sizeof(base), "%s/.local", home);
+		mkdir(base, 0700);
+		snprintf(base, sizeof(base), "%s/.local/state", home);
+	} else {
+		return -1;
+	}
+	mkdir(base, 0700);
+	snprintf(out, len, "%s/cudanap", base);
+	if (mkdir(out, 0700) < 0 && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+static void boot_id(char *out, size_t len)
+{
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+
+	out[0] = '\0';
+	if (f && fgets(out, (int)len, f))
+		out[strcspn(out, "\n")] = '\0';
+	if (f)
+		fclose(f);
+}
+
+/* The file's lines (the first, "boot ID", kept apart): their count. */
+static int load(const char *dir, char (*lines)[LINE_LEN], char *boot, size_t blen)
+{
+	static char text[MAX_LINES * LINE_LEN];
+	char path[4200], why[300], *save = NULL;
+	int n = 0;
+
+	boot[0] = '\0';
+	snprintf(path, sizeof(path), "%s/rates", dir);
+	if (cn_safe_read(AT_FDCWD, path, (struct cn_owner){ geteuid(), false }, text, sizeof(text),
+			 why, sizeof(why)) < 0)
+		return 0;
+	for (char *l = strtok_r(text, "\n", &save); l && n < MAX_LINES;
+	     l = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(l, "boot ", 5) == 0)
+			snprintf(boot, blen, "%s", l + 5);
+		else
+			snprintf(lines[n++], LINE_LEN, "%s", l);
+	}
+	return n;
+}
+
+static bool same(const char *line, int kind, const char *model)
+{
+	char k[16];
+	int off = 0;
+
+	return sscanf(line, "%15s %*f %*f %n", k, &off) == 1 && off &&
+	       strcmp(k, kinds[kind]) == 0 && strcmp(line + off, model) == 0;
+}
+
+void cn_rates_record(const char *model, enum cn_rate_kind kind, double gib, double seconds)
+{
+	static char lines[MAX_LINES][LINE_LEN];
+	char dir[4096], path[4200], tmp[4220], boot[64], now[64];
+	int n, fd, lock, kept = 0;
+	FILE *f;
+
+	if (!model[0] || gib <= 0 || seconds <= 0 || state_dir(dir, sizeof(dir)) < 0)
+		return;
+	snprintf(path, sizeof(path), "%s/rates.lock", dir);
+	lock = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (lock < 0)
+		return;
+	flock(lock, LOCK_EX);
+	n = load(dir, lines, boot, sizeof(boot));
+	boot_id(now, sizeof(now));
+	snprintf(path, sizeof(path), "%s/rates", dir);
+	snprintf(tmp, sizeof(tmp), "%s/.rates.%d", dir, (int)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (f) {
+		bool cold = kind == CN_RATE_SUSPEND && strcmp(boot, now) != 0;
+
+		fprintf(f, "boot %s\n", now);
+		for (int i = 0; i < n; i++)
+			kept += same(lines[i], kind, model);
+		/* The oldest of its kind and model go first, when there are too many. */
+		for (int i = 0, drop = kept + !cold - KEEP; i < n; i++) {
+			if (same(lines[i], kind, model) && drop-- > 0)
+				continue;
+			fprintf(f, "%s\n", lines[i]);
+		}
+		if (!cold)
+			fprintf(f, "%s %.4f %.4f %s\n", kinds[kind], gib, seconds, model);
+		if (fclose(f) == 0)
+			rename(tmp, path);
+		else
+			unlink(tmp);
+	} else if (fd >= 0) {
+		close(fd);
+	}
+	close(lock);
+}
+
+double cn_rates_estimate(const char *model, enum cn_rate_kind kind, double gib, char *source,
+			 size_t len)
+{
+	static char lines[MAX_LINES][LINE_LEN];
+	double sx = 0, sy = 0, sxx = 0, sxy = 0, lo = 1e30, hi = 0, a, b;
+	char dir[4096], boot[64];
+	int n = 0, m = 0;
+
+	if (model[0] && state_dir(dir, sizeof(dir)) == 0)
+		n = load(dir, lines, boot, sizeof(boot));
+	for (int i = 0; i < n; i++) {
+		double x, y;
+
+		if (!same(lines[i], kind, model) || sscanf(lines[i], "%*s %lf %lf", &x, &y) != 2)
+			continue;
+		sx += x, sy += y, sxx += x * x, sxy += x * y, m++;
+		lo = x < lo ? x : lo;
+		hi = x > hi ? x : hi;
+	}
+	if (!m) {
+		snprintf(source, len, "defaults (%.2f s and %.3f s a GiB, an H100's)",
+			 fixed_s[kind], per_gib[kind]);
+		return fixed_s[kind] + per_gib[kind] * gib;
+	}
+	/* A line through them where their sizes differ enough to tell its slope; else the default
+	 * fixed part and their mean per GiB. */
+	if (m >= 3 && hi >= 1.5 * lo && m * sxx - sx * sx > 0) {
+		b = (m * sxy - sx * sy) / (m * sxx - sx * sx);
+		a = (sy - b * sx) / m;
+		if (a < 0 || b < 0) {
+			a = 0;
+			b = sy / sx;
+		}
+	} else {
+		a = fixed_s[kind];
+		b = sx > 0 ? (sy - m * a) / sx : per_gib[kind];
+		if (b < 0) { /* faster than the fixed part alone: all of it per GiB */
+			a = 0;
+			b = sy / sx;
+		}
+	}
+	snprintf(source, len, "this machine: %d %s (%s)", m, said[kind][m != 1], model);
+	return a + b * gib;
+}

@@ -1,0 +1,250 @@
+/* pick: cudanap pick, which processes to suspend to free GPU memory at the least cost, for a
+ * scheduler choosing its victims: every candidate is asked what a suspend would do (ask.c), the
+ * ones that would suspend and hold memory on the GPU are weighed by their estimated suspend time,
+ * and the cheapest set that frees enough is printed with the command that suspends it. */
+#define _GNU_SOURCE
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#define MAX_EXACT 20 /* candidates tried in every combination; more are taken greedily */
+
+const char usage_pick[] =
+	"usage: cudanap pick --free SIZE [--gpu N] [-c FILE] [--slurm JOBID] [--json]\n"
+	"\n"
+	"Which processes to suspend to free at least SIZE of GPU memory on GPU N (nvidia-smi's\n"
+	"index; default: the GPU where it costs least), at the least estimated suspend time in\n"
+	"all. The candidates are the cudanap processes of this user (of every user, run as root;\n"
+	"of Slurm job JOBID on this node with --slurm), each asked what a suspend would do now,\n"
+	"as 'cudanap suspend --dry-run' does; only those that would suspend count. Prints the\n"
+	"processes chosen, what each frees and its estimated time, the total, and the command\n"
+	"that suspends them.\n"
+	"\n"
+	"  -f, --free SIZE     MiB, or with a unit: 512M, 8G (GiB), 1T\n"
+	"  -g, --gpu N         the GPU, by nvidia-smi's index\n"
+	"  -c, --config FILE   where to find the status files (as for suspend)\n"
+	"  -S, --slurm JOBID   the processes of Slurm job JOBID on this node\n"
+	"  -j, --json          one JSON object: the GPU, the processes chosen, the totals, the "
+	"command\n"
+	"\n"
+	"Exit status: 0 when SIZE can be freed, 1 when it cannot, 2 on usage errors.\n";
+
+struct cand {
+	int pid;
+	double mib, est_s;
+};
+
+/* MiB on GPU k from "0:8712,1:0". */
+static double on_gpu(const char *now, int k)
+{
+	int g;
+	double mib;
+
+	for (const char *p = now; *p && sscanf(p, "%d:%lf", &g, &mib) == 2;
+	     p = strchr(p, ',') ? strchr(p, ',') + 1 : "")
+		if (g == k)
+			return mib;
+	return 0;
+}
+
+/* The cheapest set of c freeing need: a bit mask over c (exact up to MAX_EXACT, then greedy by
+ * time per MiB); *cost its time; -1 when they cannot free it all. */
+static long long cheapest(const struct cand *c, int n, double need, double *cost)
+{
+	long long best = -1;
+
+	*cost = 0;
+	if (n <= MAX_EXACT) {
+		for (long long m = 1; m < (1ll << n); m++) {
+			double mib = 0, t = 0;
+
+			for (int i = 0; i < n; i++)
+				if (m >> i & 1)
+					mib += c[i].mib, t += c[i].est_s;
+			if (mib >= need && (best < 0 || t < *cost))
+				best = m, *cost = t;
+		}
+		return best;
+	}
+	{
+		bool used[64] = { false };
+		double mib = 0;
+
+		best = 0;
+		while (mib < need) {
+			int k = -1;
+
+			for (int i = 0; i < n && i < 64; i++)
+				if (!used[i] &&
+				    (k < 0 || c[i].est_s / c[i].mib < c[k].est_s / c[k].mib))
+					k = i;
+			if (k < 0)
+				return -1;
+			used[k] = true;
+			best |= 1ll << k;
+			mib += c[k].mib;
+			*cost += c[k].est_s;
+		}
+	}
+	return best;
+}
+
+/* SIZE in MiB: a number with an optional M, G or T (binary). -1 when it is not one. */
+static double parse_size(const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	if (end == s || v <= 0)
+		return -1;
+	if (!strcasecmp(end, "") || !strcasecmp(end, "m") || !strcasecmp(end, "mib"))
+		return v;
+	if (!strcasecmp(end, "g") || !strcasecmp(end, "gib"))
+		return v * 1024;
+	if (!strcasecmp(end, "t") || !strcasecmp(end, "tib"))
+		return v * 1024 * 1024;
+	return -1;
+}
+
+static void print(const struct cand *c, int n, long long set, int gpu, double need, double cost,
+		  bool json)
+{
+	char cmd[4096];
+	size_t o = (size_t)snprintf(cmd, sizeof(cmd), "cudanap suspend");
+	double mib = 0;
+	bool first = true;
+
+	if (json)
+		printf("{\"gpu\":%d,\"free_mib\":%.0f,\"possible\":%s,\"processes\":[", gpu, need,
+		       set >= 0 ? "true" : "false");
+	for (int i = 0; set >= 0 && i < n; i++) {
+		if (!(set >> i & 1))
+			continue;
+		mib += c[i].mib;
+		o += (size_t)snprintf(cmd + o, o < sizeof(cmd) ? sizeof(cmd) - o : 0, " %d",
+				      c[i].pid);
+		if (json)
+			printf("%s{\"pid\":%d,\"mib\":%.0f,\"est_s\":%.3f}", first ? "" : ",",
+			       c[i].pid, c[i].mib, c[i].est_s);
+		else
+			printf("%d: frees %.0f MiB on GPU %d, about %.1f s\n", c[i].pid, c[i].mib,
+			       gpu, c[i].est_s);
+		first = false;
+	}
+	if (json) {
+		printf("],\"total_mib\":%.0f,\"total_s\":%.3f,\"command\":\"%s\"}\n", mib, cost,
+		       set >= 0 ? cmd : "");
+		return;
+	}
+	if (set < 0) {
+		printf("cannot free %.0f MiB on GPU %d: the processes that would suspend hold "
+		       "less\n",
+		       need, gpu);
+		return;
+	}
+	printf("total: %.0f MiB freed on GPU %d in about %.1f s\n%s\n", mib, gpu, cost, cmd);
+}
+
+int cmd_pick(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "free", required_argument, NULL, 'f' },
+		{ "gpu", required_argument, NULL, 'g' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "slurm", required_argument, NULL, 'S' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *cfg = NULL, *slurm = NULL;
+	double need = -1, best_cost = 0;
+	int c, gpu = -1, n, *pids = NULL, best_gpu = -1;
+	long long best = -1;
+	struct job *jobs;
+	struct cand cs[64], best_cs[64];
+	int best_m = 0;
+	bool json = false;
+
+	while ((c = getopt_long(argc, argv, "+:f:g:c:S:jh", opts, NULL)) != -1) {
+		if (c == 'f') {
+			if ((need = parse_size(optarg)) < 0)
+				die_usage("cudanap: --free wants a size: 512M, 8G, or MiB\n");
+		} else if (c == 'g') {
+			if ((gpu = parse_pid(optarg)) < 0 && strcmp(optarg, "0") != 0)
+				die_usage("cudanap: --gpu wants an nvidia-smi index\n");
+			gpu = atoi(optarg);
+		} else if (c == 'c') {
+			cfg = optarg;
+		} else if (c == 'S') {
+			slurm = optarg;
+		} else if (c == 'j') {
+			json = true;
+		} else {
+			die_option("pick", argv, c);
+		}
+	}
+	if (need < 0 || optind < argc)
+		die_usage("usage: cudanap pick --free SIZE [--gpu N] [-c FILE] [--slurm JOBID] "
+			  "[--json]\n");
+	procs_all_users(geteuid() == 0);
+	if (slurm) {
+		char note[300];
+		int *job_pids, k = slurm_job_pids(slurm, &job_pids, note, sizeof(note));
+
+		if (k < 0) {
+			fprintf(stderr, "%s: %s\n", prog, note);
+			return 1;
+		}
+		n = select_jobs(cfg, NULL, 0, job_pids, k, &pids);
+		free(job_pids);
+	} else {
+		n = select_jobs(cfg, NULL, 0, NULL, 0, &pids);
+	}
+	if (n > 64)
+		n = 64;
+	jobs = calloc((size_t)(n > 0 ? n : 1), sizeof(*jobs));
+	if (!jobs || n < 0)
+		return 1;
+	for (int i = 0; i < n; i++)
+		jobs[i].pid = pids[i];
+	free(pids);
+	ask_all(jobs, n, cfg, 30);
+	/* Each GPU asked for (or every one), its cheapest set; the cheapest of those. */
+	for (int k = gpu >= 0 ? gpu : 0; k < (gpu >= 0 ? gpu + 1 : CN_MAX_GPUS); k++) {
+		int m = 0;
+		double cost;
+		long long set;
+
+		for (int i = 0; i < n; i++) {
+			char line[700];
+			double mib = on_gpu(jobs[i].st.gpu_now, k);
+
+			if (ask_line(&jobs[i], line, sizeof(line)) &&
+			    strcmp(jobs[i].st.suspendable, "yes") == 0 && mib > 0)
+				cs[m++] =
+					(struct cand){ jobs[i].pid, mib, jobs[i].st.est_suspend_s };
+		}
+		if (!m && gpu < 0)
+			continue;
+		set = cheapest(cs, m, need, &cost);
+		if (best_gpu < 0 || (set >= 0 && (best < 0 || cost < best_cost))) {
+			best_gpu = k;
+			best = set;
+			best_cost = cost;
+			best_m = m;
+			memcpy(best_cs, cs, sizeof(cs[0]) * (size_t)m);
+		}
+	}
+	print(best_cs, best_m, best,
+	      best_gpu >= 0 ? best_gpu
+	      : gpu >= 0    ? gpu
+			    : 0,
+	      need, best_cost, json);
+	free(jobs);
+	return best >= 0 ? 0 : 1;
+}
