@@ -71,6 +71,9 @@ struct cn_config {
 	bool host_check;	   /* refuse a suspend whose host copy will not fit */
 	unsigned host_margin_mib;  /* host memory to leave beyond the copy */
 	unsigned watchdog_ms;	   /* say so when a driver call runs longer than this */
+	unsigned nap_idle_s;	   /* nap after this long without driver work; 0: never */
+	bool nap_to_disk;	   /* a nap's host copy goes to [hibernate] dir */
+	bool nap_wake_any; /* a nap wakes on any GPU of its model with room, not only home */
 };
 
 /* Defaults for every key; the status dir from the environment (cn_status_dir_default). */
@@ -98,6 +101,8 @@ int cn_config_load_env(struct cn_config *c, char *err, size_t errlen);
 #define CN_SIGVAL_PREPARE 0x636e7072 /* "cnpr" */
 /* ... and the one `cudanap status` and `suspend --dry-run` queue: a question, no action. */
 #define CN_SIGVAL_QUERY 0x636e7171 /* "cnqq" */
+/* ... and the one `cudanap nap` queues: nap now, and wake at the next call that needs the GPU. */
+#define CN_SIGVAL_NAP 0x636e6e70 /* "cnnp" */
 
 /* "SIGUSR1", "USR1", "SIGRTMIN+3", "RTMAX-1" or a number. Signals that cannot be caught or that
  * report faults (KILL, STOP, SEGV, BUS, ILL, FPE, ABRT, TRAP, SYS) are refused with -EINVAL. */

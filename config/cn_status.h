@@ -79,6 +79,12 @@ struct cn_status {
 	double est_resume_s;
 	char est_source[160]; /* where the estimate comes from */
 	char inside[200];     /* a thread inside a driver call, and for how long at least */
+	/* Naps ([nap] idle_s, cudanap nap), also kept across actions. */
+	char nap[24];	     /* off, awake, napping, waking, waiting for room, not napped */
+	char nap_why[300];   /* why it is not napped, or what its wake waits for */
+	char idle_since[32]; /* UTC: its CUDA idle since then; "" while it works */
+	unsigned long naps, wakes;
+	double last_wake_ms; /* the delay the last waking call saw; < 0 before the first */
 };
 
 extern const char *const cn_step_names[CN_STEPS];

@@ -19,6 +19,20 @@
 
 #define CN_TIMEOUT_MAX_MS (24u * 3600u * 1000u)
 
+/* CUDANAP_NAP_S (cudanap run --nap N): [nap] idle_s for this program, over its INI's. */
+static void nap_from_env(struct cn_config *c)
+{
+	const char *v = secure_getenv("CUDANAP_NAP_S");
+	char *end;
+	unsigned long n;
+
+	if (!v || !*v)
+		return;
+	n = strtoul(v, &end, 10);
+	if (!*end && n <= 24ul * 3600)
+		c->nap_idle_s = (unsigned)n;
+}
+
 void cn_config_defaults(struct cn_config *c)
 {
 	const char *xdg = secure_getenv("XDG_RUNTIME_DIR");
@@ -45,6 +59,7 @@ void cn_config_defaults(struct cn_config *c)
 	c->host_check = true;
 	c->host_margin_mib = 1024;
 	c->watchdog_ms = 60000;
+	nap_from_env(c);
 	cn_status_dir_default(secure_getenv("CUDANAP_STATUS_DIR"), xdg, c->status_dir,
 			      sizeof(c->status_dir));
 }
@@ -300,6 +315,7 @@ struct load_ctx {
 	int msg_line;
 	int prepare_line; /* where [signals] prepare was set, for the check after the file */
 	int mode_line;	  /* where [nccl] mode was set, likewise */
+	int nap_to_line;  /* where [nap] to was set, likewise */
 };
 
 /* inih hands out no line numbers here, so count them as we feed it. */
@@ -552,6 +568,31 @@ static int k_watchdog(struct cn_config *c, const char *v, char *why, size_t len)
 	return r;
 }
 
+static int k_nap_idle(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	return set_count(&c->nap_idle_s, 24 * 3600, "seconds", v, why, len);
+}
+
+static int k_nap_to(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	if (strcasecmp(v, "ram") == 0 || strcasecmp(v, "disk") == 0) {
+		c->nap_to_disk = strcasecmp(v, "disk") == 0;
+		return 0;
+	}
+	snprintf(why, len, "'%s' is not ram or disk", v);
+	return -EINVAL;
+}
+
+static int k_nap_wake_on(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	if (strcasecmp(v, "home") == 0 || strcasecmp(v, "any") == 0) {
+		c->nap_wake_any = strcasecmp(v, "any") == 0;
+		return 0;
+	}
+	snprintf(why, len, "'%s' is not home or any", v);
+	return -EINVAL;
+}
+
 static const struct {
 	const char *section, *key;
 	key_parser parse; /* NULL: a true/false key, stored at offset */
@@ -588,6 +629,9 @@ static const struct {
 	{ "controller", "watchdog_ms", k_watchdog, 0 },
 	{ "nccl", "suspendable", NULL, offsetof(struct cn_config, nccl_suspendable) },
 	{ "nccl", "mode", k_nccl_mode, 0 },
+	{ "nap", "idle_s", k_nap_idle, 0 },
+	{ "nap", "to", k_nap_to, 0 },
+	{ "nap", "wake_on", k_nap_wake_on, 0 },
 };
 #define N_KEYS (sizeof(key_table) / sizeof(key_table[0]))
 _Static_assert(N_KEYS <= 64, "one bit per key in load_ctx.seen");
@@ -613,6 +657,8 @@ static int on_ini_key(void *user, const char *section, const char *name, const c
 				x->prepare_line = x->line;
 			if (key_table[i].parse == k_nccl_mode)
 				x->mode_line = x->line;
+			if (key_table[i].parse == k_nap_to)
+				x->nap_to_line = x->line;
 			if ((key_table[i].parse
 				     ? key_table[i].parse(x->c, value, why, sizeof(why))
 				     : set_bool((bool *)((char *)x->c + key_table[i].offset), value,
@@ -719,6 +765,12 @@ int cn_config_load(struct cn_config *c, const char *path, char *err, size_t errl
 	if (c->nccl_suspendable)
 		c->nccl_mode = CN_NCCL_SOCKETS;
 	c->nccl_suspendable = c->nccl_mode == CN_NCCL_SOCKETS;
+	if (c->nap_to_disk && !c->hibernate_dir[0]) {
+		snprintf(err, errlen, "%s:%d: nap.to: disk needs a directory in [hibernate] dir",
+			 path, x.nap_to_line);
+		return -EINVAL;
+	}
+	nap_from_env(c);
 	return 0;
 }
 

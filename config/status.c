@@ -56,7 +56,8 @@ static double *num(const struct cn_status *s, size_t i)
 	return (double *)((char *)s + nums[i].off);
 }
 
-/* The query's fields (cn_status.h), kept across actions: strings, then numbers (< 0: null). */
+/* The query's and the naps' fields (cn_status.h), kept across actions: strings, then numbers
+ * (< 0: null). */
 #define FIELD(field)                                                                               \
 	{                                                                                          \
 #field, offsetof(struct cn_status, field), sizeof(((struct cn_status *)0)->field)  \
@@ -67,13 +68,14 @@ static const struct {
 } qstrs[] = {
 	FIELD(query_time), FIELD(suspendable), FIELD(why_not),	  FIELD(gpu_now),
 	FIELD(gpu_model),  FIELD(host_bound),  FIELD(est_source), FIELD(inside),
+	FIELD(nap),	   FIELD(nap_why),     FIELD(idle_since),
 };
 static const struct {
 	const char *key;
 	size_t off, len;
 } qnums[] = {
 	FIELD(gpu_now_mib),   FIELD(host_need_mib), FIELD(host_room_mib),
-	FIELD(est_suspend_s), FIELD(est_resume_s),
+	FIELD(est_suspend_s), FIELD(est_resume_s),  FIELD(last_wake_ms),
 };
 #undef FIELD
 #define N_QSTRS (sizeof(qstrs) / sizeof(qstrs[0]))
@@ -191,10 +193,11 @@ int cn_status_format(const struct cn_status *s, char *buf, size_t len)
 	n = snprintf(buf + o, len - o,
 		     ",\"call_ns\":%llu,\"timestamp\":\"%s\",\"suspend_signal\":%d,"
 		     "\"resume_signal\":%d,\"prepared\":%s,\"gpus\":\"%s\",\"home_gpus\":\"%s\","
-		     "\"restore_gpus\":\"%s\",\"nccl\":%s,\"query_seq\":%lu",
+		     "\"restore_gpus\":\"%s\",\"nccl\":%s,\"query_seq\":%lu,\"naps\":%lu,"
+		     "\"wakes\":%lu",
 		     s->call_ns, s->timestamp, s->suspend_signal, s->resume_signal,
 		     s->prepared ? "true" : "false", s->gpus, s->home_gpus, s->restore_gpus, nccl,
-		     s->query_seq);
+		     s->query_seq, s->naps, s->wakes);
 	if (n < 0 || (size_t)n >= len - o)
 		return -ENOSPC;
 	o += (size_t)n;
@@ -317,6 +320,10 @@ static void set_field(struct cn_status *s, const char *key, const char *v, bool 
 		copy_field(s->nccl, sizeof(s->nccl), v);
 	else if (strcmp(key, "query_seq") == 0)
 		s->query_seq = strtoul(v, NULL, 10);
+	else if (strcmp(key, "naps") == 0)
+		s->naps = strtoul(v, NULL, 10);
+	else if (strcmp(key, "wakes") == 0)
+		s->wakes = strtoul(v, NULL, 10);
 	for (size_t i = 0; i < N_NUMS; i++)
 		if (strcmp(key, nums[i].key) == 0)
 			*num(s, i) = is_null ? -1 : strtod(v, NULL);

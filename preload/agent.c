@@ -21,6 +21,7 @@
 #include "fns.h"
 #include "gate.h"
 #include "log.h"
+#include "nap.h"
 #include "report.h"
 #include "staging.h"
 
@@ -28,23 +29,32 @@ struct cn_agent cn_ag;
 static int wake_fd = -1;
 
 /* Drain every pending byte and fold them into one wish: the last signal wins, toggles flip. A
- * prepare counts only when nothing else was asked for (*prepare_only); a query is answered after
- * whatever else runs (*query); *act: some action was asked for at all. */
-static int wanted(bool suspended_now, bool *prepare_only, bool *query, bool *act)
+ * prepare counts only when nothing else was asked for (*prepare_only); the rest is in *x; *act:
+ * some action was asked for at all. */
+struct extra {
+	bool query; /* answered after whatever else runs */
+	bool nap;   /* cudanap nap */
+	bool call;  /* a napping process's call needs the GPU */
+};
+
+static int wanted(bool suspended_now, bool *prepare_only, struct extra *x, bool *act)
 {
 	bool want = suspended_now, other = false, prep = false;
 	char buf[256];
 	ssize_t n;
 
-	*query = false;
+	*x = (struct extra){ false, false, false };
 	while ((n = read(wake_fd, buf, sizeof(buf))) > 0)
 		for (ssize_t i = 0; i < n; i++) {
 			if (buf[i] == CN_WAKE_PREPARE) {
 				prep = true;
 				continue;
 			}
-			if (buf[i] == CN_WAKE_QUERY) {
-				*query = true;
+			if (buf[i] == CN_WAKE_QUERY || buf[i] == CN_WAKE_NAP ||
+			    buf[i] == CN_WAKE_CALL) {
+				x->query |= buf[i] == CN_WAKE_QUERY;
+				x->nap |= buf[i] == CN_WAKE_NAP;
+				x->call |= buf[i] == CN_WAKE_CALL;
 				continue;
 			}
 			other = true;
@@ -90,23 +100,27 @@ static void *agent_main(void *arg)
 		 * replaced at the next request, not found dead in the middle of one. */
 		struct pollfd p[2] = { { .fd = wake_fd, .events = POLLIN },
 				       { .fd = cn_channel_fd(), .events = POLLIN } };
-		bool suspended_now = strcmp(cn_ag.st.state, "checkpointed") == 0, prep, want, query,
-		     act;
+		bool suspended_now = strcmp(cn_ag.st.state, "checkpointed") == 0, prep, want, act;
 		double left = cn_ag.prepared_until ? cn_ag.prepared_until - cn_now_ms() : -1;
-		int r;
+		int r, tick = cn_nap_timeout_ms();
+		struct extra x;
 
 		if (cn_fn_counting) {
 			publish_calls();
 			if (left < 0 || left > CALLS_EVERY_MS)
 				left = CALLS_EVERY_MS;
 		}
+		if (tick >= 0 && (left < 0 || left > tick))
+			left = tick;
 		if (cn_ag.prepared_until && cn_ag.prepared_until <= cn_now_ms()) {
 			cn_prepare_expired();
 			continue;
 		}
 		r = poll(p, cn_channel_fd() >= 0 ? 2 : 1, left < 0 ? -1 : (int)left + 1);
-		if (r <= 0)
+		if (r <= 0) {
+			cn_nap_tick();
 			continue;
+		}
 		if (cn_channel_fd() >= 0 && p[1].revents) {
 			cn_channel_close();
 			cn_log(&cn_ag.cfg, CN_LOG_ERROR,
@@ -114,16 +128,23 @@ static void *agent_main(void *arg)
 		}
 		if (!(p[0].revents & POLLIN))
 			continue;
-		want = wanted(suspended_now, &prep, &query, &act);
+		want = wanted(suspended_now, &prep, &x, &act);
 		if (act && prep)
 			cn_prepare();
 		else if (act && want)
 			cn_suspend();
 		else if (act)
 			cn_resume();
+		if (act)
+			cn_nap_after_action();
+		if (x.nap && !act)
+			cn_nap_now();
+		if (x.call && !act)
+			cn_nap_wake();
 		settle_gate();
-		if (query)
+		if (x.query)
 			cn_query();
+		cn_nap_tick();
 	}
 	return NULL;
 }
@@ -135,6 +156,7 @@ static void reset(int fd)
 	cn_ag.n_use = 0;
 	cn_ag.prepared_bytes = 0;
 	cn_ag.prepared_until = 0;
+	cn_nap_after_fork();
 	cn_report_start();
 }
 

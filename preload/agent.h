@@ -10,6 +10,11 @@
 #define CN_WAKE_TOGGLE	'T'
 #define CN_WAKE_PREPARE 'P'
 #define CN_WAKE_QUERY	'Q'
+#define CN_WAKE_NAP	'N' /* cudanap nap */
+#define CN_WAKE_CALL	'C' /* a driver call of a napping process needs the GPU (nap.c) */
+
+/* Write b to the agent's wake pipe: async-signal-safe, from any thread (cudanap.c). */
+void cn_wake_agent(char b);
 
 /* Start the thread with every signal blocked in it; it owns wake_fd from now on, and starts the
  * controller at the first request. */

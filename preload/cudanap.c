@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "answers.h"
 #include "cn_config.h"
 #include "cn_nccl.h"
 #include "comms.h"
@@ -131,25 +132,33 @@ static void call_app(struct wish *w, int sig, siginfo_t *info, void *uc)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+void cn_wake_agent(char b)
+{
+	int saved = errno;
+
+	if (wake_wr >= 0 && getpid() == owner && write(wake_wr, &b, 1) < 0) {
+		/* Pipe full: the agent has a backlog, and it folds bytes anyway. */
+	}
+	errno = saved;
+}
+
 static void on_signal(int sig, siginfo_t *info, void *uc)
 {
 	int saved = errno;
 	/* cudanap prepare (and a query) queue the suspend signal with a value of ours: meant for us
 	 * alone. */
 	int v = info && info->si_code == SI_QUEUE ? info->si_value.sival_int : 0;
-	bool queued = v == CN_SIGVAL_PREPARE || v == CN_SIGVAL_QUERY;
+	bool queued = v == CN_SIGVAL_PREPARE || v == CN_SIGVAL_QUERY || v == CN_SIGVAL_NAP;
 	struct wish *w = slot_of(sig);
 	char b = v == CN_SIGVAL_QUERY				? CN_WAKE_QUERY
+		 : v == CN_SIGVAL_NAP				? CN_WAKE_NAP
 		 : v == CN_SIGVAL_PREPARE || sig == sig_prepare ? CN_WAKE_PREPARE
 		 : sig_suspend == sig_resume			? CN_WAKE_TOGGLE
 		 : sig == sig_suspend				? CN_WAKE_SUSPEND
 								: CN_WAKE_RESUME;
 
 	/* In a child whose agent could not start, stay silent. */
-	if (wake_wr >= 0 && getpid() == owner && write(wake_wr, &b, 1) < 0) {
-		/* Pipe full: the agent has a backlog, and it folds bytes anyway. */
-	}
-	errno = saved;
+	cn_wake_agent(b);
 	if (chain && w && !queued)
 		call_app(w, sig, info, uc);
 	errno = saved;
@@ -308,6 +317,7 @@ static void after_fork_child(void)
 	cn_comms_after_fork();
 	cn_ipc_after_fork();
 	cn_managed_after_fork();
+	cn_answer_after_fork();
 	if (wake_pipe(p) < 0) {
 		cn_agent_fork_child(-1);
 	} else if (cn_agent_fork_child(p[0]) < 0) {

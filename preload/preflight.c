@@ -156,3 +156,14 @@ int cn_preflight_suspend(const struct cn_config *c, const struct cn_nccl_facts *
 	}
 	return 0;
 }
+
+int cn_preflight_nap(const struct cn_nccl_facts *nccl, char *why, size_t len)
+{
+	if (nccl->comms > 0 || nccl_thread() || nccl_segment() || nccl_socket()) {
+		snprintf(why, len,
+			 "an NCCL rank: not napped alone, its peers would stall waiting for it "
+			 "(suspend the whole job with cudanap suspend)");
+		return -1;
+	}
+	return 0;
+}

@@ -20,4 +20,7 @@ struct cn_nccl_facts {
 int cn_preflight_suspend(const struct cn_config *c, const struct cn_nccl_facts *nccl, char *why,
 			 size_t len);
 
+/* A nap, on top: 0, or -1 with why (an NCCL rank, whatever its transports). */
+int cn_preflight_nap(const struct cn_nccl_facts *nccl, char *why, size_t len);
+
 #endif

@@ -182,10 +182,10 @@ static void run_hook(const struct cn_resp *r, const char *what)
 
 	if (!ok && r->result != CUDA_ERROR_NOT_INITIALIZED)
 		hook = cfg->on_failure, event = "failure";
-	else if (ok && strcmp(what, "suspended") == 0)
-		hook = cfg->on_suspended, event = "suspended";
-	else if (ok && strcmp(what, "resumed") == 0)
-		hook = cfg->on_resumed, event = "resumed";
+	else if (ok && (strcmp(what, "suspended") == 0 || strcmp(what, "napped") == 0))
+		hook = cfg->on_suspended, event = what;
+	else if (ok && (strcmp(what, "resumed") == 0 || strcmp(what, "woke") == 0))
+		hook = cfg->on_resumed, event = what;
 	if (!hook || !hook[0])
 		return;
 	rc = cn_hook_run(cfg, hook, event, cn_ag.st.state, cn_ag.st.result);
@@ -219,7 +219,9 @@ void cn_report_finish(const struct cn_resp *r, const char *what, const char *mes
 	cn_report_publish();
 
 	fmt_secs(st->total_ms, total, sizeof(total));
-	if (ok && o)
+	if (strcmp(st->action, "nap") == 0 || strcmp(st->action, "wake") == 0)
+		; /* nap.c says it, with the nap's own figures, and a failure once */
+	else if (ok && o)
 		cn_log(&cn_ag.cfg, CN_LOG_INFO, "%s in %s (%s)", what, total, steps);
 	else if (ok || r->result == CUDA_ERROR_NOT_INITIALIZED)
 		cn_log(&cn_ag.cfg, CN_LOG_INFO, "%s", message);

@@ -24,10 +24,11 @@
 #include "staging.h"
 #include "steps.h"
 
-/* The map of this resume: a one-shot `cudanap resume --gpu-map` left, else the INI's. False when
+/* The map of this resume: the one given (a nap's wake), a one-shot `cudanap resume --gpu-map`
+ * left, else the INI's. False when
  * the one-shot is broken (checked by the CLI, but the file is the process's to trust or not): the
  * resume is over, and reported. */
-static bool this_map(void)
+static bool this_map(const char *given)
 {
 	char text[CN_ERR_LEN], err[CN_ERR_LEN], msg[CN_ERR_LEN + 64];
 	struct cn_resp r;
@@ -35,7 +36,9 @@ static bool this_map(void)
 
 	cn_ag.n_pairs = cn_ag.cfg.n_pairs;
 	memcpy(cn_ag.pairs, cn_ag.cfg.pairs, sizeof(cn_ag.pairs));
-	if (cn_take_request("gpu-map", text, sizeof(text)) < 0)
+	if (given)
+		snprintf(text, sizeof(text), "%s", given);
+	else if (cn_take_request("gpu-map", text, sizeof(text)) < 0)
 		return true;
 	if (cn_gpu_map_parse(text, cn_ag.pairs, &n, err, sizeof(err)) == 0) {
 		cn_ag.n_pairs = n;
@@ -74,9 +77,9 @@ static void moved(const struct cn_resp *r)
 /* The restore, tried again every 100 ms while the target GPUs lack room, for [restore]
  * room_wait_s: the controller refuses before the driver's call, so trying again is safe. The wait
  * step is then all that came before the last try's call. */
-static int restore(struct cn_resp *r)
+static int restore(struct cn_resp *r, bool wait)
 {
-	double t0 = cn_now_ms(), until = t0 + cn_ag.cfg.room_wait_s * 1000.0;
+	double t0 = cn_now_ms(), until = t0 + (wait ? cn_ag.cfg.room_wait_s * 1000.0 : 0);
 	int rc, tries = 0;
 
 	while ((rc = cn_moving_call(CN_OP_RESTORE, r)) < 0 && r->result == CN_RES_NO_ROOM &&
@@ -106,32 +109,39 @@ static void gate_open(void)
 }
 
 /* The last step: the NCCL communicators resumed with the job's other ranks, if suspended. */
-static void comms_resume(struct cn_resp *r)
+static void comms_resume(struct cn_resp *r, const char *name)
 {
 	char msg[420];
+	bool wake = strcmp(name, "wake") == 0;
 
 	if (cn_nccl_resume(r, msg, sizeof(msg)) < 0)
-		cn_report_finish(r, "resume", msg);
+		cn_report_finish(r, name, msg);
 	else
-		cn_report_finish(r, "resumed", "resumed");
+		cn_report_finish(r, wake ? "woke" : "resumed", wake ? "woke" : "resumed");
 }
 
 void cn_resume(void)
 {
+	cn_resume_as(false, NULL);
+}
+
+void cn_resume_as(bool wake, const char *map)
+{
 	struct cn_status before = cn_ag.st;
 	bool from_disk = cn_ag.hib_addr != NULL;
+	const char *name = wake ? "wake" : "resume";
 	struct cn_resp r;
 
-	cn_report_begin("resume");
-	if (!cn_reload("resume") || !this_map())
+	cn_report_begin(name);
+	if (!cn_reload(name) || !this_map(map))
 		return;
-	if (!cn_current_state("resume", &r))
+	if (!cn_current_state(name, &r))
 		return;
 	if (r.state == CN_STATE_RUNNING && cn_comms_suspended()) {
 		/* Running, its communicators waiting for the job: a resume that failed to meet the
 		 * other ranks, or a suspend that failed after them. */
 		cn_report_publish();
-		comms_resume(&r);
+		comms_resume(&r, name);
 		return;
 	}
 	if (r.state == CN_STATE_RUNNING) {
@@ -150,7 +160,7 @@ void cn_resume(void)
 			snprintf(r.name, sizeof(r.name), "HIBERNATE_READ_ERROR");
 			snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg),
 				 "; still suspended, the file kept while the process lives");
-			cn_report_finish(&r, "resume", msg);
+			cn_report_finish(&r, name, msg);
 			return;
 		}
 		cn_ag.st.step_ms[CN_STEP_READBACK] = ms;
@@ -158,14 +168,15 @@ void cn_resume(void)
 	if (r.state == CN_STATE_CHECKPOINTED) {
 		/* A controller that died mid-restore may have left it restored and locked: then
 		 * the unlock below finishes the resume. */
-		if (restore(&r) < 0 && !(r.result == CN_RES_IO && r.state == CN_STATE_LOCKED)) {
+		if (restore(&r, !wake) < 0 &&
+		    !(r.result == CN_RES_IO && r.state == CN_STATE_LOCKED)) {
 			char msg[320];
 
 			snprintf(msg, sizeof(msg), "restore: %s%s", r.message,
 				 r.result == CN_RES_NO_ROOM
 					 ? "; still suspended: resume again when there is room"
 					 : "");
-			cn_report_finish(&r, "resume", msg);
+			cn_report_finish(&r, name, msg);
 			return;
 		}
 		cn_report_step(CN_STEP_RESTORE, &r);
@@ -182,7 +193,7 @@ void cn_resume(void)
 		char msg[320];
 
 		snprintf(msg, sizeof(msg), "unlock: %s", r.message);
-		cn_report_finish(&r, "resume", msg);
+		cn_report_finish(&r, name, msg);
 		return;
 	}
 	cn_report_step(CN_STEP_UNLOCK, &r);
@@ -200,7 +211,7 @@ void cn_resume(void)
 			cn_ag.st.unmap_ms = ss.unmap_ms;
 	}
 	cn_report_gpus(false);
-	comms_resume(&r);
+	comms_resume(&r, name);
 	if (strcmp(cn_ag.st.result, "ok") == 0)
 		cn_rates_record(cn_ag.model, from_disk ? CN_RATE_RESUME_DISK : CN_RATE_RESUME,
 				cn_ag.st.footprint_mib / 1024, cn_ag.st.total_ms / 1000);

@@ -32,6 +32,10 @@ int cn_call(uint32_t op, struct cn_resp *resp)
 		req.disk_free_bytes = cn_ag.hib_free;
 		req.prepared_bytes = cn_ag.prepared_bytes;
 	}
+	if (op == CN_OP_QUERY) { /* asleep, the GPUs it slept on tell its model */
+		req.n_use = cn_ag.n_use;
+		memcpy(req.use, cn_ag.use, sizeof(req.use));
+	}
 	if (op == CN_OP_RESTORE) {
 		req.n_pairs = cn_ag.n_pairs;
 		memcpy(req.pairs, cn_ag.pairs, sizeof(req.pairs));

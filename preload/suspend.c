@@ -119,9 +119,23 @@ static int checkpoint(struct cn_resp *r)
 	return rc;
 }
 
+/* This suspend: a nap (nap.c) or not, and how long its lock may wait in all (0: [lock]
+ * timeout_ms). */
+static bool as_nap;
+static unsigned lock_limit_ms;
+
+/* What the gate's wait and the lock may take in all: [lock] timeout_ms, or a nap's less. */
+static unsigned lock_budget(void)
+{
+	unsigned t = cn_ag.cfg.lock_timeout_ms;
+
+	return lock_limit_ms && (!t || lock_limit_ms < t) ? lock_limit_ms : t;
+}
+
 /* Where this suspend's copy goes: the directory `cudanap suspend --to-disk[=DIR]` left in
  * <pid>.hibernate beside the status file (read once, removed), else the INI's [hibernate] dir;
- * its file opened now. -1 with msg when asked for and impossible: the suspend is refused. */
+ * for a nap, [hibernate] dir when [nap] to = disk, else RAM. Its file opened now. -1 with msg
+ * when asked for and impossible: the suspend is refused. */
 static int hibernate_setup(char *msg, size_t len)
 {
 	char dir[PATH_MAX];
@@ -129,8 +143,9 @@ static int hibernate_setup(char *msg, size_t len)
 
 	cn_ag.hib = false;
 	cn_ag.hib_note[0] = '\0';
-	snprintf(dir, sizeof(dir), "%s", cn_ag.cfg.hibernate_dir);
-	n = cn_take_request("hibernate", dir, sizeof(dir));
+	snprintf(dir, sizeof(dir), "%s",
+		 !as_nap || cn_ag.cfg.nap_to_disk ? cn_ag.cfg.hibernate_dir : "");
+	n = as_nap ? -1 : cn_take_request("hibernate", dir, sizeof(dir));
 	if (n == 0)
 		snprintf(dir, sizeof(dir), "%s", cn_ag.cfg.hibernate_dir);
 	if (n >= 0 && !dir[0]) {
@@ -183,7 +198,7 @@ static void unlock_after(struct cn_resp *r, char *msg, size_t len)
  * the gate is open again. */
 static int close_gate(struct cn_resp *r, char *msg, size_t len)
 {
-	unsigned t = cn_ag.cfg.lock_timeout_ms;
+	unsigned t = lock_budget();
 	char why[160], paths[400];
 	double ms;
 
@@ -194,9 +209,8 @@ static int close_gate(struct cn_resp *r, char *msg, size_t len)
 		r->state = CN_STATE_RUNNING;
 		snprintf(r->name, sizeof(r->name), "CUDA_ERROR_NOT_READY");
 		snprintf(msg, len,
-			 "%s for %u ms ([lock] timeout_ms): GPU work still running; the process "
-			 "keeps running",
-			 why, t);
+			 "%s for %u ms (%s): GPU work still running; the process keeps running",
+			 why, t, lock_limit_ms ? "a nap's lock" : "[lock] timeout_ms");
 		return -1;
 	}
 	cn_ag.lock_ms = !t ? 0 : ms + 1 >= t ? 1 : t - (unsigned)ms;
@@ -215,40 +229,56 @@ static void comms_stay(char *msg, size_t len)
 
 void cn_suspend(void)
 {
+	cn_suspend_as(false, 0);
+}
+
+void cn_suspend_as(bool nap, unsigned lock_limit)
+{
 	struct cn_status before = cn_ag.st;
+	const char *name = nap ? "nap" : "suspend";
 	struct cn_nccl_facts nf;
 	struct cn_resp r;
 	char msg[420];
 	bool was_prepared;
 	int rc;
 
-	cn_report_begin("suspend");
+	as_nap = nap;
+	lock_limit_ms = lock_limit;
+	cn_report_begin(name);
 	cn_ag.hib = false; /* set again by hibernate_setup, for this suspend only */
-	if (!cn_reload("suspend") || !cn_current_state("suspend", &r))
+	if (!cn_reload(name) || !cn_current_state(name, &r))
 		return;
 	if (r.state == CN_STATE_CHECKPOINTED) {
-		if (!cn_report_redundant(&before, &r, "already suspended"))
-			cn_report_finish(&r, "already", "already suspended");
+		const char *why =
+			strcmp(cn_ag.st.nap, "off") && strcmp(cn_ag.st.nap, "awake") &&
+					cn_ag.st.nap[0]
+				? "napping already: it wakes at its next CUDA call that needs "
+				  "the GPU (cudanap resume wakes it now)"
+				: "already suspended";
+
+		if (!cn_report_redundant(&before, &r, why))
+			cn_report_finish(&r, "already", why);
 		return;
 	}
 	if (r.state == CN_STATE_RUNNING &&
-	    (cn_preflight_suspend(&cn_ag.cfg, cn_nccl_facts(&nf), msg, sizeof(msg)) < 0 ||
+	    ((nap && cn_preflight_nap(cn_nccl_facts(&nf), msg, sizeof(msg)) < 0) ||
+	     cn_preflight_suspend(&cn_ag.cfg, cn_nccl_facts(&nf), msg, sizeof(msg)) < 0 ||
 	     hibernate_setup(msg, sizeof(msg)) < 0)) {
 		r.result = CN_RES_REFUSED;
 		snprintf(r.name, sizeof(r.name), "REFUSED");
-		cn_report_finish(&r, "suspend", msg);
+		cn_report_finish(&r, name, msg);
 		return;
 	}
 	cn_report_publish();
 	if (r.state == CN_STATE_RUNNING && cn_nccl_suspend(&r, msg, sizeof(msg)) < 0) {
-		cn_report_finish(&r, "suspend", msg);
+		cn_report_finish(&r, name, msg);
 		return;
 	}
 	if (r.state == CN_STATE_LOCKED)
 		cn_gate_shut(); /* a failed unlock's: its callers wait inside the driver */
 	else if (r.state == CN_STATE_RUNNING && close_gate(&r, msg, sizeof(msg)) < 0) {
 		comms_stay(msg, sizeof(msg));
-		cn_report_finish(&r, "suspend", msg);
+		cn_report_finish(&r, name, msg);
 		return;
 	}
 	if (r.state == CN_STATE_RUNNING) {
@@ -256,8 +286,8 @@ void cn_suspend(void)
 			if (r.result == CUDA_ERROR_NOT_READY)
 				snprintf(msg, sizeof(msg),
 					 "lock timed out after %u ms: GPU work still running "
-					 "([lock] timeout_ms); the process keeps running",
-					 cn_ag.cfg.lock_timeout_ms);
+					 "(%s); the process keeps running",
+					 lock_budget(), nap ? "a nap's lock" : "[lock] timeout_ms");
 			else if (r.result == CN_RES_NO_HOST || r.result == CN_RES_DISK)
 				snprintf(msg, sizeof(msg), "%s; the process keeps running",
 					 r.message);
@@ -266,7 +296,7 @@ void cn_suspend(void)
 			if (r.state == CN_STATE_LOCKED)
 				unlock_after(&r, msg, sizeof(msg));
 			comms_stay(msg, sizeof(msg));
-			cn_report_finish(&r, "suspend", msg);
+			cn_report_finish(&r, name, msg);
 			return;
 		}
 		cn_report_step(CN_STEP_LOCK, &r);
@@ -287,7 +317,7 @@ void cn_suspend(void)
 		if (r.state != CN_STATE_CHECKPOINTED)
 			unlock_after(&r, msg, sizeof(msg));
 		comms_stay(msg, sizeof(msg));
-		cn_report_finish(&r, "suspend", msg);
+		cn_report_finish(&r, name, msg);
 		return;
 	}
 	cn_report_step(CN_STEP_CHECKPOINT, &r);
@@ -301,10 +331,10 @@ void cn_suspend(void)
 		cn_log(&cn_ag.cfg, CN_LOG_ERROR, "hibernate: %s", cn_ag.hib_note);
 		snprintf(msg, sizeof(msg), "suspended; hibernate: %s", cn_ag.hib_note);
 	} else {
-		snprintf(msg, sizeof(msg), cn_ag.hib_addr ? "suspended to %s" : "suspended",
-			 cn_hib_dir());
+		snprintf(msg, sizeof(msg), cn_ag.hib_addr ? "%s to %s" : "%s",
+			 nap ? "napped" : "suspended", cn_hib_dir());
 	}
-	cn_report_finish(&r, "suspended", msg);
+	cn_report_finish(&r, nap ? "napped" : "suspended", msg);
 	if (!was_prepared) /* a prepared one only copies: not what the estimates are for */
 		cn_rates_record(cn_ag.model,
 				cn_ag.hib_addr ? CN_RATE_SUSPEND_DISK : CN_RATE_SUSPEND,

@@ -90,6 +90,22 @@ const char usage_prepare[] =
 	"prepared (or already suspended), 1 otherwise, 2 on usage errors.\n"
 	"Example: cudanap prepare --tree $SLURM_TASK_PID; sleep 50; cudanap suspend --tree ...\n";
 
+const char usage_nap[] =
+	"usage: cudanap nap [-c FILE] [--wait|--no-wait] [--timeout S] [--json] PID...\n"
+	"       cudanap nap [OPTIONS] --all | --tree PID | --slurm JOBID\n"
+	"\n"
+	"Nap each process now: a suspend (its GPU memory moved to host memory, or to [hibernate]\n"
+	"dir with [nap] to = disk, and its GPU freed) after which the process wakes by itself at\n"
+	"its next CUDA call that needs the GPU, as [nap] idle_s does for an idle process. Calls\n"
+	"that need no GPU (stream and event queries, making a context current) are answered\n"
+	"without waking it. 'cudanap resume' wakes it too. Refused, as a nap, for an NCCL rank\n"
+	"(its peers would stall) and as a suspend is refused.\n"
+	"\n"
+	"The signal is the suspend signal queued with a value of cudanap's (sigqueue). Options as\n"
+	"for suspend: -c, -w, -n, -t, -a, -T, -S, -j; each process naps on its own. Exit status:\n"
+	"0 if every PID naps (or was asleep already), 1 otherwise, 2 on usage errors.\n"
+	"Example: cudanap nap 4711; cudanap status 4711\n";
+
 /* The JSON of one job: its outcome, its line, and its status file as last read (null if none). */
 static void print_job_json(const struct job *j, bool first)
 {
@@ -142,6 +158,7 @@ static void print_text(const struct job *jobs, int n, const struct plan *p,
 		       !p->wait			 ? "signalled"
 		       : p->verb == VERB_SUSPEND ? "suspended"
 		       : p->verb == VERB_RESUME	 ? "resumed"
+		       : p->verb == VERB_NAP	 ? "napping"
 						 : "prepared",
 		       r->n_none, n - r->n_ok - r->n_none, r->rolled_back ? " (rolled back)" : "",
 		       r->seconds);
@@ -314,7 +331,7 @@ int cmd_act(int argc, char **argv, enum verb verb)
 			slurm = optarg;
 			break;
 		case 'e':
-			if (verb == VERB_PREPARE)
+			if (verb == VERB_PREPARE || verb == VERB_NAP)
 				die_usage("cudanap: --each is for suspend and resume\n");
 			each = true;
 			break;

@@ -64,8 +64,8 @@ int slurm_job_pids(const char *jobid, int **out, char *note, size_t len);
 void slurm_node_name(char *out, size_t len);
 
 /* ---- group.c: processes acted on at once, all or nothing ---- */
-enum verb { VERB_SUSPEND, VERB_RESUME, VERB_PREPARE };
-extern const char *const verb_name[]; /* "suspend", "resume", "prepare" */
+enum verb { VERB_SUSPEND, VERB_RESUME, VERB_PREPARE, VERB_NAP };
+extern const char *const verb_name[]; /* "suspend", "resume", "prepare", "nap" */
 
 struct job {
 	int pid;
@@ -123,7 +123,7 @@ void ncclcut_run(struct job *jobs, int n, enum verb v, double deadline);
 
 /* ---- the commands: each file's usage text and entry point ---- */
 /* act.c: suspend, resume and prepare */
-extern const char usage_suspend[], usage_prepare[];
+extern const char usage_suspend[], usage_prepare[], usage_nap[];
 int cmd_act(int argc, char **argv, enum verb verb);
 /* status.c */
 extern const char usage_status[];

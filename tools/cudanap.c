@@ -15,10 +15,11 @@ static const char usage_main[] =
 	"the GPU is freed, and on resume every byte goes back.\n"
 	"\n"
 	"Commands:\n"
-	"  run [-c FILE] -- CMD [ARG...]      start CMD under cudanap\n"
+	"  run [-c FILE] [--nap N] -- CMD ... start CMD under cudanap (napping when idle N s)\n"
 	"  suspend [OPTIONS] PID...           checkpoint the processes' CUDA state, free the GPU\n"
 	"  resume [OPTIONS] PID...            restore it and let the processes run on\n"
 	"  prepare [OPTIONS] PID...           notice of a suspend: fault its host copy in ahead\n"
+	"  nap [OPTIONS] PID...               suspend now, wake by itself at its next CUDA call\n"
 	"  status [-c FILE] [--json] [PID...] show every cudanap process of this user\n"
 	"  suspend --dry-run PID...           what a suspend would do now, changing nothing\n"
 	"  pick --free SIZE [--gpu N]         which processes to suspend to free SIZE, cheapest\n"
@@ -48,6 +49,7 @@ int main(int argc, char **argv)
 		{ "suspend", usage_suspend, NULL, VERB_SUSPEND },
 		{ "resume", usage_suspend, NULL, VERB_RESUME },
 		{ "prepare", usage_prepare, NULL, VERB_PREPARE },
+		{ "nap", usage_nap, NULL, VERB_NAP },
 		{ "status", usage_status, cmd_status, 0 },
 		{ "pick", usage_pick, cmd_pick, 0 },
 		{ "check-config", usage_check, cmd_check, 0 },

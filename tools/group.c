@@ -20,7 +20,7 @@
 
 #include "cli.h"
 
-const char *const verb_name[] = { "suspend", "resume", "prepare" };
+const char *const verb_name[] = { "suspend", "resume", "prepare", "nap" };
 
 static bool comms_suspended(const struct cn_status *s)
 {
@@ -30,7 +30,7 @@ static bool comms_suspended(const struct cn_status *s)
 /* The state a verb leads to (a prepared process runs on). */
 static const char *goal(enum verb v)
 {
-	return v == VERB_SUSPEND ? "checkpointed" : "running";
+	return v == VERB_SUSPEND || v == VERB_NAP ? "checkpointed" : "running";
 }
 
 /* The job's line and its outcome in one word. */
@@ -62,8 +62,15 @@ static void outcome(struct job *j, const struct cn_status *s, enum verb v)
 	if (j->ok && v == VERB_PREPARE && s->prepared)
 		say(j, "prepared", "%s in %s", s->message, total);
 	else if (j->ok && o)
-		say(j, v == VERB_SUSPEND ? "suspended" : "resumed", "%s in %s (%s)",
-		    v == VERB_SUSPEND ? "suspended" : "resumed", total, steps);
+		say(j,
+		    v == VERB_RESUME ? "resumed"
+		    : v == VERB_NAP  ? "napped"
+				     : "suspended",
+		    "%s in %s (%s)",
+		    v == VERB_RESUME ? "resumed"
+		    : v == VERB_NAP  ? "napping: woken by its next CUDA call; napped"
+				     : "suspended",
+		    total, steps);
 	else if (j->ok)
 		say(j, "already", "%s", s->message);
 	else
@@ -87,8 +94,8 @@ static int ask(const struct job *j, const char *what, const char *text)
  * own and forwards it to its tasks, so its answer would never come. */
 static void send_one(struct job *j, const struct plan *p)
 {
-	union sigval prep = { .sival_int = CN_SIGVAL_PREPARE };
 	enum verb v = p->verb;
+	union sigval prep = { .sival_int = v == VERB_NAP ? CN_SIGVAL_NAP : CN_SIGVAL_PREPARE };
 	const char *why;
 	struct cn_status s;
 	int r;
@@ -138,7 +145,7 @@ static void send_one(struct job *j, const struct plan *p)
 		    v == VERB_SUSPEND ? "--to-disk" : "--gpu-map", j->dir, strerror(errno));
 		return;
 	}
-	if ((v == VERB_PREPARE
+	if ((v == VERB_PREPARE || v == VERB_NAP
 		     ? sigqueue(j->pid, s.suspend_signal, prep)
 		     : kill(j->pid, v == VERB_SUSPEND ? s.suspend_signal : s.resume_signal)) < 0) {
 		j->done = true;

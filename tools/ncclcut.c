@@ -232,7 +232,7 @@ void ncclcut_run(struct job *jobs, int n, enum verb v, double deadline)
 	bool *part;
 	int *state;
 
-	if (v == VERB_PREPARE || !(state = calloc((size_t)n, sizeof(*state))))
+	if (v == VERB_PREPARE || v == VERB_NAP || !(state = calloc((size_t)n, sizeof(*state))))
 		return;
 	if (!(part = calloc((size_t)n, sizeof(*part)))) {
 		free(state);

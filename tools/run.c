@@ -13,7 +13,7 @@
 #include "cn_nccl.h"
 
 const char usage_run[] =
-	"usage: cudanap run [-c FILE] [--] CMD [ARG...]\n"
+	"usage: cudanap run [-c FILE] [--nap N] [--] CMD [ARG...]\n"
 	"\n"
 	"Run CMD with libcudanap.so preloaded: LD_PRELOAD gets the library appended (an existing\n"
 	"LD_PRELOAD is kept; a libnccl in it goes after the library, whose NCCL calls must come\n"
@@ -23,6 +23,9 @@ const char usage_run[] =
 	"\n"
 	"  -c, --config FILE   the job's INI file (default: $CUDANAP_CONFIG, else built-in "
 	"defaults)\n"
+	"  -N, --nap N         nap after N seconds without GPU work, and wake at the next CUDA\n"
+	"                      call that needs the GPU ([nap] idle_s for CMD, over FILE's; 0: "
+	"never)\n"
 	"\n"
 	"The library is looked for in $CUDANAP_PRELOAD, beside this program in a build tree, then\n"
 	"in the installed library directory.\n"
@@ -116,19 +119,27 @@ int cmd_run(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
+		{ "nap", required_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	char lib[PATH_MAX], abs[PATH_MAX], *preload;
+	char lib[PATH_MAX], abs[PATH_MAX], *preload, *end;
 	const char *cfg = NULL, *old;
 	struct cn_config conf;
+	unsigned long nap;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "+:c:h", opts, NULL)) != -1) {
-		if (c == 'c')
+	while ((c = getopt_long(argc, argv, "+:c:N:h", opts, NULL)) != -1) {
+		if (c == 'c') {
 			cfg = optarg;
-		else
+		} else if (c == 'N') {
+			nap = strtoul(optarg, &end, 10);
+			if (!*optarg || *end || nap > 24 * 3600)
+				die_usage("cudanap: --nap wants seconds, from 0 to 86400\n");
+			setenv("CUDANAP_NAP_S", optarg, 1);
+		} else {
 			die_option("run", argv, c);
+		}
 	}
 	if (optind >= argc) {
 		fprintf(stderr, "%s run: no command to run; see '%s run --help'\n", prog, prog);

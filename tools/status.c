@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 
@@ -140,10 +141,51 @@ static void suspend_col(const struct cn_status *s, char *out, size_t len)
 		snprintf(out, len, "%s", s->suspendable);
 }
 
+/* Seconds since an ISO 8601 UTC time ("2026-11-25T15:02:53.787Z"); -1 when it is not one. */
+static double since(const char *iso)
+{
+	struct tm tm = { 0 };
+	const char *rest = strptime(iso, "%Y-%m-%dT%H:%M:%S", &tm);
+
+	if (!rest)
+		return -1;
+	return difftime(time(NULL), timegm(&tm));
+}
+
+/* The NAP column: where its naps stand. */
+static void nap_col(const struct cn_status *s, char *out, size_t len)
+{
+	static const struct {
+		const char *state, *word;
+	} words[] = { { "napping", "napping" },
+		      { "waking", "waking" },
+		      { "waiting for room", "no-room" },
+		      { "not napped", "refused" } };
+	double idle = s->idle_since[0] ? since(s->idle_since) : -1;
+
+	snprintf(out, len, "-");
+	if (strcmp(s->nap, "awake") == 0)
+		snprintf(out, len, idle >= 0 ? "idle %.0fs" : "awake", idle);
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (strcmp(s->nap, words[i].state) == 0)
+			snprintf(out, len, "%s", words[i].word);
+}
+
+/* The NAPS column: naps/wakes and the last wake's delay. */
+static void naps_col(const struct cn_status *s, char *out, size_t len)
+{
+	if (!s->naps && !s->wakes)
+		snprintf(out, len, "-");
+	else if (s->last_wake_ms >= 0)
+		snprintf(out, len, "%lu/%lu %.2fs", s->naps, s->wakes, s->last_wake_ms / 1000);
+	else
+		snprintf(out, len, "%lu/%lu", s->naps, s->wakes);
+}
+
 static void print_table(const struct rows *r)
 {
 	int wres = (int)strlen("RESULT");
-	char total[32], state[24], gpu[24], host[24], disk[24], now[24], sus[40];
+	char total[32], state[24], gpu[24], host[24], disk[24], now[24], sus[40], nap[24], naps[48];
 	char cmd[sizeof(r->s->command)], on[140];
 
 	for (int i = 0; i < r->n; i++)
@@ -151,15 +193,20 @@ static void print_table(const struct rows *r)
 			wres = (int)strlen(r->s[i].result);
 	if (r->node)
 		printf("%-12s ", "NODE");
-	printf("%-8s %-14s %-8s %-*s %-9s %-5s %8s %8s %8s %8s %-13s %-9s %s\n", "PID", "STATE",
-	       "ACTION", wres, "RESULT", "TIME", "GPUS", "GPU_MIB", "HOST_MIB", "DISK_MIB",
-	       "NOW_MIB", "SUSPEND", "NCCL", "COMMAND");
+	printf("%-8s %-14s %-8s %-*s %-9s %-5s %8s %8s %8s %8s %-13s %-10s %-13s %-9s %s\n", "PID",
+	       "STATE", "ACTION", wres, "RESULT", "TIME", "GPUS", "GPU_MIB", "HOST_MIB", "DISK_MIB",
+	       "NOW_MIB", "SUSPEND", "NAP", "NAPS", "NCCL", "COMMAND");
 	for (int i = 0; i < r->n; i++) {
 		const struct cn_status *s = &r->s[i];
 
 		fmt_ms(s->total_ms, total, sizeof(total));
-		snprintf(state, sizeof(state), "%s%s%s", s->state, s->prepared ? "+prep" : "",
-			 s->busy ? "*" : "");
+		snprintf(state, sizeof(state), "%s%s%s",
+			 strcmp(s->state, "checkpointed") == 0 && s->nap[0] &&
+					 strcmp(s->nap, "awake") && strcmp(s->nap, "off") &&
+					 strcmp(s->nap, "not napped")
+				 ? "napping"
+				 : s->state,
+			 s->prepared ? "+prep" : "", s->busy ? "*" : "");
 		mib(s->footprint_mib, gpu, sizeof(gpu));
 		mib(s->host_mib, host, sizeof(host));
 		mib(s->disk_mib, disk, sizeof(disk));
@@ -169,13 +216,22 @@ static void print_table(const struct rows *r)
 		gpus_col(s, on, sizeof(on));
 		if (r->node)
 			printf("%-12s ", r->node);
-		printf("%-8d %-14s %-8s %-*s %-9s %-5s %8s %8s %8s %8s %-13s %-9s %s\n", s->pid,
-		       state, s->action, wres, s->result, total, on, gpu, host, disk, now, sus,
-		       nccl_col(s), cmd);
+		nap_col(s, nap, sizeof(nap));
+		naps_col(s, naps, sizeof(naps));
+		printf("%-8d %-14s %-8s %-*s %-9s %-5s %8s %8s %8s %8s %-13s %-10s %-13s %-9s %s\n",
+		       s->pid, state, s->action, wres, s->result, total, on, gpu, host, disk, now,
+		       sus, nap, naps, nccl_col(s), cmd);
 	}
-	for (int i = 0; i < r->n; i++)
-		if (strcmp(r->s[i].suspendable, "no") == 0)
-			printf("%d: would refuse: %s\n", r->s[i].pid, r->s[i].why_not);
+	for (int i = 0; i < r->n; i++) {
+		const struct cn_status *s = &r->s[i];
+
+		if (strcmp(s->suspendable, "no") == 0)
+			printf("%d: would refuse: %s\n", s->pid, s->why_not);
+		if ((strcmp(s->nap, "not napped") == 0 ||
+		     strcmp(s->nap, "waiting for room") == 0) &&
+		    s->nap_why[0])
+			printf("%d: %s: %s\n", s->pid, s->nap, s->nap_why);
+	}
 }
 
 /* A JSON array of the status objects, each with "node" first under --slurm. */

@@ -101,6 +101,8 @@ struct cn_resp {
 	uint64_t host_room;
 	char host_which[160];
 	char model[96];
+	/* CN_OP_QUERY: for each of gpus, whether it is of that model (a nap's wake_on = any). */
+	uint8_t same_model[CN_MAX_GPUS];
 };
 
 #endif

@@ -124,6 +124,14 @@ static void serve(const struct cn_req *req, struct cn_resp *resp)
 		resp->n_gpus = k > 0 ? (uint32_t)k : 0;
 		if (n > 0)
 			cn_nvml_name(resp->use[0].uuid, resp->model, sizeof(resp->model));
+		else if (req->op == CN_OP_QUERY && req->n_use)
+			cn_nvml_name(req->use[0].uuid, resp->model, sizeof(resp->model));
+		for (int i = 0; req->op == CN_OP_QUERY && resp->model[0] && i < k; i++) {
+			char m[sizeof(resp->model)];
+
+			resp->same_model[i] = cn_nvml_name(resp->gpus[i], m, sizeof(m)) == 0 &&
+					      strcmp(m, resp->model) == 0;
+		}
 	}
 	if (req->op == CN_OP_QUERY &&
 	    cn_host_room(target, "/proc", "/sys/fs/cgroup", &resp->host_room, resp->host_which,

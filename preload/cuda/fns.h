@@ -13,6 +13,7 @@
 #define CN_FN_WORDS 16
 #define CN_FN_SLOW  19
 #define CN_FN_AFTER 20
+#define CN_FN_WORK  23
 
 #ifndef __ASSEMBLER__
 #include <stdatomic.h>
@@ -42,6 +43,8 @@ enum cn_kind {
 	CN_KIND_IPC_IMPORT, /* a shareable handle imported: counted for good */
 	CN_KIND_MANAGED,    /* managed memory allocated: counted for the preflight */
 	CN_KIND_FREE,	    /* device memory freed: looked at while managed memory is held */
+	CN_KIND_CAPTURE,    /* a stream capture begun: counted, for the answers during a nap */
+	CN_KIND_CAPTURED,   /* ... and ended */
 };
 
 /* How the app first got a function: the debug line of a suspend says which paths it used. */
@@ -57,6 +60,7 @@ struct cn_fn {
 	bool after;	    /* its kind looks at the call's arguments and result, after it */
 	uint8_t how;	    /* CN_PATH_* */
 	bool counted;	    /* CUDANAP_DEBUG=calls, or a name the table does not know */
+	bool work;	    /* a call that works the GPU: not a query, getter or context switch */
 	atomic_ulong calls; /* counted on the slow path */
 };
 
@@ -64,7 +68,8 @@ _Static_assert(sizeof(struct cn_fn) == 1 << CN_FN_SHIFT &&
 		       offsetof(struct cn_fn, real) == CN_FN_REAL &&
 		       offsetof(struct cn_fn, words) == CN_FN_WORDS &&
 		       offsetof(struct cn_fn, slow) == CN_FN_SLOW &&
-		       offsetof(struct cn_fn, after) == CN_FN_AFTER,
+		       offsetof(struct cn_fn, after) == CN_FN_AFTER &&
+		       offsetof(struct cn_fn, work) == CN_FN_WORK,
 	       "stubs.S reads struct cn_fn at these offsets");
 
 extern struct cn_fn cn_fns[CN_FNS];

@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "answers.h"
 #include "clock.h"
 #include "fns.h"
 
@@ -37,13 +38,14 @@ __thread struct cn_tl cn_tl __attribute__((tls_model("initial-exec"))) = { .dept
 atomic_int cn_gate_word;
 bool cn_gate_fence;
 
-/* A thread that has called the driver: where its mark and its count are. */
+/* A thread that has called the driver: where its mark and its counts are. */
 static struct cn_thr {
-	atomic_uint *in, *calls;
+	atomic_uint *in, *calls, *work;
 	pid_t tid;
 } thr[MAX_THREADS];
-static unsigned n_thr;		  /* records ever taken: [0, n_thr), under registry */
-static atomic_uint unrecorded_in; /* threads without a record inside a call */
+static unsigned n_thr;		     /* records ever taken: [0, n_thr), under registry */
+static atomic_uint unrecorded_in;    /* threads without a record inside a call */
+static atomic_ulong unrecorded_work; /* and their calls that worked the GPU */
 static pthread_mutex_t registry = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t exit_key;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -53,6 +55,10 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static unsigned long held;
 static double longest_ms;
+/* A nap's phase (gate.h), and its wake: asked for once. */
+static atomic_int nap_phase;
+static void (*nap_wake)(void);
+static atomic_bool wake_asked;
 
 static int membarrier(int cmd)
 {
@@ -99,6 +105,7 @@ void cn_gate_check_in(void)
 	if (r) {
 		r->in = &cn_tl.in;
 		r->calls = &cn_tl.calls;
+		r->work = &cn_tl.work;
 		r->tid = (pid_t)syscall(SYS_gettid);
 	}
 	pthread_mutex_unlock(&registry);
@@ -117,6 +124,12 @@ void cn_gate_self(void)
 static bool enter(unsigned idx)
 {
 	atomic_fetch_add_explicit(&cn_tl.calls, 1, memory_order_relaxed);
+	if (cn_fns[idx].work) {
+		if (cn_tl.depth < CN_TL_FRESH)
+			atomic_fetch_add_explicit(&cn_tl.work, 1, memory_order_relaxed);
+		else
+			atomic_fetch_add_explicit(&unrecorded_work, 1, memory_order_relaxed);
+	}
 	if (cn_tl.depth < CN_TL_FRESH) {
 		if (cn_gate_fence) {
 			atomic_exchange(&cn_tl.in, idx + 1);
@@ -144,29 +157,72 @@ static void outside(void)
 	}
 }
 
-void cn_gate_pass(unsigned idx)
+/* Under mu, the gate closed for a nap: the function that answers call idx without the GPU, or
+ * NULL with the wake asked for when it needs the GPU. While the nap is under way a call that
+ * needs no GPU waits for it to end, to be answered then. */
+static void *napping(unsigned idx)
+{
+	int phase = atomic_load(&nap_phase);
+	void *answer = phase == CN_NAP_ASLEEP ? cn_answer(idx) : NULL;
+
+	if (answer || phase == CN_NAP_NONE || (phase == CN_NAP_CLOSING && cn_answerable(idx)))
+		return answer;
+	if (!atomic_exchange(&wake_asked, true) && nap_wake)
+		nap_wake();
+	return NULL;
+}
+
+void *cn_gate_pass(unsigned idx)
 {
 	double t0;
+	void *answer = NULL;
 
 	if (enter(idx))
-		return;
+		return NULL;
 	t0 = cn_now_ms();
 	for (;;) {
 		outside();
 		pthread_mutex_lock(&mu);
 		held++;
-		while (atomic_load(&cn_gate_word))
+		while (atomic_load(&cn_gate_word) && !(answer = napping(idx)))
 			pthread_cond_wait(&cv, &mu);
-		if (cn_now_ms() - t0 > longest_ms)
+		if (answer)
+			held--;
+		else if (cn_now_ms() - t0 > longest_ms)
 			longest_ms = cn_now_ms() - t0;
 		pthread_mutex_unlock(&mu);
+		if (answer)
+			return answer;
 		if (enter(idx))
-			return;
+			return NULL;
 		/* Closed again between the wake and the look: wait again, counted once. */
 		pthread_mutex_lock(&mu);
 		held--;
 		pthread_mutex_unlock(&mu);
 	}
+}
+
+void cn_gate_nap(enum cn_nap_phase phase, void (*wake)(void))
+{
+	pthread_mutex_lock(&mu);
+	if (phase == CN_NAP_CLOSING)
+		atomic_store(&wake_asked, false);
+	nap_wake = wake;
+	atomic_store(&nap_phase, phase);
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+}
+
+unsigned long cn_gate_work(void)
+{
+	unsigned long sum = atomic_load(&unrecorded_work);
+
+	pthread_mutex_lock(&registry);
+	for (unsigned i = 0; i < n_thr; i++)
+		if (thr[i].in)
+			sum += atomic_load(thr[i].work);
+	pthread_mutex_unlock(&registry);
+	return sum;
 }
 
 void cn_gate_leave(void)
@@ -279,6 +335,8 @@ void cn_gate_after_fork(void)
 			thr[i].tid = (pid_t)syscall(SYS_gettid);
 	atomic_store(&unrecorded_in, 0);
 	atomic_store(&cn_gate_word, 0);
+	atomic_store(&nap_phase, CN_NAP_NONE);
+	atomic_store(&wake_asked, false);
 	held = 0;
 	longest_ms = 0;
 }

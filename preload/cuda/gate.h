@@ -9,6 +9,7 @@
 #define CN_TL_DEPTH 0
 #define CN_TL_IN    4
 #define CN_TL_CALLS 8
+#define CN_TL_WORK  12
 
 #ifndef __ASSEMBLER__
 #include <stdatomic.h>
@@ -52,6 +53,19 @@ int cn_gate_inside(struct cn_inside *out, int max);
 /* In a forked child: the parent's other threads are gone, the gate is open. */
 void cn_gate_after_fork(void);
 
+/* ---- for the naps (nap.c) ---- */
+
+/* The calls the app's threads have made that work the GPU (not queries, getters or context
+ * switches: fns.h's work flag): the sum changes while the app works. */
+unsigned long cn_gate_work(void);
+
+/* The gate closed for a nap: NONE (not a nap: every call waits), CLOSING (the nap under way:
+ * every call waits, those that need the GPU ask for a wake), ASLEEP (calls that need no GPU are
+ * answered at the gate, cuda/answers.c; the rest ask for a wake and wait). A wake is asked for
+ * once per nap, by calling wake (in an app thread: it must only write to the agent's pipe). */
+enum cn_nap_phase { CN_NAP_NONE, CN_NAP_CLOSING, CN_NAP_ASLEEP };
+void cn_gate_nap(enum cn_nap_phase phase, void (*wake)(void));
+
 /* ---- for the calls' side (stubs.S, wrap.c) ---- */
 
 /* Each thread's own, in static TLS (cheap to reach from a preloaded library). The fast path in
@@ -61,14 +75,19 @@ struct cn_tl {
 			      no record (yet), or cudanap's thread */
 	atomic_uint in;	   /* 1 + the table index of the call the thread is inside; 0: none */
 	atomic_uint calls; /* outermost calls the thread has made (the agent reads it) */
+	atomic_uint work;  /* those of them that work the GPU (the naps' idleness) */
 	bool ours;	   /* cudanap's thread (cn_gate_self) */
 	bool checked_in;   /* a record was looked for */
 	bool counted;	   /* without a record, inside a call: in the shared count */
+	bool lifted;	   /* its depth raised to FRESH for its next call's slow path (answers.c) */
+	bool pending;	   /* a context made current during a nap, to be made so at the wake */
+	void *pending_ctx;
 };
 extern __thread struct cn_tl cn_tl __attribute__((tls_model("initial-exec")));
 _Static_assert(offsetof(struct cn_tl, depth) == CN_TL_DEPTH &&
 		       offsetof(struct cn_tl, in) == CN_TL_IN &&
-		       offsetof(struct cn_tl, calls) == CN_TL_CALLS,
+		       offsetof(struct cn_tl, calls) == CN_TL_CALLS &&
+		       offsetof(struct cn_tl, work) == CN_TL_WORK,
 	       "stubs.S reads struct cn_tl at these offsets");
 
 /* The gate's word: 0 open, 1 closed; and whether a thread's mark must fence (no membarrier(2) to
@@ -81,8 +100,9 @@ extern bool cn_gate_fence;
  * path, counted in one shared counter. */
 void cn_gate_check_in(void);
 /* The slow half of passing, for the outermost call of a thread: mark it inside call idx, waiting
- * first while the gate is closed. */
-void cn_gate_pass(unsigned idx);
+ * first while the gate is closed. NULL then; or, while the process naps, the function that
+ * answers the call in the driver's place (answers.c), the thread left outside. */
+void *cn_gate_pass(unsigned idx);
 /* The slow half of leaving it. */
 void cn_gate_leave(void);
 #endif /* __ASSEMBLER__ */

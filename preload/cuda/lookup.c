@@ -67,7 +67,23 @@ static const struct {
 	{ "cuMemAllocManaged", CN_KIND_MANAGED },
 	{ "cuMemFreeHost", CN_KIND_PLAIN }, /* host memory, before the prefix below */
 	{ "cuMemFree", CN_KIND_FREE },
+	{ "cuStreamBeginCapture", CN_KIND_CAPTURE },
+	{ "cuStreamEndCapture", CN_KIND_CAPTURED },
 };
+
+/* Calls that do not work the GPU, for the naps' idleness: queries, getters, context switches. */
+static bool quiet(const char *name)
+{
+	static const char *const switches[] = { "cuCtxSetCurrent", "cuCtxPushCurrent",
+						"cuCtxPopCurrent", "cuInit", "cuEventElapsedTime" };
+
+	if (strstr(name, "Get") || strstr(name, "Query") || strstr(name, "IsCapturing"))
+		return true;
+	for (size_t i = 0; i < sizeof(switches) / sizeof(switches[0]); i++)
+		if (strncmp(name, switches[i], strlen(switches[i])) == 0)
+			return true;
+	return false;
+}
 
 static uint8_t kind_of(const char *name)
 {
@@ -84,6 +100,7 @@ static bool watching_frees;
 static void classify(struct cn_fn *e)
 {
 	e->kind = kind_of(e->name);
+	e->work = !quiet(e->name);
 	e->counted = cn_fn_counting || !e->known;
 	e->after = e->kind != CN_KIND_PLAIN && (e->kind != CN_KIND_FREE || watching_frees);
 	e->slow = e->counted || e->after;

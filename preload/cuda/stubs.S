@@ -125,6 +125,8 @@ cn_fn_tramp:
 	cmp cn_drv_len(%rip), %rax
 	jb .Lcall			/* libcuda's own call */
 	incl %fs:CN_TL_CALLS(%r10)
+	movzbl CN_FN_WORK(%r11), %eax
+	add %eax, %fs:CN_TL_WORK(%r10)	/* the calls that work the GPU, for the naps */
 	mov 56(%rsp), %eax
 	inc %eax
 	cmpb $0, cn_gate_fence(%rip)

@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include <stdint.h>
 
+#include "answers.h"
 #include "cuda_abi.h"
 #include "fns.h"
 #include "gate.h"
@@ -60,16 +61,32 @@ __attribute__((visibility("hidden"))) struct cn_call cn_fn_enter_slow(unsigned i
 struct cn_call cn_fn_enter_slow(unsigned idx, const struct cn_frame *f)
 {
 	struct cn_fn *e = &cn_fns[idx];
-	void *real = cn_fn_resolve(idx);
+	void *real = cn_fn_resolve(idx), *answer = NULL;
 	bool outer;
 
 	if (e->counted)
 		atomic_fetch_add_explicit(&e->calls, 1, memory_order_relaxed);
+	if (cn_tl.lifted) { /* back to its own depth: answers.c raised it */
+		cn_tl.lifted = false;
+		cn_tl.depth -= CN_TL_FRESH;
+	}
 	cn_gate_check_in();
 	outer = outermost();
 	cn_tl.depth++;
-	if (outer && !passes(f))
-		cn_gate_pass(idx);
+	if (outer && !passes(f)) {
+		answer = cn_gate_pass(idx);
+		if (answer) {
+			/* Answered at the gate during a nap. A context kept for later takes the
+			 * thread's next call through here, whatever the gate by then. */
+			if (cn_tl.pending && cn_tl.depth < CN_TL_FRESH) {
+				cn_tl.depth += CN_TL_FRESH;
+				cn_tl.lifted = true;
+			}
+			return (struct cn_call){ answer, e->words };
+		}
+		if (cn_tl.pending)
+			cn_answer_replay();
+	}
 	if (!real)
 		return (struct cn_call){ (void *)missing, 0 };
 	return (struct cn_call){ real, e->words };
@@ -117,6 +134,11 @@ void cn_fn_after(unsigned idx, const struct cn_frame *f)
 	case CN_KIND_FREE:
 		if (ok)
 			cn_managed_free(f->gp[0]);
+		break;
+	case CN_KIND_CAPTURE:
+	case CN_KIND_CAPTURED:
+		if (ok)
+			cn_answer_capture(e->kind == CN_KIND_CAPTURE ? 1 : -1);
 		break;
 	}
 }

@@ -60,13 +60,14 @@ seq=$(field "$pid" query_seq)
 "$CUDANAP" status --no-query > /dev/null
 is "$(field "$pid" query_seq)" "$seq" "status --no-query asks nothing"
 
-# -- estimates from this machine's own suspends; the first one (cold) is not kept
-for i in 1 2; do
+# -- estimates from this machine's own suspends; the cold ones are not kept: the process's first
+# suspend and resume, and the first suspend since the machine booted
+for i in 1 2 3; do
 	"$CUDANAP" suspend "$pid" > /dev/null && "$CUDANAP" resume "$pid" > /dev/null
 done
 like "$(key "$pid" est_source)" "^this machine: 1 suspend \(Fake GPU 80GB\)$" \
-	"after two suspends the estimate is this machine's, the first (cold) one left out"
-like "$(grep -c '^resume ' "$T/state/cudanap/rates")" "^2$" "both resumes were kept"
+	"after three suspends the estimate is this machine's: the process's first and the boot's first left out"
+is "$(grep -c '^resume ' "$T/state/cudanap/rates")" 2 "two of three resumes kept: the process's first left out"
 "$CUDANAP" suspend "$pid" > /dev/null
 is "$(key "$pid" suspendable)" asleep "asleep: suspendable says so"
 like "$(dry "$pid")" "^$pid: suspended already:0$" "a dry run of a sleeper: nothing to do"

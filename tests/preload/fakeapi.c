@@ -10,7 +10,8 @@
  * cuGetProcAddress(_v2) answers as the real driver does: the _ptsz variant for the per-thread
  * default stream flag (2), cuMemAlloc_v2 from version 3020, cuGetProcAddress_v2 from 12000, for
  * cuLaunchKernel from version 13000 a variant libfakecuda does not export, cuMemAllocManaged (a
- * new pointer each call) and cuMemFree_v2, and "cuFakeNext", a
+ * new pointer each call) and cuMemFree_v2, the context calls (a current context per thread),
+ * stream captures (cuStreamIsCapturing says whether any is open), and "cuFakeNext", a
  * function no cudanap table knows, also unexported. Anything else: CUDA_ERROR_NOT_FOUND.
  *
  * cuLaunchKernel takes a "kernel" of gridDimX ms and checks that its other ten arguments are
@@ -183,6 +184,50 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
 	return p ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
+/* The calling thread's current context, and stream captures begun and not ended. */
+static __thread void *current;
+static int capturing;
+
+EXPORT CUresult cuCtxSetCurrent(void *ctx)
+{
+	entered("cuCtxSetCurrent");
+	current = ctx;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxGetCurrent(void **ctx)
+{
+	entered("cuCtxGetCurrent");
+	*ctx = current;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamIsCapturing(CUstream s, int *status)
+{
+	(void)s;
+	entered("cuStreamIsCapturing");
+	*status = __atomic_load_n(&capturing, __ATOMIC_RELAXED) ? 1 : 0;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, int mode)
+{
+	(void)s, (void)mode;
+	entered("cuStreamBeginCapture_v2");
+	__atomic_add_fetch(&capturing, 1, __ATOMIC_RELAXED);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamEndCapture(CUstream s, void **graph)
+{
+	(void)s;
+	entered("cuStreamEndCapture");
+	__atomic_sub_fetch(&capturing, 1, __ATOMIC_RELAXED);
+	if (graph)
+		*graph = NULL;
+	return CUDA_SUCCESS;
+}
+
 EXPORT CUresult cuTexRefSetMipmapLevelBias(void *tex, float bias)
 {
 	(void)tex;
@@ -230,6 +275,16 @@ static void *pick(const char *s, int version, uint64_t flags)
 					: (void *)cuLaunchKernel;
 	if (strcmp(s, "cuMemAlloc") == 0)
 		return version >= 3020 ? (void *)cuMemAlloc_v2 : (void *)cuMemAlloc;
+	if (strcmp(s, "cuCtxSetCurrent") == 0)
+		return (void *)cuCtxSetCurrent;
+	if (strcmp(s, "cuCtxGetCurrent") == 0)
+		return (void *)cuCtxGetCurrent;
+	if (strcmp(s, "cuStreamIsCapturing") == 0)
+		return (void *)cuStreamIsCapturing;
+	if (strcmp(s, "cuStreamBeginCapture") == 0)
+		return (void *)cuStreamBeginCapture_v2;
+	if (strcmp(s, "cuStreamEndCapture") == 0)
+		return (void *)cuStreamEndCapture;
 	if (strcmp(s, "cuMemAllocManaged") == 0)
 		return (void *)cuMemAllocManaged;
 	if (strcmp(s, "cuMemFree") == 0)

@@ -6,6 +6,9 @@
  *   launch PATH MS    a "kernel" of MS ms: "launch RC"
  *   poll PATH MS      a thread calling cuStreamQuery by PATH every MS ms, as XLA's poller does
  *   polled            "polled CALLS LONGEST_MS": the calls so far and the longest one's time
+ *   xlapoll PATH MS   a thread making a context current, querying a stream and asking whether
+ *                     it captures, every MS ms, as XLA's poller does in an idle JAX process
+ *   xlapolled         "xlapolled ROUNDS FAILED LONGEST_MS"
  *   bgsync PATH       a thread inside cuStreamSynchronize by PATH until the kernel ends
  *   synced            "synced running", or "synced RC MS" once it returned
  *   storm N PATH MS   N threads calling cuStreamQuery by PATH without pause for MS ms
@@ -65,6 +68,11 @@ static void *exported(const char *name)
 		{ "cuMemAlloc", (void *)cuMemAlloc_v2 },
 		{ "cuMemAllocManaged", (void *)cuMemAllocManaged },
 		{ "cuMemFree", (void *)cuMemFree_v2 },
+		{ "cuCtxSetCurrent", (void *)cuCtxSetCurrent },
+		{ "cuCtxGetCurrent", (void *)cuCtxGetCurrent },
+		{ "cuStreamIsCapturing", (void *)cuStreamIsCapturing },
+		{ "cuStreamBeginCapture", (void *)cuStreamBeginCapture_v2 },
+		{ "cuStreamEndCapture", (void *)cuStreamEndCapture },
 		{ "cuTexRefSetMipmapLevelBias", (void *)cuTexRefSetMipmapLevelBias },
 		{ "cuDriverGetVersion", (void *)cuDriverGetVersion },
 		{ "cuGetExportTable", (void *)cuGetExportTable },
@@ -106,10 +114,28 @@ static void *get(const char *path, const char *name)
 }
 
 static CUdeviceptr managed; /* the last managed allocation, which cuMemFree frees */
+#define CTX 0x1234 /* the context cuCtxSetCurrent makes current, and cuCtxGetCurrent expects */
 
 /* One call of name with the arguments fakeapi.c checks. */
 static int call(void *f, const char *name, unsigned ms)
 {
+	if (strcmp(name, "cuCtxSetCurrent") == 0)
+		return ((CUresult(*)(void *))f)((void *)CTX);
+	if (strcmp(name, "cuCtxGetCurrent") == 0) {
+		void *c = NULL;
+		int rc = ((CUresult(*)(void **))f)(&c);
+
+		return rc ? rc : c == (void *)CTX ? 0 : -1;
+	}
+	if (strcmp(name, "cuStreamIsCapturing") == 0) {
+		int st = -1, rc = ((CUresult(*)(CUstream, int *))f)(NULL, &st);
+
+		return rc ? rc : st; /* 0: not capturing */
+	}
+	if (strcmp(name, "cuStreamBeginCapture") == 0)
+		return ((CUresult(*)(CUstream, int))f)(NULL, 0);
+	if (strcmp(name, "cuStreamEndCapture") == 0)
+		return ((CUresult(*)(CUstream, void **))f)(NULL, NULL);
 	if (strcmp(name, "cuMemAllocManaged") == 0)
 		return ((CUresult(*)(CUdeviceptr *, size_t, unsigned))f)(&managed, 1 << 20, 1);
 	if (strcmp(name, "cuMemFree") == 0)
@@ -174,6 +200,35 @@ static struct {
 	int rc;
 	double ms;
 } syncer;
+
+/* XLA's poller, as measured idle on an H100: the context made current, a stream queried, and
+ * asked whether it captures, over and over. */
+static struct {
+	void *set, *query, *capturing;
+	unsigned ms;
+	atomic_ulong calls, failed;
+	_Atomic double longest;
+} xla;
+
+static void *xla_loop(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		double t0 = now_ms(), dt;
+		int bad = call(xla.set, "cuCtxSetCurrent", 0) != 0;
+
+		bad |= call(xla.query, "cuStreamQuery", 0) != 0;
+		bad |= call(xla.capturing, "cuStreamIsCapturing", 0) != 0;
+		dt = now_ms() - t0;
+		atomic_fetch_add(&xla.calls, 1);
+		if (bad)
+			atomic_fetch_add(&xla.failed, 1);
+		if (dt > atomic_load(&xla.longest))
+			atomic_store(&xla.longest, dt);
+		usleep(xla.ms * 1000);
+	}
+	return NULL;
+}
 
 static void *sync_once(void *arg)
 {
@@ -241,6 +296,17 @@ void paths_command(const char *line)
 		poller.f = (query_fn)get(path, "cuStreamQuery");
 		poller.ms = ms;
 		printf("poll %s\n", poller.f && start(poll_loop) == 0 ? "ok" : "failed");
+	} else if (sscanf(line, "xlapoll %15s %u", path, &ms) == 2) {
+		xla.set = get(path, "cuCtxSetCurrent");
+		xla.query = get(path, "cuStreamQuery");
+		xla.capturing = get(path, "cuStreamIsCapturing");
+		xla.ms = ms;
+		printf("xlapoll %s\n", xla.set && xla.query && xla.capturing && start(xla_loop) == 0
+					       ? "ok"
+					       : "failed");
+	} else if (strcmp(line, "xlapolled") == 0) {
+		printf("xlapolled %lu %lu %.0f\n", atomic_load(&xla.calls),
+		       atomic_load(&xla.failed), atomic_load(&xla.longest));
 	} else if (strcmp(line, "polled") == 0) {
 		printf("polled %lu %.0f\n", atomic_load(&poller.calls),
 		       atomic_load(&poller.longest));

@@ -1,7 +1,7 @@
 /* gatedrv: a driver for test_gate, named by CUDANAP_LIBCUDA: cuStreamQuery counts the threads
  * inside it and, while the test says the gate is closed, counts a violation; cuCtxSynchronize
- * stays inside for the milliseconds set by gatedrv_hold; cuTexRefSetMipmapLevelBias checks its
- * float argument. */
+ * does too, counts its calls and stays inside for the milliseconds set by gatedrv_hold;
+ * cuTexRefSetMipmapLevelBias checks its float argument. */
 #include <stdatomic.h>
 #include <time.h>
 
@@ -10,6 +10,7 @@
 EXPORT atomic_int gatedrv_inside, gatedrv_violations, gatedrv_closed;
 EXPORT atomic_long gatedrv_calls;
 EXPORT atomic_int gatedrv_hold_ms;
+EXPORT atomic_long gatedrv_syncs;
 
 EXPORT int cuStreamQuery(void *stream);
 EXPORT int cuStreamQuery(void *stream)
@@ -28,6 +29,9 @@ EXPORT int cuCtxSynchronize(void)
 {
 	struct timespec ts = { 0, (long)atomic_load(&gatedrv_hold_ms) * 1000000 };
 
+	if (atomic_load(&gatedrv_closed))
+		atomic_fetch_add(&gatedrv_violations, 1);
+	atomic_fetch_add(&gatedrv_syncs, 1);
 	nanosleep(&ts, NULL);
 	return 0;
 }

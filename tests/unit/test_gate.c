@@ -2,9 +2,12 @@
  * gatedrv.c: functions taken by dlsym come back as the gate's entry points and answer right; while
  * the gate is closed no call of eight busy threads enters the driver, and all go on once it opens;
  * a thread inside a call holds a close up for as long as it stays, or makes it fail at its timeout
- * naming the thread and the function; cudanap's own thread passes a closed gate; a forked child
- * starts with the gate open. Also built under ThreadSanitizer (the tsan suite), which cannot see
- * into the trampoline's machine code: there every call takes the slow path, the same steps in C. */
+ * naming the thread and the function; cudanap's own thread passes a closed gate; the calls that
+ * work the GPU are counted and queries are not; while the process naps, four threads' queries are
+ * answered at the gate and four threads' synchronizations ask for one wake between them, and run
+ * once each after it; a forked child starts with the gate open. Also built under ThreadSanitizer
+ * (the tsan suite), which cannot see into the trampoline's machine code: there every call takes the
+ * slow path, the same steps in C. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -46,6 +49,23 @@ static void *sync_once(void *arg)
 {
 	(void)arg;
 	sync_fn();
+	return NULL;
+}
+
+static atomic_int wakes;
+static atomic_long answered;
+
+static void wake(void)
+{
+	atomic_fetch_add(&wakes, 1);
+}
+
+static void *asking(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&stop))
+		if (query(NULL) == 0)
+			atomic_fetch_add(&answered, 1);
 	return NULL;
 }
 
@@ -141,6 +161,45 @@ int main(void)
 	pthread_create(&s, NULL, ours, NULL);
 	pthread_join(s, NULL);
 	ok(1, "cudanap's own thread passes a closed gate");
+	cn_gate_open();
+	{
+		atomic_long *syncs = dlsym(h, "gatedrv_syncs");
+		unsigned long w0 = cn_gate_work();
+		long s0, a0;
+		bool entered = false;
+
+		query(NULL);
+		ok(cn_gate_work() == w0, "a query is no work for the naps");
+		sync_fn();
+		ok(cn_gate_work() == w0 + 1, "a synchronization is");
+		atomic_store(hold_ms, 0);
+		atomic_store(&stop, false);
+		cn_gate_nap(CN_NAP_CLOSING, wake);
+		ok(cn_gate_close(1000, &waited, why, sizeof(why)) == 0, "closed for a nap");
+		cn_gate_nap(CN_NAP_ASLEEP, wake);
+		atomic_store(closed_flag, 1);
+		s0 = atomic_load(syncs);
+		for (int i = 0; i < THREADS; i++)
+			pthread_create(&t[i], NULL, i % 2 ? asking : sync_once, NULL);
+		sleep_ms(100);
+		a0 = atomic_load(&answered);
+		sleep_ms(50);
+		ok(atomic_load(&answered) > a0 && a0 > 0,
+		   "napping: four threads' queries are answered at the gate (%ld)", a0);
+		ok(atomic_load(&wakes) == 1 && atomic_load(syncs) == s0,
+		   "four threads' synchronizations wait, having asked for one wake (%d)",
+		   atomic_load(&wakes));
+		entered = atomic_load(violations) != 0;
+		atomic_store(closed_flag, 0);
+		cn_gate_nap(CN_NAP_NONE, NULL);
+		cn_gate_open();
+		atomic_store(&stop, true);
+		for (int i = 0; i < THREADS; i++)
+			pthread_join(t[i], NULL);
+		ok(!entered && atomic_load(syncs) == s0 + THREADS / 2,
+		   "none entered the driver while it napped; after the wake each ran once");
+	}
+	cn_gate_shut();
 	{
 		pid_t c;
 		int st = -1;

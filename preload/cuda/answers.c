@@ -1,0 +1,109 @@
+/* answers: the calls of a napping process that are answered at the gate, without waking it.
+ *
+ * A nap leaves the process checkpointed: no call may enter libcuda (DESIGN.md: XLA's poller died
+ * in there), and any call that needs the GPU wakes it. Some calls need no GPU, and an idle
+ * program makes them all the time (XLA's poller: cuCtxSetCurrent, cuStreamQuery and
+ * cuStreamIsCapturing several times a second, measured on an H100); waking for them would keep it
+ * from ever napping. They are answered here as the driver would have:
+ * - cuStreamQuery, cuEventQuery: CUDA_SUCCESS. The nap's lock waited for every piece of work to
+ *   finish, and no work has been submitted since: the driver would say the same.
+ * - cuStreamIsCapturing: not capturing, while no capture the app began is still open (the gate
+ *   counts them: wrap.c); with one open, the call wakes the process.
+ * - cuCtxSetCurrent: kept for the calling thread and made current for real at its next call that
+ *   enters the driver; cuCtxGetCurrent on that thread answers the kept context. The thread's
+ *   calls take the slow path until then (its depth is raised: gate.h).
+ * Everything else wakes the process. */
+#define _GNU_SOURCE
+#include "answers.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+#include "cuda_abi.h"
+#include "fns.h"
+#include "gate.h"
+
+static atomic_long captures; /* begun and not yet ended, as the app's calls said */
+
+/* name is base or one of its variants (base_ptsz, base_v2_ptsz, ...). */
+static bool is(const char *name, const char *base)
+{
+	size_t n = strlen(base);
+
+	return strncmp(name, base, n) == 0 && (name[n] == '\0' || name[n] == '_');
+}
+
+static CUresult done(void)
+{
+	return CUDA_SUCCESS;
+}
+
+static CUresult not_capturing(void *stream, int *status)
+{
+	(void)stream;
+	if (!status)
+		return CUDA_ERROR_INVALID_VALUE;
+	*status = 0; /* CU_STREAM_CAPTURE_STATUS_NONE */
+	return CUDA_SUCCESS;
+}
+
+static CUresult set_later(void *ctx)
+{
+	cn_tl.pending_ctx = ctx;
+	cn_tl.pending = true;
+	return CUDA_SUCCESS;
+}
+
+static CUresult kept_current(void **ctx)
+{
+	if (!ctx)
+		return CUDA_ERROR_INVALID_VALUE;
+	*ctx = cn_tl.pending_ctx;
+	return CUDA_SUCCESS;
+}
+
+bool cn_answerable(unsigned idx)
+{
+	const char *name = cn_fns[idx].name;
+
+	if (!name)
+		return false;
+	return is(name, "cuStreamQuery") || is(name, "cuEventQuery") ||
+	       (is(name, "cuStreamIsCapturing") && atomic_load(&captures) <= 0) ||
+	       strcmp(name, "cuCtxSetCurrent") == 0 ||
+	       (strcmp(name, "cuCtxGetCurrent") == 0 && cn_tl.pending);
+}
+
+void *cn_answer(unsigned idx)
+{
+	const char *name = cn_fns[idx].name;
+
+	if (!cn_answerable(idx))
+		return NULL;
+	if (is(name, "cuStreamIsCapturing"))
+		return (void *)not_capturing;
+	if (strcmp(name, "cuCtxSetCurrent") == 0)
+		return (void *)set_later;
+	if (strcmp(name, "cuCtxGetCurrent") == 0)
+		return (void *)kept_current;
+	return (void *)done;
+}
+
+void cn_answer_capture(int d)
+{
+	atomic_fetch_add(&captures, d);
+}
+
+void cn_answer_replay(void)
+{
+	CUresult (*set)(void *) = (CUresult(*)(void *))cn_fn_resolve(CN_FN_IDX_cuCtxSetCurrent);
+
+	cn_tl.pending = false;
+	if (set)
+		set(cn_tl.pending_ctx);
+}
+
+void cn_answer_after_fork(void)
+{
+	atomic_store(&captures, 0);
+}

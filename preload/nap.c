@@ -1,0 +1,290 @@
+/* nap: an idle process's GPU freed by itself, and given back at its next driver call that needs it.
+ *
+ * With [nap] idle_s = N, the agent looks at the gate every tick: the calls that work the GPU
+ * (cuda/gate.c counts them; queries, getters and context switches do not count) and the threads
+ * inside a call. Once neither has moved for N seconds the process naps: the suspend as it is
+ * (suspend.c: the preflight, the room for the host copy, the status, the hooks), the gate closed
+ * in the nap's phases (gate.h), its lock waiting at most NAP_LOCK_MS for work still running, which
+ * a kernel longer than N seconds is: that nap fails, the process runs on untouched, and the next
+ * try waits twice as long (BACKOFF_MAX times at most). A process refused (an NCCL rank, memory
+ * imported from another process, managed memory) says why once, in its log and status, and is
+ * tried again only after the back-off. `cudanap nap` naps a process at once.
+ *
+ * While it naps, the calls that need no GPU are answered at the gate (cuda/answers.c); the first
+ * that needs it asks for a wake, in the calling thread, by a byte on the agent's pipe, and waits
+ * at the gate with every other: the agent resumes the process (resume.c) onto its home GPUs, or
+ * with [nap] wake_on = any onto any GPU of the same model with room, and the calls go on. Without
+ * room anywhere the wake waits, tried again every tick, its status saying what it needs, until
+ * room appears or `cudanap resume --gpu-map` puts it elsewhere. A resume by signal wakes it too;
+ * a suspend signal leaves it napping (suspend.c says so). Runs in the agent thread, but for the
+ * wake's byte. */
+#define _GNU_SOURCE
+#include "nap.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "actions.h"
+#include "agent.h"
+#include "agent_state.h"
+#include "clock.h"
+#include "gate.h"
+#include "log.h"
+#include "report.h"
+#include "steps.h"
+
+#define NAP_LOCK_MS  200 /* a nap's lock: the work it waits for is a kernel older than idle_s */
+#define BACKOFF_MAX  64
+#define ROOM_TICK_MS 1000
+
+static struct {
+	unsigned long work; /* the gate's count at the last look */
+	double active_ms;   /* the last look that saw work, or a thread inside (monotonic) */
+	double not_before;  /* no idle nap before this (a failure's back-off) */
+	unsigned backoff;   /* the back-off's multiple of idle_s: 1, 2, 4, ... */
+	bool idle;	    /* idle_since was written */
+	bool napping;	    /* asleep by a nap: a call that needs the GPU wakes it */
+	bool retry;	    /* a wake that failed: tried again at every tick */
+	bool room_said;	    /* the wake's wait was logged */
+	bool refusal_said;  /* the reason it is not napped was logged */
+} nap = { .backoff = 1 };
+
+/* When the call that woke the process asked (monotonic ns, from an app thread). */
+static _Atomic(double) asked_ms;
+
+static void wake_asked(void)
+{
+	atomic_store(&asked_ms, cn_now_ms());
+	cn_wake_agent(CN_WAKE_CALL);
+}
+
+static void say(const char *state, const char *why)
+{
+	snprintf(cn_ag.st.nap, sizeof(cn_ag.st.nap), "%s", state);
+	snprintf(cn_ag.st.nap_why, sizeof(cn_ag.st.nap_why), "%s", why);
+}
+
+static void since_now(char *out, size_t len, double ago_ms)
+{
+	struct timespec ts;
+	struct tm tm;
+	char when[24];
+	double t;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	t = (double)ts.tv_sec + ts.tv_nsec / 1e9 - ago_ms / 1000;
+	ts.tv_sec = (time_t)t;
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(out, len, "%s.%03dZ", when, (int)((t - (double)ts.tv_sec) * 1000));
+}
+
+int cn_nap_timeout_ms(void)
+{
+	unsigned s = cn_ag.cfg.nap_idle_s;
+	int tick = s ? (int)(s * 1000 / 4) : -1;
+
+	if (nap.napping)
+		return nap.retry ? ROOM_TICK_MS : -1;
+	if (tick < 0)
+		return -1;
+	return tick < 100 ? 100 : tick > 1000 ? 1000 : tick;
+}
+
+/* The nap, asked or idle: true when the process naps now. */
+static bool go(bool asked)
+{
+	double idle_ms = cn_now_ms() - nap.active_ms;
+	char why[360], steps[200];
+
+	cn_gate_nap(CN_NAP_CLOSING, wake_asked);
+	cn_suspend_as(true, asked ? 0 : NAP_LOCK_MS);
+	if (strcmp(cn_ag.st.state, "checkpointed") == 0) {
+		cn_gate_nap(CN_NAP_ASLEEP, wake_asked);
+		nap.napping = true;
+		nap.backoff = 1;
+		nap.refusal_said = false;
+		cn_ag.st.naps++;
+		say("napping", "");
+		cn_report_write();
+		cn_status_steps(&cn_ag.st, steps, sizeof(steps));
+		if (asked)
+			snprintf(why, sizeof(why), "cudanap nap");
+		else
+			snprintf(why, sizeof(why), "after %.0f s idle", idle_ms / 1000);
+		cn_log(&cn_ag.cfg, CN_LOG_INFO,
+		       "napped (%s): %.0f MiB of GPU memory freed in %.1f ms (%s); it wakes at its "
+		       "next CUDA call that needs the GPU",
+		       why, cn_ag.st.footprint_mib, cn_ag.st.total_ms, steps);
+		return true;
+	}
+	cn_gate_nap(CN_NAP_NONE, NULL);
+	if (nap.backoff < BACKOFF_MAX)
+		nap.backoff *= 2;
+	nap.not_before = cn_now_ms() + (double)nap.backoff * cn_ag.cfg.nap_idle_s * 1000;
+	snprintf(why, sizeof(why), "%s: %s", cn_ag.st.result, cn_ag.st.message);
+	say(strcmp(cn_ag.st.result, "REFUSED") == 0 ? "not napped" : "awake", why);
+	cn_report_write();
+	if (asked)
+		cn_log(&cn_ag.cfg, CN_LOG_ERROR, "nap failed: %s; state %s", why, cn_ag.st.state);
+	else if (!nap.refusal_said)
+		cn_log(&cn_ag.cfg, CN_LOG_INFO, "not napped: %s; next try after %u s idle", why,
+		       nap.backoff * cn_ag.cfg.nap_idle_s);
+	nap.refusal_said |= !asked;
+	return false;
+}
+
+void cn_nap_now(void)
+{
+	nap.active_ms = cn_now_ms();
+	if (nap.napping) {
+		cn_suspend_as(true, 0); /* says it naps already */
+		return;
+	}
+	go(true);
+}
+
+void cn_nap_tick(void)
+{
+	struct cn_inside in[1];
+	unsigned long work;
+	double now = cn_now_ms();
+
+	if (nap.napping) {
+		if (nap.retry)
+			cn_nap_wake();
+		return;
+	}
+	if (!cn_ag.cfg.nap_idle_s || strcmp(cn_ag.st.state, "running") != 0) {
+		if (!cn_ag.cfg.nap_idle_s && cn_ag.st.nap[0] && strcmp(cn_ag.st.nap, "off")) {
+			say("off", "");
+			cn_report_write();
+		}
+		return;
+	}
+	if (!cn_ag.st.nap[0] || strcmp(cn_ag.st.nap, "off") == 0) {
+		say("awake", "");
+		nap.active_ms = now;
+		cn_report_write();
+	}
+	work = cn_gate_work();
+	if (work != nap.work || cn_gate_inside(in, 1) > 0 || !work) {
+		nap.work = work;
+		nap.active_ms = now;
+		if (nap.idle) {
+			nap.idle = false;
+			cn_ag.st.idle_since[0] = '\0';
+			cn_report_write();
+		}
+		return;
+	}
+	if (!nap.idle) {
+		nap.idle = true;
+		since_now(cn_ag.st.idle_since, sizeof(cn_ag.st.idle_since), now - nap.active_ms);
+		cn_report_write();
+	}
+	if (now - nap.active_ms >= cn_ag.cfg.nap_idle_s * 1000.0 && now >= nap.not_before)
+		go(false);
+}
+
+/* [nap] wake_on = any: the other GPUs of its model, tried in order; a map for the first with
+ * room ("" when none is left to try). Only a process on one GPU moves. */
+static bool elsewhere(char *map, size_t len, unsigned *next)
+{
+	struct cn_resp q;
+
+	if (!cn_ag.cfg.nap_wake_any || cn_ag.n_use != 1 || cn_call(CN_OP_QUERY, &q) < 0)
+		return false;
+	while (*next < q.n_gpus) {
+		unsigned k = (*next)++;
+		int home = -1;
+
+		for (uint32_t i = 0; i < q.n_gpus; i++)
+			if (memcmp(q.gpus[i], cn_ag.use[0].uuid, 16) == 0)
+				home = (int)i;
+		if (home < 0 || (int)k == home || !q.same_model[k])
+			continue;
+		snprintf(map, len, "%d=%u, %u=%d", home, k, k, home); /* a map is a permutation */
+		return true;
+	}
+	return false;
+}
+
+void cn_nap_wake(void)
+{
+	double asked = atomic_load(&asked_ms);
+	unsigned next = 0;
+	char map[64], why[420];
+
+	if (!nap.napping)
+		return;
+	cn_gate_nap(CN_NAP_NONE, NULL); /* calls from now on wait for the wake */
+	if (!nap.retry)
+		say("waking", "");
+	cn_resume_as(true, NULL);
+	while (strcmp(cn_ag.st.state, "checkpointed") == 0 &&
+	       strcmp(cn_ag.st.result, "NO_GPU_MEMORY") == 0 && elsewhere(map, sizeof(map), &next))
+		cn_resume_as(true, map);
+	if (strcmp(cn_ag.st.state, "running") == 0) {
+		cn_nap_woken(asked);
+		return;
+	}
+	/* Still asleep: waiting for room, or after a failure; tried again at every tick. */
+	cn_gate_nap(CN_NAP_ASLEEP, wake_asked);
+	snprintf(why, sizeof(why), "%s: %s", cn_ag.st.result, cn_ag.st.message);
+	say(strcmp(cn_ag.st.result, "NO_GPU_MEMORY") == 0 ? "waiting for room" : "waking",
+	    strcmp(cn_ag.st.result, "NO_GPU_MEMORY") == 0 ? cn_ag.st.message : why);
+	cn_report_write();
+	if (!nap.room_said)
+		cn_log(&cn_ag.cfg, CN_LOG_INFO,
+		       "a call waits for the GPU: %s; tried again every %d ms", why, ROOM_TICK_MS);
+	nap.room_said = nap.retry = true;
+}
+
+void cn_nap_woken(double asked)
+{
+	double now = cn_now_ms();
+	char steps[200];
+
+	if (!nap.napping)
+		return;
+	nap.napping = nap.room_said = nap.idle = nap.retry = false;
+	nap.active_ms = now;
+	cn_ag.st.idle_since[0] = '\0';
+	cn_ag.st.wakes++;
+	if (asked > 0)
+		cn_ag.st.last_wake_ms = now - asked;
+	say(cn_ag.cfg.nap_idle_s ? "awake" : "off", "");
+	cn_report_write();
+	cn_status_steps(&cn_ag.st, steps, sizeof(steps));
+	if (asked > 0)
+		cn_log(&cn_ag.cfg, CN_LOG_INFO,
+		       "woke for a driver call: %.0f MiB back on the GPU in %.1f ms (%s); the call "
+		       "waited %.1f ms",
+		       cn_ag.st.footprint_mib, cn_ag.st.total_ms, steps, cn_ag.st.last_wake_ms);
+	atomic_store(&asked_ms, 0);
+}
+
+void cn_nap_after_action(void)
+{
+	if (nap.napping && strcmp(cn_ag.st.state, "running") == 0)
+		cn_nap_woken(0); /* resumed by a signal */
+	else if (nap.napping && strcmp(cn_ag.st.state, "checkpointed") != 0)
+		nap.napping = false;
+	else if (!nap.napping)
+		nap.active_ms = cn_now_ms(); /* an action is no idleness */
+}
+
+bool cn_nap_asleep(void)
+{
+	return nap.napping;
+}
+
+void cn_nap_after_fork(void)
+{
+	memset(&nap, 0, sizeof(nap));
+	nap.backoff = 1;
+	atomic_store(&asked_ms, 0);
+}

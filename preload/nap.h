@@ -1,0 +1,25 @@
+/* nap: an idle process napped by itself, woken by its next call that needs the GPU. See nap.c. */
+#ifndef CN_NAP_H
+#define CN_NAP_H
+
+#include <stdbool.h>
+
+/* How long the agent may wait before the next tick (-1: no tick needed). */
+int cn_nap_timeout_ms(void);
+/* A look at the gate: idle for [nap] idle_s, the process naps; napping and waiting for room, its
+ * wake is tried again. */
+void cn_nap_tick(void);
+/* cudanap nap: nap now. */
+void cn_nap_now(void);
+/* A call at the gate needs the GPU: wake the process. */
+void cn_nap_wake(void);
+/* The process runs again; asked: when the call that woke it asked (ms, monotonic; 0: a signal). */
+void cn_nap_woken(double asked);
+/* After an action asked by a signal: a resume woke a napping process. */
+void cn_nap_after_action(void);
+/* Napping now. */
+bool cn_nap_asleep(void);
+/* In a forked child: none of the parent's naps. */
+void cn_nap_after_fork(void);
+
+#endif
