@@ -119,6 +119,7 @@ static void *agent_main(void *arg)
 		r = poll(p, cn_channel_fd() >= 0 ? 2 : 1, left < 0 ? -1 : (int)left + 1);
 		if (r <= 0) {
 			cn_nap_tick();
+			settle_gate(); /* a nap that failed runs on */
 			continue;
 		}
 		if (cn_channel_fd() >= 0 && p[1].revents) {
@@ -145,6 +146,7 @@ static void *agent_main(void *arg)
 		if (x.query)
 			cn_query();
 		cn_nap_tick();
+		settle_gate();
 	}
 	return NULL;
 }
@@ -156,8 +158,8 @@ static void reset(int fd)
 	cn_ag.n_use = 0;
 	cn_ag.prepared_bytes = 0;
 	cn_ag.prepared_until = 0;
-	cn_nap_after_fork();
 	cn_report_start();
+	cn_nap_reset();
 }
 
 static int start_thread(void)

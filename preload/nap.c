@@ -282,9 +282,10 @@ bool cn_nap_asleep(void)
 	return nap.napping;
 }
 
-void cn_nap_after_fork(void)
+void cn_nap_reset(void)
 {
 	memset(&nap, 0, sizeof(nap));
 	nap.backoff = 1;
 	atomic_store(&asked_ms, 0);
+	say(cn_ag.cfg.nap_idle_s ? "awake" : "off", "");
 }

@@ -19,7 +19,7 @@ void cn_nap_woken(double asked);
 void cn_nap_after_action(void);
 /* Napping now. */
 bool cn_nap_asleep(void);
-/* In a forked child: none of the parent's naps. */
-void cn_nap_after_fork(void);
+/* At the agent's start, and in a forked child (none of the parent's naps). */
+void cn_nap_reset(void);
 
 #endif

@@ -1,7 +1,8 @@
 /* rates: how long suspends and resumes take on this machine, per GPU model, learnt from the ones
  * done and kept in the user's state directory ($XDG_STATE_HOME/cudanap/rates, else
  * ~/.local/state/cudanap/rates): the last 32 of each kind and model, as "KIND GIB SECONDS MODEL"
- * lines. An estimate fits a fixed part and a part per GiB to them; with none, it takes defaults
+ * lines. An estimate fits a line to them where their sizes span enough, else scales the defaults
+ * by how this machine's times compared with them; with none, it takes defaults
  * fitted to an H100's figures (driver 580, docs/PERFORMANCE.md: 1, 8 and 32 GiB suspended in
  * 0.30, 0.90, 2.72 s and resumed in 0.17, 0.41, 1.20 s; 8 GiB to disk and back in 5.39 and
  * 6.22 s). Not kept, as colder than the rest: the first suspend after the machine boots (a fresh
@@ -149,11 +150,17 @@ void cn_rates_record(const char *model, enum cn_rate_kind kind, double gib, doub
 	close(lock);
 }
 
+/* The defaults' estimate for gib. */
+static double by_default(enum cn_rate_kind kind, double gib)
+{
+	return fixed_s[kind] + per_gib[kind] * gib;
+}
+
 double cn_rates_estimate(const char *model, enum cn_rate_kind kind, double gib, char *source,
 			 size_t len)
 {
 	static char lines[MAX_LINES][LINE_LEN];
-	double sx = 0, sy = 0, sxx = 0, sxy = 0, lo = 1e30, hi = 0, a, b;
+	double sx = 0, sy = 0, sxx = 0, sxy = 0, ratio = 0, lo = 1e30, hi = 0, a, b;
 	char dir[4096], boot[64];
 	int n = 0, m = 0;
 
@@ -165,31 +172,25 @@ double cn_rates_estimate(const char *model, enum cn_rate_kind kind, double gib, 
 		if (!same(lines[i], kind, model) || sscanf(lines[i], "%*s %lf %lf", &x, &y) != 2)
 			continue;
 		sx += x, sy += y, sxx += x * x, sxy += x * y, m++;
+		ratio += y / by_default(kind, x);
 		lo = x < lo ? x : lo;
 		hi = x > hi ? x : hi;
 	}
 	if (!m) {
 		snprintf(source, len, "defaults (%.2f s and %.3f s a GiB, an H100's)",
 			 fixed_s[kind], per_gib[kind]);
-		return fixed_s[kind] + per_gib[kind] * gib;
-	}
-	/* A line through them where their sizes differ enough to tell its slope; else the default
-	 * fixed part and their mean per GiB. */
-	if (m >= 3 && hi >= 1.5 * lo && m * sxx - sx * sx > 0) {
-		b = (m * sxy - sx * sy) / (m * sxx - sx * sx);
-		a = (sy - b * sx) / m;
-		if (a < 0 || b < 0) {
-			a = 0;
-			b = sy / sx;
-		}
-	} else {
-		a = fixed_s[kind];
-		b = sx > 0 ? (sy - m * a) / sx : per_gib[kind];
-		if (b < 0) { /* faster than the fixed part alone: all of it per GiB */
-			a = 0;
-			b = sy / sx;
-		}
+		return by_default(kind, gib);
 	}
 	snprintf(source, len, "this machine: %d %s (%s)", m, said[kind][m != 1], model);
-	return a + b * gib;
+	/* A line through them where their sizes differ enough to tell its slope, for a size near
+	 * theirs; else the defaults' shape, scaled by how this machine compared with them (one
+	 * 1 GiB suspend says little of a 32 GiB one's slope: measured on an H100, the line from it
+	 * missed 8 GiB by 30 %). */
+	if (m >= 3 && hi >= 4 * lo && gib >= lo / 2 && gib <= 2 * hi && m * sxx - sx * sx > 0) {
+		b = (m * sxy - sx * sy) / (m * sxx - sx * sx);
+		a = (sy - b * sx) / m;
+		if (a >= 0 && b > 0)
+			return a + b * gib;
+	}
+	return ratio / m * by_default(kind, gib);
 }

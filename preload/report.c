@@ -98,6 +98,7 @@ void cn_report_start(void)
 	snprintf(st->state, sizeof(st->state), "running");
 	snprintf(st->action, sizeof(st->action), "start");
 	snprintf(st->result, sizeof(st->result), "ok");
+	snprintf(st->nap, sizeof(st->nap), "%s", cn_ag.cfg.nap_idle_s ? "awake" : "off");
 	cn_report_publish();
 }
 
@@ -180,8 +181,10 @@ static void run_hook(const struct cn_resp *r, const char *what)
 	bool ok = r->result == CUDA_SUCCESS;
 	int rc;
 
-	if (!ok && r->result != CUDA_ERROR_NOT_INITIALIZED)
-		hook = cfg->on_failure, event = "failure";
+	bool napping = strcmp(event, "nap") == 0 || strcmp(event, "wake") == 0;
+
+	if (!ok && r->result != CUDA_ERROR_NOT_INITIALIZED && !napping)
+		hook = cfg->on_failure, event = "failure"; /* a nap's are tried again: nap.c says */
 	else if (ok && (strcmp(what, "suspended") == 0 || strcmp(what, "napped") == 0))
 		hook = cfg->on_suspended, event = what;
 	else if (ok && (strcmp(what, "resumed") == 0 || strcmp(what, "woke") == 0))

@@ -337,6 +337,12 @@ void cn_gate_after_fork(void)
 	atomic_store(&cn_gate_word, 0);
 	atomic_store(&nap_phase, CN_NAP_NONE);
 	atomic_store(&wake_asked, false);
+	/* A context this thread kept during the parent's nap is the parent's. */
+	cn_tl.pending = false;
+	if (cn_tl.lifted) {
+		cn_tl.lifted = false;
+		cn_tl.depth -= CN_TL_FRESH;
+	}
 	held = 0;
 	longest_ms = 0;
 }

@@ -138,6 +138,8 @@ eventually 20 has_field "$pid" nap_why
 like "$(field "$pid" nap_why)" "CUDA_ERROR_NOT_READY: .*GPU work still running \(a nap's lock\); the process keeps running" \
 	"nap_why says why"
 like "$(cat "$T/B.err")" "not napped: CUDA_ERROR_NOT_READY.*; next try after 2 s idle" "said once, with the back-off"
+ask B "drv call export cuStreamQuery" 2
+is "$REPLY" "call 600" "and the process runs on: its next call answers at once (not ready: the kernel runs)"
 check "once the kernel ends, it naps after the back-off" eventually 20 state_is "$pid" checkpointed
 is "$(grep -c 'not napped' "$T/B.err")" 1 "the failure was said once"
 ask B "drv launch export 5"

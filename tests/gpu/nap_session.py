@@ -1,0 +1,50 @@
+"""A session fed through a pipe, as a notebook is, for the naps test: it warms up, prints
+"ready PID", and answers each line "compute" with "result ..." (the same for the same work, bit
+for bit); between lines only the framework's own threads run.
+
+usage: nap_session.py torch GIB   GIB GiB of tensors; the result: their checksums
+       nap_session.py hf          a small GPT-2 (random weights, seeded) as a server; the result:
+                                  8 tokens generated greedily from one prompt
+       nap_session.py jax         a jitted matmul; XLA's poller runs between lines"""
+import os
+import sys
+
+kind = sys.argv[1]
+if kind == "torch":
+    import torch
+
+    gib = int(sys.argv[2])
+    chunks = [torch.arange(1 << 28, device="cuda", dtype=torch.float32).mul_(i + 1).remainder_(977)
+              for i in range(gib)]  # 1 GiB each
+
+    def work():
+        total = sum(float(c.double().sum()) for c in chunks)
+        x = chunks[0][:4096].reshape(64, 64)
+        return f"{total:.1f} {float((x @ x).sum()):.1f}"
+elif kind == "hf":
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(n_layer=4, n_embd=256, n_head=4)).cuda().eval()
+    ids = torch.tensor([[1, 2, 3, 4]], device="cuda")
+
+    def work():
+        with torch.no_grad():
+            out = model.generate(ids, max_new_tokens=8, do_sample=False, pad_token_id=0)
+        return " ".join(str(t) for t in out[0].tolist())
+else:
+    import jax
+    import jax.numpy as jnp
+
+    a = jax.random.normal(jax.random.PRNGKey(0), (2048, 2048))
+    f = jax.jit(lambda m: (m @ m).sum())
+
+    def work():
+        return float(f(a)).hex()
+
+work()
+print("ready", os.getpid(), flush=True)
+for line in sys.stdin:
+    if line.strip() == "compute":
+        print("result", work(), flush=True)
