@@ -154,23 +154,24 @@ CUDANAP_FAKE_FOOTPRINT_MIB=2500 CUDANAP_FAKE_START_GPU=1 start R "$TARGET"
 CUDANAP_FAKE_FOOTPRINT_MIB=9000 CUDANAP_FAKE_START_GPU=1 start S "$TARGET"
 ask S "ipc open"
 ask A quit
-out=$("$CUDANAP" pick --free 2G --gpu 0); rc=$?
+wait "$A_pid" # gone, not exiting: pick would count it
+out=$("$CUDANAP" pick -c "$T/job.ini" --free 2G --gpu 0); rc=$?
 is "$rc:$out" "0:$P_pid: frees 3000 MiB on GPU 0, about 0.4 s
 total: 3000 MiB freed on GPU 0 in about 0.4 s
 cudanap suspend $P_pid" "pick --free 2G --gpu 0: the one that frees enough"
-out=$("$CUDANAP" pick --free 3500 --gpu 0); rc=$?
+out=$("$CUDANAP" pick -c "$T/job.ini" --free 3500 --gpu 0); rc=$?
 like "$rc:$out" "^0:.*total: 4000 MiB freed on GPU 0 in about 0\.7 s
 cudanap suspend ($P_pid $Q_pid|$Q_pid $P_pid)$" "3500 MiB: both"
-out=$("$CUDANAP" pick --free 2G); rc=$?
+out=$("$CUDANAP" pick -c "$T/job.ini" --free 2G); rc=$?
 like "$rc:$out" "^0:$R_pid: frees 2500 MiB on GPU 1.*
 cudanap suspend $R_pid$" "any GPU: GPU 1's 2500 MiB cost less than GPU 0's 3000 (the importer of 9000 cannot suspend)"
-out=$("$CUDANAP" pick --free 8G --gpu 1); rc=$?
+out=$("$CUDANAP" pick -c "$T/job.ini" --free 8G --gpu 1); rc=$?
 is "$rc:$out" "1:cannot free 8192 MiB on GPU 1: the processes that would suspend hold less" \
 	"more than the suspendable hold: exit 1"
-like "$("$CUDANAP" pick --free 2G --json)" "^\{\"gpu\":1,\"free_mib\":2048,\"possible\":true,\"processes\":\[\{\"pid\":$R_pid,\"mib\":2500,\"est_s\":0\.3[0-9]+\}\],\"total_mib\":2500,\"total_s\":0\.3[0-9]+,\"command\":\"cudanap suspend $R_pid\"\}$" \
+like "$("$CUDANAP" pick -c "$T/job.ini" --free 2G --json)" "^\{\"gpu\":1,\"free_mib\":2048,\"possible\":true,\"processes\":\[\{\"pid\":$R_pid,\"mib\":2500,\"est_s\":0\.3[0-9]+\}\],\"total_mib\":2500,\"total_s\":0\.3[0-9]+,\"command\":\"cudanap suspend $R_pid\"\}$" \
 	"pick --json"
-out=$("$CUDANAP" pick --free x 2>&1); rc=$?
+out=$("$CUDANAP" pick -c "$T/job.ini" --free x 2>&1); rc=$?
 like "$rc:$out" "^2:cudanap: --free wants a size" "a bad size: usage error"
-"$CUDANAP" suspend $("$CUDANAP" pick --free 3500 --gpu 0 | tail -n 1 | cut -d' ' -f3-) > /dev/null
+"$CUDANAP" suspend $("$CUDANAP" pick -c "$T/job.ini" --free 3500 --gpu 0 | tail -n 1 | cut -d' ' -f3-) > /dev/null
 is "$(field "$P_pid" state):$(field "$Q_pid" state)" checkpointed:checkpointed "its command suspends them"
 finish
