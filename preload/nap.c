@@ -14,8 +14,9 @@
  * that needs it asks for a wake, in the calling thread, by a byte on the agent's pipe, and waits
  * at the gate with every other: the agent resumes the process (resume.c) onto its home GPUs, or
  * with [nap] wake_on = any onto any GPU of the same model with room, and the calls go on. Without
- * room anywhere the wake waits, tried again every tick, its status saying what it needs, until
- * room appears or `cudanap resume --gpu-map` puts it elsewhere. A resume by signal wakes it too;
+ * room anywhere the wake waits, its status saying what it needs, until room appears (checked every
+ * 100 ms by the restore, back in the agent's loop every ROOM_WAIT_MS to hear its signals) or
+ * `cudanap resume --gpu-map` puts it elsewhere. A resume by signal wakes it too;
  * a suspend signal leaves it napping (suspend.c says so). Runs in the agent thread, but for the
  * wake's byte. */
 #define _GNU_SOURCE
@@ -37,7 +38,7 @@
 
 #define NAP_LOCK_MS  200 /* a nap's lock: the work it waits for is a kernel older than idle_s */
 #define BACKOFF_MAX  64
-#define ROOM_TICK_MS 1000
+#define ROOM_WAIT_MS 1000 /* a wake waiting for room: one try's wait at home */
 
 static struct {
 	unsigned long work; /* the gate's count at the last look */
@@ -46,9 +47,10 @@ static struct {
 	unsigned backoff;   /* the back-off's multiple of idle_s: 1, 2, 4, ... */
 	bool idle;	    /* idle_since was written */
 	bool napping;	    /* asleep by a nap: a call that needs the GPU wakes it */
-	bool retry;	    /* a wake that failed: tried again at every tick */
-	bool room_said;	    /* the wake's wait was logged */
-	bool refusal_said;  /* the reason it is not napped was logged */
+	double try_ms;	/* when the last wake began: a failed one is tried again ROOM_WAIT_MS on */
+	bool retry;	/* a wake that failed: tried again */
+	bool room_said; /* the wake's wait was logged */
+	bool refusal_said; /* the reason it is not napped was logged */
 } nap = { .backoff = 1 };
 
 /* When the call that woke the process asked (monotonic ns, from an app thread). */
@@ -81,13 +83,22 @@ static void since_now(char *out, size_t len, double ago_ms)
 	snprintf(out, len, "%s.%03dZ", when, (int)((t - (double)ts.tv_sec) * 1000));
 }
 
+/* A failed wake is tried again ROOM_WAIT_MS after the last began: at once after one that waited
+ * that long for room. */
+static int retry_in(void)
+{
+	double left = nap.try_ms + ROOM_WAIT_MS - cn_now_ms();
+
+	return left > 0 ? (int)left : 0;
+}
+
 int cn_nap_timeout_ms(void)
 {
 	unsigned s = cn_ag.cfg.nap_idle_s;
 	int tick = s ? (int)(s * 1000 / 4) : -1;
 
 	if (nap.napping)
-		return nap.retry ? ROOM_TICK_MS : -1;
+		return nap.retry ? retry_in() : -1;
 	if (tick < 0)
 		return -1;
 	return tick < 100 ? 100 : tick > 1000 ? 1000 : tick;
@@ -153,7 +164,7 @@ void cn_nap_tick(void)
 	double now = cn_now_ms();
 
 	if (nap.napping) {
-		if (nap.retry)
+		if (nap.retry && retry_in() == 0)
 			cn_nap_wake();
 		return;
 	}
@@ -217,29 +228,34 @@ void cn_nap_wake(void)
 	double asked = atomic_load(&asked_ms);
 	unsigned next = 0;
 	char map[64], why[420];
+	bool room;
 
 	if (!nap.napping)
 		return;
 	cn_gate_nap(CN_NAP_NONE, NULL); /* calls from now on wait for the wake */
 	if (!nap.retry)
 		say("waking", "");
-	cn_resume_as(true, NULL);
+	nap.try_ms = cn_now_ms();
+	cn_resume_as(true, NULL, nap.retry ? ROOM_WAIT_MS : 0);
 	while (strcmp(cn_ag.st.state, "checkpointed") == 0 &&
 	       strcmp(cn_ag.st.result, "NO_GPU_MEMORY") == 0 && elsewhere(map, sizeof(map), &next))
-		cn_resume_as(true, map);
+		cn_resume_as(true, map, 0);
 	if (strcmp(cn_ag.st.state, "running") == 0) {
 		cn_nap_woken(asked);
 		return;
 	}
-	/* Still asleep: waiting for room, or after a failure; tried again at every tick. */
+	/* Still asleep: waiting for room, or after a failure; tried again ROOM_WAIT_MS after this
+	 * try began, but the first wait for room at once: its home try waits for room itself. */
+	room = strcmp(cn_ag.st.result, "NO_GPU_MEMORY") == 0;
+	if (room && !nap.retry)
+		nap.try_ms -= ROOM_WAIT_MS;
 	cn_gate_nap(CN_NAP_ASLEEP, wake_asked);
 	snprintf(why, sizeof(why), "%s: %s", cn_ag.st.result, cn_ag.st.message);
-	say(strcmp(cn_ag.st.result, "NO_GPU_MEMORY") == 0 ? "waiting for room" : "waking",
-	    strcmp(cn_ag.st.result, "NO_GPU_MEMORY") == 0 ? cn_ag.st.message : why);
+	say(room ? "waiting for room" : "waking", room ? cn_ag.st.message : why);
 	cn_report_write();
 	if (!nap.room_said)
 		cn_log(&cn_ag.cfg, CN_LOG_INFO,
-		       "a call waits for the GPU: %s; tried again every %d ms", why, ROOM_TICK_MS);
+		       "a call waits for the GPU: %s; room checked every 100 ms", why);
 	nap.room_said = nap.retry = true;
 }
 

@@ -74,12 +74,12 @@ static void moved(const struct cn_resp *r)
 	}
 }
 
-/* The restore, tried again every 100 ms while the target GPUs lack room, for [restore]
- * room_wait_s: the controller refuses before the driver's call, so trying again is safe. The wait
- * step is then all that came before the last try's call. */
-static int restore(struct cn_resp *r, bool wait)
+/* The restore, tried again every 100 ms while the target GPUs lack room, for wait_ms ([restore]
+ * room_wait_s; a wake waiting for room, nap.c): the controller refuses before the driver's call,
+ * so trying again is safe. The wait step is then all that came before the last try's call. */
+static int restore(struct cn_resp *r, unsigned wait_ms)
 {
-	double t0 = cn_now_ms(), until = t0 + (wait ? cn_ag.cfg.room_wait_s * 1000.0 : 0);
+	double t0 = cn_now_ms(), until = t0 + wait_ms;
 	int rc, tries = 0;
 
 	while ((rc = cn_moving_call(CN_OP_RESTORE, r)) < 0 && r->result == CN_RES_NO_ROOM &&
@@ -122,10 +122,10 @@ static void comms_resume(struct cn_resp *r, const char *name)
 
 void cn_resume(void)
 {
-	cn_resume_as(false, NULL);
+	cn_resume_as(false, NULL, cn_ag.cfg.room_wait_s * 1000);
 }
 
-void cn_resume_as(bool wake, const char *map)
+void cn_resume_as(bool wake, const char *map, unsigned room_wait_ms)
 {
 	struct cn_status before = cn_ag.st;
 	bool from_disk = cn_ag.hib_addr != NULL;
@@ -168,7 +168,7 @@ void cn_resume_as(bool wake, const char *map)
 	if (r.state == CN_STATE_CHECKPOINTED) {
 		/* A controller that died mid-restore may have left it restored and locked: then
 		 * the unlock below finishes the resume. */
-		if (restore(&r, !wake) < 0 &&
+		if (restore(&r, room_wait_ms) < 0 &&
 		    !(r.result == CN_RES_IO && r.state == CN_STATE_LOCKED)) {
 			char msg[320];
 

@@ -157,9 +157,9 @@ ask C "drv launch export 5" 1
 is "$REPLY" "" "no room on its GPU: the waking call waits"
 check "status: waiting for room" eventually 20 nap_is "$pid" "waiting for room"
 like "$("$CUDANAP" status --no-query "$pid")" "
-$pid +napping .* no-room .*
+$pid +napping\*? .* no-room .*
 $pid: waiting for room: restore: GPU 0 .*has 500 MiB free" "cudanap status says what it waits for"
-like "$(cat "$T/C.err")" "a call waits for the GPU: NO_GPU_MEMORY: restore: GPU 0 .*; tried again every 1000 ms" "a log line says so once"
+like "$(cat "$T/C.err")" "a call waits for the GPU: NO_GPU_MEMORY: restore: GPU 0 .*; room checked every 100 ms" "a log line says so once"
 rm "$T/fake/free.0"
 answer C 20
 is "$REPLY:$(field "$pid" state)" "launch 0:running" "room appears: it wakes, the call answers"
