@@ -28,6 +28,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "cuda_abi.h"
+#include "fns.h"
+
 #define MAX_COMMS 64
 
 struct comm {
@@ -377,6 +380,56 @@ static int sorted(struct comm **out)
 	return n;
 }
 
+/* NCCL's suspend and resume save the calling thread's device (cudaGetDevice: 0 on a thread without
+ * a context, as the agent's is) and set it back at the end, which from CUDA 12 on creates that
+ * device's primary context: a rank on GPU 1 came back from each resume holding 518 MiB on GPU 0 too
+ * (two H100s, NCCL 2.30.7). So the communicator's own device is made current on the agent's
+ * thread around each call: NCCL sets back the device it works on, and touches no other. */
+struct on_device {
+	CUdevice dev;
+	bool held; /* its primary context retained and current */
+};
+
+static void device_enter(ncclComm_t c, struct on_device *o)
+{
+	ncclResult_t (*cu_device)(ncclComm_t, int *) =
+		(ncclResult_t(*)(ncclComm_t, int *))cn_nccl_sym("ncclCommCuDevice");
+	CUresult (*get)(CUdevice *, int) =
+		(CUresult(*)(CUdevice *, int))cn_fn_resolve(CN_FN_IDX_cuDeviceGet);
+	CUresult (*retain)(CUcontext *, CUdevice) = (CUresult(*)(
+		CUcontext *, CUdevice))cn_fn_resolve(CN_FN_IDX_cuDevicePrimaryCtxRetain);
+	CUresult (*set)(CUcontext) =
+		(CUresult(*)(CUcontext))cn_fn_resolve(CN_FN_IDX_cuCtxSetCurrent);
+	CUresult (*release)(CUdevice) =
+		(CUresult(*)(CUdevice))cn_fn_resolve(CN_FN_IDX_cuDevicePrimaryCtxRelease_v2);
+	CUcontext ctx;
+	int ordinal;
+
+	o->held = false;
+	if (!cu_device || !get || !retain || !set || !release ||
+	    cu_device(c, &ordinal) != NCCL_SUCCESS || get(&o->dev, ordinal) != CUDA_SUCCESS ||
+	    retain(&ctx, o->dev) != CUDA_SUCCESS)
+		return;
+	if (set(ctx) != CUDA_SUCCESS) {
+		release(o->dev);
+		return;
+	}
+	o->held = true;
+}
+
+static void device_leave(const struct on_device *o)
+{
+	CUresult (*set)(CUcontext) =
+		(CUresult(*)(CUcontext))cn_fn_resolve(CN_FN_IDX_cuCtxSetCurrent);
+	CUresult (*release)(CUdevice) =
+		(CUresult(*)(CUdevice))cn_fn_resolve(CN_FN_IDX_cuDevicePrimaryCtxRelease_v2);
+
+	if (!o->held)
+		return;
+	set(NULL);
+	release(o->dev);
+}
+
 int cn_comms_suspend(char *why, size_t wlen)
 {
 	ncclResult_t (*suspend)(ncclComm_t, int) =
@@ -387,9 +440,15 @@ int cn_comms_suspend(char *why, size_t wlen)
 	gate.suspended = true;
 	agent_call = true;
 	for (int i = 0; i < n && rc == 0; i++) {
-		ncclResult_t r = suspend ? suspend(atomic_load(&list[i]->comm), NCCL_SUSPEND_MEM)
-					 : NCCL_INVALID_USAGE;
+		ncclComm_t c = atomic_load(&list[i]->comm);
+		struct on_device on;
+		ncclResult_t r = NCCL_INVALID_USAGE;
 
+		if (suspend) {
+			device_enter(c, &on);
+			r = suspend(c, NCCL_SUSPEND_MEM);
+			device_leave(&on);
+		}
 		if (r != NCCL_SUCCESS) {
 			snprintf(why, wlen,
 				 "ncclCommSuspend of communicator %016" PRIx64 " failed (%d)",
@@ -412,11 +471,17 @@ int cn_comms_resume(char *why, size_t wlen)
 
 	agent_call = true;
 	for (int i = 0; i < n && rc == 0; i++) {
-		ncclResult_t r;
+		ncclComm_t c = atomic_load(&list[i]->comm);
+		struct on_device on;
+		ncclResult_t r = NCCL_INVALID_USAGE;
 
 		if (!list[i]->suspended)
 			continue;
-		r = resume ? resume(atomic_load(&list[i]->comm)) : NCCL_INVALID_USAGE;
+		if (resume) {
+			device_enter(c, &on);
+			r = resume(c);
+			device_leave(&on);
+		}
 		if (r != NCCL_SUCCESS) {
 			snprintf(why, wlen,
 				 "ncclCommResume of communicator %016" PRIx64 " failed (%d)",

@@ -13,7 +13,11 @@
  * (CUDA_ERROR_NOT_SUPPORTED, and the process is lost, as on driver 580). ncclCommSuspend removes
  * it, ncclCommResume puts it back; with NCCL_P2P_DISABLE=1 and NCCL_SHM_DISABLE=1 (sockets) it is
  * never made. An operation on a suspended communicator fails and is logged in
- * $CUDANAP_FAKE_DIR/nccl/misuse: the app's calls must have been held back. */
+ * $CUDANAP_FAKE_DIR/nccl/misuse: the app's calls must have been held back.
+ * A communicator's device is its rank's, modulo CUDANAP_FAKE_GPUS (1). ncclCommSuspend and
+ * ncclCommResume save the caller's device and set it back, as NCCL's do (cudaGetDevice: the current
+ * context's device, 0 without one): setting back another device than the communicator's would
+ * give it a context of its own on a real GPU, so the file stray.<pid>.<device> says so. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -41,6 +45,7 @@ struct ncclComm {
 	unsigned long seq;     /* operations issued */
 	int suspends, resumes; /* barriers so far */
 	int suspended;
+	int dev; /* its device */
 };
 typedef struct ncclComm *ncclComm_t;
 typedef int ncclResult_t;
@@ -59,6 +64,7 @@ ncclResult_t ncclAllReduce(const void *s, void *d, size_t n, int t, int op, nccl
 			   void *stream);
 ncclResult_t ncclCommSuspend(ncclComm_t comm, int flags);
 ncclResult_t ncclCommResume(ncclComm_t comm);
+ncclResult_t ncclCommCuDevice(ncclComm_t comm, int *dev);
 
 static atomic_int live; /* communicators not suspended, holding peer imports */
 
@@ -155,8 +161,15 @@ static ncclComm_t make(uint64_t key, int rank, int nranks)
 	c->key = key;
 	c->rank = rank;
 	c->nranks = nranks;
+	c->dev = rank % (getenv("CUDANAP_FAKE_GPUS") ? atoi(getenv("CUDANAP_FAKE_GPUS")) : 1);
 	imports(1);
 	return c;
+}
+
+EXPORT ncclResult_t ncclCommCuDevice(ncclComm_t comm, int *dev)
+{
+	*dev = comm->dev;
+	return ok;
 }
 
 /* A peer import made by NCCL itself through the runtime's exported name, as an NCCL built with
@@ -267,6 +280,28 @@ EXPORT ncclResult_t ncclAllReduce(const void *s, void *d, size_t n, int t, int o
 }
 
 #ifndef FAKE_OLD
+/* The caller's device, as cudaGetDevice finds it (-1: no driver to ask). */
+static int caller_device(void)
+{
+	int (*get)(void **) = (int (*)(void **))dlsym(RTLD_DEFAULT, "cuCtxGetCurrent");
+	int (*dev_of)(int *) = (int (*)(int *))dlsym(RTLD_DEFAULT, "cuCtxGetDevice");
+	void *ctx = NULL;
+	int d = 0;
+
+	if (!get || !dev_of)
+		return -1;
+	if (get(&ctx) == 0 && ctx)
+		dev_of(&d);
+	return d;
+}
+
+/* The end of a suspend or resume: the caller's device set back. */
+static void set_back(ncclComm_t comm, int saved)
+{
+	if (saved >= 0 && saved != comm->dev)
+		touch("%s/stray.%d.%d", dir(), (int)getpid(), saved);
+}
+
 static double now_ms(void)
 {
 	struct timespec ts;
@@ -306,11 +341,10 @@ static int barrier(ncclComm_t c, const char *name, int n)
 	}
 }
 
-EXPORT ncclResult_t ncclCommSuspend(ncclComm_t comm, int flags)
+static ncclResult_t suspend(ncclComm_t comm)
 {
 	double until = now_ms() + WAIT_MS;
 
-	(void)flags;
 	if (comm->suspended)
 		return invalid_usage;
 	while (!matched(comm)) {
@@ -328,14 +362,29 @@ EXPORT ncclResult_t ncclCommSuspend(ncclComm_t comm, int flags)
 	return ok;
 }
 
+EXPORT ncclResult_t ncclCommSuspend(ncclComm_t comm, int flags)
+{
+	int saved = caller_device();
+	ncclResult_t r = suspend(comm);
+
+	(void)flags;
+	set_back(comm, saved);
+	return r;
+}
+
 EXPORT ncclResult_t ncclCommResume(ncclComm_t comm)
 {
-	if (!comm->suspended)
-		return invalid_usage;
-	if (barrier(comm, "resume", ++comm->resumes) != ok)
-		return system_error;
-	comm->suspended = 0;
-	imports(1);
-	return ok;
+	int saved = caller_device();
+	ncclResult_t r = invalid_usage;
+
+	if (comm->suspended) {
+		r = barrier(comm, "resume", ++comm->resumes);
+		if (r == ok) {
+			comm->suspended = 0;
+			imports(1);
+		}
+	}
+	set_back(comm, saved);
+	return r == ok ? ok : r == invalid_usage ? invalid_usage : system_error;
 }
 #endif

@@ -10,7 +10,8 @@
  * cuGetProcAddress(_v2) answers as the real driver does: the _ptsz variant for the per-thread
  * default stream flag (2), cuMemAlloc_v2 from version 3020, cuGetProcAddress_v2 from 12000, for
  * cuLaunchKernel from version 13000 a variant libfakecuda does not export, cuMemAllocManaged (a
- * new pointer each call) and cuMemFree_v2, the context calls (a current context per thread),
+ * new pointer each call) and cuMemFree_v2, the context calls (a current context per thread, the
+ * primary contexts),
  * stream captures (cuStreamIsCapturing says whether any is open), and "cuFakeNext", a
  * function no cudanap table knows, also unexported. Anything else: CUDA_ERROR_NOT_FOUND.
  *
@@ -202,6 +203,34 @@ EXPORT CUresult cuCtxGetCurrent(void **ctx)
 	return CUDA_SUCCESS;
 }
 
+/* Primary contexts: device d's is the address primary + d; a thread with none current is on
+ * device 0, as the runtime's cudaGetDevice says. */
+static char primary[16];
+
+EXPORT CUresult cuDevicePrimaryCtxRetain(void **ctx, CUdevice d)
+{
+	entered("cuDevicePrimaryCtxRetain");
+	if (d < 0 || d >= (CUdevice)sizeof(primary))
+		return CUDA_ERROR_INVALID_DEVICE;
+	*ctx = primary + d;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d)
+{
+	entered("cuDevicePrimaryCtxRelease_v2");
+	return d >= 0 && d < (CUdevice)sizeof(primary) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+EXPORT CUresult cuCtxGetDevice(CUdevice *d)
+{
+	char *c = current;
+
+	entered("cuCtxGetDevice");
+	*d = c >= primary && c < primary + sizeof(primary) ? (CUdevice)(c - primary) : 0;
+	return CUDA_SUCCESS;
+}
+
 EXPORT CUresult cuStreamIsCapturing(CUstream s, int *status)
 {
 	(void)s;
@@ -279,6 +308,12 @@ static void *pick(const char *s, int version, uint64_t flags)
 		return (void *)cuCtxSetCurrent;
 	if (strcmp(s, "cuCtxGetCurrent") == 0)
 		return (void *)cuCtxGetCurrent;
+	if (strcmp(s, "cuCtxGetDevice") == 0)
+		return (void *)cuCtxGetDevice;
+	if (strcmp(s, "cuDevicePrimaryCtxRetain") == 0)
+		return (void *)cuDevicePrimaryCtxRetain;
+	if (strcmp(s, "cuDevicePrimaryCtxRelease") == 0)
+		return version >= 11000 ? (void *)cuDevicePrimaryCtxRelease_v2 : NULL;
 	if (strcmp(s, "cuStreamIsCapturing") == 0)
 		return (void *)cuStreamIsCapturing;
 	if (strcmp(s, "cuStreamBeginCapture") == 0)

@@ -41,6 +41,8 @@ peer() { test -e "$T/fake/$1.peer"; }
 # -- NCCL 2.30.7: suspended and resumed through its suspend API, at an agreed cut
 export CUDANAP_FAKE_NCCL=$FAKENCCL
 write_ini "[lock]" "timeout_ms = 5000"
+# two GPUs: rank 1's communicator is on device 1, as one process per GPU has it
+export CUDANAP_FAKE_GPUS=2
 rank A job1 0 2 3
 rank B job1 1 2 5 # slower: B is behind A at any moment
 check "two ranks on the default transports hold peer imports" peer "$A_pid"
@@ -80,6 +82,10 @@ done
 is "$good" 5 "5 more cycles"
 check "no unmatched operation in any of them" test -z "$(ls "$T/fake/nccl" | grep unmatched)"
 is "$(cat "$T/fake/nccl/misuse" 2> /dev/null)" "" "and no misuse"
+# NCCL sets the caller's device back after each call: the agent's own thread was on the
+# communicator's device, so rank 1 got no context on device 0 (518 MiB there on an H100)
+is "$(cd "$T/fake/nccl" && echo stray.*)" "stray.*" "NCCL set back no device but the communicator's"
+unset CUDANAP_FAKE_GPUS
 
 # -- with a process without a CUDA context among them (a launcher that imported torch): no rank,
 # it does not stop the cut
