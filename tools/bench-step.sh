@@ -4,9 +4,10 @@
 # ratio to plain is this machine's noise between runs of one job, and a ratio closer to 1 than
 # that says nothing) and under "cudanap" run; the variants take turns in an order that rotates
 # each round, and it prints each one's median step time and its ratio to plain. Run through
-# `ninja -C build bench-step` on a GPU machine; REPS (5) and STEPS (300) from the environment.
+# `ninja -C build bench-step` on a GPU machine; REPS (5), STEPS (300) and ONLY (a regex: the jobs
+# whose names match; all) from the environment.
 set -u
-REPS=${REPS:-5} STEPS=${STEPS:-300}
+REPS=${REPS:-5} STEPS=${STEPS:-300} ONLY=${ONLY:-.}
 py=$(dirname "$0")/../tests/gpu/step_time.py
 T=$(mktemp -d "${TMPDIR:-/tmp}/cudanap-bench.XXXXXX")
 trap 'rm -rf "$T"' EXIT
@@ -31,6 +32,7 @@ printf '%-22s' job
 for v in $variants; do printf ' %11s' "$v ms"; [ $v = plain ] || printf ' %7s' ratio; done
 echo
 while read -r name args; do
+	[[ $name =~ $ONLY ]] || continue
 	declare -A t=()
 	set -- $variants
 	for _ in $(seq "$REPS"); do
