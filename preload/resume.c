@@ -122,10 +122,10 @@ static void comms_resume(struct cn_resp *r, const char *name)
 
 void cn_resume(void)
 {
-	cn_resume_as(false, NULL, cn_ag.cfg.room_wait_s * 1000);
+	cn_resume_as(false, NULL, 0);
 }
 
-void cn_resume_as(bool wake, const char *map, unsigned room_wait_ms)
+void cn_resume_as(bool wake, const char *map, unsigned wake_wait_ms)
 {
 	struct cn_status before = cn_ag.st;
 	bool from_disk = cn_ag.hib_addr != NULL;
@@ -168,7 +168,7 @@ void cn_resume_as(bool wake, const char *map, unsigned room_wait_ms)
 	if (r.state == CN_STATE_CHECKPOINTED) {
 		/* A controller that died mid-restore may have left it restored and locked: then
 		 * the unlock below finishes the resume. */
-		if (restore(&r, room_wait_ms) < 0 &&
+		if (restore(&r, wake ? wake_wait_ms : cn_ag.cfg.room_wait_s * 1000) < 0 &&
 		    !(r.result == CN_RES_IO && r.state == CN_STATE_LOCKED)) {
 			char msg[320];
 
