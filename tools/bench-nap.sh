@@ -15,7 +15,7 @@ printf '[status]\ndir = %s\n[lock]\ntimeout_ms = 0\n' "$T/status" > "$T/job.ini"
 nvidia-smi -L > /dev/null 2>&1 || { echo "bench-nap: needs a GPU" >&2; exit 1; }
 
 field() { grep -o "\"$2\":\(\"[^\"]*\"\|[^,}]*\)" "$T/status/$1.json" | head -n 1 | sed 's/^[^:]*://; s/"//g'; }
-median() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { m = int((NR + 1) / 2); print (NR % 2) ? a[m] : (a[m] + a[m + 1]) / 2 }'; }
+. "$(dirname "$0")/bench-lib.sh"
 act() { "$CUDANAP" "$2" -c "$T/job.ini" "$1" > /dev/null || { echo "bench-nap: $2 of $1 failed" >&2; exit 1; }; }
 
 echo "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n1); medians of $REPS"

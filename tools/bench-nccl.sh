@@ -21,7 +21,7 @@ printf '[status]\ndir = %s\n' "$T/status" > "$T/plain.ini"
 printf '[status]\ndir = %s\n[nccl]\nsuspendable = true\n' "$T/status" > "$T/sockets.ini"
 [ "$(nvidia-smi -L 2> /dev/null | wc -l)" -ge "$RANKS" ] || { echo "bench-nccl: needs $RANKS GPUs" >&2; exit 1; }
 
-median() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { m = int((NR + 1) / 2); print (NR % 2) ? a[m] : (a[m] + a[m + 1]) / 2 }'; }
+. "$(dirname "$0")/bench-lib.sh"
 step_ms() { # step_ms plain|again|cudanap|sockets|wide ARGS...: the job's median step time in ms
 	local how=$1
 	shift
@@ -35,34 +35,13 @@ step_ms() { # step_ms plain|again|cudanap|sockets|wide ARGS...: the job's median
 		"$CUDANAP" run -c "$T/sockets.ini" -- python3 "$py" "$STEPS" --time "$@" 2> /dev/null ;;
 	esac | awk '/^time/ { print $2 }'
 }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.3fx", b / a; else print "-" }'; }
 
 # The NCCL the job loads (torch.cuda.nccl.version() is the one PyTorch was built with).
 version=$(LD_PRELOAD=$NCCL python3 -c 'import ctypes, torch; v = ctypes.c_int(); ctypes.CDLL("libnccl.so.2").ncclGetVersion(ctypes.byref(v)); v = v.value; print(f"{v // 10000}.{v // 100 % 100}.{v % 100}")' 2> /dev/null)
 echo "$RANKS rank(s), $STEPS steps, median step time of $REPS runs each, the variants taking turns, NCCL ${version:-?}${NCCL:+ (preloaded)}"
 variants="plain again cudanap"
 [ "$SOCKETS" = 0 ] || variants="$variants sockets wide"
-printf '%-20s' job
-for v in $variants; do printf ' %11s' "$v ms"; [ $v = plain ] || printf ' %7s' ratio; done
-echo
-while read -r name args; do
-	[ -z "$JOBS" ] || [[ " $JOBS " == *" $name "* ]] || continue
-	declare -A t=()
-	set -- $variants
-	for _ in $(seq "$REPS"); do
-		for v in "$@"; do t[$v]="${t[$v]:-} $(step_ms $v $args)"; done
-		set -- "${@:2}" "$1"
-	done
-	printf '%-20s' "$name"
-	for v in $variants; do
-		m=$(median <<< "${t[$v]}")
-		[ $v = plain ] && base=$m
-		printf ' %11s' "$m"
-		[ $v = plain ] || printf ' %7s' "$(ratio "$base" "$m")"
-	done
-	echo
-	unset t
-done << 'JOBS'
+turns 20 $variants << 'JOBS'
 mlp-4M-fp32 --width 1024 --layers 4 --batch 256 --sleep 0
 mlp-200M-bf16 --busy --width 4096 --layers 12 --batch 1024
 mlp-200M-bf16-b8192 --busy --width 4096 --layers 12 --batch 8192
