@@ -33,7 +33,11 @@ ask A "handler sigaction"
 
 # -- a process never suspended: its memory now, yes, and the estimate from the defaults
 before=$(snapshot "$pid")
+t0=$(date +%s%3N)
 out=$("$CUDANAP" status)
+when=$(field "$pid" query_time)
+like "$when" '^20[0-9]{2}-[01][0-9]-[0-3][0-9]T[0-2][0-9]:[0-5][0-9]:[0-5][0-9]\.[0-9]{3}Z$' "the answer's time, UTC to the ms"
+check "and it is the question's ($when)" test "$t0" -le "$(date -d "$when" +%s%3N)" -a "$(date -d "$when" +%s%3N)" -le "$(date +%s%3N)"
 like "$out" "NOW_MIB +SUSPEND" "cudanap status has the columns NOW_MIB and SUSPEND"
 like "$out" "
 $pid +running +start .* +1000 +yes 0\.3/0\.2 " \

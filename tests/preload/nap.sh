@@ -23,9 +23,15 @@ above() { local n=$1 v; shift; v=$("$@"); [ "${v%% *}" -gt "$n" ] 2> /dev/null; 
 write_ini "[nap]" "idle_s = 1" "[log]" "level = info"
 start A "$TARGET"
 pid=$A_pid
+t0=$(date +%s%3N)
 ask A "drv launch export 5"
 is "$REPLY" "launch 0" "the process works the GPU"
 check "idle for a second, it naps" eventually 20 state_is "$pid" checkpointed
+# idle since its last work: after the launch began, and the look that saw it (every quarter of
+# idle_s) well before the nap, which comes a second after it
+since=$(date -d "$(field "$pid" idle_since)" +%s%3N)
+check "idle_since: when its work stopped ($(field "$pid" idle_since))" \
+	test "$since" -ge "$t0" -a "$since" -le "$((t0 + 3000))"
 is "$(field "$pid" nap):$(field "$pid" action):$(field "$pid" naps)" "napping:nap:1" \
 	"the status: nap napping, the action a nap, one nap"
 like "$("$CUDANAP" status --no-query "$pid")" "
