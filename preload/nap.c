@@ -25,7 +25,6 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "actions.h"
 #include "agent.h"
@@ -47,9 +46,8 @@ static struct {
 	unsigned backoff;   /* the back-off's multiple of idle_s: 1, 2, 4, ... */
 	bool idle;	    /* idle_since was written */
 	bool napping;	    /* asleep by a nap: a call that needs the GPU wakes it */
-	double try_ms;	/* when the last wake began: a failed one is tried again ROOM_WAIT_MS on */
-	bool retry;	/* a wake that failed: tried again */
-	bool room_said; /* the wake's wait was logged */
+	double try_ms; /* when the last wake began: a failed one is tried again ROOM_WAIT_MS on */
+	bool retry;    /* a wake that failed: tried again */
 	bool refusal_said; /* the reason it is not napped was logged */
 } nap = { .backoff = 1 };
 
@@ -66,21 +64,6 @@ static void say(const char *state, const char *why)
 {
 	snprintf(cn_ag.st.nap, sizeof(cn_ag.st.nap), "%s", state);
 	snprintf(cn_ag.st.nap_why, sizeof(cn_ag.st.nap_why), "%s", why);
-}
-
-static void since_now(char *out, size_t len, double ago_ms)
-{
-	struct timespec ts;
-	struct tm tm;
-	char when[24];
-	double t;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	t = (double)ts.tv_sec + ts.tv_nsec / 1e9 - ago_ms / 1000;
-	ts.tv_sec = (time_t)t;
-	gmtime_r(&ts.tv_sec, &tm);
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(out, len, "%s.%03dZ", when, (int)((t - (double)ts.tv_sec) * 1000));
 }
 
 /* A failed wake is tried again ROOM_WAIT_MS after the last began: at once after one that waited
@@ -193,7 +176,8 @@ void cn_nap_tick(void)
 	}
 	if (!nap.idle) {
 		nap.idle = true;
-		since_now(cn_ag.st.idle_since, sizeof(cn_ag.st.idle_since), now - nap.active_ms);
+		cn_report_time(cn_ag.st.idle_since, sizeof(cn_ag.st.idle_since),
+			       now - nap.active_ms);
 		cn_report_write();
 	}
 	if (now - nap.active_ms >= cn_ag.cfg.nap_idle_s * 1000.0 && now >= nap.not_before)
@@ -253,10 +237,10 @@ void cn_nap_wake(void)
 	snprintf(why, sizeof(why), "%s: %s", cn_ag.st.result, cn_ag.st.message);
 	say(room ? "waiting for room" : "waking", room ? cn_ag.st.message : why);
 	cn_report_write();
-	if (!nap.room_said)
+	if (!nap.retry) /* said once */
 		cn_log(&cn_ag.cfg, CN_LOG_INFO,
 		       "a call waits for the GPU: %s; room checked every 100 ms", why);
-	nap.room_said = nap.retry = true;
+	nap.retry = true;
 }
 
 void cn_nap_woken(double asked)
@@ -266,7 +250,7 @@ void cn_nap_woken(double asked)
 
 	if (!nap.napping)
 		return;
-	nap.napping = nap.room_said = nap.idle = nap.retry = false;
+	nap.napping = nap.idle = nap.retry = false;
 	nap.active_ms = now;
 	cn_ag.st.idle_since[0] = '\0';
 	cn_ag.st.wakes++;

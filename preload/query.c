@@ -11,7 +11,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "agent_state.h"
 #include "clock.h"
@@ -163,15 +162,8 @@ static void estimate(double gpu_mib)
 static void stamp(void)
 {
 	struct cn_status *st = &cn_ag.st;
-	struct timespec ts;
-	struct tm tm;
-	char when[24];
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(st->query_time, sizeof(st->query_time), "%s.%03dZ", when,
-		 (int)(ts.tv_nsec / 1000000));
+	cn_report_time(st->query_time, sizeof(st->query_time), 0);
 	st->query_seq++;
 	cn_report_write(); /* its timestamp stays the last action's */
 }

@@ -42,18 +42,25 @@ static const char *state_name(int s)
 	return NULL;
 }
 
-void cn_report_publish(void)
+void cn_report_time(char *out, size_t len, double ago_ms)
 {
-	struct cn_status *st = &cn_ag.st;
 	struct timespec ts;
 	struct tm tm;
 	char when[24];
+	long long ns;
+	time_t sec;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
+	ns = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec - (long long)(ago_ms * 1e6);
+	sec = (time_t)(ns / 1000000000LL);
+	gmtime_r(&sec, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(st->timestamp, sizeof(st->timestamp), "%s.%03dZ", when,
-		 (int)(ts.tv_nsec / 1000000));
+	snprintf(out, len, "%s.%03dZ", when, (int)(ns % 1000000000LL / 1000000));
+}
+
+void cn_report_publish(void)
+{
+	cn_report_time(cn_ag.st.timestamp, sizeof(cn_ag.st.timestamp), 0);
 	cn_report_write();
 }
 

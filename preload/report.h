@@ -15,6 +15,8 @@ void cn_report_begin(const char *action);
 
 /* Write the status file as it stands. */
 void cn_report_publish(void);
+/* The UTC time ago_ms before now, as the status file writes its times: 2026-11-25T17:49:41.123Z. */
+void cn_report_time(char *out, size_t len, double ago_ms);
 /* The status file written as it stands, its timestamp unchanged (a query is no action). */
 void cn_report_write(void);
 
