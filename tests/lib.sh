@@ -120,6 +120,14 @@ eventually() {
 	done
 }
 
+# state_is PID STATE: PID's status says STATE with no action under way; nap_is PID NAP: its nap
+# field says NAP.
+state_is() { [ "$(field "$1" state):$(field "$1" busy)" = "$2:false" ]; }
+nap_is() { [ "$(field "$1" nap)" = "$2" ]; }
+# woke PID: until a wake's outcome is in PID's status (5 s at most): the gate opens for the waiting
+# calls before the status file is written, so a call can answer first.
+woke() { eventually 5 state_is "$1" running; }
+
 # has FILE REGEX: FILE exists and its text matches REGEX.
 has() { [ -e "$1" ] && [[ $(cat "$1" 2> /dev/null) =~ $2 ]]; }
 

@@ -12,8 +12,6 @@ command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 || skip_all 
 [ "$(nvidia-smi -L | wc -l)" -ge 2 ] || skip_all "needs two GPUs"
 py=${PYTHON:-python3}
 gib=${CUDANAP_GPU_TEST_GIB:-8}
-state_is() { [ "$(field "$1" state):$(field "$1" busy)" = "$2:false" ]; }
-nap_is() { [ "$(field "$1" nap)" = "$2" ]; }
 free_gib() { echo $(($(nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits -i "$1") / 1024)); }
 secs() { awk -v m="$1" 'BEGIN { printf "%.2f", m / 1000 }'; }
 # fill GPU: a process holding all but 2 GiB of what is free there, on that GPU alone
@@ -29,6 +27,7 @@ is "$rc" 0 "it naps: $out"
 fill 0
 check "a filler takes GPU 0 ($(mib_on "$F_pid" 0) MiB)" test "$(mib_on "$F_pid" 0)" -gt 1024
 ask A work 300
+woke "$pid"
 is "$REPLY:$(field "$pid" state)" "work ok:running" "its next call wakes it, on the other GPU, and works"
 like "$(mib_on "$pid" 0):$(mib_on "$pid" 1)" "^0:[1-9][0-9]*$" "nvidia-smi shows it on GPU 1"
 like "$("$CUDANAP" status --no-query "$pid")" "
@@ -61,6 +60,7 @@ wait "$F_pid"
 t0=$(date +%s%N)
 answer B 60
 ms=$((($(date +%s%N) - t0) / 1000000))
+woke "$B_pid"
 is "$REPLY:$(field "$B_pid" state)" "work ok:running" "the filler gone, it wakes at home and the call works"
 # room is checked every 100 ms and an 8 GiB restore takes about 0.4 s
 check "within a second of the filler's exit ($ms ms)" test "$ms" -lt 1000

@@ -14,8 +14,6 @@ py=${PYTHON:-python3}
 gib=${CUDANAP_GPU_TEST_GIB:-8}
 has() { "$py" -c "import $1" > /dev/null 2>&1; }
 skip() { tap_n=$((tap_n + 1)); echo "ok $tap_n - $1 # SKIP $2"; }
-state_is() { [ "$(field "$1" state):$(field "$1" busy)" = "$2:false" ]; }
-nap_is() { [ "$(field "$1" nap)" = "$2" ]; }
 secs() { awk -v m="$1" 'BEGIN { printf "%.2f", m / 1000 }'; }
 write_ini "[nap]" "idle_s = 3" "[log]" "level = info"
 
@@ -33,6 +31,7 @@ if has torch; then
 	ask nb compute 300
 	ms=$((($(date +%s%N) - t0) / 1000000))
 	is "$REPLY" "$ref" "its next cell wakes it and answers as before"
+	woke "$pid"
 	is "$(field "$pid" wakes):$(field "$pid" state)" "1:running" "one wake"
 	diag "PyTorch $gib GiB: napped in $(grep -o 'napped ([^)]*): [0-9]* MiB of GPU memory freed in [0-9.]* ms' "$T/nb.err" | head -n 1 | sed 's/.* in //'); the cell after it answered in $ms ms, of which the wake $(secs "$(field "$pid" last_wake_ms)") s"
 	check "and it naps again when idle" eventually 60 state_is "$pid" checkpointed

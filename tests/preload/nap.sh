@@ -12,8 +12,6 @@
 export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake CUDANAP_FAKE_GPUS=2
 mkdir "$T/fake"
 entered() { grep -c '^entered' "$T/fake/events" 2> /dev/null || true; }
-state_is() { [ "$(field "$1" state):$(field "$1" busy)" = "$2:false" ]; }
-nap_is() { [ "$(field "$1" nap)" = "$2" ]; }
 xla() { ask "$1" "drv xlapolled"; set -- $REPLY; echo "${2:-0} ${3:-?}"; }
 has_field() { [ -n "$(field "$1" "$2")" ]; }
 seq_above() { [ "$(field "$1" seq)" -gt "$2" ] 2> /dev/null; }
@@ -40,6 +38,7 @@ like "$(cat "$T/A.err")" "cudanap\[$pid\]: napped \(after 1 s idle\): 1000 MiB o
 	"one log line for the nap, with its figures"
 ask A "drv launch export 5"
 is "$REPLY" "launch 0" "a launch while it naps: it runs, and answers right"
+woke "$pid"
 is "$(field "$pid" state):$(field "$pid" action):$(field "$pid" wakes)" "running:wake:1" "the launch woke it"
 like "$(field "$pid" last_wake_ms)" "^[0-9]+\.[0-9]+$" "last_wake_ms: the delay the call saw ($(field "$pid" last_wake_ms) ms)"
 like "$(cat "$T/A.err")" "cudanap\[$pid\]: woke for a driver call: 1000 MiB back on the GPU in [0-9.]+ ms \(restore .*unlock .*\); the call waited [0-9.]+ ms" \
@@ -90,6 +89,7 @@ for path in export dlsym default gpa gpa2 ptds v13; do
 	out=$("$CUDANAP" nap "$pid"); rc=$?
 	w0=$(field "$pid" wakes)
 	ask B "drv launch $path 5"
+	woke "$pid"
 	is "$rc:$REPLY:$(field "$pid" state):$(field "$pid" wakes)" "0:launch 0:running:$((w0 + 1))" \
 		"$path: cudanap nap, then a launch by $path wakes it and answers right"
 done
@@ -168,6 +168,7 @@ $pid: waiting for room: restore: GPU 0 .*has 500 MiB free" "cudanap status says 
 like "$(cat "$T/C.err")" "a call waits for the GPU: NO_GPU_MEMORY: restore: GPU 0 .*; room checked every 100 ms" "a log line says so once"
 rm "$T/fake/free.0"
 answer C 20
+woke "$pid"
 is "$REPLY:$(field "$pid" state)" "launch 0:running" "room appears: it wakes, the call answers"
 is "$(grep -c 'a call waits for the GPU' "$T/C.err")" 1 "the wait was said once"
 ask C quit
@@ -177,6 +178,7 @@ pid=$D_pid
 "$CUDANAP" nap "$pid" > /dev/null
 echo 500 > "$T/fake/free.0"
 ask D "drv launch export 5"
+woke "$pid"
 is "$REPLY:$(field "$pid" state)" "launch 0:running" "wake_on = any: no room at home, it wakes elsewhere"
 like "$(field "$pid" gpus)" "^1=" "on GPU 1"
 ask D "drv launch export 5"
@@ -190,6 +192,7 @@ out=$("$CUDANAP" resume --gpu-map 0=0 "$pid" 2>&1)
 like "$out" "NO_GPU_MEMORY" "cudanap resume --gpu-map to a full GPU: refused, still asleep"
 rm "$T/fake/free.0"
 answer D 20
+woke "$pid"
 is "$REPLY:$(field "$pid" state)" "launch 0:running" "room on GPU 0: it wakes there"
 rm -f "$T/fake/free.1"
 ask D quit
@@ -221,6 +224,7 @@ CUDANAP_FAKE_COPY_MIB=64 start H "$TARGET"
 like "$(field "$H_pid" disk_mib):$(field "$H_pid" message)" "^[1-9][0-9.]*:napped to $T/hib" "[nap] to = disk: the copy went to disk"
 ask H "drv launch export 5"
 ask H verify
+woke "$H_pid"
 is "$REPLY:$(field "$H_pid" state)" "verify ok:running" "woken from disk, intact"
 ask H quit
 write_ini
@@ -235,6 +239,7 @@ check "cudanap run --nap 1: it naps" eventually 20 state_is "$R_pid" checkpointe
 ask R "drv forkpoll export $T/child"
 child=${REPLY#forkpoll }
 ask R "drv launch export 5"
+woke "$R_pid"
 is "$REPLY:$(field "$R_pid" state)" "launch 0:running" "the parent woke, a child forked meanwhile"
 c1=$(cat "$T/child" 2> /dev/null || echo 0)
 check "the parent naps again" eventually 20 state_is "$R_pid" checkpointed
