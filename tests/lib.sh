@@ -124,9 +124,11 @@ eventually() {
 # field says NAP.
 state_is() { [ "$(field "$1" state):$(field "$1" busy)" = "$2:false" ]; }
 nap_is() { [ "$(field "$1" nap)" = "$2" ]; }
-# woke PID: until a wake's outcome is in PID's status (5 s at most): the gate opens for the waiting
-# calls before the status file is written, so a call can answer first.
-woke() { eventually 5 state_is "$1" running; }
+# woke PID: until a wake is all in PID's status, running and its nap awake (or off), the wake
+# counted (5 s at most): the gate opens for the waiting calls before the status file is written,
+# so a call can answer first.
+awake_is() { state_is "$1" running && [[ $(field "$1" nap) =~ ^(awake|off)$ ]]; }
+woke() { eventually 5 awake_is "$1"; }
 
 # has FILE REGEX: FILE exists and its text matches REGEX.
 has() { [ -e "$1" ] && [[ $(cat "$1" 2> /dev/null) =~ $2 ]]; }

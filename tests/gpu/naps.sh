@@ -36,6 +36,7 @@ if has torch; then
 	diag "PyTorch $gib GiB: napped in $(grep -o 'napped ([^)]*): [0-9]* MiB of GPU memory freed in [0-9.]* ms' "$T/nb.err" | head -n 1 | sed 's/.* in //'); the cell after it answered in $ms ms, of which the wake $(secs "$(field "$pid" last_wake_ms)") s"
 	check "and it naps again when idle" eventually 60 state_is "$pid" checkpointed
 	ask nb compute 300
+	woke "$pid"
 	is "$REPLY:$(field "$pid" wakes)" "$ref:2" "and wakes again, right"
 	ask nb quit 5
 else
@@ -54,6 +55,7 @@ if has jax; then
 	is "$REPLY" "$ref" "JAX: the next computation wakes it and answers bit for bit"
 	check "and it naps again" eventually 60 state_is "$jx_pid" checkpointed
 	ask jx compute 120
+	woke "$jx_pid"
 	is "$REPLY:$(field "$jx_pid" wakes)" "$ref:2" "twice"
 	ask jx quit 5
 	unset XLA_PYTHON_CLIENT_PREALLOCATE
@@ -71,6 +73,7 @@ if has transformers; then
 		ask hf compute 120
 		[ "$REPLY" = "$ref" ] && ok=$((ok + 1))
 	done
+	woke "$hf_pid"
 	is "$ok:$(field "$hf_pid" naps):$(field "$hf_pid" wakes)" "3:3:3" \
 		"transformers server: napped between 3 requests, woken by each, tokens equal a run without naps"
 	diag "transformers: the last request woke it in $(secs "$(field "$hf_pid" last_wake_ms)") s"

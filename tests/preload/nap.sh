@@ -59,6 +59,7 @@ is "$(field "$pid" state):$(field "$pid" wakes)" "checkpointed:1" "without wakin
 ask A "drv launch export 5"
 ask A "drv call gpa2 cuCtxGetCurrent"
 is "$REPLY" "call 0" "after the wake the driver itself has the context the thread made current while it napped"
+woke "$pid"
 is "$(field "$pid" wakes)" 2 "the launch woke it"
 is "$(entered)" 0 "and no call entered the driver while it napped"
 
@@ -104,6 +105,7 @@ ask B "drv bgsync export"
 ask B "drv launch export 5"
 synced() { ask B "drv synced"; [ "${REPLY#synced }" != running ]; }
 eventually 20 synced
+woke "$pid"
 like "$REPLY:$(field "$pid" wakes)" "^synced 0 [0-9.]+:8$" "a synchronize in one thread and a launch in another: both answered, one wake"
 
 # -- signals and the CLI during a nap
