@@ -128,9 +128,20 @@ late_check() {
 	$ini
 }
 
+long_done() { # long_done ROOT: the job asleep past its timeout finishes; else its stderr's end
+	wait_done "$T/long.out" "$1" && return 0
+	local said
+	said=$(grep -m1 'Watchdog caught' "$T/long.err" | cut -c1-300)
+	diag "it printed $(nsteps "$T/long.out") steps${said:+; PyTorch: $said}"
+	diag "its stderr ends:"$'\n'"$(tail -n 4 "$T/long.err")"
+	return 1
+}
+long_check() { if [ -n "${LONG_TODO:-}" ]; then todo "$LONG_TODO" "$@"; else check "$@"; fi; }
+
 # small_checks [swap]: small DDP and FSDP jobs (a pause between steps): FSDP suspended
 # FSDP_CYCLES times (3; with swap, moved as cycles_check does), a DDP job asleep 30 s past its
-# process group's 20 s timeout, torchrun; every loss compared
+# process group's 20 s timeout, torchrun; every loss compared. LONG_TODO, where set, is why the
+# job asleep past its timeout is known not to finish: its checks are then TAP TODOs.
 small_checks() {
 	local cycles=${FSDP_CYCLES:-3} kind root rc out
 	local small=$((cycles * 10 + 40 > 60 ? cycles * 10 + 40 : 60))
@@ -153,13 +164,9 @@ small_checks() {
 	sleep 30
 	"$CUDANAP" resume -t 120 --tree "$root" > /dev/null
 	is "$rc:$?" 0:0 "a DDP job with a 20 s process-group timeout suspended for 30 s and resumed"
-	if wait_done "$T/long.out" "$root"; then
-		ok 0 "it finishes"
-	else
-		ok 1 "it finishes"
-		diag "it printed $(nsteps "$T/long.out") steps; its stderr ends:" "$(tail -n 8 "$T/long.err")"
-	fi
-	check "its losses bit-identical" test "$(losses "$T/long.out")" = "$(losses "$T/ddp.ref" | head -n 40)"
+	long_check "it finishes" long_done "$root"
+	long_check "its losses bit-identical" \
+		test "$(losses "$T/long.out")" = "$(losses "$T/ddp.ref" | head -n 40)"
 
 	if ! command -v torchrun > /dev/null; then
 		ok 0 "# SKIP torchrun not installed"

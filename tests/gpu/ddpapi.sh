@@ -48,5 +48,9 @@ check "the busy job finishes" wait_done "$T/busy.out" "$root"
 check "all $steps losses bit-identical to the uninterrupted run" \
 	test "$(losses "$T/busy.out")" = "$(losses "$T/ref.out")"
 
-FSDP_CYCLES=${CUDANAP_DDP_CYCLES:-20} small_checks swap
+# PyTorch starts a collective's timeout clock before it calls NCCL, and the cut holds the app's
+# NCCL calls, not its CUDA calls: a rank between steps runs on to its next all-reduce and waits at
+# the gate with that clock running (docs/DISTRIBUTED.md).
+LONG_TODO="the cut holds a collective whose timeout clock has started" \
+	FSDP_CYCLES=${CUDANAP_DDP_CYCLES:-20} small_checks swap
 finish
