@@ -35,15 +35,15 @@ eventually 20 test -e "$T/pub/vst/$vp.json"
 "${AS_V[@]}" sh -c "rm '$T/pub/v.ini' && mkfifo '$T/pub/v.ini' && rm '$T/pub/vst/$vp.json' && mkfifo '$T/pub/vst/$vp.json'"
 check "the victim swapped its INI and its status file for FIFOs" test -p "$T/pub/v.ini" -a -p "$T/pub/vst/$vp.json"
 out=$(timeout 10 "$CUDANAP" status "$vp" 2>&1); rc=$?
-check "root's cudanap status answers at once (rc $rc): $out" test "$rc" != 124
+check "root's cudanap status answers at once (rc $rc): ${out//$'\n'/ | }" test "$rc" != 124
 out=$(timeout 10 "$CUDANAP" suspend "$vp" 2>&1); rc=$?
-check "root's cudanap suspend too (rc $rc): $out" test "$rc" != 124
+check "root's cudanap suspend too (rc $rc): ${out//$'\n'/ | }" test "$rc" != 124
 "${AS_V[@]}" sh -c "rm '$T/pub/vst/$vp.json'"
 mkdir -m 755 "$T/pub/fake" && printf '{"pid":%d,"starttime":1,"state":"checkpointed"}' "$vp" > "$T/pub/fake/$vp.json"
 "${AS_V[@]}" sh -c "rmdir '$T/pub/vst' 2> /dev/null; mv '$T/pub/vst' '$T/pub/vst.old' 2> /dev/null; ln -s '$T/pub/fake' '$T/pub/vst'"
 out=$(timeout 10 "$CUDANAP" status "$vp" 2>&1); rc=$?
 not_believed() { [ "$1" != 124 ] && ! grep -q checkpointed <<< "$2"; }
-check "a status directory swapped for a link to a file root owns: not believed ($out)" \
+check "a status directory swapped for a link to a file root owns: not believed (${out//$'\n'/ | })" \
 	not_believed "$rc" "$out"
 kill "$vp"
 wait "$vp" 2> /dev/null
