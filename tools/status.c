@@ -393,7 +393,7 @@ int cmd_status(int argc, char **argv)
 		ask_rows(&rows, cfg);
 	if (json)
 		print_json(&rows);
-	else
+	else if (rows.n || rc == 0) /* not a bare header under the errors */
 		print_table(&rows);
 	free(rows.s);
 	return rc;

@@ -77,6 +77,12 @@ is "$(field "$A_pid" seq)" 1 "one action taken"
 out=$("$CUDANAP" suspend 1 1); rc=$?
 is "$rc:$out" "1:1: not running under cudanap (no status file); start it with 'cudanap run' or give its INI with -c" \
 	"suspend 1 1: one line, no rollback of nothing"
+out=$("$CUDANAP" status 1 2> "$T/err"); rc=$?
+is "$rc:$out:$(cat "$T/err")" "1::cudanap: 1: not a running cudanap process" \
+	"status of a process not under cudanap: one line on stderr, no bare header"
+out=$("$CUDANAP" status "$A_pid" 1 2> "$T/err"); rc=$?
+is "$rc:$(wc -l <<< "$out"):$(cat "$T/err")" "1:2:cudanap: 1: not a running cudanap process" \
+	"status of one that is and one that is not: its row, and the other's line"
 
 # -- --json
 if command -v python3 > /dev/null; then
