@@ -9,8 +9,14 @@ for u in cnvictim cnattacker; do
 		skip_all "cannot make the user $u"
 done
 V=$(id -u cnvictim) A=$(id -u cnattacker)
-AS_V=(setpriv --reuid="$V" --regid="$(id -g cnvictim)" --clear-groups env -i PATH=/usr/bin:/bin)
-AS_A=(setpriv --reuid="$A" --regid="$(id -g cnattacker)" --clear-groups env -i PATH=/usr/bin:/bin)
+# $lib: what the victim preloads; under the sanitize setup the ASan runtime first, and the
+# sanitizers' options kept through env -i.
+lib=$(readlink -f "$LIBCUDANAP") san=()
+if [ -n "${CN_SANITIZER_RUNTIME:-}" ]; then
+	lib=$CN_SANITIZER_RUNTIME:$lib
+	san=("ASAN_OPTIONS=${ASAN_OPTIONS:-}" "UBSAN_OPTIONS=${UBSAN_OPTIONS:-}")
+fi
+AS_V=(setpriv --reuid="$V" --regid="$(id -g cnvictim)" --clear-groups env -i PATH=/usr/bin:/bin "${san[@]}")
+AS_A=(setpriv --reuid="$A" --regid="$(id -g cnattacker)" --clear-groups env -i PATH=/usr/bin:/bin "${san[@]}")
 chmod 711 "$T"
 mkdir -m 1777 "$T/pub"
-lib=$(readlink -f "$LIBCUDANAP")
