@@ -8,6 +8,11 @@ for u in cnvictim cnattacker; do
 	id "$u" > /dev/null 2>&1 || useradd -M -d /nonexistent -s /usr/sbin/nologin "$u" ||
 		skip_all "cannot make the user $u"
 done
+# One hostile test per host at a time: the users, and the victim's default status directory
+# (/tmp/cudanap-UID) that hostile.sh squats, are the host's. A second run beside this one (another
+# build, CI) waits here; always taken before the Slurm cluster's lock.
+exec {users_lock}> "${TMPDIR:-/tmp}/cudanap-test-users.lock"
+flock -w 500 "$users_lock" || { ok 1 "the test users not free after 500 s"; finish; }
 V=$(id -u cnvictim) A=$(id -u cnattacker)
 # $lib: what the victim preloads; under the sanitize setup the ASan runtime first, and the
 # sanitizers' options kept through env -i.
