@@ -292,6 +292,27 @@ static CUresult fake_next(int *out)
 
 static void *pick(const char *s, int version, uint64_t flags)
 {
+	/* The functions of one version and no per-thread variant. */
+	static const struct {
+		const char *name;
+		void *fn;
+	} plain[] = {
+		{ "cuCtxSetCurrent", (void *)cuCtxSetCurrent },
+		{ "cuCtxGetCurrent", (void *)cuCtxGetCurrent },
+		{ "cuCtxGetDevice", (void *)cuCtxGetDevice },
+		{ "cuDevicePrimaryCtxRetain", (void *)cuDevicePrimaryCtxRetain },
+		{ "cuStreamIsCapturing", (void *)cuStreamIsCapturing },
+		{ "cuStreamBeginCapture", (void *)cuStreamBeginCapture_v2 },
+		{ "cuStreamEndCapture", (void *)cuStreamEndCapture },
+		{ "cuMemAllocManaged", (void *)cuMemAllocManaged },
+		{ "cuFakeNext", (void *)fake_next },
+		{ "cuEventQuery", (void *)cuEventQuery },
+		{ "cuCtxSynchronize", (void *)cuCtxSynchronize },
+		{ "cuTexRefSetMipmapLevelBias", (void *)cuTexRefSetMipmapLevelBias },
+		{ "cuDriverGetVersion", (void *)cuDriverGetVersion },
+		{ "cuGetExportTable", (void *)cuGetExportTable },
+		{ "cuIpcOpenMemHandle", (void *)cuIpcOpenMemHandle_v2 },
+	};
 	int ptds = (flags & 2) != 0;
 
 	if (strcmp(s, "cuStreamQuery") == 0)
@@ -304,42 +325,15 @@ static void *pick(const char *s, int version, uint64_t flags)
 					: (void *)cuLaunchKernel;
 	if (strcmp(s, "cuMemAlloc") == 0)
 		return version >= 3020 ? (void *)cuMemAlloc_v2 : (void *)cuMemAlloc;
-	if (strcmp(s, "cuCtxSetCurrent") == 0)
-		return (void *)cuCtxSetCurrent;
-	if (strcmp(s, "cuCtxGetCurrent") == 0)
-		return (void *)cuCtxGetCurrent;
-	if (strcmp(s, "cuCtxGetDevice") == 0)
-		return (void *)cuCtxGetDevice;
-	if (strcmp(s, "cuDevicePrimaryCtxRetain") == 0)
-		return (void *)cuDevicePrimaryCtxRetain;
 	if (strcmp(s, "cuDevicePrimaryCtxRelease") == 0)
 		return version >= 11000 ? (void *)cuDevicePrimaryCtxRelease_v2 : NULL;
-	if (strcmp(s, "cuStreamIsCapturing") == 0)
-		return (void *)cuStreamIsCapturing;
-	if (strcmp(s, "cuStreamBeginCapture") == 0)
-		return (void *)cuStreamBeginCapture_v2;
-	if (strcmp(s, "cuStreamEndCapture") == 0)
-		return (void *)cuStreamEndCapture;
-	if (strcmp(s, "cuMemAllocManaged") == 0)
-		return (void *)cuMemAllocManaged;
 	if (strcmp(s, "cuMemFree") == 0)
 		return version >= 3020 ? (void *)cuMemFree_v2 : NULL;
 	if (strcmp(s, "cuGetProcAddress") == 0)
 		return version >= 12000 ? (void *)cuGetProcAddress_v2 : NULL;
-	if (strcmp(s, "cuFakeNext") == 0)
-		return (void *)fake_next;
-	if (strcmp(s, "cuEventQuery") == 0)
-		return (void *)cuEventQuery;
-	if (strcmp(s, "cuCtxSynchronize") == 0)
-		return (void *)cuCtxSynchronize;
-	if (strcmp(s, "cuTexRefSetMipmapLevelBias") == 0)
-		return (void *)cuTexRefSetMipmapLevelBias;
-	if (strcmp(s, "cuDriverGetVersion") == 0)
-		return (void *)cuDriverGetVersion;
-	if (strcmp(s, "cuGetExportTable") == 0)
-		return (void *)cuGetExportTable;
-	if (strcmp(s, "cuIpcOpenMemHandle") == 0)
-		return (void *)cuIpcOpenMemHandle_v2;
+	for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++)
+		if (strcmp(s, plain[i].name) == 0)
+			return plain[i].fn;
 	return NULL;
 }
 
