@@ -31,7 +31,12 @@ todo() { # todo REASON DESCRIPTION COMMAND...: a known failure (TAP TODO), or a 
 		echo "not ok $tap_n - $d # TODO $why"
 	fi
 }
+skip() { # skip DESCRIPTION REASON: a check not run here (TAP SKIP)
+	tap_n=$((tap_n + 1))
+	echo "ok $tap_n - $1 # SKIP $2"
+}
 finish() { echo "1..$tap_n"; exit $((tap_failed > 0)); }
+in_s() { awk -v m="$1" 'BEGIN { printf "%.2f", m / 1000 }'; } # in_s MS: seconds, two decimals
 
 # Under the sanitize setup of an ASan build: the runtime first wherever the preload goes (start
 # passes it to `cudanap run`, which appends the preload). LIBCUDANAP is the library alone.

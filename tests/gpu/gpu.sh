@@ -10,7 +10,6 @@ gib=${CUDANAP_GPU_TEST_GIB:-8}
 diag "$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -n1), $gib GiB"
 
 used_mib() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -n1; }
-secs() { awk -v m="$1" 'BEGIN { printf "%.2f", m / 1000 }'; }
 
 hooks=("[hooks]"
 	"on_suspended = echo \$CUDANAP_EVENT \$CUDANAP_STATE \$CUDANAP_RESULT >> $T/hooks"
@@ -51,7 +50,7 @@ check "kill -USR1: suspended" settle "$pid" 1 300
 is "$(field "$pid" state):$(field "$pid" result)" "checkpointed:ok" "state checkpointed, result ok"
 after=$(gpu_mib "$pid") total_after=$(used_mib)
 diag "estimated $est_s s (a fresh machine's first suspend pays for its host pages: bench-estimate measures after a warm-up)"
-diag "suspend: $(secs "$(field "$pid" total_ms)") s (lock $(field "$pid" lock_ms) ms, checkpoint $(secs "$(field "$pid" checkpoint_ms)") s); GPU: process $after MiB, total $total_after MiB"
+diag "suspend: $(in_s "$(field "$pid" total_ms)") s (lock $(field "$pid" lock_ms) ms, checkpoint $(in_s "$(field "$pid" checkpoint_ms)") s); GPU: process $after MiB, total $total_after MiB"
 check "nvidia-smi shows the memory freed (process <= 4 MiB)" test "$after" -le 4
 staged=$(field "$pid" staged_mib)
 diag "host copy staged by cudanap: $staged MiB, prefault $(field "$pid" prefault_ms) ms"
@@ -66,7 +65,7 @@ kill -USR2 "$pid"
 check "kill -USR2: resumed" settle "$pid" 2 300
 is "$(field "$pid" state):$(field "$pid" result)" "running:ok" "state running, result ok"
 diag "resume estimated $est_r s"
-diag "resume: $(secs "$(field "$pid" total_ms)") s (restore $(secs "$(field "$pid" restore_ms)") s, unlock $(field "$pid" unlock_ms) ms)"
+diag "resume: $(in_s "$(field "$pid" total_ms)") s (restore $(in_s "$(field "$pid" restore_ms)") s, unlock $(field "$pid" unlock_ms) ms)"
 answer A 60
 is "$REPLY" "work ok" "the blocked CUDA call completes after resume and works"
 ask A verify 120

@@ -13,7 +13,6 @@ command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 || skip_all 
 py=${PYTHON:-python3}
 gib=${CUDANAP_GPU_TEST_GIB:-8}
 free_gib() { echo $(($(nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits -i "$1") / 1024)); }
-secs() { awk -v m="$1" 'BEGIN { printf "%.2f", m / 1000 }'; }
 # fill GPU: a process holding all but 2 GiB of what is free there, on that GPU alone
 fill() { CUDA_VISIBLE_DEVICES=$1 start F "$HOLDMEM" $(($(free_gib "$1") - 2)); }
 
@@ -42,7 +41,7 @@ wait "$F_pid"
 "$CUDANAP" suspend "$pid" > /dev/null
 "$CUDANAP" resume --gpu-map "0=1, 1=0" "$pid" > /dev/null
 plain=$(field "$pid" total_ms)
-diag "$gib GiB onto the other GPU: the waking call waited $(secs "$wake_other") s, a plain resume --gpu-map took $(secs "$plain") s"
+diag "$gib GiB onto the other GPU: the waking call waited $(in_s "$wake_other") s, a plain resume --gpu-map took $(in_s "$plain") s"
 ask A quit 10
 
 # -- 2. wake_on = home: the call waits for room, and wakes at home once the filler is gone
@@ -81,6 +80,6 @@ if "$py" -c "import torch" > /dev/null 2>&1; then
 	like "$(mib_on "$S_pid" 0):$(mib_on "$S_pid" 1)" "^[1-9][0-9]*:0$" "on GPU 0 now"
 	ask S quit 10
 else
-	tap_n=$((tap_n + 1)); echo "ok $tap_n - PyTorch session # SKIP torch not installed"
+	skip "PyTorch session" "torch not installed"
 fi
 finish

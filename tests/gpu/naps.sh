@@ -13,8 +13,6 @@ command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 || skip_all 
 py=${PYTHON:-python3}
 gib=${CUDANAP_GPU_TEST_GIB:-8}
 has() { "$py" -c "import $1" > /dev/null 2>&1; }
-skip() { tap_n=$((tap_n + 1)); echo "ok $tap_n - $1 # SKIP $2"; }
-secs() { awk -v m="$1" 'BEGIN { printf "%.2f", m / 1000 }'; }
 write_ini "[nap]" "idle_s = 3" "[log]" "level = info"
 
 # -- a PyTorch session through a pipe: idle, it naps; the next cell wakes it, right
@@ -33,7 +31,7 @@ if has torch; then
 	is "$REPLY" "$ref" "its next cell wakes it and answers as before"
 	woke "$pid"
 	is "$(field "$pid" wakes):$(field "$pid" state)" "1:running" "one wake"
-	diag "PyTorch $gib GiB: napped in $(grep -o 'napped ([^)]*): [0-9]* MiB of GPU memory freed in [0-9.]* ms' "$T/nb.err" | head -n 1 | sed 's/.* in //'); the cell after it answered in $ms ms, of which the wake $(secs "$(field "$pid" last_wake_ms)") s"
+	diag "PyTorch $gib GiB: napped in $(grep -o 'napped ([^)]*): [0-9]* MiB of GPU memory freed in [0-9.]* ms' "$T/nb.err" | head -n 1 | sed 's/.* in //'); the cell after it answered in $ms ms, of which the wake $(in_s "$(field "$pid" last_wake_ms)") s"
 	check "and it naps again when idle" eventually 60 state_is "$pid" checkpointed
 	ask nb compute 300
 	woke "$pid"
@@ -76,7 +74,7 @@ if has transformers; then
 	woke "$hf_pid"
 	is "$ok:$(field "$hf_pid" naps):$(field "$hf_pid" wakes)" "3:3:3" \
 		"transformers server: napped between 3 requests, woken by each, tokens equal a run without naps"
-	diag "transformers: the last request woke it in $(secs "$(field "$hf_pid" last_wake_ms)") s"
+	diag "transformers: the last request woke it in $(in_s "$(field "$hf_pid" last_wake_ms)") s"
 	ask hf quit 5
 else
 	skip "transformers server" "transformers not installed"
@@ -109,7 +107,7 @@ foot=$(field "$H_pid" footprint_mib)
 check "it holds $rss MiB in RSS, at most 2 % of its $foot MiB footprint" test "$rss" -le "$(awk -v f="$foot" 'BEGIN { print int(f * 0.02) }')"
 ask H verify 300
 is "$REPLY" "verify ok" "woken from disk by its next call, every byte back"
-diag "woken from disk in $(secs "$(field "$H_pid" last_wake_ms)") s"
+diag "woken from disk in $(in_s "$(field "$H_pid" last_wake_ms)") s"
 ask H quit 5
 rm -rf "$hib"
 finish

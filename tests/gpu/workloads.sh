@@ -8,7 +8,6 @@ command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 || skip_all 
 [ -n "${FEATURES:-}" ] && [ -x "$FEATURES" ] || skip_all "CUDA test programs not built (no nvcc when meson set up)"
 py=${PYTHON:-python3}
 has() { "$py" -c "import $1" > /dev/null 2>&1; }
-skip() { tap_n=$((tap_n + 1)); echo "ok $tap_n - $1 # SKIP $2"; }
 write_ini "[log]" "level = info"
 
 # run_steps NAME "AT..." SECONDS CMD...: run a training script under cudanap, suspend it after each
