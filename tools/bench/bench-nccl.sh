@@ -13,7 +13,7 @@
 set -u
 RANKS=${RANKS:-2} REPS=${REPS:-3} STEPS=${STEPS:-100} SOCKETS=${SOCKETS:-1} JOBS=${JOBS:-}
 NCCL=${CUDANAP_NCCL_LIB:-}
-py=$(dirname "$0")/../tests/gpu/ddp_train.py
+py=$(dirname "$0")/../../tests/gpu/ddp_train.py
 T=$(mktemp -d "${TMPDIR:-/tmp}/cudanap-bench.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 mkdir -m 700 "$T/status"

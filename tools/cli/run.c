@@ -56,7 +56,7 @@ static int find_preload(char *out, size_t len)
 		exe[n] = '\0';
 		slash = strrchr(exe, '/');
 		*slash = '\0';
-		snprintf(out, len, "%s/../preload/libcudanap.so", exe);
+		snprintf(out, len, "%s/../../preload/libcudanap.so", exe); /* the build tree */
 		if (access(out, R_OK) == 0)
 			return 0;
 		if (CN_PRELOAD_REL[0]) {

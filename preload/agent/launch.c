@@ -119,7 +119,7 @@ bool cn_controller_locate(void)
 	if (dladdr((void *)cn_controller_locate, &info) && info.dli_fname &&
 	    realpath(info.dli_fname, lib) && (slash = strrchr(lib, '/')) &&
 	    (try_ctl(lib, (size_t)(slash - lib), "cudanap-ctl") ||
-	     try_ctl(lib, (size_t)(slash - lib), "ctl/cudanap-ctl") ||
+	     try_ctl(lib, (size_t)(slash - lib), "../ctl/cudanap-ctl") ||
 	     try_ctl(lib, (size_t)(slash - lib), CN_CTL_REL)))
 		return true;
 	snprintf(ctl_path, sizeof(ctl_path), "%s", CN_CTL_PATH);

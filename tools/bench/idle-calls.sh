@@ -6,7 +6,7 @@
 # `ninja -C build idle-calls` on a GPU machine.
 set -u
 IDLE=${IDLE:-60}
-py=$(dirname "$0")/../tests/gpu/idle_probe.py
+py=$(dirname "$0")/../../tests/gpu/idle_probe.py
 T=$(mktemp -d "${TMPDIR:-/tmp}/cudanap-idle.XXXXXX")
 trap 'kill $(jobs -p) 2> /dev/null; rm -rf "$T"' EXIT
 mkdir -m 700 "$T/status"

@@ -8,7 +8,7 @@
 # below to run; all) from the environment.
 set -u
 REPS=${REPS:-5} STEPS=${STEPS:-300} JOBS=${JOBS:-}
-py=$(dirname "$0")/../tests/gpu/step_time.py
+py=$(dirname "$0")/../../tests/gpu/step_time.py
 T=$(mktemp -d "${TMPDIR:-/tmp}/cudanap-bench.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 mkdir -m 700 "$T/status"
