@@ -5,7 +5,7 @@
 
 #include <time.h>
 
-static inline double cn_now_ms(void)
+static inline double cn_clock_ms(void)
 {
 	struct timespec ts;
 
@@ -13,7 +13,7 @@ static inline double cn_now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static inline unsigned long long cn_now_ns(void)
+static inline unsigned long long cn_clock_ns(void)
 {
 	struct timespec ts;
 

@@ -76,17 +76,12 @@ struct cn_config {
 	bool nap_wake_any; /* a nap wakes on any GPU of its model with room, not only home */
 };
 
-/* Defaults for every key; the status dir from the environment (cn_status_dir_default). */
+/* Defaults for every key; the status dir from the environment (cn_dirs_status_default). */
 void cn_config_defaults(struct cn_config *c);
 
 /* Defaults, then the file at path on top. On error, err reads "FILE:LINE: section.key: reason"
  * and c is left in an unspecified state. */
 int cn_config_load(struct cn_config *c, const char *path, char *err, size_t errlen);
-
-/* The status dir when the INI names none: $CUDANAP_STATUS_DIR (set per job by the Slurm plugin),
- * else $XDG_RUNTIME_DIR/cudanap, else /tmp/cudanap-UID; the values are passed in, so that the CLI
- * can work out another process's from its environment. */
-void cn_status_dir_default(const char *status_env, const char *xdg, char *out, size_t len);
 
 /* Only [status] dir of the file at path (or the default from the two variables), ignoring every
  * other error: a job whose INI has since been broken must still be found by its status files. */
@@ -96,35 +91,7 @@ void cn_config_status_dir(const char *path, const char *status_env, const char *
 /* The file named by $CUDANAP_CONFIG, or defaults alone when it is unset or empty. */
 int cn_config_load_env(struct cn_config *c, char *err, size_t errlen);
 
-/* The value `cudanap prepare` queues (sigqueue) with the suspend signal: the preload takes such a
- * signal as a prepare, not a suspend, and does not pass it to the app's own handler. */
-#define CN_SIGVAL_PREPARE 0x636e7072 /* "cnpr" */
-/* ... and the one `cudanap status` and `suspend --dry-run` queue: a question, no action. */
-#define CN_SIGVAL_QUERY 0x636e7171 /* "cnqq" */
-/* ... and the one `cudanap nap` queues: nap now, and wake at the next call that needs the GPU. */
-#define CN_SIGVAL_NAP 0x636e6e70 /* "cnnp" */
-
-/* "SIGUSR1", "USR1", "SIGRTMIN+3", "RTMAX-1" or a number. Signals that cannot be caught or that
- * report faults (KILL, STOP, SEGV, BUS, ILL, FPE, ABRT, TRAP, SYS) are refused with -EINVAL. */
-int cn_signal_parse(const char *s, int *sig);
-const char *cn_signal_name(int sig, char *buf, size_t len);
-
-/* "old=new, old=new": each side an index or "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx". Repeated
- * sources or targets written the same way are refused; the controller checks the rest. */
-int cn_gpu_map_parse(const char *s, struct cn_gpu_pair *pairs, unsigned *n, char *err,
-		     size_t errlen);
-int cn_uuid_parse(const char *s, unsigned char uuid[16]);
-void cn_uuid_format(const unsigned char uuid[16], char out[CN_UUID_STR_LEN]);
-void cn_gpu_ref_format(const struct cn_gpu_ref *r, char *out, size_t len);
-
-/* A directory only we may write to: refuse a symlink, a non-directory, another owner, or one that
- * others may write to; create it 0700 first when asked. what names it in err ("status dir"). */
-int cn_private_dir(const char *dir, const char *what, bool create, char *err, size_t errlen);
-
-/* cn_private_dir(dir, "status dir", create): */
-int cn_status_dir_prepare(const char *dir, char *err, size_t errlen);
-/* What cn_status_dir_prepare(dir, create) would say, without creating anything: an existing dir
- * checked as it would be, a missing one creatable. */
-int cn_status_dir_check(const char *dir, char *err, size_t errlen);
+/* A decimal number of at most max, digits only: 0, -EINVAL or -ERANGE. */
+int cn_config_uint(const char *s, unsigned long max, unsigned long *out);
 
 #endif

@@ -1,4 +1,4 @@
-/* gpumap: what [restore] gpu_map means on a machine. The map names where the GPUs a job started on
+/* gpumap: what [restore] gpu_map says and means on a machine. The map names where the GPUs a job started on
  * go; the same map applied twice leaves the job where it is, and an empty map brings it home.
  * Pure functions over a machine's GPUs (UUIDs in nvidia-smi order, PCI bus order over every GPU
  * the driver sees): the controller resolves a restore with them, the agent says where a resume
@@ -43,5 +43,15 @@ int cn_gpumap_index(const unsigned char (*gpus)[16], int n, const unsigned char 
 #define CN_GPU_LIST_LEN (CN_GPU_LIST_MAX * 45)
 void cn_gpumap_list(const unsigned char (*uuids)[16], int k, const unsigned char (*gpus)[16], int n,
 		    char *out, size_t len);
+
+/* ---- the map's text ---- */
+
+/* "old=new, old=new": each side an index or "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx". Repeated
+ * sources or targets written the same way are refused; the controller checks the rest. */
+int cn_gpumap_parse(const char *s, struct cn_gpu_pair *pairs, unsigned *n, char *err,
+		    size_t errlen);
+int cn_gpumap_uuid_parse(const char *s, unsigned char uuid[16]);
+void cn_gpumap_uuid_format(const unsigned char uuid[16], char out[CN_UUID_STR_LEN]);
+void cn_gpumap_ref_format(const struct cn_gpu_ref *r, char *out, size_t len);
 
 #endif

@@ -37,4 +37,13 @@ int cn_safe_mkdir(int at, const char *name, mode_t mode, uid_t uid, gid_t gid, c
 ssize_t cn_safe_read(int at, const char *path, struct cn_owner o, char *buf, size_t len, char *why,
 		     size_t wlen);
 
+/* The directory of pid's status files, as far as the caller may trust it: root takes it only when
+ * pid's user owns it and nobody else may write to it; anyone else opens whatever the kernel lets
+ * it. Never through a link. Its fd, with *o the owner its files must have, or -errno. */
+int cn_safe_dir_of(const char *dir, int pid, struct cn_owner *o);
+
+/* name in the directory at, replaced atomically by n bytes of buf (written first to a temporary
+ * name, 0600, never through a link). 0 or -errno. */
+int cn_safe_replace(int at, const char *name, const char *buf, size_t n);
+
 #endif

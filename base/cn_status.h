@@ -93,9 +93,6 @@ void cn_status_init(struct cn_status *s, int pid);
 /* Start a new action: busy, no result yet, every step and measurement cleared. */
 void cn_status_new_action(struct cn_status *s, const char *action);
 int cn_status_format(const struct cn_status *s, char *buf, size_t len);
-/* s as a JSON string, quotes included, into a bounded buffer (six bytes per character at worst);
- * returns the bytes written, or -1 when it does not fit. */
-int cn_json_str(char *out, size_t len, const char *s);
 /* "lock 0.2 ms, checkpoint 1.52 s": the steps that ran, and ", other 1.61 s" when the action's
  * total_ms (from the agent's wake to its outcome) exceeds their sum by 50 ms or more; returns the
  * length written. */
@@ -109,15 +106,6 @@ int cn_status_read(const char *dir, int pid, struct cn_status *s);
 int cn_status_remove(const char *dir, int pid);
 void cn_status_path(const char *dir, int pid, char *out, size_t len);
 
-/* Notes: files beside a status file, <dir>/<pid>.<what>, that the command line and a process leave
- * each other (a one-shot --gpu-map or --to-disk, the messages of an NCCL job's cut). A note is
- * replaced atomically (0 or -errno); taking one reads it whole (at most len - 1 bytes, NUL added)
- * and removes it, and returns its length, or -errno (-ENOENT: none). cn_note_path names one. */
-int cn_note_put(const char *dir, int pid, const char *what, const char *text);
-int cn_note_take(const char *dir, int pid, const char *what, char *buf, size_t len);
-void cn_note_path(const char *dir, int pid, const char *what, char *out, size_t len);
 
-/* /proc/PID/stat's start time, or 0 when the process is gone. */
-unsigned long long cn_proc_starttime(int pid);
 
 #endif

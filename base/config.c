@@ -1,6 +1,9 @@
 /* config: INI loading and validation for struct cn_config (see cn_config.h for the rules). */
 #define _GNU_SOURCE
 #include "cn_config.h"
+#include "cn_dirs.h"
+#include "cn_gpumap.h"
+#include "cn_signame.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -18,6 +21,22 @@
 #include <ini.h>
 
 #define CN_TIMEOUT_MAX_MS (24u * 3600u * 1000u)
+
+/* A decimal number of at most max, digits only. */
+int cn_config_uint(const char *s, unsigned long max, unsigned long *out)
+{
+	char *end;
+	unsigned long v;
+
+	if (!isdigit((unsigned char)s[0]))
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
 
 /* CUDANAP_NAP_S (cudanap run --nap N): [nap] idle_s for this program, over its INI's. */
 static void nap_from_env(struct cn_config *c)
@@ -60,247 +79,10 @@ void cn_config_defaults(struct cn_config *c)
 	c->host_margin_mib = 1024;
 	c->watchdog_ms = 60000;
 	nap_from_env(c);
-	cn_status_dir_default(secure_getenv("CUDANAP_STATUS_DIR"), xdg, c->status_dir,
+	cn_dirs_status_default(secure_getenv("CUDANAP_STATUS_DIR"), xdg, c->status_dir,
 			      sizeof(c->status_dir));
 }
 
-void cn_status_dir_default(const char *status_env, const char *xdg, char *out, size_t len)
-{
-	if (status_env && status_env[0] == '/')
-		snprintf(out, len, "%s", status_env);
-	else if (xdg && xdg[0] == '/')
-		snprintf(out, len, "%s/cudanap", xdg);
-	else
-		snprintf(out, len, "/tmp/cudanap-%u", (unsigned)getuid());
-}
-
-/* ---- signals ---- */
-
-static const struct {
-	const char *name;
-	int sig;
-} signal_names[] = {
-	{ "HUP", SIGHUP },	 { "INT", SIGINT },	  { "QUIT", SIGQUIT },
-	{ "USR1", SIGUSR1 },	 { "USR2", SIGUSR2 },	  { "PIPE", SIGPIPE },
-	{ "ALRM", SIGALRM },	 { "TERM", SIGTERM },	  { "CHLD", SIGCHLD },
-	{ "CONT", SIGCONT },	 { "TSTP", SIGTSTP },	  { "TTIN", SIGTTIN },
-	{ "TTOU", SIGTTOU },	 { "URG", SIGURG },	  { "XCPU", SIGXCPU },
-	{ "XFSZ", SIGXFSZ },	 { "VTALRM", SIGVTALRM }, { "PROF", SIGPROF },
-	{ "WINCH", SIGWINCH },	 { "IO", SIGIO },	  { "PWR", SIGPWR },
-	{ "STKFLT", SIGSTKFLT }, { "KILL", SIGKILL },	  { "STOP", SIGSTOP },
-	{ "SEGV", SIGSEGV },	 { "BUS", SIGBUS },	  { "ILL", SIGILL },
-	{ "FPE", SIGFPE },	 { "ABRT", SIGABRT },	  { "TRAP", SIGTRAP },
-	{ "SYS", SIGSYS },
-};
-
-/* Uncatchable, or raised by faults: handling them on the app's behalf would hide crashes. */
-static bool signal_refused(int sig)
-{
-	switch (sig) {
-	case SIGKILL:
-	case SIGSTOP:
-	case SIGSEGV:
-	case SIGBUS:
-	case SIGILL:
-	case SIGFPE:
-	case SIGABRT:
-	case SIGTRAP:
-	case SIGSYS:
-		return true;
-	}
-	return false;
-}
-
-static int parse_uint(const char *s, unsigned long max, unsigned long *out)
-{
-	char *end;
-	unsigned long v;
-
-	if (!isdigit((unsigned char)s[0]))
-		return -EINVAL;
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || *end || v > max)
-		return -ERANGE;
-	*out = v;
-	return 0;
-}
-
-int cn_signal_parse(const char *s, int *sig)
-{
-	unsigned long n;
-	int v = -1;
-
-	if (parse_uint(s, 1000, &n) == 0) {
-		v = (int)n;
-	} else {
-		const char *p = strncasecmp(s, "SIG", 3) == 0 ? s + 3 : s;
-
-		if (strncasecmp(p, "RTMIN", 5) == 0 || strncasecmp(p, "RTMAX", 5) == 0) {
-			bool min = strncasecmp(p, "RTMIN", 5) == 0;
-			const char *q = p + 5;
-
-			v = min ? SIGRTMIN : SIGRTMAX;
-			if (*q == '+' && min && parse_uint(q + 1, 64, &n) == 0)
-				v += (int)n;
-			else if (*q == '-' && !min && parse_uint(q + 1, 64, &n) == 0)
-				v -= (int)n;
-			else if (*q)
-				return -EINVAL;
-		} else {
-			for (size_t i = 0; i < sizeof(signal_names) / sizeof(signal_names[0]); i++)
-				if (strcasecmp(p, signal_names[i].name) == 0)
-					v = signal_names[i].sig;
-		}
-	}
-	if (v < 1 || v > SIGRTMAX || (v > 31 && v < SIGRTMIN) || signal_refused(v))
-		return -EINVAL;
-	*sig = v;
-	return 0;
-}
-
-const char *cn_signal_name(int sig, char *buf, size_t len)
-{
-	for (size_t i = 0; i < sizeof(signal_names) / sizeof(signal_names[0]); i++)
-		if (signal_names[i].sig == sig) {
-			snprintf(buf, len, "SIG%s", signal_names[i].name);
-			return buf;
-		}
-	if (sig >= SIGRTMIN && sig <= SIGRTMAX)
-		snprintf(buf, len, "SIGRTMIN+%d", sig - SIGRTMIN);
-	else
-		snprintf(buf, len, "signal %d", sig);
-	return buf;
-}
-
-/* ---- GPU references and gpu_map ---- */
-
-int cn_uuid_parse(const char *s, unsigned char uuid[16])
-{
-	int nib = 0;
-
-	if (strncasecmp(s, "GPU-", 4) != 0)
-		return -EINVAL;
-	for (s += 4; *s; s++) {
-		int v;
-
-		if (*s == '-')
-			continue;
-		if (!isxdigit((unsigned char)*s) || nib >= 32)
-			return -EINVAL;
-		v = isdigit((unsigned char)*s) ? *s - '0' : (tolower((unsigned char)*s) - 'a' + 10);
-		if (nib % 2 == 0)
-			uuid[nib / 2] = (unsigned char)(v << 4);
-		else
-			uuid[nib / 2] |= (unsigned char)v;
-		nib++;
-	}
-	return nib == 32 ? 0 : -EINVAL;
-}
-
-void cn_uuid_format(const unsigned char u[16], char out[CN_UUID_STR_LEN])
-{
-	snprintf(out, CN_UUID_STR_LEN,
-		 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
-		 u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
-		 u[14], u[15]);
-}
-
-void cn_gpu_ref_format(const struct cn_gpu_ref *r, char *out, size_t len)
-{
-	char u[CN_UUID_STR_LEN];
-
-	if (r->index >= 0) {
-		snprintf(out, len, "%d", r->index);
-	} else {
-		cn_uuid_format(r->uuid, u);
-		snprintf(out, len, "%s", u);
-	}
-}
-
-static char *trim(char *s)
-{
-	char *e;
-
-	while (isspace((unsigned char)*s))
-		s++;
-	e = s + strlen(s);
-	while (e > s && isspace((unsigned char)e[-1]))
-		*--e = '\0';
-	return s;
-}
-
-static int gpu_ref_parse(char *s, struct cn_gpu_ref *r)
-{
-	unsigned long n;
-
-	s = trim(s);
-	if (parse_uint(s, CN_MAX_GPUS - 1, &n) == 0) {
-		r->index = (int)n;
-		return 0;
-	}
-	r->index = -1;
-	return cn_uuid_parse(s, r->uuid);
-}
-
-static bool gpu_ref_same(const struct cn_gpu_ref *a, const struct cn_gpu_ref *b)
-{
-	if (a->index >= 0 || b->index >= 0)
-		return a->index == b->index;
-	return memcmp(a->uuid, b->uuid, 16) == 0;
-}
-
-int cn_gpu_map_parse(const char *s, struct cn_gpu_pair *pairs, unsigned *n, char *err,
-		     size_t errlen)
-{
-	char buf[CN_MAX_GPUS * 96], *save = NULL, *item;
-	unsigned count = 0;
-
-	if (strlen(s) >= sizeof(buf)) {
-		snprintf(err, errlen, "too long");
-		return -EINVAL;
-	}
-	strcpy(buf, s);
-	if (trim(buf)[0] == '\0') {
-		*n = 0;
-		return 0;
-	}
-	for (item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
-		char *eq = strchr(item, '=');
-		struct cn_gpu_pair *p = &pairs[count];
-
-		if (count == CN_MAX_GPUS) {
-			snprintf(err, errlen, "more than %d pairs", CN_MAX_GPUS);
-			return -EINVAL;
-		}
-		if (!eq) {
-			snprintf(err, errlen, "'%s' is not OLD=NEW", trim(item));
-			return -EINVAL;
-		}
-		*eq = '\0';
-		if (gpu_ref_parse(item, &p->from) || gpu_ref_parse(eq + 1, &p->to)) {
-			snprintf(err, errlen,
-				 "'%s=%s': each side must be a GPU index (0-%d) or a UUID like "
-				 "GPU-8c5c8d2e-0000-1111-2222-333344445555",
-				 trim(item), trim(eq + 1), CN_MAX_GPUS - 1);
-			return -EINVAL;
-		}
-		for (unsigned i = 0; i < count; i++) {
-			if (gpu_ref_same(&pairs[i].from, &p->from)) {
-				snprintf(err, errlen, "GPU '%s' is mapped twice", trim(item));
-				return -EINVAL;
-			}
-			if (gpu_ref_same(&pairs[i].to, &p->to)) {
-				snprintf(err, errlen, "two GPUs are mapped onto '%s'",
-					 trim(eq + 1));
-				return -EINVAL;
-			}
-		}
-		count++;
-	}
-	*n = count;
-	return 0;
-}
 
 /* ---- the INI file ---- */
 
@@ -344,7 +126,7 @@ typedef int (*key_parser)(struct cn_config *c, const char *v, char *why, size_t 
 
 static int set_signal(int *dst, const char *v, char *why, size_t len)
 {
-	if (cn_signal_parse(v, dst) == 0)
+	if (cn_signame_parse(v, dst) == 0)
 		return 0;
 	snprintf(
 		why, len,
@@ -357,7 +139,7 @@ static int set_timeout(unsigned *dst, const char *v, char *why, size_t len)
 {
 	unsigned long n;
 
-	if (parse_uint(v, CN_TIMEOUT_MAX_MS, &n) == 0) {
+	if (cn_config_uint(v, CN_TIMEOUT_MAX_MS, &n) == 0) {
 		*dst = (unsigned)n;
 		return 0;
 	}
@@ -408,7 +190,7 @@ static int k_lock_timeout(struct cn_config *c, const char *v, char *why, size_t 
 
 static int k_gpu_map(struct cn_config *c, const char *v, char *why, size_t len)
 {
-	return cn_gpu_map_parse(v, c->pairs, &c->n_pairs, why, len);
+	return cn_gpumap_parse(v, c->pairs, &c->n_pairs, why, len);
 }
 
 static int k_status_dir(struct cn_config *c, const char *v, char *why, size_t len)
@@ -519,7 +301,7 @@ static int set_count(unsigned *dst, unsigned long max, const char *unit, const c
 {
 	unsigned long n;
 
-	if (parse_uint(v, max, &n) == 0) {
+	if (cn_config_uint(v, max, &n) == 0) {
 		*dst = (unsigned)n;
 		return 0;
 	}
@@ -796,7 +578,7 @@ void cn_config_status_dir(const char *path, const char *status_env, const char *
 	FILE *f;
 	int r;
 
-	cn_status_dir_default(status_env, xdg, dir, len);
+	cn_dirs_status_default(status_env, xdg, dir, len);
 	/* Named by another process's environment, maybe for root to read: no blocking on it, and
 	 * no more of it than an INI file has. */
 	if (path && *path && (f = open_ini(path, err, sizeof(err), &r))) {
@@ -822,70 +604,4 @@ int cn_config_load_env(struct cn_config *c, char *err, size_t errlen)
 		return 0;
 	}
 	return cn_config_load(c, p, err, errlen);
-}
-
-int cn_status_dir_check(const char *dir, char *err, size_t errlen)
-{
-	char parent[PATH_MAX];
-	struct stat st;
-	char *slash;
-
-	if (lstat(dir, &st) == 0 || errno != ENOENT)
-		return cn_private_dir(dir, "status dir", false, err, errlen);
-	snprintf(parent, sizeof(parent), "%s", dir);
-	slash = strrchr(parent, '/');
-	if (slash)
-		*(slash == parent ? slash + 1 : slash) = '\0';
-	if (!slash || stat(parent, &st) < 0 || !S_ISDIR(st.st_mode) ||
-	    access(parent, W_OK | X_OK) < 0) {
-		snprintf(err, errlen, "status dir %s: cannot be created: %s is %s", dir,
-			 slash ? parent : ".",
-			 slash && stat(parent, &st) == 0 && S_ISDIR(st.st_mode)
-				 ? "not writable"
-				 : "not a directory");
-		return -ENOENT;
-	}
-	return 0;
-}
-
-int cn_private_dir(const char *dir, const char *what, bool create, char *err, size_t errlen)
-{
-	struct stat st;
-
-	if (create && mkdir(dir, 0700) < 0 && errno != EEXIST) {
-		int e = errno;
-
-		snprintf(err, errlen, "%s %s: cannot create: %s", what, dir, strerror(e));
-		return -e;
-	}
-	if (lstat(dir, &st) < 0) {
-		int e = errno;
-
-		snprintf(err, errlen, "%s %s: %s", what, dir, strerror(e));
-		return -e;
-	}
-	if (S_ISLNK(st.st_mode) || !S_ISDIR(st.st_mode)) {
-		snprintf(err, errlen, "%s %s: is a symlink or not a directory; refusing", what,
-			 dir);
-		return -ENOTDIR;
-	}
-	if (st.st_uid != geteuid()) {
-		snprintf(err, errlen,
-			 "%s %s: owned by uid %u, not by you (uid %u): another user made it; name "
-			 "another ([status] dir, CUDANAP_STATUS_DIR or XDG_RUNTIME_DIR) or have it "
-			 "removed",
-			 what, dir, (unsigned)st.st_uid, (unsigned)geteuid());
-		return -EPERM;
-	}
-	if (st.st_mode & 022) {
-		snprintf(err, errlen, "%s %s: mode %03o lets others write; chmod 700 it", what, dir,
-			 (unsigned)(st.st_mode & 0777));
-		return -EPERM;
-	}
-	return 0;
-}
-
-int cn_status_dir_prepare(const char *dir, char *err, size_t errlen)
-{
-	return cn_private_dir(dir, "status dir", true, err, errlen);
 }

@@ -1,8 +1,15 @@
-/* gpumap: [restore] gpu_map resolved against a machine's GPUs (see cn_gpumap.h). */
+/* gpumap: [restore] gpu_map, its text parsed and resolved against a machine's GPUs (see
+ * cn_gpumap.h). */
+#define _GNU_SOURCE
 #include "cn_gpumap.h"
 
+#include <ctype.h>
+#include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 int cn_gpumap_index(const unsigned char (*gpus)[16], int n, const unsigned char uuid[16])
 {
@@ -27,7 +34,7 @@ static int resolve_ref(const struct cn_gpu_ref *r, const unsigned char (*gpus)[1
 	}
 	if ((i = cn_gpumap_index(gpus, n, r->uuid)) >= 0)
 		return i;
-	cn_uuid_format(r->uuid, s);
+	cn_gpumap_uuid_format(r->uuid, s);
 	snprintf(why, len, "gpu_map names %s, which this machine does not have", s);
 	return -1;
 }
@@ -82,7 +89,7 @@ int cn_gpumap_now(const struct cn_gpu_move *moves, unsigned n_moves,
 		if (h < 0 || w < 0) {
 			char s[CN_UUID_STR_LEN];
 
-			cn_uuid_format(h < 0 ? moves[m].home : moves[m].now, s);
+			cn_gpumap_uuid_format(h < 0 ? moves[m].home : moves[m].now, s);
 			snprintf(why, len, "the job was on %s, which this machine does not have",
 				 s);
 			return -1;
@@ -129,7 +136,139 @@ void cn_gpumap_list(const unsigned char (*uuids)[16], int k, const unsigned char
 
 		if (at >= 0)
 			snprintf(idx, sizeof(idx), "%d", at);
-		cn_uuid_format(uuids[i], s);
+		cn_gpumap_uuid_format(uuids[i], s);
 		o += (size_t)snprintf(out + o, len - o, "%s%s=%s", i ? "," : "", idx, s);
 	}
+}
+
+/* ---- the text: GPU references and the map ---- */
+
+int cn_gpumap_uuid_parse(const char *s, unsigned char uuid[16])
+{
+	int nib = 0;
+
+	if (strncasecmp(s, "GPU-", 4) != 0)
+		return -EINVAL;
+	for (s += 4; *s; s++) {
+		int v;
+
+		if (*s == '-')
+			continue;
+		if (!isxdigit((unsigned char)*s) || nib >= 32)
+			return -EINVAL;
+		v = isdigit((unsigned char)*s) ? *s - '0' : (tolower((unsigned char)*s) - 'a' + 10);
+		if (nib % 2 == 0)
+			uuid[nib / 2] = (unsigned char)(v << 4);
+		else
+			uuid[nib / 2] |= (unsigned char)v;
+		nib++;
+	}
+	return nib == 32 ? 0 : -EINVAL;
+}
+
+void cn_gpumap_uuid_format(const unsigned char u[16], char out[CN_UUID_STR_LEN])
+{
+	snprintf(out, CN_UUID_STR_LEN,
+		 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+		 u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+		 u[14], u[15]);
+}
+
+void cn_gpumap_ref_format(const struct cn_gpu_ref *r, char *out, size_t len)
+{
+	char u[CN_UUID_STR_LEN];
+
+	if (r->index >= 0) {
+		snprintf(out, len, "%d", r->index);
+	} else {
+		cn_gpumap_uuid_format(r->uuid, u);
+		snprintf(out, len, "%s", u);
+	}
+}
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+static int gpu_ref_parse(char *s, struct cn_gpu_ref *r)
+{
+	unsigned long n;
+
+	char *end;
+
+	s = trim(s);
+	n = isdigit((unsigned char)s[0]) ? strtoul(s, &end, 10) : CN_MAX_GPUS;
+	if (isdigit((unsigned char)s[0]) && !*end && n < CN_MAX_GPUS) {
+		r->index = (int)n;
+		return 0;
+	}
+	r->index = -1;
+	return cn_gpumap_uuid_parse(s, r->uuid);
+}
+
+static bool gpu_ref_same(const struct cn_gpu_ref *a, const struct cn_gpu_ref *b)
+{
+	if (a->index >= 0 || b->index >= 0)
+		return a->index == b->index;
+	return memcmp(a->uuid, b->uuid, 16) == 0;
+}
+
+int cn_gpumap_parse(const char *s, struct cn_gpu_pair *pairs, unsigned *n, char *err,
+		     size_t errlen)
+{
+	char buf[CN_MAX_GPUS * 96], *save = NULL, *item;
+	unsigned count = 0;
+
+	if (strlen(s) >= sizeof(buf)) {
+		snprintf(err, errlen, "too long");
+		return -EINVAL;
+	}
+	strcpy(buf, s);
+	if (trim(buf)[0] == '\0') {
+		*n = 0;
+		return 0;
+	}
+	for (item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(item, '=');
+		struct cn_gpu_pair *p = &pairs[count];
+
+		if (count == CN_MAX_GPUS) {
+			snprintf(err, errlen, "more than %d pairs", CN_MAX_GPUS);
+			return -EINVAL;
+		}
+		if (!eq) {
+			snprintf(err, errlen, "'%s' is not OLD=NEW", trim(item));
+			return -EINVAL;
+		}
+		*eq = '\0';
+		if (gpu_ref_parse(item, &p->from) || gpu_ref_parse(eq + 1, &p->to)) {
+			snprintf(err, errlen,
+				 "'%s=%s': each side must be a GPU index (0-%d) or a UUID like "
+				 "GPU-8c5c8d2e-0000-1111-2222-333344445555",
+				 trim(item), trim(eq + 1), CN_MAX_GPUS - 1);
+			return -EINVAL;
+		}
+		for (unsigned i = 0; i < count; i++) {
+			if (gpu_ref_same(&pairs[i].from, &p->from)) {
+				snprintf(err, errlen, "GPU '%s' is mapped twice", trim(item));
+				return -EINVAL;
+			}
+			if (gpu_ref_same(&pairs[i].to, &p->to)) {
+				snprintf(err, errlen, "two GPUs are mapped onto '%s'",
+					 trim(eq + 1));
+				return -EINVAL;
+			}
+		}
+		count++;
+	}
+	*n = count;
+	return 0;
 }

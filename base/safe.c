@@ -138,3 +138,40 @@ ssize_t cn_safe_read(int at, const char *path, struct cn_owner o, char *buf, siz
 	buf[got] = '\0';
 	return (ssize_t)got;
 }
+
+/* The directory of pid's status files, as far as the caller may trust it: root takes it only
+ * when pid's user owns it and nobody else may write to it, since another user could have named
+ * or made it (a FIFO in it to hang on, a file to fool it, a link to make root write elsewhere);
+ * anyone else opens whatever the kernel lets it. Never through a link. Its fd, or -errno. */
+int cn_safe_dir_of(const char *dir, int pid, struct cn_owner *o)
+{
+	char why[300];
+	bool root = geteuid() == 0;
+
+	*o = CN_OWNER_ANY;
+	if (root && cn_safe_owner_of(pid, true, o) < 0)
+		return -ESRCH;
+	return cn_safe_dir(AT_FDCWD, dir, *o, !root, why, sizeof(why));
+}
+
+/* name in the directory at replaced atomically by buf, written first to a temporary name (0600,
+ * never through a link). */
+int cn_safe_replace(int at, const char *name, const char *buf, size_t n)
+{
+	char tmp[300];
+	int fd, r = 0;
+
+	snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
+	fd = openat(at, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, buf, n) != (ssize_t)n)
+		r = errno ? -errno : -EIO;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && renameat(at, tmp, at, name) < 0)
+		r = -errno;
+	if (r < 0)
+		unlinkat(at, tmp, 0);
+	return r;
+}

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cn_json.h"
 #include "cn_safe.h"
 
 /* The numbers that may be null (< 0 in the struct), in the order the file lists them. */
@@ -130,33 +131,6 @@ void cn_status_init(struct cn_status *s, int pid)
 		*(double *)((char *)s + qnums[i].off) = -1;
 }
 
-int cn_json_str(char *out, size_t len, const char *s)
-{
-	size_t o = 0;
-
-	if (len < 3)
-		return -1;
-	out[o++] = '"';
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-		char esc[8];
-		size_t n;
-
-		if (ch == '"' || ch == '\\')
-			n = (size_t)snprintf(esc, sizeof(esc), "\\%c", ch);
-		else if (ch < 0x20)
-			n = (size_t)snprintf(esc, sizeof(esc), "\\u%04x", ch);
-		else
-			n = (size_t)snprintf(esc, sizeof(esc), "%c", ch);
-		if (o + n + 2 > len)
-			return -1;
-		memcpy(out + o, esc, n);
-		o += n;
-	}
-	out[o++] = '"';
-	out[o] = '\0';
-	return (int)o;
-}
 
 int cn_status_format(const struct cn_status *s, char *buf, size_t len)
 {
@@ -379,42 +353,7 @@ int cn_status_parse(const char *buf, struct cn_status *s)
 
 /* ---- files ---- */
 
-/* The directory of pid's status files, as far as the caller may trust it: root takes it only
- * when pid's user owns it and nobody else may write to it, since another user could have named
- * or made it (a FIFO in it to hang on, a file to fool it, a link to make root write elsewhere);
- * anyone else opens whatever the kernel lets it. Never through a link. Its fd, or -errno. */
-static int dir_fd(const char *dir, int pid, struct cn_owner *o)
-{
-	char why[300];
-	bool root = geteuid() == 0;
 
-	*o = CN_OWNER_ANY;
-	if (root && cn_safe_owner_of(pid, true, o) < 0)
-		return -ESRCH;
-	return cn_safe_dir(AT_FDCWD, dir, *o, !root, why, sizeof(why));
-}
-
-/* name in the directory at replaced atomically by buf, written first to a temporary name (0600,
- * never through a link). */
-static int replace_at(int at, const char *name, const char *buf, size_t n)
-{
-	char tmp[300];
-	int fd, r = 0;
-
-	snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
-	fd = openat(at, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	if (write(fd, buf, n) != (ssize_t)n)
-		r = errno ? -errno : -EIO;
-	if (close(fd) < 0 && r == 0)
-		r = -errno;
-	if (r == 0 && renameat(at, tmp, at, name) < 0)
-		r = -errno;
-	if (r < 0)
-		unlinkat(at, tmp, 0);
-	return r;
-}
 
 int cn_status_write(const char *dir, const struct cn_status *s)
 {
@@ -424,11 +363,11 @@ int cn_status_write(const char *dir, const struct cn_status *s)
 
 	if (n < 0)
 		return n;
-	fd = dir_fd(dir, s->pid, &o);
+	fd = cn_safe_dir_of(dir, s->pid, &o);
 	if (fd < 0)
 		return fd;
 	snprintf(name, sizeof(name), "%d.json", s->pid);
-	r = replace_at(fd, name, buf, (size_t)n);
+	r = cn_safe_replace(fd, name, buf, (size_t)n);
 	close(fd);
 	return r;
 }
@@ -438,7 +377,7 @@ int cn_status_read(const char *dir, int pid, struct cn_status *s)
 	char name[32], buf[CN_STATUS_MAX], why[300];
 	struct cn_owner o;
 	ssize_t n;
-	int fd = dir_fd(dir, pid, &o);
+	int fd = cn_safe_dir_of(dir, pid, &o);
 
 	if (fd < 0)
 		return fd;
@@ -461,75 +400,4 @@ int cn_status_remove(const char *dir, int pid)
 
 	cn_status_path(dir, pid, path, sizeof(path));
 	return unlink(path) < 0 ? -errno : 0;
-}
-
-/* ---- notes ---- */
-
-void cn_note_path(const char *dir, int pid, const char *what, char *out, size_t len)
-{
-	snprintf(out, len, "%s/%d.%s", dir, pid, what);
-}
-
-int cn_note_put(const char *dir, int pid, const char *what, const char *text)
-{
-	char name[300];
-	struct cn_owner o;
-	int fd = dir_fd(dir, pid, &o), r;
-
-	if (fd < 0)
-		return fd;
-	snprintf(name, sizeof(name), "%d.%s", pid, what);
-	r = replace_at(fd, name, text, strlen(text));
-	close(fd);
-	return r;
-}
-
-int cn_note_take(const char *dir, int pid, const char *what, char *buf, size_t len)
-{
-	char name[300], why[300];
-	struct cn_owner o;
-	int fd = dir_fd(dir, pid, &o);
-	ssize_t n;
-
-	if (fd < 0)
-		return fd;
-	snprintf(name, sizeof(name), "%d.%s", pid, what);
-	/* Left by the command line: the process's user's, or root's. */
-	n = cn_safe_read(fd, name, (struct cn_owner){ geteuid(), true }, buf, len, why,
-			 sizeof(why));
-	if (n != -ENOENT)
-		unlinkat(fd, name, 0);
-	close(fd);
-	if (n == -ENOENT)
-		return -ENOENT;
-	if (n < 0)
-		buf[0] = '\0';
-	return n > 0 ? (int)n : 0;
-}
-
-unsigned long long cn_proc_starttime(int pid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long long v = 0;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	/* The command name may hold spaces and parens: count fields after the last ')'. */
-	p = strrchr(buf, ')');
-	if (!p)
-		return 0;
-	for (int field = 2; field < 22 && p; field++)
-		p = strchr(p + 1, ' ');
-	if (p)
-		v = strtoull(p + 1, NULL, 10);
-	return v;
 }

@@ -37,7 +37,7 @@ static CUresult do_restore(const struct cn_req *req, struct cn_resp *resp)
 	double t0;
 
 	cn_driver_init();
-	if (cn_place(req, resp, list, &n_list, held, &n_held) < 0)
+	if (cn_placement_place(req, resp, list, &n_list, held, &n_held) < 0)
 		return resp->result == CN_RES_BAD_MAP ? CUDA_ERROR_INVALID_VALUE
 						      : CUDA_ERROR_OUT_OF_MEMORY;
 	memset(&args, 0, sizeof(args));
@@ -47,9 +47,9 @@ static CUresult do_restore(const struct cn_req *req, struct cn_resp *resp)
 	}
 	/* The window in which another process could take the memory back from under the restore is
 	 * the time between these two calls. */
-	t0 = cn_now_ms();
-	cn_place_release(held, n_held);
-	resp->hold_ms += cn_now_ms() - t0;
+	t0 = cn_clock_ms();
+	cn_placement_release(held, n_held);
+	resp->hold_ms += cn_clock_ms() - t0;
 	return cn_cu.restore(target, &args);
 }
 
@@ -83,7 +83,7 @@ static int host_room(const struct cn_req *req, struct cn_resp *resp)
 		return -1;
 	}
 	if (n <= 0 ||
-	    cn_host_room(target, "/proc", "/sys/fs/cgroup", &room, which, sizeof(which)) < 0)
+	    cn_hostmem_room(target, "/proc", "/sys/fs/cgroup", &room, which, sizeof(which)) < 0)
 		return 0;
 	if (room + req->prepared_bytes >= need + req->host_margin_bytes)
 		return 0;
@@ -134,7 +134,7 @@ static void serve(const struct cn_req *req, struct cn_resp *resp)
 		}
 	}
 	if (req->op == CN_OP_QUERY &&
-	    cn_host_room(target, "/proc", "/sys/fs/cgroup", &resp->host_room, resp->host_which,
+	    cn_hostmem_room(target, "/proc", "/sys/fs/cgroup", &resp->host_room, resp->host_which,
 			 sizeof(resp->host_which)) < 0)
 		resp->host_room = 0;
 	if ((req->op == CN_OP_LOCK || req->op == CN_OP_PREPARE) && req->host_check &&
@@ -143,8 +143,8 @@ static void serve(const struct cn_req *req, struct cn_resp *resp)
 			resp->state = st;
 		return;
 	}
-	resp->call_ns = cn_now_ns();
-	t0 = cn_now_ms();
+	resp->call_ns = cn_clock_ns();
+	t0 = cn_clock_ms();
 	switch (req->op) {
 	case CN_OP_STATE:
 	case CN_OP_PREPARE:
@@ -174,14 +174,14 @@ static void serve(const struct cn_req *req, struct cn_resp *resp)
 	default:
 		r = CUDA_ERROR_INVALID_VALUE;
 	}
-	resp->elapsed_ms = cn_now_ms() - t0;
+	resp->elapsed_ms = cn_clock_ms() - t0;
 	if (req->op == CN_OP_STATE || req->op == CN_OP_PREPARE || req->op == CN_OP_QUERY)
 		r = cn_cu.get_state(target, &st);
 	else if (cn_cu.get_state(target, &st) != CUDA_SUCCESS)
 		st = CN_STATE_UNKNOWN;
 	resp->state = st;
 	if (resp->result == 0)
-		cn_resp_describe(resp, r);
+		cn_driver_describe(resp, r);
 }
 
 /* Keep only stdio (the agent points it at /dev/null) and fd 3, our socket. */
@@ -226,7 +226,7 @@ int main(int argc, char **argv)
 		}
 		if ((size_t)n != sizeof(req)) {
 			memset(&resp, 0, sizeof(resp));
-			cn_resp_fail(&resp, CN_RES_IO, "BAD_REQUEST", "malformed request");
+			cn_driver_fail(&resp, CN_RES_IO, "BAD_REQUEST", "malformed request");
 		} else {
 			serve(&req, &resp);
 		}

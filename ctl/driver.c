@@ -81,7 +81,7 @@ int cn_driver_load(struct cn_resp *resp)
 {
 	if (load() == 0)
 		return 0;
-	cn_resp_fail(resp, CN_RES_NO_DRIVER, "NO_DRIVER", load_error);
+	cn_driver_fail(resp, CN_RES_NO_DRIVER, "NO_DRIVER", load_error);
 	return -1;
 }
 
@@ -93,7 +93,7 @@ void cn_driver_init(void)
 	}
 }
 
-void cn_resp_describe(struct cn_resp *resp, CUresult r)
+void cn_driver_describe(struct cn_resp *resp, CUresult r)
 {
 	const char *name = NULL, *text = NULL;
 
@@ -106,7 +106,7 @@ void cn_resp_describe(struct cn_resp *resp, CUresult r)
 	snprintf(resp->message, sizeof(resp->message), "%s", text);
 }
 
-void cn_resp_fail(struct cn_resp *resp, int code, const char *name, const char *msg)
+void cn_driver_fail(struct cn_resp *resp, int code, const char *name, const char *msg)
 {
 	resp->result = code;
 	snprintf(resp->name, sizeof(resp->name), "%s", name);

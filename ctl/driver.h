@@ -35,8 +35,8 @@ int cn_driver_load(struct cn_resp *resp);
 void cn_driver_init(void);
 
 /* resp's result, name and message for a CUresult. */
-void cn_resp_describe(struct cn_resp *resp, CUresult r);
+void cn_driver_describe(struct cn_resp *resp, CUresult r);
 /* ... or for a result of cudanap's own (CN_RES_*). */
-void cn_resp_fail(struct cn_resp *resp, int code, const char *name, const char *msg);
+void cn_driver_fail(struct cn_resp *resp, int code, const char *name, const char *msg);
 
 #endif

@@ -78,7 +78,7 @@ static void cgroup_level(const char *dir, const char *name, const char *limit_fi
 	bound(room, limit > usage ? limit - usage : 0, which, len, what, name);
 }
 
-int cn_host_room(int pid, const char *proc, const char *sys_cgroup, uint64_t *room, char *which,
+int cn_hostmem_room(int pid, const char *proc, const char *sys_cgroup, uint64_t *room, char *which,
 		 size_t len)
 {
 	char p[PATH_MAX], line[PATH_MAX];

@@ -9,7 +9,7 @@
  * less what cannot be reclaimed (usage less inactive file pages). proc and sys_cgroup are the
  * roots ("/proc", "/sys/fs/cgroup"). which names the bound that won, e.g. "MemAvailable" or
  * "cgroup /job memory.max". Returns 0, or -1 when not even MemAvailable can be read. */
-int cn_host_room(int pid, const char *proc, const char *sys_cgroup, uint64_t *room, char *which,
+int cn_hostmem_room(int pid, const char *proc, const char *sys_cgroup, uint64_t *room, char *which,
 		 size_t len);
 
 #endif

@@ -110,7 +110,7 @@ int cn_nvml_footprint(int pid, struct cn_gpu_use *use, int max, char *why, size_
 			}
 			bytes += p[k].usedGpuMemory;
 		}
-		if (bytes && cn_uuid_parse(s, use[n].uuid) == 0)
+		if (bytes && cn_gpumap_uuid_parse(s, use[n].uuid) == 0)
 			use[n++].bytes = bytes;
 	}
 	if (n == 0)
@@ -137,7 +137,7 @@ int cn_nvml_gpus(unsigned char (*gpus)[16], int max, char *why, size_t len)
 		nvmlDevice_t d;
 
 		if (nv.by_index(i, &d) != NVML_SUCCESS ||
-		    nv.uuid(d, s, sizeof(s)) != NVML_SUCCESS || cn_uuid_parse(s, gpus[n]) < 0) {
+		    nv.uuid(d, s, sizeof(s)) != NVML_SUCCESS || cn_gpumap_uuid_parse(s, gpus[n]) < 0) {
 			snprintf(why, len, "NVML cannot read the UUID of GPU %u", i);
 			return -1;
 		}
@@ -153,7 +153,7 @@ int cn_nvml_name(const unsigned char uuid[16], char *name, size_t len)
 	name[0] = '\0';
 	if (load(why, sizeof(why)) < 0)
 		return -1;
-	cn_uuid_format(uuid, s);
+	cn_gpumap_uuid_format(uuid, s);
 	if (nv.by_uuid(s, &d) != NVML_SUCCESS || nv.name(d, name, (unsigned)len) != NVML_SUCCESS) {
 		name[0] = '\0';
 		return -1;
@@ -169,7 +169,7 @@ int cn_nvml_free(const unsigned char uuid[16], uint64_t *free_bytes, char *why, 
 
 	if (load(why, len) < 0)
 		return -1;
-	cn_uuid_format(uuid, s);
+	cn_gpumap_uuid_format(uuid, s);
 	if (nv.by_uuid(s, &d) != NVML_SUCCESS || nv.memory(d, &m) != NVML_SUCCESS) {
 		snprintf(why, len, "NVML cannot read the free memory of %s", s);
 		return -1;

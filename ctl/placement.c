@@ -101,7 +101,7 @@ static int pairs_for(const struct cn_req *req, const struct gpu *g, int n, CUche
  * allocations (cuMemCreate), which need no context (measured on driver 580: 8 GiB held in 0.1 ms,
  * where a context alone took 50-100 ms, and longer with several controllers creating theirs at
  * once). */
-void cn_place_release(CUmemGenericAllocationHandle *h, int n)
+void cn_placement_release(CUmemGenericAllocationHandle *h, int n)
 {
 	for (int i = 0; i < n; i++)
 		cn_cu.mem_release(h[i]);
@@ -158,16 +158,16 @@ static int make_room(const struct cn_req *req, const CUcheckpointGpuPair *list, 
 				to = (const unsigned char *)list[i].newUuid.bytes;
 		for (k = 0; k < n_gpus && memcmp(g[k].uuid.bytes, to, 16) != 0; k++)
 			;
-		cn_uuid_format(to, s);
+		cn_gpumap_uuid_format(to, s);
 		if (k == n_gpus) {
 			snprintf(why, sizeof(why),
 				 "the GPU the job used, %s, is not on this machine", s);
-			cn_resp_fail(resp, CN_RES_BAD_MAP, "BAD_GPU_MAP", why);
+			cn_driver_fail(resp, CN_RES_BAD_MAP, "BAD_GPU_MAP", why);
 			goto undo;
 		}
-		t0 = cn_now_ms();
+		t0 = cn_clock_ms();
 		k_free = cn_nvml_free(to, &free_b, why, sizeof(why));
-		resp->check_ms += cn_now_ms() - t0;
+		resp->check_ms += cn_clock_ms() - t0;
 		if (k_free == 0 && free_b < need + req->margin_bytes) {
 			snprintf(why, sizeof(why),
 				 "GPU %d (%s) has %llu MiB free; the job needs %llu MiB there plus "
@@ -175,14 +175,14 @@ static int make_room(const struct cn_req *req, const CUcheckpointGpuPair *list, 
 				 k, s, (unsigned long long)(free_b >> 20),
 				 (unsigned long long)(need >> 20),
 				 (unsigned long long)(req->margin_bytes >> 20));
-			cn_resp_fail(resp, CN_RES_NO_ROOM, "NO_GPU_MEMORY", why);
+			cn_driver_fail(resp, CN_RES_NO_ROOM, "NO_GPU_MEMORY", why);
 			goto undo;
 		}
 		if (!req->reserve)
 			continue;
-		t0 = cn_now_ms();
+		t0 = cn_clock_ms();
 		r = hold(&h[n], g[k].dev, need);
-		resp->hold_ms += cn_now_ms() - t0;
+		resp->hold_ms += cn_clock_ms() - t0;
 		if (r != CUDA_SUCCESS) {
 			const char *name = NULL;
 
@@ -191,18 +191,18 @@ static int make_room(const struct cn_req *req, const CUcheckpointGpuPair *list, 
 				 "cannot hold %llu MiB on GPU %d (%s) until the restore: %s "
 				 "([restore] reserve = false skips holding it)",
 				 (unsigned long long)(need >> 20), k, s, name ? name : "error");
-			cn_resp_fail(resp, CN_RES_NO_ROOM, "NO_GPU_MEMORY", why);
+			cn_driver_fail(resp, CN_RES_NO_ROOM, "NO_GPU_MEMORY", why);
 			goto undo;
 		}
 		n++;
 	}
 	return n;
 undo:
-	cn_place_release(h, n);
+	cn_placement_release(h, n);
 	return -1;
 }
 
-int cn_place(const struct cn_req *req, struct cn_resp *resp, CUcheckpointGpuPair *list, int *n_list,
+int cn_placement_place(const struct cn_req *req, struct cn_resp *resp, CUcheckpointGpuPair *list, int *n_list,
 	     CUmemGenericAllocationHandle *held, int *n_held)
 {
 	struct gpu g[CN_MAX_GPUS];
@@ -211,13 +211,13 @@ int cn_place(const struct cn_req *req, struct cn_resp *resp, CUcheckpointGpuPair
 
 	*n_list = *n_held = 0;
 	if (req->n_pairs > CN_MAX_GPUS || req->n_moves > CN_MAX_GPUS) {
-		cn_resp_fail(resp, CN_RES_BAD_MAP, "BAD_GPU_MAP", "too many pairs");
+		cn_driver_fail(resp, CN_RES_BAD_MAP, "BAD_GPU_MAP", "too many pairs");
 		return -1;
 	}
 	if (!req->n_pairs && !req->n_moves && !req->n_use)
 		return 0;
 	if (list_gpus(g, &n, why, sizeof(why)) < 0) {
-		cn_resp_fail(resp, req->n_pairs ? CN_RES_BAD_MAP : CN_RES_NO_ROOM,
+		cn_driver_fail(resp, req->n_pairs ? CN_RES_BAD_MAP : CN_RES_NO_ROOM,
 			     req->n_pairs ? "BAD_GPU_MAP" : "NO_GPU_MEMORY", why);
 		return -1;
 	}
@@ -225,7 +225,7 @@ int cn_place(const struct cn_req *req, struct cn_resp *resp, CUcheckpointGpuPair
 	for (int i = 0; i < n; i++)
 		memcpy(resp->gpus[i], g[i].uuid.bytes, 16);
 	if (pairs_for(req, g, n, list, n_list, want, why, sizeof(why)) < 0) {
-		cn_resp_fail(resp, CN_RES_BAD_MAP, "BAD_GPU_MAP", why);
+		cn_driver_fail(resp, CN_RES_BAD_MAP, "BAD_GPU_MAP", why);
 		return -1;
 	}
 	*n_held = make_room(req, list, *n_list, g, n, held, resp);

@@ -20,6 +20,7 @@
 
 #include "cn_safe.h"
 #include "cn_status.h"
+#include "cn_proc.h"
 
 #define BASE "cudanap"
 

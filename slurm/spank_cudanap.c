@@ -29,6 +29,7 @@
 #include "cn_config.h"
 #include "handover.h"
 #include "jobdirs.h"
+#include "cn_dirs.h"
 
 SPANK_PLUGIN(cudanap, 1);
 
@@ -233,7 +234,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 		return -1;
 	}
 	cn_jobdirs_path(statusbase, job, status, sizeof(status));
-	if (dir_err[0] || cn_status_dir_prepare(status, err, sizeof(err)) < 0) {
+	if (dir_err[0] || cn_dirs_status_prepare(status, err, sizeof(err)) < 0) {
 		/* Not the user's doing: by default the task runs, without cudanap, and says why
 		 * ([status] if_unusable). */
 		if (dir_err[0])

@@ -14,8 +14,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "actions.h"
-#include "agent_state.h"
+#include "prepare.h"
+#include "query.h"
+#include "resume.h"
+#include "suspend.h"
+#include "state.h"
 #include "channel.h"
 #include "clock.h"
 #include "fns.h"
@@ -24,9 +27,9 @@
 #include "nap.h"
 #include "report.h"
 #include "staging.h"
+#include "wake.h"
+#include "cn_notes.h"
 
-struct cn_agent cn_ag;
-static int wake_fd = -1;
 
 /* Drain every pending byte and fold them into one wish: the last signal wins, toggles flip. A
  * prepare counts only when nothing else was asked for (*prepare_only); the rest is in *x; *act:
@@ -44,7 +47,7 @@ static int wanted(bool suspended_now, bool *prepare_only, struct extra *x, bool 
 	ssize_t n;
 
 	*x = (struct extra){ false, false, false };
-	while ((n = read(wake_fd, buf, sizeof(buf))) > 0)
+	while ((n = cn_wake_read(buf, sizeof(buf))) > 0)
 		for (ssize_t i = 0; i < n; i++) {
 			if (buf[i] == CN_WAKE_PREPARE) {
 				prep = true;
@@ -75,11 +78,11 @@ static void publish_calls(void)
 {
 	static char text[64 * 1024], last[sizeof(text)];
 
-	cn_fn_counts(text, sizeof(text));
+	cn_lookup_counts(text, sizeof(text));
 	if (strcmp(text, last) == 0)
 		return;
 	memcpy(last, text, sizeof(text));
-	cn_note_put(cn_ag.cfg.status_dir, (int)getpid(), "calls", text);
+	cn_notes_put(cn_ag.cfg.status_dir, (int)getpid(), "calls", text);
 }
 
 /* The gate on the app's driver calls is open exactly while the process's CUDA runs: the suspend
@@ -98,21 +101,21 @@ static void *agent_main(void *arg)
 	for (;;) {
 		/* The controller's socket is watched too: one that dies while idle is noticed and
 		 * replaced at the next request, not found dead in the middle of one. */
-		struct pollfd p[2] = { { .fd = wake_fd, .events = POLLIN },
+		struct pollfd p[2] = { { .fd = cn_wake_fd(), .events = POLLIN },
 				       { .fd = cn_channel_fd(), .events = POLLIN } };
 		bool suspended_now = strcmp(cn_ag.st.state, "checkpointed") == 0, prep, want, act;
-		double left = cn_ag.prepared_until ? cn_ag.prepared_until - cn_now_ms() : -1;
+		double left = cn_ag.prepared_until ? cn_ag.prepared_until - cn_clock_ms() : -1;
 		int r, tick = cn_nap_timeout_ms();
 		struct extra x;
 
-		if (cn_fn_counting) {
+		if (cn_lookup_counting) {
 			publish_calls();
 			if (left < 0 || left > CALLS_EVERY_MS)
 				left = CALLS_EVERY_MS;
 		}
 		if (tick >= 0 && (left < 0 || left > tick))
 			left = tick;
-		if (cn_ag.prepared_until && cn_ag.prepared_until <= cn_now_ms()) {
+		if (cn_ag.prepared_until && cn_ag.prepared_until <= cn_clock_ms()) {
 			cn_prepare_expired();
 			continue;
 		}
@@ -152,9 +155,8 @@ static void *agent_main(void *arg)
 }
 
 /* Everything but the configuration and the host facts: a fresh process's state. */
-static void reset(int fd)
+static void reset(void)
 {
-	wake_fd = fd;
 	cn_ag.n_use = 0;
 	cn_ag.prepared_bytes = 0;
 	cn_ag.prepared_until = 0;
@@ -186,29 +188,23 @@ static int start_thread(void)
 
 /* The first status file is written before the thread starts, by the caller: a process that
  * exits at once must not have its file written after its exit removed it. */
-int cn_agent_start(const struct cn_config *cfg, int fd)
+int cn_agent_start(const struct cn_config *cfg)
 {
 	cn_ag.cfg = *cfg;
 	cn_ag.thp = cn_staging_thp_available();
-	reset(fd);
+	reset();
 	return start_thread();
 }
 
-int cn_agent_fork_child(int fd)
+int cn_agent_fork_child(bool start)
 {
-	/* The parent's descriptors: ours to close, never to use; its controller must see its own
-	 * end close when the parent exits, whatever the child does. */
-	if (wake_fd >= 0)
-		close(wake_fd);
+	/* The parent's socket: ours to close, never to use; its controller must see its own end
+	 * close when the parent exits, whatever the child does. */
 	cn_channel_close();
-	wake_fd = -1;
-	if (fd < 0)
+	if (!start)
 		return -EBADF;
-	reset(fd);
-	if (start_thread() == 0)
-		return 0;
-	wake_fd = -1;
-	return -EAGAIN;
+	reset();
+	return start_thread() == 0 ? 0 : -EAGAIN;
 }
 
 void cn_agent_exit(void)

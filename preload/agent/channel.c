@@ -12,14 +12,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "agent_state.h"
+#include "state.h"
 #include "launch.h"
 #include "log.h"
 #include "report.h"
 
 static int sock = -1;
 
-const char *cn_op_name(uint32_t op)
+const char *cn_channel_op_name(uint32_t op)
 {
 	static const char *const names[] = { "",	"state",  "lock",   "checkpoint",
 					     "restore", "unlock", "prepare" };
@@ -47,13 +47,13 @@ static int ensure_controller(struct cn_resp *resp)
 
 	if (sock >= 0)
 		return 0;
-	r = cn_controller_spawn(&sock);
+	r = cn_launch_ctl_spawn(&sock);
 	if (r == 0)
 		return 0;
 	resp->result = CN_RES_IO;
 	resp->state = CN_STATE_UNKNOWN;
 	snprintf(resp->name, sizeof(resp->name), "NO_CONTROLLER");
-	snprintf(resp->message, sizeof(resp->message), "cannot start %s: %s", cn_controller_path(),
+	snprintf(resp->message, sizeof(resp->message), "cannot start %s: %s", cn_launch_ctl_path(),
 		 strerror(-r));
 	return -1;
 }
@@ -73,7 +73,7 @@ static ssize_t wait_answer(uint32_t op, struct cn_resp *resp)
 			continue;
 		if (r == 0) {
 			waited += cn_ag.cfg.watchdog_ms;
-			cn_report_waiting(cn_op_name(op), waited / 1000);
+			cn_report_waiting(cn_channel_op_name(op), waited / 1000);
 			continue;
 		}
 		break;
@@ -112,7 +112,7 @@ int cn_channel_call(const struct cn_req *req, struct cn_resp *resp)
 	cn_channel_close();
 	cn_log(&cn_ag.cfg, CN_LOG_ERROR,
 	       "the cudanap controller died during the %s request; starting another",
-	       cn_op_name(req->op));
+	       cn_channel_op_name(req->op));
 	ask = *req;
 	ask.op = CN_OP_STATE;
 	n = exchange(&ask, &now);
@@ -127,7 +127,7 @@ int cn_channel_call(const struct cn_req *req, struct cn_resp *resp)
 	resp->state = n == (ssize_t)sizeof(now) ? now.state : CN_STATE_UNKNOWN;
 	snprintf(resp->name, sizeof(resp->name), "CONTROLLER_GONE");
 	snprintf(resp->message, sizeof(resp->message),
-		 "the cudanap controller died during the %s%s", cn_op_name(req->op),
+		 "the cudanap controller died during the %s%s", cn_channel_op_name(req->op),
 		 n == (ssize_t)sizeof(now) ? ""
 					   : ", and no new one answers; the process's CUDA state "
 					     "is unknown");

@@ -16,6 +16,6 @@ int cn_channel_fd(void);
 /* Close the line: the controller died, or, in a forked child, it is the parent's. */
 void cn_channel_close(void);
 
-const char *cn_op_name(uint32_t op);
+const char *cn_channel_op_name(uint32_t op);
 
 #endif

@@ -35,7 +35,7 @@ static int wait_with_timeout(pid_t pid, unsigned timeout_ms)
 	}
 }
 
-int cn_hook_run(const struct cn_config *c, const char *cmd, const char *event, const char *state,
+int cn_hooks_run(const struct cn_config *c, const char *cmd, const char *event, const char *state,
 		const char *result)
 {
 	static const char *const drop[] = { "CUDANAP_PID=", "CUDANAP_EVENT=", "CUDANAP_STATE=",
@@ -43,7 +43,7 @@ int cn_hook_run(const struct cn_config *c, const char *cmd, const char *event, c
 	static char vars[4][512];
 	const char *add[] = { vars[0], vars[1], vars[2], vars[3], NULL };
 	char *argv[] = { "sh", "-c", (char *)cmd, NULL };
-	struct cn_spawn s = {
+	struct cn_launch_spawn s = {
 		.path = "/bin/sh", .argv = argv, .drop = drop, .add = add, .fd3 = -1
 	};
 	pid_t pid;
@@ -53,7 +53,7 @@ int cn_hook_run(const struct cn_config *c, const char *cmd, const char *event, c
 	snprintf(vars[1], sizeof(vars[1]), "CUDANAP_EVENT=%s", event);
 	snprintf(vars[2], sizeof(vars[2]), "CUDANAP_STATE=%s", state);
 	snprintf(vars[3], sizeof(vars[3]), "CUDANAP_RESULT=%s", result);
-	r = cn_spawn(&s, &pid);
+	r = cn_launch_spawn(&s, &pid);
 	if (r < 0)
 		return r;
 	return wait_with_timeout(pid, c->hook_timeout_ms);

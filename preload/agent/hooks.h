@@ -8,7 +8,7 @@
  * LD_PRELOAD, stdin on /dev/null, default signal dispositions and an empty mask, in its own
  * process group; waits at most c->hook_timeout_ms, then kills the group. Returns the exit status
  * (0-255), 128+signal, -ETIMEDOUT, or another -errno. */
-int cn_hook_run(const struct cn_config *c, const char *cmd, const char *event, const char *state,
+int cn_hooks_run(const struct cn_config *c, const char *cmd, const char *event, const char *state,
 		const char *result);
 
 #endif

@@ -54,7 +54,7 @@ static bool dropped(const char *e, const char *const *drop)
 	return false;
 }
 
-int cn_spawn(const struct cn_spawn *s, pid_t *pid)
+int cn_launch_spawn(const struct cn_launch_spawn *s, pid_t *pid)
 {
 	static char preload[4096];
 	static char *envp[MAX_ENV + 16];
@@ -110,13 +110,13 @@ static bool try_ctl(const char *dir, size_t dir_len, const char *rel)
 	return access(ctl_path, X_OK) == 0;
 }
 
-bool cn_controller_locate(void)
+bool cn_launch_ctl_locate(void)
 {
 	char lib[PATH_MAX];
 	const char *slash;
 	Dl_info info;
 
-	if (dladdr((void *)cn_controller_locate, &info) && info.dli_fname &&
+	if (dladdr((void *)cn_launch_ctl_locate, &info) && info.dli_fname &&
 	    realpath(info.dli_fname, lib) && (slash = strrchr(lib, '/')) &&
 	    (try_ctl(lib, (size_t)(slash - lib), "cudanap-ctl") ||
 	     try_ctl(lib, (size_t)(slash - lib), "../ctl/cudanap-ctl") ||
@@ -126,12 +126,12 @@ bool cn_controller_locate(void)
 	return access(ctl_path, X_OK) == 0;
 }
 
-const char *cn_controller_path(void)
+const char *cn_launch_ctl_path(void)
 {
 	return ctl_path;
 }
 
-int cn_controller_spawn(int *sock_out)
+int cn_launch_ctl_spawn(int *sock_out)
 {
 	static const char *const drop[] = {
 		/* nvidia-smi numbering is the PCI order over all GPUs,
@@ -141,7 +141,7 @@ int cn_controller_spawn(int *sock_out)
 	static const char *const add[] = { "CUDANAP_CONFIG=off", NULL };
 	char arg[16];
 	char *argv[] = { "cudanap-ctl", arg, NULL };
-	struct cn_spawn s = { .path = ctl_path,
+	struct cn_launch_spawn s = { .path = ctl_path,
 			      .argv = argv,
 			      .drop = drop,
 			      .add = add,
@@ -172,7 +172,7 @@ int cn_controller_spawn(int *sock_out)
 	}
 	snprintf(arg, sizeof(arg), "%d", (int)getpid());
 	s.fd3 = sv[1];
-	r = cn_spawn(&s, &pid);
+	r = cn_launch_spawn(&s, &pid);
 	close(sv[1]);
 	if (r < 0) {
 		close(sv[0]);

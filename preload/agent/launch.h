@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-struct cn_spawn {
+struct cn_launch_spawn {
 	const char *path;
 	char *const *argv;
 	const char *const *drop; /* NULL-ended "NAME=" prefixes left out of the environment */
@@ -17,16 +17,16 @@ struct cn_spawn {
 
 /* posix_spawn with default dispositions, an empty mask and cudanap gone from LD_PRELOAD.
  * Returns 0 or -errno. */
-int cn_spawn(const struct cn_spawn *s, pid_t *pid);
+int cn_launch_spawn(const struct cn_launch_spawn *s, pid_t *pid);
 
 /* Where cudanap-ctl is: beside libcudanap.so, else in ctl/ beside it (the build tree), else the
  * installed libexec path. Called once from the constructor; false if there is none. */
-bool cn_controller_locate(void);
+bool cn_launch_ctl_locate(void);
 
-/* The path cn_controller_locate settled on (the installed one when none was found). */
-const char *cn_controller_path(void);
+/* The path cn_launch_ctl_locate settled on (the installed one when none was found). */
+const char *cn_launch_ctl_path(void);
 
 /* Start a controller for this process; *sock gets the agent's end (close-on-exec). 0 or -errno. */
-int cn_controller_spawn(int *sock);
+int cn_launch_ctl_spawn(int *sock);
 
 #endif

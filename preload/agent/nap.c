@@ -26,14 +26,15 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "actions.h"
-#include "agent.h"
-#include "agent_state.h"
+#include "resume.h"
+#include "suspend.h"
+#include "wake.h"
+#include "state.h"
 #include "clock.h"
 #include "gate.h"
 #include "log.h"
 #include "report.h"
-#include "steps.h"
+#include "requests.h"
 
 #define NAP_LOCK_MS  200 /* a nap's lock: the work it waits for is a kernel older than idle_s */
 #define BACKOFF_MAX  64
@@ -56,8 +57,8 @@ static _Atomic(double) asked_ms;
 
 static void wake_asked(void)
 {
-	atomic_store(&asked_ms, cn_now_ms());
-	cn_wake_agent(CN_WAKE_CALL);
+	atomic_store(&asked_ms, cn_clock_ms());
+	cn_wake_send(CN_WAKE_CALL);
 }
 
 static void say(const char *state, const char *why)
@@ -70,7 +71,7 @@ static void say(const char *state, const char *why)
  * that long for room. */
 static int retry_in(void)
 {
-	double left = nap.try_ms + ROOM_WAIT_MS - cn_now_ms();
+	double left = nap.try_ms + ROOM_WAIT_MS - cn_clock_ms();
 
 	return left > 0 ? (int)left : 0;
 }
@@ -90,7 +91,7 @@ int cn_nap_timeout_ms(void)
 /* The nap, asked or idle: true when the process naps now. */
 static bool go(bool asked)
 {
-	double idle_ms = cn_now_ms() - nap.active_ms;
+	double idle_ms = cn_clock_ms() - nap.active_ms;
 	char why[360], steps[200];
 
 	cn_gate_nap(CN_NAP_CLOSING, wake_asked);
@@ -117,7 +118,7 @@ static bool go(bool asked)
 	cn_gate_nap(CN_NAP_NONE, NULL);
 	if (nap.backoff < BACKOFF_MAX)
 		nap.backoff *= 2;
-	nap.not_before = cn_now_ms() + (double)nap.backoff * cn_ag.cfg.nap_idle_s * 1000;
+	nap.not_before = cn_clock_ms() + (double)nap.backoff * cn_ag.cfg.nap_idle_s * 1000;
 	snprintf(why, sizeof(why), "%s: %s", cn_ag.st.result, cn_ag.st.message);
 	say(strcmp(cn_ag.st.result, "REFUSED") == 0 ? "not napped" : "awake", why);
 	cn_report_write();
@@ -132,7 +133,7 @@ static bool go(bool asked)
 
 void cn_nap_now(void)
 {
-	nap.active_ms = cn_now_ms();
+	nap.active_ms = cn_clock_ms();
 	if (nap.napping) {
 		cn_suspend_as(true, 0); /* says it naps already */
 		return;
@@ -144,7 +145,7 @@ void cn_nap_tick(void)
 {
 	struct cn_inside in[1];
 	unsigned long work;
-	double now = cn_now_ms();
+	double now = cn_clock_ms();
 
 	if (nap.napping) {
 		if (nap.retry && retry_in() == 0)
@@ -190,7 +191,7 @@ static bool elsewhere(char *map, size_t len, unsigned *next)
 {
 	struct cn_resp q;
 
-	if (!cn_ag.cfg.nap_wake_any || cn_ag.n_use != 1 || cn_call(CN_OP_QUERY, &q) < 0)
+	if (!cn_ag.cfg.nap_wake_any || cn_ag.n_use != 1 || cn_requests_call(CN_OP_QUERY, &q) < 0)
 		return false;
 	while (*next < q.n_gpus) {
 		unsigned k = (*next)++;
@@ -219,7 +220,7 @@ void cn_nap_wake(void)
 	cn_gate_nap(CN_NAP_NONE, NULL); /* calls from now on wait for the wake */
 	if (!nap.retry)
 		say("waking", "");
-	nap.try_ms = cn_now_ms();
+	nap.try_ms = cn_clock_ms();
 	cn_resume_as(true, NULL, nap.retry ? ROOM_WAIT_MS : 0);
 	while (strcmp(cn_ag.st.state, "checkpointed") == 0 &&
 	       strcmp(cn_ag.st.result, "NO_GPU_MEMORY") == 0 && elsewhere(map, sizeof(map), &next))
@@ -245,7 +246,7 @@ void cn_nap_wake(void)
 
 void cn_nap_woken(double asked)
 {
-	double now = cn_now_ms();
+	double now = cn_clock_ms();
 	char steps[200];
 
 	if (!nap.napping)
@@ -274,7 +275,7 @@ void cn_nap_after_action(void)
 	else if (nap.napping && strcmp(cn_ag.st.state, "checkpointed") != 0)
 		nap.napping = false;
 	else if (!nap.napping)
-		nap.active_ms = cn_now_ms(); /* an action is no idleness */
+		nap.active_ms = cn_clock_ms(); /* an action is no idleness */
 }
 
 bool cn_nap_asleep(void)

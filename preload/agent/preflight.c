@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cn_nccl.h"
+#include "cn_ncclenv.h"
 #include "ipc.h"
 #include "managed.h"
 
@@ -139,7 +139,7 @@ int cn_preflight_suspend(const struct cn_config *c, const struct cn_nccl_facts *
 	/* Its transports are told by the environment NCCL read at its start (cn_nccl.h). */
 	if (!c->allow_nccl && c->nccl_mode != CN_NCCL_OFF && !nccl->handled &&
 	    (nccl->comms > 0 || nccl_thread() || nccl_segment() || nccl_socket()) &&
-	    cn_nccl_check("/sys/class/infiniband", env, sizeof(env)) < 0) {
+	    cn_ncclenv_check("/sys/class/infiniband", env, sizeof(env)) < 0) {
 		if (nccl->hint[0])
 			snprintf(why, len,
 				 "refusing to suspend NCCL ranks that share memory (%s): %s", env,

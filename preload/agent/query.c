@@ -7,23 +7,24 @@
  * were. A thread seen inside the same call at the query's start and end, or at the last query,
  * has been inside it at least that long; longer than [lock] timeout_ms, a suspend would fail. */
 #define _GNU_SOURCE
-#include "actions.h"
+#include "query.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "agent_state.h"
+#include "state.h"
 #include "clock.h"
 #include "cn_gpumap.h"
 #include "cuda_abi.h"
 #include "fns.h"
 #include "gate.h"
 #include "hibernate.h"
-#include "job.h"
+#include "nccl.h"
 #include "preflight.h"
 #include "rates.h"
 #include "report.h"
-#include "steps.h"
+#include "reload.h"
+#include "requests.h"
 
 #define MAX_INSIDE 64
 
@@ -51,14 +52,14 @@ static double since(const struct cn_inside *t, const struct cn_inside *first, in
 	for (int i = 0; i < n_first; i++)
 		if (first[i].tid == t->tid && first[i].calls == t->calls && first[i].idx == t->idx)
 			return first_ms;
-	return cn_now_ms();
+	return cn_clock_ms();
 }
 
 /* The threads inside a call: the longest-standing one said, and too long for the lock. */
 static void threads_inside(const struct cn_inside *first, int n_first, double first_ms)
 {
 	struct cn_inside now[MAX_INSIDE];
-	double t = cn_now_ms(), oldest = t;
+	double t = cn_clock_ms(), oldest = t;
 	int n = cn_gate_inside(now, MAX_INSIDE), who = -1;
 	char why[300];
 
@@ -74,7 +75,7 @@ static void threads_inside(const struct cn_inside *first, int n_first, double fi
 	if (who >= 0)
 		snprintf(cn_ag.st.inside, sizeof(cn_ag.st.inside),
 			 "thread %d inside %s for at least %.1f s", (int)now[who].tid,
-			 cn_fn_name(now[who].idx), (t - oldest) / 1000);
+			 cn_lookup_name(now[who].idx), (t - oldest) / 1000);
 	if (who >= 0 && cn_ag.cfg.lock_timeout_ms && t - oldest >= cn_ag.cfg.lock_timeout_ms &&
 	    !cn_ag.st.why_not[0]) {
 		snprintf(why, sizeof(why),
@@ -121,7 +122,7 @@ static void room(const struct cn_resp *r, double gpu_mib)
 
 	st->host_need_mib = gpu_mib > 0 ? need : -1;
 	if (c->hibernate_dir[0]) {
-		uint64_t free_b = cn_hib_free_bytes(c->hibernate_dir);
+		uint64_t free_b = cn_hibernate_free_bytes(c->hibernate_dir);
 
 		have = free_b == UINT64_MAX ? -1 : (double)free_b / (1 << 20);
 		snprintf(st->host_bound, sizeof(st->host_bound), "free space in %s",
@@ -174,7 +175,7 @@ void cn_query(void)
 	struct cn_inside first[MAX_INSIDE];
 	struct cn_nccl_facts nf;
 	unsigned long long call_ns = st->call_ns;
-	double t0 = cn_now_ms(), gpu_mib;
+	double t0 = cn_clock_ms(), gpu_mib;
 	int n_first = cn_gate_inside(first, MAX_INSIDE);
 	struct cn_resp r;
 	char why[420];
@@ -186,7 +187,7 @@ void cn_query(void)
 		stamp();
 		return;
 	}
-	cn_call(CN_OP_QUERY, &r);
+	cn_requests_call(CN_OP_QUERY, &r);
 	st->call_ns = call_ns; /* the last action's, not this */
 	if (r.result == CUDA_ERROR_NOT_INITIALIZED) {
 		snprintf(st->suspendable, sizeof(st->suspendable), "no-cuda");

@@ -12,14 +12,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent_state.h"
+#include "state.h"
 #include "clock.h"
 #include "cn_gpumap.h"
 #include "cuda_abi.h"
 #include "hooks.h"
-#include "job.h"
+#include "nccl.h"
 #include "log.h"
 #include "staging.h"
+#include "cn_notes.h"
+#include "cn_proc.h"
 
 static pthread_mutex_t publishing; /* a status write and the removal at exit exclude each other */
 static double t_begin;		   /* CLOCK_MONOTONIC ms when the action began */
@@ -97,7 +99,7 @@ void cn_report_start(void)
 	exiting = false;
 	cn_status_init(st, (int)getpid());
 	cn_status_path(cn_ag.cfg.status_dir, st->pid, status_path, sizeof(status_path));
-	cn_note_path(cn_ag.cfg.status_dir, st->pid, "calls", calls_path, sizeof(calls_path));
+	cn_notes_path(cn_ag.cfg.status_dir, st->pid, "calls", calls_path, sizeof(calls_path));
 	st->starttime = cn_proc_starttime(st->pid);
 	st->suspend_signal = cn_ag.cfg.suspend_signal;
 	st->resume_signal = cn_ag.cfg.resume_signal;
@@ -107,15 +109,6 @@ void cn_report_start(void)
 	snprintf(st->result, sizeof(st->result), "ok");
 	snprintf(st->nap, sizeof(st->nap), "%s", cn_ag.cfg.nap_idle_s ? "awake" : "off");
 	cn_report_publish();
-}
-
-double cn_report_footprint_mib(void)
-{
-	double mib = 0;
-
-	for (uint32_t i = 0; i < cn_ag.n_use; i++)
-		mib += (double)cn_ag.use[i].bytes / (1 << 20);
-	return cn_ag.n_use ? mib : -1;
 }
 
 void cn_report_gpus(bool asleep)
@@ -150,10 +143,10 @@ void cn_report_begin(const char *action)
 {
 	struct cn_status *st = &cn_ag.st;
 
-	t_begin = cn_now_ms();
+	t_begin = cn_clock_ms();
 	cn_status_new_action(st, action);
 	cn_nccl_describe(st->nccl, sizeof(st->nccl));
-	st->footprint_mib = cn_report_footprint_mib();
+	st->footprint_mib = cn_state_footprint_mib();
 	st->prepared = cn_ag.prepared_bytes > 0;
 	if (st->prepared)
 		st->host_mib = (double)cn_ag.prepared_bytes / (1 << 20);
@@ -198,7 +191,7 @@ static void run_hook(const struct cn_resp *r, const char *what)
 		hook = cfg->on_resumed, event = what;
 	if (!hook || !hook[0])
 		return;
-	rc = cn_hook_run(cfg, hook, event, cn_ag.st.state, cn_ag.st.result);
+	rc = cn_hooks_run(cfg, hook, event, cn_ag.st.state, cn_ag.st.result);
 	if (rc == -ETIMEDOUT)
 		cn_log(cfg, CN_LOG_ERROR, "%s hook killed after %u ms", event,
 		       cfg->hook_timeout_ms);
@@ -224,7 +217,7 @@ void cn_report_finish(const struct cn_resp *r, const char *what, const char *mes
 	snprintf(st->result, sizeof(st->result), "%s", ok ? "ok" : r->name);
 	snprintf(st->message, sizeof(st->message), "%s", message);
 	/* From the agent's wake to now: what the user waited for, the steps and the rest. */
-	st->total_ms = cn_now_ms() - t_begin;
+	st->total_ms = cn_clock_ms() - t_begin;
 	o = cn_status_steps(st, steps, sizeof(steps));
 	cn_report_publish();
 

@@ -38,9 +38,6 @@ void cn_report_waiting(const char *op, unsigned s);
  * started on and, asleep, those a resume puts it on by the INI as read now. */
 void cn_report_gpus(bool asleep);
 
-/* The GPU memory of the last checkpoint, in MiB; -1 when not known. */
-double cn_report_footprint_mib(void);
-
 /* At process exit: remove the status file, and never write it again. */
 void cn_report_exit(void);
 /* The same from _exit(), which may be called anywhere, a signal handler included: unlink only. */

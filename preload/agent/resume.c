@@ -4,25 +4,26 @@
  * the gate on the app's driver calls. A restore that cannot be made leaves the process suspended,
  * to be resumed again. */
 #define _GNU_SOURCE
-#include "actions.h"
+#include "resume.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
-#include "agent_state.h"
+#include "state.h"
 #include "clock.h"
 #include "cn_gpumap.h"
 #include "cuda_abi.h"
 #include "hibernate.h"
 #include "comms.h"
 #include "gate.h"
-#include "job.h"
+#include "nccl.h"
 #include "log.h"
 #include "rates.h"
 #include "report.h"
 #include "staging.h"
-#include "steps.h"
+#include "reload.h"
+#include "requests.h"
 
 /* The map of this resume: the one given (a nap's wake), a one-shot `cudanap resume --gpu-map`
  * left, else the INI's. False when
@@ -38,9 +39,9 @@ static bool this_map(const char *given)
 	memcpy(cn_ag.pairs, cn_ag.cfg.pairs, sizeof(cn_ag.pairs));
 	if (given)
 		snprintf(text, sizeof(text), "%s", given);
-	else if (cn_take_request("gpu-map", text, sizeof(text)) < 0)
+	else if (cn_requests_take("gpu-map", text, sizeof(text)) < 0)
 		return true;
-	if (cn_gpu_map_parse(text, cn_ag.pairs, &n, err, sizeof(err)) == 0) {
+	if (cn_gpumap_parse(text, cn_ag.pairs, &n, err, sizeof(err)) == 0) {
 		cn_ag.n_pairs = n;
 		return true;
 	}
@@ -53,44 +54,23 @@ static bool this_map(const char *given)
 	return false;
 }
 
-/* After a restore: the GPUs the process started on are where the controller put them. The
- * process's own GPUs move with them. */
-static void moved(const struct cn_resp *r)
-{
-	for (uint32_t u = 0; u < cn_ag.n_use; u++) {
-		unsigned char home[16];
-
-		cn_gpumap_home_of(cn_ag.moves, cn_ag.n_moves, cn_ag.use[u].uuid, home);
-		memcpy(cn_ag.use[u].uuid, home, 16);
-		for (uint32_t m = 0; m < r->n_moves; m++)
-			if (memcmp(r->moves[m].home, home, 16) == 0)
-				memcpy(cn_ag.use[u].uuid, r->moves[m].now, 16);
-	}
-	cn_ag.n_moves = r->n_moves;
-	memcpy(cn_ag.moves, r->moves, sizeof(cn_ag.moves));
-	if (r->n_gpus) {
-		cn_ag.n_gpus = r->n_gpus;
-		memcpy(cn_ag.gpus, r->gpus, sizeof(cn_ag.gpus));
-	}
-}
-
 /* The restore, tried again every 100 ms while the target GPUs lack room, for wait_ms ([restore]
  * room_wait_s; a wake waiting for room, nap.c): the controller refuses before the driver's call,
  * so trying again is safe. The wait step is then all that came before the last try's call. */
 static int restore(struct cn_resp *r, unsigned wait_ms)
 {
-	double t0 = cn_now_ms(), until = t0 + wait_ms;
+	double t0 = cn_clock_ms(), until = t0 + wait_ms;
 	int rc, tries = 0;
 
-	while ((rc = cn_moving_call(CN_OP_RESTORE, r)) < 0 && r->result == CN_RES_NO_ROOM &&
-	       cn_now_ms() < until) {
+	while ((rc = cn_requests_moving(CN_OP_RESTORE, r)) < 0 && r->result == CN_RES_NO_ROOM &&
+	       cn_clock_ms() < until) {
 		struct timespec tick = { 0, 100 * 1000 * 1000 };
 
 		tries++;
 		nanosleep(&tick, NULL);
 	}
 	if (tries)
-		cn_ag.st.step_ms[CN_STEP_WAIT] = cn_now_ms() - t0 - r->elapsed_ms;
+		cn_ag.st.step_ms[CN_STEP_WAIT] = cn_clock_ms() - t0 - r->elapsed_ms;
 	return rc;
 }
 
@@ -135,7 +115,7 @@ void cn_resume_as(bool wake, const char *map, unsigned wake_wait_ms)
 	cn_report_begin(name);
 	if (!cn_reload(name) || !this_map(map))
 		return;
-	if (!cn_current_state(name, &r))
+	if (!cn_requests_state(name, &r))
 		return;
 	if (r.state == CN_STATE_RUNNING && cn_comms_suspended()) {
 		/* Running, its communicators waiting for the job: a resume that failed to meet the
@@ -154,7 +134,7 @@ void cn_resume_as(bool wake, const char *map, unsigned wake_wait_ms)
 		char msg[360];
 		double ms;
 
-		if (cn_hib_readback(cn_ag.hib_addr, cn_ag.hib_len, cn_ag.cfg.prefault_threads, &ms,
+		if (cn_hibernate_readback(cn_ag.hib_addr, cn_ag.hib_len, cn_ag.cfg.prefault_threads, &ms,
 				    msg, sizeof(msg)) < 0) {
 			r.result = CN_RES_DISK;
 			snprintf(r.name, sizeof(r.name), "HIBERNATE_READ_ERROR");
@@ -182,14 +162,14 @@ void cn_resume_as(bool wake, const char *map, unsigned wake_wait_ms)
 		cn_report_step(CN_STEP_RESTORE, &r);
 		/* A controller that died mid-restore left no word of where: the last is kept. */
 		if (r.result == CUDA_SUCCESS)
-			moved(&r);
+			cn_state_moved(&r);
 		cn_ag.st.reserve_ms = r.check_ms + r.hold_ms;
 		cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
 		       "restore: %.1f ms checking room, %.1f ms holding memory, %.1f ms in the "
 		       "driver",
 		       r.check_ms, r.hold_ms, r.elapsed_ms - cn_ag.st.reserve_ms);
 	}
-	if (cn_call(CN_OP_UNLOCK, &r) < 0) {
+	if (cn_requests_call(CN_OP_UNLOCK, &r) < 0) {
 		char msg[320];
 
 		snprintf(msg, sizeof(msg), "unlock: %s", r.message);
@@ -200,7 +180,7 @@ void cn_resume_as(bool wake, const char *map, unsigned wake_wait_ms)
 	gate_open();
 	if (cn_ag.hib_addr) {
 		/* The driver unmapped its copy after the restore: the file goes with its fd. */
-		cn_hib_close();
+		cn_hibernate_close();
 		cn_ag.hib_addr = NULL;
 	}
 	{

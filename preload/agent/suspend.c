@@ -8,7 +8,7 @@
  * copies in parallel. A step that fails unlocks the process, which runs on; the outcome goes out
  * through report.c. */
 #define _GNU_SOURCE
-#include "actions.h"
+#include "suspend.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,67 +17,59 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent_state.h"
+#include "state.h"
+#include "prepare.h"
 #include "clock.h"
 #include "cuda_abi.h"
 #include "hibernate.h"
 #include "comms.h"
 #include "fns.h"
 #include "gate.h"
-#include "job.h"
+#include "nccl.h"
 #include "log.h"
 #include "preflight.h"
 #include "rates.h"
 #include "report.h"
 #include "staging.h"
-#include "steps.h"
-
-/* A prepared host copy is given back: used by a checkpoint, or not used in time. */
-static void unprepare(void)
-{
-	cn_staging_release();
-	cn_ag.prepared_bytes = 0;
-	cn_ag.prepared_until = 0;
-	cn_ag.st.prepared = false;
-	cn_ag.st.host_mib = -1;
-}
+#include "reload.h"
+#include "requests.h"
 
 /* After the checkpoint, with the host copy in the hibernate file: synced, then out of RAM. The
  * hibernate step is all of it, from the checkpoint's end until the RAM is free: the writer's last
  * write-back (which can wait on a busy disk), the sync, the page-out and the counting. */
 static void hibernate_after(int rc, const struct cn_staging_stats *ss)
 {
-	struct cn_hib_stats hs;
-	double t0 = cn_now_ms(), stop_ms;
+	struct cn_hibernate_stats hs;
+	double t0 = cn_clock_ms(), stop_ms;
 	char err[300];
 
-	cn_hib_writer_stop();
-	stop_ms = cn_now_ms() - t0;
+	cn_hibernate_writer_stop();
+	stop_ms = cn_clock_ms() - t0;
 	if (rc < 0 || !ss->file) {
 		if (rc == 0 && ss->bytes)
 			snprintf(cn_ag.hib_note, sizeof(cn_ag.hib_note),
 				 "no room for the %.0f MiB copy in %s (%s): it stays in RAM",
-				 (double)ss->bytes / (1 << 20), cn_hib_dir(),
+				 (double)ss->bytes / (1 << 20), cn_hibernate_dir(),
 				 strerror(ss->file_err ? ss->file_err : EIO));
-		cn_hib_close();
+		cn_hibernate_close();
 		return;
 	}
-	if (cn_hib_settle(ss->addr, ss->bytes, &hs, err, sizeof(err)) < 0) {
+	if (cn_hibernate_settle(ss->addr, ss->bytes, &hs, err, sizeof(err)) < 0) {
 		snprintf(cn_ag.hib_note, sizeof(cn_ag.hib_note), "%s", err);
-		if (cn_hib_fd() < 0) {
-			cn_ag.st.step_ms[CN_STEP_HIBERNATE] = cn_now_ms() - t0;
+		if (cn_hibernate_fd() < 0) {
+			cn_ag.st.step_ms[CN_STEP_HIBERNATE] = cn_clock_ms() - t0;
 			return; /* moved into RAM */
 		}
 	}
 	cn_ag.hib_addr = ss->addr;
 	cn_ag.hib_len = ss->bytes;
-	cn_ag.st.host_mib = (double)cn_hib_resident(ss->addr, ss->bytes) / (1 << 20);
-	cn_ag.st.disk_mib = (double)cn_hib_disk_bytes() / (1 << 20);
-	cn_ag.st.step_ms[CN_STEP_HIBERNATE] = cn_now_ms() - t0;
+	cn_ag.st.host_mib = (double)cn_hibernate_resident(ss->addr, ss->bytes) / (1 << 20);
+	cn_ag.st.disk_mib = (double)cn_hibernate_disk_bytes() / (1 << 20);
+	cn_ag.st.step_ms[CN_STEP_HIBERNATE] = cn_clock_ms() - t0;
 	cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
 	       "hibernate: %.0f MiB in %s, %.1f ms for the write-back under way, %.1f ms to sync, "
 	       "%.1f ms to page out; %.1f MiB left in RAM",
-	       (double)ss->bytes / (1 << 20), cn_hib_dir(), stop_ms, hs.write_ms, hs.pageout_ms,
+	       (double)ss->bytes / (1 << 20), cn_hibernate_dir(), stop_ms, hs.write_ms, hs.pageout_ms,
 	       cn_ag.st.host_mib);
 }
 
@@ -89,7 +81,7 @@ static int checkpoint(struct cn_resp *r)
 	int rc;
 
 	if (!cn_ag.cfg.hugepages && !cn_ag.hib)
-		return cn_moving_call(CN_OP_CHECKPOINT, r);
+		return cn_requests_moving(CN_OP_CHECKPOINT, r);
 	if (cn_ag.cfg.hugepages && !cn_ag.thp && !cn_ag.thp_said) {
 		cn_ag.thp_said = true;
 		cn_log(&cn_ag.cfg, CN_LOG_INFO,
@@ -98,10 +90,10 @@ static int checkpoint(struct cn_resp *r)
 	}
 	cn_staging_arm(cn_ag.thp && cn_ag.cfg.hugepages,
 		       cn_ag.cfg.hugepages ? cn_ag.cfg.prefault_threads : 0,
-		       cn_ag.cfg.keep_host_buffer, cn_ag.hib ? cn_hib_fd() : -1);
+		       cn_ag.cfg.keep_host_buffer, cn_ag.hib ? cn_hibernate_fd() : -1);
 	if (cn_ag.hib)
-		cn_hib_writer_start();
-	rc = cn_moving_call(CN_OP_CHECKPOINT, r);
+		cn_hibernate_writer_start();
+	rc = cn_requests_moving(CN_OP_CHECKPOINT, r);
 	cn_staging_disarm(&ss);
 	cn_ag.copy_bytes = ss.bytes;
 	if (cn_ag.hib)
@@ -145,7 +137,7 @@ static int hibernate_setup(char *msg, size_t len)
 	cn_ag.hib_note[0] = '\0';
 	snprintf(dir, sizeof(dir), "%s",
 		 !as_nap || cn_ag.cfg.nap_to_disk ? cn_ag.cfg.hibernate_dir : "");
-	n = as_nap ? -1 : cn_take_request("hibernate", dir, sizeof(dir));
+	n = as_nap ? -1 : cn_requests_take("hibernate", dir, sizeof(dir));
 	if (n == 0)
 		snprintf(dir, sizeof(dir), "%s", cn_ag.cfg.hibernate_dir);
 	if (n >= 0 && !dir[0]) {
@@ -155,29 +147,16 @@ static int hibernate_setup(char *msg, size_t len)
 		return -1;
 	}
 	if (!dir[0]) {
-		cn_hib_close();
+		cn_hibernate_close();
 		return 0;
 	}
-	if (cn_hib_open(dir, msg, len) < 0) {
+	if (cn_hibernate_open(dir, msg, len) < 0) {
 		snprintf(msg + strlen(msg), len - strlen(msg), "; the process keeps running");
 		return -1;
 	}
 	cn_ag.hib = true;
-	cn_ag.hib_free = cn_hib_free_bytes(dir);
+	cn_ag.hib_free = cn_hibernate_free_bytes(dir);
 	return 0;
-}
-
-/* What the process holds on which GPU, and the machine's GPUs, from the controller's answer. */
-static void remember_gpus(const struct cn_resp *r)
-{
-	cn_ag.n_use = r->n_use;
-	memcpy(cn_ag.use, r->use, sizeof(cn_ag.use));
-	if (r->model[0])
-		snprintf(cn_ag.model, sizeof(cn_ag.model), "%s", r->model);
-	if (r->n_gpus) {
-		cn_ag.n_gpus = r->n_gpus;
-		memcpy(cn_ag.gpus, r->gpus, sizeof(cn_ag.gpus));
-	}
 }
 
 /* After a failed step of a suspend: let the process run on. */
@@ -185,7 +164,7 @@ static void unlock_after(struct cn_resp *r, char *msg, size_t len)
 {
 	struct cn_resp u;
 
-	cn_call(CN_OP_UNLOCK, &u);
+	cn_requests_call(CN_OP_UNLOCK, &u);
 	cn_report_step(CN_STEP_UNLOCK, &u);
 	if (u.result != CUDA_SUCCESS)
 		snprintf(msg + strlen(msg), len - strlen(msg), "; unlock after it failed too: %s",
@@ -202,7 +181,7 @@ static int close_gate(struct cn_resp *r, char *msg, size_t len)
 	char why[160], paths[400];
 	double ms;
 
-	cn_fn_summary(paths, sizeof(paths));
+	cn_lookup_summary(paths, sizeof(paths));
 	cn_log(&cn_ag.cfg, CN_LOG_DEBUG, "%s", paths);
 	if (cn_gate_close(t, &ms, why, sizeof(why)) < 0) {
 		r->result = CUDA_ERROR_NOT_READY;
@@ -246,7 +225,7 @@ void cn_suspend_as(bool nap, unsigned lock_limit)
 	lock_limit_ms = lock_limit;
 	cn_report_begin(name);
 	cn_ag.hib = false; /* set again by hibernate_setup, for this suspend only */
-	if (!cn_reload(name) || !cn_current_state(name, &r))
+	if (!cn_reload(name) || !cn_requests_state(name, &r))
 		return;
 	if (r.state == CN_STATE_CHECKPOINTED) {
 		const char *why =
@@ -282,7 +261,7 @@ void cn_suspend_as(bool nap, unsigned lock_limit)
 		return;
 	}
 	if (r.state == CN_STATE_RUNNING) {
-		if (cn_call(CN_OP_LOCK, &r) < 0) {
+		if (cn_requests_call(CN_OP_LOCK, &r) < 0) {
 			if (r.result == CUDA_ERROR_NOT_READY)
 				snprintf(msg, sizeof(msg),
 					 "lock timed out after %u ms: GPU work still running "
@@ -304,7 +283,7 @@ void cn_suspend_as(bool nap, unsigned lock_limit)
 	was_prepared = cn_ag.prepared_bytes != 0;
 	rc = checkpoint(&r);
 	if (cn_ag.prepared_bytes)
-		unprepare(); /* used by this checkpoint, or never to be */
+		cn_prepare_release(); /* used by this checkpoint, or never to be */
 	if (rc < 0) {
 		/* The driver leaves the process LOCKED after a failed checkpoint (measured with
 		 * managed memory, DESIGN.md): unlock it so that it runs on. */
@@ -321,9 +300,9 @@ void cn_suspend_as(bool nap, unsigned lock_limit)
 		return;
 	}
 	cn_report_step(CN_STEP_CHECKPOINT, &r);
-	remember_gpus(&r);
+	cn_state_remember(&r);
 	cn_report_gpus(true);
-	cn_ag.st.footprint_mib = cn_report_footprint_mib();
+	cn_ag.st.footprint_mib = cn_state_footprint_mib();
 	if (r.note[0])
 		cn_log(&cn_ag.cfg, CN_LOG_INFO,
 		       "free GPU memory will not be checked before the restore: %s", r.note);
@@ -332,94 +311,11 @@ void cn_suspend_as(bool nap, unsigned lock_limit)
 		snprintf(msg, sizeof(msg), "suspended; hibernate: %s", cn_ag.hib_note);
 	} else {
 		snprintf(msg, sizeof(msg), cn_ag.hib_addr ? "%s to %s" : "%s",
-			 nap ? "napped" : "suspended", cn_hib_dir());
+			 nap ? "napped" : "suspended", cn_hibernate_dir());
 	}
 	cn_report_finish(&r, nap ? "napped" : "suspended", msg);
 	if (!was_prepared) /* a prepared one only copies: not what the estimates are for */
 		cn_rates_record(cn_ag.model,
 				cn_ag.hib_addr ? CN_RATE_SUSPEND_DISK : CN_RATE_SUSPEND,
 				cn_ag.st.footprint_mib / 1024, cn_ag.st.total_ms / 1000);
-}
-
-/* Notice of a suspend to come (cudanap prepare): fault the host copy in now, within the host
- * memory check, and hold it for [performance] prepare_s, so that the suspend only copies. Asked
- * again, it starts over, sized to what the process holds then. */
-void cn_prepare(void)
-{
-	struct cn_staging_stats ss;
-	struct cn_nccl_facts nf;
-	struct cn_resp r;
-	char msg[320];
-	uint64_t need = 0;
-	int e;
-
-	cn_report_begin("prepare");
-	if (!cn_reload("prepare") || !cn_current_state("prepare", &r))
-		return;
-	if (r.state != CN_STATE_RUNNING) {
-		snprintf(msg, sizeof(msg), "%s: nothing to prepare",
-			 r.state == CN_STATE_CHECKPOINTED ? "already suspended" : "not running");
-		cn_report_finish(&r, "already", msg);
-		return;
-	}
-	msg[0] = '\0';
-	if (!cn_ag.cfg.prepare_s)
-		snprintf(msg, sizeof(msg), "prepare is off ([performance] prepare_s = 0)");
-	else if (cn_ag.cfg.hibernate_dir[0])
-		snprintf(msg, sizeof(msg),
-			 "the host copy goes to disk ([hibernate] dir): nothing to prepare in RAM");
-	if (msg[0] || cn_preflight_suspend(&cn_ag.cfg, cn_nccl_facts(&nf), msg, sizeof(msg)) < 0) {
-		r.result = CN_RES_REFUSED;
-		snprintf(r.name, sizeof(r.name), "REFUSED");
-		cn_report_finish(&r, "prepare", msg);
-		return;
-	}
-	unprepare(); /* the host check must not count our own buffer as taken */
-	cn_report_publish();
-	if (cn_call(CN_OP_PREPARE, &r) < 0 || r.n_use == 0) {
-		if (r.result == 0) {
-			r.result = CN_RES_REFUSED;
-			snprintf(r.name, sizeof(r.name), "FOOTPRINT_UNKNOWN");
-		}
-		snprintf(msg, sizeof(msg), "%s; nothing prepared",
-			 r.result == CN_RES_REFUSED ? r.note : r.message);
-		cn_report_finish(&r, "prepare", msg);
-		return;
-	}
-	for (uint32_t i = 0; i < r.n_use; i++)
-		need += r.use[i].bytes;
-	remember_gpus(&r);
-	cn_report_gpus(false);
-	/* The driver's copy is about 1.06 x the footprint (DESIGN.md): room for 1/16 more. */
-	e = cn_staging_prepare(need + need / 16, cn_ag.thp && cn_ag.cfg.hugepages,
-			       cn_ag.cfg.prefault_threads, &ss);
-	if (e < 0) {
-		r.result = CN_RES_NO_HOST;
-		snprintf(r.name, sizeof(r.name), "NO_HOST_MEMORY");
-		snprintf(msg, sizeof(msg), "cannot map %llu MiB: %s; nothing prepared",
-			 (unsigned long long)((need + need / 16) >> 20), strerror(-e));
-		cn_report_finish(&r, "prepare", msg);
-		return;
-	}
-	cn_ag.prepared_bytes = ss.bytes;
-	cn_ag.prepared_until = cn_now_ms() + cn_ag.cfg.prepare_s * 1000.0;
-	cn_ag.st.prepared = true;
-	cn_ag.st.host_mib = cn_ag.st.staged_mib = (double)ss.bytes / (1 << 20);
-	cn_ag.st.prefault_ms = cn_ag.st.step_ms[CN_STEP_PREPARE] = ss.prefault_ms;
-	snprintf(msg, sizeof(msg), "prepared: %.0f MiB of host memory held for %u s",
-		 cn_ag.st.host_mib, cn_ag.cfg.prepare_s);
-	cn_report_finish(&r, "prepared", msg);
-}
-
-/* The prepared copy was not used in time: give it back, and say so. */
-void cn_prepare_expired(void)
-{
-	double mib = (double)cn_ag.prepared_bytes / (1 << 20);
-
-	unprepare();
-	snprintf(cn_ag.st.message, sizeof(cn_ag.st.message),
-		 "prepared host copy (%.0f MiB) given back after %u s without a suspend", mib,
-		 cn_ag.cfg.prepare_s);
-	cn_report_publish();
-	cn_log(&cn_ag.cfg, CN_LOG_INFO, "%s", cn_ag.st.message);
 }

@@ -49,8 +49,8 @@ static CUresult not_capturing(void *stream, int *status)
 
 static CUresult set_later(void *ctx)
 {
-	cn_tl.pending_ctx = ctx;
-	cn_tl.pending = true;
+	cn_gate_tl.pending_ctx = ctx;
+	cn_gate_tl.pending = true;
 	return CUDA_SUCCESS;
 }
 
@@ -58,11 +58,11 @@ static CUresult kept_current(void **ctx)
 {
 	if (!ctx)
 		return CUDA_ERROR_INVALID_VALUE;
-	*ctx = cn_tl.pending_ctx;
+	*ctx = cn_gate_tl.pending_ctx;
 	return CUDA_SUCCESS;
 }
 
-bool cn_answerable(unsigned idx)
+bool cn_answers_can(unsigned idx)
 {
 	const char *name = cn_fns[idx].name;
 
@@ -71,14 +71,14 @@ bool cn_answerable(unsigned idx)
 	return is(name, "cuStreamQuery") || is(name, "cuEventQuery") ||
 	       (is(name, "cuStreamIsCapturing") && atomic_load(&captures) <= 0) ||
 	       strcmp(name, "cuCtxSetCurrent") == 0 ||
-	       (strcmp(name, "cuCtxGetCurrent") == 0 && cn_tl.pending);
+	       (strcmp(name, "cuCtxGetCurrent") == 0 && cn_gate_tl.pending);
 }
 
-void *cn_answer(unsigned idx)
+void *cn_answers_fn(unsigned idx)
 {
 	const char *name = cn_fns[idx].name;
 
-	if (!cn_answerable(idx))
+	if (!cn_answers_can(idx))
 		return NULL;
 	if (is(name, "cuStreamIsCapturing"))
 		return (void *)not_capturing;
@@ -89,21 +89,21 @@ void *cn_answer(unsigned idx)
 	return (void *)done;
 }
 
-void cn_answer_capture(int d)
+void cn_answers_capture(int d)
 {
 	atomic_fetch_add(&captures, d);
 }
 
-void cn_answer_replay(void)
+void cn_answers_replay(void)
 {
-	CUresult (*set)(void *) = (CUresult(*)(void *))cn_fn_resolve(CN_FN_IDX_cuCtxSetCurrent);
+	CUresult (*set)(void *) = (CUresult(*)(void *))cn_lookup_resolve(CN_FN_IDX_cuCtxSetCurrent);
 
-	cn_tl.pending = false;
+	cn_gate_tl.pending = false;
 	if (set)
-		set(cn_tl.pending_ctx);
+		set(cn_gate_tl.pending_ctx);
 }
 
-void cn_answer_after_fork(void)
+void cn_answers_after_fork(void)
 {
 	atomic_store(&captures, 0);
 }

@@ -6,17 +6,17 @@
 
 /* Whether call idx can be answered without the GPU now, and the function that answers it in the
  * driver's place (NULL: it needs the GPU, and wakes the process). Run in the calling thread. */
-bool cn_answerable(unsigned idx);
-void *cn_answer(unsigned idx);
+bool cn_answers_can(unsigned idx);
+void *cn_answers_fn(unsigned idx);
 
 /* A stream capture the app began (+1) or ended (-1). */
-void cn_answer_capture(int d);
+void cn_answers_capture(int d);
 
 /* The calling thread kept a context made current during a nap: made current now, for real, in
  * the driver (its next call that enters it is about to). */
-void cn_answer_replay(void);
+void cn_answers_replay(void);
 
 /* In a forked child: the parent's captures are not its own. */
-void cn_answer_after_fork(void);
+void cn_answers_after_fork(void);
 
 #endif

@@ -4,7 +4,7 @@
 #define CN_FNS_H
 
 /* Entry points handed out by address, after those of names.h; every entry point is 16 bytes of
- * code, in table order from cn_fn_stubs (stubs.S includes these two). */
+ * code, in table order from cn_stubs (stubs.S includes these two). */
 #define CN_FNS_SPARE 2048
 #define CN_STUB_SIZE 16
 /* struct cn_fn as the trampoline reads it: 32 bytes, these fields at these offsets. */
@@ -73,53 +73,53 @@ _Static_assert(sizeof(struct cn_fn) == 1 << CN_FN_SHIFT &&
 	       "stubs.S reads struct cn_fn at these offsets");
 
 extern struct cn_fn cn_fns[CN_FNS];
-extern const char cn_fn_stubs[]; /* the first entry point (stubs.S) */
+extern const char cn_stubs[]; /* the first entry point (stubs.S) */
 
 /* The entry point of table index idx, and the index of an entry point (-1: not one of ours). */
-static inline void *cn_fn_stub(unsigned idx)
+static inline void *cn_fns_stub(unsigned idx)
 {
-	return (void *)(cn_fn_stubs + (size_t)idx * CN_STUB_SIZE);
+	return (void *)(cn_stubs + (size_t)idx * CN_STUB_SIZE);
 }
-static inline int cn_fn_index(const void *p)
+static inline int cn_fns_index(const void *p)
 {
-	uintptr_t off = (uintptr_t)p - (uintptr_t)cn_fn_stubs;
+	uintptr_t off = (uintptr_t)p - (uintptr_t)cn_stubs;
 
 	return off < (uintptr_t)CN_FNS * CN_STUB_SIZE && off % CN_STUB_SIZE == 0
 		       ? (int)(off / CN_STUB_SIZE)
 		       : -1;
 }
 
-const char *cn_fn_name(unsigned idx);
+const char *cn_lookup_name(unsigned idx);
 
 /* The driver's function behind entry idx, found now if it was not yet (an exported name called
  * first: the next definition after the preload, else libcuda's own). NULL when there is none. */
-void *cn_fn_resolve(unsigned idx);
+void *cn_lookup_resolve(unsigned idx);
 
 /* The address range of libcuda's code, once known (len 0 before): its own calls of its exported
  * names pass without a look. */
-extern _Atomic(uintptr_t) cn_drv_lo, cn_drv_len;
+extern _Atomic(uintptr_t) cn_lookup_drv_lo, cn_lookup_drv_len;
 
 /* CUDANAP_DEBUG=calls: every call is counted. */
-extern bool cn_fn_counting;
+extern bool cn_lookup_counting;
 
 /* A function the driver handed out under name (how: CN_PATH_*), as the app gets it: our entry
  * point for it, or fn itself when it is not the driver's (or the table is full). */
-void *cn_fn_wrap(void *fn, const char *name, int how);
+void *cn_lookup_wrap(void *fn, const char *name, int how);
 
 /* The frees (CN_KIND_FREE) take the slow path out while managed memory is held, and only then. */
-void cn_fn_watch_frees(bool on);
+void cn_lookup_watch_frees(bool on);
 
 /* cuGetExportTable handed out the table with this UUID (16 bytes): noted, for the debug line. */
-void cn_fn_note_export(const void *uuid);
+void cn_lookup_note_export(const void *uuid);
 
 /* At the preload's start: libc's dlsym found, CUDANAP_DEBUG read, the table's kinds set (each
  * is done at the first call otherwise). */
-void cn_fn_setup(void);
+void cn_lookup_setup(void);
 
 /* For the agent: the paths the app took (one line), and with CUDANAP_DEBUG=calls the calls
  * counted per function, most first ("COUNT NAME" lines; the length written). */
-void cn_fn_summary(char *out, size_t len);
-size_t cn_fn_counts(char *out, size_t len);
+void cn_lookup_summary(char *out, size_t len);
+size_t cn_lookup_counts(char *out, size_t len);
 
 #endif /* __ASSEMBLER__ */
 #endif

@@ -34,7 +34,7 @@
 
 #define MAX_THREADS 4096
 
-__thread struct cn_tl cn_tl __attribute__((tls_model("initial-exec"))) = { .depth = CN_TL_FRESH };
+__thread struct cn_gate_tl cn_gate_tl __attribute__((tls_model("initial-exec"))) = { .depth = CN_TL_FRESH };
 atomic_int cn_gate_word;
 bool cn_gate_fence;
 
@@ -73,9 +73,9 @@ static void thread_gone(void *p)
 	pthread_mutex_lock(&registry);
 	r->in = NULL;
 	pthread_mutex_unlock(&registry);
-	atomic_store(&cn_tl.in, 0);
-	cn_tl.depth = CN_TL_FRESH;
-	cn_tl.checked_in = false;
+	atomic_store(&cn_gate_tl.in, 0);
+	cn_gate_tl.depth = CN_TL_FRESH;
+	cn_gate_tl.checked_in = false;
 }
 
 static void init(void)
@@ -92,10 +92,10 @@ void cn_gate_check_in(void)
 {
 	struct cn_thr *r = NULL;
 
-	if (cn_tl.checked_in || cn_tl.ours)
+	if (cn_gate_tl.checked_in || cn_gate_tl.ours)
 		return;
 	pthread_once(&once, init);
-	cn_tl.checked_in = true;
+	cn_gate_tl.checked_in = true;
 	pthread_mutex_lock(&registry);
 	for (unsigned i = 0; i < n_thr && !r; i++)
 		if (!thr[i].in)
@@ -103,56 +103,56 @@ void cn_gate_check_in(void)
 	if (!r && n_thr < MAX_THREADS)
 		r = &thr[n_thr++];
 	if (r) {
-		r->in = &cn_tl.in;
-		r->calls = &cn_tl.calls;
-		r->work = &cn_tl.work;
+		r->in = &cn_gate_tl.in;
+		r->calls = &cn_gate_tl.calls;
+		r->work = &cn_gate_tl.work;
 		r->tid = (pid_t)syscall(SYS_gettid);
 	}
 	pthread_mutex_unlock(&registry);
 	if (r && pthread_setspecific(exit_key, r) == 0)
-		cn_tl.depth = 0;
+		cn_gate_tl.depth = 0;
 	else if (r)
 		thread_gone(r);
 }
 
 void cn_gate_self(void)
 {
-	cn_tl.ours = true;
+	cn_gate_tl.ours = true;
 }
 
 /* Mark the thread inside idx; false when the gate turned out closed. */
 static bool enter(unsigned idx)
 {
-	atomic_fetch_add_explicit(&cn_tl.calls, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&cn_gate_tl.calls, 1, memory_order_relaxed);
 	if (cn_fns[idx].work) {
-		if (cn_tl.depth < CN_TL_FRESH)
-			atomic_fetch_add_explicit(&cn_tl.work, 1, memory_order_relaxed);
+		if (cn_gate_tl.depth < CN_TL_FRESH)
+			atomic_fetch_add_explicit(&cn_gate_tl.work, 1, memory_order_relaxed);
 		else
 			atomic_fetch_add_explicit(&unrecorded_work, 1, memory_order_relaxed);
 	}
-	if (cn_tl.depth < CN_TL_FRESH) {
+	if (cn_gate_tl.depth < CN_TL_FRESH) {
 		if (cn_gate_fence) {
-			atomic_exchange(&cn_tl.in, idx + 1);
+			atomic_exchange(&cn_gate_tl.in, idx + 1);
 		} else {
-			atomic_store_explicit(&cn_tl.in, idx + 1, memory_order_relaxed);
+			atomic_store_explicit(&cn_gate_tl.in, idx + 1, memory_order_relaxed);
 			atomic_signal_fence(memory_order_seq_cst);
 		}
 		return !atomic_load(&cn_gate_word);
 	}
 	atomic_fetch_add(&unrecorded_in, 1);
-	cn_tl.counted = true;
+	cn_gate_tl.counted = true;
 	if (!atomic_load(&cn_gate_word))
 		return true;
 	atomic_fetch_sub(&unrecorded_in, 1);
-	cn_tl.counted = false;
+	cn_gate_tl.counted = false;
 	return false;
 }
 
 static void outside(void)
 {
-	atomic_store_explicit(&cn_tl.in, 0, memory_order_release);
-	if (cn_tl.counted) {
-		cn_tl.counted = false;
+	atomic_store_explicit(&cn_gate_tl.in, 0, memory_order_release);
+	if (cn_gate_tl.counted) {
+		cn_gate_tl.counted = false;
 		atomic_fetch_sub(&unrecorded_in, 1);
 	}
 }
@@ -163,9 +163,9 @@ static void outside(void)
 static void *napping(unsigned idx)
 {
 	int phase = atomic_load(&nap_phase);
-	void *answer = phase == CN_NAP_ASLEEP ? cn_answer(idx) : NULL;
+	void *answer = phase == CN_NAP_ASLEEP ? cn_answers_fn(idx) : NULL;
 
-	if (answer || phase == CN_NAP_NONE || (phase == CN_NAP_CLOSING && cn_answerable(idx)))
+	if (answer || phase == CN_NAP_NONE || (phase == CN_NAP_CLOSING && cn_answers_can(idx)))
 		return answer;
 	if (!atomic_exchange(&wake_asked, true) && nap_wake)
 		nap_wake();
@@ -179,7 +179,7 @@ void *cn_gate_pass(unsigned idx)
 
 	if (enter(idx))
 		return NULL;
-	t0 = cn_now_ms();
+	t0 = cn_clock_ms();
 	for (;;) {
 		outside();
 		pthread_mutex_lock(&mu);
@@ -188,8 +188,8 @@ void *cn_gate_pass(unsigned idx)
 			pthread_cond_wait(&cv, &mu);
 		if (answer)
 			held--;
-		else if (cn_now_ms() - t0 > longest_ms)
-			longest_ms = cn_now_ms() - t0;
+		else if (cn_clock_ms() - t0 > longest_ms)
+			longest_ms = cn_clock_ms() - t0;
 		pthread_mutex_unlock(&mu);
 		if (answer)
 			return answer;
@@ -272,7 +272,7 @@ void cn_gate_shut(void)
 
 int cn_gate_close(unsigned timeout_ms, double *waited_ms, char *why, size_t len)
 {
-	double t0 = cn_now_ms();
+	double t0 = cn_clock_ms();
 	long pause_ns = 50 * 1000;
 	unsigned idx;
 	pid_t tid;
@@ -284,13 +284,13 @@ int cn_gate_close(unsigned timeout_ms, double *waited_ms, char *why, size_t len)
 		pthread_mutex_lock(&registry);
 		tid = inside(&idx);
 		pthread_mutex_unlock(&registry);
-		*waited_ms = cn_now_ms() - t0;
+		*waited_ms = cn_clock_ms() - t0;
 		if (tid < 0)
 			return 0;
 		if (timeout_ms && *waited_ms >= timeout_ms) {
 			if (idx)
 				snprintf(why, len, "thread %d stayed inside %s", (int)tid,
-					 cn_fn_name(idx - 1));
+					 cn_lookup_name(idx - 1));
 			else
 				snprintf(why, len, "a thread stayed inside a driver call");
 			cn_gate_open();
@@ -329,7 +329,7 @@ void cn_gate_after_fork(void)
 	pthread_mutex_init(&mu, NULL);
 	pthread_cond_init(&cv, NULL);
 	for (unsigned i = 0; i < n_thr; i++)
-		if (thr[i].in != &cn_tl.in)
+		if (thr[i].in != &cn_gate_tl.in)
 			thr[i].in = NULL;
 		else
 			thr[i].tid = (pid_t)syscall(SYS_gettid);
@@ -338,10 +338,10 @@ void cn_gate_after_fork(void)
 	atomic_store(&nap_phase, CN_NAP_NONE);
 	atomic_store(&wake_asked, false);
 	/* A context this thread kept during the parent's nap is the parent's. */
-	cn_tl.pending = false;
-	if (cn_tl.lifted) {
-		cn_tl.lifted = false;
-		cn_tl.depth -= CN_TL_FRESH;
+	cn_gate_tl.pending = false;
+	if (cn_gate_tl.lifted) {
+		cn_gate_tl.lifted = false;
+		cn_gate_tl.depth -= CN_TL_FRESH;
 	}
 	held = 0;
 	longest_ms = 0;

@@ -70,7 +70,7 @@ void cn_gate_nap(enum cn_nap_phase phase, void (*wake)(void));
 
 /* Each thread's own, in static TLS (cheap to reach from a preloaded library). The fast path in
  * stubs.S reads depth and writes in; the rest is the slow path's. */
-struct cn_tl {
+struct cn_gate_tl {
 	unsigned depth;	   /* our entry points nested on this thread's stack; CN_TL_FRESH and up:
 			      no record (yet), or cudanap's thread */
 	atomic_uint in;	   /* 1 + the table index of the call the thread is inside; 0: none */
@@ -83,12 +83,12 @@ struct cn_tl {
 	bool pending;	   /* a context made current during a nap, to be made so at the wake */
 	void *pending_ctx;
 };
-extern __thread struct cn_tl cn_tl __attribute__((tls_model("initial-exec")));
-_Static_assert(offsetof(struct cn_tl, depth) == CN_TL_DEPTH &&
-		       offsetof(struct cn_tl, in) == CN_TL_IN &&
-		       offsetof(struct cn_tl, calls) == CN_TL_CALLS &&
-		       offsetof(struct cn_tl, work) == CN_TL_WORK,
-	       "stubs.S reads struct cn_tl at these offsets");
+extern __thread struct cn_gate_tl cn_gate_tl __attribute__((tls_model("initial-exec")));
+_Static_assert(offsetof(struct cn_gate_tl, depth) == CN_TL_DEPTH &&
+		       offsetof(struct cn_gate_tl, in) == CN_TL_IN &&
+		       offsetof(struct cn_gate_tl, calls) == CN_TL_CALLS &&
+		       offsetof(struct cn_gate_tl, work) == CN_TL_WORK,
+	       "stubs.S reads struct cn_gate_tl at these offsets");
 
 /* The gate's word: 0 open, 1 closed; and whether a thread's mark must fence (no membarrier(2) to
  * do it from the agent's side, or a ThreadSanitizer build, which cannot see membarrier). */

@@ -40,9 +40,9 @@ struct cn_fn cn_fns[CN_FNS] = {
 };
 #undef CN_FN
 
-__attribute__((visibility("hidden"))) void *(*cn_real_dlsym)(void *, const char *);
-_Atomic(uintptr_t) cn_drv_lo, cn_drv_len;
-bool cn_fn_counting;
+__attribute__((visibility("hidden"))) void *(*cn_lookup_real_dlsym)(void *, const char *);
+_Atomic(uintptr_t) cn_lookup_drv_lo, cn_lookup_drv_len;
+bool cn_lookup_counting;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -101,7 +101,7 @@ static void classify(struct cn_fn *e)
 {
 	e->kind = kind_of(e->name);
 	e->work = !quiet(e->name);
-	e->counted = cn_fn_counting || !e->known;
+	e->counted = cn_lookup_counting || !e->known;
 	e->after = e->kind != CN_KIND_PLAIN && (e->kind != CN_KIND_FREE || watching_frees);
 	e->slow = e->counted || e->after;
 }
@@ -129,23 +129,23 @@ UNSANITIZED static void find_real_dlsym(void)
 		}
 		abort();
 	}
-	__atomic_store_n(&cn_real_dlsym, (void *(*)(void *, const char *))f, __ATOMIC_RELEASE);
+	__atomic_store_n(&cn_lookup_real_dlsym, (void *(*)(void *, const char *))f, __ATOMIC_RELEASE);
 }
 
 static void init(void)
 {
 	const char *dbg = secure_getenv("CUDANAP_DEBUG");
 
-	if (!cn_real_dlsym)
+	if (!cn_lookup_real_dlsym)
 		find_real_dlsym();
-	cn_fn_counting = dbg && strstr(dbg, "calls");
+	cn_lookup_counting = dbg && strstr(dbg, "calls");
 	for (unsigned i = 0; i < CN_FNS_KNOWN; i++) {
 		cn_fns[i].known = true;
 		classify(&cn_fns[i]);
 	}
 }
 
-void cn_fn_setup(void)
+void cn_lookup_setup(void)
 {
 	pthread_once(&once, init);
 }
@@ -153,7 +153,7 @@ void cn_fn_setup(void)
 /* The free entries' flags flip while other threads read them: slow (the arguments saved) goes
  * on before after (they are looked at), and off after it. A free that passed on the fast path
  * just then is looked at with its arguments unsaved: a lookup of a pointer that matches nothing. */
-void cn_fn_watch_frees(bool on)
+void cn_lookup_watch_frees(bool on)
 {
 	pthread_once(&once, init);
 	pthread_mutex_lock(&mu);
@@ -176,7 +176,7 @@ void cn_fn_watch_frees(bool on)
 	pthread_mutex_unlock(&mu);
 }
 
-const char *cn_fn_name(unsigned idx)
+const char *cn_lookup_name(unsigned idx)
 {
 	return idx < CN_FNS && cn_fns[idx].name ? cn_fns[idx].name : "a driver function";
 }
@@ -277,8 +277,8 @@ static bool in_driver(const void *fn)
 	r.base = (uintptr_t)lm->l_addr;
 	dl_iterate_phdr(text_of, &r);
 	if (r.hi > r.lo) {
-		atomic_store(&cn_drv_lo, r.lo);
-		atomic_store(&cn_drv_len, r.hi - r.lo);
+		atomic_store(&cn_lookup_drv_lo, r.lo);
+		atomic_store(&cn_lookup_drv_len, r.hi - r.lo);
 	}
 	return true;
 }
@@ -287,7 +287,7 @@ static bool in_driver(const void *fn)
 static void *next_definition(const char *name)
 {
 	const char *lib = secure_getenv("CUDANAP_LIBCUDA");
-	void *f = cn_real_dlsym(RTLD_NEXT, name), *h;
+	void *f = cn_lookup_real_dlsym(RTLD_NEXT, name), *h;
 
 	if (f)
 		return f;
@@ -295,12 +295,12 @@ static void *next_definition(const char *name)
 	h = dlopen(lib && *lib ? lib : "libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
 	if (!h)
 		return NULL;
-	f = cn_real_dlsym(h, name);
+	f = cn_lookup_real_dlsym(h, name);
 	dlclose(h);
 	return f;
 }
 
-void *cn_fn_resolve(unsigned idx)
+void *cn_lookup_resolve(unsigned idx)
 {
 	void *f = atomic_load_explicit(&cn_fns[idx].real, memory_order_acquire);
 
@@ -347,9 +347,9 @@ static int spare(void *fn, const char *exact, const char *name)
 	return (int)(CN_FNS_KNOWN + n_spare++);
 }
 
-void *cn_fn_wrap(void *fn, const char *name, int how)
+void *cn_lookup_wrap(void *fn, const char *name, int how)
 {
-	int idx = cn_fn_index(fn);
+	int idx = cn_fns_index(fn);
 	const char *exact = NULL;
 	uint32_t *s;
 	Dl_info info;
@@ -358,7 +358,7 @@ void *cn_fn_wrap(void *fn, const char *name, int how)
 	if (idx >= 0) {
 		/* One of ours (dlsym found the preload's export first): there only if libcuda has
 		 * it. */
-		if (!cn_fn_resolve((unsigned)idx))
+		if (!cn_lookup_resolve((unsigned)idx))
 			return NULL;
 		pthread_mutex_lock(&mu);
 		cn_fns[idx].how |= how;
@@ -385,10 +385,10 @@ void *cn_fn_wrap(void *fn, const char *name, int how)
 	else
 		unwrapped++;
 	pthread_mutex_unlock(&mu);
-	return idx >= 0 ? cn_fn_stub((unsigned)idx) : fn;
+	return idx >= 0 ? cn_fns_stub((unsigned)idx) : fn;
 }
 
-void cn_fn_note_export(const void *uuid)
+void cn_lookup_note_export(const void *uuid)
 {
 	pthread_mutex_lock(&mu);
 	export_tables++;
@@ -404,21 +404,21 @@ void cn_fn_note_export(const void *uuid)
 }
 
 /* The preload's dlsym (stubs.S) asks first: PASS for libc's answer. */
-__attribute__((visibility("hidden"))) void *cn_dlsym_route(void *handle, const char *name);
-UNSANITIZED void *cn_dlsym_route(void *handle, const char *name)
+__attribute__((visibility("hidden"))) void *cn_lookup_dlsym_route(void *handle, const char *name);
+UNSANITIZED void *cn_lookup_dlsym_route(void *handle, const char *name)
 {
 	void *f;
 
-	if (!__atomic_load_n(&cn_real_dlsym, __ATOMIC_ACQUIRE))
+	if (!__atomic_load_n(&cn_lookup_real_dlsym, __ATOMIC_ACQUIRE))
 		find_real_dlsym();
 	if (!name || name[0] != 'c' || name[1] != 'u' || name[2] < 'A' || name[2] > 'Z' ||
 	    handle == RTLD_NEXT)
 		return PASS;
-	f = cn_real_dlsym(handle, name);
-	return f ? cn_fn_wrap(f, name, CN_PATH_DLSYM) : NULL;
+	f = cn_lookup_real_dlsym(handle, name);
+	return f ? cn_lookup_wrap(f, name, CN_PATH_DLSYM) : NULL;
 }
 
-void cn_fn_summary(char *out, size_t len)
+void cn_lookup_summary(char *out, size_t len)
 {
 	unsigned n = 0, by[3] = { 0, 0, 0 }, unknown = 0;
 
@@ -447,7 +447,7 @@ static int by_calls(const void *a, const void *b)
 	return x < y ? 1 : x > y ? -1 : 0;
 }
 
-size_t cn_fn_counts(char *out, size_t len)
+size_t cn_lookup_counts(char *out, size_t len)
 {
 	static unsigned order[CN_FNS];
 	unsigned n = 0;

@@ -38,7 +38,7 @@ void cn_managed_alloc(uint64_t ptr, const void *caller)
 	if (!first[0])
 		snprintf(first, sizeof(first), "cuMemAllocManaged in %s", obj);
 	pthread_mutex_unlock(&lock);
-	cn_fn_watch_frees(true);
+	cn_lookup_watch_frees(true);
 }
 
 void cn_managed_free(uint64_t ptr)
@@ -53,7 +53,7 @@ void cn_managed_free(uint64_t ptr)
 		first[0] = '\0';
 	pthread_mutex_unlock(&lock);
 	if (!n_held && !n_lost)
-		cn_fn_watch_frees(false);
+		cn_lookup_watch_frees(false);
 }
 
 int cn_managed_held(char *who, size_t len)

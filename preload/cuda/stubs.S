@@ -25,7 +25,7 @@
 \name:
 	endbr64
 	movl $cn_idx, %r11d
-	JMP32 cn_fn_tramp
+	JMP32 cn_stubs_tramp
 	.size \name, . - \name
 	.if . - \name > CN_STUB_SIZE
 	.error "an entry point outgrew CN_STUB_SIZE"
@@ -37,15 +37,15 @@
 	.p2align 4
 	endbr64
 	movl $cn_idx, %r11d
-	JMP32 cn_fn_tramp
+	JMP32 cn_stubs_tramp
 	.set cn_idx, cn_idx + 1
 	.endm
 
 	.set cn_idx, 0
 	.p2align 4
-	.globl cn_fn_stubs
-	.hidden cn_fn_stubs
-cn_fn_stubs:
+	.globl cn_stubs
+	.hidden cn_stubs
+cn_stubs:
 #define CN_FN(name, words) ENTRY name;
 #include "names.h"
 #undef CN_FN
@@ -90,9 +90,9 @@ cn_fn_stubs:
  * thread's depth from its TLS (gate.h: FRESH and up, no record yet or cudanap's own: slow), and
  * for the outermost call marks the thread inside and looks at the gate's word. */
 	.p2align 4
-	.type cn_fn_tramp, @function
-	.hidden cn_fn_tramp
-cn_fn_tramp:
+	.type cn_stubs_tramp, @function
+	.hidden cn_stubs_tramp
+cn_stubs_tramp:
 	.cfi_startproc
 	push %rbp
 	.cfi_def_cfa_offset 16
@@ -112,7 +112,7 @@ cn_fn_tramp:
 	jne .Lslow_in
 	cmpq $0, CN_FN_REAL(%r11)
 	je .Lslow_in
-	mov cn_tl@gottpoff(%rip), %r10	/* the thread's state, %fs-relative */
+	mov cn_gate_tl@gottpoff(%rip), %r10	/* the thread's state, %fs-relative */
 	mov %fs:CN_TL_DEPTH(%r10), %eax
 	cmp $CN_TL_FRESH, %eax
 	jae .Lslow_in
@@ -121,8 +121,8 @@ cn_fn_tramp:
 	cmp $1, %eax
 	jne .Lcall			/* nested in one of ours */
 	mov 8(%rbp), %rax
-	sub cn_drv_lo(%rip), %rax
-	cmp cn_drv_len(%rip), %rax
+	sub cn_lookup_drv_lo(%rip), %rax
+	cmp cn_lookup_drv_len(%rip), %rax
 	jb .Lcall			/* libcuda's own call */
 	incl %fs:CN_TL_CALLS(%r10)
 	movzbl CN_FN_WORK(%r11), %eax
@@ -151,7 +151,7 @@ cn_fn_tramp:
 2:	mov -FRAME+48(%rbp), %rax
 	call *%r11
 	lea -FRAME(%rbp), %rsp
-	mov cn_tl@gottpoff(%rip), %r10
+	mov cn_gate_tl@gottpoff(%rip), %r10
 	mov %fs:CN_TL_DEPTH(%r10), %ecx
 	cmp $CN_TL_FRESH, %ecx
 	jae .Lslow_out
@@ -188,7 +188,7 @@ cn_fn_tramp:
 	SAVE_XMM
 	mov 56(%rsp), %edi
 	mov %rsp, %rsi
-	call cn_fn_enter_slow
+	call cn_wrap_enter_slow
 	mov %rax, %r11
 	lea (,%rdx,8), %r10
 	RESTORE_XMM
@@ -203,10 +203,10 @@ cn_fn_tramp:
 /* After the call, in C: the registers of the answer kept. The argument registers are gone by
  * now; the kinds that look at them find them in the frame, saved on the way in. */
 .Lslow_out:
-	lea cn_fn_leave_slow(%rip), %r11
+	lea cn_wrap_leave_slow(%rip), %r11
 	jmp 4f
 .Lafter:
-	lea cn_fn_after(%rip), %r11
+	lea cn_wrap_after(%rip), %r11
 4:	mov %rax, RET(%rsp)
 	mov %rdx, RET+8(%rsp)
 	movdqa %xmm0, XRET(%rsp)
@@ -222,9 +222,9 @@ cn_fn_tramp:
 	.cfi_def_cfa %rsp, 8
 	ret
 	.cfi_endproc
-	.size cn_fn_tramp, . - cn_fn_tramp
+	.size cn_stubs_tramp, . - cn_stubs_tramp
 
-/* dlsym(handle, name): cn_dlsym_route answers a driver name itself, and says 1 for any other,
+/* dlsym(handle, name): cn_lookup_dlsym_route answers a driver name itself, and says 1 for any other,
  * which goes on to libc's dlsym by a jump with the app's own return address on the stack. */
 	.p2align 4
 	.globl dlsym
@@ -238,7 +238,7 @@ dlsym:
 	.cfi_adjust_cfa_offset 8
 	sub $8, %rsp
 	.cfi_adjust_cfa_offset 8
-	call cn_dlsym_route
+	call cn_lookup_dlsym_route
 	add $8, %rsp
 	.cfi_adjust_cfa_offset -8
 	pop %rsi
@@ -247,7 +247,7 @@ dlsym:
 	.cfi_adjust_cfa_offset -8
 	cmp $1, %rax
 	jne 1f
-	jmp *cn_real_dlsym(%rip)
+	jmp *cn_lookup_real_dlsym(%rip)
 1:	ret
 	.cfi_endproc
 	.size dlsym, . - dlsym

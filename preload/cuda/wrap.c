@@ -32,7 +32,7 @@ struct cn_frame {
 _Static_assert(sizeof(struct cn_frame) == 256, "stubs.S lays the frame out so");
 
 /* The function to call and the stack words to copy for it. */
-struct cn_call {
+struct cn_requests_call {
 	void *fn;
 	uint64_t words;
 };
@@ -40,14 +40,14 @@ struct cn_call {
 /* Called by libcuda's own code, or by cudanap's thread: no look at the gate. */
 static bool passes(const struct cn_frame *f)
 {
-	return cn_tl.ours ||
-	       (uintptr_t)f->caller - atomic_load(&cn_drv_lo) < atomic_load(&cn_drv_len);
+	return cn_gate_tl.ours ||
+	       (uintptr_t)f->caller - atomic_load(&cn_lookup_drv_lo) < atomic_load(&cn_lookup_drv_len);
 }
 
 /* The outermost call of a thread: its depth before the call. */
 static bool outermost(void)
 {
-	return cn_tl.depth == 0 || cn_tl.depth == CN_TL_FRESH;
+	return cn_gate_tl.depth == 0 || cn_gate_tl.depth == CN_TL_FRESH;
 }
 
 /* What a function that is not there answers: cuda.h's CUDA_ERROR_NOT_FOUND. */
@@ -56,40 +56,40 @@ static CUresult missing(void)
 	return 500;
 }
 
-__attribute__((visibility("hidden"))) struct cn_call cn_fn_enter_slow(unsigned idx,
+__attribute__((visibility("hidden"))) struct cn_requests_call cn_wrap_enter_slow(unsigned idx,
 								      const struct cn_frame *f);
-struct cn_call cn_fn_enter_slow(unsigned idx, const struct cn_frame *f)
+struct cn_requests_call cn_wrap_enter_slow(unsigned idx, const struct cn_frame *f)
 {
 	struct cn_fn *e = &cn_fns[idx];
-	void *real = cn_fn_resolve(idx), *answer = NULL;
+	void *real = cn_lookup_resolve(idx), *answer = NULL;
 	bool outer;
 
 	if (e->counted)
 		atomic_fetch_add_explicit(&e->calls, 1, memory_order_relaxed);
-	if (cn_tl.lifted) { /* back to its own depth: answers.c raised it */
-		cn_tl.lifted = false;
-		cn_tl.depth -= CN_TL_FRESH;
+	if (cn_gate_tl.lifted) { /* back to its own depth: answers.c raised it */
+		cn_gate_tl.lifted = false;
+		cn_gate_tl.depth -= CN_TL_FRESH;
 	}
 	cn_gate_check_in();
 	outer = outermost();
-	cn_tl.depth++;
+	cn_gate_tl.depth++;
 	if (outer && !passes(f)) {
 		answer = cn_gate_pass(idx);
 		if (answer) {
 			/* Answered at the gate during a nap. A context kept for later takes the
 			 * thread's next call through here, whatever the gate by then. */
-			if (cn_tl.pending && cn_tl.depth < CN_TL_FRESH) {
-				cn_tl.depth += CN_TL_FRESH;
-				cn_tl.lifted = true;
+			if (cn_gate_tl.pending && cn_gate_tl.depth < CN_TL_FRESH) {
+				cn_gate_tl.depth += CN_TL_FRESH;
+				cn_gate_tl.lifted = true;
 			}
-			return (struct cn_call){ answer, e->words };
+			return (struct cn_requests_call){ answer, e->words };
 		}
-		if (cn_tl.pending)
-			cn_answer_replay();
+		if (cn_gate_tl.pending)
+			cn_answers_replay();
 	}
 	if (!real)
-		return (struct cn_call){ (void *)missing, 0 };
-	return (struct cn_call){ real, e->words };
+		return (struct cn_requests_call){ (void *)missing, 0 };
+	return (struct cn_requests_call){ real, e->words };
 }
 
 /* cuGetProcAddress(symbol, pfn, cudaVersion, flags[, status]): the function handed out is the
@@ -100,12 +100,12 @@ static void lookup_after(const struct cn_frame *f)
 	void **pfn = (void **)f->gp[1];
 
 	if ((CUresult)f->ret[0] == CUDA_SUCCESS && pfn && *pfn && symbol)
-		*pfn = cn_fn_wrap(*pfn, symbol, CN_PATH_PROC);
+		*pfn = cn_lookup_wrap(*pfn, symbol, CN_PATH_PROC);
 }
 
 /* After the call, for the kinds that look at it (the thread's depth settled already). */
-__attribute__((visibility("hidden"))) void cn_fn_after(unsigned idx, const struct cn_frame *f);
-void cn_fn_after(unsigned idx, const struct cn_frame *f)
+__attribute__((visibility("hidden"))) void cn_wrap_after(unsigned idx, const struct cn_frame *f);
+void cn_wrap_after(unsigned idx, const struct cn_frame *f)
 {
 	const struct cn_fn *e = &cn_fns[idx];
 	bool ok = (CUresult)f->ret[0] == CUDA_SUCCESS;
@@ -116,7 +116,7 @@ void cn_fn_after(unsigned idx, const struct cn_frame *f)
 		break;
 	case CN_KIND_EXPORT:
 		if (ok)
-			cn_fn_note_export((const void *)f->gp[1]);
+			cn_lookup_note_export((const void *)f->gp[1]);
 		break;
 	case CN_KIND_IPC_OPEN:
 	case CN_KIND_IPC_IMPORT:
@@ -138,17 +138,17 @@ void cn_fn_after(unsigned idx, const struct cn_frame *f)
 	case CN_KIND_CAPTURE:
 	case CN_KIND_CAPTURED:
 		if (ok)
-			cn_answer_capture(e->kind == CN_KIND_CAPTURE ? 1 : -1);
+			cn_answers_capture(e->kind == CN_KIND_CAPTURE ? 1 : -1);
 		break;
 	}
 }
 
 /* After the call of a thread on the slow path (cudanap's, or one without a record). */
-__attribute__((visibility("hidden"))) void cn_fn_leave_slow(unsigned idx, const struct cn_frame *f);
-void cn_fn_leave_slow(unsigned idx, const struct cn_frame *f)
+__attribute__((visibility("hidden"))) void cn_wrap_leave_slow(unsigned idx, const struct cn_frame *f);
+void cn_wrap_leave_slow(unsigned idx, const struct cn_frame *f)
 {
-	cn_tl.depth--;
+	cn_gate_tl.depth--;
 	if (outermost())
 		cn_gate_leave();
-	cn_fn_after(idx, f);
+	cn_wrap_after(idx, f);
 }

@@ -143,7 +143,7 @@ static void take_chunks(unsigned long gen)
  * else is runnable (several processes restoring at once have more helpers than CPUs). */
 static void spin(unsigned long long t0)
 {
-	if (cn_now_ns() - t0 < SPIN_PAUSE_NS) {
+	if (cn_clock_ns() - t0 < SPIN_PAUSE_NS) {
 #if defined(__x86_64__) || defined(__i386__)
 		__builtin_ia32_pause();
 #endif
@@ -157,11 +157,11 @@ static void spin(unsigned long long t0)
  * the sleepers (both sequentially consistent): one of the two always sees the other. */
 static unsigned long next_job(unsigned long seen)
 {
-	unsigned long long t0 = cn_now_ns();
+	unsigned long long t0 = cn_clock_ns();
 	unsigned long g;
 
 	while ((g = atomic_load(&pool.gen)) == seen && !atomic_load(&pool.quit)) {
-		if (cn_now_ns() - t0 < SPIN_NS) {
+		if (cn_clock_ns() - t0 < SPIN_NS) {
 			spin(t0);
 			continue;
 		}
@@ -171,7 +171,7 @@ static unsigned long next_job(unsigned long seen)
 			pthread_cond_wait(&pool.go, &pool.mu);
 		atomic_fetch_sub(&pool.sleepers, 1);
 		pthread_mutex_unlock(&pool.mu);
-		t0 = cn_now_ns();
+		t0 = cn_clock_ns();
 	}
 	return atomic_load(&pool.quit) ? 0 : g;
 }
@@ -203,7 +203,7 @@ static void parallel_copy(void *d, const void *s, size_t n)
 		pthread_mutex_unlock(&pool.mu);
 	}
 	take_chunks(gen);
-	for (unsigned long long t0 = cn_now_ns(); atomic_load(&pool.done) < chunks;)
+	for (unsigned long long t0 = cn_clock_ns(); atomic_load(&pool.done) < chunks;)
 		spin(t0);
 }
 
@@ -224,7 +224,7 @@ static void account(size_t n, unsigned long long ns)
 
 static void *hooked_memcpy(void *d, const void *s, size_t n)
 {
-	unsigned long long t0 = n >= PAR_MIN ? cn_now_ns() : 0;
+	unsigned long long t0 = n >= PAR_MIN ? cn_clock_ns() : 0;
 
 	if (n >= PAR_MIN && first_large &&
 	    !atomic_load_explicit(&large_seen, memory_order_relaxed) &&
@@ -237,7 +237,7 @@ static void *hooked_memcpy(void *d, const void *s, size_t n)
 	} else {
 		real_memcpy(d, s, n);
 	}
-	account(n, t0 ? cn_now_ns() - t0 : 0);
+	account(n, t0 ? cn_clock_ns() - t0 : 0);
 	if (n >= PAR_MIN && copied && atomic_load(&st.big_bytes) >= copied_at &&
 	    !atomic_exchange(&copied_seen, true))
 		copied();

@@ -30,6 +30,7 @@
 #include "clock.h"
 #include "fanout.h"
 #include "cn_config.h"
+#include "cn_dirs.h"
 
 #define MAX_THREADS 64
 
@@ -41,12 +42,12 @@ static struct {
 	atomic_bool stop;
 } h = { .fd = -1 };
 
-int cn_hib_open(const char *dir, char *err, size_t len)
+int cn_hibernate_open(const char *dir, char *err, size_t len)
 {
 	int fd;
 
-	cn_hib_close();
-	if (cn_private_dir(dir, "hibernate dir", false, err, len) < 0)
+	cn_hibernate_close();
+	if (cn_dirs_private(dir, "hibernate dir", false, err, len) < 0)
 		return -1;
 	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
@@ -68,17 +69,17 @@ int cn_hib_open(const char *dir, char *err, size_t len)
 	return fd;
 }
 
-int cn_hib_fd(void)
+int cn_hibernate_fd(void)
 {
 	return h.fd;
 }
 
-const char *cn_hib_dir(void)
+const char *cn_hibernate_dir(void)
 {
 	return h.dir;
 }
 
-uint64_t cn_hib_free_bytes(const char *dir)
+uint64_t cn_hibernate_free_bytes(const char *dir)
 {
 	struct statvfs v;
 
@@ -97,13 +98,13 @@ static void *writer(void *arg)
 	return NULL;
 }
 
-void cn_hib_writer_start(void)
+void cn_hibernate_writer_start(void)
 {
 	atomic_store(&h.stop, false);
 	h.writing = h.fd >= 0 && pthread_create(&h.writer, NULL, writer, NULL) == 0;
 }
 
-void cn_hib_writer_stop(void)
+void cn_hibernate_writer_stop(void)
 {
 	if (!h.writing)
 		return;
@@ -129,7 +130,7 @@ static int to_ram(void *addr, size_t len)
 	return 0;
 }
 
-size_t cn_hib_resident(const void *addr, size_t len)
+size_t cn_hibernate_resident(const void *addr, size_t len)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE), n = (len + page - 1) / page, in = 0;
 	unsigned char *v = malloc(n);
@@ -144,26 +145,26 @@ size_t cn_hib_resident(const void *addr, size_t len)
 	return in * page;
 }
 
-uint64_t cn_hib_disk_bytes(void)
+uint64_t cn_hibernate_disk_bytes(void)
 {
 	struct stat st;
 
 	return h.fd >= 0 && fstat(h.fd, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
 }
 
-int cn_hib_settle(void *addr, size_t len, struct cn_hib_stats *s, char *err, size_t errlen)
+int cn_hibernate_settle(void *addr, size_t len, struct cn_hibernate_stats *s, char *err, size_t errlen)
 {
-	double t0 = cn_now_ms();
+	double t0 = cn_clock_ms();
 	int e = 0;
 
 	memset(s, 0, sizeof(*s));
-	cn_hib_writer_stop();
+	cn_hibernate_writer_stop();
 	if (sync_file_range(h.fd, 0, 0,
 			    SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
 				    SYNC_FILE_RANGE_WAIT_AFTER) < 0 ||
 	    fdatasync(h.fd) < 0)
 		e = errno;
-	s->write_ms = cn_now_ms() - t0;
+	s->write_ms = cn_clock_ms() - t0;
 	if (e) {
 		int r = to_ram(addr, len);
 
@@ -172,13 +173,13 @@ int cn_hib_settle(void *addr, size_t len, struct cn_hib_stats *s, char *err, siz
 			 r == 0 ? "stays in RAM"
 				: "stays in the file's page cache (no RAM for it)");
 		if (r == 0)
-			cn_hib_close();
+			cn_hibernate_close();
 		return -1;
 	}
-	t0 = cn_now_ms();
+	t0 = cn_clock_ms();
 	madvise(addr, len, MADV_PAGEOUT);
 	posix_fadvise(h.fd, 0, 0, POSIX_FADV_DONTNEED);
-	s->pageout_ms = cn_now_ms() - t0;
+	s->pageout_ms = cn_clock_ms() - t0;
 	return 0;
 }
 
@@ -207,12 +208,12 @@ static void read_part(void *arg, unsigned i)
 	}
 }
 
-int cn_hib_readback(void *addr, size_t len, unsigned threads, double *ms, char *err, size_t errlen)
+int cn_hibernate_readback(void *addr, size_t len, unsigned threads, double *ms, char *err, size_t errlen)
 {
 	struct readback rb = { .addr = addr, .len = len };
 	size_t chunk = 64ul << 20;
 	unsigned n = threads ? (threads > MAX_THREADS ? MAX_THREADS : threads) : 1, k;
-	double t0 = cn_now_ms();
+	double t0 = cn_clock_ms();
 	int e = 0;
 
 	/* n parts of whole 64 MiB chunks; fewer when the copy is small. */
@@ -221,7 +222,7 @@ int cn_hib_readback(void *addr, size_t len, unsigned threads, double *ms, char *
 	cn_fanout(k, read_part, &rb);
 	for (unsigned i = 0; i < k && !e; i++)
 		e = rb.err[i];
-	*ms = cn_now_ms() - t0;
+	*ms = cn_clock_ms() - t0;
 	if (e) {
 		snprintf(err, errlen, "hibernate: reading back from %s failed: %s", h.dir,
 			 strerror(e));
@@ -230,15 +231,15 @@ int cn_hib_readback(void *addr, size_t len, unsigned threads, double *ms, char *
 	return 0;
 }
 
-void cn_hib_close(void)
+void cn_hibernate_close(void)
 {
-	cn_hib_writer_stop();
+	cn_hibernate_writer_stop();
 	if (h.fd >= 0)
 		close(h.fd);
 	h.fd = -1;
 }
 
-void cn_hib_after_fork(void)
+void cn_hibernate_after_fork(void)
 {
 	/* The child shares the file; its own suspend opens another. */
 	if (h.fd >= 0)

@@ -184,12 +184,12 @@ static void *hand_out(void *p, size_t len, size_t map)
 /* The host copy: in the hibernate file, in a kept or prepared buffer, or fresh. */
 static void *stage(size_t len, int prot)
 {
-	double t0 = cn_now_ms();
+	double t0 = cn_clock_ms();
 	void *p;
 
 	if (want.file >= 0 && (p = stage_file(len, prot)) != MAP_FAILED) {
 		drop_spare(); /* its RAM is what hibernating is for */
-		stats.prefault_ms = cn_now_ms() - t0;
+		stats.prefault_ms = cn_clock_ms() - t0;
 		return hand_out(p, len, len);
 	}
 	if (spare_fits(len)) {
@@ -203,7 +203,7 @@ static void *stage(size_t len, int prot)
 	if (p == MAP_FAILED)
 		return MAP_FAILED;
 	stats.threads = want.threads;
-	stats.prefault_ms = cn_now_ms() - t0;
+	stats.prefault_ms = cn_clock_ms() - t0;
 	return hand_out(p, len, len);
 }
 
@@ -239,7 +239,7 @@ PUBLIC void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t o
 PUBLIC int munmap(void *addr, size_t len)
 {
 	if (addr && addr == staged && len == staged_len) {
-		double t0 = cn_now_ms();
+		double t0 = cn_clock_ms();
 
 		staged = NULL;
 		if (want.keep && !stats.file) {
@@ -250,7 +250,7 @@ PUBLIC int munmap(void *addr, size_t len)
 			retired_len = staged_map;
 			atomic_store(&retired, addr);
 		}
-		stats.unmap_ms = cn_now_ms() - t0;
+		stats.unmap_ms = cn_clock_ms() - t0;
 		return 0;
 	}
 	return sys_munmap(addr, len);
@@ -352,7 +352,7 @@ void cn_staging_free_retired_soon(void)
 
 int cn_staging_prepare(size_t len, bool hugepages, unsigned threads, struct cn_staging_stats *out)
 {
-	double t0 = cn_now_ms();
+	double t0 = cn_clock_ms();
 	void *p;
 
 	memset(out, 0, sizeof(*out));
@@ -370,7 +370,7 @@ int cn_staging_prepare(size_t len, bool hugepages, unsigned threads, struct cn_s
 	}
 	out->bytes = spare_len;
 	out->addr = spare;
-	out->prefault_ms = cn_now_ms() - t0;
+	out->prefault_ms = cn_clock_ms() - t0;
 	return 0;
 }
 

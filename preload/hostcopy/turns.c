@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "cn_gpumap.h"
 
 #define POLL_NS	   200000 /* between tries: well under one process's setup */
 #define COPY_SLOTS 2
@@ -95,7 +96,7 @@ static int take(const char *path, int count, double deadline, bool *polled)
 				open_fds--;
 			}
 		}
-		if (got < 0 && cn_now_ms() >= deadline)
+		if (got < 0 && cn_clock_ms() >= deadline)
 			break;
 		if (got < 0) {
 			*polled = true;
@@ -113,32 +114,32 @@ static int take(const char *path, int count, double deadline, bool *polled)
 static int take_all(const char *kind, int count, int *fds, int *n, unsigned max_ms,
 		    double *waited_ms)
 {
-	double t0 = cn_now_ms();
+	double t0 = cn_clock_ms();
 	bool polled = false;
 	char path[4200], s[CN_UUID_STR_LEN];
 	int fd;
 
 	for (int i = 0; i < (g.n_gpus ? g.n_gpus : 1); i++) {
 		if (g.n_gpus)
-			cn_uuid_format(g.uuid[i], s);
+			cn_gpumap_uuid_format(g.uuid[i], s);
 		if (snprintf(path, sizeof(path), "%s/.restore-%s%s%s%s", g.dir, kind,
 			     g.n_gpus ? "-" : "", g.n_gpus ? s : "",
 			     count > 1 ? "-" : "") >= (int)sizeof(path) ||
 		    (fd = take(path, count, t0 + max_ms, &polled)) < 0) {
 			close_fds(fds, n, true);
-			*waited_ms = cn_now_ms() - t0;
+			*waited_ms = cn_clock_ms() - t0;
 			return -1;
 		}
 		fds[(*n)++] = fd;
 	}
-	*waited_ms = polled ? cn_now_ms() - t0 : 0;
+	*waited_ms = polled ? cn_clock_ms() - t0 : 0;
 	return 0;
 }
 
-int cn_turn_enter(const char *dir, const unsigned char (*uuids)[16], int n, unsigned max_ms,
+int cn_turns_enter(const char *dir, const unsigned char (*uuids)[16], int n, unsigned max_ms,
 		  double *waited_ms)
 {
-	cn_turn_leave();
+	cn_turns_leave();
 	n = n < 0 ? 0 : n > CN_MAX_GPUS ? CN_MAX_GPUS : n;
 	if (n)
 		memcpy(g.uuid, uuids, (size_t)n * 16);
@@ -151,7 +152,7 @@ int cn_turn_enter(const char *dir, const unsigned char (*uuids)[16], int n, unsi
 	return 0;
 }
 
-int cn_turn_next(unsigned max_ms, double *waited_ms)
+int cn_turns_next(unsigned max_ms, double *waited_ms)
 {
 	*waited_ms = 0;
 	if (!atomic_exchange(&inside, false))
@@ -163,20 +164,20 @@ int cn_turn_next(unsigned max_ms, double *waited_ms)
 	return 0;
 }
 
-void cn_turn_copied(void)
+void cn_turns_copied(void)
 {
 	if (atomic_exchange(&copying, false))
 		close_fds(g.slot, &g.n_slots, true);
 }
 
-void cn_turn_leave(void)
+void cn_turns_leave(void)
 {
 	if (atomic_exchange(&inside, false))
 		close_fds(g.fd, &g.n, true);
-	cn_turn_copied();
+	cn_turns_copied();
 }
 
-void cn_turn_after_fork(void)
+void cn_turns_after_fork(void)
 {
 	/* The locks belong to the open files, which the parent shares: unlocking here would let the
 	 * next process in while the parent is still in its turn. */

@@ -57,7 +57,7 @@ static struct {
 	bool suspended;
 } gate = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, OPEN, 0, false };
 
-void *cn_nccl_sym(const char *name)
+void *cn_comms_sym(const char *name)
 {
 	void *f = dlsym(RTLD_NEXT, name), *h;
 
@@ -229,7 +229,7 @@ static bool drained(void)
 
 int cn_comms_nccl_version(void)
 {
-	ncclResult_t (*get)(int *) = (ncclResult_t(*)(int *))cn_nccl_sym("ncclGetVersion");
+	ncclResult_t (*get)(int *) = (ncclResult_t(*)(int *))cn_comms_sym("ncclGetVersion");
 	int v = 0;
 
 	if (!get || get(&v) != NCCL_SUCCESS)
@@ -239,7 +239,7 @@ int cn_comms_nccl_version(void)
 
 bool cn_comms_have_api(void)
 {
-	return cn_nccl_sym("ncclCommSuspend") && cn_nccl_sym("ncclCommResume");
+	return cn_comms_sym("ncclCommSuspend") && cn_comms_sym("ncclCommResume");
 }
 
 int cn_comms_count(void)
@@ -260,9 +260,9 @@ bool cn_comms_suspended(void)
 static void complete(void)
 {
 	ncclResult_t (*count)(ncclComm_t, int *) =
-		(ncclResult_t(*)(ncclComm_t, int *))cn_nccl_sym("ncclCommCount");
+		(ncclResult_t(*)(ncclComm_t, int *))cn_comms_sym("ncclCommCount");
 	ncclResult_t (*rank)(ncclComm_t, int *) =
-		(ncclResult_t(*)(ncclComm_t, int *))cn_nccl_sym("ncclCommUserRank");
+		(ncclResult_t(*)(ncclComm_t, int *))cn_comms_sym("ncclCommUserRank");
 
 	for (int i = 0; count && rank && i < MAX_COMMS; i++) {
 		ncclComm_t c = atomic_load(&comms[i].comm);
@@ -393,15 +393,15 @@ struct on_device {
 static void device_enter(ncclComm_t c, struct on_device *o)
 {
 	ncclResult_t (*cu_device)(ncclComm_t, int *) =
-		(ncclResult_t(*)(ncclComm_t, int *))cn_nccl_sym("ncclCommCuDevice");
+		(ncclResult_t(*)(ncclComm_t, int *))cn_comms_sym("ncclCommCuDevice");
 	CUresult (*get)(CUdevice *, int) =
-		(CUresult(*)(CUdevice *, int))cn_fn_resolve(CN_FN_IDX_cuDeviceGet);
+		(CUresult(*)(CUdevice *, int))cn_lookup_resolve(CN_FN_IDX_cuDeviceGet);
 	CUresult (*retain)(CUcontext *, CUdevice) = (CUresult(*)(
-		CUcontext *, CUdevice))cn_fn_resolve(CN_FN_IDX_cuDevicePrimaryCtxRetain);
+		CUcontext *, CUdevice))cn_lookup_resolve(CN_FN_IDX_cuDevicePrimaryCtxRetain);
 	CUresult (*set)(CUcontext) =
-		(CUresult(*)(CUcontext))cn_fn_resolve(CN_FN_IDX_cuCtxSetCurrent);
+		(CUresult(*)(CUcontext))cn_lookup_resolve(CN_FN_IDX_cuCtxSetCurrent);
 	CUresult (*release)(CUdevice) =
-		(CUresult(*)(CUdevice))cn_fn_resolve(CN_FN_IDX_cuDevicePrimaryCtxRelease_v2);
+		(CUresult(*)(CUdevice))cn_lookup_resolve(CN_FN_IDX_cuDevicePrimaryCtxRelease_v2);
 	CUcontext ctx;
 	int ordinal;
 
@@ -420,9 +420,9 @@ static void device_enter(ncclComm_t c, struct on_device *o)
 static void device_leave(const struct on_device *o)
 {
 	CUresult (*set)(CUcontext) =
-		(CUresult(*)(CUcontext))cn_fn_resolve(CN_FN_IDX_cuCtxSetCurrent);
+		(CUresult(*)(CUcontext))cn_lookup_resolve(CN_FN_IDX_cuCtxSetCurrent);
 	CUresult (*release)(CUdevice) =
-		(CUresult(*)(CUdevice))cn_fn_resolve(CN_FN_IDX_cuDevicePrimaryCtxRelease_v2);
+		(CUresult(*)(CUdevice))cn_lookup_resolve(CN_FN_IDX_cuDevicePrimaryCtxRelease_v2);
 
 	if (!o->held)
 		return;
@@ -433,7 +433,7 @@ static void device_leave(const struct on_device *o)
 int cn_comms_suspend(char *why, size_t wlen)
 {
 	ncclResult_t (*suspend)(ncclComm_t, int) =
-		(ncclResult_t(*)(ncclComm_t, int))cn_nccl_sym("ncclCommSuspend");
+		(ncclResult_t(*)(ncclComm_t, int))cn_comms_sym("ncclCommSuspend");
 	struct comm *list[MAX_COMMS];
 	int n = sorted(list), rc = 0;
 
@@ -465,7 +465,7 @@ int cn_comms_suspend(char *why, size_t wlen)
 int cn_comms_resume(char *why, size_t wlen)
 {
 	ncclResult_t (*resume)(ncclComm_t) =
-		(ncclResult_t(*)(ncclComm_t))cn_nccl_sym("ncclCommResume");
+		(ncclResult_t(*)(ncclComm_t))cn_comms_sym("ncclCommResume");
 	struct comm *list[MAX_COMMS];
 	int n = sorted(list), rc = 0;
 

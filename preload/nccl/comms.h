@@ -12,7 +12,7 @@
 
 /* The real NCCL function name, resolved once: the next definition after the preload, else the
  * loaded libnccl.so.2's own. NULL when none is loaded. */
-void *cn_nccl_sym(const char *name);
+void *cn_comms_sym(const char *name);
 
 /* A communicator created (key: the same on every rank of it) or gone. */
 void cn_comms_add(ncclComm_t comm, uint64_t key, int rank, int nranks);
@@ -30,10 +30,6 @@ void cn_comms_enter(ncclComm_t comm, int kind);
 void cn_comms_leave(void);
 /* One more operation issued on comm (inside a group too): counted once it passed the gate. */
 void cn_comms_issued(ncclComm_t comm);
-
-/* At start: a libnccl loaded before this library (earlier in LD_PRELOAD), whose definitions the
- * app's calls then reach first: its communicators cannot be seen. */
-bool cn_nccl_shadowed(void);
 
 /* ---- from the agent thread ---- */
 

@@ -2,7 +2,7 @@
  * communicator tell the registry (comms.c), with a key that is the same on every rank of it (a
  * hash of its unique id, or of its parent's key and the split's colour); the calls that issue work
  * pass the gate and are counted. Everything else goes straight to NCCL: the real function is
- * found once by name (cn_nccl_sym), also where the framework loaded NCCL late or privately. The
+ * found once by name (cn_comms_sym), also where the framework loaded NCCL late or privately. The
  * preload must come before libnccl in LD_PRELOAD for these to be the app's (cudanap run puts it
  * there). This file runs in the app's threads only. */
 #define _GNU_SOURCE
@@ -11,6 +11,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "interpose.h"
 
 #include "comms.h"
 #include "nccl_abi.h"
@@ -29,7 +31,7 @@ static __thread int depth __attribute__((tls_model("initial-exec")));
 		static _Atomic(__typeof__(&name)) f_;                                              \
 		__typeof__(&name) g_ = atomic_load_explicit(&f_, memory_order_relaxed);            \
 		if (!g_) {                                                                         \
-			g_ = (__typeof__(&name))cn_nccl_sym(#name);                                \
+			g_ = (__typeof__(&name))cn_comms_sym(#name);                                \
 			atomic_store_explicit(&f_, g_, memory_order_relaxed);                      \
 		}                                                                                  \
 		g_ ? g_ : (__typeof__(&name))(void *)missing;                                      \
@@ -75,12 +77,12 @@ static int look(struct dl_phdr_info *info, size_t size, void *data)
 	return 0;
 }
 
-bool cn_nccl_shadowed(void)
+bool cn_interpose_shadowed(void)
 {
 	struct order o = { NULL, false, false };
 	Dl_info self;
 
-	if (!dladdr((void *)cn_nccl_shadowed, &self) || !self.dli_fname)
+	if (!dladdr((void *)cn_interpose_shadowed, &self) || !self.dli_fname)
 		return false;
 	o.self = self.dli_fname;
 	dl_iterate_phdr(look, &o);

@@ -9,6 +9,9 @@
 
 #include "cn_config.h"
 #include "tap.h"
+#include "cn_dirs.h"
+#include "cn_gpumap.h"
+#include "cn_signame.h"
 
 static char dir[] = "/tmp/cn-unit-XXXXXX";
 
@@ -196,12 +199,12 @@ static void test_signals(void)
 			want += SIGRTMIN;
 		else if (strstr(good[i].s, "RTMAX"))
 			want += SIGRTMAX;
-		ok(cn_signal_parse(good[i].s, &sig) == 0 && sig == want, "signal '%s'", good[i].s);
+		ok(cn_signame_parse(good[i].s, &sig) == 0 && sig == want, "signal '%s'", good[i].s);
 	}
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		ok(cn_signal_parse(bad[i], &sig) < 0, "signal '%s' refused", bad[i]);
-	is_str(cn_signal_name(SIGUSR1, buf, sizeof(buf)), "SIGUSR1", "name of SIGUSR1");
-	is_str(cn_signal_name(SIGRTMIN + 2, buf, sizeof(buf)), "SIGRTMIN+2", "name of SIGRTMIN+2");
+		ok(cn_signame_parse(bad[i], &sig) < 0, "signal '%s' refused", bad[i]);
+	is_str(cn_signame_format(SIGUSR1, buf, sizeof(buf)), "SIGUSR1", "name of SIGUSR1");
+	is_str(cn_signame_format(SIGRTMIN + 2, buf, sizeof(buf)), "SIGRTMIN+2", "name of SIGRTMIN+2");
 }
 
 static void test_gpu_map(void)
@@ -211,22 +214,22 @@ static void test_gpu_map(void)
 	unsigned char u[16];
 	unsigned n = 99;
 
-	ok(cn_gpu_map_parse("  ", p, &n, err, sizeof(err)) == 0 && n == 0, "empty map");
-	ok(cn_gpu_map_parse("GPU-8c5c8d2e-0a1b-2c3d-4e5f-60718293a4b5=1", p, &n, err,
+	ok(cn_gpumap_parse("  ", p, &n, err, sizeof(err)) == 0 && n == 0, "empty map");
+	ok(cn_gpumap_parse("GPU-8c5c8d2e-0a1b-2c3d-4e5f-60718293a4b5=1", p, &n, err,
 			    sizeof(err)) == 0 &&
 		   n == 1 && p[0].from.index == -1 && p[0].from.uuid[0] == 0x8c &&
 		   p[0].from.uuid[15] == 0xb5 && p[0].to.index == 1,
 	   "UUID on the left, index on the right");
-	cn_uuid_format(p[0].from.uuid, s);
+	cn_gpumap_uuid_format(p[0].from.uuid, s);
 	is_str(s, "GPU-8c5c8d2e-0a1b-2c3d-4e5f-60718293a4b5", "UUID round trip");
-	ok(cn_uuid_parse("gpu-8C5C8D2E0A1B2C3D4E5F60718293A4B5", u) == 0, "UUID without dashes");
-	ok(cn_uuid_parse("MIG-8c5c8d2e-0a1b-2c3d-4e5f-60718293a4b5", u) < 0, "MIG UUID refused");
-	ok(cn_uuid_parse("GPU-8c5c8d2e-0a1b-2c3d-4e5f-60718293a4b5ff", u) < 0, "long UUID refused");
-	ok(cn_gpu_map_parse("0=1,1=0,2=3,3=2", p, &n, err, sizeof(err)) == 0 && n == 4,
+	ok(cn_gpumap_uuid_parse("gpu-8C5C8D2E0A1B2C3D4E5F60718293A4B5", u) == 0, "UUID without dashes");
+	ok(cn_gpumap_uuid_parse("MIG-8c5c8d2e-0a1b-2c3d-4e5f-60718293a4b5", u) < 0, "MIG UUID refused");
+	ok(cn_gpumap_uuid_parse("GPU-8c5c8d2e-0a1b-2c3d-4e5f-60718293a4b5ff", u) < 0, "long UUID refused");
+	ok(cn_gpumap_parse("0=1,1=0,2=3,3=2", p, &n, err, sizeof(err)) == 0 && n == 4,
 	   "four pairs");
-	ok(cn_gpu_map_parse("0=1,", p, &n, err, sizeof(err)) == 0 && n == 1,
+	ok(cn_gpumap_parse("0=1,", p, &n, err, sizeof(err)) == 0 && n == 1,
 	   "trailing comma tolerated");
-	ok(cn_gpu_map_parse("=1", p, &n, err, sizeof(err)) < 0, "empty side refused");
+	ok(cn_gpumap_parse("=1", p, &n, err, sizeof(err)) < 0, "empty side refused");
 }
 
 /* The INI is read again at every action: only a regular file will do. */
@@ -251,35 +254,35 @@ static void test_status_dir(void)
 	struct stat st;
 
 	snprintf(d, sizeof(d), "%s/status", dir);
-	ok(cn_status_dir_check(d, err, sizeof(err)) == 0,
+	ok(cn_dirs_status_check(d, err, sizeof(err)) == 0,
 	   "a missing status dir that can be made passes the check");
 	ok(stat(d, &st) < 0, "and the check made nothing");
 	snprintf(d, sizeof(d), "%s/none/status", dir);
-	ok(cn_status_dir_check(d, err, sizeof(err)) < 0, "one whose parent is missing does not");
+	ok(cn_dirs_status_check(d, err, sizeof(err)) < 0, "one whose parent is missing does not");
 	snprintf(want, sizeof(want), "status dir %s: cannot be created: %s/none is not a directory",
 		 d, dir);
 	is_str(err, want, "and says why");
 	snprintf(d, sizeof(d), "%s/status", dir);
-	ok(cn_status_dir_prepare(d, err, sizeof(err)) == 0, "status dir created");
+	ok(cn_dirs_status_prepare(d, err, sizeof(err)) == 0, "status dir created");
 	ok(stat(d, &st) == 0 && (st.st_mode & 0777) == 0700, "status dir is 0700");
-	ok(cn_status_dir_prepare(d, err, sizeof(err)) == 0, "existing status dir accepted");
+	ok(cn_dirs_status_prepare(d, err, sizeof(err)) == 0, "existing status dir accepted");
 	chmod(d, 0777);
-	ok(cn_status_dir_prepare(d, err, sizeof(err)) < 0, "world-writable status dir refused");
+	ok(cn_dirs_status_prepare(d, err, sizeof(err)) < 0, "world-writable status dir refused");
 	snprintf(want, sizeof(want), "status dir %s: mode 777 lets others write; chmod 700 it", d);
 	is_str(err, want, "world-writable message");
-	ok(cn_status_dir_check(d, err, sizeof(err)) < 0, "the check refuses it too");
+	ok(cn_dirs_status_check(d, err, sizeof(err)) < 0, "the check refuses it too");
 	is_str(err, want, "with the same message");
 	chmod(d, 0700);
 	snprintf(d, sizeof(d), "%s/link", dir);
 	if (symlink("status", d) < 0)
 		perror("symlink");
-	ok(cn_status_dir_prepare(d, err, sizeof(err)) < 0, "symlinked status dir refused");
+	ok(cn_dirs_status_prepare(d, err, sizeof(err)) < 0, "symlinked status dir refused");
 	if (geteuid() == 0) {
 		snprintf(d, sizeof(d), "%s/other", dir);
 		mkdir(d, 0700);
 		if (chown(d, 65534, 65534) < 0)
 			perror("chown");
-		ok(cn_status_dir_prepare(d, err, sizeof(err)) < 0,
+		ok(cn_dirs_status_prepare(d, err, sizeof(err)) < 0,
 		   "another user's status dir refused");
 		snprintf(want, sizeof(want),
 			 "status dir %s: owned by uid 65534, not by you (uid 0): another user made "

@@ -98,9 +98,9 @@ int main(void)
 	closed_flag = dlsym(h, "gatedrv_closed");
 	hold_ms = dlsym(h, "gatedrv_hold_ms");
 	calls = dlsym(h, "gatedrv_calls");
-	ok(cn_fn_index((void *)query) >= 0 && cn_fn_index((void *)sync_fn) >= 0,
+	ok(cn_fns_index((void *)query) >= 0 && cn_fns_index((void *)sync_fn) >= 0,
 	   "dlsym on the driver's handle hands out the gate's entry points");
-	ok(cn_fn_index(inside) < 0 && inside,
+	ok(cn_fns_index(inside) < 0 && inside,
 	   "a name that is not a driver function comes back bare");
 	ok(query(NULL) == 0 && bias(NULL, 0.75f) == 0, "calls through them answer right");
 

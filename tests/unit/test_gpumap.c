@@ -12,7 +12,7 @@ static void map(const char *text, struct cn_gpu_pair *pairs, unsigned *n)
 {
 	char err[CN_ERR_LEN];
 
-	if (cn_gpu_map_parse(text, pairs, n, err, sizeof(err)) < 0)
+	if (cn_gpumap_parse(text, pairs, n, err, sizeof(err)) < 0)
 		printf("# cannot parse '%s': %s\n", text, err);
 }
 

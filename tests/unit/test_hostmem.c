@@ -37,10 +37,10 @@ int main(void)
 	snprintf(proc, sizeof(proc), "%s/proc", root);
 	snprintf(sys, sizeof(sys), "%s/sys", root);
 
-	ok(cn_host_room(42, proc, sys, &room, which, sizeof(which)) < 0, "no meminfo: -1");
+	ok(cn_hostmem_room(42, proc, sys, &room, which, sizeof(which)) < 0, "no meminfo: -1");
 
 	put("proc/meminfo", "MemTotal: 4000000 kB\nMemAvailable:    1000000 kB\n");
-	ok(cn_host_room(42, proc, sys, &room, which, sizeof(which)) == 0 && room == 1000000ull
+	ok(cn_hostmem_room(42, proc, sys, &room, which, sizeof(which)) == 0 && room == 1000000ull
 											    << 10,
 	   "no cgroup file: MemAvailable alone");
 	is_str(which, "MemAvailable", "named MemAvailable");
@@ -52,34 +52,34 @@ int main(void)
 	put("sys/a/memory.max", "2147483648\n");
 	put("sys/a/memory.current", "1073741824\n");
 	put("sys/a/memory.stat", "anon 536870912\ninactive_file 536870912\nactive_file 0\n");
-	cn_host_room(42, proc, sys, &room, which, sizeof(which));
+	cn_hostmem_room(42, proc, sys, &room, which, sizeof(which));
 	ok(room == 1000000ull << 10, "MemAvailable below the cgroup's room wins");
 	put("proc/meminfo", "MemAvailable: 100000000 kB\n");
-	cn_host_room(42, proc, sys, &room, which, sizeof(which));
+	cn_hostmem_room(42, proc, sys, &room, which, sizeof(which));
 	ok(room == 1536ull << 20, "a parent's limit less its unreclaimable usage: 1.5 GiB (%llu)",
 	   (unsigned long long)room);
 	is_str(which, "cgroup /a memory.max", "named by cgroup and file");
 	put("sys/memory.max", "1073741824\n");
 	put("sys/memory.current", "0\n");
-	cn_host_room(42, proc, sys, &room, which, sizeof(which));
+	cn_hostmem_room(42, proc, sys, &room, which, sizeof(which));
 	ok(room == 1ull << 30, "the root level counts too (a container's own cgroup)");
 
 	/* v1: the memory controller's hierarchy; its "no limit" is ignored. */
 	put("proc/43/cgroup", "5:cpu:/x\n4:memory:/job\n");
 	put("sys/memory/job/memory.limit_in_bytes", "9223372036854771712\n");
 	put("sys/memory/job/memory.usage_in_bytes", "5\n");
-	cn_host_room(43, proc, sys, &room, which, sizeof(which));
+	cn_hostmem_room(43, proc, sys, &room, which, sizeof(which));
 	is_str(which, "MemAvailable", "v1 without a limit: MemAvailable");
 	put("sys/memory/job/memory.limit_in_bytes", "3221225472\n");
 	put("sys/memory/job/memory.usage_in_bytes", "1073741824\n");
 	put("sys/memory/job/memory.stat", "total_inactive_file 0\n");
-	cn_host_room(43, proc, sys, &room, which, sizeof(which));
+	cn_hostmem_room(43, proc, sys, &room, which, sizeof(which));
 	ok(room == 2ull << 30, "v1 limit less usage");
 	is_str(which, "cgroup /job memory.limit_in_bytes", "named");
 
 	/* A limit already exceeded leaves no room, not a wrapped-around huge one. */
 	put("sys/memory/job/memory.usage_in_bytes", "4294967296\n");
-	cn_host_room(43, proc, sys, &room, which, sizeof(which));
+	cn_hostmem_room(43, proc, sys, &room, which, sizeof(which));
 	ok(room == 0, "usage above the limit: 0");
 
 	{

@@ -27,6 +27,7 @@
 #include <stdarg.h>
 
 #include "handover.h"
+#include "cn_proc.h"
 #endif
 
 #define OWNER 60101

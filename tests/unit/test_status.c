@@ -8,6 +8,8 @@
 
 #include "cn_status.h"
 #include "tap.h"
+#include "cn_notes.h"
+#include "cn_proc.h"
 
 static char dir[] = "/tmp/cn-unit-XXXXXX";
 
@@ -128,22 +130,22 @@ static void test_notes(void)
 {
 	char buf[64], path[300], small[4];
 
-	ok(cn_note_take(dir, 7, "gpu-map", buf, sizeof(buf)) == -ENOENT, "no note: -ENOENT");
-	ok(cn_note_put(dir, 7, "gpu-map", "0=1, 1=0\n") == 0, "a note put");
-	ok(cn_note_put(dir, 7, "gpu-map", "1=0\nsecond line\n") == 0, "and replaced");
-	cn_note_path(dir, 7, "gpu-map", path, sizeof(path));
+	ok(cn_notes_take(dir, 7, "gpu-map", buf, sizeof(buf)) == -ENOENT, "no note: -ENOENT");
+	ok(cn_notes_put(dir, 7, "gpu-map", "0=1, 1=0\n") == 0, "a note put");
+	ok(cn_notes_put(dir, 7, "gpu-map", "1=0\nsecond line\n") == 0, "and replaced");
+	cn_notes_path(dir, 7, "gpu-map", path, sizeof(path));
 	ok(access(path, F_OK) == 0, "as <dir>/<pid>.<what>");
-	ok(cn_note_take(dir, 7, "gpu-map", buf, sizeof(buf)) == 16 &&
+	ok(cn_notes_take(dir, 7, "gpu-map", buf, sizeof(buf)) == 16 &&
 		   strcmp(buf, "1=0\nsecond line\n") == 0,
 	   "taken whole, the last one put");
 	ok(access(path, F_OK) < 0, "and removed");
-	ok(cn_note_put(dir, 7, "empty", "") == 0 &&
-		   cn_note_take(dir, 7, "empty", buf, sizeof(buf)) == 0 && !buf[0],
+	ok(cn_notes_put(dir, 7, "empty", "") == 0 &&
+		   cn_notes_take(dir, 7, "empty", buf, sizeof(buf)) == 0 && !buf[0],
 	   "an empty note is there, and empty");
-	cn_note_put(dir, 7, "long", "0123456789");
-	ok(cn_note_take(dir, 7, "long", small, sizeof(small)) == 3 && strcmp(small, "012") == 0,
+	cn_notes_put(dir, 7, "long", "0123456789");
+	ok(cn_notes_take(dir, 7, "long", small, sizeof(small)) == 3 && strcmp(small, "012") == 0,
 	   "a note longer than the buffer is cut, NUL-terminated");
-	ok(cn_note_put("/nonexistent-dir", 7, "x", "y") == -ENOENT, "a missing dir: -ENOENT");
+	ok(cn_notes_put("/nonexistent-dir", 7, "x", "y") == -ENOENT, "a missing dir: -ENOENT");
 }
 
 int main(void)

@@ -34,6 +34,7 @@
 #include "cuda_abi.h"
 #include "floors.h"
 #include "median.h"
+#include "cn_words.h"
 
 #define MAX_REPS 16
 

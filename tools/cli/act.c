@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cn_gpumap.h"
+#include "cn_json.h"
 
 const char usage_suspend[] =
 	"usage: cudanap suspend|resume [-c FILE] [--wait|--no-wait] [--timeout S] [--json] PID...\n"
@@ -212,7 +214,7 @@ static int select_group(const struct plan *p, const char *slurm, bool all, const
 			fprintf(stderr, "%s: %s\n", prog, note);
 		if (k < 0)
 			return -1;
-		n = select_jobs(p->cfg, NULL, 0, job_pids, k, pids);
+		n = procs_select(p->cfg, NULL, 0, job_pids, k, pids);
 		free(job_pids);
 		if (n <= 0)
 			fprintf(stderr,
@@ -225,7 +227,7 @@ static int select_group(const struct plan *p, const char *slurm, bool all, const
 			fprintf(stderr, "%s: %d: no such process\n", prog, roots[r]);
 			return -1;
 		}
-	n = select_jobs(p->cfg, roots, n_roots, NULL, 0, pids);
+	n = procs_select(p->cfg, roots, n_roots, NULL, 0, pids);
 	if (n <= 0)
 		fprintf(stderr, "%s: no process %s runs under cudanap\n", prog,
 			all ? "of this user" : "in that tree");
@@ -264,11 +266,11 @@ static const char *absolute(const char *dir)
 	if (!dir || !dir[0] || dir[0] == '/')
 		return dir ? dir : "";
 	if (!getcwd(abs, sizeof(abs) - strlen(dir) - 2))
-		die_usage("cudanap: --to-disk: cannot make the path absolute\n");
+		cli_die_usage("cudanap: --to-disk: cannot make the path absolute\n");
 	return strcat(strcat(abs, "/"), dir);
 }
 
-int cmd_act(int argc, char **argv, enum verb verb)
+int act_main(int argc, char **argv, enum verb verb)
 {
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
@@ -301,7 +303,7 @@ int cmd_act(int argc, char **argv, enum verb verb)
 		switch (c) {
 		case 'd':
 			if (verb != VERB_SUSPEND)
-				die_usage("cudanap: --dry-run is for suspend\n");
+				cli_die_usage("cudanap: --dry-run is for suspend\n");
 			dry = true;
 			break;
 		case 'c':
@@ -316,15 +318,15 @@ int cmd_act(int argc, char **argv, enum verb verb)
 		case 't':
 			timeout = strtod(optarg, &end);
 			if (timeout <= 0 || *end)
-				die_usage("cudanap: --timeout wants a number of seconds above 0\n");
+				cli_die_usage("cudanap: --timeout wants a number of seconds above 0\n");
 			break;
 		case 'a':
 			all = true;
 			break;
 		case 'T':
 			if (n_roots == 64)
-				die_usage("cudanap: at most 64 --tree options\n");
-			if ((roots[n_roots++] = parse_pid(optarg)) < 0)
+				cli_die_usage("cudanap: at most 64 --tree options\n");
+			if ((roots[n_roots++] = cli_parse_pid(optarg)) < 0)
 				not_a_pid(optarg, NULL);
 			break;
 		case 'S':
@@ -332,12 +334,12 @@ int cmd_act(int argc, char **argv, enum verb verb)
 			break;
 		case 'e':
 			if (verb == VERB_PREPARE || verb == VERB_NAP)
-				die_usage("cudanap: --each is for suspend and resume\n");
+				cli_die_usage("cudanap: --each is for suspend and resume\n");
 			each = true;
 			break;
 		case 'D':
 			if (verb != VERB_SUSPEND)
-				die_usage("cudanap: --to-disk is for suspend\n");
+				cli_die_usage("cudanap: --to-disk is for suspend\n");
 			p.to_disk = absolute(optarg);
 			break;
 		case 'g': {
@@ -346,8 +348,8 @@ int cmd_act(int argc, char **argv, enum verb verb)
 			unsigned k;
 
 			if (verb != VERB_RESUME)
-				die_usage("cudanap: --gpu-map is for resume\n");
-			if (cn_gpu_map_parse(optarg, pairs, &k, err, sizeof(err)) < 0) {
+				cli_die_usage("cudanap: --gpu-map is for resume\n");
+			if (cn_gpumap_parse(optarg, pairs, &k, err, sizeof(err)) < 0) {
 				fprintf(stderr, "%s: --gpu-map: %s\n", prog, err);
 				return 2;
 			}
@@ -361,15 +363,15 @@ int cmd_act(int argc, char **argv, enum verb verb)
 		case 'r':
 			p.retries = (unsigned)strtoul(optarg, &end, 10);
 			if (!*optarg || *end || p.retries > 100)
-				die_usage("cudanap: --retries wants a number from 0 to 100\n");
+				cli_die_usage("cudanap: --retries wants a number from 0 to 100\n");
 			break;
 		default:
-			die_option(name, argv, c);
+			cli_die_option(name, argv, c);
 		}
 	}
 	n = argc - optind;
 	if ((all + (n_roots > 0) + (slurm != NULL) + (n > 0)) > 1)
-		die_usage("cudanap: give PIDs, --all, --tree or --slurm, not several of them\n");
+		cli_die_usage("cudanap: give PIDs, --all, --tree or --slurm, not several of them\n");
 	if (!all && !n_roots && !slurm && n <= 0) {
 		fprintf(stderr,
 			"%s %s: which processes? give PIDs, --all, --tree PID or --slurm JOBID; "
@@ -386,7 +388,7 @@ int cmd_act(int argc, char **argv, enum verb verb)
 	if (!jobs)
 		return 1;
 	for (int i = 0; i < n; i++) {
-		jobs[i].pid = pids ? pids[i] : parse_pid(argv[optind + i]);
+		jobs[i].pid = pids ? pids[i] : cli_parse_pid(argv[optind + i]);
 		if (jobs[i].pid < 0)
 			not_a_pid(argv[optind + i], p.to_disk);
 	}
@@ -399,9 +401,9 @@ int cmd_act(int argc, char **argv, enum verb verb)
 		return rc;
 	}
 	p.timeout = timeout;
-	p.deadline = now_s() + timeout;
+	p.deadline = cli_now_s() + timeout;
 	p.atomic = verb == VERB_SUSPEND && p.wait && !each && n > 1;
-	run_plan(jobs, n, &p, &r);
+	group_run(jobs, n, &p, &r);
 	if (json)
 		print_json(jobs, n, &p, &r);
 	else

@@ -10,24 +10,25 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cn_words.h"
 
 void ask_all(struct job *jobs, int n, const char *cfg, double timeout)
 {
 	union sigval q = { .sival_int = CN_SIGVAL_QUERY };
-	double deadline = now_s() + timeout;
+	double deadline = cli_now_s() + timeout;
 	bool pending = false;
 
 	for (int i = 0; i < n; i++) {
 		struct job *j = &jobs[i];
 
-		status_dir_of(j->pid, cfg, j->dir, sizeof(j->dir));
-		j->have_st = cn_status_read(j->dir, j->pid, &j->st) == 0 && alive(&j->st);
+		procs_status_dir(j->pid, cfg, j->dir, sizeof(j->dir));
+		j->have_st = cn_status_read(j->dir, j->pid, &j->st) == 0 && procs_alive(&j->st);
 		j->done = true;
 		if (!j->have_st)
 			j->outcome = "gone";
 		else if (j->st.busy)
 			j->outcome = "busy"; /* it would answer after the action: not now */
-		else if (stopped(j->pid))
+		else if (procs_stopped(j->pid))
 			j->outcome = "stopped";
 		else if (sigqueue(j->pid, j->st.suspend_signal, q) < 0)
 			j->outcome = "error";
@@ -37,7 +38,7 @@ void ask_all(struct job *jobs, int n, const char *cfg, double timeout)
 			pending = true;
 		}
 	}
-	while (pending && now_s() < deadline) {
+	while (pending && cli_now_s() < deadline) {
 		pending = false;
 		for (int i = 0; i < n; i++) {
 			struct job *j = &jobs[i];
@@ -90,7 +91,7 @@ bool ask_line(const struct job *j, char *out, size_t len)
 		return false;
 	}
 	if (strcmp(j->outcome, "stopped") == 0) {
-		snprintf(out, len, "%d: would refuse: %s", j->pid, stopped(j->pid));
+		snprintf(out, len, "%d: would refuse: %s", j->pid, procs_stopped(j->pid));
 		return false;
 	}
 	if (strcmp(j->outcome, "error") == 0) {

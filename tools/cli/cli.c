@@ -15,13 +15,13 @@
 
 const char *prog = "cudanap";
 
-void die_usage(const char *text)
+void cli_die_usage(const char *text)
 {
 	fputs(text, stderr);
 	exit(2);
 }
 
-void die_option(const char *verb, char **argv, int c)
+void cli_die_option(const char *verb, char **argv, int c)
 {
 	const char *arg = argv[optind - 1];
 
@@ -37,7 +37,7 @@ void die_option(const char *verb, char **argv, int c)
 	exit(2);
 }
 
-void load_config_or_die(const char *path, struct cn_config *c)
+void cli_load_config(const char *path, struct cn_config *c)
 {
 	char err[CN_ERR_LEN];
 
@@ -47,7 +47,7 @@ void load_config_or_die(const char *path, struct cn_config *c)
 	}
 }
 
-void fmt_ms(double ms, char *buf, size_t len)
+void cli_fmt_ms(double ms, char *buf, size_t len)
 {
 	if (ms < 0)
 		snprintf(buf, len, "-");
@@ -57,7 +57,7 @@ void fmt_ms(double ms, char *buf, size_t len)
 		snprintf(buf, len, "%.2f s", ms / 1000);
 }
 
-double now_s(void)
+double cli_now_s(void)
 {
 	struct timespec ts;
 
@@ -65,7 +65,7 @@ double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-int parse_pid(const char *s)
+int cli_parse_pid(const char *s)
 {
 	char *end;
 	long v = strtol(s, &end, 10);
@@ -73,7 +73,7 @@ int parse_pid(const char *s)
 	return (*s && !*end && v > 0 && v < INT_MAX) ? (int)v : -1;
 }
 
-int read_file(const char *path, char *buf, size_t len)
+int cli_read_file(const char *path, char *buf, size_t len)
 {
 	FILE *f = fopen(path, "re");
 	size_t n;

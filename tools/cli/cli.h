@@ -13,45 +13,45 @@
 /* ---- cli.c ---- */
 extern const char *prog;
 
-_Noreturn void die_usage(const char *text);
+_Noreturn void cli_die_usage(const char *text);
 /* getopt_long's '?' or ':' for `cudanap VERB` (the optstring starts with "+:"): one line naming the
  * option and the help to read, exit 2. */
-_Noreturn void die_option(const char *verb, char **argv, int c);
-void load_config_or_die(const char *path, struct cn_config *c);
-double now_s(void);
-void fmt_ms(double ms, char *buf, size_t len);
-int parse_pid(const char *s);				/* a positive pid, or -1 */
-int read_file(const char *path, char *buf, size_t len); /* bytes read (NUL added), or -1 */
+_Noreturn void cli_die_option(const char *verb, char **argv, int c);
+void cli_load_config(const char *path, struct cn_config *c);
+double cli_now_s(void);
+void cli_fmt_ms(double ms, char *buf, size_t len);
+int cli_parse_pid(const char *s);				/* a positive pid, or -1 */
+int cli_read_file(const char *path, char *buf, size_t len); /* bytes read (NUL added), or -1 */
 
 /* ---- procs.c: which processes, and where their status files are ---- */
 
 /* The status dir the process pid uses (from its own environment, as its preload saw it), or the
  * one cfg_path names. */
-void status_dir_of(int pid, const char *cfg_path, char *dir, size_t len);
+void procs_status_dir(int pid, const char *cfg_path, char *dir, size_t len);
 
 /* The status file is its process's (the pid was not reused since). */
-bool alive(const struct cn_status *s);
+bool procs_alive(const struct cn_status *s);
 
 /* Why pid cannot act on a signal now (stopped, or its cgroup frozen), or NULL. */
-const char *stopped(int pid);
+const char *procs_stopped(int pid);
 
 /* Has pid mapped the driver (libcuda.so, or the file $CUDANAP_LIBCUDA names in its environment)?
  * One that has not holds no CUDA state. True when its maps cannot be read. */
-bool cuda_loaded(int pid);
+bool procs_cuda_loaded(int pid);
 
 /* The cudanap processes of this user (all of them, those in the trees of roots, or those among
  * pids), preloaded and with a live status file. *out is allocated; returns the count or -1. */
-int select_jobs(const char *cfg, const int *roots, int n_roots, const int *pids, int n_pids,
+int procs_select(const char *cfg, const int *roots, int n_roots, const int *pids, int n_pids,
 		int **out);
 
 /* Look at every user's processes, not only this user's (root's cudanap pick). */
 void procs_all_users(bool on);
 
 /* This user's processes whose environment has name=value. *out is allocated; the count or -1. */
-int pids_with_env(const char *name, const char *value, int **out);
+int procs_with_env(const char *name, const char *value, int **out);
 
 /* Every status dir in use by this user's preloaded processes, added to dirs[0..n). */
-int add_job_dirs(char (*dirs)[4096], int n, int max);
+int procs_add_job_dirs(char (*dirs)[4096], int n, int max);
 
 /* ---- slurm.c: a Slurm job's processes on this node ---- */
 
@@ -102,7 +102,7 @@ struct group_result {
 	double seconds;
 };
 
-void run_plan(struct job *jobs, int n, const struct plan *p, struct group_result *r);
+void group_run(struct job *jobs, int n, const struct plan *p, struct group_result *r);
 
 /* ---- ask.c: what a suspend would do now, without doing it ---- */
 
@@ -124,16 +124,17 @@ void ncclcut_run(struct job *jobs, int n, enum verb v, double deadline);
 /* ---- the commands: each file's usage text and entry point ---- */
 /* act.c: suspend, resume and prepare */
 extern const char usage_suspend[], usage_prepare[], usage_nap[];
-int cmd_act(int argc, char **argv, enum verb verb);
+int act_main(int argc, char **argv, enum verb verb);
 /* status.c */
 extern const char usage_status[];
-int cmd_status(int argc, char **argv);
+int status_main(int argc, char **argv);
 /* pick.c */
 extern const char usage_pick[];
-int cmd_pick(int argc, char **argv);
+int pick_main(int argc, char **argv);
 /* run.c: run and check-config */
-extern const char usage_run[], usage_check[];
-int cmd_run(int argc, char **argv);
-int cmd_check(int argc, char **argv);
+extern const char usage_run[];
+extern const char usage_check[];
+int run_main(int argc, char **argv);
+int check_main(int argc, char **argv);
 
 #endif

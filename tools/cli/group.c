@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cn_notes.h"
+#include "cn_words.h"
 
 const char *const verb_name[] = { "suspend", "resume", "prepare", "nap" };
 
@@ -58,7 +60,7 @@ static void outcome(struct job *j, const struct cn_status *s, enum verb v)
 	j->no_cuda = strcmp(s->state, "no-cuda") == 0;
 	j->ok = strcmp(s->result, "ok") == 0 && strcmp(s->state, goal(v)) == 0 &&
 		!(v == VERB_RESUME && comms_suspended(s));
-	fmt_ms(s->total_ms, total, sizeof(total));
+	cli_fmt_ms(s->total_ms, total, sizeof(total));
 	if (j->ok && v == VERB_PREPARE && s->prepared)
 		say(j, "prepared", "%s in %s", s->message, total);
 	else if (j->ok && o)
@@ -83,7 +85,7 @@ static void outcome(struct job *j, const struct cn_status *s, enum verb v)
  * --gpu-map). */
 static int ask(const struct job *j, const char *what, const char *text)
 {
-	int r = cn_note_put(j->dir, j->pid, what, text);
+	int r = cn_notes_put(j->dir, j->pid, what, text);
 
 	errno = -r;
 	return r < 0 ? -1 : 0;
@@ -100,9 +102,9 @@ static void send_one(struct job *j, const struct plan *p)
 	struct cn_status s;
 	int r;
 
-	status_dir_of(j->pid, p->cfg, j->dir, sizeof(j->dir));
+	procs_status_dir(j->pid, p->cfg, j->dir, sizeof(j->dir));
 	r = cn_status_read(j->dir, j->pid, &s);
-	if (r < 0 || !alive(&s)) {
+	if (r < 0 || !procs_alive(&s)) {
 		j->done = true;
 		if (kill(j->pid, 0) < 0 && errno == ESRCH)
 			say(j, "gone", "no such process");
@@ -114,18 +116,18 @@ static void send_one(struct job *j, const struct plan *p)
 	}
 	j->st = s;
 	j->have_st = true;
-	if (p->group && !cuda_loaded(j->pid)) {
+	if (p->group && !procs_cuda_loaded(j->pid)) {
 		j->done = j->ok = j->no_cuda = true;
 		say(j, "no-cuda", "no CUDA state, nothing to do");
 		return;
 	}
-	if ((why = stopped(j->pid))) {
+	if ((why = procs_stopped(j->pid))) {
 		j->done = true;
 		say(j, "stopped", "cannot %s: %s; nothing sent", verb_name[v], why);
 		return;
 	}
 	/* Let an action under way finish, so that its outcome is not taken for ours. */
-	while (s.busy && now_s() < p->deadline && cn_status_read(j->dir, j->pid, &s) == 0)
+	while (s.busy && cli_now_s() < p->deadline && cn_status_read(j->dir, j->pid, &s) == 0)
 		usleep(5000);
 	j->st = s;
 	/* Running with its NCCL communicators suspended (a resume that did not meet all the job's
@@ -177,12 +179,12 @@ static void act(struct job *jobs, int n, const struct plan *p)
 
 			if (j->done)
 				continue;
-			if (cn_status_read(j->dir, j->pid, &s) < 0 || !alive(&s)) {
+			if (cn_status_read(j->dir, j->pid, &s) < 0 || !procs_alive(&s)) {
 				j->done = true;
 				say(j, "gone", "process exited");
 			} else if (s.seq > j->seq0 && !s.busy) {
 				outcome(j, &s, p->verb);
-			} else if ((why = stopped(j->pid))) {
+			} else if ((why = procs_stopped(j->pid))) {
 				/* Stopped after the signal: it acts once let go. */
 				j->done = true;
 				say(j, "stopped",
@@ -192,7 +194,7 @@ static void act(struct job *jobs, int n, const struct plan *p)
 				pending = true;
 			}
 		}
-		if (pending && now_s() >= p->deadline)
+		if (pending && cli_now_s() >= p->deadline)
 			break;
 		if (pending)
 			usleep(2000);
@@ -234,7 +236,7 @@ static int roll_back(const struct job *jobs, int n, const struct plan *p, struct
 {
 	struct plan back_plan = { .cfg = p->cfg, .verb = VERB_RESUME, .wait = true, .group = true };
 	struct job *back = calloc((size_t)n, sizeof(*back));
-	double t0 = now_s();
+	double t0 = cli_now_s();
 	int m = 0, bad = 0;
 	size_t o, len = sizeof(r->rollback);
 
@@ -259,7 +261,7 @@ static int roll_back(const struct job *jobs, int n, const struct plan *p, struct
 	act(back, m, &back_plan);
 	r->rolled_back = m;
 	o = (size_t)snprintf(r->rollback, len, "rollback: %d process%s resumed in %.2f s", m,
-			     m == 1 ? "" : "es", now_s() - t0);
+			     m == 1 ? "" : "es", cli_now_s() - t0);
 	for (int i = 0; i < m; i++) {
 		if (back[i].ok)
 			continue;
@@ -274,9 +276,9 @@ static int roll_back(const struct job *jobs, int n, const struct plan *p, struct
 }
 
 /* Act on the jobs; for an atomic suspend, roll back and try again as this file's opening says. */
-void run_plan(struct job *jobs, int n, const struct plan *p, struct group_result *r)
+void group_run(struct job *jobs, int n, const struct plan *p, struct group_result *r)
 {
-	double t0 = now_s(), pause = 0.5;
+	double t0 = cli_now_s(), pause = 0.5;
 	int rest = 0;
 
 	memset(r, 0, sizeof(*r));
@@ -290,7 +292,7 @@ void run_plan(struct job *jobs, int n, const struct plan *p, struct group_result
 		if (!f)
 			break;
 		rest = roll_back(jobs, n, p, r);
-		if (rest || !transient || attempt > p->retries || now_s() + pause >= p->deadline)
+		if (rest || !transient || attempt > p->retries || cli_now_s() + pause >= p->deadline)
 			break;
 		if (r->n_attempts < MAX_ATTEMPTS)
 			snprintf(r->attempts[r->n_attempts++], sizeof(r->attempts[0]),
@@ -319,5 +321,5 @@ void run_plan(struct job *jobs, int n, const struct plan *p, struct group_result
 	/* Rolled back: what is still suspended is what could not be resumed. */
 	if (r->rolled_back)
 		r->n_ok = rest;
-	r->seconds = now_s() - t0;
+	r->seconds = cli_now_s() - t0;
 }

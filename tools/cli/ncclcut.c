@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cn_notes.h"
 
 #define MAX_LINES 1024
 
@@ -31,7 +32,7 @@ enum { WAITING, SAID, FINISHED };
 
 static int say(const struct job *j, const char *what, const char *text)
 {
-	return cn_note_put(j->dir, j->pid, what, text) < 0 ? -1 : 0;
+	return cn_notes_put(j->dir, j->pid, what, text) < 0 ? -1 : 0;
 }
 
 /* The process finished its action (its outcome is in its status file), or is gone. */
@@ -39,7 +40,7 @@ static bool finished(const struct job *j)
 {
 	struct cn_status s;
 
-	return cn_status_read(j->dir, j->pid, &s) < 0 || !alive(&s) || (s.seq > j->seq0 && !s.busy);
+	return cn_status_read(j->dir, j->pid, &s) < 0 || !procs_alive(&s) || (s.seq > j->seq0 && !s.busy);
 }
 
 /* Wait until every process sent its signal has said what (its lines into lines) or finished.
@@ -59,8 +60,8 @@ static int gather(struct job *jobs, int n, const char *what, int *state, struct 
 			if (!jobs[i].sent || state[i] == FINISHED)
 				continue;
 			if (state[i] == WAITING) {
-				cn_note_path(jobs[i].dir, jobs[i].pid, what, path, sizeof(path));
-				if (read_file(path, text, sizeof(text)) >= 0) {
+				cn_notes_path(jobs[i].dir, jobs[i].pid, what, path, sizeof(path));
+				if (cli_read_file(path, text, sizeof(text)) >= 0) {
 					for (char *p = text, *e; *p; p = e + (*e != '\0')) {
 						struct line *l = &lines[*n_lines];
 
@@ -83,7 +84,7 @@ static int gather(struct job *jobs, int n, const char *what, int *state, struct 
 		}
 		if (!pending)
 			return said;
-		if (now_s() >= deadline)
+		if (cli_now_s() >= deadline)
 			return -1;
 		usleep(2000);
 	}

@@ -150,7 +150,7 @@ static void print(const struct cand *c, int n, long long set, int gpu, double ne
 	printf("total: %.0f MiB freed on GPU %d in about %.1f s\n%s\n", mib, gpu, cost, cmd);
 }
 
-int cmd_pick(int argc, char **argv)
+int pick_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "free", required_argument, NULL, 'f' },
@@ -173,10 +173,10 @@ int cmd_pick(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+:f:g:c:S:jh", opts, NULL)) != -1) {
 		if (c == 'f') {
 			if ((need = parse_size(optarg)) < 0)
-				die_usage("cudanap: --free wants a size: 512M, 8G, or MiB\n");
+				cli_die_usage("cudanap: --free wants a size: 512M, 8G, or MiB\n");
 		} else if (c == 'g') {
-			if ((gpu = parse_pid(optarg)) < 0 && strcmp(optarg, "0") != 0)
-				die_usage("cudanap: --gpu wants an nvidia-smi index\n");
+			if ((gpu = cli_parse_pid(optarg)) < 0 && strcmp(optarg, "0") != 0)
+				cli_die_usage("cudanap: --gpu wants an nvidia-smi index\n");
 			gpu = atoi(optarg);
 		} else if (c == 'c') {
 			cfg = optarg;
@@ -185,11 +185,11 @@ int cmd_pick(int argc, char **argv)
 		} else if (c == 'j') {
 			json = true;
 		} else {
-			die_option("pick", argv, c);
+			cli_die_option("pick", argv, c);
 		}
 	}
 	if (need < 0 || optind < argc)
-		die_usage("usage: cudanap pick --free SIZE [--gpu N] [-c FILE] [--slurm JOBID] "
+		cli_die_usage("usage: cudanap pick --free SIZE [--gpu N] [-c FILE] [--slurm JOBID] "
 			  "[--json]\n");
 	procs_all_users(geteuid() == 0);
 	if (slurm) {
@@ -200,10 +200,10 @@ int cmd_pick(int argc, char **argv)
 			fprintf(stderr, "%s: %s\n", prog, note);
 			return 1;
 		}
-		n = select_jobs(cfg, NULL, 0, job_pids, k, &pids);
+		n = procs_select(cfg, NULL, 0, job_pids, k, &pids);
 		free(job_pids);
 	} else {
-		n = select_jobs(cfg, NULL, 0, NULL, 0, &pids);
+		n = procs_select(cfg, NULL, 0, NULL, 0, &pids);
 	}
 	if (n > 64)
 		n = 64;

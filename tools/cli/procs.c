@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cn_proc.h"
 
 /* A process's environment, as it was when it started. NUL-separated; returns the length. */
 static size_t read_environ(int pid, char *env, size_t len)
@@ -19,7 +20,7 @@ static size_t read_environ(int pid, char *env, size_t len)
 	int n;
 
 	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
-	n = read_file(path, env, len);
+	n = cli_read_file(path, env, len);
 	return n > 0 ? (size_t)n : 0;
 }
 
@@ -33,7 +34,7 @@ static const char *env_value(const char *env, size_t n, const char *name)
 	return NULL;
 }
 
-void status_dir_of(int pid, const char *cfg_path, char *dir, size_t len)
+void procs_status_dir(int pid, const char *cfg_path, char *dir, size_t len)
 {
 	static char env[65536];
 	size_t n;
@@ -50,22 +51,22 @@ void status_dir_of(int pid, const char *cfg_path, char *dir, size_t len)
 			     env_value(env, n, "XDG_RUNTIME_DIR"), dir, len);
 }
 
-bool alive(const struct cn_status *s)
+bool procs_alive(const struct cn_status *s)
 {
 	return s->starttime && cn_proc_starttime(s->pid) == s->starttime;
 }
 
-const char *stopped(int pid)
+const char *procs_stopped(int pid)
 {
 	char path[PATH_MAX], buf[4096], *line, *save = NULL;
 	const char *p;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	if (read_file(path, buf, sizeof(buf)) > 0 && (p = strrchr(buf, ')')) &&
+	if (cli_read_file(path, buf, sizeof(buf)) > 0 && (p = strrchr(buf, ')')) &&
 	    (p[2] == 'T' || p[2] == 't'))
 		return "it is stopped (SIGSTOP or a debugger); continue it first (kill -CONT)";
 	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
-	if (read_file(path, buf, sizeof(buf)) < 0)
+	if (cli_read_file(path, buf, sizeof(buf)) < 0)
 		return NULL;
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char state[64];
@@ -80,7 +81,7 @@ const char *stopped(int pid)
 				 cg + 1);
 		else
 			continue;
-		if (read_file(path, state, sizeof(state)) > 0 &&
+		if (cli_read_file(path, state, sizeof(state)) > 0 &&
 		    (strstr(state, "frozen 1") || strstr(state, "FROZEN")))
 			return "its cgroup is frozen (cgroup freezer, or the scheduler's suspend); "
 			       "thaw it first";
@@ -113,7 +114,7 @@ static int scan_procs(struct proc **out)
 	while (d && (e = readdir(d))) {
 		static char env[65536];
 		char path[300], line[1024], *rp;
-		int pid = parse_pid(e->d_name);
+		int pid = cli_parse_pid(e->d_name);
 		size_t len;
 		struct stat st;
 
@@ -124,7 +125,7 @@ static int scan_procs(struct proc **out)
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 		/* "pid (comm) S ppid ...": comm may hold spaces and parentheses. */
-		if (read_file(path, line, sizeof(line)) < 0 || !(rp = strrchr(line, ')')))
+		if (cli_read_file(path, line, sizeof(line)) < 0 || !(rp = strrchr(line, ')')))
 			continue;
 		if (n == cap) {
 			struct proc *nv =
@@ -164,7 +165,7 @@ static bool in_tree(const struct proc *v, int n, int pid, int root)
 	return pid == root;
 }
 
-int add_job_dirs(char (*dirs)[4096], int n, int max)
+int procs_add_job_dirs(char (*dirs)[4096], int n, int max)
 {
 	struct proc *v;
 	int np = scan_procs(&v);
@@ -175,7 +176,7 @@ int add_job_dirs(char (*dirs)[4096], int n, int max)
 
 		if (!v[p].preloaded)
 			continue;
-		status_dir_of(v[p].pid, NULL, dir, sizeof(dir));
+		procs_status_dir(v[p].pid, NULL, dir, sizeof(dir));
 		for (int i = 0; i < n; i++)
 			dup |= strcmp(dirs[i], dir) == 0;
 		if (!dup)
@@ -185,7 +186,7 @@ int add_job_dirs(char (*dirs)[4096], int n, int max)
 	return n;
 }
 
-bool cuda_loaded(int pid)
+bool procs_cuda_loaded(int pid)
 {
 	static char env[65536], line[4096];
 	char path[64], fake[PATH_MAX] = "";
@@ -217,7 +218,7 @@ static bool ancestor(const struct proc *v, int n, int pid)
 /* Forked children that never exec'd share the environment but have no status file of their own,
  * and are left out; so are this command's ancestors: a job's shell that runs it from a trap
  * (`trap 'cudanap suspend --slurm $SLURM_JOB_ID' USR1`) would get the signal again and again. */
-int select_jobs(const char *cfg, const int *roots, int n_roots, const int *pids, int n_pids,
+int procs_select(const char *cfg, const int *roots, int n_roots, const int *pids, int n_pids,
 		int **out)
 {
 	struct proc *v;
@@ -235,8 +236,8 @@ int select_jobs(const char *cfg, const int *roots, int n_roots, const int *pids,
 			want = pids[i] == v[p].pid;
 		if (!want || !v[p].preloaded || ancestor(v, np, v[p].pid))
 			continue;
-		status_dir_of(v[p].pid, cfg, dir, sizeof(dir));
-		if (cn_status_read(dir, v[p].pid, &s) == 0 && alive(&s))
+		procs_status_dir(v[p].pid, cfg, dir, sizeof(dir));
+		if (cn_status_read(dir, v[p].pid, &s) == 0 && procs_alive(&s))
 			sel[n++] = v[p].pid;
 	}
 	free(v);
@@ -244,7 +245,7 @@ int select_jobs(const char *cfg, const int *roots, int n_roots, const int *pids,
 	return sel ? n : -1;
 }
 
-int pids_with_env(const char *name, const char *value, int **out)
+int procs_with_env(const char *name, const char *value, int **out)
 {
 	static char env[65536];
 	struct proc *v;

@@ -1,5 +1,5 @@
 /* run: cudanap run, which starts a command with the preload and the job's INI in its
- * environment, and cudanap check-config, which validates an INI without running anything. */
+ * environment. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "cn_nccl.h"
+#include "cn_ncclenv.h"
 
 const char usage_run[] =
 	"usage: cudanap run [-c FILE] [--nap N] [--] CMD [ARG...]\n"
@@ -32,14 +32,6 @@ const char usage_run[] =
 	"\n"
 	"Exit status: that of CMD; 78 if FILE is broken; 127 if CMD cannot be run.\n"
 	"Example: cudanap run -c job.ini -- python train.py --epochs 10\n";
-
-const char usage_check[] =
-	"usage: cudanap check-config FILE\n"
-	"\n"
-	"Parse and validate FILE as a job INI. Prints 'FILE: ok' and exits 0, or prints\n"
-	"'FILE:LINE: section.key: reason' and exits 78.\n";
-
-/* ---- run ---- */
 
 static int find_preload(char *out, size_t len)
 {
@@ -76,10 +68,10 @@ static void report_nccl(void)
 	char kept[200], set[600] = "";
 	size_t o = 0;
 
-	for (size_t i = 0; i < cn_nccl_n_vars; i++)
-		o += (size_t)snprintf(set + o, sizeof(set) - o, " %s=%s", cn_nccl_vars[i].name,
-				      cn_nccl_vars[i].value);
-	cn_nccl_apply(kept, sizeof(kept));
+	for (size_t i = 0; i < cn_ncclenv_n_vars; i++)
+		o += (size_t)snprintf(set + o, sizeof(set) - o, " %s=%s", cn_ncclenv_vars[i].name,
+				      cn_ncclenv_vars[i].value);
+	cn_ncclenv_apply(kept, sizeof(kept));
 	if (kept[0])
 		fprintf(stderr,
 			"%s: [nccl] suspendable: keeping %s, set in the environment: NCCL ranks of "
@@ -115,7 +107,7 @@ static char *with_preload(const char *old, const char *lib)
 	return out;
 }
 
-int cmd_run(int argc, char **argv)
+int run_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
@@ -135,10 +127,10 @@ int cmd_run(int argc, char **argv)
 		} else if (c == 'N') {
 			nap = strtoul(optarg, &end, 10);
 			if (!*optarg || *end || nap > 24 * 3600)
-				die_usage("cudanap: --nap wants seconds, from 0 to 86400\n");
+				cli_die_usage("cudanap: --nap wants seconds, from 0 to 86400\n");
 			setenv("CUDANAP_NAP_S", optarg, 1);
 		} else {
-			die_option("run", argv, c);
+			cli_die_option("run", argv, c);
 		}
 	}
 	if (optind >= argc) {
@@ -148,7 +140,7 @@ int cmd_run(int argc, char **argv)
 	if (!cfg)
 		cfg = getenv("CUDANAP_CONFIG");
 	if (cfg && *cfg) {
-		load_config_or_die(cfg, &conf);
+		cli_load_config(cfg, &conf);
 		if (!realpath(cfg, abs)) {
 			fprintf(stderr, "%s: %s: %s\n", prog, cfg, strerror(errno));
 			return 78;
@@ -172,26 +164,4 @@ int cmd_run(int argc, char **argv)
 	execvp(argv[optind], argv + optind);
 	fprintf(stderr, "%s: cannot run %s: %s\n", prog, argv[optind], strerror(errno));
 	return 127;
-}
-
-int cmd_check(int argc, char **argv)
-{
-	char err[CN_ERR_LEN];
-	struct cn_config c;
-
-	if (argc != 2 || argv[1][0] == '-') {
-		fprintf(stderr,
-			"%s check-config: give one INI file; see '%s check-config --help'\n", prog,
-			prog);
-		return 2;
-	}
-	load_config_or_die(argv[1], &c);
-	/* The status dir is checked by each process's preload at its start: say now what it will.
-	 */
-	if (cn_status_dir_check(c.status_dir, err, sizeof(err)) < 0) {
-		fprintf(stderr, "%s: %s: %s\n", prog, argv[1], err);
-		return 78;
-	}
-	printf("%s: ok\n", argv[1]);
-	return 0;
 }

@@ -80,7 +80,7 @@ int slurm_job_pids(const char *jobid, int **out, char *note, size_t len)
 	if (n >= 0)
 		return n;
 	/* Slurm's tools missing or not answering: every process of a job inherits its id. */
-	n = pids_with_env("SLURM_JOB_ID", jobid, out);
+	n = procs_with_env("SLURM_JOB_ID", jobid, out);
 	if (n > 0)
 		snprintf(note, len,
 			 "scontrol listpids %s: %s; found the job's processes by SLURM_JOB_ID in "

@@ -199,7 +199,7 @@ static void print_table(const struct rows *r)
 	for (int i = 0; i < r->n; i++) {
 		const struct cn_status *s = &r->s[i];
 
-		fmt_ms(s->total_ms, total, sizeof(total));
+		cli_fmt_ms(s->total_ms, total, sizeof(total));
 		snprintf(state, sizeof(state), "%s%s%s",
 			 strcmp(s->state, "checkpointed") == 0 && s->nap[0] &&
 					 strcmp(s->nap, "awake") && strcmp(s->nap, "off") &&
@@ -267,7 +267,7 @@ static void list_dir(const char *dir, struct rows *r)
 			continue;
 		if (cn_status_read(dir, pid, &s) < 0)
 			continue;
-		if (!alive(&s)) {
+		if (!procs_alive(&s)) {
 			cn_status_remove(dir, pid);
 			continue;
 		}
@@ -309,15 +309,15 @@ static int status_slurm(const char *cfg, const char *jobid, struct rows *r)
 		fprintf(stderr, "%s: %s\n", prog, note);
 	if (n < 0)
 		return 1;
-	n = select_jobs(cfg, NULL, 0, pids, n, &sel);
+	n = procs_select(cfg, NULL, 0, pids, n, &sel);
 	free(pids);
 	slurm_node_name(node, sizeof(node));
 	r->node = node;
 	for (int i = 0; i < n; i++) {
 		struct cn_status s;
 
-		status_dir_of(sel[i], cfg, dir, sizeof(dir));
-		if (cn_status_read(dir, sel[i], &s) == 0 && alive(&s))
+		procs_status_dir(sel[i], cfg, dir, sizeof(dir));
+		if (cn_status_read(dir, sel[i], &s) == 0 && procs_alive(&s))
 			add(r, &s);
 	}
 	free(sel);
@@ -327,7 +327,7 @@ static int status_slurm(const char *cfg, const char *jobid, struct rows *r)
 	return n > 0 ? 0 : 1;
 }
 
-int cmd_status(int argc, char **argv)
+int status_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' }, { "json", no_argument, NULL, 'j' },
@@ -351,21 +351,21 @@ int cmd_status(int argc, char **argv)
 		else if (c == 'S')
 			slurm = optarg;
 		else
-			die_option("status", argv, c);
+			cli_die_option("status", argv, c);
 	}
 	if (slurm && optind < argc)
-		die_usage("cudanap: give PIDs or --slurm, not both\n");
+		cli_die_usage("cudanap: give PIDs or --slurm, not both\n");
 	if (slurm) {
 		rc = status_slurm(cfg, slurm, &rows);
 	} else if (optind < argc) {
 		for (int i = optind; i < argc; i++) {
-			int pid = parse_pid(argv[i]);
+			int pid = cli_parse_pid(argv[i]);
 			char dir[PATH_MAX];
 			struct cn_status s;
 
 			if (pid > 0)
-				status_dir_of(pid, cfg, dir, sizeof(dir));
-			if (pid < 0 || cn_status_read(dir, pid, &s) < 0 || !alive(&s)) {
+				procs_status_dir(pid, cfg, dir, sizeof(dir));
+			if (pid < 0 || cn_status_read(dir, pid, &s) < 0 || !procs_alive(&s)) {
 				fprintf(stderr, "%s: %s: not a running cudanap process\n", prog,
 					argv[i]);
 				rc = 1;
@@ -378,13 +378,13 @@ int cmd_status(int argc, char **argv)
 		int n = 0;
 
 		if (cfg) {
-			load_config_or_die(cfg, &conf);
+			cli_load_config(cfg, &conf);
 			snprintf(dirs[n++], PATH_MAX, "%s", conf.status_dir);
 		} else {
 			if (cn_config_load_env(&conf, err, sizeof(err)) < 0)
 				cn_config_defaults(&conf);
 			snprintf(dirs[n++], PATH_MAX, "%s", conf.status_dir);
-			n = add_job_dirs(dirs, n, 16);
+			n = procs_add_job_dirs(dirs, n, 16);
 		}
 		for (int i = 0; i < n; i++)
 			list_dir(dirs[i], &rows);

@@ -1,8 +1,8 @@
 /* agent_state: what the agent knows of its process between actions. One per process, read and
  * written by the agent thread only (agent.c starts it; channel.c, report.c, steps.c, suspend.c
  * and resume.c are its rooms). */
-#ifndef CN_AGENT_STATE_H
-#define CN_AGENT_STATE_H
+#ifndef CN_STATE_H
+#define CN_STATE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -50,5 +50,14 @@ struct cn_agent {
 };
 
 extern struct cn_agent cn_ag;
+
+/* What the process holds on which GPU, and the machine's GPUs, from the controller's answer to a
+ * checkpoint or a prepare. */
+void cn_state_remember(const struct cn_resp *r);
+/* After a restore: the GPUs the process started on are where the controller put them, and the
+ * process's own GPUs moved with them. */
+void cn_state_moved(const struct cn_resp *r);
+/* The GPU memory of the last checkpoint, in MiB; -1 when not known. */
+double cn_state_footprint_mib(void);
 
 #endif

@@ -1,6 +1,6 @@
-/* nccl: NCCL's transports and the checkpoint API (see cn_nccl.h). */
+/* ncclenv: NCCL's transports, told by its environment (see cn_ncclenv.h). */
 #define _GNU_SOURCE
-#include "cn_nccl.h"
+#include "cn_ncclenv.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -12,7 +12,7 @@
  * together): with peer-to-peer or shared memory on, both restores failed and the job was lost;
  * with both off every loss came back bit for bit. The rest share GPU memory in the same way and
  * are inferred, not measured. */
-const struct cn_nccl_var cn_nccl_vars[] = {
+const struct cn_ncclenv_var cn_ncclenv_vars[] = {
 	{ "NCCL_P2P_DISABLE", "1", NULL, false, false,
 	  "measured: peer-to-peer over NVLink or CUDA IPC" },
 	{ "NCCL_SHM_DISABLE", "1", NULL, false, false,
@@ -22,15 +22,15 @@ const struct cn_nccl_var cn_nccl_vars[] = {
 	  "inferred: GPU buffers registered with the network" },
 	{ "NCCL_NET_GDR_LEVEL", "LOC", "0", true, true, "inferred: GPUDirect RDMA" },
 };
-const size_t cn_nccl_n_vars = sizeof(cn_nccl_vars) / sizeof(cn_nccl_vars[0]);
+const size_t cn_ncclenv_n_vars = sizeof(cn_ncclenv_vars) / sizeof(cn_ncclenv_vars[0]);
 
-int cn_nccl_apply(char *kept, size_t len)
+int cn_ncclenv_apply(char *kept, size_t len)
 {
 	int n = 0;
 
 	kept[0] = '\0';
-	for (size_t i = 0; i < cn_nccl_n_vars; i++) {
-		const struct cn_nccl_var *v = &cn_nccl_vars[i];
+	for (size_t i = 0; i < cn_ncclenv_n_vars; i++) {
+		const struct cn_ncclenv_var *v = &cn_ncclenv_vars[i];
 		const char *now = secure_getenv(v->name);
 
 		if (!now || !*now) {
@@ -57,10 +57,10 @@ static bool have_rdma(const char *dir)
 	return any;
 }
 
-int cn_nccl_check(const char *rdma_dir, char *why, size_t len)
+int cn_ncclenv_check(const char *rdma_dir, char *why, size_t len)
 {
-	for (size_t i = 0; i < cn_nccl_n_vars; i++) {
-		const struct cn_nccl_var *v = &cn_nccl_vars[i];
+	for (size_t i = 0; i < cn_ncclenv_n_vars; i++) {
+		const struct cn_ncclenv_var *v = &cn_ncclenv_vars[i];
 		const char *now = secure_getenv(v->name);
 
 		if (now && *now &&

@@ -1,6 +1,6 @@
-/* job: the NCCL steps of a suspend and a resume. See job.c. */
-#ifndef CN_NCCL_JOB_H
-#define CN_NCCL_JOB_H
+/* nccl: the NCCL steps of a suspend and a resume. See nccl.c. */
+#ifndef CN_AGENT_NCCL_H
+#define CN_AGENT_NCCL_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,19 +1,29 @@
-/* job: the NCCL steps of an action, in the agent thread. Which route a process's communicators
+/* nccl: the NCCL steps of an action, in the agent thread. Which route a process's communicators
  * take ([nccl] mode and the NCCL loaded); with NCCL's suspend API, before the lock of a suspend:
  * the gate closed, the cut agreed with the job's other ranks through the command line, the
  * communicators suspended; after the unlock of a resume: the ranks agree again, the communicators
  * are resumed and the gate opens. A process whose communicators are suspended keeps the gate
  * closed until the job's resume, also when its own suspend failed after them (the command line's
- * rollback resumes it with the others). */
+ * rollback resumes it with the others).
+ *
+ * The cut: the ranks agree, through the command line that suspends or resumes them all
+ * (tools/cli/ncclcut.c), on the point where their communicators are suspended or resumed, in
+ * notes beside the status file (cn_words.h says which and in what order). A rank waits with a
+ * bound: a plain signal, with no command line behind it, is refused. */
 #define _GNU_SOURCE
-#include "job.h"
+#include "nccl.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
-#include "agent_state.h"
+#include "state.h"
+#include "clock.h"
+#include "cn_notes.h"
+#include "cn_words.h"
 #include "comms.h"
-#include "cut.h"
 #include "log.h"
 
 /* Waits for the command line's answers, when [lock] timeout_ms is 0 (forever). */
@@ -91,6 +101,65 @@ static unsigned wait_ms(void)
 	return cn_ag.cfg.lock_timeout_ms ? cn_ag.cfg.lock_timeout_ms : DEFAULT_WAIT_MS;
 }
 
+/* ---- the cut ---- */
+
+static const char *const notes[] = { CN_NOTE_NCCL_CUT, CN_NOTE_NCCL_GO, CN_NOTE_NCCL_READY,
+				     CN_NOTE_NCCL_COMMIT, CN_NOTE_NCCL_ABORT };
+
+/* Write <status dir>/<pid>.<what> (atomically: a reader sees all of it or nothing). */
+static int say(const char *what, const char *text)
+{
+	return cn_notes_put(cn_ag.cfg.status_dir, (int)getpid(), what, text) < 0 ? -EIO : 0;
+}
+
+/* The whole file, not only its first line. */
+static int take(const char *what, char *buf, size_t len)
+{
+	return cn_notes_take(cn_ag.cfg.status_dir, (int)getpid(), what, buf, len);
+}
+
+/* Wait, at most timeout_ms, for <status dir>/<pid>.<what> from the command line and take it. 0 with
+ * its text in buf; -1 with why: the command line gave up (its reason), or never answered. */
+static int hear(const char *what, char *buf, size_t len, unsigned timeout_ms, char *why,
+		size_t wlen)
+{
+	double until = cn_clock_ms() + timeout_ms;
+	struct timespec tick = { 0, 2 * 1000 * 1000 };
+
+	for (;;) {
+		if (take(CN_NOTE_NCCL_ABORT, why, wlen) >= 0) {
+			why[strcspn(why, "\n")] = '\0';
+			if (!why[0])
+				snprintf(why, wlen, "the command line gave up");
+			return -1;
+		}
+		if (take(what, buf, len) >= 0)
+			return 0;
+		if (cn_clock_ms() >= until)
+			break;
+		nanosleep(&tick, NULL);
+	}
+	snprintf(why, wlen,
+		 "no word from the command line within %u ms: the ranks of an NCCL job are "
+		 "suspended and resumed together, by cudanap suspend|resume --tree, --slurm or "
+		 "--all",
+		 timeout_ms);
+	return -1;
+}
+
+/* Remove what this process said and what was said to it. */
+static void clear(void)
+{
+	char path[4300];
+
+	for (size_t i = 0; i < sizeof(notes) / sizeof(notes[0]); i++) {
+		cn_notes_path(cn_ag.cfg.status_dir, (int)getpid(), notes[i], path, sizeof(path));
+		unlink(path);
+	}
+}
+
+/* ---- the steps ---- */
+
 int cn_nccl_suspend(struct cn_resp *r, char *msg, size_t len)
 {
 	static char cut[8192], go[8192];
@@ -103,15 +172,15 @@ int cn_nccl_suspend(struct cn_resp *r, char *msg, size_t len)
 	}
 	if (!cn_nccl_uses_api())
 		return 0;
-	cn_cut_clear();
+	clear();
 	if (cn_comms_quiesce(wait_ms(), cut, sizeof(cut), why, sizeof(why)) < 0)
 		goto refused;
-	if (cn_cut_say("nccl-cut", cut) < 0 ||
-	    cn_cut_wait("nccl-go", go, sizeof(go), wait_ms(), why, sizeof(why)) < 0 ||
+	if (say(CN_NOTE_NCCL_CUT, cut) < 0 ||
+	    hear(CN_NOTE_NCCL_GO, go, sizeof(go), wait_ms(), why, sizeof(why)) < 0 ||
 	    cn_comms_drain(go, wait_ms(), why, sizeof(why)) < 0)
 		goto reopen;
-	if (cn_cut_say("nccl-ready", cut) < 0 ||
-	    cn_cut_wait("nccl-commit", go, sizeof(go), wait_ms(), why, sizeof(why)) < 0)
+	if (say(CN_NOTE_NCCL_READY, cut) < 0 ||
+	    hear(CN_NOTE_NCCL_COMMIT, go, sizeof(go), wait_ms(), why, sizeof(why)) < 0)
 		goto reopen;
 	/* Every rank of every communicator is at the same cut and makes these calls. */
 	if (cn_comms_suspend(why, sizeof(why)) < 0) {
@@ -120,14 +189,14 @@ int cn_nccl_suspend(struct cn_resp *r, char *msg, size_t len)
 		failed(r, "NCCL_SUSPEND_FAILED");
 		return -1;
 	}
-	cn_cut_clear();
+	clear();
 	cn_log(&cn_ag.cfg, CN_LOG_DEBUG, "nccl: %d communicators suspended at the job's cut",
 	       cn_comms_count());
 	return 0;
 reopen:
 	cn_comms_open();
 refused:
-	cn_cut_clear();
+	clear();
 	snprintf(msg, len, "NCCL: %s; the process keeps running", why);
 	failed(r, "NCCL_NOT_AT_CUT");
 	return -1;
@@ -141,11 +210,11 @@ int cn_nccl_resume(struct cn_resp *r, char *msg, size_t len)
 	if (!cn_comms_suspended())
 		return 0;
 	cn_comms_list(ready, sizeof(ready));
-	cn_cut_clear();
-	if (cn_cut_say("nccl-ready", ready) < 0 ||
-	    cn_cut_wait("nccl-commit", answer, sizeof(answer), RESUME_WAIT_MS, why, sizeof(why)) <
+	clear();
+	if (say(CN_NOTE_NCCL_READY, ready) < 0 ||
+	    hear(CN_NOTE_NCCL_COMMIT, answer, sizeof(answer), RESUME_WAIT_MS, why, sizeof(why)) <
 		    0) {
-		cn_cut_clear();
+		clear();
 		snprintf(msg, len,
 			 "resumed, but its NCCL communicators wait for the job's other ranks (%s): "
 			 "resume the whole job",
@@ -153,7 +222,7 @@ int cn_nccl_resume(struct cn_resp *r, char *msg, size_t len)
 		failed(r, "NCCL_WAITING");
 		return -1;
 	}
-	cn_cut_clear();
+	clear();
 	if (cn_comms_resume(why, sizeof(why)) < 0) {
 		snprintf(msg, len, "resumed, but %s", why);
 		failed(r, "NCCL_RESUME_FAILED");

@@ -45,14 +45,14 @@ int main(int argc, char **argv)
 		int (*fn)(int, char **);
 		enum verb verb; /* when fn is NULL */
 	} cmds[] = {
-		{ "run", usage_run, cmd_run, 0 },
+		{ "run", usage_run, run_main, 0 },
 		{ "suspend", usage_suspend, NULL, VERB_SUSPEND },
 		{ "resume", usage_suspend, NULL, VERB_RESUME },
 		{ "prepare", usage_prepare, NULL, VERB_PREPARE },
 		{ "nap", usage_nap, NULL, VERB_NAP },
-		{ "status", usage_status, cmd_status, 0 },
-		{ "pick", usage_pick, cmd_pick, 0 },
-		{ "check-config", usage_check, cmd_check, 0 },
+		{ "status", usage_status, status_main, 0 },
+		{ "pick", usage_pick, pick_main, 0 },
+		{ "check-config", usage_check, check_main, 0 },
 	};
 
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
@@ -82,7 +82,7 @@ int main(int argc, char **argv)
 			return 0;
 		}
 		if (!cmds[i].fn)
-			return cmd_act(argc - 1, argv + 1, cmds[i].verb);
+			return act_main(argc - 1, argv + 1, cmds[i].verb);
 		return cmds[i].fn(argc - 1, argv + 1);
 	}
 	fprintf(stderr, "%s: unknown command '%s'; see 'cudanap help'\n", prog, argv[1]);

@@ -5,15 +5,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cn_nccl.h"
+#include "cn_ncclenv.h"
 #include "tap.h"
 
 static char rdma[] = "/tmp/cn-rdma-XXXXXX";
 
 static void clear(void)
 {
-	for (size_t i = 0; i < cn_nccl_n_vars; i++)
-		unsetenv(cn_nccl_vars[i].name);
+	for (size_t i = 0; i < cn_ncclenv_n_vars; i++)
+		unsetenv(cn_ncclenv_vars[i].name);
 }
 
 /* The measured-safe pair and NVLS off, nothing else: what a user who read the README sets. */
@@ -29,7 +29,7 @@ static void expect_refused(const char *want, const char *what)
 {
 	char why[300] = "";
 
-	ok(cn_nccl_check(rdma, why, sizeof(why)) < 0, "%s: refused", what);
+	ok(cn_ncclenv_check(rdma, why, sizeof(why)) < 0, "%s: refused", what);
 	ok(strncmp(why, want, strlen(want)) == 0, "%s: says '%s'", what, want);
 	if (strncmp(why, want, strlen(want)) != 0)
 		printf("#   got: '%s'\n", why);
@@ -42,19 +42,19 @@ int main(void)
 	if (!mkdtemp(rdma))
 		return 1;
 	clear();
-	ok(cn_nccl_apply(kept, sizeof(kept)) == (int)cn_nccl_n_vars && kept[0] == '\0',
+	ok(cn_ncclenv_apply(kept, sizeof(kept)) == (int)cn_ncclenv_n_vars && kept[0] == '\0',
 	   "apply sets every variable of an empty environment, keeps none");
 	is_str(getenv("NCCL_P2P_DISABLE"), "1", "NCCL_P2P_DISABLE=1");
 	is_str(getenv("NCCL_SHM_DISABLE"), "1", "NCCL_SHM_DISABLE=1");
 	is_str(getenv("NCCL_NVLS_ENABLE"), "0", "NCCL_NVLS_ENABLE=0");
 	is_str(getenv("NCCL_NET_GDR_LEVEL"), "LOC", "NCCL_NET_GDR_LEVEL=LOC");
-	ok(cn_nccl_check(rdma, why, sizeof(why)) == 0, "what apply sets passes the check");
+	ok(cn_ncclenv_check(rdma, why, sizeof(why)) == 0, "what apply sets passes the check");
 
 	clear();
 	setenv("NCCL_P2P_DISABLE", "0", 1);
 	setenv("NCCL_SHM_DISABLE", "", 1);
 	setenv("NCCL_NET_GDR_LEVEL", "0", 1);
-	ok(cn_nccl_apply(kept, sizeof(kept)) == (int)cn_nccl_n_vars - 2,
+	ok(cn_ncclenv_apply(kept, sizeof(kept)) == (int)cn_ncclenv_n_vars - 2,
 	   "apply leaves variables the user set");
 	is_str(kept, "NCCL_P2P_DISABLE=0", "and names the one that keeps the job from being safe");
 	is_str(getenv("NCCL_P2P_DISABLE"), "0", "the user's value wins");
@@ -72,13 +72,13 @@ int main(void)
 	unsetenv("NCCL_NVLS_ENABLE");
 	expect_refused("NCCL_NVLS_ENABLE is unset (inferred", "NVLS left to NCCL's default");
 	sockets_only();
-	ok(cn_nccl_check(rdma, why, sizeof(why)) == 0,
+	ok(cn_ncclenv_check(rdma, why, sizeof(why)) == 0,
 	   "sockets only, without an RDMA device: CollNet and GDR defaults are safe");
 	setenv("NCCL_COLLNET_ENABLE", "1", 1);
 	expect_refused("NCCL_COLLNET_ENABLE=1", "CollNet on");
 	sockets_only();
 	setenv("NCCL_NET_GDR_LEVEL", "loc", 1);
-	ok(cn_nccl_check(rdma, why, sizeof(why)) == 0, "GDR level 'loc' in any case");
+	ok(cn_ncclenv_check(rdma, why, sizeof(why)) == 0, "GDR level 'loc' in any case");
 	setenv("NCCL_NET_GDR_LEVEL", "PHB", 1);
 	expect_refused("NCCL_NET_GDR_LEVEL=PHB", "GPUDirect RDMA asked for");
 	snprintf(path, sizeof(path), "%s/mlx5_0", rdma);
@@ -87,8 +87,8 @@ int main(void)
 	expect_refused("NCCL_NET_GDR_LEVEL is unset on a machine with an RDMA device",
 		       "GDR left to NCCL's default beside an RDMA device");
 	setenv("NCCL_NET_GDR_LEVEL", "LOC", 1);
-	ok(cn_nccl_check(rdma, why, sizeof(why)) == 0, "... and safe once LOC");
-	ok(cn_nccl_check("/nonexistent", why, sizeof(why)) == 0, "no RDMA class directory at all");
+	ok(cn_ncclenv_check(rdma, why, sizeof(why)) == 0, "... and safe once LOC");
+	ok(cn_ncclenv_check("/nonexistent", why, sizeof(why)) == 0, "no RDMA class directory at all");
 	rmdir(path);
 	rmdir(rdma);
 	return tap_done();

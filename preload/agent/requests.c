@@ -2,13 +2,13 @@
  * knows, the INI re-read at each action, where the process stands, and the calls that move its
  * memory (libcuda's copies made parallel, copy.c; restores taking turns, turns.c). */
 #define _GNU_SOURCE
-#include "steps.h"
+#include "requests.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "agent_state.h"
+#include "state.h"
 #include "channel.h"
 #include "clock.h"
 #include "copy.h"
@@ -16,8 +16,9 @@
 #include "turns.h"
 #include "log.h"
 #include "report.h"
+#include "cn_notes.h"
 
-int cn_call(uint32_t op, struct cn_resp *resp)
+int cn_requests_call(uint32_t op, struct cn_resp *resp)
 {
 	const struct cn_config *cfg = &cn_ag.cfg;
 	struct cn_req req;
@@ -51,61 +52,23 @@ int cn_call(uint32_t op, struct cn_resp *resp)
 	return resp->result == CUDA_SUCCESS ? 0 : -1;
 }
 
-int cn_take_request(const char *what, char *buf, size_t len)
+int cn_requests_take(const char *what, char *buf, size_t len)
 {
-	if (cn_note_take(cn_ag.cfg.status_dir, (int)getpid(), what, buf, len) < 0)
+	if (cn_notes_take(cn_ag.cfg.status_dir, (int)getpid(), what, buf, len) < 0)
 		return -1;
 	buf[strcspn(buf, "\n")] = '\0';
 	return (int)strlen(buf);
 }
 
-bool cn_current_state(const char *verb, struct cn_resp *r)
+bool cn_requests_state(const char *verb, struct cn_resp *r)
 {
 	char msg[96];
 
-	if (cn_call(CN_OP_STATE, r) == 0)
+	if (cn_requests_call(CN_OP_STATE, r) == 0)
 		return true;
 	snprintf(msg, sizeof(msg), "this process has not initialised CUDA: nothing to %s", verb);
 	cn_report_finish(r, verb, r->result == CUDA_ERROR_NOT_INITIALIZED ? msg : r->message);
 	return false;
-}
-
-/* Re-read at each action, so that a scheduler can change gpu_map while the job sleeps, or the
- * hibernate directory and the timeouts before a suspend. The signals and the status dir stay as
- * they were at start. A file broken since ends the action with its error: a suspend leaves the
- * job running, a resume leaves it suspended. */
-bool cn_reload_quietly(char *err, size_t len)
-{
-	static struct cn_config fresh; /* only the agent thread reloads */
-
-	if (!cn_ag.cfg.path[0])
-		return true;
-	if (cn_config_load(&fresh, cn_ag.cfg.path, err, len) < 0)
-		return false;
-	fresh.suspend_signal = cn_ag.cfg.suspend_signal;
-	fresh.resume_signal = cn_ag.cfg.resume_signal;
-	memcpy(fresh.status_dir, cn_ag.cfg.status_dir, sizeof(fresh.status_dir));
-	cn_ag.cfg = fresh;
-	return true;
-}
-
-bool cn_reload(const char *verb)
-{
-	char err[CN_ERR_LEN];
-	struct cn_resp r;
-
-	if (!cn_reload_quietly(err, sizeof(err))) {
-		memset(&r, 0, sizeof(r));
-		r.result = CN_RES_CONFIG;
-		r.state = CN_STATE_UNKNOWN;
-		snprintf(r.name, sizeof(r.name), "CONFIG_ERROR");
-		snprintf(err + strlen(err), sizeof(err) - strlen(err), "; %s",
-			 strcmp(verb, "suspend") == 0 ? "the process keeps running"
-						      : "still suspended");
-		cn_report_finish(&r, verb, err);
-		return false;
-	}
-	return true;
 }
 
 /* How long a restore waits for its turn, and then for a place to copy in, at most: the last of
@@ -125,16 +88,16 @@ static struct {
  * setup's turn, into a place to copy in (turns.c). */
 static void copy_turn(void)
 {
-	mv.t_first_copy = cn_now_ms();
+	mv.t_first_copy = cn_clock_ms();
 	if (mv.turn)
-		mv.place = cn_turn_next(GATE_MAX_MS, &mv.place_wait_ms) == 0;
+		mv.place = cn_turns_next(GATE_MAX_MS, &mv.place_wait_ms) == 0;
 }
 
 /* In the driver's thread, when the restore's large copies are done: the place goes to the next. */
 static void copy_done(void)
 {
-	mv.t_copied = cn_now_ms();
-	cn_turn_copied();
+	mv.t_copied = cn_clock_ms();
+	cn_turns_copied();
 }
 
 /* A restore takes its turn on its GPUs first ([restore] take_turns). */
@@ -146,7 +109,7 @@ static void take_turn(void)
 
 	for (uint32_t i = 0; i < cn_ag.n_use && n < CN_MAX_GPUS; i++)
 		memcpy(gpus[n++], cn_ag.use[i].uuid, 16);
-	mv.turn = cn_turn_enter(cn_ag.cfg.status_dir, (const unsigned char(*)[16])gpus, n,
+	mv.turn = cn_turns_enter(cn_ag.cfg.status_dir, (const unsigned char(*)[16])gpus, n,
 				GATE_MAX_MS, &waited) == 0;
 	if (waited >= 0.1)
 		cn_ag.st.step_ms[CN_STEP_WAIT] = waited;
@@ -159,7 +122,7 @@ static void take_turn(void)
 /* The restore's phases, from the copy's cues. */
 static void log_phases(double t0)
 {
-	double wait = mv.place_wait_ms > 0 ? mv.place_wait_ms : 0, end = cn_now_ms();
+	double wait = mv.place_wait_ms > 0 ? mv.place_wait_ms : 0, end = cn_clock_ms();
 	char rest[96];
 
 	/* The copy's end is seen only when the host copy's size is known. */
@@ -178,7 +141,7 @@ static void log_phases(double t0)
 
 /* A restore moves on to a place to copy in when the driver starts copying and gives that up when
  * the copy is done: the copies are what tell, so with copy_threads = 0 no turns are taken. */
-int cn_moving_call(uint32_t op, struct cn_resp *r)
+int cn_requests_moving(uint32_t op, struct cn_resp *r)
 {
 	struct cn_copy_stats cs;
 	bool restore = op == CN_OP_RESTORE;
@@ -186,7 +149,7 @@ int cn_moving_call(uint32_t op, struct cn_resp *r)
 	int rc;
 
 	if (!cn_ag.cfg.copy_threads)
-		return cn_call(op, r);
+		return cn_requests_call(op, r);
 	mv.turn = false;
 	if (restore && cn_ag.cfg.take_turns)
 		take_turn();
@@ -194,10 +157,10 @@ int cn_moving_call(uint32_t op, struct cn_resp *r)
 	mv.t_first_copy = mv.t_copied = 0;
 	cn_copy_arm(cn_ag.cfg.copy_threads, restore ? copy_turn : NULL, restore ? copy_done : NULL,
 		    restore ? cn_ag.copy_bytes : 0);
-	t0 = cn_now_ms();
-	rc = cn_call(op, r);
+	t0 = cn_clock_ms();
+	rc = cn_requests_call(op, r);
 	cn_copy_disarm(&cs);
-	cn_turn_leave();
+	cn_turns_leave();
 	cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
 	       "libcuda copies: %d slots hooked, %lu calls, %.0f MiB; %lu of 2 MiB or more "
 	       "(%.0f MiB, largest %zu KiB) in %.1f ms on %u threads",

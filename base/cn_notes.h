@@ -1,0 +1,16 @@
+/* notes: what the command line and a process leave each other beside the status file (the names
+ * are in cn_words.h). */
+#ifndef CN_NOTES_H
+#define CN_NOTES_H
+
+#include <stddef.h>
+
+/* Notes: files beside a status file, <dir>/<pid>.<what>, that the command line and a process leave
+ * each other (a one-shot --gpu-map or --to-disk, the messages of an NCCL job's cut). A note is
+ * replaced atomically (0 or -errno); taking one reads it whole (at most len - 1 bytes, NUL added)
+ * and removes it, and returns its length, or -errno (-ENOENT: none). cn_notes_path names one. */
+int cn_notes_put(const char *dir, int pid, const char *what, const char *text);
+int cn_notes_take(const char *dir, int pid, const char *what, char *buf, size_t len);
+void cn_notes_path(const char *dir, int pid, const char *what, char *out, size_t len);
+
+#endif

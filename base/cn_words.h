@@ -1,0 +1,40 @@
+/* words: what the command line and a process under cudanap say to each other, written once here
+ * for both sides. A process is asked by a signal, with a value of ours for the asks that are not
+ * a plain suspend or resume; it is told what an action needs beyond its INI by a note, a file
+ * beside its status file (cn_notes.h), and answers in its status file (cn_status.h). */
+#ifndef CN_WORDS_H
+#define CN_WORDS_H
+
+/* ---- values queued (sigqueue) with the suspend signal: meant for cudanap alone, never passed
+ * to the app's own handler ---- */
+
+/* cudanap prepare: a suspend comes; fault its host copy in now. */
+#define CN_SIGVAL_PREPARE 0x636e7072 /* "cnpr" */
+/* cudanap status, suspend --dry-run, pick: what would a suspend do now? No action. */
+#define CN_SIGVAL_QUERY 0x636e7171 /* "cnqq" */
+/* cudanap nap: nap now, and wake at the next call that needs the GPU. */
+#define CN_SIGVAL_NAP 0x636e6e70 /* "cnnp" */
+
+/* ---- notes: <status dir>/<pid>.<name> ---- */
+
+/* suspend --to-disk[=DIR]: where this suspend's host copy goes ("" for [hibernate] dir). */
+#define CN_NOTE_HIBERNATE "hibernate"
+/* resume --gpu-map MAP: this resume's map, over the INI's. */
+#define CN_NOTE_GPU_MAP "gpu-map"
+/* CUDANAP_DEBUG=calls: the process's driver calls, counted per function (the process writes it). */
+#define CN_NOTE_CALLS "calls"
+
+/* The cut of an NCCL job, in this order. At a suspend the rank says its issued operations per
+ * communicator (one line each: "KEY RANK NRANKS ISSUED", the key in hex); the command line
+ * answers with the count each communicator is to reach ("KEY COUNT" lines); the rank says it is
+ * there (its lines again), and at a resume that it is restored (the same lines); the command
+ * line lets every rank go on at once (CN_NCCL_GO), or tells them all to give up (its reason, one
+ * line). */
+#define CN_NOTE_NCCL_CUT    "nccl-cut"
+#define CN_NOTE_NCCL_GO     "nccl-go"
+#define CN_NOTE_NCCL_READY  "nccl-ready"
+#define CN_NOTE_NCCL_COMMIT "nccl-commit"
+#define CN_NOTE_NCCL_ABORT  "nccl-abort"
+#define CN_NCCL_GO	    "go\n"
+
+#endif

@@ -1,0 +1,97 @@
+/* signame: signal names as the INI and the command line write them ("SIGUSR1", "USR1",
+ * "SIGRTMIN+3", "RTMAX-1" or a number), parsed and formatted (see cn_signame.h). */
+#define _GNU_SOURCE
+#include "cn_signame.h"
+
+#include "cn_config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static const struct {
+	const char *name;
+	int sig;
+} signal_names[] = {
+	{ "HUP", SIGHUP },	 { "INT", SIGINT },	  { "QUIT", SIGQUIT },
+	{ "USR1", SIGUSR1 },	 { "USR2", SIGUSR2 },	  { "PIPE", SIGPIPE },
+	{ "ALRM", SIGALRM },	 { "TERM", SIGTERM },	  { "CHLD", SIGCHLD },
+	{ "CONT", SIGCONT },	 { "TSTP", SIGTSTP },	  { "TTIN", SIGTTIN },
+	{ "TTOU", SIGTTOU },	 { "URG", SIGURG },	  { "XCPU", SIGXCPU },
+	{ "XFSZ", SIGXFSZ },	 { "VTALRM", SIGVTALRM }, { "PROF", SIGPROF },
+	{ "WINCH", SIGWINCH },	 { "IO", SIGIO },	  { "PWR", SIGPWR },
+	{ "STKFLT", SIGSTKFLT }, { "KILL", SIGKILL },	  { "STOP", SIGSTOP },
+	{ "SEGV", SIGSEGV },	 { "BUS", SIGBUS },	  { "ILL", SIGILL },
+	{ "FPE", SIGFPE },	 { "ABRT", SIGABRT },	  { "TRAP", SIGTRAP },
+	{ "SYS", SIGSYS },
+};
+
+/* Uncatchable, or raised by faults: handling them on the app's behalf would hide crashes. */
+static bool signal_refused(int sig)
+{
+	switch (sig) {
+	case SIGKILL:
+	case SIGSTOP:
+	case SIGSEGV:
+	case SIGBUS:
+	case SIGILL:
+	case SIGFPE:
+	case SIGABRT:
+	case SIGTRAP:
+	case SIGSYS:
+		return true;
+	}
+	return false;
+}
+
+int cn_signame_parse(const char *s, int *sig)
+{
+	unsigned long n;
+	int v = -1;
+
+	if (cn_config_uint(s, 1000, &n) == 0) {
+		v = (int)n;
+	} else {
+		const char *p = strncasecmp(s, "SIG", 3) == 0 ? s + 3 : s;
+
+		if (strncasecmp(p, "RTMIN", 5) == 0 || strncasecmp(p, "RTMAX", 5) == 0) {
+			bool min = strncasecmp(p, "RTMIN", 5) == 0;
+			const char *q = p + 5;
+
+			v = min ? SIGRTMIN : SIGRTMAX;
+			if (*q == '+' && min && cn_config_uint(q + 1, 64, &n) == 0)
+				v += (int)n;
+			else if (*q == '-' && !min && cn_config_uint(q + 1, 64, &n) == 0)
+				v -= (int)n;
+			else if (*q)
+				return -EINVAL;
+		} else {
+			for (size_t i = 0; i < sizeof(signal_names) / sizeof(signal_names[0]); i++)
+				if (strcasecmp(p, signal_names[i].name) == 0)
+					v = signal_names[i].sig;
+		}
+	}
+	if (v < 1 || v > SIGRTMAX || (v > 31 && v < SIGRTMIN) || signal_refused(v))
+		return -EINVAL;
+	*sig = v;
+	return 0;
+}
+
+const char *cn_signame_format(int sig, char *buf, size_t len)
+{
+	for (size_t i = 0; i < sizeof(signal_names) / sizeof(signal_names[0]); i++)
+		if (signal_names[i].sig == sig) {
+			snprintf(buf, len, "SIG%s", signal_names[i].name);
+			return buf;
+		}
+	if (sig >= SIGRTMIN && sig <= SIGRTMAX)
+		snprintf(buf, len, "SIGRTMIN+%d", sig - SIGRTMIN);
+	else
+		snprintf(buf, len, "signal %d", sig);
+	return buf;
+}

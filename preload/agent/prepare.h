@@ -1,0 +1,12 @@
+/* prepare: a suspend's host copy faulted in ahead. See prepare.c. */
+#ifndef CN_PREPARE_H
+#define CN_PREPARE_H
+
+/* cudanap prepare: fault the next checkpoint's host copy in, and hold it a while. */
+void cn_prepare(void);
+/* The prepared copy was not used in time: give it back, and say so. */
+void cn_prepare_expired(void);
+/* Give a prepared copy back: used by a checkpoint, or never to be. */
+void cn_prepare_release(void);
+
+#endif

@@ -1,0 +1,14 @@
+/* reload: the INI read again at each action. See reload.c. */
+#ifndef CN_RELOAD_H
+#define CN_RELOAD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Re-read the INI at the start of an action. False when it is broken: the action is over, and
+ * reported. */
+bool cn_reload(const char *verb);
+/* The same, reporting nothing: false with err when it is broken. */
+bool cn_reload_quietly(char *err, size_t len);
+
+#endif

@@ -1,0 +1,14 @@
+/* resume: the resume, top to bottom. See resume.c. */
+#ifndef CN_RESUME_H
+#define CN_RESUME_H
+
+#include <stdbool.h>
+
+/* A resume asked by a signal. */
+void cn_resume(void);
+/* The same for a nap's wake (nap.c): onto the GPUs of map (gpu_map syntax; NULL: the INI's),
+ * waiting up to wake_wait_ms for room there (a resume waits [restore] room_wait_s, as the INI
+ * says at that moment). */
+void cn_resume_as(bool wake, const char *map, unsigned wake_wait_ms);
+
+#endif

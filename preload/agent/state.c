@@ -1,0 +1,53 @@
+/* state: what the agent knows of its process between actions (see state.h), and the changes to
+ * where its memory is that the controller's answers bring. Agent thread only. */
+#include "state.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "cn_gpumap.h"
+
+struct cn_agent cn_ag;
+
+/* What the process holds on which GPU, and the machine's GPUs, from the controller's answer. */
+void cn_state_remember(const struct cn_resp *r)
+{
+	cn_ag.n_use = r->n_use;
+	memcpy(cn_ag.use, r->use, sizeof(cn_ag.use));
+	if (r->model[0])
+		snprintf(cn_ag.model, sizeof(cn_ag.model), "%s", r->model);
+	if (r->n_gpus) {
+		cn_ag.n_gpus = r->n_gpus;
+		memcpy(cn_ag.gpus, r->gpus, sizeof(cn_ag.gpus));
+	}
+}
+
+/* After a restore: the GPUs the process started on are where the controller put them. The
+ * process's own GPUs move with them. */
+void cn_state_moved(const struct cn_resp *r)
+{
+	for (uint32_t u = 0; u < cn_ag.n_use; u++) {
+		unsigned char home[16];
+
+		cn_gpumap_home_of(cn_ag.moves, cn_ag.n_moves, cn_ag.use[u].uuid, home);
+		memcpy(cn_ag.use[u].uuid, home, 16);
+		for (uint32_t m = 0; m < r->n_moves; m++)
+			if (memcmp(r->moves[m].home, home, 16) == 0)
+				memcpy(cn_ag.use[u].uuid, r->moves[m].now, 16);
+	}
+	cn_ag.n_moves = r->n_moves;
+	memcpy(cn_ag.moves, r->moves, sizeof(cn_ag.moves));
+	if (r->n_gpus) {
+		cn_ag.n_gpus = r->n_gpus;
+		memcpy(cn_ag.gpus, r->gpus, sizeof(cn_ag.gpus));
+	}
+}
+
+double cn_state_footprint_mib(void)
+{
+	double mib = 0;
+
+	for (uint32_t i = 0; i < cn_ag.n_use; i++)
+		mib += (double)cn_ag.use[i].bytes / (1 << 20);
+	return cn_ag.n_use ? mib : -1;
+}

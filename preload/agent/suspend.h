@@ -1,0 +1,13 @@
+/* suspend: the suspend, top to bottom. See suspend.c. */
+#ifndef CN_SUSPEND_H
+#define CN_SUSPEND_H
+
+#include <stdbool.h>
+
+/* A suspend asked by a signal. */
+void cn_suspend(void);
+/* The same for a nap (nap.c): action "nap", its own refusals and host copy ([nap] to), its
+ * lock's wait at most lock_limit ms (0: [lock] timeout_ms). */
+void cn_suspend_as(bool nap, unsigned lock_limit);
+
+#endif

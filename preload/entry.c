@@ -1,0 +1,178 @@
+/* entry: the preload's entry points: the constructor, the exits that skip the destructor, and
+ * forks.
+ *
+ * The constructor loads the INI, starts the agent thread and only then arms the signal handler
+ * (signals.c), so that no signal is ever accepted without someone to act on it. A child forked
+ * without exec gets an agent of its own. Runs in the app's threads. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "answers.h"
+#include "cn_config.h"
+#include "cn_dirs.h"
+#include "cn_ncclenv.h"
+#include "comms.h"
+#include "copy.h"
+#include "fns.h"
+#include "gate.h"
+#include "hibernate.h"
+#include "interpose.h"
+#include "ipc.h"
+#include "launch.h"
+#include "managed.h"
+#include "signals.h"
+#include "staging.h"
+#include "turns.h"
+#include "wake.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+static pid_t owner = -1; /* the process whose agent runs: its exit removes its status file */
+
+/* ---- exits that skip the destructor ---- */
+
+/* Shells (dash, bash's exec failures), forked workers and many runtimes leave by _exit(): the
+ * status file goes with them, as it does at exit(). Only unlink and the exit itself: both are
+ * async-signal-safe, as _exit() must stay. */
+EXPORT _Noreturn void _exit(int status)
+{
+	if (owner == getpid())
+		cn_agent_exit_now();
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
+}
+
+EXPORT _Noreturn void _Exit(int status)
+{
+	_exit(status);
+}
+
+/* ---- forks ---- */
+
+/* Our signals are blocked across fork() in the forking thread: one sent to the child before its
+ * agent is up waits for it instead of meeting a handler that has nowhere to write. */
+static __thread sigset_t mask_before_fork;
+
+static void before_fork(void)
+{
+	cn_signals_block(&mask_before_fork);
+	cn_staging_before_fork();
+}
+
+static void after_fork_parent(void)
+{
+	cn_staging_after_fork_parent();
+	pthread_sigmask(SIG_SETMASK, &mask_before_fork, NULL);
+}
+
+/* A child forked without exec has none of its parent's threads: it gets an agent of its own, so
+ * that it answers for itself (and can be suspended on its own if it uses CUDA), and never reaches
+ * its parent's agent or controller. Its controller starts at its first request. */
+static void after_fork_child(void)
+{
+	cn_wake_close(); /* the parent's */
+	cn_staging_after_fork();
+	cn_hibernate_after_fork();
+	cn_copy_after_fork();
+	cn_turns_after_fork();
+	cn_gate_after_fork();
+	cn_comms_after_fork();
+	cn_ipc_after_fork();
+	cn_managed_after_fork();
+	cn_answers_after_fork();
+	if (cn_wake_open() < 0) {
+		cn_agent_fork_child(false);
+	} else if (cn_agent_fork_child(true) < 0) {
+		cn_wake_close();
+	} else {
+		owner = getpid();
+	}
+	pthread_sigmask(SIG_SETMASK, &mask_before_fork, NULL);
+}
+
+/* ---- start ---- */
+
+static void startup_error(const char *msg)
+{
+	dprintf(STDERR_FILENO, "cudanap: %s\n", msg);
+	_exit(78); /* EX_CONFIG */
+}
+
+__attribute__((constructor)) static void cn_init(void)
+{
+	static struct cn_config cfg;
+	const char *env = secure_getenv("CUDANAP_CONFIG");
+	char err[CN_ERR_LEN], abs[PATH_MAX];
+	int r;
+
+	cn_signals_init();
+	cn_staging_init();
+	cn_lookup_setup();
+	if (getauxval(AT_SECURE) || (env && strcmp(env, "off") == 0))
+		return;
+	/* The agent re-reads the file at resume, possibly after the app has changed directory. */
+	if (env && *env && realpath(env, abs))
+		setenv("CUDANAP_CONFIG", abs, 1);
+	if (cn_config_load_env(&cfg, err, sizeof(err)) < 0)
+		startup_error(err);
+	if (cn_dirs_status_prepare(cfg.status_dir, err, sizeof(err)) < 0) {
+		/* Another user may have made it first (/tmp is anyone's): by default that must not
+		 * stop the program ([status] if_unusable). */
+		if (cfg.status_refuse) {
+			snprintf(err + strlen(err), sizeof(err) - strlen(err),
+				 "; not starting ([status] if_unusable = refuse)");
+			startup_error(err);
+		}
+		dprintf(STDERR_FILENO,
+			"cudanap: %s; running without cudanap ([status] if_unusable = run)\n", err);
+		return;
+	}
+	/* Before main, so before any NCCL code reads it; every process this one starts inherits
+	 * it, whatever launches the ranks. A value the user set is kept (cudanap run says so, and
+	 * the preflight names it if it keeps the job from being suspended). */
+	if (cfg.nccl_suspendable)
+		cn_ncclenv_apply(err, sizeof(err));
+	if (cfg.nccl_mode != CN_NCCL_OFF && cfg.nccl_mode != CN_NCCL_SOCKETS && cn_interpose_shadowed())
+		dprintf(STDERR_FILENO,
+			"cudanap: libnccl is preloaded before libcudanap.so: NCCL's communicators "
+			"cannot be suspended with the job; put libcudanap.so first in "
+			"LD_PRELOAD\n");
+	/* Armed even so: each signal is then answered with the error, and never kills the app. */
+	if (!cn_launch_ctl_locate())
+		dprintf(STDERR_FILENO,
+			"cudanap: cudanap-ctl is neither beside libcudanap.so nor in %s; every "
+			"suspend will fail until it is installed\n",
+			CN_CTL_PATH);
+	r = cn_wake_open();
+	if (r < 0) {
+		dprintf(STDERR_FILENO, "cudanap: pipe: %s; suspend/resume disabled\n",
+			strerror(-r));
+		return;
+	}
+	r = cn_agent_start(&cfg);
+	if (r < 0) {
+		dprintf(STDERR_FILENO, "cudanap: cannot start: %s; suspend/resume disabled\n",
+			strerror(-r));
+		cn_wake_close();
+		return;
+	}
+	owner = getpid();
+	cn_signals_arm(&cfg);
+	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+}
+
+__attribute__((destructor)) static void cn_fini(void)
+{
+	if (owner == getpid())
+		cn_agent_exit();
+}
