@@ -3,8 +3,6 @@
 #define _GNU_SOURCE
 #include "cn_signame.h"
 
-#include "cn_config.h"
-
 #include <ctype.h>
 #include <errno.h>
 #include <signal.h>
@@ -31,6 +29,19 @@ static const struct {
 	{ "SYS", SIGSYS },
 };
 
+/* A count of digits alone, at most max; -1 otherwise. */
+static long number(const char *s, long max)
+{
+	char *end;
+	long v;
+
+	if (!isdigit((unsigned char)s[0]))
+		return -1;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	return errno || *end || v > max ? -1 : v;
+}
+
 /* Uncatchable, or raised by faults: handling them on the app's behalf would hide crashes. */
 static bool signal_refused(int sig)
 {
@@ -51,10 +62,10 @@ static bool signal_refused(int sig)
 
 int cn_signame_parse(const char *s, int *sig)
 {
-	unsigned long n;
+	long n = number(s, 1000);
 	int v = -1;
 
-	if (cn_config_uint(s, 1000, &n) == 0) {
+	if (n >= 0) {
 		v = (int)n;
 	} else {
 		const char *p = strncasecmp(s, "SIG", 3) == 0 ? s + 3 : s;
@@ -64,9 +75,9 @@ int cn_signame_parse(const char *s, int *sig)
 			const char *q = p + 5;
 
 			v = min ? SIGRTMIN : SIGRTMAX;
-			if (*q == '+' && min && cn_config_uint(q + 1, 64, &n) == 0)
+			if (*q == '+' && min && (n = number(q + 1, 64)) >= 0)
 				v += (int)n;
-			else if (*q == '-' && !min && cn_config_uint(q + 1, 64, &n) == 0)
+			else if (*q == '-' && !min && (n = number(q + 1, 64)) >= 0)
 				v -= (int)n;
 			else if (*q)
 				return -EINVAL;

@@ -21,7 +21,6 @@
 
 #include "cuda_abi.h"
 #include "fns.h"
-#include "gate.h"
 
 static atomic_long captures; /* begun and not yet ended, as the app's calls said */
 
@@ -47,10 +46,17 @@ static CUresult not_capturing(void *stream, int *status)
 	return CUDA_SUCCESS;
 }
 
+/* A context the thread made current during the nap, made so for real at its next call that enters
+ * the driver (the gate takes that call through its slow path while one is kept). */
+static __thread struct {
+	bool pending;
+	void *ctx;
+} kept __attribute__((tls_model("initial-exec")));
+
 static CUresult set_later(void *ctx)
 {
-	cn_gate_tl.pending_ctx = ctx;
-	cn_gate_tl.pending = true;
+	kept.ctx = ctx;
+	kept.pending = true;
 	return CUDA_SUCCESS;
 }
 
@@ -58,7 +64,7 @@ static CUresult kept_current(void **ctx)
 {
 	if (!ctx)
 		return CUDA_ERROR_INVALID_VALUE;
-	*ctx = cn_gate_tl.pending_ctx;
+	*ctx = kept.ctx;
 	return CUDA_SUCCESS;
 }
 
@@ -71,7 +77,7 @@ bool cn_answers_can(unsigned idx)
 	return is(name, "cuStreamQuery") || is(name, "cuEventQuery") ||
 	       (is(name, "cuStreamIsCapturing") && atomic_load(&captures) <= 0) ||
 	       strcmp(name, "cuCtxSetCurrent") == 0 ||
-	       (strcmp(name, "cuCtxGetCurrent") == 0 && cn_gate_tl.pending);
+	       (strcmp(name, "cuCtxGetCurrent") == 0 && kept.pending);
 }
 
 void *cn_answers_fn(unsigned idx)
@@ -98,9 +104,19 @@ void cn_answers_replay(void)
 {
 	CUresult (*set)(void *) = (CUresult(*)(void *))cn_lookup_resolve(CN_FN_IDX_cuCtxSetCurrent);
 
-	cn_gate_tl.pending = false;
+	kept.pending = false;
 	if (set)
-		set(cn_gate_tl.pending_ctx);
+		set(kept.ctx);
+}
+
+bool cn_answers_pending(void)
+{
+	return kept.pending;
+}
+
+void cn_answers_forget(void)
+{
+	kept.pending = false;
 }
 
 void cn_answers_after_fork(void)

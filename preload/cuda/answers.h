@@ -16,6 +16,11 @@ void cn_answers_capture(int d);
  * the driver (its next call that enters it is about to). */
 void cn_answers_replay(void);
 
+/* The calling thread keeps such a context. */
+bool cn_answers_pending(void);
+/* ... and forgets it: in a forked child, the parent's nap's. */
+void cn_answers_forget(void);
+
 /* In a forked child: the parent's captures are not its own. */
 void cn_answers_after_fork(void);
 

@@ -338,7 +338,7 @@ void cn_gate_after_fork(void)
 	atomic_store(&nap_phase, CN_NAP_NONE);
 	atomic_store(&wake_asked, false);
 	/* A context this thread kept during the parent's nap is the parent's. */
-	cn_gate_tl.pending = false;
+	cn_answers_forget();
 	if (cn_gate_tl.lifted) {
 		cn_gate_tl.lifted = false;
 		cn_gate_tl.depth -= CN_TL_FRESH;

@@ -80,8 +80,6 @@ struct cn_gate_tl {
 	bool checked_in;   /* a record was looked for */
 	bool counted;	   /* without a record, inside a call: in the shared count */
 	bool lifted;	   /* its depth raised to FRESH for its next call's slow path (answers.c) */
-	bool pending;	   /* a context made current during a nap, to be made so at the wake */
-	void *pending_ctx;
 };
 extern __thread struct cn_gate_tl cn_gate_tl __attribute__((tls_model("initial-exec")));
 _Static_assert(offsetof(struct cn_gate_tl, depth) == CN_TL_DEPTH &&

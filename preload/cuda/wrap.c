@@ -32,7 +32,7 @@ struct cn_frame {
 _Static_assert(sizeof(struct cn_frame) == 256, "stubs.S lays the frame out so");
 
 /* The function to call and the stack words to copy for it. */
-struct cn_requests_call {
+struct cn_wrap_call {
 	void *fn;
 	uint64_t words;
 };
@@ -56,9 +56,9 @@ static CUresult missing(void)
 	return 500;
 }
 
-__attribute__((visibility("hidden"))) struct cn_requests_call cn_wrap_enter_slow(unsigned idx,
+__attribute__((visibility("hidden"))) struct cn_wrap_call cn_wrap_enter_slow(unsigned idx,
 								      const struct cn_frame *f);
-struct cn_requests_call cn_wrap_enter_slow(unsigned idx, const struct cn_frame *f)
+struct cn_wrap_call cn_wrap_enter_slow(unsigned idx, const struct cn_frame *f)
 {
 	struct cn_fn *e = &cn_fns[idx];
 	void *real = cn_lookup_resolve(idx), *answer = NULL;
@@ -78,18 +78,18 @@ struct cn_requests_call cn_wrap_enter_slow(unsigned idx, const struct cn_frame *
 		if (answer) {
 			/* Answered at the gate during a nap. A context kept for later takes the
 			 * thread's next call through here, whatever the gate by then. */
-			if (cn_gate_tl.pending && cn_gate_tl.depth < CN_TL_FRESH) {
+			if (cn_answers_pending() && cn_gate_tl.depth < CN_TL_FRESH) {
 				cn_gate_tl.depth += CN_TL_FRESH;
 				cn_gate_tl.lifted = true;
 			}
-			return (struct cn_requests_call){ answer, e->words };
+			return (struct cn_wrap_call){ answer, e->words };
 		}
-		if (cn_gate_tl.pending)
+		if (cn_answers_pending())
 			cn_answers_replay();
 	}
 	if (!real)
-		return (struct cn_requests_call){ (void *)missing, 0 };
-	return (struct cn_requests_call){ real, e->words };
+		return (struct cn_wrap_call){ (void *)missing, 0 };
+	return (struct cn_wrap_call){ real, e->words };
 }
 
 /* cuGetProcAddress(symbol, pfn, cudaVersion, flags[, status]): the function handed out is the
