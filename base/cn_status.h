@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "cn_outcome.h"
+
 /* Room for the worst case: every character of command and message escaped as \u00XX. */
 #define CN_STATUS_MAX  16384
 #define CN_STATUS_GPUS 720 /* 16 GPUs of "63=GPU-...," */
@@ -31,11 +33,13 @@ struct cn_status {
 	int pid;
 	unsigned long long starttime; /* /proc/PID/stat field 22: tells a reused pid apart */
 	char command[256];
-	char state[16];	   /* running, locked, checkpointed, failed, no-cuda */
+	int state;	   /* enum cn_state */
 	bool busy;	   /* an action is under way; state is the one before it */
 	unsigned long seq; /* actions completed so far */
-	char action[16];   /* start, prepare, suspend, resume */
-	char result[48];   /* "ok", a CUDA error name, or a cudanap error class */
+	int action;	   /* enum cn_action */
+	int result;	   /* enum cn_result: CUDA's, or cudanap's own */
+	char result_name[48]; /* a CUDA result's name, as the driver gave it (cudanap's own are
+				 named by cn_outcome_result_name) */
 	char message[320];
 	double step_ms[CN_STEPS]; /* < 0: the step did not run in the last action */
 	double total_ms;	  /* the whole action, from the agent's wake to its outcome */
@@ -67,7 +71,7 @@ struct cn_status {
 	 * --dry-run), apart from the actions' fields: query_seq counts the queries answered. */
 	unsigned long query_seq;
 	char query_time[32];  /* UTC, ISO 8601 */
-	char suspendable[12]; /* yes, no, no-cuda, asleep; "" before the first query */
+	int suspendable;      /* enum cn_ask */
 	char why_not[300];    /* why not, in a few words */
 	char gpu_now[160];    /* "0:8712,1:0": MiB on each GPU by nvidia-smi's index */
 	char gpu_model[96];   /* of the first of them */
@@ -80,7 +84,7 @@ struct cn_status {
 	char est_source[160]; /* where the estimate comes from */
 	char inside[200];     /* a thread inside a driver call, and for how long at least */
 	/* Naps ([nap] idle_s, cudanap nap), also kept across actions. */
-	char nap[24];	     /* off, awake, napping, waking, waiting for room, not napped */
+	int nap;	     /* enum cn_nap */
 	char nap_why[300];   /* why it is not napped, or what its wake waits for */
 	char idle_since[32]; /* UTC: its CUDA idle since then; "" while it works */
 	unsigned long naps, wakes;
@@ -91,8 +95,11 @@ extern const char *const cn_step_names[CN_STEPS];
 
 void cn_status_init(struct cn_status *s, int pid);
 /* Start a new action: busy, no result yet, every step and measurement cleared. */
-void cn_status_new_action(struct cn_status *s, const char *action);
+void cn_status_new_action(struct cn_status *s, int action);
 int cn_status_format(const struct cn_status *s, char *buf, size_t len);
+/* The result's name, as the file says it: "ok", cudanap's own, the driver's name of a CUDA result
+ * (as the process was told it, or read), "" while the action runs. */
+const char *cn_status_result(const struct cn_status *s);
 /* "lock 0.2 ms, checkpoint 1.52 s": the steps that ran, and ", other 1.61 s" when the action's
  * total_ms (from the agent's wake to its outcome) exceeds their sum by 50 ms or more; returns the
  * length written. */

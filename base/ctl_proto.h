@@ -8,6 +8,7 @@
 
 #include "cn_config.h"
 #include "cn_gpumap.h"
+#include "cn_outcome.h"
 
 enum cn_op {
 	CN_OP_STATE = 1,
@@ -19,31 +20,10 @@ enum cn_op {
 	CN_OP_QUERY,   /* no driver call but the state: the footprint, the host's room, the model */
 };
 
-/* Results that are not CUDA's own (CUresult values are all >= 0). */
-enum {
-	CN_RES_NO_DRIVER = -1, /* libcuda or its checkpoint API could not be loaded */
-	CN_RES_BAD_MAP = -2,   /* gpu_map does not fit the GPUs this machine has */
-	CN_RES_IO = -3,	       /* the controller went away or sent garbage */
-	CN_RES_CONFIG = -4,    /* the INI, re-read at resume, is broken */
-	CN_RES_REFUSED = -5,   /* a preflight check said no */
-	CN_RES_NO_ROOM = -6,   /* a target GPU lacks the free memory the restore needs */
-	CN_RES_NO_HOST = -7,   /* the host lacks the memory the checkpoint's copy needs */
-	CN_RES_DISK = -8, /* the hibernate file: no room for it, or it could not be read back */
-};
-
 /* What the process held on one GPU when it was checkpointed, as NVML counts it. */
 struct cn_gpu_use {
 	unsigned char uuid[16];
 	uint64_t bytes;
-};
-
-/* Process states as CUprocessState numbers them, plus ours. */
-enum {
-	CN_STATE_UNKNOWN = -1,
-	CN_STATE_RUNNING = 0,
-	CN_STATE_LOCKED = 1,
-	CN_STATE_CHECKPOINTED = 2,
-	CN_STATE_FAILED = 3,
 };
 
 struct cn_req {
@@ -73,11 +53,11 @@ struct cn_req {
 };
 
 struct cn_resp {
-	int32_t result; /* CUresult, or CN_RES_* */
-	int32_t state;	/* the process's state after the call, CN_STATE_UNKNOWN if unreadable */
+	int32_t result; /* enum cn_result: a CUresult, or cudanap's own */
+	int32_t state;	/* enum cn_state after the call, CN_STATE_UNKNOWN if unreadable */
 	double elapsed_ms;
 	uint64_t call_ns;  /* CLOCK_MONOTONIC at the start of the driver call */
-	char name[48];	   /* "CUDA_SUCCESS", "CUDA_ERROR_NOT_READY", "NO_DRIVER", ... */
+	char name[48];	   /* the driver's name of a CUDA result ("CUDA_ERROR_NOT_READY") */
 	char message[256]; /* human words for the result */
 	char note[200];	   /* a warning beside a success: "" when none */
 	/* CN_OP_CHECKPOINT and CN_OP_PREPARE: what the process holds per GPU; n_use 0 when

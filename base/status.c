@@ -63,14 +63,36 @@ static double *num(const struct cn_status *s, size_t i)
 	{                                                                                          \
 #field, offsetof(struct cn_status, field), sizeof(((struct cn_status *)0)->field)  \
 	}
+/* A string, or a word of an enum (cn_outcome.h) among them: its value's word, and back. */
+#define TEXT(field)                                                                                \
+	{                                                                                          \
+#field, offsetof(struct cn_status, field), sizeof(((struct cn_status *)0)->field), \
+			NULL, NULL                                                                 \
+	}
+#define WORD(field, w, of)                                                                         \
+	{                                                                                          \
+#field, offsetof(struct cn_status, field), 0, w, of                                \
+	}
 static const struct {
 	const char *key;
 	size_t off, len;
+	const char *(*word)(int);
+	int (*of)(const char *);
 } qstrs[] = {
-	FIELD(query_time), FIELD(suspendable), FIELD(why_not),	  FIELD(gpu_now),
-	FIELD(gpu_model),  FIELD(host_bound),  FIELD(est_source), FIELD(inside),
-	FIELD(nap),	   FIELD(nap_why),     FIELD(idle_since),
+	TEXT(query_time),
+	WORD(suspendable, cn_outcome_ask_word, cn_outcome_ask_of),
+	TEXT(why_not),
+	TEXT(gpu_now),
+	TEXT(gpu_model),
+	TEXT(host_bound),
+	TEXT(est_source),
+	TEXT(inside),
+	WORD(nap, cn_outcome_nap_word, cn_outcome_nap_of),
+	TEXT(nap_why),
+	TEXT(idle_since),
 };
+#undef TEXT
+#undef WORD
 static const struct {
 	const char *key;
 	size_t off, len;
@@ -111,11 +133,12 @@ size_t cn_status_steps(const struct cn_status *s, char *buf, size_t len)
 	return o < len ? o : len - 1;
 }
 
-void cn_status_new_action(struct cn_status *s, const char *action)
+void cn_status_new_action(struct cn_status *s, int action)
 {
-	snprintf(s->action, sizeof(s->action), "%s", action);
+	s->action = action;
 	s->busy = true;
-	s->result[0] = s->message[0] = '\0';
+	s->result = CN_RES_NONE;
+	s->result_name[0] = s->message[0] = '\0';
 	for (size_t i = 0; i < N_NUMS; i++)
 		*num(s, i) = -1;
 	s->call_ns = 0;
@@ -125,29 +148,52 @@ void cn_status_init(struct cn_status *s, int pid)
 {
 	memset(s, 0, sizeof(*s));
 	s->pid = pid;
-	cn_status_new_action(s, "start");
+	s->state = CN_STATE_UNKNOWN;
+	cn_status_new_action(s, CN_ACTION_START);
 	s->busy = false;
 	for (size_t i = 0; i < N_QNUMS; i++)
 		*(double *)((char *)s + qnums[i].off) = -1;
 }
 
 
+/* A CUDA result's name as the driver writes them: CUDA_ERROR_ and capitals, digits, '_'. */
+static bool cuda_name(const char *n)
+{
+	if (strncmp(n, "CUDA_ERROR_", 11) != 0)
+		return false;
+	for (; *n; n++)
+		if (!isupper((unsigned char)*n) && !isdigit((unsigned char)*n) && *n != '_')
+			return false;
+	return true;
+}
+
+const char *cn_status_result(const struct cn_status *s)
+{
+	const char *name = cn_outcome_result_name(s->result);
+
+	if (name)
+		return name;
+	return s->result > 0 && cuda_name(s->result_name) ? s->result_name : "CUDA_ERROR_UNKNOWN";
+}
+
 int cn_status_format(const struct cn_status *s, char *buf, size_t len)
 {
 	/* Six bytes per character in the worst case (\u00XX), plus the quotes. */
 	char cmd[sizeof(s->command) * 6 + 3], msg[sizeof(s->message) * 6 + 3],
-		nccl[sizeof(s->nccl) * 6 + 3];
+		nccl[sizeof(s->nccl) * 6 + 3], res[sizeof(s->result_name) * 6 + 3];
 	size_t o;
 	int n;
 
 	if (cn_json_str(cmd, sizeof(cmd), s->command) < 0 ||
-	    cn_json_str(msg, sizeof(msg), s->message) < 0)
+	    cn_json_str(msg, sizeof(msg), s->message) < 0 ||
+	    cn_json_str(res, sizeof(res), cn_status_result(s)) < 0)
 		return -ENOSPC;
 	n = snprintf(buf, len,
 		     "{\"pid\":%d,\"starttime\":%llu,\"command\":%s,\"state\":\"%s\",\"busy\":%s,"
-		     "\"seq\":%lu,\"action\":\"%s\",\"result\":\"%s\",\"message\":%s",
-		     s->pid, s->starttime, cmd, s->state, s->busy ? "true" : "false", s->seq,
-		     s->action, s->result, msg);
+		     "\"seq\":%lu,\"action\":\"%s\",\"result\":%s,\"result_code\":%d,\"message\":%s",
+		     s->pid, s->starttime, cmd, cn_outcome_state_word(s->state),
+		     s->busy ? "true" : "false", s->seq, cn_outcome_action_word(s->action), res,
+		     s->result, msg);
 	if (n < 0 || (size_t)n >= len)
 		return -ENOSPC;
 	o = (size_t)n;
@@ -177,8 +223,11 @@ int cn_status_format(const struct cn_status *s, char *buf, size_t len)
 	o += (size_t)n;
 	for (size_t i = 0; i < N_QSTRS; i++) {
 		char v[sizeof(s->why_not) * 6 + 3];
+		const char *text = qstrs[i].word ? qstrs[i].word(*(const int *)((const char *)s +
+								       qstrs[i].off))
+						 : (const char *)s + qstrs[i].off;
 
-		if (cn_json_str(v, sizeof(v), (const char *)s + qstrs[i].off) < 0)
+		if (cn_json_str(v, sizeof(v), text) < 0)
 			return -ENOSPC;
 		n = snprintf(buf + o, len - o, ",\"%s\":%s", qstrs[i].key, v);
 		if (n < 0 || (size_t)n >= len - o)
@@ -263,7 +312,7 @@ static void set_field(struct cn_status *s, const char *key, const char *v, bool 
 	else if (strcmp(key, "command") == 0)
 		copy_field(s->command, sizeof(s->command), v);
 	else if (strcmp(key, "state") == 0)
-		copy_field(s->state, sizeof(s->state), v);
+		s->state = cn_outcome_state_of(v);
 	else if (strcmp(key, "busy") == 0)
 		s->busy = strcmp(v, "true") == 0;
 	else if (strcmp(key, "prepared") == 0)
@@ -271,9 +320,11 @@ static void set_field(struct cn_status *s, const char *key, const char *v, bool 
 	else if (strcmp(key, "seq") == 0)
 		s->seq = strtoul(v, NULL, 10);
 	else if (strcmp(key, "action") == 0)
-		copy_field(s->action, sizeof(s->action), v);
+		s->action = cn_outcome_action_of(v);
 	else if (strcmp(key, "result") == 0)
-		copy_field(s->result, sizeof(s->result), v);
+		copy_field(s->result_name, sizeof(s->result_name), v);
+	else if (strcmp(key, "result_code") == 0)
+		s->result = atoi(v);
 	else if (strcmp(key, "message") == 0)
 		copy_field(s->message, sizeof(s->message), v);
 	else if (strcmp(key, "call_ns") == 0)
@@ -302,7 +353,9 @@ static void set_field(struct cn_status *s, const char *key, const char *v, bool 
 		if (strcmp(key, nums[i].key) == 0)
 			*num(s, i) = is_null ? -1 : strtod(v, NULL);
 	for (size_t i = 0; i < N_QSTRS; i++)
-		if (strcmp(key, qstrs[i].key) == 0)
+		if (strcmp(key, qstrs[i].key) == 0 && qstrs[i].of)
+			*(int *)((char *)s + qstrs[i].off) = qstrs[i].of(v);
+		else if (strcmp(key, qstrs[i].key) == 0)
 			copy_field((char *)s + qstrs[i].off, qstrs[i].len, v);
 	for (size_t i = 0; i < N_QNUMS; i++)
 		if (strcmp(key, qnums[i].key) == 0)
@@ -348,6 +401,8 @@ int cn_status_parse(const char *buf, struct cn_status *s)
 		else if (*p != '}')
 			return -EINVAL;
 	}
+	if (s->result == CN_RES_NONE && strcmp(s->result_name, "ok") == 0)
+		s->result = CN_RES_OK; /* a file without its result's code */
 	return s->pid > 0 ? 0 : -EINVAL;
 }
 

@@ -78,8 +78,7 @@ static int host_room(const struct cn_req *req, struct cn_resp *resp)
 			 (unsigned long long)(need >> 20), (unsigned long long)(copy >> 20),
 			 (unsigned long long)(req->host_margin_bytes >> 20),
 			 (unsigned long long)(req->disk_free_bytes >> 20));
-		resp->result = CN_RES_DISK;
-		snprintf(resp->name, sizeof(resp->name), "NO_DISK_SPACE");
+		resp->result = CN_RES_NO_DISK;
 		return -1;
 	}
 	if (n <= 0 ||
@@ -94,7 +93,6 @@ static int host_room(const struct cn_req *req, struct cn_resp *resp)
 		 (unsigned long long)((room + req->prepared_bytes) >> 20), which,
 		 (unsigned long long)(req->host_margin_bytes >> 20));
 	resp->result = CN_RES_NO_HOST;
-	snprintf(resp->name, sizeof(resp->name), "NO_HOST_MEMORY");
 	return -1;
 }
 
@@ -226,7 +224,7 @@ int main(int argc, char **argv)
 		}
 		if ((size_t)n != sizeof(req)) {
 			memset(&resp, 0, sizeof(resp));
-			cn_driver_fail(&resp, CN_RES_IO, "BAD_REQUEST", "malformed request");
+			cn_driver_fail(&resp, CN_RES_BAD_REQUEST, "malformed request");
 		} else {
 			serve(&req, &resp);
 		}

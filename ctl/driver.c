@@ -81,7 +81,7 @@ int cn_driver_load(struct cn_resp *resp)
 {
 	if (load() == 0)
 		return 0;
-	cn_driver_fail(resp, CN_RES_NO_DRIVER, "NO_DRIVER", load_error);
+	cn_driver_fail(resp, CN_RES_NO_DRIVER, load_error);
 	return -1;
 }
 
@@ -106,9 +106,9 @@ void cn_driver_describe(struct cn_resp *resp, CUresult r)
 	snprintf(resp->message, sizeof(resp->message), "%s", text);
 }
 
-void cn_driver_fail(struct cn_resp *resp, int code, const char *name, const char *msg)
+void cn_driver_fail(struct cn_resp *resp, int code, const char *msg)
 {
 	resp->result = code;
-	snprintf(resp->name, sizeof(resp->name), "%s", name);
+	resp->name[0] = '\0'; /* a result of ours is named where it is said */
 	snprintf(resp->message, sizeof(resp->message), "%s", msg);
 }

@@ -31,12 +31,12 @@ extern struct cn_cu cn_cu;
 int cn_driver_load(struct cn_resp *resp);
 
 /* cuInit, once: restore and device enumeration need it, the rest of the checkpoint API does not
- * (measured, DESIGN.md), so the first suspend does not pay it. */
+ * (measured: docs/DRIVER.md), so the first suspend does not pay it. */
 void cn_driver_init(void);
 
 /* resp's result, name and message for a CUresult. */
 void cn_driver_describe(struct cn_resp *resp, CUresult r);
-/* ... or for a result of cudanap's own (CN_RES_*). */
-void cn_driver_fail(struct cn_resp *resp, int code, const char *name, const char *msg);
+/* ... or for a result of cudanap's own (enum cn_result). */
+void cn_driver_fail(struct cn_resp *resp, int code, const char *msg);
 
 #endif

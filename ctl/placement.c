@@ -162,7 +162,7 @@ static int make_room(const struct cn_req *req, const CUcheckpointGpuPair *list, 
 		if (k == n_gpus) {
 			snprintf(why, sizeof(why),
 				 "the GPU the job used, %s, is not on this machine", s);
-			cn_driver_fail(resp, CN_RES_BAD_MAP, "BAD_GPU_MAP", why);
+			cn_driver_fail(resp, CN_RES_BAD_MAP, why);
 			goto undo;
 		}
 		t0 = cn_clock_ms();
@@ -175,7 +175,7 @@ static int make_room(const struct cn_req *req, const CUcheckpointGpuPair *list, 
 				 k, s, (unsigned long long)(free_b >> 20),
 				 (unsigned long long)(need >> 20),
 				 (unsigned long long)(req->margin_bytes >> 20));
-			cn_driver_fail(resp, CN_RES_NO_ROOM, "NO_GPU_MEMORY", why);
+			cn_driver_fail(resp, CN_RES_NO_ROOM, why);
 			goto undo;
 		}
 		if (!req->reserve)
@@ -191,7 +191,7 @@ static int make_room(const struct cn_req *req, const CUcheckpointGpuPair *list, 
 				 "cannot hold %llu MiB on GPU %d (%s) until the restore: %s "
 				 "([restore] reserve = false skips holding it)",
 				 (unsigned long long)(need >> 20), k, s, name ? name : "error");
-			cn_driver_fail(resp, CN_RES_NO_ROOM, "NO_GPU_MEMORY", why);
+			cn_driver_fail(resp, CN_RES_NO_ROOM, why);
 			goto undo;
 		}
 		n++;
@@ -211,21 +211,20 @@ int cn_placement_place(const struct cn_req *req, struct cn_resp *resp, CUcheckpo
 
 	*n_list = *n_held = 0;
 	if (req->n_pairs > CN_MAX_GPUS || req->n_moves > CN_MAX_GPUS) {
-		cn_driver_fail(resp, CN_RES_BAD_MAP, "BAD_GPU_MAP", "too many pairs");
+		cn_driver_fail(resp, CN_RES_BAD_MAP, "too many pairs");
 		return -1;
 	}
 	if (!req->n_pairs && !req->n_moves && !req->n_use)
 		return 0;
 	if (list_gpus(g, &n, why, sizeof(why)) < 0) {
-		cn_driver_fail(resp, req->n_pairs ? CN_RES_BAD_MAP : CN_RES_NO_ROOM,
-			     req->n_pairs ? "BAD_GPU_MAP" : "NO_GPU_MEMORY", why);
+		cn_driver_fail(resp, req->n_pairs ? CN_RES_BAD_MAP : CN_RES_NO_ROOM, why);
 		return -1;
 	}
 	resp->n_gpus = (uint32_t)n;
 	for (int i = 0; i < n; i++)
 		memcpy(resp->gpus[i], g[i].uuid.bytes, 16);
 	if (pairs_for(req, g, n, list, n_list, want, why, sizeof(why)) < 0) {
-		cn_driver_fail(resp, CN_RES_BAD_MAP, "BAD_GPU_MAP", why);
+		cn_driver_fail(resp, CN_RES_BAD_MAP, why);
 		return -1;
 	}
 	*n_held = make_room(req, list, *n_list, g, n, held, resp);

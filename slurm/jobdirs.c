@@ -158,8 +158,8 @@ static int holds(int dir, const char *name, uid_t uid, uint32_t job)
 	    cn_safe_read(dir, name, (struct cn_owner){ uid, false }, buf, sizeof(buf), why,
 			 sizeof(why)) < 0 ||
 	    cn_status_parse(buf, &s) < 0 || s.pid != pid ||
-	    cn_proc_starttime((int)pid) != s.starttime || strcmp(s.state, "checkpointed") == 0 ||
-	    strcmp(s.state, "no-cuda") == 0 || (!s.busy && strcmp(s.state, "failed") == 0))
+	    cn_proc_starttime((int)pid) != s.starttime || s.state == CN_STATE_CHECKPOINTED ||
+	    s.state == CN_STATE_NO_CUDA || (!s.busy && s.state == CN_STATE_FAILED))
 		return 0;
 	return stopped((int)pid) ? -1 : 1;
 }

@@ -29,6 +29,8 @@
 #include "staging.h"
 #include "wake.h"
 #include "cn_notes.h"
+#include "cn_words.h"
+#include "cn_notes.h"
 
 
 /* Drain every pending byte and fold them into one wish: the last signal wins, toggles flip. A
@@ -82,7 +84,7 @@ static void publish_calls(void)
 	if (strcmp(text, last) == 0)
 		return;
 	memcpy(last, text, sizeof(text));
-	cn_notes_put(cn_ag.cfg.status_dir, (int)getpid(), "calls", text);
+	cn_notes_put(cn_ag.cfg.status_dir, (int)getpid(), CN_NOTE_CALLS, text);
 }
 
 /* The gate on the app's driver calls is open exactly while the process's CUDA runs: the suspend
@@ -90,7 +92,7 @@ static void publish_calls(void)
  * ends (a suspend that failed, a controller that died) is settled here. */
 static void settle_gate(void)
 {
-	if (strcmp(cn_ag.st.state, "locked") != 0 && strcmp(cn_ag.st.state, "checkpointed") != 0)
+	if (cn_ag.st.state != CN_STATE_LOCKED && cn_ag.st.state != CN_STATE_CHECKPOINTED)
 		cn_gate_open();
 }
 
@@ -103,7 +105,7 @@ static void *agent_main(void *arg)
 		 * replaced at the next request, not found dead in the middle of one. */
 		struct pollfd p[2] = { { .fd = cn_wake_fd(), .events = POLLIN },
 				       { .fd = cn_channel_fd(), .events = POLLIN } };
-		bool suspended_now = strcmp(cn_ag.st.state, "checkpointed") == 0, prep, want, act;
+		bool suspended_now = cn_ag.st.state == CN_STATE_CHECKPOINTED, prep, want, act;
 		double left = cn_ag.prepared_until ? cn_ag.prepared_until - cn_clock_ms() : -1;
 		int r, tick = cn_nap_timeout_ms();
 		struct extra x;
@@ -133,14 +135,8 @@ static void *agent_main(void *arg)
 		if (!(p[0].revents & POLLIN))
 			continue;
 		want = wanted(suspended_now, &prep, &x, &act);
-		if (act && prep)
-			cn_prepare();
-		else if (act && want)
-			cn_suspend();
-		else if (act)
-			cn_resume();
 		if (act)
-			cn_nap_after_action();
+			cn_nap_after_action(prep ? cn_prepare() : want ? cn_suspend() : cn_resume());
 		if (x.nap && !act)
 			cn_nap_now();
 		if (x.call && !act)

@@ -50,9 +50,8 @@ static int ensure_controller(struct cn_resp *resp)
 	r = cn_launch_ctl_spawn(&sock);
 	if (r == 0)
 		return 0;
-	resp->result = CN_RES_IO;
+	resp->result = CN_RES_NO_CONTROLLER;
 	resp->state = CN_STATE_UNKNOWN;
-	snprintf(resp->name, sizeof(resp->name), "NO_CONTROLLER");
 	snprintf(resp->message, sizeof(resp->message), "cannot start %s: %s", cn_launch_ctl_path(),
 		 strerror(-r));
 	return -1;
@@ -107,7 +106,7 @@ int cn_channel_call(const struct cn_req *req, struct cn_resp *resp)
 
 	if (n == (ssize_t)sizeof(*resp))
 		return 0;
-	if (n < 0 && resp->result == CN_RES_IO)
+	if (n < 0 && resp->result == CN_RES_NO_CONTROLLER)
 		return -1; /* no controller could be started */
 	cn_channel_close();
 	cn_log(&cn_ag.cfg, CN_LOG_ERROR,
@@ -123,9 +122,8 @@ int cn_channel_call(const struct cn_req *req, struct cn_resp *resp)
 		return 0;
 	}
 	memset(resp, 0, sizeof(*resp));
-	resp->result = CN_RES_IO;
+	resp->result = CN_RES_CONTROLLER_GONE;
 	resp->state = n == (ssize_t)sizeof(now) ? now.state : CN_STATE_UNKNOWN;
-	snprintf(resp->name, sizeof(resp->name), "CONTROLLER_GONE");
 	snprintf(resp->message, sizeof(resp->message),
 		 "the cudanap controller died during the %s%s", cn_channel_op_name(req->op),
 		 n == (ssize_t)sizeof(now) ? ""

@@ -61,9 +61,9 @@ static void wake_asked(void)
 	cn_wake_send(CN_WAKE_CALL);
 }
 
-static void say(const char *state, const char *why)
+static void say(enum cn_nap state, const char *why)
 {
-	snprintf(cn_ag.st.nap, sizeof(cn_ag.st.nap), "%s", state);
+	cn_ag.st.nap = state;
 	snprintf(cn_ag.st.nap_why, sizeof(cn_ag.st.nap_why), "%s", why);
 }
 
@@ -93,16 +93,17 @@ static bool go(bool asked)
 {
 	double idle_ms = cn_clock_ms() - nap.active_ms;
 	char why[360], steps[200];
+	struct cn_outcome o;
 
-	cn_gate_nap(CN_NAP_CLOSING, wake_asked);
-	cn_suspend_as(true, asked ? 0 : NAP_LOCK_MS);
-	if (strcmp(cn_ag.st.state, "checkpointed") == 0) {
-		cn_gate_nap(CN_NAP_ASLEEP, wake_asked);
+	cn_gate_nap(CN_GATE_NAP_CLOSING, wake_asked);
+	o = cn_suspend_as(true, asked ? 0 : NAP_LOCK_MS);
+	if (o.state == CN_STATE_CHECKPOINTED) {
+		cn_gate_nap(CN_GATE_NAP_ASLEEP, wake_asked);
 		nap.napping = true;
 		nap.backoff = 1;
 		nap.refusal_said = false;
 		cn_ag.st.naps++;
-		say("napping", "");
+		say(CN_NAP_NAPPING, "");
 		cn_report_write();
 		cn_status_steps(&cn_ag.st, steps, sizeof(steps));
 		if (asked)
@@ -115,15 +116,16 @@ static bool go(bool asked)
 		       why, cn_ag.st.footprint_mib, cn_ag.st.total_ms, steps);
 		return true;
 	}
-	cn_gate_nap(CN_NAP_NONE, NULL);
+	cn_gate_nap(CN_GATE_NAP_NONE, NULL);
 	if (nap.backoff < BACKOFF_MAX)
 		nap.backoff *= 2;
 	nap.not_before = cn_clock_ms() + (double)nap.backoff * cn_ag.cfg.nap_idle_s * 1000;
-	snprintf(why, sizeof(why), "%s: %s", cn_ag.st.result, cn_ag.st.message);
-	say(strcmp(cn_ag.st.result, "REFUSED") == 0 ? "not napped" : "awake", why);
+	snprintf(why, sizeof(why), "%s: %s", cn_status_result(&cn_ag.st), cn_ag.st.message);
+	say(o.result == CN_RES_REFUSED ? CN_NAP_REFUSED : CN_NAP_AWAKE, why);
 	cn_report_write();
 	if (asked)
-		cn_log(&cn_ag.cfg, CN_LOG_ERROR, "nap failed: %s; state %s", why, cn_ag.st.state);
+		cn_log(&cn_ag.cfg, CN_LOG_ERROR, "nap failed: %s; state %s", why,
+		       cn_outcome_state_word(o.state));
 	else if (!nap.refusal_said)
 		cn_log(&cn_ag.cfg, CN_LOG_INFO, "not napped: %s; next try after %u s idle", why,
 		       nap.backoff * cn_ag.cfg.nap_idle_s);
@@ -152,15 +154,16 @@ void cn_nap_tick(void)
 			cn_nap_wake();
 		return;
 	}
-	if (!cn_ag.cfg.nap_idle_s || strcmp(cn_ag.st.state, "running") != 0) {
-		if (!cn_ag.cfg.nap_idle_s && cn_ag.st.nap[0] && strcmp(cn_ag.st.nap, "off")) {
-			say("off", "");
+	if (!cn_ag.cfg.nap_idle_s || cn_ag.st.state != CN_STATE_RUNNING) {
+		if (!cn_ag.cfg.nap_idle_s && cn_ag.st.nap != CN_NAP_UNSAID &&
+		    cn_ag.st.nap != CN_NAP_OFF) {
+			say(CN_NAP_OFF, "");
 			cn_report_write();
 		}
 		return;
 	}
-	if (!cn_ag.st.nap[0] || strcmp(cn_ag.st.nap, "off") == 0) {
-		say("awake", "");
+	if (cn_ag.st.nap == CN_NAP_UNSAID || cn_ag.st.nap == CN_NAP_OFF) {
+		say(CN_NAP_AWAKE, "");
 		nap.active_ms = now;
 		cn_report_write();
 	}
@@ -213,30 +216,31 @@ void cn_nap_wake(void)
 	double asked = atomic_load(&asked_ms);
 	unsigned next = 0;
 	char map[64], why[420];
+	struct cn_outcome o;
 	bool room;
 
 	if (!nap.napping)
 		return;
-	cn_gate_nap(CN_NAP_NONE, NULL); /* calls from now on wait for the wake */
+	cn_gate_nap(CN_GATE_NAP_NONE, NULL); /* calls from now on wait for the wake */
 	if (!nap.retry)
-		say("waking", "");
+		say(CN_NAP_WAKING, "");
 	nap.try_ms = cn_clock_ms();
-	cn_resume_as(true, NULL, nap.retry ? ROOM_WAIT_MS : 0);
-	while (strcmp(cn_ag.st.state, "checkpointed") == 0 &&
-	       strcmp(cn_ag.st.result, "NO_GPU_MEMORY") == 0 && elsewhere(map, sizeof(map), &next))
-		cn_resume_as(true, map, 0);
-	if (strcmp(cn_ag.st.state, "running") == 0) {
+	o = cn_resume_as(true, NULL, nap.retry ? ROOM_WAIT_MS : 0);
+	while (o.state == CN_STATE_CHECKPOINTED && o.result == CN_RES_NO_ROOM &&
+	       elsewhere(map, sizeof(map), &next))
+		o = cn_resume_as(true, map, 0);
+	if (o.state == CN_STATE_RUNNING) {
 		cn_nap_woken(asked);
 		return;
 	}
 	/* Still asleep: waiting for room, or after a failure; tried again ROOM_WAIT_MS after this
 	 * try began, but the first wait for room at once: its home try waits for room itself. */
-	room = strcmp(cn_ag.st.result, "NO_GPU_MEMORY") == 0;
+	room = o.result == CN_RES_NO_ROOM;
 	if (room && !nap.retry)
 		nap.try_ms -= ROOM_WAIT_MS;
-	cn_gate_nap(CN_NAP_ASLEEP, wake_asked);
-	snprintf(why, sizeof(why), "%s: %s", cn_ag.st.result, cn_ag.st.message);
-	say(room ? "waiting for room" : "waking", room ? cn_ag.st.message : why);
+	cn_gate_nap(CN_GATE_NAP_ASLEEP, wake_asked);
+	snprintf(why, sizeof(why), "%s: %s", cn_status_result(&cn_ag.st), cn_ag.st.message);
+	say(room ? CN_NAP_WAITING : CN_NAP_WAKING, room ? cn_ag.st.message : why);
 	cn_report_write();
 	if (!nap.retry) /* said once */
 		cn_log(&cn_ag.cfg, CN_LOG_INFO,
@@ -257,7 +261,7 @@ void cn_nap_woken(double asked)
 	cn_ag.st.wakes++;
 	if (asked > 0)
 		cn_ag.st.last_wake_ms = now - asked;
-	say(cn_ag.cfg.nap_idle_s ? "awake" : "off", "");
+	say(cn_ag.cfg.nap_idle_s ? CN_NAP_AWAKE : CN_NAP_OFF, "");
 	cn_report_write();
 	cn_status_steps(&cn_ag.st, steps, sizeof(steps));
 	if (asked > 0)
@@ -268,11 +272,11 @@ void cn_nap_woken(double asked)
 	atomic_store(&asked_ms, 0);
 }
 
-void cn_nap_after_action(void)
+void cn_nap_after_action(struct cn_outcome o)
 {
-	if (nap.napping && strcmp(cn_ag.st.state, "running") == 0)
+	if (nap.napping && o.state == CN_STATE_RUNNING)
 		cn_nap_woken(0); /* resumed by a signal */
-	else if (nap.napping && strcmp(cn_ag.st.state, "checkpointed") != 0)
+	else if (nap.napping && o.state != CN_STATE_CHECKPOINTED)
 		nap.napping = false;
 	else if (!nap.napping)
 		nap.active_ms = cn_clock_ms(); /* an action is no idleness */
@@ -288,5 +292,5 @@ void cn_nap_reset(void)
 	memset(&nap, 0, sizeof(nap));
 	nap.backoff = 1;
 	atomic_store(&asked_ms, 0);
-	say(cn_ag.cfg.nap_idle_s ? "awake" : "off", "");
+	say(cn_ag.cfg.nap_idle_s ? CN_NAP_AWAKE : CN_NAP_OFF, "");
 }

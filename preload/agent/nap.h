@@ -4,6 +4,8 @@
 
 #include <stdbool.h>
 
+#include "cn_outcome.h"
+
 /* How long the agent may wait before the next tick (-1: no tick needed). */
 int cn_nap_timeout_ms(void);
 /* A look at the gate: idle for [nap] idle_s, the process naps; napping and waiting for room, its
@@ -15,8 +17,8 @@ void cn_nap_now(void);
 void cn_nap_wake(void);
 /* The process runs again; asked: when the call that woke it asked (ms, monotonic; 0: a signal). */
 void cn_nap_woken(double asked);
-/* After an action asked by a signal: a resume woke a napping process. */
-void cn_nap_after_action(void);
+/* After an action asked by a signal, which ended with o: a resume woke a napping process. */
+void cn_nap_after_action(struct cn_outcome o);
 /* Napping now. */
 bool cn_nap_asleep(void);
 /* At the agent's start, and in a forked child (none of the parent's naps). */

@@ -90,10 +90,10 @@ void cn_nccl_hint(char *out, size_t len)
 			 v);
 }
 
-static void failed(struct cn_resp *r, const char *name)
+static void failed(struct cn_resp *r, int result)
 {
-	r->result = CN_RES_REFUSED;
-	snprintf(r->name, sizeof(r->name), "%s", name);
+	r->result = result;
+	r->name[0] = '\0';
 }
 
 static unsigned wait_ms(void)
@@ -167,7 +167,7 @@ int cn_nccl_suspend(struct cn_resp *r, char *msg, size_t len)
 
 	if (cn_ag.cfg.nccl_mode == CN_NCCL_API && cn_comms_count() && !cn_comms_have_api()) {
 		cn_nccl_hint(msg, len);
-		failed(r, "REFUSED");
+		failed(r, CN_RES_REFUSED);
 		return -1;
 	}
 	if (!cn_nccl_uses_api())
@@ -186,7 +186,7 @@ int cn_nccl_suspend(struct cn_resp *r, char *msg, size_t len)
 	if (cn_comms_suspend(why, sizeof(why)) < 0) {
 		snprintf(msg, len,
 			 "%s; the NCCL communicators stay suspended until the job is resumed", why);
-		failed(r, "NCCL_SUSPEND_FAILED");
+		failed(r, CN_RES_NCCL_SUSPEND);
 		return -1;
 	}
 	clear();
@@ -198,7 +198,7 @@ reopen:
 refused:
 	clear();
 	snprintf(msg, len, "NCCL: %s; the process keeps running", why);
-	failed(r, "NCCL_NOT_AT_CUT");
+	failed(r, CN_RES_NCCL_CUT);
 	return -1;
 }
 
@@ -219,13 +219,13 @@ int cn_nccl_resume(struct cn_resp *r, char *msg, size_t len)
 			 "resumed, but its NCCL communicators wait for the job's other ranks (%s): "
 			 "resume the whole job",
 			 why);
-		failed(r, "NCCL_WAITING");
+		failed(r, CN_RES_NCCL_WAITING);
 		return -1;
 	}
 	clear();
 	if (cn_comms_resume(why, sizeof(why)) < 0) {
 		snprintf(msg, len, "resumed, but %s", why);
-		failed(r, "NCCL_RESUME_FAILED");
+		failed(r, CN_RES_NCCL_RESUME);
 		return -1;
 	}
 	return 0;

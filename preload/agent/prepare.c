@@ -30,7 +30,7 @@ void cn_prepare_release(void)
 /* Notice of a suspend to come (cudanap prepare): fault the host copy in now, within the host
  * memory check, and hold it for [performance] prepare_s, so that the suspend only copies. Asked
  * again, it starts over, sized to what the process holds then. */
-void cn_prepare(void)
+struct cn_outcome cn_prepare(void)
 {
 	struct cn_staging_stats ss;
 	struct cn_nccl_facts nf;
@@ -39,14 +39,13 @@ void cn_prepare(void)
 	uint64_t need = 0;
 	int e;
 
-	cn_report_begin("prepare");
-	if (!cn_reload("prepare") || !cn_requests_state("prepare", &r))
-		return;
+	cn_report_begin(CN_ACTION_PREPARE);
+	if (!cn_reload() || !cn_requests_state(&r))
+		return cn_report_outcome();
 	if (r.state != CN_STATE_RUNNING) {
 		snprintf(msg, sizeof(msg), "%s: nothing to prepare",
 			 r.state == CN_STATE_CHECKPOINTED ? "already suspended" : "not running");
-		cn_report_finish(&r, "already", msg);
-		return;
+		return cn_report_already(&r, msg);
 	}
 	msg[0] = '\0';
 	if (!cn_ag.cfg.prepare_s)
@@ -56,36 +55,30 @@ void cn_prepare(void)
 			 "the host copy goes to disk ([hibernate] dir): nothing to prepare in RAM");
 	if (msg[0] || cn_preflight_suspend(&cn_ag.cfg, cn_nccl_facts(&nf), msg, sizeof(msg)) < 0) {
 		r.result = CN_RES_REFUSED;
-		snprintf(r.name, sizeof(r.name), "REFUSED");
-		cn_report_finish(&r, "prepare", msg);
-		return;
+		return cn_report_finish(&r, msg);
 	}
 	cn_prepare_release(); /* the host check must not count our own buffer as taken */
 	cn_report_publish();
 	if (cn_requests_call(CN_OP_PREPARE, &r) < 0 || r.n_use == 0) {
-		if (r.result == 0) {
-			r.result = CN_RES_REFUSED;
-			snprintf(r.name, sizeof(r.name), "FOOTPRINT_UNKNOWN");
-		}
-		snprintf(msg, sizeof(msg), "%s; nothing prepared",
-			 r.result == CN_RES_REFUSED ? r.note : r.message);
-		cn_report_finish(&r, "prepare", msg);
-		return;
+		bool unknown = r.result == CN_RES_OK;
+
+		if (unknown)
+			r.result = CN_RES_FOOTPRINT;
+		snprintf(msg, sizeof(msg), "%s; nothing prepared", unknown ? r.note : r.message);
+		return cn_report_finish(&r, msg);
 	}
 	for (uint32_t i = 0; i < r.n_use; i++)
 		need += r.use[i].bytes;
 	cn_state_remember(&r);
 	cn_report_gpus(false);
-	/* The driver's copy is about 1.06 x the footprint (DESIGN.md): room for 1/16 more. */
+	/* The driver's copy is about 1.06 x the footprint (docs/DRIVER.md): room for 1/16 more. */
 	e = cn_staging_prepare(need + need / 16, cn_ag.thp && cn_ag.cfg.hugepages,
 			       cn_ag.cfg.prefault_threads, &ss);
 	if (e < 0) {
 		r.result = CN_RES_NO_HOST;
-		snprintf(r.name, sizeof(r.name), "NO_HOST_MEMORY");
 		snprintf(msg, sizeof(msg), "cannot map %llu MiB: %s; nothing prepared",
 			 (unsigned long long)((need + need / 16) >> 20), strerror(-e));
-		cn_report_finish(&r, "prepare", msg);
-		return;
+		return cn_report_finish(&r, msg);
 	}
 	cn_ag.prepared_bytes = ss.bytes;
 	cn_ag.prepared_until = cn_clock_ms() + cn_ag.cfg.prepare_s * 1000.0;
@@ -94,7 +87,7 @@ void cn_prepare(void)
 	cn_ag.st.prefault_ms = cn_ag.st.step_ms[CN_STEP_PREPARE] = ss.prefault_ms;
 	snprintf(msg, sizeof(msg), "prepared: %.0f MiB of host memory held for %u s",
 		 cn_ag.st.host_mib, cn_ag.cfg.prepare_s);
-	cn_report_finish(&r, "prepared", msg);
+	return cn_report_finish(&r, msg);
 }
 
 /* The prepared copy was not used in time: give it back, and say so. */

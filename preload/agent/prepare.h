@@ -2,8 +2,10 @@
 #ifndef CN_PREPARE_H
 #define CN_PREPARE_H
 
+#include "cn_outcome.h"
+
 /* cudanap prepare: fault the next checkpoint's host copy in, and hold it a while. */
-void cn_prepare(void);
+struct cn_outcome cn_prepare(void);
 /* The prepared copy was not used in time: give it back, and say so. */
 void cn_prepare_expired(void);
 /* Give a prepared copy back: used by a checkpoint, or never to be. */

@@ -37,7 +37,7 @@ static struct {
 
 static void no(const char *why)
 {
-	snprintf(cn_ag.st.suspendable, sizeof(cn_ag.st.suspendable), "no");
+	cn_ag.st.suspendable = CN_ASK_NO;
 	snprintf(cn_ag.st.why_not, sizeof(cn_ag.st.why_not), "%s", why);
 }
 
@@ -181,7 +181,7 @@ void cn_query(void)
 	char why[420];
 
 	st->why_not[0] = st->inside[0] = '\0';
-	snprintf(st->suspendable, sizeof(st->suspendable), "yes");
+	st->suspendable = CN_ASK_YES;
 	if (!cn_reload_quietly(why, sizeof(why))) {
 		no(why);
 		stamp();
@@ -190,7 +190,7 @@ void cn_query(void)
 	cn_requests_call(CN_OP_QUERY, &r);
 	st->call_ns = call_ns; /* the last action's, not this */
 	if (r.result == CUDA_ERROR_NOT_INITIALIZED) {
-		snprintf(st->suspendable, sizeof(st->suspendable), "no-cuda");
+		st->suspendable = CN_ASK_NO_CUDA;
 		snprintf(st->why_not, sizeof(st->why_not), "no CUDA state: nothing to suspend");
 		stamp();
 		return;
@@ -203,7 +203,7 @@ void cn_query(void)
 	}
 	gpu_mib = memory_now(&r);
 	if (r.state == CN_STATE_CHECKPOINTED) {
-		snprintf(st->suspendable, sizeof(st->suspendable), "asleep");
+		st->suspendable = CN_ASK_ASLEEP;
 		snprintf(st->why_not, sizeof(st->why_not), "suspended already");
 	} else if (r.state != CN_STATE_RUNNING) {
 		no(r.state == CN_STATE_LOCKED ? "its CUDA is locked" : "its CUDA has failed");

@@ -27,21 +27,26 @@ bool cn_reload_quietly(char *err, size_t len)
 	return true;
 }
 
-bool cn_reload(const char *verb)
+/* Where a broken INI leaves the process, by the action it stopped: an action that would have
+ * suspended it leaves it running, one that would have resumed it leaves it asleep. */
+static const char *left(int action)
+{
+	switch (action) {
+	case CN_ACTION_RESUME:
+		return "still suspended";
+	case CN_ACTION_WAKE:
+		return "still napping";
+	}
+	return "the process keeps running";
+}
+
+bool cn_reload(void)
 {
 	char err[CN_ERR_LEN];
-	struct cn_resp r;
 
-	if (!cn_reload_quietly(err, sizeof(err))) {
-		memset(&r, 0, sizeof(r));
-		r.result = CN_RES_CONFIG;
-		r.state = CN_STATE_UNKNOWN;
-		snprintf(r.name, sizeof(r.name), "CONFIG_ERROR");
-		snprintf(err + strlen(err), sizeof(err) - strlen(err), "; %s",
-			 strcmp(verb, "suspend") == 0 ? "the process keeps running"
-						      : "still suspended");
-		cn_report_finish(&r, verb, err);
-		return false;
-	}
-	return true;
+	if (cn_reload_quietly(err, sizeof(err)))
+		return true;
+	snprintf(err + strlen(err), sizeof(err) - strlen(err), "; %s", left(cn_ag.st.action));
+	cn_report_fail(CN_RES_CONFIG, err);
+	return false;
 }

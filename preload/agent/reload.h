@@ -5,9 +5,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Re-read the INI at the start of an action. False when it is broken: the action is over, and
- * reported. */
-bool cn_reload(const char *verb);
+/* Re-read the INI at the start of the action begun (report.c). False when it is broken: the action
+ * is over, and reported with where it leaves the process. */
+bool cn_reload(void);
 /* The same, reporting nothing: false with err when it is broken. */
 bool cn_reload_quietly(char *err, size_t len);
 

@@ -22,27 +22,13 @@
 #include "staging.h"
 #include "cn_notes.h"
 #include "cn_proc.h"
+#include "cn_words.h"
 
 static pthread_mutex_t publishing; /* a status write and the removal at exit exclude each other */
 static double t_begin;		   /* CLOCK_MONOTONIC ms when the action began */
 static bool exiting;
 static char status_path[4200]; /* for the removal at _exit, which must be async-signal-safe */
 static char calls_path[4200];  /* CUDANAP_DEBUG=calls: the counts beside it */
-
-static const char *state_name(int s)
-{
-	switch (s) {
-	case CN_STATE_RUNNING:
-		return "running";
-	case CN_STATE_LOCKED:
-		return "locked";
-	case CN_STATE_CHECKPOINTED:
-		return "checkpointed";
-	case CN_STATE_FAILED:
-		return "failed";
-	}
-	return NULL;
-}
 
 void cn_report_time(char *out, size_t len, double ago_ms)
 {
@@ -99,15 +85,15 @@ void cn_report_start(void)
 	exiting = false;
 	cn_status_init(st, (int)getpid());
 	cn_status_path(cn_ag.cfg.status_dir, st->pid, status_path, sizeof(status_path));
-	cn_notes_path(cn_ag.cfg.status_dir, st->pid, "calls", calls_path, sizeof(calls_path));
+	cn_notes_path(cn_ag.cfg.status_dir, st->pid, CN_NOTE_CALLS, calls_path, sizeof(calls_path));
 	st->starttime = cn_proc_starttime(st->pid);
 	st->suspend_signal = cn_ag.cfg.suspend_signal;
 	st->resume_signal = cn_ag.cfg.resume_signal;
 	read_command(st->command, sizeof(st->command));
-	snprintf(st->state, sizeof(st->state), "running");
-	snprintf(st->action, sizeof(st->action), "start");
-	snprintf(st->result, sizeof(st->result), "ok");
-	snprintf(st->nap, sizeof(st->nap), "%s", cn_ag.cfg.nap_idle_s ? "awake" : "off");
+	st->state = CN_STATE_RUNNING;
+	st->action = CN_ACTION_START;
+	st->result = CN_RES_OK;
+	st->nap = cn_ag.cfg.nap_idle_s ? CN_NAP_AWAKE : CN_NAP_OFF;
 	cn_report_publish();
 }
 
@@ -139,7 +125,7 @@ void cn_report_gpus(bool asleep)
 		       sizeof(st->restore_gpus));
 }
 
-void cn_report_begin(const char *action)
+void cn_report_begin(int action)
 {
 	struct cn_status *st = &cn_ag.st;
 
@@ -174,24 +160,49 @@ static void fmt_secs(double ms, char *buf, size_t len)
 		snprintf(buf, len, "%.2f s", ms / 1000);
 }
 
-static void run_hook(const struct cn_resp *r, const char *what)
+/* What a success is called, by its action: the log line's first word and the hook's event. */
+static const char *done_word(int action)
+{
+	switch (action) {
+	case CN_ACTION_SUSPEND:
+		return "suspended";
+	case CN_ACTION_NAP:
+		return "napped";
+	case CN_ACTION_RESUME:
+		return "resumed";
+	case CN_ACTION_WAKE:
+		return "woke";
+	case CN_ACTION_PREPARE:
+		return "prepared";
+	}
+	return "done";
+}
+
+/* A nap's and a wake's failures are tried again (nap.c says them): no failure hook for them. */
+static bool napping(int action)
+{
+	return action == CN_ACTION_NAP || action == CN_ACTION_WAKE;
+}
+
+static void run_hook(const struct cn_outcome *o)
 {
 	const struct cn_config *cfg = &cn_ag.cfg;
-	const char *hook = NULL, *event = cn_ag.st.action;
-	bool ok = r->result == CUDA_SUCCESS;
+	int action = cn_ag.st.action;
+	const char *hook = NULL, *event = NULL;
 	int rc;
 
-	bool napping = strcmp(event, "nap") == 0 || strcmp(event, "wake") == 0;
-
-	if (!ok && r->result != CUDA_ERROR_NOT_INITIALIZED && !napping)
-		hook = cfg->on_failure, event = "failure"; /* a nap's are tried again: nap.c says */
-	else if (ok && (strcmp(what, "suspended") == 0 || strcmp(what, "napped") == 0))
-		hook = cfg->on_suspended, event = what;
-	else if (ok && (strcmp(what, "resumed") == 0 || strcmp(what, "woke") == 0))
-		hook = cfg->on_resumed, event = what;
+	if (o->result != CN_RES_OK && o->state != CN_STATE_NO_CUDA && !napping(action))
+		hook = cfg->on_failure, event = "failure";
+	else if (o->result == CN_RES_OK &&
+		 (action == CN_ACTION_SUSPEND || action == CN_ACTION_NAP))
+		hook = cfg->on_suspended, event = done_word(action);
+	else if (o->result == CN_RES_OK &&
+		 (action == CN_ACTION_RESUME || action == CN_ACTION_WAKE))
+		hook = cfg->on_resumed, event = done_word(action);
 	if (!hook || !hook[0])
 		return;
-	rc = cn_hooks_run(cfg, hook, event, cn_ag.st.state, cn_ag.st.result);
+	rc = cn_hooks_run(cfg, hook, event, cn_outcome_state_word(cn_ag.st.state),
+			  cn_status_result(&cn_ag.st));
 	if (rc == -ETIMEDOUT)
 		cn_log(cfg, CN_LOG_ERROR, "%s hook killed after %u ms", event,
 		       cfg->hook_timeout_ms);
@@ -199,41 +210,82 @@ static void run_hook(const struct cn_resp *r, const char *what)
 		cn_log(cfg, CN_LOG_ERROR, "%s hook exited with %d", event, rc);
 }
 
-void cn_report_finish(const struct cn_resp *r, const char *what, const char *message)
+/* The outcome of r: its result, and the state it leaves (no CUDA for a process without it or a
+ * machine without a driver; the state recorded when the driver's is not known). */
+static struct cn_outcome outcome_of(const struct cn_resp *r)
 {
-	struct cn_status *st = &cn_ag.st;
-	const char *state = state_name(r->state);
-	bool ok = r->result == CUDA_SUCCESS;
-	char total[32], steps[200];
-	size_t o;
+	struct cn_outcome o = { r->state, r->result };
 
 	if (r->result == CUDA_ERROR_NOT_INITIALIZED || r->result == CN_RES_NO_DRIVER)
-		state = "no-cuda";
-	if (state)
-		snprintf(st->state, sizeof(st->state), "%s", state);
+		o.state = CN_STATE_NO_CUDA;
+	else if (o.state < CN_STATE_RUNNING || o.state > CN_STATE_FAILED)
+		o.state = cn_ag.st.state;
+	return o;
+}
+
+/* The status file, then the log line; the hook when asked. */
+static struct cn_outcome finish(const struct cn_resp *r, const char *message, bool already)
+{
+	struct cn_status *st = &cn_ag.st;
+	struct cn_outcome o = outcome_of(r);
+	bool ok = o.result == CN_RES_OK;
+	char total[32], steps[200];
+	size_t n;
+
+	st->state = o.state;
 	st->busy = false;
 	st->seq++;
 	cn_nccl_describe(st->nccl, sizeof(st->nccl));
-	snprintf(st->result, sizeof(st->result), "%s", ok ? "ok" : r->name);
+	st->result = o.result;
+	snprintf(st->result_name, sizeof(st->result_name), "%s", o.result > 0 ? r->name : "");
 	snprintf(st->message, sizeof(st->message), "%s", message);
 	/* From the agent's wake to now: what the user waited for, the steps and the rest. */
 	st->total_ms = cn_clock_ms() - t_begin;
-	o = cn_status_steps(st, steps, sizeof(steps));
+	n = cn_status_steps(st, steps, sizeof(steps));
 	cn_report_publish();
 
 	fmt_secs(st->total_ms, total, sizeof(total));
-	if (strcmp(st->action, "nap") == 0 || strcmp(st->action, "wake") == 0)
+	if (napping(st->action))
 		; /* nap.c says it, with the nap's own figures, and a failure once */
-	else if (ok && o)
-		cn_log(&cn_ag.cfg, CN_LOG_INFO, "%s in %s (%s)", what, total, steps);
-	else if (ok || r->result == CUDA_ERROR_NOT_INITIALIZED)
+	else if (ok && n && !already)
+		cn_log(&cn_ag.cfg, CN_LOG_INFO, "%s in %s (%s)", done_word(st->action), total,
+		       steps);
+	else if (ok || o.state == CN_STATE_NO_CUDA)
 		cn_log(&cn_ag.cfg, CN_LOG_INFO, "%s", message);
 	else
-		cn_log(&cn_ag.cfg, CN_LOG_ERROR, "%s failed: %s: %s; state %s", st->action, r->name,
-		       message, st->state);
+		cn_log(&cn_ag.cfg, CN_LOG_ERROR, "%s failed: %s: %s; state %s",
+		       cn_outcome_action_word(st->action), cn_status_result(st), message,
+		       cn_outcome_state_word(st->state));
 	/* The host copy a restore gave back is unmapped now that the outcome is out. */
 	cn_staging_free_retired_soon();
-	run_hook(r, what);
+	if (!already)
+		run_hook(&o);
+	return o;
+}
+
+struct cn_outcome cn_report_finish(const struct cn_resp *r, const char *message)
+{
+	return finish(r, message, false);
+}
+
+struct cn_outcome cn_report_already(const struct cn_resp *r, const char *message)
+{
+	return finish(r, message, true);
+}
+
+struct cn_outcome cn_report_fail(int result, const char *message)
+{
+	struct cn_resp r;
+
+	memset(&r, 0, sizeof(r));
+	r.result = result;
+	r.state = CN_STATE_UNKNOWN;
+	return finish(&r, message, false);
+}
+
+struct cn_outcome cn_report_outcome(void)
+{
+	return (struct cn_outcome){ cn_ag.st.state, cn_ag.st.result };
 }
 
 /* An app's handler that re-raises our signal (faulthandler.register(..., chain=True) does) makes
@@ -242,9 +294,7 @@ void cn_report_finish(const struct cn_resp *r, const char *what, const char *mes
  * contradicts is news, and reported. */
 bool cn_report_redundant(const struct cn_status *before, const struct cn_resp *r, const char *msg)
 {
-	const char *now = state_name(r->state);
-
-	if (!now || strcmp(now, before->state) != 0 || before->busy)
+	if (r->state < CN_STATE_RUNNING || r->state != before->state || before->busy)
 		return false;
 	cn_ag.st = *before;
 	cn_ag.st.seq++;

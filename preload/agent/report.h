@@ -10,8 +10,9 @@
 /* A fresh process's status (at start, and in a forked child): its first status file. */
 void cn_report_start(void);
 
-/* Start an action in the status (not written yet: see steps.c). */
-void cn_report_begin(const char *action);
+/* Start an action (enum cn_action) in the status; not written yet: the first driver call says
+ * where the process stands first. */
+void cn_report_begin(int action);
 
 /* Write the status file as it stands. */
 void cn_report_publish(void);
@@ -23,9 +24,17 @@ void cn_report_write(void);
 /* The time a driver call took, as a step of the action. */
 void cn_report_step(enum cn_step s, const struct cn_resp *r);
 
-/* The end of an action: the status file, then one log line, then the INI's hook. what is
- * "suspended", "resumed", "prepared", "already" or the verb of a failure. */
-void cn_report_finish(const struct cn_resp *r, const char *what, const char *message);
+/* The end of an action, in this order: the status file, one log line, then the INI's hook. A
+ * success is called by its action (suspended, resumed, napped, woke, prepared). What it ended
+ * with comes back. */
+struct cn_outcome cn_report_finish(const struct cn_resp *r, const char *message);
+/* The same for an action that found nothing to do (the process was where it was asked to be):
+ * no hook. */
+struct cn_outcome cn_report_already(const struct cn_resp *r, const char *message);
+/* The same for an action that ended before any driver call, with one of cudanap's results. */
+struct cn_outcome cn_report_fail(int result, const char *message);
+/* What the last action ended with, as the status says. */
+struct cn_outcome cn_report_outcome(void);
 
 /* A signal that asks for the state the process is already in, as recorded: counted, the last real
  * outcome kept. False when it is news after all (the driver contradicts the record). */

@@ -60,14 +60,15 @@ int cn_requests_take(const char *what, char *buf, size_t len)
 	return (int)strlen(buf);
 }
 
-bool cn_requests_state(const char *verb, struct cn_resp *r)
+bool cn_requests_state(struct cn_resp *r)
 {
 	char msg[96];
 
 	if (cn_requests_call(CN_OP_STATE, r) == 0)
 		return true;
-	snprintf(msg, sizeof(msg), "this process has not initialised CUDA: nothing to %s", verb);
-	cn_report_finish(r, verb, r->result == CUDA_ERROR_NOT_INITIALIZED ? msg : r->message);
+	snprintf(msg, sizeof(msg), "this process has not initialised CUDA: nothing to %s",
+		 cn_outcome_action_word(cn_ag.st.action));
+	cn_report_finish(r, r->result == CUDA_ERROR_NOT_INITIALIZED ? msg : r->message);
 	return false;
 }
 

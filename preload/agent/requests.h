@@ -22,6 +22,6 @@ int cn_requests_take(const char *what, char *buf, size_t len);
 
 /* The first driver call of an action: where the process stands. False when that ended the action
  * (no CUDA, no driver, no controller), and reported. */
-bool cn_requests_state(const char *verb, struct cn_resp *resp);
+bool cn_requests_state(struct cn_resp *resp);
 
 #endif

@@ -24,6 +24,7 @@
 #include "staging.h"
 #include "reload.h"
 #include "requests.h"
+#include "cn_words.h"
 
 /* The map of this resume: the one given (a nap's wake), a one-shot `cudanap resume --gpu-map`
  * left, else the INI's. False when
@@ -32,25 +33,20 @@
 static bool this_map(const char *given)
 {
 	char text[CN_ERR_LEN], err[CN_ERR_LEN], msg[CN_ERR_LEN + 64];
-	struct cn_resp r;
 	unsigned n;
 
 	cn_ag.n_pairs = cn_ag.cfg.n_pairs;
 	memcpy(cn_ag.pairs, cn_ag.cfg.pairs, sizeof(cn_ag.pairs));
 	if (given)
 		snprintf(text, sizeof(text), "%s", given);
-	else if (cn_requests_take("gpu-map", text, sizeof(text)) < 0)
+	else if (cn_requests_take(CN_NOTE_GPU_MAP, text, sizeof(text)) < 0)
 		return true;
 	if (cn_gpumap_parse(text, cn_ag.pairs, &n, err, sizeof(err)) == 0) {
 		cn_ag.n_pairs = n;
 		return true;
 	}
-	memset(&r, 0, sizeof(r));
-	r.result = CN_RES_BAD_MAP;
-	r.state = CN_STATE_UNKNOWN;
-	snprintf(r.name, sizeof(r.name), "BAD_GPU_MAP");
 	snprintf(msg, sizeof(msg), "--gpu-map: %s; still suspended", err);
-	cn_report_finish(&r, "resume", msg);
+	cn_report_fail(CN_RES_BAD_MAP, msg);
 	return false;
 }
 
@@ -89,110 +85,119 @@ static void gate_open(void)
 }
 
 /* The last step: the NCCL communicators resumed with the job's other ranks, if suspended. */
-static void comms_resume(struct cn_resp *r, const char *name)
+static struct cn_outcome comms_resume(struct cn_resp *r, bool wake)
 {
 	char msg[420];
-	bool wake = strcmp(name, "wake") == 0;
 
 	if (cn_nccl_resume(r, msg, sizeof(msg)) < 0)
-		cn_report_finish(r, name, msg);
-	else
-		cn_report_finish(r, wake ? "woke" : "resumed", wake ? "woke" : "resumed");
+		return cn_report_finish(r, msg);
+	return cn_report_finish(r, wake ? "woke" : "resumed");
 }
 
-void cn_resume(void)
+/* A hibernated copy read back into RAM. -1 when it could not be: the process stays asleep. */
+static int read_back(struct cn_resp *r)
 {
-	cn_resume_as(false, NULL, 0);
-}
+	char msg[360];
+	double ms;
 
-void cn_resume_as(bool wake, const char *map, unsigned wake_wait_ms)
-{
-	struct cn_status before = cn_ag.st;
-	bool from_disk = cn_ag.hib_addr != NULL;
-	const char *name = wake ? "wake" : "resume";
-	struct cn_resp r;
-
-	cn_report_begin(name);
-	if (!cn_reload(name) || !this_map(map))
-		return;
-	if (!cn_requests_state(name, &r))
-		return;
-	if (r.state == CN_STATE_RUNNING && cn_comms_suspended()) {
-		/* Running, its communicators waiting for the job: a resume that failed to meet the
-		 * other ranks, or a suspend that failed after them. */
-		cn_report_publish();
-		comms_resume(&r, name);
-		return;
-	}
-	if (r.state == CN_STATE_RUNNING) {
-		if (!cn_report_redundant(&before, &r, "already running"))
-			cn_report_finish(&r, "already", "already running");
-		return;
-	}
-	cn_report_publish();
-	if (r.state == CN_STATE_CHECKPOINTED && cn_ag.hib_addr) {
-		char msg[360];
-		double ms;
-
-		if (cn_hibernate_readback(cn_ag.hib_addr, cn_ag.hib_len, cn_ag.cfg.prefault_threads, &ms,
-				    msg, sizeof(msg)) < 0) {
-			r.result = CN_RES_DISK;
-			snprintf(r.name, sizeof(r.name), "HIBERNATE_READ_ERROR");
-			snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg),
-				 "; still suspended, the file kept while the process lives");
-			cn_report_finish(&r, name, msg);
-			return;
-		}
+	if (cn_hibernate_readback(cn_ag.hib_addr, cn_ag.hib_len, cn_ag.cfg.prefault_threads, &ms,
+				  msg, sizeof(msg)) == 0) {
 		cn_ag.st.step_ms[CN_STEP_READBACK] = ms;
+		return 0;
 	}
-	if (r.state == CN_STATE_CHECKPOINTED) {
-		/* A controller that died mid-restore may have left it restored and locked: then
-		 * the unlock below finishes the resume. */
-		if (restore(&r, wake ? wake_wait_ms : cn_ag.cfg.room_wait_s * 1000) < 0 &&
-		    !(r.result == CN_RES_IO && r.state == CN_STATE_LOCKED)) {
-			char msg[320];
+	r->result = CN_RES_READBACK;
+	snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg),
+		 "; still suspended, the file kept while the process lives");
+	cn_report_finish(r, msg);
+	return -1;
+}
 
-			snprintf(msg, sizeof(msg), "restore: %s%s", r.message,
-				 r.result == CN_RES_NO_ROOM
-					 ? "; still suspended: resume again when there is room"
-					 : "");
-			cn_report_finish(&r, name, msg);
-			return;
-		}
-		cn_report_step(CN_STEP_RESTORE, &r);
-		/* A controller that died mid-restore left no word of where: the last is kept. */
-		if (r.result == CUDA_SUCCESS)
-			cn_state_moved(&r);
-		cn_ag.st.reserve_ms = r.check_ms + r.hold_ms;
-		cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
-		       "restore: %.1f ms checking room, %.1f ms holding memory, %.1f ms in the "
-		       "driver",
-		       r.check_ms, r.hold_ms, r.elapsed_ms - cn_ag.st.reserve_ms);
-	}
-	if (cn_requests_call(CN_OP_UNLOCK, &r) < 0) {
-		char msg[320];
+/* The restore onto the map's GPUs. A controller that died mid-restore may have left the process
+ * restored and locked: then the unlock that follows finishes the resume. -1 when it did not
+ * restore: reported, the process still asleep. */
+static int restore_step(struct cn_resp *r, unsigned wait_ms)
+{
+	char msg[320];
 
-		snprintf(msg, sizeof(msg), "unlock: %s", r.message);
-		cn_report_finish(&r, name, msg);
-		return;
+	if (restore(r, wait_ms) < 0 &&
+	    !(r->result == CN_RES_CONTROLLER_GONE && r->state == CN_STATE_LOCKED)) {
+		snprintf(msg, sizeof(msg), "restore: %s%s", r->message,
+			 r->result == CN_RES_NO_ROOM
+				 ? "; still suspended: resume again when there is room"
+				 : "");
+		cn_report_finish(r, msg);
+		return -1;
 	}
-	cn_report_step(CN_STEP_UNLOCK, &r);
+	cn_report_step(CN_STEP_RESTORE, r);
+	/* A controller that died mid-restore left no word of where: the last is kept. */
+	if (r->result == CUDA_SUCCESS)
+		cn_state_moved(r);
+	cn_ag.st.reserve_ms = r->check_ms + r->hold_ms;
+	cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
+	       "restore: %.1f ms checking room, %.1f ms holding memory, %.1f ms in the driver",
+	       r->check_ms, r->hold_ms, r->elapsed_ms - cn_ag.st.reserve_ms);
+	return 0;
+}
+
+/* After the unlock: the app's calls go on, the host copy is given back. */
+static void running_again(void)
+{
+	struct cn_staging_stats ss;
+
 	gate_open();
 	if (cn_ag.hib_addr) {
 		/* The driver unmapped its copy after the restore: the file goes with its fd. */
 		cn_hibernate_close();
 		cn_ag.hib_addr = NULL;
 	}
-	{
-		struct cn_staging_stats ss;
-
-		cn_staging_unmap_stats(&ss);
-		if (ss.bytes)
-			cn_ag.st.unmap_ms = ss.unmap_ms;
-	}
+	cn_staging_unmap_stats(&ss);
+	if (ss.bytes)
+		cn_ag.st.unmap_ms = ss.unmap_ms;
 	cn_report_gpus(false);
-	comms_resume(&r, name);
-	if (strcmp(cn_ag.st.result, "ok") == 0)
+}
+
+struct cn_outcome cn_resume(void)
+{
+	return cn_resume_as(false, NULL, 0);
+}
+
+struct cn_outcome cn_resume_as(bool wake, const char *map, unsigned wake_wait_ms)
+{
+	struct cn_status before = cn_ag.st;
+	bool from_disk = cn_ag.hib_addr != NULL;
+	struct cn_outcome o;
+	struct cn_resp r;
+	char msg[320];
+
+	cn_report_begin(wake ? CN_ACTION_WAKE : CN_ACTION_RESUME);
+	if (!cn_reload() || !this_map(map) || !cn_requests_state(&r))
+		return cn_report_outcome();
+	if (r.state == CN_STATE_RUNNING && cn_comms_suspended()) {
+		/* Running, its communicators waiting for the job: a resume that failed to meet the
+		 * other ranks, or a suspend that failed after them. */
+		cn_report_publish();
+		return comms_resume(&r, wake);
+	}
+	if (r.state == CN_STATE_RUNNING) {
+		if (cn_report_redundant(&before, &r, "already running"))
+			return cn_report_outcome();
+		return cn_report_already(&r, "already running");
+	}
+	cn_report_publish();
+	if (r.state == CN_STATE_CHECKPOINTED && cn_ag.hib_addr && read_back(&r) < 0)
+		return cn_report_outcome();
+	if (r.state == CN_STATE_CHECKPOINTED &&
+	    restore_step(&r, wake ? wake_wait_ms : cn_ag.cfg.room_wait_s * 1000) < 0)
+		return cn_report_outcome();
+	if (cn_requests_call(CN_OP_UNLOCK, &r) < 0) {
+		snprintf(msg, sizeof(msg), "unlock: %s", r.message);
+		return cn_report_finish(&r, msg);
+	}
+	cn_report_step(CN_STEP_UNLOCK, &r);
+	running_again();
+	o = comms_resume(&r, wake);
+	if (o.result == CN_RES_OK)
 		cn_rates_record(cn_ag.model, from_disk ? CN_RATE_RESUME_DISK : CN_RATE_RESUME,
 				cn_ag.st.footprint_mib / 1024, cn_ag.st.total_ms / 1000);
+	return o;
 }

@@ -186,7 +186,7 @@ static int close_gate(struct cn_resp *r, char *msg, size_t len)
 	if (cn_gate_close(t, &ms, why, sizeof(why)) < 0) {
 		r->result = CUDA_ERROR_NOT_READY;
 		r->state = CN_STATE_RUNNING;
-		snprintf(r->name, sizeof(r->name), "CUDA_ERROR_NOT_READY");
+		r->name[0] = '\0';
 		snprintf(msg, len,
 			 "%s for %u ms (%s): GPU work still running; the process keeps running",
 			 why, t, lock_limit_ms ? "a nap's lock" : "[lock] timeout_ms");
@@ -206,106 +206,76 @@ static void comms_stay(char *msg, size_t len)
 			 "; its NCCL communicators stay suspended until the job is resumed");
 }
 
-void cn_suspend(void)
+struct cn_outcome cn_suspend(void)
 {
-	cn_suspend_as(false, 0);
+	return cn_suspend_as(false, 0);
 }
 
-void cn_suspend_as(bool nap, unsigned lock_limit)
+/* The checks before anything is done, for a running process: the preflight (a nap's too), the
+ * room for the host copy on disk. -1 with msg when the suspend is refused. */
+static int refused(bool nap, char *msg, size_t len)
 {
-	struct cn_status before = cn_ag.st;
-	const char *name = nap ? "nap" : "suspend";
 	struct cn_nccl_facts nf;
-	struct cn_resp r;
+
+	return (nap && cn_preflight_nap(cn_nccl_facts(&nf), msg, len) < 0) ||
+			       cn_preflight_suspend(&cn_ag.cfg, cn_nccl_facts(&nf), msg, len) < 0 ||
+			       hibernate_setup(msg, len) < 0
+		       ? -1
+		       : 0;
+}
+
+/* The lock, for a running process whose gate is closed. -1 with msg when it failed: the process
+ * is unlocked again if the lock was had. */
+static int lock(bool nap, struct cn_resp *r, char *msg, size_t len)
+{
+	if (cn_requests_call(CN_OP_LOCK, r) == 0) {
+		cn_report_step(CN_STEP_LOCK, r);
+		return 0;
+	}
+	if (r->result == CUDA_ERROR_NOT_READY)
+		snprintf(msg, len,
+			 "lock timed out after %u ms: GPU work still running (%s); the process "
+			 "keeps running",
+			 lock_budget(), nap ? "a nap's lock" : "[lock] timeout_ms");
+	else if (r->result == CN_RES_NO_HOST || r->result == CN_RES_NO_DISK)
+		snprintf(msg, len, "%s; the process keeps running", r->message);
+	else
+		snprintf(msg, len, "lock: %s", r->message);
+	if (r->state == CN_STATE_LOCKED)
+		unlock_after(r, msg, len);
+	comms_stay(msg, len);
+	return -1;
+}
+
+/* After a failed checkpoint. The driver leaves the process LOCKED after one (measured with
+ * managed memory: docs/DRIVER.md): it is unlocked, so that it runs on; a controller that died
+ * mid-checkpoint may have left it done, and then it stays. */
+static struct cn_outcome checkpoint_failed(struct cn_resp *r, char *msg, size_t len)
+{
+	snprintf(msg, len, "checkpoint: %s%s", r->message,
+		 r->result == CUDA_ERROR_NOT_SUPPORTED ? " (the driver cannot checkpoint a process "
+							 "that uses managed memory, CUDA IPC, MIG "
+							 "or MPS)"
+						       : "");
+	if (r->state != CN_STATE_CHECKPOINTED)
+		unlock_after(r, msg, len);
+	comms_stay(msg, len);
+	return cn_report_finish(r, msg);
+}
+
+/* After the checkpoint: where the memory was, the outcome, the estimates' sample. */
+static struct cn_outcome suspended(bool nap, bool was_prepared, struct cn_resp *r)
+{
+	struct cn_outcome o;
 	char msg[420];
-	bool was_prepared;
-	int rc;
 
-	as_nap = nap;
-	lock_limit_ms = lock_limit;
-	cn_report_begin(name);
-	cn_ag.hib = false; /* set again by hibernate_setup, for this suspend only */
-	if (!cn_reload(name) || !cn_requests_state(name, &r))
-		return;
-	if (r.state == CN_STATE_CHECKPOINTED) {
-		const char *why =
-			strcmp(cn_ag.st.nap, "off") && strcmp(cn_ag.st.nap, "awake") &&
-					cn_ag.st.nap[0]
-				? "napping already: it wakes at its next CUDA call that needs "
-				  "the GPU (cudanap resume wakes it now)"
-				: "already suspended";
-
-		if (!cn_report_redundant(&before, &r, why))
-			cn_report_finish(&r, "already", why);
-		return;
-	}
-	if (r.state == CN_STATE_RUNNING &&
-	    ((nap && cn_preflight_nap(cn_nccl_facts(&nf), msg, sizeof(msg)) < 0) ||
-	     cn_preflight_suspend(&cn_ag.cfg, cn_nccl_facts(&nf), msg, sizeof(msg)) < 0 ||
-	     hibernate_setup(msg, sizeof(msg)) < 0)) {
-		r.result = CN_RES_REFUSED;
-		snprintf(r.name, sizeof(r.name), "REFUSED");
-		cn_report_finish(&r, name, msg);
-		return;
-	}
-	cn_report_publish();
-	if (r.state == CN_STATE_RUNNING && cn_nccl_suspend(&r, msg, sizeof(msg)) < 0) {
-		cn_report_finish(&r, name, msg);
-		return;
-	}
-	if (r.state == CN_STATE_LOCKED)
-		cn_gate_shut(); /* a failed unlock's: its callers wait inside the driver */
-	else if (r.state == CN_STATE_RUNNING && close_gate(&r, msg, sizeof(msg)) < 0) {
-		comms_stay(msg, sizeof(msg));
-		cn_report_finish(&r, name, msg);
-		return;
-	}
-	if (r.state == CN_STATE_RUNNING) {
-		if (cn_requests_call(CN_OP_LOCK, &r) < 0) {
-			if (r.result == CUDA_ERROR_NOT_READY)
-				snprintf(msg, sizeof(msg),
-					 "lock timed out after %u ms: GPU work still running "
-					 "(%s); the process keeps running",
-					 lock_budget(), nap ? "a nap's lock" : "[lock] timeout_ms");
-			else if (r.result == CN_RES_NO_HOST || r.result == CN_RES_DISK)
-				snprintf(msg, sizeof(msg), "%s; the process keeps running",
-					 r.message);
-			else
-				snprintf(msg, sizeof(msg), "lock: %s", r.message);
-			if (r.state == CN_STATE_LOCKED)
-				unlock_after(&r, msg, sizeof(msg));
-			comms_stay(msg, sizeof(msg));
-			cn_report_finish(&r, name, msg);
-			return;
-		}
-		cn_report_step(CN_STEP_LOCK, &r);
-	}
-	was_prepared = cn_ag.prepared_bytes != 0;
-	rc = checkpoint(&r);
-	if (cn_ag.prepared_bytes)
-		cn_prepare_release(); /* used by this checkpoint, or never to be */
-	if (rc < 0) {
-		/* The driver leaves the process LOCKED after a failed checkpoint (measured with
-		 * managed memory, DESIGN.md): unlock it so that it runs on. */
-		snprintf(msg, sizeof(msg), "checkpoint: %s%s", r.message,
-			 r.result == CUDA_ERROR_NOT_SUPPORTED ? " (the driver cannot checkpoint a "
-								"process that uses managed memory, "
-								"CUDA IPC, MIG or MPS)"
-							      : "");
-		/* A controller that died mid-checkpoint may have left it done: then it stays. */
-		if (r.state != CN_STATE_CHECKPOINTED)
-			unlock_after(&r, msg, sizeof(msg));
-		comms_stay(msg, sizeof(msg));
-		cn_report_finish(&r, name, msg);
-		return;
-	}
-	cn_report_step(CN_STEP_CHECKPOINT, &r);
-	cn_state_remember(&r);
+	cn_report_step(CN_STEP_CHECKPOINT, r);
+	cn_state_remember(r);
 	cn_report_gpus(true);
 	cn_ag.st.footprint_mib = cn_state_footprint_mib();
-	if (r.note[0])
+	if (r->note[0])
 		cn_log(&cn_ag.cfg, CN_LOG_INFO,
-		       "free GPU memory will not be checked before the restore: %s", r.note);
+		       "free GPU memory will not be checked before the restore: %s", r->note);
 	if (cn_ag.hib_note[0]) {
 		cn_log(&cn_ag.cfg, CN_LOG_ERROR, "hibernate: %s", cn_ag.hib_note);
 		snprintf(msg, sizeof(msg), "suspended; hibernate: %s", cn_ag.hib_note);
@@ -313,9 +283,64 @@ void cn_suspend_as(bool nap, unsigned lock_limit)
 		snprintf(msg, sizeof(msg), cn_ag.hib_addr ? "%s to %s" : "%s",
 			 nap ? "napped" : "suspended", cn_hibernate_dir());
 	}
-	cn_report_finish(&r, nap ? "napped" : "suspended", msg);
+	o = cn_report_finish(r, msg);
 	if (!was_prepared) /* a prepared one only copies: not what the estimates are for */
 		cn_rates_record(cn_ag.model,
 				cn_ag.hib_addr ? CN_RATE_SUSPEND_DISK : CN_RATE_SUSPEND,
 				cn_ag.st.footprint_mib / 1024, cn_ag.st.total_ms / 1000);
+	return o;
+}
+
+/* Asleep already: a nap that wakes by itself, or a suspend. */
+static struct cn_outcome already(const struct cn_status *before, const struct cn_resp *r)
+{
+	int nap = cn_ag.st.nap;
+	const char *why = nap == CN_NAP_NAPPING || nap == CN_NAP_WAKING || nap == CN_NAP_WAITING
+				  ? "napping already: it wakes at its next CUDA call that needs "
+				    "the GPU (cudanap resume wakes it now)"
+				  : "already suspended";
+
+	if (cn_report_redundant(before, r, why))
+		return cn_report_outcome();
+	return cn_report_already(r, why);
+}
+
+struct cn_outcome cn_suspend_as(bool nap, unsigned lock_limit)
+{
+	struct cn_status before = cn_ag.st;
+	struct cn_resp r;
+	char msg[420];
+	bool was_prepared;
+	int rc;
+
+	as_nap = nap;
+	lock_limit_ms = lock_limit;
+	cn_report_begin(nap ? CN_ACTION_NAP : CN_ACTION_SUSPEND);
+	cn_ag.hib = false; /* set again by hibernate_setup, for this suspend only */
+	if (!cn_reload() || !cn_requests_state(&r))
+		return cn_report_outcome();
+	if (r.state == CN_STATE_CHECKPOINTED)
+		return already(&before, &r);
+	if (r.state == CN_STATE_RUNNING && refused(nap, msg, sizeof(msg)) < 0) {
+		r.result = CN_RES_REFUSED;
+		return cn_report_finish(&r, msg);
+	}
+	cn_report_publish();
+	if (r.state == CN_STATE_RUNNING && cn_nccl_suspend(&r, msg, sizeof(msg)) < 0)
+		return cn_report_finish(&r, msg);
+	if (r.state == CN_STATE_LOCKED) {
+		cn_gate_shut(); /* a failed unlock's: its callers wait inside the driver */
+	} else if (r.state == CN_STATE_RUNNING && close_gate(&r, msg, sizeof(msg)) < 0) {
+		comms_stay(msg, sizeof(msg));
+		return cn_report_finish(&r, msg);
+	}
+	if (r.state == CN_STATE_RUNNING && lock(nap, &r, msg, sizeof(msg)) < 0)
+		return cn_report_finish(&r, msg);
+	was_prepared = cn_ag.prepared_bytes != 0;
+	rc = checkpoint(&r);
+	if (cn_ag.prepared_bytes)
+		cn_prepare_release(); /* used by this checkpoint, or never to be */
+	if (rc < 0)
+		return checkpoint_failed(&r, msg, sizeof(msg));
+	return suspended(nap, was_prepared, &r);
 }

@@ -4,10 +4,12 @@
 
 #include <stdbool.h>
 
-/* A suspend asked by a signal. */
-void cn_suspend(void);
+#include "cn_outcome.h"
+
+/* A suspend asked by a signal; what it ended with. */
+struct cn_outcome cn_suspend(void);
 /* The same for a nap (nap.c): action "nap", its own refusals and host copy ([nap] to), its
  * lock's wait at most lock_limit ms (0: [lock] timeout_ms). */
-void cn_suspend_as(bool nap, unsigned lock_limit);
+struct cn_outcome cn_suspend_as(bool nap, unsigned lock_limit);
 
 #endif

@@ -163,9 +163,9 @@ static void outside(void)
 static void *napping(unsigned idx)
 {
 	int phase = atomic_load(&nap_phase);
-	void *answer = phase == CN_NAP_ASLEEP ? cn_answers_fn(idx) : NULL;
+	void *answer = phase == CN_GATE_NAP_ASLEEP ? cn_answers_fn(idx) : NULL;
 
-	if (answer || phase == CN_NAP_NONE || (phase == CN_NAP_CLOSING && cn_answers_can(idx)))
+	if (answer || phase == CN_GATE_NAP_NONE || (phase == CN_GATE_NAP_CLOSING && cn_answers_can(idx)))
 		return answer;
 	if (!atomic_exchange(&wake_asked, true) && nap_wake)
 		nap_wake();
@@ -202,10 +202,10 @@ void *cn_gate_pass(unsigned idx)
 	}
 }
 
-void cn_gate_nap(enum cn_nap_phase phase, void (*wake)(void))
+void cn_gate_nap(enum cn_gate_nap phase, void (*wake)(void))
 {
 	pthread_mutex_lock(&mu);
-	if (phase == CN_NAP_CLOSING)
+	if (phase == CN_GATE_NAP_CLOSING)
 		atomic_store(&wake_asked, false);
 	nap_wake = wake;
 	atomic_store(&nap_phase, phase);
@@ -335,7 +335,7 @@ void cn_gate_after_fork(void)
 			thr[i].tid = (pid_t)syscall(SYS_gettid);
 	atomic_store(&unrecorded_in, 0);
 	atomic_store(&cn_gate_word, 0);
-	atomic_store(&nap_phase, CN_NAP_NONE);
+	atomic_store(&nap_phase, CN_GATE_NAP_NONE);
 	atomic_store(&wake_asked, false);
 	/* A context this thread kept during the parent's nap is the parent's. */
 	cn_answers_forget();

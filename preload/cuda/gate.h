@@ -63,8 +63,8 @@ unsigned long cn_gate_work(void);
  * every call waits, those that need the GPU ask for a wake), ASLEEP (calls that need no GPU are
  * answered at the gate, cuda/answers.c; the rest ask for a wake and wait). A wake is asked for
  * once per nap, by calling wake (in an app thread: it must only write to the agent's pipe). */
-enum cn_nap_phase { CN_NAP_NONE, CN_NAP_CLOSING, CN_NAP_ASLEEP };
-void cn_gate_nap(enum cn_nap_phase phase, void (*wake)(void));
+enum cn_gate_nap { CN_GATE_NAP_NONE, CN_GATE_NAP_CLOSING, CN_GATE_NAP_ASLEEP };
+void cn_gate_nap(enum cn_gate_nap phase, void (*wake)(void));
 
 /* ---- for the calls' side (stubs.S, wrap.c) ---- */
 

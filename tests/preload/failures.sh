@@ -75,6 +75,17 @@ like "$out:$rc" "suspend failed: CONFIG_ERROR: $T/job.ini:[0-9]+: lock.timeout_m
 	"a suspend re-reads the INI and refuses a broken one in one line"
 ask A verify 5
 is "$REPLY" "verify ok" "the process runs on"
+# ... and so are a prepare and a nap, which would have suspended it too
+out=$("$CUDANAP" prepare "$pid"); rc=$?
+like "$out:$rc" "prepare failed: CONFIG_ERROR: $T/job.ini:[0-9]+: lock.timeout_ms: .*; the process keeps running \(state running\):1$" \
+	"a prepare with a broken INI: the process keeps running, it says"
+out=$("$CUDANAP" nap "$pid"); rc=$?
+like "$out:$rc" "nap failed: CONFIG_ERROR: $T/job.ini:[0-9]+: lock.timeout_ms: .*; the process keeps running \(state running\):1$" \
+	"a nap with a broken INI: the process keeps running, it says"
+is "$(field "$pid" state):$(field "$pid" result):$(field "$pid" result_code)" "running:CONFIG_ERROR:-4" \
+	"status: running, the result and its code"
+ask A verify 5
+is "$REPLY" "verify ok" "the process runs on"
 write_ini "[lock]" "timeout_ms = 0"
 
 # -- lock without a timeout (read from the INI at that suspend) waits for the kernel

@@ -7,7 +7,7 @@
 # longer than idle_s, keeps it awake and untouched; two threads waking it at once make one wake;
 # signals and the CLI during a nap; wake_on = home and any on two fake GPUs, waiting for room
 # until it appears; an NCCL rank and an IPC importer are not napped, said once; a nap to disk; a
-# forked child; the status fields and the INI's errors.
+# forked child; a wake whose INI broke meanwhile; the status fields and the INI's errors.
 . "$(dirname "$0")/../lib.sh"
 export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake CUDANAP_FAKE_GPUS=2
 mkdir "$T/fake"
@@ -250,6 +250,25 @@ check "the child's queries go on through the parent's naps ($c1 -> $c2)" test "$
 is "$(entered)" 0 "nothing entered the driver while checkpointed"
 kill "$child" 2> /dev/null
 ask R quit
+
+# -- a wake whose INI is now broken: the call waits, the process still napping, it says so; the
+# wake is tried again and goes through once the INI is fixed
+write_ini "[nap]" "idle_s = 1" "[log]" "level = info"
+start W "$TARGET"
+ask W "drv launch export 5"
+check "it naps" eventually 20 state_is "$W_pid" checkpointed
+printf '[lock]\ntimeout_ms = soon\n' >> "$T/job.ini"
+echo "drv launch export 5" >&"$W_in"
+wake_failed() { [ "$(field "$W_pid" action):$(field "$W_pid" result):$(field "$W_pid" state)" = wake:CONFIG_ERROR:checkpointed ]; }
+check "a call wakes it, the INI is broken: the wake fails with CONFIG_ERROR" eventually 10 wake_failed
+like "$(field "$W_pid" message)" "lock.timeout_ms: .*; still napping$" "and says that it is still napping"
+write_ini "[nap]" "idle_s = 1" "[log]" "level = info"
+answer W 20
+is "$REPLY" "launch 0" "the INI fixed, the wake goes through and the call answers right"
+woke "$W_pid"
+ask W verify
+is "$REPLY" "verify ok" "its memory came back intact"
+ask W quit
 
 # -- the INI
 printf '[nap]\nto = disk\n' > "$T/bad.ini"

@@ -174,9 +174,9 @@ int main(void)
 		ok(cn_gate_work() == w0 + 1, "a synchronization is");
 		atomic_store(hold_ms, 0);
 		atomic_store(&stop, false);
-		cn_gate_nap(CN_NAP_CLOSING, wake);
+		cn_gate_nap(CN_GATE_NAP_CLOSING, wake);
 		ok(cn_gate_close(1000, &waited, why, sizeof(why)) == 0, "closed for a nap");
-		cn_gate_nap(CN_NAP_ASLEEP, wake);
+		cn_gate_nap(CN_GATE_NAP_ASLEEP, wake);
 		atomic_store(closed_flag, 1);
 		s0 = atomic_load(syncs);
 		for (int i = 0; i < THREADS; i++)
@@ -191,7 +191,7 @@ int main(void)
 		   atomic_load(&wakes));
 		entered = atomic_load(violations) != 0;
 		atomic_store(closed_flag, 0);
-		cn_gate_nap(CN_NAP_NONE, NULL);
+		cn_gate_nap(CN_GATE_NAP_NONE, NULL);
 		cn_gate_open();
 		atomic_store(&stop, true);
 		for (int i = 0; i < THREADS; i++)

@@ -80,7 +80,7 @@ static void status_of(pid_t pid, uid_t uid)
 
 	cn_status_init(&s, (int)pid);
 	s.starttime = cn_proc_starttime((int)pid);
-	snprintf(s.state, sizeof(s.state), "running");
+	s.state = CN_STATE_RUNNING;
 	cn_status_format(&s, buf, sizeof(buf));
 	snprintf(path, sizeof(path), "%s/%d.json", job, (int)pid);
 	put(path, buf, uid);

@@ -18,10 +18,10 @@ static void sample(struct cn_status *s)
 	cn_status_init(s, 4711);
 	s->starttime = 123456789ULL;
 	snprintf(s->command, sizeof(s->command), "python3 -c \"print('a\\\\b')\"\tx\001");
-	snprintf(s->state, sizeof(s->state), "checkpointed");
+	s->state = CN_STATE_CHECKPOINTED;
 	s->seq = 42;
-	snprintf(s->action, sizeof(s->action), "suspend");
-	snprintf(s->result, sizeof(s->result), "ok");
+	s->action = CN_ACTION_SUSPEND;
+	s->result = CN_RES_OK;
 	snprintf(s->message, sizeof(s->message), "line one\nline \"two\"");
 	s->step_ms[CN_STEP_LOCK] = 0.412;
 	s->step_ms[CN_STEP_CHECKPOINT] = 2100.5;
@@ -48,7 +48,11 @@ static void test_round_trip(void)
 	is_str(b.message, a.message, "message with newline and quotes survives");
 	ok(b.pid == 4711 && b.starttime == 123456789ULL && b.seq == 42 && !b.busy,
 	   "numbers and booleans");
-	is_str(b.state, "checkpointed", "state");
+	ok(b.state == CN_STATE_CHECKPOINTED && b.action == CN_ACTION_SUSPEND && b.result == CN_RES_OK,
+	   "state, action and result come back as numbers");
+	ok(strstr(buf, "\"state\":\"checkpointed\"") && strstr(buf, "\"action\":\"suspend\"") &&
+		   strstr(buf, "\"result\":\"ok\",\"result_code\":0"),
+	   "and are written as words, the result with its code");
 	ok(b.step_ms[CN_STEP_LOCK] > 0.41 && b.step_ms[CN_STEP_LOCK] < 0.42 &&
 		   b.step_ms[CN_STEP_RESTORE] < 0 && b.total_ms > 2100,
 	   "step times");
@@ -66,8 +70,59 @@ static void test_round_trip(void)
 	ok(cn_status_parse("{\"pid\":1,", &b) < 0, "truncated JSON refused");
 	ok(cn_status_parse("[1]", &b) < 0, "not an object refused");
 	ok(cn_status_parse("{\"pid\":7,\"future_key\":\"x\",\"state\":\"running\"}", &b) == 0 &&
-		   strcmp(b.state, "running") == 0,
+		   b.state == CN_STATE_RUNNING,
 	   "unknown keys are skipped");
+}
+
+/* The words of the typed fields are made here and nowhere else: each value and its word, both
+ * ways; a driver's result keeps its name; a file's words that are none of ours read as unknown, and
+ * its result is its code, whatever its words say. */
+static void test_words(void)
+{
+	struct cn_status a, b;
+	char buf[CN_STATUS_MAX];
+	bool all = true;
+
+	for (int st = CN_STATE_RUNNING; st <= CN_STATE_NO_CUDA; st++)
+		all &= cn_outcome_state_of(cn_outcome_state_word(st)) == st;
+	for (int ac = CN_ACTION_START; ac <= CN_ACTION_WAKE; ac++)
+		all &= cn_outcome_action_of(cn_outcome_action_word(ac)) == ac;
+	for (int nap = CN_NAP_OFF; nap <= CN_NAP_REFUSED; nap++)
+		all &= cn_outcome_nap_of(cn_outcome_nap_word(nap)) == nap;
+	for (int ask = CN_ASK_YES; ask <= CN_ASK_ASLEEP; ask++)
+		all &= cn_outcome_ask_of(cn_outcome_ask_word(ask)) == ask;
+	ok(all, "every state, action, nap and answer has a word, and the word its value");
+	is_str(cn_outcome_nap_word(CN_NAP_WAITING), "waiting for room", "a nap's word");
+	is_str(cn_outcome_result_name(CN_RES_NO_ROOM), "NO_GPU_MEMORY", "a result of ours named");
+	ok(cn_outcome_result_name(801) == NULL, "a CUDA result the driver names is not named here");
+
+	sample(&a);
+	a.action = CN_ACTION_WAKE;
+	a.result = 801;
+	snprintf(a.result_name, sizeof(a.result_name), "CUDA_ERROR_NOT_SUPPORTED");
+	a.nap = CN_NAP_WAITING;
+	a.suspendable = CN_ASK_NO_CUDA;
+	ok(cn_status_format(&a, buf, sizeof(buf)) > 0 && cn_status_parse(buf, &b) == 0 &&
+		   b.action == CN_ACTION_WAKE && b.result == 801 && b.nap == CN_NAP_WAITING &&
+		   b.suspendable == CN_ASK_NO_CUDA,
+	   "wake, a driver's result, waiting for room and no-cuda round-trip");
+	is_str(cn_status_result(&b), "CUDA_ERROR_NOT_SUPPORTED", "the driver's name kept");
+	a.busy = true;
+	a.result = CN_RES_NONE;
+	ok(cn_status_format(&a, buf, sizeof(buf)) > 0 && strstr(buf, "\"result\":\"\","),
+	   "no result while the action runs");
+	ok(cn_status_parse("{\"pid\":7,\"state\":\"pid 1\",\"action\":\"\\u001b]0;x\","
+			   "\"result\":\"ok\",\"result_code\":600,\"nap\":\"sleepy\"}",
+			   &b) == 0 &&
+		   b.state == CN_STATE_UNKNOWN && b.action == CN_ACTION_UNKNOWN &&
+		   b.result == 600 && b.nap == CN_NAP_UNSAID,
+	   "a file's strange words read as unknown; its result is its code");
+	ok(cn_status_format(&b, buf, sizeof(buf)) > 0 && strstr(buf, "\"state\":\"\",") &&
+		   strstr(buf, "\"action\":\"\",") &&
+		   strstr(buf, "\"result\":\"CUDA_ERROR_NOT_READY\",\"result_code\":600"),
+	   "and are written again as ours, never as they came");
+	ok(cn_status_parse("{\"pid\":7,\"result\":\"ok\"}", &b) == 0 && b.result == CN_RES_OK,
+	   "a file without the result's code: ok is ok");
 }
 
 static void test_files(void)
@@ -155,6 +210,7 @@ int main(void)
 	if (!mkdtemp(dir))
 		return 1;
 	test_round_trip();
+	test_words();
 	test_files();
 	test_steps();
 	test_notes();

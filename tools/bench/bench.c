@@ -210,8 +210,8 @@ static double signal_wait(struct child *c, int sig, struct cn_status *st)
 
 		nanosleep(&ts, NULL);
 	} while (cn_status_read(opt.dir, c->pid, st) < 0 || st->seq <= seq || st->busy);
-	if (strcmp(st->result, "ok") != 0) {
-		fprintf(stderr, "cudanap-bench: %s: %s\n", st->result, st->message);
+	if (st->result != CN_RES_OK) {
+		fprintf(stderr, "cudanap-bench: %s: %s\n", cn_status_result(st), st->message);
 		exit(1);
 	}
 	return now_s() - t0;
@@ -230,8 +230,8 @@ static void queue_wait(struct child *c, unsigned long seq)
 
 		nanosleep(&ts, NULL);
 	} while (cn_status_read(opt.dir, c->pid, &st) < 0 || st.seq <= seq || st.busy);
-	if (strcmp(st.result, "ok") != 0) {
-		fprintf(stderr, "cudanap-bench: prepare: %s: %s\n", st.result, st.message);
+	if (st.result != CN_RES_OK) {
+		fprintf(stderr, "cudanap-bench: prepare: %s: %s\n", cn_status_result(&st), st.message);
 		exit(1);
 	}
 }

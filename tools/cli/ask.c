@@ -100,7 +100,7 @@ bool ask_line(const struct job *j, char *out, size_t len)
 	}
 	if (strcmp(j->outcome, "busy") == 0 || (strcmp(j->outcome, "no-answer") == 0 && s->busy)) {
 		snprintf(out, len, "%d: would refuse: an action is under way (%s, since %s)",
-			 j->pid, s->action, s->timestamp);
+			 j->pid, cn_outcome_action_word(s->action), s->timestamp);
 		return false;
 	}
 	if (strcmp(j->outcome, "no-answer") == 0) {
@@ -109,7 +109,7 @@ bool ask_line(const struct job *j, char *out, size_t len)
 			 j->pid, strsignal(s->suspend_signal));
 		return false;
 	}
-	if (strcmp(s->suspendable, "no-cuda") == 0 || strcmp(s->suspendable, "asleep") == 0) {
+	if (s->suspendable == CN_ASK_NO_CUDA || s->suspendable == CN_ASK_ASLEEP) {
 		snprintf(out, len, "%d: %s", j->pid, s->why_not);
 		return true;
 	}
@@ -120,7 +120,7 @@ bool ask_line(const struct job *j, char *out, size_t len)
 	if (s->est_suspend_s >= 0)
 		snprintf(est, sizeof(est), "; about %.1f s, resume %.1f s (%s)", s->est_suspend_s,
 			 s->est_resume_s, s->est_source);
-	if (strcmp(s->suspendable, "yes") == 0) {
+	if (s->suspendable == CN_ASK_YES) {
 		snprintf(out, len, "%d: would suspend: %s%s%s", j->pid, on, host, est);
 		return true;
 	}

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cuda_abi.h"
 #include "cn_notes.h"
 #include "cn_words.h"
 
@@ -30,9 +31,9 @@ static bool comms_suspended(const struct cn_status *s)
 }
 
 /* The state a verb leads to (a prepared process runs on). */
-static const char *goal(enum verb v)
+static int goal(enum verb v)
 {
-	return v == VERB_SUSPEND || v == VERB_NAP ? "checkpointed" : "running";
+	return v == VERB_SUSPEND || v == VERB_NAP ? CN_STATE_CHECKPOINTED : CN_STATE_RUNNING;
 }
 
 /* The job's line and its outcome in one word. */
@@ -57,8 +58,8 @@ static void outcome(struct job *j, const struct cn_status *s, enum verb v)
 	j->done = true;
 	j->st = *s;
 	j->have_st = true;
-	j->no_cuda = strcmp(s->state, "no-cuda") == 0;
-	j->ok = strcmp(s->result, "ok") == 0 && strcmp(s->state, goal(v)) == 0 &&
+	j->no_cuda = s->state == CN_STATE_NO_CUDA;
+	j->ok = s->result == CN_RES_OK && s->state == goal(v) &&
 		!(v == VERB_RESUME && comms_suspended(s));
 	cli_fmt_ms(s->total_ms, total, sizeof(total));
 	if (j->ok && v == VERB_PREPARE && s->prepared)
@@ -77,12 +78,12 @@ static void outcome(struct job *j, const struct cn_status *s, enum verb v)
 		say(j, "already", "%s", s->message);
 	else
 		say(j, j->no_cuda ? "no-cuda" : "failed", "%s failed: %s: %s (state %s)",
-		    verb_name[v], s->result, s->message, s->state);
+		    verb_name[v], cn_status_result(s), s->message, cn_outcome_state_word(s->state));
 }
 
-/* What an action asks for beyond the INI, in <status dir>/<pid>.<what>, read once (and removed)
- * by the process's agent at that action: "hibernate" (suspend --to-disk), "gpu-map" (resume
- * --gpu-map). */
+/* What an action asks for beyond the INI, in a note <status dir>/<pid>.<what> read once (and
+ * removed) by the process's agent at that action: the directory of suspend --to-disk, the map of
+ * resume --gpu-map (cn_words.h). */
 static int ask(const struct job *j, const char *what, const char *text)
 {
 	int r = cn_notes_put(j->dir, j->pid, what, text);
@@ -132,7 +133,7 @@ static void send_one(struct job *j, const struct plan *p)
 	j->st = s;
 	/* Running with its NCCL communicators suspended (a resume that did not meet all the job's
 	 * ranks, a suspend that failed after them) is not yet resumed. */
-	if ((v == VERB_PREPARE ? strcmp(s.state, "checkpointed") : strcmp(s.state, goal(v))) == 0 &&
+	if (s.state == (v == VERB_PREPARE ? CN_STATE_CHECKPOINTED : goal(v)) &&
 	    !s.busy && !(v == VERB_RESUME && comms_suspended(&s))) {
 		j->done = j->ok = true;
 		say(j, "already", "already %s%s", v == VERB_RESUME ? "running" : "suspended",
@@ -140,8 +141,8 @@ static void send_one(struct job *j, const struct plan *p)
 		return;
 	}
 	j->seq0 = s.seq;
-	if ((v == VERB_SUSPEND && p->to_disk && ask(j, "hibernate", p->to_disk) < 0) ||
-	    (v == VERB_RESUME && p->gpu_map && ask(j, "gpu-map", p->gpu_map) < 0)) {
+	if ((v == VERB_SUSPEND && p->to_disk && ask(j, CN_NOTE_HIBERNATE, p->to_disk) < 0) ||
+	    (v == VERB_RESUME && p->gpu_map && ask(j, CN_NOTE_GPU_MAP, p->gpu_map) < 0)) {
 		j->done = true;
 		say(j, "error", "%s: cannot write in %s: %s; nothing sent",
 		    v == VERB_SUSPEND ? "--to-disk" : "--gpu-map", j->dir, strerror(errno));
@@ -223,7 +224,7 @@ static const struct job *first_failure(const struct job *jobs, int n, bool *all_
 		if (jobs[i].ok || jobs[i].no_cuda)
 			continue;
 		first = first ? first : &jobs[i];
-		*all_timeouts &= strcmp(jobs[i].st.result, "CUDA_ERROR_NOT_READY") == 0;
+		*all_timeouts &= jobs[i].st.result == CUDA_ERROR_NOT_READY;
 	}
 	return first;
 }
@@ -250,7 +251,7 @@ static int roll_back(const struct job *jobs, int n, const struct plan *p, struct
 		const struct job *j = &jobs[i];
 
 		if (j->sent && !j->no_cuda &&
-		    (!(j->done && strcmp(j->st.state, "running") == 0) || comms_suspended(&j->st)))
+		    (!(j->done && j->st.state == CN_STATE_RUNNING) || comms_suspended(&j->st)))
 			back[m++].pid = j->pid;
 	}
 	if (m == 0) {

@@ -1,5 +1,5 @@
 /* ncclcut: the command line's side of the cut at which the ranks of an NCCL job suspend and
- * resume their communicators (preload/nccl/cut.c has the ranks' side and comms.c why). Files
+ * resume their communicators (preload/agent/nccl.c has the ranks' side and preload/nccl/comms.c why). Files
  * beside each process's status file: at a suspend every rank says how many operations it has
  * issued on each communicator (nccl-cut), this command answers each with the most any rank has
  * issued (nccl-go), the ranks say when they are there (nccl-ready), and this command lets them all
@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cn_words.h"
 #include "cn_notes.h"
 
 #define MAX_LINES 1024
@@ -97,7 +98,7 @@ static void abort_all(struct job *jobs, int n, const int *state, const char *why
 	snprintf(text, sizeof(text), "%s\n", why);
 	for (int i = 0; i < n; i++)
 		if (state[i] == SAID)
-			say(&jobs[i], "nccl-abort", text);
+			say(&jobs[i], CN_NOTE_NCCL_ABORT, text);
 }
 
 /* Every communicator with all of its ranks here; else why not, into why. */
@@ -140,10 +141,11 @@ static bool any_failed(struct job *jobs, int n, const int *state, const bool *pa
 
 		if (state[i] != FINISHED || !jobs[i].sent || (part && !part[i]))
 			continue;
-		if (cn_status_read(jobs[i].dir, jobs[i].pid, &s) < 0 ||
-		    (strcmp(s.result, "ok") != 0 && strcmp(s.state, "no-cuda") != 0)) {
+		int r = cn_status_read(jobs[i].dir, jobs[i].pid, &s);
+
+		if (r < 0 || (s.result != CN_RES_OK && s.state != CN_STATE_NO_CUDA)) {
 			snprintf(why, len, "rank %d of the job failed: %s", jobs[i].pid,
-				 s.result[0] ? s.result : "gone");
+				 r < 0 ? "gone" : cn_status_result(&s));
 			return true;
 		}
 	}
@@ -154,13 +156,13 @@ static void commit(struct job *jobs, int n, const int *state)
 {
 	for (int i = 0; i < n; i++)
 		if (state[i] == SAID)
-			say(&jobs[i], "nccl-commit", "go\n");
+			say(&jobs[i], CN_NOTE_NCCL_COMMIT, CN_NCCL_GO);
 }
 
 static void cut_suspend(struct job *jobs, int n, int *state, bool *part, struct line *lines,
 			double deadline)
 {
-	int n_lines = 0, said = gather(jobs, n, "nccl-cut", state, lines, &n_lines, deadline);
+	int n_lines = 0, said = gather(jobs, n, CN_NOTE_NCCL_CUT, state, lines, &n_lines, deadline);
 	char why[400];
 
 	if (said <= 0) {
@@ -197,11 +199,11 @@ static void cut_suspend(struct job *jobs, int n, int *state, bool *part, struct 
 			o += (size_t)snprintf(text + o, o < sizeof(text) ? sizeof(text) - o : 0,
 					      "%016" PRIx64 " %lu\n", lines[a].key, most);
 		}
-		say(&jobs[i], "nccl-go", text);
+		say(&jobs[i], CN_NOTE_NCCL_GO, text);
 		state[i] = WAITING;
 	}
 	n_lines = 0;
-	said = gather(jobs, n, "nccl-ready", state, lines, &n_lines, deadline);
+	said = gather(jobs, n, CN_NOTE_NCCL_READY, state, lines, &n_lines, deadline);
 	if (said < 0 || any_failed(jobs, n, state, part, why, sizeof(why)))
 		abort_all(jobs, n, state,
 			  said < 0 ? "the job's other ranks did not all reach the cut" : why);
@@ -211,7 +213,7 @@ static void cut_suspend(struct job *jobs, int n, int *state, bool *part, struct 
 
 static void cut_resume(struct job *jobs, int n, int *state, struct line *lines, double deadline)
 {
-	int n_lines = 0, said = gather(jobs, n, "nccl-ready", state, lines, &n_lines, deadline);
+	int n_lines = 0, said = gather(jobs, n, CN_NOTE_NCCL_READY, state, lines, &n_lines, deadline);
 	char why[400];
 
 	if (said <= 0) {

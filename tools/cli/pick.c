@@ -225,7 +225,7 @@ int pick_main(int argc, char **argv)
 			double mib = on_gpu(jobs[i].st.gpu_now, k);
 
 			if (ask_line(&jobs[i], line, sizeof(line)) &&
-			    strcmp(jobs[i].st.suspendable, "yes") == 0 && mib > 0)
+			    jobs[i].st.suspendable == CN_ASK_YES && mib > 0)
 				cs[m++] =
 					(struct cand){ jobs[i].pid, mib, jobs[i].st.est_suspend_s };
 		}

@@ -133,12 +133,12 @@ static void suspend_col(const struct cn_status *s, char *out, size_t len)
 {
 	if (s->busy)
 		snprintf(out, len, "busy");
-	else if (!s->suspendable[0])
+	else if (s->suspendable == CN_ASK_UNASKED)
 		snprintf(out, len, "-");
-	else if (strcmp(s->suspendable, "yes") == 0 && s->est_suspend_s >= 0)
+	else if (s->suspendable == CN_ASK_YES && s->est_suspend_s >= 0)
 		snprintf(out, len, "yes %.1f/%.1f", s->est_suspend_s, s->est_resume_s);
 	else
-		snprintf(out, len, "%s", s->suspendable);
+		snprintf(out, len, "%s", cn_outcome_ask_word(s->suspendable));
 }
 
 /* Seconds since an ISO 8601 UTC time ("2026-11-25T15:02:53.787Z"); -1 when it is not one. */
@@ -155,20 +155,25 @@ static double since(const char *iso)
 /* The NAP column: where its naps stand. */
 static void nap_col(const struct cn_status *s, char *out, size_t len)
 {
-	static const struct {
-		const char *state, *word;
-	} words[] = { { "napping", "napping" },
-		      { "waking", "waking" },
-		      { "waiting for room", "no-room" },
-		      { "not napped", "refused" } };
 	double idle = s->idle_since[0] ? since(s->idle_since) : -1;
 
-	snprintf(out, len, "-");
-	if (strcmp(s->nap, "awake") == 0)
+	switch (s->nap) {
+	case CN_NAP_AWAKE:
 		snprintf(out, len, idle >= 0 ? "idle %.0fs" : "awake", idle);
-	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
-		if (strcmp(s->nap, words[i].state) == 0)
-			snprintf(out, len, "%s", words[i].word);
+		break;
+	case CN_NAP_NAPPING:
+	case CN_NAP_WAKING:
+		snprintf(out, len, "%s", cn_outcome_nap_word(s->nap));
+		break;
+	case CN_NAP_WAITING:
+		snprintf(out, len, "no-room");
+		break;
+	case CN_NAP_REFUSED:
+		snprintf(out, len, "refused");
+		break;
+	default:
+		snprintf(out, len, "-");
+	}
 }
 
 /* The NAPS column: naps/wakes and the last wake's delay. */
@@ -189,8 +194,8 @@ static void print_table(const struct rows *r)
 	char cmd[sizeof(r->s->command)], on[140];
 
 	for (int i = 0; i < r->n; i++)
-		if ((int)strlen(r->s[i].result) > wres)
-			wres = (int)strlen(r->s[i].result);
+		if ((int)strlen(cn_status_result(&r->s[i])) > wres)
+			wres = (int)strlen(cn_status_result(&r->s[i]));
 	if (r->node)
 		printf("%-12s ", "NODE");
 	printf("%-8s %-14s %-8s %-*s %-9s %-5s %8s %8s %8s %8s %-13s %-10s %-13s %-9s %s\n", "PID",
@@ -201,11 +206,11 @@ static void print_table(const struct rows *r)
 
 		cli_fmt_ms(s->total_ms, total, sizeof(total));
 		snprintf(state, sizeof(state), "%s%s%s",
-			 strcmp(s->state, "checkpointed") == 0 && s->nap[0] &&
-					 strcmp(s->nap, "awake") && strcmp(s->nap, "off") &&
-					 strcmp(s->nap, "not napped")
+			 s->state == CN_STATE_CHECKPOINTED &&
+					 (s->nap == CN_NAP_NAPPING || s->nap == CN_NAP_WAKING ||
+					  s->nap == CN_NAP_WAITING)
 				 ? "napping"
-				 : s->state,
+				 : cn_outcome_state_word(s->state),
 			 s->prepared ? "+prep" : "", s->busy ? "*" : "");
 		mib(s->footprint_mib, gpu, sizeof(gpu));
 		mib(s->host_mib, host, sizeof(host));
@@ -219,18 +224,17 @@ static void print_table(const struct rows *r)
 		nap_col(s, nap, sizeof(nap));
 		naps_col(s, naps, sizeof(naps));
 		printf("%-8d %-14s %-8s %-*s %-9s %-5s %8s %8s %8s %8s %-13s %-10s %-13s %-9s %s\n",
-		       s->pid, state, s->action, wres, s->result, total, on, gpu, host, disk, now,
+		       s->pid, state, cn_outcome_action_word(s->action), wres, cn_status_result(s),
+		       total, on, gpu, host, disk, now,
 		       sus, nap, naps, nccl_col(s), cmd);
 	}
 	for (int i = 0; i < r->n; i++) {
 		const struct cn_status *s = &r->s[i];
 
-		if (strcmp(s->suspendable, "no") == 0)
+		if (s->suspendable == CN_ASK_NO)
 			printf("%d: would refuse: %s\n", s->pid, s->why_not);
-		if ((strcmp(s->nap, "not napped") == 0 ||
-		     strcmp(s->nap, "waiting for room") == 0) &&
-		    s->nap_why[0])
-			printf("%d: %s: %s\n", s->pid, s->nap, s->nap_why);
+		if ((s->nap == CN_NAP_REFUSED || s->nap == CN_NAP_WAITING) && s->nap_why[0])
+			printf("%d: %s: %s\n", s->pid, cn_outcome_nap_word(s->nap), s->nap_why);
 	}
 }
 
