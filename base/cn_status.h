@@ -16,7 +16,8 @@
 /* The steps of an action, in the order they run. prepare: the host copy faulted in ahead (the
  * prepare action's only step); hibernate: the host copy written to disk and dropped from memory
  * after the checkpoint; readback: read back before the restore; wait: for other processes'
- * restores to get through the driver's setup (preload/turns.c), only when there were any. */
+ * restores to get through the driver's setup (preload/hostcopy/turns.c), only when there were any.
+ */
 enum cn_step {
 	CN_STEP_PREPARE,
 	CN_STEP_LOCK,
@@ -33,20 +34,21 @@ struct cn_status {
 	int pid;
 	unsigned long long starttime; /* /proc/PID/stat field 22: tells a reused pid apart */
 	char command[256];
-	int state;	   /* enum cn_state */
-	bool busy;	   /* an action is under way; state is the one before it */
-	unsigned long seq; /* actions completed so far */
-	int action;	   /* enum cn_action */
-	int result;	   /* enum cn_result: CUDA's, or cudanap's own */
+	int state;	      /* enum cn_state */
+	bool busy;	      /* an action is under way; state is the one before it */
+	unsigned long seq;    /* actions completed so far */
+	int action;	      /* enum cn_action */
+	int result;	      /* enum cn_result: CUDA's, or cudanap's own */
 	char result_name[48]; /* a CUDA result's name, as the driver gave it (cudanap's own are
 				 named by cn_outcome_result_name) */
 	char message[320];
 	double step_ms[CN_STEPS]; /* < 0: the step did not run in the last action */
 	double total_ms;	  /* the whole action, from the agent's wake to its outcome */
-	/* The host copy, when cudanap staged it (see preload/staging.c); < 0 when it did not. */
+	/* The host copy, when cudanap staged it (see preload/hostcopy/staging.c); < 0 when it did
+	 * not. */
 	double staged_mib, prefault_ms, unmap_ms;
 	/* libcuda's copies of 2 MiB or more in the last driver call that moved memory, when cudanap
-	 * ran them in parallel (see preload/copy.c); < 0 when it did not. */
+	 * ran them in parallel (see preload/hostcopy/copy.c); < 0 when it did not. */
 	double copy_mib, copy_ms;
 	/* GPU memory the process held when last checkpointed (NVML), over all its GPUs; < 0 when
 	 * not known. */
@@ -112,7 +114,5 @@ int cn_status_write(const char *dir, const struct cn_status *s);
 int cn_status_read(const char *dir, int pid, struct cn_status *s);
 int cn_status_remove(const char *dir, int pid);
 void cn_status_path(const char *dir, int pid, char *out, size_t len);
-
-
 
 #endif

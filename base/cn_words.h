@@ -31,7 +31,7 @@
  * line lets every rank go on at once (CN_NCCL_GO), or tells them all to give up (its reason, one
  * line). */
 #define CN_NOTE_NCCL_CUT    "nccl-cut"
-#define CN_NOTE_NCCL_GO     "nccl-go"
+#define CN_NOTE_NCCL_GO	    "nccl-go"
 #define CN_NOTE_NCCL_READY  "nccl-ready"
 #define CN_NOTE_NCCL_COMMIT "nccl-commit"
 #define CN_NOTE_NCCL_ABORT  "nccl-abort"

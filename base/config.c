@@ -80,9 +80,8 @@ void cn_config_defaults(struct cn_config *c)
 	c->watchdog_ms = 60000;
 	nap_from_env(c);
 	cn_dirs_status_default(secure_getenv("CUDANAP_STATUS_DIR"), xdg, c->status_dir,
-			      sizeof(c->status_dir));
+			       sizeof(c->status_dir));
 }
-
 
 /* ---- the INI file ---- */
 

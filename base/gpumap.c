@@ -221,8 +221,7 @@ static bool gpu_ref_same(const struct cn_gpu_ref *a, const struct cn_gpu_ref *b)
 	return memcmp(a->uuid, b->uuid, 16) == 0;
 }
 
-int cn_gpumap_parse(const char *s, struct cn_gpu_pair *pairs, unsigned *n, char *err,
-		     size_t errlen)
+int cn_gpumap_parse(const char *s, struct cn_gpu_pair *pairs, unsigned *n, char *err, size_t errlen)
 {
 	char buf[CN_MAX_GPUS * 96], *save = NULL, *item;
 	unsigned count = 0;

@@ -10,8 +10,9 @@
 
 static const char *const states[] = { "running", "locked", "checkpointed", "failed", "no-cuda" };
 static const char *const actions[] = { "start", "prepare", "suspend", "resume", "nap", "wake" };
-static const char *const naps[] = { "",	     "off",	"awake",      "napping",
-				    "waking", "waiting for room", "not napped" };
+static const char *const naps[] = { "",		 "off",	   "awake",
+				    "napping",	 "waking", "waiting for room",
+				    "not napped" };
 static const char *const asks[] = { "", "yes", "no", "no-cuda", "asleep" };
 
 /* The word of value v among words (numbered from first), "" when there is none. */

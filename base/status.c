@@ -155,7 +155,6 @@ void cn_status_init(struct cn_status *s, int pid)
 		*(double *)((char *)s + qnums[i].off) = -1;
 }
 
-
 /* A CUDA result's name as the driver writes them: CUDA_ERROR_ and capitals, digits, '_'. */
 static bool cuda_name(const char *n)
 {
@@ -188,12 +187,13 @@ int cn_status_format(const struct cn_status *s, char *buf, size_t len)
 	    cn_json_str(msg, sizeof(msg), s->message) < 0 ||
 	    cn_json_str(res, sizeof(res), cn_status_result(s)) < 0)
 		return -ENOSPC;
-	n = snprintf(buf, len,
-		     "{\"pid\":%d,\"starttime\":%llu,\"command\":%s,\"state\":\"%s\",\"busy\":%s,"
-		     "\"seq\":%lu,\"action\":\"%s\",\"result\":%s,\"result_code\":%d,\"message\":%s",
-		     s->pid, s->starttime, cmd, cn_outcome_state_word(s->state),
-		     s->busy ? "true" : "false", s->seq, cn_outcome_action_word(s->action), res,
-		     s->result, msg);
+	n = snprintf(
+		buf, len,
+		"{\"pid\":%d,\"starttime\":%llu,\"command\":%s,\"state\":\"%s\",\"busy\":%s,"
+		"\"seq\":%lu,\"action\":\"%s\",\"result\":%s,\"result_code\":%d,\"message\":%s",
+		s->pid, s->starttime, cmd, cn_outcome_state_word(s->state),
+		s->busy ? "true" : "false", s->seq, cn_outcome_action_word(s->action), res,
+		s->result, msg);
 	if (n < 0 || (size_t)n >= len)
 		return -ENOSPC;
 	o = (size_t)n;
@@ -223,9 +223,10 @@ int cn_status_format(const struct cn_status *s, char *buf, size_t len)
 	o += (size_t)n;
 	for (size_t i = 0; i < N_QSTRS; i++) {
 		char v[sizeof(s->why_not) * 6 + 3];
-		const char *text = qstrs[i].word ? qstrs[i].word(*(const int *)((const char *)s +
-								       qstrs[i].off))
-						 : (const char *)s + qstrs[i].off;
+		const char *text =
+			qstrs[i].word
+				? qstrs[i].word(*(const int *)((const char *)s + qstrs[i].off))
+				: (const char *)s + qstrs[i].off;
 
 		if (cn_json_str(v, sizeof(v), text) < 0)
 			return -ENOSPC;
@@ -407,8 +408,6 @@ int cn_status_parse(const char *buf, struct cn_status *s)
 }
 
 /* ---- files ---- */
-
-
 
 int cn_status_write(const char *dir, const struct cn_status *s)
 {

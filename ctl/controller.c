@@ -19,12 +19,12 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "ctl_proto.h"
 #include "cuda_abi.h"
 #include "driver.h"
 #include "hostmem.h"
 #include "nvml.h"
 #include "placement.h"
-#include "ctl_proto.h"
 
 static pid_t target;
 
@@ -67,7 +67,8 @@ static int host_room(const struct cn_req *req, struct cn_resp *resp)
 	for (int i = 0; i < n; i++)
 		need += use[i].bytes;
 	if (n > 0 && req->to_disk) {
-		/* The driver's copy is about 1.06 x the footprint (DESIGN.md). */
+		/* The driver's copy is about 1.06 x the footprint (docs/DRIVER.md, The checkpoint).
+		 */
 		uint64_t copy = need + need / 16;
 
 		if (req->disk_free_bytes >= copy + req->host_margin_bytes)
@@ -133,7 +134,7 @@ static void serve(const struct cn_req *req, struct cn_resp *resp)
 	}
 	if (req->op == CN_OP_QUERY &&
 	    cn_hostmem_room(target, "/proc", "/sys/fs/cgroup", &resp->host_room, resp->host_which,
-			 sizeof(resp->host_which)) < 0)
+			    sizeof(resp->host_which)) < 0)
 		resp->host_room = 0;
 	if ((req->op == CN_OP_LOCK || req->op == CN_OP_PREPARE) && req->host_check &&
 	    host_room(req, resp) < 0) {

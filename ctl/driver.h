@@ -31,7 +31,7 @@ extern struct cn_cu cn_cu;
 int cn_driver_load(struct cn_resp *resp);
 
 /* cuInit, once: restore and device enumeration need it, the rest of the checkpoint API does not
- * (measured: docs/DRIVER.md), so the first suspend does not pay it. */
+ * (docs/DRIVER.md), so the first suspend does not pay it. */
 void cn_driver_init(void);
 
 /* resp's result, name and message for a CUresult. */

@@ -79,7 +79,7 @@ static void cgroup_level(const char *dir, const char *name, const char *limit_fi
 }
 
 int cn_hostmem_room(int pid, const char *proc, const char *sys_cgroup, uint64_t *room, char *which,
-		 size_t len)
+		    size_t len)
 {
 	char p[PATH_MAX], line[PATH_MAX];
 	uint64_t kb;

@@ -10,6 +10,6 @@
  * roots ("/proc", "/sys/fs/cgroup"). which names the bound that won, e.g. "MemAvailable" or
  * "cgroup /job memory.max". Returns 0, or -1 when not even MemAvailable can be read. */
 int cn_hostmem_room(int pid, const char *proc, const char *sys_cgroup, uint64_t *room, char *which,
-		 size_t len);
+		    size_t len);
 
 #endif

@@ -137,7 +137,8 @@ int cn_nvml_gpus(unsigned char (*gpus)[16], int max, char *why, size_t len)
 		nvmlDevice_t d;
 
 		if (nv.by_index(i, &d) != NVML_SUCCESS ||
-		    nv.uuid(d, s, sizeof(s)) != NVML_SUCCESS || cn_gpumap_uuid_parse(s, gpus[n]) < 0) {
+		    nv.uuid(d, s, sizeof(s)) != NVML_SUCCESS ||
+		    cn_gpumap_uuid_parse(s, gpus[n]) < 0) {
 			snprintf(why, len, "NVML cannot read the UUID of GPU %u", i);
 			return -1;
 		}

@@ -5,7 +5,7 @@
  * driver wants a complete list of UUID pairs, from where each GPU's memory is to where it goes.
  * Before the restore, NVML's free memory on each target GPU is checked against the footprint the
  * checkpoint recorded, and the footprint is held there until the restore: a restore that runs out
- * of memory wedges the process for good (DESIGN.md). Runs in the controller. */
+ * of memory wedges the process for good (docs/DRIVER.md, The restore). Runs in the controller. */
 #define _GNU_SOURCE
 #include "placement.h"
 
@@ -127,10 +127,10 @@ static CUresult hold(CUmemGenericAllocationHandle *h, CUdevice dev, uint64_t byt
 }
 
 /* Never call restore onto GPUs without room for what the process held: a restore that runs out
- * of memory wedges it for good (DESIGN.md). Checks NVML's free memory against the footprint plus
- * the margin on each target GPU and, if asked, allocates the footprint there until the restore.
- * Returns the number of holds, or -1 with resp filled. A footprint that is not known is not
- * checked.
+ * of memory wedges it for good (docs/DRIVER.md). Checks NVML's free memory against the footprint
+ * plus the margin on each target GPU and, if asked, allocates the footprint there until the
+ * restore. Returns the number of holds, or -1 with resp filled. A footprint that is not known is
+ * not checked.
  *
  * The hold is let go just before the restore, and still protects it: beside a process that
  * grabbed all free memory but 1 GiB again and again (the migrate suite, two H200s, four runs
@@ -202,8 +202,8 @@ undo:
 	return -1;
 }
 
-int cn_placement_place(const struct cn_req *req, struct cn_resp *resp, CUcheckpointGpuPair *list, int *n_list,
-	     CUmemGenericAllocationHandle *held, int *n_held)
+int cn_placement_place(const struct cn_req *req, struct cn_resp *resp, CUcheckpointGpuPair *list,
+		       int *n_list, CUmemGenericAllocationHandle *held, int *n_held)
 {
 	struct gpu g[CN_MAX_GPUS];
 	int n = 0, want[CN_MAX_GPUS];

@@ -9,8 +9,8 @@
  * pairs the driver wants (*n_list 0: no map, the GPUs stay), and room checked, then held if asked,
  * on every target GPU. 0, or -1 with resp filled (BAD_GPU_MAP, NO_GPU_MEMORY). The holds are the
  * caller's to let go (cn_placement_release) just before the driver's restore. */
-int cn_placement_place(const struct cn_req *req, struct cn_resp *resp, CUcheckpointGpuPair *list, int *n_list,
-	     CUmemGenericAllocationHandle *held, int *n_held);
+int cn_placement_place(const struct cn_req *req, struct cn_resp *resp, CUcheckpointGpuPair *list,
+		       int *n_list, CUmemGenericAllocationHandle *held, int *n_held);
 void cn_placement_release(CUmemGenericAllocationHandle *held, int n);
 
 #endif

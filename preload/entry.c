@@ -142,7 +142,8 @@ __attribute__((constructor)) static void cn_init(void)
 	 * the preflight names it if it keeps the job from being suspended). */
 	if (cfg.nccl_suspendable)
 		cn_ncclenv_apply(err, sizeof(err));
-	if (cfg.nccl_mode != CN_NCCL_OFF && cfg.nccl_mode != CN_NCCL_SOCKETS && cn_interpose_shadowed())
+	if (cfg.nccl_mode != CN_NCCL_OFF && cfg.nccl_mode != CN_NCCL_SOCKETS &&
+	    cn_interpose_shadowed())
 		dprintf(STDERR_FILENO,
 			"cudanap: libnccl is preloaded before libcudanap.so: NCCL's communicators "
 			"cannot be suspended with the job; put libcudanap.so first in "

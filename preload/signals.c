@@ -122,11 +122,11 @@ static void on_signal(int sig, siginfo_t *info, void *uc)
 	bool queued = v == CN_SIGVAL_PREPARE || v == CN_SIGVAL_QUERY || v == CN_SIGVAL_NAP;
 	struct wish *w = slot_of(sig);
 	enum cn_wake b = v == CN_SIGVAL_QUERY				? CN_WAKE_QUERY
-		 : v == CN_SIGVAL_NAP				? CN_WAKE_NAP
-		 : v == CN_SIGVAL_PREPARE || sig == sig_prepare ? CN_WAKE_PREPARE
-		 : sig_suspend == sig_resume			? CN_WAKE_TOGGLE
-		 : sig == sig_suspend				? CN_WAKE_SUSPEND
-								: CN_WAKE_RESUME;
+			 : v == CN_SIGVAL_NAP				? CN_WAKE_NAP
+			 : v == CN_SIGVAL_PREPARE || sig == sig_prepare ? CN_WAKE_PREPARE
+			 : sig_suspend == sig_resume			? CN_WAKE_TOGGLE
+			 : sig == sig_suspend				? CN_WAKE_SUSPEND
+									: CN_WAKE_RESUME;
 
 	/* In a child whose agent could not start, stay silent (wake.c). */
 	cn_wake_send(b);

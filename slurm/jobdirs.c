@@ -18,9 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cn_proc.h"
 #include "cn_safe.h"
 #include "cn_status.h"
-#include "cn_proc.h"
 
 #define BASE "cudanap"
 

@@ -27,9 +27,9 @@
 #include <slurm/spank.h>
 
 #include "cn_config.h"
+#include "cn_dirs.h"
 #include "handover.h"
 #include "jobdirs.h"
-#include "cn_dirs.h"
 
 SPANK_PLUGIN(cudanap, 1);
 

@@ -14,24 +14,22 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "prepare.h"
-#include "query.h"
-#include "resume.h"
-#include "suspend.h"
-#include "state.h"
 #include "channel.h"
 #include "clock.h"
+#include "cn_notes.h"
+#include "cn_words.h"
 #include "fns.h"
 #include "gate.h"
 #include "log.h"
 #include "nap.h"
+#include "prepare.h"
+#include "query.h"
 #include "report.h"
+#include "resume.h"
 #include "staging.h"
+#include "state.h"
+#include "suspend.h"
 #include "wake.h"
-#include "cn_notes.h"
-#include "cn_words.h"
-#include "cn_notes.h"
-
 
 /* Drain every pending byte and fold them into one wish: the last signal wins, toggles flip. A
  * prepare counts only when nothing else was asked for (*prepare_only); the rest is in *x; *act:
@@ -136,7 +134,9 @@ static void *agent_main(void *arg)
 			continue;
 		want = wanted(suspended_now, &prep, &x, &act);
 		if (act)
-			cn_nap_after_action(prep ? cn_prepare() : want ? cn_suspend() : cn_resume());
+			cn_nap_after_action(prep   ? cn_prepare()
+					    : want ? cn_suspend()
+						   : cn_resume());
 		if (x.nap && !act)
 			cn_nap_now();
 		if (x.call && !act)

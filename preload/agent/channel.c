@@ -12,10 +12,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "state.h"
 #include "launch.h"
 #include "log.h"
 #include "report.h"
+#include "state.h"
 
 static int sock = -1;
 

@@ -6,7 +6,8 @@
 
 /* Send req and wait for its answer, starting a controller first where none runs. 0 when resp is
  * the controller's answer (its result may be an error); -1 when none came: resp then says why
- * (CN_RES_NO_CONTROLLER, CN_RES_CONTROLLER_GONE), with the process's state as a new controller sees it, if one could be asked. */
+ * (CN_RES_NO_CONTROLLER, CN_RES_CONTROLLER_GONE), with the process's state as a new controller sees
+ * it, if one could be asked. */
 int cn_channel_call(const struct cn_req *req, struct cn_resp *resp);
 
 /* The socket to watch while idle (-1 when no controller runs): readable or hung up means the

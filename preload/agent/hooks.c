@@ -36,7 +36,7 @@ static int wait_with_timeout(pid_t pid, unsigned timeout_ms)
 }
 
 int cn_hooks_run(const struct cn_config *c, const char *cmd, const char *event, const char *state,
-		const char *result)
+		 const char *result)
 {
 	static const char *const drop[] = { "CUDANAP_PID=", "CUDANAP_EVENT=", "CUDANAP_STATE=",
 					    "CUDANAP_RESULT=", NULL };

@@ -9,6 +9,6 @@
  * process group; waits at most c->hook_timeout_ms, then kills the group. Returns the exit status
  * (0-255), 128+signal, -ETIMEDOUT, or another -errno. */
 int cn_hooks_run(const struct cn_config *c, const char *cmd, const char *event, const char *state,
-		const char *result);
+		 const char *result);
 
 #endif

@@ -142,11 +142,11 @@ int cn_launch_ctl_spawn(int *sock_out)
 	char arg[16];
 	char *argv[] = { "cudanap-ctl", arg, NULL };
 	struct cn_launch_spawn s = { .path = ctl_path,
-			      .argv = argv,
-			      .drop = drop,
-			      .add = add,
-			      .quiet = true,
-			      .session = true };
+				     .argv = argv,
+				     .drop = drop,
+				     .add = add,
+				     .quiet = true,
+				     .session = true };
 	int sv[2], r, status;
 	pid_t pid;
 

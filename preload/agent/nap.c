@@ -26,15 +26,15 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "resume.h"
-#include "suspend.h"
-#include "wake.h"
-#include "state.h"
 #include "clock.h"
 #include "gate.h"
 #include "log.h"
 #include "report.h"
 #include "requests.h"
+#include "resume.h"
+#include "state.h"
+#include "suspend.h"
+#include "wake.h"
 
 #define NAP_LOCK_MS  200 /* a nap's lock: the work it waits for is a kernel older than idle_s */
 #define BACKOFF_MAX  64

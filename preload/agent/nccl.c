@@ -19,12 +19,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "state.h"
 #include "clock.h"
 #include "cn_notes.h"
 #include "cn_words.h"
 #include "comms.h"
 #include "log.h"
+#include "state.h"
 
 /* Waits for the command line's answers, when [lock] timeout_ms is 0 (forever). */
 #define DEFAULT_WAIT_MS 10000
@@ -211,9 +211,8 @@ int cn_nccl_resume(struct cn_resp *r, char *msg, size_t len)
 		return 0;
 	cn_comms_list(ready, sizeof(ready));
 	clear();
-	if (say(CN_NOTE_NCCL_READY, ready) < 0 ||
-	    hear(CN_NOTE_NCCL_COMMIT, answer, sizeof(answer), RESUME_WAIT_MS, why, sizeof(why)) <
-		    0) {
+	if (say(CN_NOTE_NCCL_READY, ready) < 0 || hear(CN_NOTE_NCCL_COMMIT, answer, sizeof(answer),
+						       RESUME_WAIT_MS, why, sizeof(why)) < 0) {
 		clear();
 		snprintf(msg, len,
 			 "resumed, but its NCCL communicators wait for the job's other ranks (%s): "

@@ -71,7 +71,8 @@ struct cn_outcome cn_prepare(void)
 		need += r.use[i].bytes;
 	cn_state_remember(&r);
 	cn_report_gpus(false);
-	/* The driver's copy is about 1.06 x the footprint (docs/DRIVER.md): room for 1/16 more. */
+	/* The driver's copy is about 1.06 x the footprint (docs/DRIVER.md, The checkpoint): room
+	 * for 1/16 more. */
 	e = cn_staging_prepare(need + need / 16, cn_ag.thp && cn_ag.cfg.hugepages,
 			       cn_ag.cfg.prefault_threads, &ss);
 	if (e < 0) {

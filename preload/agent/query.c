@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "state.h"
 #include "clock.h"
 #include "cn_gpumap.h"
 #include "cuda_abi.h"
@@ -22,9 +21,10 @@
 #include "nccl.h"
 #include "preflight.h"
 #include "rates.h"
-#include "report.h"
 #include "reload.h"
+#include "report.h"
 #include "requests.h"
+#include "state.h"
 
 #define MAX_INSIDE 64
 

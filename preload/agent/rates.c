@@ -6,7 +6,7 @@
  * fitted to an H100's figures (driver 580, docs/PERFORMANCE.md: 1, 8 and 32 GiB suspended in
  * 0.30, 0.90, 2.72 s and resumed in 0.17, 0.41, 1.20 s; 8 GiB to disk and back in 5.39 and
  * 6.22 s). Not kept, as colder than the rest: the first suspend after the machine boots (a fresh
- * VM's first touch of host pages costs it about 1.6 times more, DESIGN.md), and each process's
+ * VM's first touch of host pages costs it about 1.6 times more, docs/DRIVER.md), and each process's
  * first suspend and first resume of each kind (the first resume of a 1 GiB process took 0.31 s on
  * an H100, the next ones 0.16 s).
  * Written by the agent after each action; read by its query. */

@@ -12,17 +12,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "state.h"
 #include "clock.h"
 #include "cn_gpumap.h"
-#include "cuda_abi.h"
-#include "hooks.h"
-#include "nccl.h"
-#include "log.h"
-#include "staging.h"
 #include "cn_notes.h"
 #include "cn_proc.h"
 #include "cn_words.h"
+#include "cuda_abi.h"
+#include "hooks.h"
+#include "log.h"
+#include "nccl.h"
+#include "staging.h"
+#include "state.h"
 
 static pthread_mutex_t publishing; /* a status write and the removal at exit exclude each other */
 static double t_begin;		   /* CLOCK_MONOTONIC ms when the action began */
@@ -193,11 +193,9 @@ static void run_hook(const struct cn_outcome *o)
 
 	if (o->result != CN_RES_OK && o->state != CN_STATE_NO_CUDA && !napping(action))
 		hook = cfg->on_failure, event = "failure";
-	else if (o->result == CN_RES_OK &&
-		 (action == CN_ACTION_SUSPEND || action == CN_ACTION_NAP))
+	else if (o->result == CN_RES_OK && (action == CN_ACTION_SUSPEND || action == CN_ACTION_NAP))
 		hook = cfg->on_suspended, event = done_word(action);
-	else if (o->result == CN_RES_OK &&
-		 (action == CN_ACTION_RESUME || action == CN_ACTION_WAKE))
+	else if (o->result == CN_RES_OK && (action == CN_ACTION_RESUME || action == CN_ACTION_WAKE))
 		hook = cfg->on_resumed, event = done_word(action);
 	if (!hook || !hook[0])
 		return;

@@ -8,15 +8,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "state.h"
 #include "channel.h"
 #include "clock.h"
+#include "cn_notes.h"
 #include "copy.h"
 #include "cuda_abi.h"
-#include "turns.h"
 #include "log.h"
 #include "report.h"
-#include "cn_notes.h"
+#include "state.h"
+#include "turns.h"
 
 int cn_requests_call(uint32_t op, struct cn_resp *resp)
 {
@@ -74,7 +74,7 @@ bool cn_requests_state(struct cn_resp *r)
 
 /* How long a restore waits for its turn, and then for a place to copy in, at most: the last of
  * eight 4 GiB processes on one GPU waits about 0.5 s for its turn. */
-#define GATE_MAX_MS 10000
+#define TURN_MAX_MS 10000
 
 /* The restore in flight, as its cues see it: whether it took a turn at all; its wait
  * for a place to copy in (-1: it did not get that far) and whether it had one; CLOCK_MONOTONIC ms
@@ -91,7 +91,7 @@ static void copy_turn(void)
 {
 	mv.t_first_copy = cn_clock_ms();
 	if (mv.turn)
-		mv.place = cn_turns_next(GATE_MAX_MS, &mv.place_wait_ms) == 0;
+		mv.place = cn_turns_next(TURN_MAX_MS, &mv.place_wait_ms) == 0;
 }
 
 /* In the driver's thread, when the restore's large copies are done: the place goes to the next. */
@@ -111,7 +111,7 @@ static void take_turn(void)
 	for (uint32_t i = 0; i < cn_ag.n_use && n < CN_MAX_GPUS; i++)
 		memcpy(gpus[n++], cn_ag.use[i].uuid, 16);
 	mv.turn = cn_turns_enter(cn_ag.cfg.status_dir, (const unsigned char(*)[16])gpus, n,
-				GATE_MAX_MS, &waited) == 0;
+				 TURN_MAX_MS, &waited) == 0;
 	if (waited >= 0.1)
 		cn_ag.st.step_ms[CN_STEP_WAIT] = waited;
 	if (!mv.turn)

@@ -10,21 +10,21 @@
 #include <string.h>
 #include <time.h>
 
-#include "state.h"
 #include "clock.h"
 #include "cn_gpumap.h"
-#include "cuda_abi.h"
-#include "hibernate.h"
-#include "comms.h"
-#include "gate.h"
-#include "nccl.h"
-#include "log.h"
-#include "rates.h"
-#include "report.h"
-#include "staging.h"
-#include "reload.h"
-#include "requests.h"
 #include "cn_words.h"
+#include "comms.h"
+#include "cuda_abi.h"
+#include "gate.h"
+#include "hibernate.h"
+#include "log.h"
+#include "nccl.h"
+#include "rates.h"
+#include "reload.h"
+#include "report.h"
+#include "requests.h"
+#include "staging.h"
+#include "state.h"
 
 /* The map of this resume: the one given (a nap's wake), a one-shot `cudanap resume --gpu-map`
  * left, else the INI's. False when

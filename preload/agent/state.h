@@ -1,6 +1,7 @@
-/* agent_state: what the agent knows of its process between actions. One per process, read and
- * written by the agent thread only (agent.c starts it; channel.c, report.c, steps.c, suspend.c
- * and resume.c are its rooms). */
+/* state: what the agent knows of its process between actions. One per process, read and written by
+ * the agent thread only, by these rooms of agent/, each field saying which: agent.c (at start and
+ * in a forked child), reload.c, report.c, state.c, suspend.c, resume.c, prepare.c, requests.c,
+ * nap.c and query.c. */
 #ifndef CN_STATE_H
 #define CN_STATE_H
 
@@ -13,40 +14,47 @@
 #include "ctl_proto.h"
 
 struct cn_agent {
-	struct cn_config cfg; /* reloaded at each action (steps.c) */
-	struct cn_status st;  /* what the status file says (report.c writes it) */
-	/* What the process held per GPU at its last checkpoint, for the check before restore. */
+	struct cn_config cfg; /* agent.c at start; reload.c at each action */
+	/* What the status file says: report.c (the action, its outcome, where its memory is);
+	 * suspend.c, resume.c, prepare.c and requests.c (an action's steps and figures); nap.c (the
+	 * naps' fields); query.c (the query's fields). report.c writes the file. */
+	struct cn_status st;
+	/* What the process held per GPU at its last checkpoint, for the check before restore:
+	 * state.c (agent.c clears it). */
 	uint32_t n_use;
 	struct cn_gpu_use use[CN_MAX_GPUS];
-	bool thp;      /* transparent huge pages not [never] on this host */
-	bool thp_said; /* the fallback was logged once */
+	bool thp;      /* transparent huge pages not [never] on this host: agent.c */
+	bool thp_said; /* the fallback was logged once: suspend.c */
 	/* Hibernate: asked for at this suspend (the file is open), the disk space it found, and
-	 * where the copy is once it went to disk (NULL while it is in RAM). */
+	 * where the copy is once it went to disk (NULL while it is in RAM): suspend.c, and resume.c
+	 * once the copy is back. */
 	bool hib;
 	uint64_t hib_free;
 	void *hib_addr;
 	size_t hib_len;
 	char hib_note[320]; /* why this suspend's copy stayed in RAM after all, "" if it did not */
 	/* This suspend's lock waits at most this long: what the gate's wait for the app's calls
-	 * left of [lock] timeout_ms (0: for ever). */
+	 * left of [lock] timeout_ms (0: for ever). suspend.c; requests.c sends it. */
 	unsigned lock_ms;
 	/* cudanap prepare: a host copy faulted in ahead is held until this CLOCK_MONOTONIC time
-	 * (ms), or until the suspend that uses it; 0 when none is. */
+	 * (ms), or until the suspend that uses it; 0 when none is. prepare.c (agent.c clears it).
+	 */
 	double prepared_until;
 	size_t prepared_bytes;
 	/* The host copy the last checkpoint filled (0: the driver's own, not seen): what the
-	 * restore copies back, which tells the turns when the copy is done. */
+	 * restore copies back, which tells the turns when the copy is done. suspend.c. */
 	size_t copy_bytes;
-	/* Placement: where the GPUs the process started on are now (those not at home); the map of
-	 * the resume under way, the INI's or a one-shot (cudanap resume --gpu-map); the machine's
-	 * GPUs in nvidia-smi order, as the controller last listed them. */
+	/* Placement: where the GPUs the process started on are now (those not at home: state.c);
+	 * the map of the resume under way, the INI's or a one-shot (cudanap resume --gpu-map:
+	 * resume.c); the machine's GPUs in nvidia-smi order, as the controller last listed them
+	 * (state.c). */
 	uint32_t n_moves;
 	struct cn_gpu_move moves[CN_MAX_GPUS];
 	uint32_t n_pairs;
 	struct cn_gpu_pair pairs[CN_MAX_GPUS];
 	uint32_t n_gpus;
 	unsigned char gpus[CN_MAX_GPUS][16];
-	char model[96]; /* of its GPU at the last checkpoint, for the rates (rates.c) */
+	char model[96]; /* of its GPU at the last checkpoint, for the rates (rates.c): state.c */
 };
 
 extern struct cn_agent cn_ag;

@@ -17,22 +17,22 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "state.h"
-#include "prepare.h"
 #include "clock.h"
-#include "cuda_abi.h"
-#include "hibernate.h"
 #include "comms.h"
+#include "cuda_abi.h"
 #include "fns.h"
 #include "gate.h"
-#include "nccl.h"
+#include "hibernate.h"
 #include "log.h"
+#include "nccl.h"
 #include "preflight.h"
+#include "prepare.h"
 #include "rates.h"
-#include "report.h"
-#include "staging.h"
 #include "reload.h"
+#include "report.h"
 #include "requests.h"
+#include "staging.h"
+#include "state.h"
 
 /* After the checkpoint, with the host copy in the hibernate file: synced, then out of RAM. The
  * hibernate step is all of it, from the checkpoint's end until the RAM is free: the writer's last
@@ -69,8 +69,8 @@ static void hibernate_after(int rc, const struct cn_staging_stats *ss)
 	cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
 	       "hibernate: %.0f MiB in %s, %.1f ms for the write-back under way, %.1f ms to sync, "
 	       "%.1f ms to page out; %.1f MiB left in RAM",
-	       (double)ss->bytes / (1 << 20), cn_hibernate_dir(), stop_ms, hs.write_ms, hs.pageout_ms,
-	       cn_ag.st.host_mib);
+	       (double)ss->bytes / (1 << 20), cn_hibernate_dir(), stop_ms, hs.write_ms,
+	       hs.pageout_ms, cn_ag.st.host_mib);
 }
 
 /* The checkpoint call, with the host copy staged in huge pages when the INI asks for it, or in

@@ -1,7 +1,7 @@
 /* answers: the calls of a napping process that are answered at the gate, without waking it.
  *
- * A nap leaves the process checkpointed: no call may enter libcuda (DESIGN.md: XLA's poller died
- * in there), and any call that needs the GPU wakes it. Some calls need no GPU, and an idle
+ * A nap leaves the process checkpointed: no call may enter libcuda (docs/DRIVER.md: XLA's poller
+ * died in there), and any call that needs the GPU wakes it. Some calls need no GPU, and an idle
  * program makes them all the time (XLA's poller: cuCtxSetCurrent, cuStreamQuery and
  * cuStreamIsCapturing several times a second, measured on an H100); waking for them would keep it
  * from ever napping. They are answered here as the driver would have:

@@ -4,9 +4,9 @@
  * open, passing costs the thread a store to its own state and one load of the gate's word. A
  * suspend closes the gate before it locks the process: from then on a thread that calls the
  * driver waits here, outside libcuda, until the process runs again; the calls of XLA's poller that
- * entered libcuda while it was checkpointed crashed JAX (DESIGN.md). Threads already inside a call
- * when the gate closes are seen by their state: the suspend waits for them, or gives up and opens
- * the gate again.
+ * entered libcuda while it was checkpointed crashed JAX (docs/DRIVER.md, The lock). Threads already
+ * inside a call when the gate closes are seen by their state: the suspend waits for them, or gives
+ * up and opens the gate again.
  *
  * The agent's side pays for the ordering instead of the app's: after it closes the gate it runs
  * membarrier(2), which puts a full barrier in every thread of the process, so that a thread either
@@ -34,7 +34,8 @@
 
 #define MAX_THREADS 4096
 
-__thread struct cn_gate_tl cn_gate_tl __attribute__((tls_model("initial-exec"))) = { .depth = CN_TL_FRESH };
+__thread struct cn_gate_tl cn_gate_tl
+	__attribute__((tls_model("initial-exec"))) = { .depth = CN_TL_FRESH };
 atomic_int cn_gate_word;
 bool cn_gate_fence;
 
@@ -165,7 +166,8 @@ static void *napping(unsigned idx)
 	int phase = atomic_load(&nap_phase);
 	void *answer = phase == CN_GATE_NAP_ASLEEP ? cn_answers_fn(idx) : NULL;
 
-	if (answer || phase == CN_GATE_NAP_NONE || (phase == CN_GATE_NAP_CLOSING && cn_answers_can(idx)))
+	if (answer || phase == CN_GATE_NAP_NONE ||
+	    (phase == CN_GATE_NAP_CLOSING && cn_answers_can(idx)))
 		return answer;
 	if (!atomic_exchange(&wake_asked, true) && nap_wake)
 		nap_wake();

@@ -129,7 +129,8 @@ UNSANITIZED static void find_real_dlsym(void)
 		}
 		abort();
 	}
-	__atomic_store_n(&cn_lookup_real_dlsym, (void *(*)(void *, const char *))f, __ATOMIC_RELEASE);
+	__atomic_store_n(&cn_lookup_real_dlsym, (void *(*)(void *, const char *))f,
+			 __ATOMIC_RELEASE);
 }
 
 static void init(void)

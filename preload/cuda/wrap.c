@@ -40,8 +40,8 @@ struct cn_wrap_call {
 /* Called by libcuda's own code, or by cudanap's thread: no look at the gate. */
 static bool passes(const struct cn_frame *f)
 {
-	return cn_gate_tl.ours ||
-	       (uintptr_t)f->caller - atomic_load(&cn_lookup_drv_lo) < atomic_load(&cn_lookup_drv_len);
+	return cn_gate_tl.ours || (uintptr_t)f->caller - atomic_load(&cn_lookup_drv_lo) <
+					  atomic_load(&cn_lookup_drv_len);
 }
 
 /* The outermost call of a thread: its depth before the call. */
@@ -56,8 +56,8 @@ static CUresult missing(void)
 	return 500;
 }
 
-__attribute__((visibility("hidden"))) struct cn_wrap_call cn_wrap_enter_slow(unsigned idx,
-								      const struct cn_frame *f);
+__attribute__((visibility("hidden"))) struct cn_wrap_call
+cn_wrap_enter_slow(unsigned idx, const struct cn_frame *f);
 struct cn_wrap_call cn_wrap_enter_slow(unsigned idx, const struct cn_frame *f)
 {
 	struct cn_fn *e = &cn_fns[idx];
@@ -144,7 +144,8 @@ void cn_wrap_after(unsigned idx, const struct cn_frame *f)
 }
 
 /* After the call of a thread on the slow path (cudanap's, or one without a record). */
-__attribute__((visibility("hidden"))) void cn_wrap_leave_slow(unsigned idx, const struct cn_frame *f);
+__attribute__((visibility("hidden"))) void cn_wrap_leave_slow(unsigned idx,
+							      const struct cn_frame *f);
 void cn_wrap_leave_slow(unsigned idx, const struct cn_frame *f)
 {
 	cn_gate_tl.depth--;

@@ -28,9 +28,9 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "fanout.h"
 #include "cn_config.h"
 #include "cn_dirs.h"
+#include "fanout.h"
 
 #define MAX_THREADS 64
 
@@ -152,7 +152,8 @@ uint64_t cn_hibernate_disk_bytes(void)
 	return h.fd >= 0 && fstat(h.fd, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
 }
 
-int cn_hibernate_settle(void *addr, size_t len, struct cn_hibernate_stats *s, char *err, size_t errlen)
+int cn_hibernate_settle(void *addr, size_t len, struct cn_hibernate_stats *s, char *err,
+			size_t errlen)
 {
 	double t0 = cn_clock_ms();
 	int e = 0;
@@ -208,7 +209,8 @@ static void read_part(void *arg, unsigned i)
 	}
 }
 
-int cn_hibernate_readback(void *addr, size_t len, unsigned threads, double *ms, char *err, size_t errlen)
+int cn_hibernate_readback(void *addr, size_t len, unsigned threads, double *ms, char *err,
+			  size_t errlen)
 {
 	struct readback rb = { .addr = addr, .len = len };
 	size_t chunk = 64ul << 20;

@@ -23,14 +23,16 @@ void cn_hibernate_writer_stop(void);
 
 /* After the checkpoint: everything on disk, then out of RAM. On a write error the copy moves into
  * anonymous memory at the same address and the file is closed; -1 with err saying so. */
-int cn_hibernate_settle(void *addr, size_t len, struct cn_hibernate_stats *s, char *err, size_t errlen);
+int cn_hibernate_settle(void *addr, size_t len, struct cn_hibernate_stats *s, char *err,
+			size_t errlen);
 
 /* Before the restore: the copy read back by threads; -1 with err on a read error (keep the job
  * suspended: the file stays open). */
-int cn_hibernate_readback(void *addr, size_t len, unsigned threads, double *ms, char *err, size_t errlen);
+int cn_hibernate_readback(void *addr, size_t len, unsigned threads, double *ms, char *err,
+			  size_t errlen);
 
 size_t cn_hibernate_resident(const void *addr, size_t len); /* bytes of it in RAM (mincore) */
-uint64_t cn_hibernate_disk_bytes(void);		      /* the file's blocks on disk */
+uint64_t cn_hibernate_disk_bytes(void);			    /* the file's blocks on disk */
 void cn_hibernate_close(void);
 void cn_hibernate_after_fork(void);
 

@@ -2,8 +2,8 @@
  *
  * During cuCheckpointProcessCheckpoint the driver's thread inside this process allocates the host
  * copy with one mmap(NULL, ~1.06 x footprint, RW, MAP_PRIVATE|MAP_ANONYMOUS|MAP_POPULATE) and
- * unmaps it after the restore (measured on an H200 with driver 580, DESIGN.md). Populating that
- * mapping 4 KiB page by page is most of the suspend time. While, and only while, the agent has
+ * unmaps it after the restore (measured on an H200 with driver 580: docs/DRIVER.md). Populating
+ * that mapping 4 KiB page by page is most of the suspend time. While, and only while, the agent has
  * armed us, that one mapping is made 2 MiB-aligned without MAP_POPULATE, advised to huge pages and
  * prefaulted by a few threads; or, faster still, it is a buffer faulted in ahead: the last host
  * copy kept ([performance] keep_host_buffer) or one prepared on notice (cudanap prepare). Every

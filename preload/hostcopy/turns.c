@@ -137,7 +137,7 @@ static int take_all(const char *kind, int count, int *fds, int *n, unsigned max_
 }
 
 int cn_turns_enter(const char *dir, const unsigned char (*uuids)[16], int n, unsigned max_ms,
-		  double *waited_ms)
+		   double *waited_ms)
 {
 	cn_turns_leave();
 	n = n < 0 ? 0 : n > CN_MAX_GPUS ? CN_MAX_GPUS : n;

@@ -10,7 +10,7 @@
  * turn). 0 once inside all of them; -1 when they could not be had, and the restore goes on
  * without. *waited_ms: the time it took. */
 int cn_turns_enter(const char *dir, const unsigned char (*uuids)[16], int n, unsigned max_ms,
-		  double *waited_ms);
+		   double *waited_ms);
 /* Out of the turn, into a place to copy in: wait at most max_ms for one on each GPU. 0 once had;
  * -1 when not inside, or none could be had (the copy goes on without). *waited_ms: the wait. */
 int cn_turns_next(unsigned max_ms, double *waited_ms);

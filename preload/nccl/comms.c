@@ -4,8 +4,8 @@
  * NCCL 2.29.7 and later can suspend a communicator (ncclCommSuspend, NCCL_SUSPEND_MEM): it unmaps
  * the buffers it imported from its peers and releases its own, after which the driver can
  * checkpoint a rank whose transports share GPU memory (P2P over NVLink, cuMem, shared memory), and
- * ncclCommResume maps them again (measured on two H200s with NCCL 2.30.7, DESIGN.md). Both are
- * collectives: every rank of the communicator must make them, and before its barrier
+ * ncclCommResume maps them again (measured on two H200s with NCCL 2.30.7: docs/DISTRIBUTED.md).
+ * Both are collectives: every rank of the communicator must make them, and before its barrier
  * ncclCommSuspend waits for all the device's work, so every operation a rank has issued must have
  * been issued by its peers too. A cut that every rank agrees on is made in three steps: the gate
  * closes (quiesce: the app's next operation waits, the ones under way return) and each rank says

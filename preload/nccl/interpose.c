@@ -31,7 +31,7 @@ static __thread int depth __attribute__((tls_model("initial-exec")));
 		static _Atomic(__typeof__(&name)) f_;                                              \
 		__typeof__(&name) g_ = atomic_load_explicit(&f_, memory_order_relaxed);            \
 		if (!g_) {                                                                         \
-			g_ = (__typeof__(&name))cn_comms_sym(#name);                                \
+			g_ = (__typeof__(&name))cn_comms_sym(#name);                               \
 			atomic_store_explicit(&f_, g_, memory_order_relaxed);                      \
 		}                                                                                  \
 		g_ ? g_ : (__typeof__(&name))(void *)missing;                                      \

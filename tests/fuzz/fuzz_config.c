@@ -1,7 +1,7 @@
 /* libFuzzer target: the job INI loader, and the status-file parser the CLI runs on files the
  * preload wrote. Any input must give 0 or an error with a one-line message, never a crash, a hang
- * or an overrun. Build: CC=clang meson setup build-fuzz -Dfuzz=true; run build-fuzz/tests/fuzz_config
- * with the seeds in tests/fuzz/seeds. */
+ * or an overrun. Build: CC=clang meson setup build-fuzz -Dfuzz=true; run
+ * build-fuzz/tests/fuzz_config with the seeds in tests/fuzz/seeds. */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>

@@ -23,7 +23,7 @@ if has torch; then
 	ask nb compute 120
 	is "$REPLY" "$ref" "PyTorch session ($gib GiB of tensors): its first cell"
 	held=$(gpu_mib "$pid")
-	check "idle for 3 s, it naps (it held $held MiB)" eventually 60 state_is "$pid" checkpointed
+	check "idle for 3 s, it naps (it held $held MiB)" napped "$pid" 60
 	check "nvidia-smi shows its GPU memory free ($(gpu_mib "$pid") MiB left)" test "$(gpu_mib "$pid")" -le 4
 	t0=$(date +%s%N)
 	ask nb compute 300
@@ -32,7 +32,7 @@ if has torch; then
 	woke "$pid"
 	is "$(field "$pid" wakes):$(field "$pid" state)" "1:running" "one wake"
 	diag "PyTorch $gib GiB: napped in $(grep -o 'napped ([^)]*): [0-9]* MiB of GPU memory freed in [0-9.]* ms' "$T/nb.err" | head -n 1 | sed 's/.* in //'); the cell after it answered in $ms ms, of which the wake $(in_s "$(field "$pid" last_wake_ms)") s"
-	check "and it naps again when idle" eventually 60 state_is "$pid" checkpointed
+	check "and it naps again when idle" napped "$pid" 60
 	ask nb compute 300
 	woke "$pid"
 	is "$REPLY:$(field "$pid" wakes)" "$ref:2" "and wakes again, right"
@@ -46,12 +46,12 @@ if has jax; then
 	export XLA_PYTHON_CLIENT_PREALLOCATE=false
 	ref=$(echo compute | "$py" "$here/nap_session.py" jax | grep '^result')
 	start jx "$py" "$here/nap_session.py" jax
-	check "idle JAX naps, its poller running" eventually 60 state_is "$jx_pid" checkpointed
+	check "idle JAX naps, its poller running" napped "$jx_pid" 60
 	sleep 12 # nothing is to happen: XLA's poller runs every ~5 s, answered at the gate
 	is "$(field "$jx_pid" state):$(field "$jx_pid" wakes)" "checkpointed:0" "12 s later it still naps: the poller did not wake it"
 	ask jx compute 120
 	is "$REPLY" "$ref" "JAX: the next computation wakes it and answers bit for bit"
-	check "and it naps again" eventually 60 state_is "$jx_pid" checkpointed
+	check "and it naps again" napped "$jx_pid" 60
 	ask jx compute 120
 	woke "$jx_pid"
 	is "$REPLY:$(field "$jx_pid" wakes)" "$ref:2" "twice"
@@ -67,7 +67,7 @@ if has transformers; then
 	start hf "$py" "$here/nap_session.py" hf
 	ok=0
 	for i in 1 2 3; do
-		eventually 60 state_is "$hf_pid" checkpointed || break
+		napped "$hf_pid" 60 || break
 		ask hf compute 120
 		[ "$REPLY" = "$ref" ] && ok=$((ok + 1))
 	done
@@ -88,7 +88,7 @@ why_set() { [ -n "$(field "$K_pid" nap_why)" ]; }
 check "a 6 s kernel: after idle_s the nap's lock gives up" eventually 30 why_set
 like "$(field "$K_pid" state):$(field "$K_pid" nap_why)" "^running:CUDA_ERROR_NOT_READY.*a nap's lock" \
 	"the process runs on untouched: $(field "$K_pid" nap_why)"
-check "once the kernel ends it naps" eventually 60 state_is "$K_pid" checkpointed
+check "once the kernel ends it naps" napped "$K_pid" 60
 ask K work 120
 is "$REPLY" "work ok" "a static-runtime program woken by its next call works"
 ask K verify 120

@@ -67,7 +67,7 @@ else
 fi
 
 # ---- JAX: XLA's driver calls (its poller's cuStreamQuery among them) wait at the gate while the
-# process sleeps; without the gate it died inside libcuda in every run (DESIGN.md)
+# process sleeps; without the gate it died inside libcuda in every run (docs/DRIVER.md, The lock)
 if has jax; then
 	# XLA picks kernels by autotuning: without these two runs differ from step 6 on (measured).
 	export XLA_FLAGS="--xla_gpu_deterministic_ops=true --xla_gpu_autotune_level=0"

@@ -5,7 +5,7 @@
 export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake
 mkdir "$T/fake"
 
-# -- the fake driver answers as the real one was measured to (DESIGN.md)
+# -- the fake driver answers as the real one was measured to (docs/DRIVER.md)
 write_ini "[lock]" "timeout_ms = 200" "[hooks]" \
 	"on_failure = echo \$CUDANAP_EVENT \$CUDANAP_STATE \$CUDANAP_RESULT >> $T/hook.failure"
 start A "$TARGET" || diag "target did not start"

@@ -3,9 +3,9 @@
  *
  * Each one, when entered, checks that the process is RUNNING, and otherwise writes
  * "entered NAME PID STATE" to the events file; entered while CHECKPOINTED it then aborts, as
- * JAX's poller died inside libcuda (DESIGN.md). So a test sees any call the gate let through while
- * the process was suspended. fake_raw() hands out the functions bare, to show that the check
- * catches such a call.
+ * JAX's poller died inside libcuda (docs/DRIVER.md, The lock). So a test sees any call the gate let
+ * through while the process was suspended. fake_raw() hands out the functions bare, to show that
+ * the check catches such a call.
  *
  * cuGetProcAddress(_v2) answers as the real driver does: the _ptsz variant for the per-thread
  * default stream flag (2), cuMemAlloc_v2 from version 3020, cuGetProcAddress_v2 from 12000, for

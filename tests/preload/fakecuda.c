@@ -15,7 +15,7 @@
  *                                   inside, with nothing changed yet: a slow driver to kill (the
  *                                   event "delay_<call> PID" marks its start)
  *
- * Error codes follow what DESIGN.md measured: NOT_INITIALIZED for a pid without CUDA,
+ * Error codes follow what was measured (docs/DRIVER.md): NOT_INITIALIZED for a pid without CUDA,
  * OPERATING_SYSTEM for a pid that does not exist, ILLEGAL_STATE for a wrong transition, NOT_READY
  * when a lock times out (the process stays RUNNING), and the target's calls block while it is not
  * RUNNING.

@@ -24,7 +24,7 @@ pid=$A_pid
 t0=$(date +%s%3N)
 ask A "drv launch export 5"
 is "$REPLY" "launch 0" "the process works the GPU"
-check "idle for a second, it naps" eventually 20 state_is "$pid" checkpointed
+check "idle for a second, it naps" napped "$pid" 20
 # idle since its last work: after the launch began, and the look that saw it (every quarter of
 # idle_s) well before the nap, which comes a second after it
 since=$(date -d "$(field "$pid" idle_since)" +%s%3N)
@@ -48,7 +48,7 @@ is "$REPLY" "verify ok" "its memory came back intact"
 is "$(entered)" 0 "no call entered the driver while it napped"
 
 # -- while it naps: queries, context switches and capture questions are answered, no wake
-check "it naps again" eventually 20 state_is "$pid" checkpointed
+check "it naps again" napped "$pid" 20
 answers=
 for fn in cuStreamQuery cuEventQuery cuCtxSetCurrent cuCtxGetCurrent cuStreamIsCapturing; do
 	ask A "drv call export $fn"
@@ -66,7 +66,7 @@ is "$(entered)" 0 "and no call entered the driver while it napped"
 # -- XLA's poller neither keeps it awake nor wakes it
 ask A "drv xlapoll export 20"
 check "with a poller making a context current, querying and asking about captures every 20 ms, it naps" \
-	eventually 20 state_is "$pid" checkpointed
+	napped "$pid" 20
 p1=$(xla A)
 sleep 1 # nothing is to happen: the poller's calls are answered at the gate
 p2=$(xla A)
@@ -79,7 +79,7 @@ check "a capture begun wakes it" eventually 20 state_is "$pid" running
 check "the poller's capture question keeps waking it" eventually 20 above 3 field "$pid" wakes
 ask A "drv call export cuStreamEndCapture"
 is "$REPLY" "call 0" "the capture ends"
-check "then it naps again, the poller going on" eventually 20 state_is "$pid" checkpointed
+check "then it naps again, the poller going on" napped "$pid" 20
 ask A quit
 
 # -- every path a program takes to the driver wakes it, and the call answers right
@@ -120,6 +120,7 @@ is "$rc" 0 "cudanap suspend of a napping process: already asleep ($out)"
 out=$("$CUDANAP" nap "$pid"); rc=$?
 like "$rc:$out" "^0:$pid: already suspended" "cudanap nap of it: asleep already"
 out=$("$CUDANAP" resume "$pid"); rc=$?
+woke "$pid" # the wake is counted after the resume's outcome is written
 like "$rc:$out:$(field "$pid" wakes)" "^0:$pid: resumed in .*:9$" "cudanap resume wakes it (a wake counted)"
 ask B "drv launch export 5"
 is "$REPLY:$(field "$pid" wakes)" "launch 0:9" "and its calls run without another wake"
@@ -148,7 +149,7 @@ like "$(field "$pid" nap_why)" "CUDA_ERROR_NOT_READY: .*GPU work still running \
 like "$(cat "$T/B.err")" "not napped: CUDA_ERROR_NOT_READY.*; next try after 2 s idle" "said once, with the back-off"
 ask B "drv call export cuStreamQuery" 2
 is "$REPLY" "call 600" "and the process runs on: its next call answers at once (not ready: the kernel runs)"
-check "once the kernel ends, it naps after the back-off" eventually 20 state_is "$pid" checkpointed
+check "once the kernel ends, it naps after the back-off" napped "$pid" 20
 is "$(grep -c 'not napped' "$T/B.err")" 1 "the failure was said once"
 ask B "drv launch export 5"
 ask B verify
@@ -237,14 +238,14 @@ R_pid=$!
 exec {R_in}> "$T/R.in" {R_out}< "$T/R.out"
 read -r -t 60 -u "$R_out" line
 ask R "drv launch export 5"
-check "cudanap run --nap 1: it naps" eventually 20 state_is "$R_pid" checkpointed
+check "cudanap run --nap 1: it naps" napped "$R_pid" 20
 ask R "drv forkpoll export $T/child"
 child=${REPLY#forkpoll }
 ask R "drv launch export 5"
 woke "$R_pid"
 is "$REPLY:$(field "$R_pid" state)" "launch 0:running" "the parent woke, a child forked meanwhile"
 c1=$(cat "$T/child" 2> /dev/null || echo 0)
-check "the parent naps again" eventually 20 state_is "$R_pid" checkpointed
+check "the parent naps again" napped "$R_pid" 20
 c2=$(cat "$T/child" 2> /dev/null || echo 0)
 check "the child's queries go on through the parent's naps ($c1 -> $c2)" test "$c2" -gt "$c1"
 is "$(entered)" 0 "nothing entered the driver while checkpointed"
@@ -256,7 +257,7 @@ ask R quit
 write_ini "[nap]" "idle_s = 1" "[log]" "level = info"
 start W "$TARGET"
 ask W "drv launch export 5"
-check "it naps" eventually 20 state_is "$W_pid" checkpointed
+check "it naps" napped "$W_pid" 20
 printf '[lock]\ntimeout_ms = soon\n' >> "$T/job.ini"
 echo "drv launch export 5" >&"$W_in"
 wake_failed() { [ "$(field "$W_pid" action):$(field "$W_pid" result):$(field "$W_pid" state)" = wake:CONFIG_ERROR:checkpointed ]; }

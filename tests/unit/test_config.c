@@ -8,10 +8,10 @@
 #include <unistd.h>
 
 #include "cn_config.h"
-#include "tap.h"
 #include "cn_dirs.h"
 #include "cn_gpumap.h"
 #include "cn_signame.h"
+#include "tap.h"
 
 static char dir[] = "/tmp/cn-unit-XXXXXX";
 
@@ -204,7 +204,8 @@ static void test_signals(void)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		ok(cn_signame_parse(bad[i], &sig) < 0, "signal '%s' refused", bad[i]);
 	is_str(cn_signame_format(SIGUSR1, buf, sizeof(buf)), "SIGUSR1", "name of SIGUSR1");
-	is_str(cn_signame_format(SIGRTMIN + 2, buf, sizeof(buf)), "SIGRTMIN+2", "name of SIGRTMIN+2");
+	is_str(cn_signame_format(SIGRTMIN + 2, buf, sizeof(buf)), "SIGRTMIN+2",
+	       "name of SIGRTMIN+2");
 }
 
 static void test_gpu_map(void)
@@ -215,16 +216,19 @@ static void test_gpu_map(void)
 	unsigned n = 99;
 
 	ok(cn_gpumap_parse("  ", p, &n, err, sizeof(err)) == 0 && n == 0, "empty map");
-	ok(cn_gpumap_parse("GPU-8c5c8d2e-0a1b-2c3d-4e5f-60718293a4b5=1", p, &n, err,
-			    sizeof(err)) == 0 &&
+	ok(cn_gpumap_parse("GPU-8c5c8d2e-0a1b-2c3d-4e5f-60718293a4b5=1", p, &n, err, sizeof(err)) ==
+			   0 &&
 		   n == 1 && p[0].from.index == -1 && p[0].from.uuid[0] == 0x8c &&
 		   p[0].from.uuid[15] == 0xb5 && p[0].to.index == 1,
 	   "UUID on the left, index on the right");
 	cn_gpumap_uuid_format(p[0].from.uuid, s);
 	is_str(s, "GPU-8c5c8d2e-0a1b-2c3d-4e5f-60718293a4b5", "UUID round trip");
-	ok(cn_gpumap_uuid_parse("gpu-8C5C8D2E0A1B2C3D4E5F60718293A4B5", u) == 0, "UUID without dashes");
-	ok(cn_gpumap_uuid_parse("MIG-8c5c8d2e-0a1b-2c3d-4e5f-60718293a4b5", u) < 0, "MIG UUID refused");
-	ok(cn_gpumap_uuid_parse("GPU-8c5c8d2e-0a1b-2c3d-4e5f-60718293a4b5ff", u) < 0, "long UUID refused");
+	ok(cn_gpumap_uuid_parse("gpu-8C5C8D2E0A1B2C3D4E5F60718293A4B5", u) == 0,
+	   "UUID without dashes");
+	ok(cn_gpumap_uuid_parse("MIG-8c5c8d2e-0a1b-2c3d-4e5f-60718293a4b5", u) < 0,
+	   "MIG UUID refused");
+	ok(cn_gpumap_uuid_parse("GPU-8c5c8d2e-0a1b-2c3d-4e5f-60718293a4b5ff", u) < 0,
+	   "long UUID refused");
 	ok(cn_gpumap_parse("0=1,1=0,2=3,3=2", p, &n, err, sizeof(err)) == 0 && n == 4,
 	   "four pairs");
 	ok(cn_gpumap_parse("0=1,", p, &n, err, sizeof(err)) == 0 && n == 1,
@@ -284,11 +288,12 @@ static void test_status_dir(void)
 			perror("chown");
 		ok(cn_dirs_status_prepare(d, err, sizeof(err)) < 0,
 		   "another user's status dir refused");
-		snprintf(want, sizeof(want),
-			 "status dir %s: owned by uid 65534, not by you (uid 0): another user made "
-			 "it; name another ([status] dir, CUDANAP_STATUS_DIR or XDG_RUNTIME_DIR) or "
-			 "have it removed",
-			 d);
+		snprintf(
+			want, sizeof(want),
+			"status dir %s: owned by uid 65534, not by you (uid 0): another user made "
+			"it; name another ([status] dir, CUDANAP_STATUS_DIR or XDG_RUNTIME_DIR) or "
+			"have it removed",
+			d);
 		is_str(err, want, "another user's dir message: its owner and the way out");
 	} else {
 		ok(1, "another user's status dir refused # SKIP needs root to make one");

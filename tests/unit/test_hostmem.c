@@ -40,8 +40,8 @@ int main(void)
 	ok(cn_hostmem_room(42, proc, sys, &room, which, sizeof(which)) < 0, "no meminfo: -1");
 
 	put("proc/meminfo", "MemTotal: 4000000 kB\nMemAvailable:    1000000 kB\n");
-	ok(cn_hostmem_room(42, proc, sys, &room, which, sizeof(which)) == 0 && room == 1000000ull
-											    << 10,
+	ok(cn_hostmem_room(42, proc, sys, &room, which, sizeof(which)) == 0 &&
+		   room == 1000000ull << 10,
 	   "no cgroup file: MemAvailable alone");
 	is_str(which, "MemAvailable", "named MemAvailable");
 

@@ -88,7 +88,8 @@ int main(void)
 		       "GDR left to NCCL's default beside an RDMA device");
 	setenv("NCCL_NET_GDR_LEVEL", "LOC", 1);
 	ok(cn_ncclenv_check(rdma, why, sizeof(why)) == 0, "... and safe once LOC");
-	ok(cn_ncclenv_check("/nonexistent", why, sizeof(why)) == 0, "no RDMA class directory at all");
+	ok(cn_ncclenv_check("/nonexistent", why, sizeof(why)) == 0,
+	   "no RDMA class directory at all");
 	rmdir(path);
 	rmdir(rdma);
 	return tap_done();

@@ -26,8 +26,8 @@
 #ifdef CN_HANDOVER
 #include <stdarg.h>
 
-#include "handover.h"
 #include "cn_proc.h"
+#include "handover.h"
 #endif
 
 #define OWNER 60101
@@ -169,8 +169,8 @@ static void test_handover(void)
 	if (symlink("/etc", p) < 0)
 		perror(p);
 	n = holding(&took);
-	ok(n == 0 && took < 1, "a FIFO, links, an oversized and a garbage file: nothing held, %.3f s",
-	   took);
+	ok(n == 0 && took < 1,
+	   "a FIFO, links, an oversized and a garbage file: nothing held, %.3f s", took);
 
 	/* Live processes: another user's, the job user's outside the job, and one of the job. */
 	foreign = sleeper(OTHER, "SLURM_JOB_ID=4242");
@@ -182,7 +182,8 @@ static void test_handover(void)
 	n = holding(&took);
 	ok(n == 0, "a status naming a live process of another user, or of no job: not believed");
 	status_of(mine, OTHER);
-	ok(holding(&took) == 0, "one of the job's processes, in a file another user owns: not believed");
+	ok(holding(&took) == 0,
+	   "one of the job's processes, in a file another user owns: not believed");
 	status_of(mine, OWNER);
 	n = holding(&took);
 	ok(n == 1 && took < 1, "one of the job's, by its user: held (%d, %.3f s)", n, took);
@@ -238,8 +239,8 @@ static void test_wait(void)
 	usleep(200 * 1000);
 	fake_squeue("#!/bin/sh\necho 4242 60101\n");
 	took = wait_s(1.5);
-	ok(took < 0.5 && strstr(said, "waited"), "with junk alone the wait ends at once (%.2f s): %s",
-	   took, said);
+	ok(took < 0.5 && strstr(said, "waited"),
+	   "with junk alone the wait ends at once (%.2f s): %s", took, said);
 	status_of(mine, OWNER);
 	took = wait_s(1.5);
 	ok(took >= 1.4 && took < 2.0 && strstr(said, "starts after 1.5 s with 1 process"),
@@ -269,9 +270,9 @@ static void test_remove(void)
 	   "the epilog of another user's job removes nothing here: %s", why);
 	ok(cn_jobdirs_remove(base, JOB, OWNER, why, sizeof(why)) == 0 && access(job, F_OK) < 0,
 	   "the job's epilog removes its directory, FIFO, links and all");
-	ok(stat(p, &st) == 0 && access("/etc/passwd", F_OK) == 0,
-	   "and nothing a link pointed to");
-	ok(cn_jobdirs_remove(base, JOB, OWNER, why, sizeof(why)) == 0, "a second epilog: nothing to do");
+	ok(stat(p, &st) == 0 && access("/etc/passwd", F_OK) == 0, "and nothing a link pointed to");
+	ok(cn_jobdirs_remove(base, JOB, OWNER, why, sizeof(why)) == 0,
+	   "a second epilog: nothing to do");
 }
 
 static void test_readers(void)
@@ -296,7 +297,8 @@ static void test_readers(void)
 		perror(dir);
 	put(p, "{\"pid\":1}", 0);
 	ok(cn_status_read(dir, me, &s) == -EPERM, "nor one in a directory of another owner");
-	ok(cn_safe_read(AT_FDCWD, "/dev/zero", CN_OWNER_ANY, buf, sizeof(buf), why, sizeof(why)) < 0 &&
+	ok(cn_safe_read(AT_FDCWD, "/dev/zero", CN_OWNER_ANY, buf, sizeof(buf), why, sizeof(why)) <
+			   0 &&
 		   strstr(why, "a device"),
 	   "a device is not read: %s", why);
 	snprintf(p, sizeof(p), "%s/ini.fifo", base);

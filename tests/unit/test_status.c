@@ -6,10 +6,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cn_status.h"
-#include "tap.h"
 #include "cn_notes.h"
 #include "cn_proc.h"
+#include "cn_status.h"
+#include "tap.h"
 
 static char dir[] = "/tmp/cn-unit-XXXXXX";
 
@@ -48,7 +48,8 @@ static void test_round_trip(void)
 	is_str(b.message, a.message, "message with newline and quotes survives");
 	ok(b.pid == 4711 && b.starttime == 123456789ULL && b.seq == 42 && !b.busy,
 	   "numbers and booleans");
-	ok(b.state == CN_STATE_CHECKPOINTED && b.action == CN_ACTION_SUSPEND && b.result == CN_RES_OK,
+	ok(b.state == CN_STATE_CHECKPOINTED && b.action == CN_ACTION_SUSPEND &&
+		   b.result == CN_RES_OK,
 	   "state, action and result come back as numbers");
 	ok(strstr(buf, "\"state\":\"checkpointed\"") && strstr(buf, "\"action\":\"suspend\"") &&
 		   strstr(buf, "\"result\":\"ok\",\"result_code\":0"),

@@ -31,10 +31,10 @@
 
 #include "cn_config.h"
 #include "cn_status.h"
+#include "cn_words.h"
 #include "cuda_abi.h"
 #include "floors.h"
 #include "median.h"
-#include "cn_words.h"
 
 #define MAX_REPS 16
 
@@ -231,7 +231,8 @@ static void queue_wait(struct child *c, unsigned long seq)
 		nanosleep(&ts, NULL);
 	} while (cn_status_read(opt.dir, c->pid, &st) < 0 || st.seq <= seq || st.busy);
 	if (st.result != CN_RES_OK) {
-		fprintf(stderr, "cudanap-bench: prepare: %s: %s\n", cn_status_result(&st), st.message);
+		fprintf(stderr, "cudanap-bench: prepare: %s: %s\n", cn_status_result(&st),
+			st.message);
 		exit(1);
 	}
 }

@@ -318,7 +318,8 @@ int act_main(int argc, char **argv, enum verb verb)
 		case 't':
 			timeout = strtod(optarg, &end);
 			if (timeout <= 0 || *end)
-				cli_die_usage("cudanap: --timeout wants a number of seconds above 0\n");
+				cli_die_usage(
+					"cudanap: --timeout wants a number of seconds above 0\n");
 			break;
 		case 'a':
 			all = true;
@@ -371,7 +372,8 @@ int act_main(int argc, char **argv, enum verb verb)
 	}
 	n = argc - optind;
 	if ((all + (n_roots > 0) + (slurm != NULL) + (n > 0)) > 1)
-		cli_die_usage("cudanap: give PIDs, --all, --tree or --slurm, not several of them\n");
+		cli_die_usage(
+			"cudanap: give PIDs, --all, --tree or --slurm, not several of them\n");
 	if (!all && !n_roots && !slurm && n <= 0) {
 		fprintf(stderr,
 			"%s %s: which processes? give PIDs, --all, --tree PID or --slurm JOBID; "

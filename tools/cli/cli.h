@@ -20,7 +20,7 @@ _Noreturn void cli_die_option(const char *verb, char **argv, int c);
 void cli_load_config(const char *path, struct cn_config *c);
 double cli_now_s(void);
 void cli_fmt_ms(double ms, char *buf, size_t len);
-int cli_parse_pid(const char *s);				/* a positive pid, or -1 */
+int cli_parse_pid(const char *s);			    /* a positive pid, or -1 */
 int cli_read_file(const char *path, char *buf, size_t len); /* bytes read (NUL added), or -1 */
 
 /* ---- procs.c: which processes, and where their status files are ---- */
@@ -42,7 +42,7 @@ bool procs_cuda_loaded(int pid);
 /* The cudanap processes of this user (all of them, those in the trees of roots, or those among
  * pids), preloaded and with a live status file. *out is allocated; returns the count or -1. */
 int procs_select(const char *cfg, const int *roots, int n_roots, const int *pids, int n_pids,
-		int **out);
+		 int **out);
 
 /* Look at every user's processes, not only this user's (root's cudanap pick). */
 void procs_all_users(bool on);

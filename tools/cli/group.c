@@ -19,9 +19,9 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "cuda_abi.h"
 #include "cn_notes.h"
 #include "cn_words.h"
+#include "cuda_abi.h"
 
 const char *const verb_name[] = { "suspend", "resume", "prepare", "nap" };
 
@@ -133,8 +133,8 @@ static void send_one(struct job *j, const struct plan *p)
 	j->st = s;
 	/* Running with its NCCL communicators suspended (a resume that did not meet all the job's
 	 * ranks, a suspend that failed after them) is not yet resumed. */
-	if (s.state == (v == VERB_PREPARE ? CN_STATE_CHECKPOINTED : goal(v)) &&
-	    !s.busy && !(v == VERB_RESUME && comms_suspended(&s))) {
+	if (s.state == (v == VERB_PREPARE ? CN_STATE_CHECKPOINTED : goal(v)) && !s.busy &&
+	    !(v == VERB_RESUME && comms_suspended(&s))) {
 		j->done = j->ok = true;
 		say(j, "already", "already %s%s", v == VERB_RESUME ? "running" : "suspended",
 		    v == VERB_PREPARE ? ": nothing to prepare" : "");
@@ -293,7 +293,8 @@ void group_run(struct job *jobs, int n, const struct plan *p, struct group_resul
 		if (!f)
 			break;
 		rest = roll_back(jobs, n, p, r);
-		if (rest || !transient || attempt > p->retries || cli_now_s() + pause >= p->deadline)
+		if (rest || !transient || attempt > p->retries ||
+		    cli_now_s() + pause >= p->deadline)
 			break;
 		if (r->n_attempts < MAX_ATTEMPTS)
 			snprintf(r->attempts[r->n_attempts++], sizeof(r->attempts[0]),

@@ -1,11 +1,11 @@
 /* ncclcut: the command line's side of the cut at which the ranks of an NCCL job suspend and
- * resume their communicators (preload/agent/nccl.c has the ranks' side and preload/nccl/comms.c why). Files
- * beside each process's status file: at a suspend every rank says how many operations it has
- * issued on each communicator (nccl-cut), this command answers each with the most any rank has
- * issued (nccl-go), the ranks say when they are there (nccl-ready), and this command lets them all
- * suspend at once (nccl-commit); at a resume every rank says it is restored (nccl-ready) and all
- * resume at once. A communicator some of whose ranks are not in the group, or a rank that fails,
- * makes this command tell the others to give up (nccl-abort): none of them then waits in a
+ * resume their communicators (preload/agent/nccl.c has the ranks' side and preload/nccl/comms.c
+ * why). Files beside each process's status file: at a suspend every rank says how many operations
+ * it has issued on each communicator (nccl-cut), this command answers each with the most any rank
+ * has issued (nccl-go), the ranks say when they are there (nccl-ready), and this command lets them
+ * all suspend at once (nccl-commit); at a resume every rank says it is restored (nccl-ready) and
+ * all resume at once. A communicator some of whose ranks are not in the group, or a rank that
+ * fails, makes this command tell the others to give up (nccl-abort): none of them then waits in a
  * collective its peers never make. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "cn_words.h"
 #include "cn_notes.h"
+#include "cn_words.h"
 
 #define MAX_LINES 1024
 
@@ -41,7 +41,8 @@ static bool finished(const struct job *j)
 {
 	struct cn_status s;
 
-	return cn_status_read(j->dir, j->pid, &s) < 0 || !procs_alive(&s) || (s.seq > j->seq0 && !s.busy);
+	return cn_status_read(j->dir, j->pid, &s) < 0 || !procs_alive(&s) ||
+	       (s.seq > j->seq0 && !s.busy);
 }
 
 /* Wait until every process sent its signal has said what (its lines into lines) or finished.
@@ -213,7 +214,8 @@ static void cut_suspend(struct job *jobs, int n, int *state, bool *part, struct 
 
 static void cut_resume(struct job *jobs, int n, int *state, struct line *lines, double deadline)
 {
-	int n_lines = 0, said = gather(jobs, n, CN_NOTE_NCCL_READY, state, lines, &n_lines, deadline);
+	int n_lines = 0,
+	    said = gather(jobs, n, CN_NOTE_NCCL_READY, state, lines, &n_lines, deadline);
 	char why[400];
 
 	if (said <= 0) {

@@ -190,7 +190,7 @@ int pick_main(int argc, char **argv)
 	}
 	if (need < 0 || optind < argc)
 		cli_die_usage("usage: cudanap pick --free SIZE [--gpu N] [-c FILE] [--slurm JOBID] "
-			  "[--json]\n");
+			      "[--json]\n");
 	procs_all_users(geteuid() == 0);
 	if (slurm) {
 		char note[300];

@@ -219,7 +219,7 @@ static bool ancestor(const struct proc *v, int n, int pid)
  * and are left out; so are this command's ancestors: a job's shell that runs it from a trap
  * (`trap 'cudanap suspend --slurm $SLURM_JOB_ID' USR1`) would get the signal again and again. */
 int procs_select(const char *cfg, const int *roots, int n_roots, const int *pids, int n_pids,
-		int **out)
+		 int **out)
 {
 	struct proc *v;
 	int np = scan_procs(&v), n = 0;

@@ -225,8 +225,7 @@ static void print_table(const struct rows *r)
 		naps_col(s, naps, sizeof(naps));
 		printf("%-8d %-14s %-8s %-*s %-9s %-5s %8s %8s %8s %8s %-13s %-10s %-13s %-9s %s\n",
 		       s->pid, state, cn_outcome_action_word(s->action), wres, cn_status_result(s),
-		       total, on, gpu, host, disk, now,
-		       sus, nap, naps, nccl_col(s), cmd);
+		       total, on, gpu, host, disk, now, sus, nap, naps, nccl_col(s), cmd);
 	}
 	for (int i = 0; i < r->n; i++) {
 		const struct cn_status *s = &r->s[i];
