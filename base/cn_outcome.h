@@ -76,16 +76,12 @@ struct cn_outcome {
 	int result; /* enum cn_result */
 };
 
-/* The words of each: "checkpointed", "suspend", "napping", "yes" ("" for the unknown, unsaid and
- * unasked), and back (the unknown value for a word that is none of them). */
-const char *cn_outcome_state_word(int state);
-int cn_outcome_state_of(const char *word);
-const char *cn_outcome_action_word(int action);
-int cn_outcome_action_of(const char *word);
-const char *cn_outcome_nap_word(int nap);
-int cn_outcome_nap_of(const char *word);
-const char *cn_outcome_ask_word(int ask);
-int cn_outcome_ask_of(const char *word);
+/* The words of each kind, made here and in no other place: "checkpointed", "suspend", "napping",
+ * "yes" ("" for the unknown, unsaid and unasked); and back, the kind's unknown (or unsaid, unasked)
+ * value for a word that is none of them. */
+enum cn_outcome_kind { CN_OUTCOME_STATE, CN_OUTCOME_ACTION, CN_OUTCOME_NAP, CN_OUTCOME_ASK };
+const char *cn_outcome_word(enum cn_outcome_kind kind, int value);
+int cn_outcome_of(enum cn_outcome_kind kind, const char *word);
 
 /* The name of a result: "ok", cudanap's own ("NO_GPU_MEMORY"), or a CUDA error's that cudanap
  * itself gives (CUDA_ERROR_NOT_READY); NULL for another CUDA error, whose name the driver gives. */

@@ -15,59 +15,30 @@ static const char *const naps[] = { "",		 "off",	   "awake",
 				    "not napped" };
 static const char *const asks[] = { "", "yes", "no", "no-cuda", "asleep" };
 
-/* The word of value v among words (numbered from first), "" when there is none. */
-static const char *word(const char *const *words, int n, int first, int v)
+/* Each kind's words, the value of the first, and the value a word that is none of them reads as. */
+static const struct {
+	const char *const *words;
+	int n, first, unknown;
+} kinds[] = {
+	[CN_OUTCOME_STATE] = { states, N(states), CN_STATE_RUNNING, CN_STATE_UNKNOWN },
+	[CN_OUTCOME_ACTION] = { actions, N(actions), CN_ACTION_START, CN_ACTION_UNKNOWN },
+	[CN_OUTCOME_NAP] = { naps, N(naps), CN_NAP_UNSAID, CN_NAP_UNSAID },
+	[CN_OUTCOME_ASK] = { asks, N(asks), CN_ASK_UNASKED, CN_ASK_UNASKED },
+};
+
+const char *cn_outcome_word(enum cn_outcome_kind kind, int v)
 {
-	return v >= first && v - first < n ? words[v - first] : "";
+	int i = v - kinds[kind].first;
+
+	return i >= 0 && i < kinds[kind].n ? kinds[kind].words[i] : "";
 }
 
-/* The value of w among words, unknown when it is none of them. */
-static int value(const char *const *words, int n, int first, int unknown, const char *w)
+int cn_outcome_of(enum cn_outcome_kind kind, const char *w)
 {
-	for (int i = 0; i < n; i++)
-		if (strcmp(words[i], w) == 0)
-			return first + i;
-	return unknown;
-}
-
-const char *cn_outcome_state_word(int state)
-{
-	return word(states, N(states), CN_STATE_RUNNING, state);
-}
-
-int cn_outcome_state_of(const char *w)
-{
-	return value(states, N(states), CN_STATE_RUNNING, CN_STATE_UNKNOWN, w);
-}
-
-const char *cn_outcome_action_word(int action)
-{
-	return word(actions, N(actions), CN_ACTION_START, action);
-}
-
-int cn_outcome_action_of(const char *w)
-{
-	return value(actions, N(actions), CN_ACTION_START, CN_ACTION_UNKNOWN, w);
-}
-
-const char *cn_outcome_nap_word(int nap)
-{
-	return word(naps, N(naps), CN_NAP_UNSAID, nap);
-}
-
-int cn_outcome_nap_of(const char *w)
-{
-	return value(naps, N(naps), CN_NAP_UNSAID, CN_NAP_UNSAID, w);
-}
-
-const char *cn_outcome_ask_word(int ask)
-{
-	return word(asks, N(asks), CN_ASK_UNASKED, ask);
-}
-
-int cn_outcome_ask_of(const char *w)
-{
-	return value(asks, N(asks), CN_ASK_UNASKED, CN_ASK_UNASKED, w);
+	for (int i = 0; i < kinds[kind].n; i++)
+		if (strcmp(kinds[kind].words[i], w) == 0)
+			return kinds[kind].first + i;
+	return kinds[kind].unknown;
 }
 
 const char *cn_outcome_result_name(int result)

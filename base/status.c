@@ -63,31 +63,31 @@ static double *num(const struct cn_status *s, size_t i)
 	{                                                                                          \
 #field, offsetof(struct cn_status, field), sizeof(((struct cn_status *)0)->field)  \
 	}
-/* A string, or a word of an enum (cn_outcome.h) among them: its value's word, and back. */
+/* A string, or a word of an enum (cn_outcome.h) among them: its value's word, and back (kind
+ * -1: a string). */
 #define TEXT(field)                                                                                \
 	{                                                                                          \
 #field, offsetof(struct cn_status, field), sizeof(((struct cn_status *)0)->field), \
-			NULL, NULL                                                                 \
+			-1                                                                         \
 	}
-#define WORD(field, w, of)                                                                         \
+#define WORD(field, kind)                                                                          \
 	{                                                                                          \
-#field, offsetof(struct cn_status, field), 0, w, of                                \
+#field, offsetof(struct cn_status, field), 0, kind                                 \
 	}
 static const struct {
 	const char *key;
 	size_t off, len;
-	const char *(*word)(int);
-	int (*of)(const char *);
+	int kind;
 } qstrs[] = {
 	TEXT(query_time),
-	WORD(suspendable, cn_outcome_ask_word, cn_outcome_ask_of),
+	WORD(suspendable, CN_OUTCOME_ASK),
 	TEXT(why_not),
 	TEXT(gpu_now),
 	TEXT(gpu_model),
 	TEXT(host_bound),
 	TEXT(est_source),
 	TEXT(inside),
-	WORD(nap, cn_outcome_nap_word, cn_outcome_nap_of),
+	WORD(nap, CN_OUTCOME_NAP),
 	TEXT(nap_why),
 	TEXT(idle_since),
 };
@@ -191,9 +191,9 @@ int cn_status_format(const struct cn_status *s, char *buf, size_t len)
 		buf, len,
 		"{\"pid\":%d,\"starttime\":%llu,\"command\":%s,\"state\":\"%s\",\"busy\":%s,"
 		"\"seq\":%lu,\"action\":\"%s\",\"result\":%s,\"result_code\":%d,\"message\":%s",
-		s->pid, s->starttime, cmd, cn_outcome_state_word(s->state),
-		s->busy ? "true" : "false", s->seq, cn_outcome_action_word(s->action), res,
-		s->result, msg);
+		s->pid, s->starttime, cmd, cn_outcome_word(CN_OUTCOME_STATE, s->state),
+		s->busy ? "true" : "false", s->seq, cn_outcome_word(CN_OUTCOME_ACTION, s->action),
+		res, s->result, msg);
 	if (n < 0 || (size_t)n >= len)
 		return -ENOSPC;
 	o = (size_t)n;
@@ -224,8 +224,9 @@ int cn_status_format(const struct cn_status *s, char *buf, size_t len)
 	for (size_t i = 0; i < N_QSTRS; i++) {
 		char v[sizeof(s->why_not) * 6 + 3];
 		const char *text =
-			qstrs[i].word
-				? qstrs[i].word(*(const int *)((const char *)s + qstrs[i].off))
+			qstrs[i].kind >= 0
+				? cn_outcome_word(qstrs[i].kind,
+						  *(const int *)((const char *)s + qstrs[i].off))
 				: (const char *)s + qstrs[i].off;
 
 		if (cn_json_str(v, sizeof(v), text) < 0)
@@ -313,7 +314,7 @@ static void set_field(struct cn_status *s, const char *key, const char *v, bool 
 	else if (strcmp(key, "command") == 0)
 		copy_field(s->command, sizeof(s->command), v);
 	else if (strcmp(key, "state") == 0)
-		s->state = cn_outcome_state_of(v);
+		s->state = cn_outcome_of(CN_OUTCOME_STATE, v);
 	else if (strcmp(key, "busy") == 0)
 		s->busy = strcmp(v, "true") == 0;
 	else if (strcmp(key, "prepared") == 0)
@@ -321,7 +322,7 @@ static void set_field(struct cn_status *s, const char *key, const char *v, bool 
 	else if (strcmp(key, "seq") == 0)
 		s->seq = strtoul(v, NULL, 10);
 	else if (strcmp(key, "action") == 0)
-		s->action = cn_outcome_action_of(v);
+		s->action = cn_outcome_of(CN_OUTCOME_ACTION, v);
 	else if (strcmp(key, "result") == 0)
 		copy_field(s->result_name, sizeof(s->result_name), v);
 	else if (strcmp(key, "result_code") == 0)
@@ -354,8 +355,8 @@ static void set_field(struct cn_status *s, const char *key, const char *v, bool 
 		if (strcmp(key, nums[i].key) == 0)
 			*num(s, i) = is_null ? -1 : strtod(v, NULL);
 	for (size_t i = 0; i < N_QSTRS; i++)
-		if (strcmp(key, qstrs[i].key) == 0 && qstrs[i].of)
-			*(int *)((char *)s + qstrs[i].off) = qstrs[i].of(v);
+		if (strcmp(key, qstrs[i].key) == 0 && qstrs[i].kind >= 0)
+			*(int *)((char *)s + qstrs[i].off) = cn_outcome_of(qstrs[i].kind, v);
 		else if (strcmp(key, qstrs[i].key) == 0)
 			copy_field((char *)s + qstrs[i].off, qstrs[i].len, v);
 	for (size_t i = 0; i < N_QNUMS; i++)

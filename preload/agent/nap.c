@@ -125,7 +125,7 @@ static bool go(bool asked)
 	cn_report_write();
 	if (asked)
 		cn_log(&cn_ag.cfg, CN_LOG_ERROR, "nap failed: %s; state %s", why,
-		       cn_outcome_state_word(o.state));
+		       cn_outcome_word(CN_OUTCOME_STATE, o.state));
 	else if (!nap.refusal_said)
 		cn_log(&cn_ag.cfg, CN_LOG_INFO, "not napped: %s; next try after %u s idle", why,
 		       nap.backoff * cn_ag.cfg.nap_idle_s);

@@ -31,13 +31,9 @@ bool cn_reload_quietly(char *err, size_t len)
  * suspended it leaves it running, one that would have resumed it leaves it asleep. */
 static const char *left(int action)
 {
-	switch (action) {
-	case CN_ACTION_RESUME:
-		return "still suspended";
-	case CN_ACTION_WAKE:
-		return "still napping";
-	}
-	return "the process keeps running";
+	return action == CN_ACTION_RESUME ? "still suspended"
+	       : action == CN_ACTION_WAKE ? "still napping"
+					  : "the process keeps running";
 }
 
 bool cn_reload(void)

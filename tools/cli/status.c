@@ -138,7 +138,7 @@ static void suspend_col(const struct cn_status *s, char *out, size_t len)
 	else if (s->suspendable == CN_ASK_YES && s->est_suspend_s >= 0)
 		snprintf(out, len, "yes %.1f/%.1f", s->est_suspend_s, s->est_resume_s);
 	else
-		snprintf(out, len, "%s", cn_outcome_ask_word(s->suspendable));
+		snprintf(out, len, "%s", cn_outcome_word(CN_OUTCOME_ASK, s->suspendable));
 }
 
 /* Seconds since an ISO 8601 UTC time ("2026-11-25T15:02:53.787Z"); -1 when it is not one. */
@@ -163,7 +163,7 @@ static void nap_col(const struct cn_status *s, char *out, size_t len)
 		break;
 	case CN_NAP_NAPPING:
 	case CN_NAP_WAKING:
-		snprintf(out, len, "%s", cn_outcome_nap_word(s->nap));
+		snprintf(out, len, "%s", cn_outcome_word(CN_OUTCOME_NAP, s->nap));
 		break;
 	case CN_NAP_WAITING:
 		snprintf(out, len, "no-room");
@@ -210,7 +210,7 @@ static void print_table(const struct rows *r)
 					 (s->nap == CN_NAP_NAPPING || s->nap == CN_NAP_WAKING ||
 					  s->nap == CN_NAP_WAITING)
 				 ? "napping"
-				 : cn_outcome_state_word(s->state),
+				 : cn_outcome_word(CN_OUTCOME_STATE, s->state),
 			 s->prepared ? "+prep" : "", s->busy ? "*" : "");
 		mib(s->footprint_mib, gpu, sizeof(gpu));
 		mib(s->host_mib, host, sizeof(host));
@@ -224,8 +224,9 @@ static void print_table(const struct rows *r)
 		nap_col(s, nap, sizeof(nap));
 		naps_col(s, naps, sizeof(naps));
 		printf("%-8d %-14s %-8s %-*s %-9s %-5s %8s %8s %8s %8s %-13s %-10s %-13s %-9s %s\n",
-		       s->pid, state, cn_outcome_action_word(s->action), wres, cn_status_result(s),
-		       total, on, gpu, host, disk, now, sus, nap, naps, nccl_col(s), cmd);
+		       s->pid, state, cn_outcome_word(CN_OUTCOME_ACTION, s->action), wres,
+		       cn_status_result(s), total, on, gpu, host, disk, now, sus, nap, naps,
+		       nccl_col(s), cmd);
 	}
 	for (int i = 0; i < r->n; i++) {
 		const struct cn_status *s = &r->s[i];
@@ -233,7 +234,8 @@ static void print_table(const struct rows *r)
 		if (s->suspendable == CN_ASK_NO)
 			printf("%d: would refuse: %s\n", s->pid, s->why_not);
 		if ((s->nap == CN_NAP_REFUSED || s->nap == CN_NAP_WAITING) && s->nap_why[0])
-			printf("%d: %s: %s\n", s->pid, cn_outcome_nap_word(s->nap), s->nap_why);
+			printf("%d: %s: %s\n", s->pid, cn_outcome_word(CN_OUTCOME_NAP, s->nap),
+			       s->nap_why);
 	}
 }
 
