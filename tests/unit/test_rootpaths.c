@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cn_config.h"
+#include "cn_proc.h"
 #include "cn_safe.h"
 #include "cn_status.h"
 #include "jobdirs.h"
@@ -26,7 +27,6 @@
 #ifdef CN_HANDOVER
 #include <stdarg.h>
 
-#include "cn_proc.h"
 #include "handover.h"
 #endif
 
