@@ -42,7 +42,7 @@ in_s() { awk -v m="$1" 'BEGIN { printf "%.2f", m / 1000 }'; } # in_s MS: seconds
 # passes it to `cudanap run`, which appends the preload). LIBCUDANAP is the library alone.
 LIBCUDANAP=${PRELOAD:-}
 if [ -n "${CN_SANITIZER_RUNTIME:-}" ]; then
-	PRELOAD=$CN_SANITIZER_RUNTIME:$PRELOAD
+	PRELOAD=$CN_SANITIZER_RUNTIME:${PRELOAD:-}
 fi
 
 # real_python: the interpreter itself, not a version manager's shim in front of it. pyenv's is a
