@@ -74,6 +74,10 @@ struct cn_config {
 	unsigned nap_idle_s;	   /* nap after this long without driver work; 0: never */
 	bool nap_to_disk;	   /* a nap's host copy goes to [hibernate] dir */
 	bool nap_wake_any; /* a nap wakes on any GPU of its model with room, not only home */
+	/* [peer] mode: a process with peer access between its GPUs is suspended with that access
+	 * turned off (and off after the resume, where the driver cannot give it back), instead of
+	 * refused. */
+	bool peer_off;
 };
 
 /* Defaults for every key; the status dir from the environment (cn_dirs_status_default). */

@@ -85,6 +85,10 @@ struct cn_status {
 	double est_resume_s;
 	char est_source[160]; /* where the estimate comes from */
 	char inside[200];     /* a thread inside a driver call, and for how long at least */
+	/* Access between its GPUs: "GPU 0->1 by cuCtxEnablePeerAccess in libc10_cuda.so", what a
+	 * suspend turned off and stays off, memory mapped to another GPU; "" when none (also kept by
+	 * every action). */
+	char peer[400];
 	/* Naps ([nap] idle_s, cudanap nap), also kept across actions. */
 	int nap;	     /* enum cn_nap */
 	char nap_why[300];   /* why it is not napped, or what its wake waits for */

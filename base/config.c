@@ -374,6 +374,16 @@ static int k_nap_wake_on(struct cn_config *c, const char *v, char *why, size_t l
 	return -EINVAL;
 }
 
+static int k_peer_mode(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	if (strcasecmp(v, "refuse") == 0 || strcasecmp(v, "off") == 0) {
+		c->peer_off = strcasecmp(v, "off") == 0;
+		return 0;
+	}
+	snprintf(why, len, "'%s' is not refuse or off", v);
+	return -EINVAL;
+}
+
 static const struct {
 	const char *section, *key;
 	key_parser parse; /* NULL: a true/false key, stored at offset */
@@ -413,6 +423,7 @@ static const struct {
 	{ "nap", "idle_s", k_nap_idle, 0 },
 	{ "nap", "to", k_nap_to, 0 },
 	{ "nap", "wake_on", k_nap_wake_on, 0 },
+	{ "peer", "mode", k_peer_mode, 0 },
 };
 #define N_KEYS (sizeof(key_table) / sizeof(key_table[0]))
 _Static_assert(N_KEYS <= 64, "one bit per key in load_ctx.seen");

@@ -22,6 +22,10 @@ enum {
 	CUDA_ERROR_NOT_INITIALIZED = 3,
 	CUDA_ERROR_NO_DEVICE = 100,
 	CUDA_ERROR_INVALID_DEVICE = 101,
+	CUDA_ERROR_INVALID_HANDLE = 400,
+	CUDA_ERROR_PEER_ACCESS_UNSUPPORTED = 217,
+	CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704,
+	CUDA_ERROR_PEER_ACCESS_NOT_ENABLED = 705,
 	CUDA_ERROR_NOT_READY = 600,
 	CUDA_ERROR_ILLEGAL_STATE = 401,
 	CUDA_ERROR_OPERATING_SYSTEM = 304,
@@ -91,6 +95,15 @@ typedef struct {
 		unsigned char reserved[4];
 	} allocFlags;
 } CUmemAllocationProp;
+
+/* Access to memory from a device: cuMemSetAccess and cuMemPoolSetAccess take a list of these. */
+typedef struct {
+	struct {
+		int type; /* CUmemLocationType */
+		int id;
+	} location;
+	int flags; /* CUmemAccess_flags: 0 none, 1 read, 3 read and write */
+} CUmemAccessDesc;
 
 /* NVML, the management library beside the driver (libnvidia-ml.so.1). */
 typedef int nvmlReturn_t;

@@ -87,6 +87,7 @@ static const struct {
 	TEXT(host_bound),
 	TEXT(est_source),
 	TEXT(inside),
+	TEXT(peer),
 	WORD(nap, CN_OUTCOME_NAP),
 	TEXT(nap_why),
 	TEXT(idle_since),

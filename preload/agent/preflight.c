@@ -1,7 +1,8 @@
 /* preflight: what the agent checks before it asks for a lock, from inside the process and without
  * the driver: NCCL ranks whose transports the driver cannot restore, GPU memory imported from
- * other processes that the driver cannot restore either, and managed memory, which it cannot
- * checkpoint. It reads /proc/self and what ipc.c and managed.c counted. (JAX was refused here while
+ * other processes and peer access between the process's GPUs, which the driver cannot restore
+ * either, and managed memory, which it cannot checkpoint. It reads /proc/self and what the
+ * gate's watchers saw (cuda/ipc.c, managed.c, peers.c). (JAX was refused here while
  * its calls could reach the driver as it held the process checkpointed; they wait at the gate now,
  * cuda/gate.c.) */
 #define _GNU_SOURCE
@@ -16,6 +17,9 @@
 #include "cn_ncclenv.h"
 #include "ipc.h"
 #include "managed.h"
+#include "peers.h"
+#include "requests.h"
+#include "state.h"
 
 /* NCCL's shared-memory segments: see nccl_thread below. */
 #define NCCL_SEGMENT "/dev/shm/nccl-"
@@ -127,6 +131,8 @@ int cn_preflight_suspend(const struct cn_config *c, const struct cn_nccl_facts *
 			n, n == 1 ? "" : "s", who);
 		return -1;
 	}
+	if (cn_preflight_peers(c, why, len) < 0)
+		return -1;
 	n = cn_managed_held(who, sizeof(who));
 	if (n > 0) {
 		snprintf(
@@ -155,6 +161,26 @@ int cn_preflight_suspend(const struct cn_config *c, const struct cn_nccl_facts *
 		return -1;
 	}
 	return 0;
+}
+
+int cn_preflight_peers(const struct cn_config *c, char *why, size_t len)
+{
+	char peers[300];
+
+	struct cn_resp r;
+
+	if (c->peer_off || cn_peers_held() == 0)
+		return 0;
+	/* The GPUs by the machine's numbers, as everything else of cudanap names them. */
+	if (!cn_ag.n_gpus && cn_requests_call(CN_OP_QUERY, &r) == 0)
+		cn_state_machine(&r);
+	cn_peers_describe((const unsigned char(*)[16])cn_ag.gpus, (int)cn_ag.n_gpus, peers,
+			  sizeof(peers));
+	snprintf(why, len,
+		 "refusing to suspend a process with peer access between its GPUs (%s): the driver "
+		 "cannot restore it; [peer] mode = off suspends it with that access turned off",
+		 peers);
+	return -1;
 }
 
 int cn_preflight_nap(const struct cn_nccl_facts *nccl, char *why, size_t len)

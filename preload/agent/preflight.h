@@ -20,6 +20,11 @@ struct cn_nccl_facts {
 int cn_preflight_suspend(const struct cn_config *c, const struct cn_nccl_facts *nccl, char *why,
 			 size_t len);
 
+/* Peer access between the process's GPUs, which [peer] mode = refuse refuses: 0, or -1 with why
+ * naming the GPUs and who turned it on. Part of cn_preflight_suspend; asked again once the gate
+ * is closed, when no call can turn it on any more. */
+int cn_preflight_peers(const struct cn_config *c, char *why, size_t len);
+
 /* A nap, on top: 0, or -1 with why (an NCCL rank, whatever its transports). */
 int cn_preflight_nap(const struct cn_nccl_facts *nccl, char *why, size_t len);
 

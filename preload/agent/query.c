@@ -19,6 +19,7 @@
 #include "gate.h"
 #include "hibernate.h"
 #include "nccl.h"
+#include "peers.h"
 #include "preflight.h"
 #include "rates.h"
 #include "reload.h"
@@ -201,6 +202,14 @@ void cn_query(void)
 		stamp();
 		return;
 	}
+	cn_state_machine(&r);
+	cn_peers_describe((const unsigned char(*)[16])cn_ag.gpus, (int)cn_ag.n_gpus, st->peer,
+			  sizeof(st->peer));
+	if (cn_ag.cfg.peer_off && cn_peers_held() > 0)
+		snprintf(st->peer + strlen(st->peer), sizeof(st->peer) - strlen(st->peer),
+			 " (a suspend turns it off, and it stays off after the resume: [peer] mode "
+			 "= "
+			 "off)");
 	gpu_mib = memory_now(&r);
 	if (r.state == CN_STATE_CHECKPOINTED) {
 		st->suspendable = CN_ASK_ASLEEP;

@@ -21,6 +21,7 @@
 #include "hooks.h"
 #include "log.h"
 #include "nccl.h"
+#include "peers.h"
 #include "staging.h"
 #include "state.h"
 
@@ -234,6 +235,8 @@ static struct cn_outcome finish(const struct cn_resp *r, const char *message, bo
 	st->busy = false;
 	st->seq++;
 	cn_nccl_describe(st->nccl, sizeof(st->nccl));
+	cn_peers_describe((const unsigned char(*)[16])cn_ag.gpus, (int)cn_ag.n_gpus, st->peer,
+			  sizeof(st->peer));
 	st->result = o.result;
 	snprintf(st->result_name, sizeof(st->result_name), "%s", o.result > 0 ? r->name : "");
 	snprintf(st->message, sizeof(st->message), "%s", message);

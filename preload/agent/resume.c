@@ -19,6 +19,7 @@
 #include "hibernate.h"
 #include "log.h"
 #include "nccl.h"
+#include "peers.h"
 #include "rates.h"
 #include "reload.h"
 #include "report.h"
@@ -139,11 +140,36 @@ static int restore_step(struct cn_resp *r, unsigned wait_ms)
 	return 0;
 }
 
+/* After the unlock, before the app's calls go on: the peer access a suspend turned off is asked
+ * for again. After a restore driver 580 refuses it (docs/DRIVER.md): it stays off, said in the log
+ * (and in the status), and from then on the app is told that its GPUs cannot access each other,
+ * unless every direction came back. */
+static void peers_again(bool restored)
+{
+	int dropped = cn_peers_dropped(), off = 0;
+	char why[200], which[300];
+
+	if (dropped)
+		off = cn_peers_raise(why, sizeof(why));
+	if (restored && (!dropped || off))
+		cn_peers_restored();
+	if (!off)
+		return;
+	cn_peers_describe((const unsigned char(*)[16])cn_ag.gpus, (int)cn_ag.n_gpus, which,
+			  sizeof(which));
+	cn_log(&cn_ag.cfg, CN_LOG_INFO,
+	       "peer access between its GPUs stays off after the resume (%s): %s: the driver "
+	       "cannot "
+	       "give it back after a restore; copies between them go through the host",
+	       which, why);
+}
+
 /* After the unlock: the app's calls go on, the host copy is given back. */
-static void running_again(void)
+static void running_again(bool restored)
 {
 	struct cn_staging_stats ss;
 
+	peers_again(restored);
 	gate_open();
 	if (cn_ag.hib_addr) {
 		/* The driver unmapped its copy after the restore: the file goes with its fd. */
@@ -164,7 +190,7 @@ struct cn_outcome cn_resume(void)
 struct cn_outcome cn_resume_as(bool wake, const char *map, unsigned wake_wait_ms)
 {
 	struct cn_status before = cn_ag.st;
-	bool from_disk = cn_ag.hib_addr != NULL;
+	bool from_disk = cn_ag.hib_addr != NULL, restored;
 	struct cn_outcome o;
 	struct cn_resp r;
 	char msg[320];
@@ -184,6 +210,7 @@ struct cn_outcome cn_resume_as(bool wake, const char *map, unsigned wake_wait_ms
 		return cn_report_already(&r, "already running");
 	}
 	cn_report_publish();
+	restored = r.state == CN_STATE_CHECKPOINTED;
 	if (r.state == CN_STATE_CHECKPOINTED && cn_ag.hib_addr && read_back(&r) < 0)
 		return cn_report_outcome();
 	if (r.state == CN_STATE_CHECKPOINTED &&
@@ -194,7 +221,7 @@ struct cn_outcome cn_resume_as(bool wake, const char *map, unsigned wake_wait_ms
 		return cn_report_finish(&r, msg);
 	}
 	cn_report_step(CN_STEP_UNLOCK, &r);
-	running_again();
+	running_again(restored);
 	o = comms_resume(&r, wake);
 	if (o.result == CN_RES_OK)
 		cn_rates_record(cn_ag.model, from_disk ? CN_RATE_RESUME_DISK : CN_RATE_RESUME,

@@ -9,6 +9,14 @@
 
 struct cn_agent cn_ag;
 
+void cn_state_machine(const struct cn_resp *r)
+{
+	if (r->n_gpus) {
+		cn_ag.n_gpus = r->n_gpus;
+		memcpy(cn_ag.gpus, r->gpus, sizeof(cn_ag.gpus));
+	}
+}
+
 /* What the process holds on which GPU, and the machine's GPUs, from the controller's answer. */
 void cn_state_remember(const struct cn_resp *r)
 {
@@ -16,10 +24,7 @@ void cn_state_remember(const struct cn_resp *r)
 	memcpy(cn_ag.use, r->use, sizeof(cn_ag.use));
 	if (r->model[0])
 		snprintf(cn_ag.model, sizeof(cn_ag.model), "%s", r->model);
-	if (r->n_gpus) {
-		cn_ag.n_gpus = r->n_gpus;
-		memcpy(cn_ag.gpus, r->gpus, sizeof(cn_ag.gpus));
-	}
+	cn_state_machine(r);
 }
 
 /* After a restore: the GPUs the process started on are where the controller put them. The
@@ -37,10 +42,7 @@ void cn_state_moved(const struct cn_resp *r)
 	}
 	cn_ag.n_moves = r->n_moves;
 	memcpy(cn_ag.moves, r->moves, sizeof(cn_ag.moves));
-	if (r->n_gpus) {
-		cn_ag.n_gpus = r->n_gpus;
-		memcpy(cn_ag.gpus, r->gpus, sizeof(cn_ag.gpus));
-	}
+	cn_state_machine(r);
 }
 
 double cn_state_footprint_mib(void)

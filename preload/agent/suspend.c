@@ -26,6 +26,7 @@
 #include "log.h"
 #include "nccl.h"
 #include "preflight.h"
+#include "peers.h"
 #include "prepare.h"
 #include "rates.h"
 #include "reload.h"
@@ -198,6 +199,51 @@ static int close_gate(struct cn_resp *r, char *msg, size_t len)
 	return 0;
 }
 
+/* Peer access this suspend turned off ([peer] mode = off), to be turned on again if the process
+ * runs on without a checkpoint. */
+static bool peers_off;
+
+/* With the gate closed no call of the app's turns peer access on any more: a process that holds
+ * it is refused now ([peer] mode = refuse), or has it turned off ([peer] mode = off), for the
+ * resume to ask for it again. -1 with msg: the process runs on. */
+static int peers(struct cn_resp *r, char *msg, size_t len)
+{
+	char why[200], which[300];
+
+	peers_off = false;
+	if (cn_preflight_peers(&cn_ag.cfg, msg, len) < 0) {
+		r->result = CN_RES_REFUSED;
+		return -1;
+	}
+	if (!cn_peers_held())
+		return 0;
+	cn_peers_describe((const unsigned char(*)[16])cn_ag.gpus, (int)cn_ag.n_gpus, which,
+			  sizeof(which));
+	if (cn_peers_drop(why, sizeof(why)) < 0) {
+		r->result = CN_RES_REFUSED;
+		snprintf(msg, len,
+			 "peer access between its GPUs (%s) could not be turned off: %s; the "
+			 "process "
+			 "keeps running",
+			 which, why);
+		return -1;
+	}
+	peers_off = true;
+	cn_log(&cn_ag.cfg, CN_LOG_DEBUG, "peer access turned off for the suspend: %s", which);
+	return 0;
+}
+
+/* The process runs on without a checkpoint: the peer access this suspend turned off is on again
+ * (the driver gives it back to a process it did not restore). */
+static void peers_back(void)
+{
+	if (peers_off && cn_peers_raise(NULL, 0) > 0)
+		cn_log(&cn_ag.cfg, CN_LOG_ERROR,
+		       "peer access between its GPUs could not be turned on again after the failed "
+		       "suspend");
+	peers_off = false;
+}
+
 /* After a failed step that came after the communicators' suspend. */
 static void comms_stay(char *msg, size_t len)
 {
@@ -243,6 +289,8 @@ static int lock(bool nap, struct cn_resp *r, char *msg, size_t len)
 		snprintf(msg, len, "lock: %s", r->message);
 	if (r->state == CN_STATE_LOCKED)
 		unlock_after(r, msg, len);
+	if (r->state == CN_STATE_RUNNING) /* the driver holds a locked process's calls */
+		peers_back();
 	comms_stay(msg, len);
 	return -1;
 }
@@ -259,6 +307,8 @@ static struct cn_outcome checkpoint_failed(struct cn_resp *r, char *msg, size_t 
 						       : "");
 	if (r->state != CN_STATE_CHECKPOINTED)
 		unlock_after(r, msg, len);
+	if (r->state == CN_STATE_RUNNING)
+		peers_back();
 	comms_stay(msg, len);
 	return cn_report_finish(r, msg);
 }
@@ -330,7 +380,8 @@ struct cn_outcome cn_suspend_as(bool nap, unsigned lock_limit)
 		return cn_report_finish(&r, msg);
 	if (r.state == CN_STATE_LOCKED) {
 		cn_gate_shut(); /* a failed unlock's: its callers wait inside the driver */
-	} else if (r.state == CN_STATE_RUNNING && close_gate(&r, msg, sizeof(msg)) < 0) {
+	} else if (r.state == CN_STATE_RUNNING &&
+		   (close_gate(&r, msg, sizeof(msg)) < 0 || peers(&r, msg, sizeof(msg)) < 0)) {
 		comms_stay(msg, sizeof(msg));
 		return cn_report_finish(&r, msg);
 	}

@@ -45,6 +45,11 @@ enum cn_kind {
 	CN_KIND_FREE,	    /* device memory freed: looked at while managed memory is held */
 	CN_KIND_CAPTURE,    /* a stream capture begun: counted, for the answers during a nap */
 	CN_KIND_CAPTURED,   /* ... and ended */
+	CN_KIND_PEER_ON,    /* peer access turned on (cuCtxEnablePeerAccess): kept, peers.c */
+	CN_KIND_PEER_OFF,   /* ... and off */
+	CN_KIND_PEER_CAN,   /* whether a GPU may access another's memory: 0 once restored */
+	CN_KIND_MAP_ACCESS, /* memory mapped to other GPUs (cuMemSetAccess): noted */
+	CN_KIND_POOL_ACCESS, /* a pool's memory to other GPUs (cuMemPoolSetAccess): noted */
 };
 
 /* How the app first got a function: the debug line of a suspend says which paths it used. */
@@ -90,6 +95,10 @@ static inline int cn_fns_index(const void *p)
 }
 
 const char *cn_lookup_name(unsigned idx);
+
+/* The file name of the object that address lies in ("libc10_cuda.so"), for the line that says who
+ * made a call; "an unknown object" when none is known. */
+void cn_lookup_object(const void *addr, char *out, size_t len);
 
 /* The driver's function behind entry idx, found now if it was not yet (an exported name called
  * first: the next definition after the preload, else libcuda's own). NULL when there is none. */

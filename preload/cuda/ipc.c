@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "cuda_abi.h"
+#include "fns.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -38,26 +39,13 @@ static char first[160]; /* the first of them, while held > 0 */
 /* Set while a wrapped call runs: the runtime's own call into the driver is not a second import. */
 static __thread int inside __attribute__((tls_model("initial-exec")));
 
-/* The object a return address lies in, for the line of a refusal ("libc10_cuda.so"). */
-static void object_of(const void *caller, char *out, size_t len)
-{
-	Dl_info info;
-	const char *slash;
-
-	snprintf(out, len, "an unknown object");
-	if (dladdr(caller, &info) && info.dli_fname && info.dli_fname[0]) {
-		slash = strrchr(info.dli_fname, '/');
-		snprintf(out, len, "%s", slash ? slash + 1 : info.dli_fname);
-	}
-}
-
 void cn_ipc_count(const char *fn, const void *caller, int delta)
 {
 	char obj[96];
 
 	if (inside)
 		return;
-	object_of(caller, obj, sizeof(obj));
+	cn_lookup_object(caller, obj, sizeof(obj));
 	if (strstr(obj, "libnccl"))
 		return;
 	pthread_mutex_lock(&lock);

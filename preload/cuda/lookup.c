@@ -69,6 +69,11 @@ static const struct {
 	{ "cuMemFree", CN_KIND_FREE },
 	{ "cuStreamBeginCapture", CN_KIND_CAPTURE },
 	{ "cuStreamEndCapture", CN_KIND_CAPTURED },
+	{ "cuCtxEnablePeerAccess", CN_KIND_PEER_ON },
+	{ "cuCtxDisablePeerAccess", CN_KIND_PEER_OFF },
+	{ "cuDeviceCanAccessPeer", CN_KIND_PEER_CAN },
+	{ "cuMemSetAccess", CN_KIND_MAP_ACCESS },
+	{ "cuMemPoolSetAccess", CN_KIND_POOL_ACCESS },
 };
 
 /* Calls that do not work the GPU, for the naps' idleness: queries, getters, context switches. */
@@ -175,6 +180,18 @@ void cn_lookup_watch_frees(bool on)
 		}
 	}
 	pthread_mutex_unlock(&mu);
+}
+
+void cn_lookup_object(const void *addr, char *out, size_t len)
+{
+	Dl_info info;
+	const char *slash;
+
+	snprintf(out, len, "an unknown object");
+	if (dladdr(addr, &info) && info.dli_fname && info.dli_fname[0]) {
+		slash = strrchr(info.dli_fname, '/');
+		snprintf(out, len, "%s", slash ? slash + 1 : info.dli_fname);
+	}
 }
 
 const char *cn_lookup_name(unsigned idx)

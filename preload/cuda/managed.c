@@ -24,12 +24,9 @@ static char first[160];
 
 void cn_managed_alloc(uint64_t ptr, const void *caller)
 {
-	Dl_info info;
-	const char *obj = "an unknown object";
+	char obj[96];
 
-	if (dladdr(caller, &info) && info.dli_fname && info.dli_fname[0])
-		obj = strrchr(info.dli_fname, '/') ? strrchr(info.dli_fname, '/') + 1
-						   : info.dli_fname;
+	cn_lookup_object(caller, obj, sizeof(obj));
 	pthread_mutex_lock(&lock);
 	if (n_held < MAX_HELD)
 		held[n_held++] = ptr;

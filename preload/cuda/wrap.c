@@ -17,6 +17,7 @@
 #include "gate.h"
 #include "ipc.h"
 #include "managed.h"
+#include "peers.h"
 
 /* What the trampoline keeps on its stack during a call (stubs.S knows these offsets). */
 struct cn_frame {
@@ -103,9 +104,10 @@ static void lookup_after(const struct cn_frame *f)
 		*pfn = cn_lookup_wrap(*pfn, symbol, CN_PATH_PROC);
 }
 
-/* After the call, for the kinds that look at it (the thread's depth settled already). */
-__attribute__((visibility("hidden"))) void cn_wrap_after(unsigned idx, const struct cn_frame *f);
-void cn_wrap_after(unsigned idx, const struct cn_frame *f)
+/* After the call, for the kinds that look at it (the thread's depth settled already); a kind may
+ * change the answer the app gets (ret[0]). */
+__attribute__((visibility("hidden"))) void cn_wrap_after(unsigned idx, struct cn_frame *f);
+void cn_wrap_after(unsigned idx, struct cn_frame *f)
 {
 	const struct cn_fn *e = &cn_fns[idx];
 	bool ok = (CUresult)f->ret[0] == CUDA_SUCCESS;
@@ -140,13 +142,27 @@ void cn_wrap_after(unsigned idx, const struct cn_frame *f)
 		if (ok)
 			cn_answers_capture(e->kind == CN_KIND_CAPTURE ? 1 : -1);
 		break;
+	case CN_KIND_PEER_ON:
+		cn_peers_enable((void *)f->gp[0], f->caller, &f->ret[0]);
+		break;
+	case CN_KIND_PEER_OFF:
+		cn_peers_disable((void *)f->gp[0], &f->ret[0]);
+		break;
+	case CN_KIND_PEER_CAN:
+		cn_peers_can((int *)f->gp[0], &f->ret[0]);
+		break;
+	case CN_KIND_MAP_ACCESS:
+		cn_peers_map(f->gp[0], (const void *)f->gp[2], f->gp[3], f->caller, &f->ret[0]);
+		break;
+	case CN_KIND_POOL_ACCESS:
+		cn_peers_pool((const void *)f->gp[1], f->gp[2], f->caller, &f->ret[0]);
+		break;
 	}
 }
 
 /* After the call of a thread on the slow path (cudanap's, or one without a record). */
-__attribute__((visibility("hidden"))) void cn_wrap_leave_slow(unsigned idx,
-							      const struct cn_frame *f);
-void cn_wrap_leave_slow(unsigned idx, const struct cn_frame *f)
+__attribute__((visibility("hidden"))) void cn_wrap_leave_slow(unsigned idx, struct cn_frame *f);
+void cn_wrap_leave_slow(unsigned idx, struct cn_frame *f)
 {
 	cn_gate_tl.depth--;
 	if (outermost())

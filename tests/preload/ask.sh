@@ -167,10 +167,12 @@ out=$("$CUDANAP" pick -c "$T/job.ini" --free 3500 --gpu 0); rc=$?
 like "$rc:$out" "^0:.*total: 4000 MiB freed on GPU 0 in about 0\.7 s
 cudanap suspend ($P_pid $Q_pid|$Q_pid $P_pid)$" "3500 MiB: both"
 out=$("$CUDANAP" pick -c "$T/job.ini" --free 2G); rc=$?
-like "$rc:$out" "^0:$R_pid: frees 2500 MiB on GPU 1.*
-cudanap suspend $R_pid$" "any GPU: GPU 1's 2500 MiB cost less than GPU 0's 3000 (the importer of 9000 cannot suspend)"
+like "$rc:$out" "^0:$S_pid: would refuse: refusing to suspend a process that holds GPU memory imported from another process.*
+$R_pid: frees 2500 MiB on GPU 1.*
+cudanap suspend $R_pid$" "any GPU: GPU 1's 2500 MiB cost less than GPU 0's 3000 (the importer of 9000 cannot suspend, and is said first)"
 out=$("$CUDANAP" pick -c "$T/job.ini" --free 8G --gpu 1); rc=$?
-is "$rc:$out" "1:cannot free 8192 MiB on GPU 1: the processes that would suspend hold less" \
+like "$rc:$out" "^1:$S_pid: would refuse: .*
+cannot free 8192 MiB on GPU 1: the processes that would suspend hold less$" \
 	"more than the suspendable hold: exit 1"
 like "$("$CUDANAP" pick -c "$T/job.ini" --free 2G --json)" "^\{\"gpu\":1,\"free_mib\":2048,\"possible\":true,\"processes\":\[\{\"pid\":$R_pid,\"mib\":2500,\"est_s\":0\.3[0-9]+\}\],\"total_mib\":2500,\"total_s\":0\.3[0-9]+,\"command\":\"cudanap suspend $R_pid\"\}$" \
 	"pick --json"

@@ -222,12 +222,54 @@ EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d)
 	return d >= 0 && d < (CUdevice)sizeof(primary) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 
+int fake_ctx_device(void *ctx)
+{
+	char *c = ctx;
+
+	return c >= primary && c < primary + sizeof(primary) ? (int)(c - primary) : -1;
+}
+
+void *fake_ctx_current(void)
+{
+	return current;
+}
+
+void fake_entered(const char *fn)
+{
+	entered(fn);
+}
+
 EXPORT CUresult cuCtxGetDevice(CUdevice *d)
 {
-	char *c = current;
+	int dev = fake_ctx_device(current);
 
 	entered("cuCtxGetDevice");
-	*d = c >= primary && c < primary + sizeof(primary) ? (CUdevice)(c - primary) : 0;
+	*d = dev >= 0 ? dev : 0;
+	return CUDA_SUCCESS;
+}
+
+/* The context stack: a push keeps the current one, a pop brings it back. */
+static __thread void *pushed[8];
+static __thread int n_pushed;
+
+EXPORT CUresult cuCtxPushCurrent_v2(void *ctx)
+{
+	entered("cuCtxPushCurrent_v2");
+	if (n_pushed == 8)
+		return CUDA_ERROR_INVALID_VALUE;
+	pushed[n_pushed++] = current;
+	current = ctx;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxPopCurrent_v2(void **ctx)
+{
+	entered("cuCtxPopCurrent_v2");
+	if (!n_pushed)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (ctx)
+		*ctx = current;
+	current = pushed[--n_pushed];
 	return CUDA_SUCCESS;
 }
 
@@ -312,6 +354,13 @@ static void *pick(const char *s, int version, uint64_t flags)
 		{ "cuDriverGetVersion", (void *)cuDriverGetVersion },
 		{ "cuGetExportTable", (void *)cuGetExportTable },
 		{ "cuIpcOpenMemHandle", (void *)cuIpcOpenMemHandle_v2 },
+		{ "cuCtxPushCurrent", (void *)cuCtxPushCurrent_v2 },
+		{ "cuCtxPopCurrent", (void *)cuCtxPopCurrent_v2 },
+		{ "cuCtxEnablePeerAccess", (void *)cuCtxEnablePeerAccess },
+		{ "cuCtxDisablePeerAccess", (void *)cuCtxDisablePeerAccess },
+		{ "cuDeviceCanAccessPeer", (void *)cuDeviceCanAccessPeer },
+		{ "cuDeviceGetUuid", (void *)cuDeviceGetUuid_v2 },
+		{ "cuGetErrorName", (void *)cuGetErrorName },
 	};
 	int ptds = (flags & 2) != 0;
 

@@ -10,6 +10,8 @@
  *   <pid>.peer    memory the process imported from another (the fake NCCL's P2P, or CUDA IPC
  *                 opened here): its restore fails with NOT_SUPPORTED and wedges it, as the real
  *                 driver's does
+ *   <pid>.peers   peer access between its GPUs (fakepeer.c): on at the checkpoint, the restore
+ *                 fails with INVALID_VALUE and wedges it, as driver 580's does
  *   fail_checkpoint, fail_restore   if present, that call fails with the CUresult written inside
  *   delay_checkpoint, delay_restore if present, that call first sleeps the milliseconds written
  *                                   inside, with nothing changed yet: a slow driver to kill (the
@@ -453,6 +455,13 @@ static const struct {
 	{ CUDA_ERROR_ILLEGAL_STATE, "CUDA_ERROR_ILLEGAL_STATE", "illegal state" },
 	{ CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready" },
 	{ CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported" },
+	{ CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle" },
+	{ CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED",
+	  "peer access is not supported between these two devices" },
+	{ CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, "CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED",
+	  "peer access is already enabled" },
+	{ CUDA_ERROR_PEER_ACCESS_NOT_ENABLED, "CUDA_ERROR_PEER_ACCESS_NOT_ENABLED",
+	  "peer access has not been enabled" },
 };
 
 EXPORT CUresult cuGetErrorName(CUresult r, const char **s)
@@ -576,6 +585,7 @@ EXPORT CUresult cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpointArg
 		close(fd);
 		return r;
 	}
+	fake_peers_checkpoint(pid);
 	return move_and_store(fd, pid, "gpu", "host", &st, 2);
 }
 
@@ -604,6 +614,12 @@ EXPORT CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs *arg
 			store_unlock(fd, &st);
 			return CUDA_ERROR_NOT_SUPPORTED;
 		}
+	}
+	/* Peer access on at the checkpoint: the restore fails, and every later one (fakepeer.c). */
+	if (fake_peers_unrestorable(pid)) {
+		st.wedged = 1;
+		store_unlock(fd, &st);
+		return CUDA_ERROR_INVALID_VALUE;
 	}
 	if (args && args->gpuPairsCount) {
 		/* The driver wants every GPU in the list. */
@@ -635,6 +651,7 @@ EXPORT CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs *arg
 			return r;
 		}
 	}
+	fake_peers_restored(pid);
 	return move_and_store(fd, pid, "host", "gpu", &st, 1);
 }
 

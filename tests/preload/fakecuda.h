@@ -71,6 +71,23 @@ CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, uint64_t 
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, uint64_t flags,
 			     int *status);
 void *fake_raw(const char *name);
+CUresult cuCtxPushCurrent_v2(void *ctx);
+CUresult cuCtxPopCurrent_v2(void **ctx);
+/* Within libfakecuda: a primary context's device (-1: not one), the thread's current context, the
+ * check at an entry point's door. */
+int fake_ctx_device(void *ctx);
+void *fake_ctx_current(void);
+void fake_entered(const char *fn);
+
+/* Peer access (fakepeer.c). */
+CUresult cuCtxEnablePeerAccess(void *peer, unsigned flags);
+CUresult cuCtxDisablePeerAccess(void *peer);
+CUresult cuDeviceCanAccessPeer(int *can, CUdevice dev, CUdevice peer);
+/* For the checkpoint API: what was on at the checkpoint is kept; a restore fails while it is; a
+ * restored process cannot turn it on any more. */
+void fake_peers_checkpoint(int pid);
+int fake_peers_unrestorable(int pid);
+void fake_peers_restored(int pid);
 
 CUresult fake_register(void);
 CUresult fake_memcpy_htod(size_t off, const void *src, size_t len);

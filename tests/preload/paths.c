@@ -18,6 +18,9 @@
  *   nexter            with nexter.c preloaded: "nexter OBJECT OBJECT SYMBOL RC PPID": where its
  *                     next getppid lies, where the driver function its constructor took lies,
  *                     that function's answer, and getppid()
+ *   peer PATH on|off A B   GPU A's primary context current, peer access to GPU B's turned on or
+ *                     off: "peer RC"
+ *   peer PATH can A B whether GPU A can access GPU B's memory: "peer RC CAN"
  * PATH: export (the name the program links), dlsym (on libfakecuda's handle), default (dlsym on
  * RTLD_DEFAULT), gpa (cuGetProcAddress, version 11080), gpa2 (cuGetProcAddress_v2, 12000), ptds
  * (the same with the per-thread default stream), v13 (version 13000), raw (bare: past cudanap). */
@@ -76,6 +79,10 @@ static void *exported(const char *name)
 		{ "cuTexRefSetMipmapLevelBias", (void *)cuTexRefSetMipmapLevelBias },
 		{ "cuDriverGetVersion", (void *)cuDriverGetVersion },
 		{ "cuGetExportTable", (void *)cuGetExportTable },
+		{ "cuDevicePrimaryCtxRetain", (void *)cuDevicePrimaryCtxRetain },
+		{ "cuDeviceCanAccessPeer", (void *)cuDeviceCanAccessPeer },
+		{ "cuCtxEnablePeerAccess", (void *)cuCtxEnablePeerAccess },
+		{ "cuCtxDisablePeerAccess", (void *)cuCtxDisablePeerAccess },
 	};
 
 	for (size_t i = 0; i < sizeof(linked) / sizeof(linked[0]); i++)
@@ -270,6 +277,37 @@ static int start(void *(*fn)(void *))
 	return 0;
 }
 
+/* "peer PATH on|off A B": GPU A's primary context made current, then peer access to GPU B's
+ * turned on or off, each call by PATH: "peer RC"; "peer PATH can A B": "peer RC CAN". */
+static void peer(const char *path, const char *what, int a, int b)
+{
+	CUresult (*set)(void *) = get(path, "cuCtxSetCurrent");
+	CUresult (*retain)(void **, int) = get(path, "cuDevicePrimaryCtxRetain");
+	CUresult (*can)(int *, int, int) = get(path, "cuDeviceCanAccessPeer");
+	CUresult (*on)(void *, unsigned) = get(path, "cuCtxEnablePeerAccess");
+	CUresult (*off)(void *) = get(path, "cuCtxDisablePeerAccess");
+	void *ca = NULL, *cb = NULL;
+	int rc, yes = -1;
+
+	if (strcmp(what, "can") == 0) {
+		rc = can ? can(&yes, a, b) : -2;
+		printf("peer %d %d\n", rc, yes);
+		return;
+	}
+	if (!set || !retain || !on || !off) {
+		printf("peer -2\n");
+		return;
+	}
+	rc = retain(&ca, a);
+	if (!rc)
+		rc = retain(&cb, b);
+	if (!rc)
+		rc = set(ca);
+	if (!rc)
+		rc = strcmp(what, "on") == 0 ? on(cb, 0) : off(cb);
+	printf("peer %d\n", rc);
+}
+
 void paths_command(const char *line);
 void paths_command(const char *line)
 {
@@ -277,7 +315,11 @@ void paths_command(const char *line)
 	unsigned ms = 0, n = 0;
 	void *f;
 
-	if (sscanf(line, "fn %15s %255s", path, name) == 2) {
+	int ga, gb;
+
+	if (sscanf(line, "peer %15s %255s %d %d", path, name, &ga, &gb) == 4) {
+		peer(path, name, ga, gb);
+	} else if (sscanf(line, "fn %15s %255s", path, name) == 2) {
 		Dl_info info;
 
 		f = get(path, name);

@@ -121,7 +121,9 @@ bool ask_line(const struct job *j, char *out, size_t len)
 		snprintf(est, sizeof(est), "; about %.1f s, resume %.1f s (%s)", s->est_suspend_s,
 			 s->est_resume_s, s->est_source);
 	if (s->suspendable == CN_ASK_YES) {
-		snprintf(out, len, "%d: would suspend: %s%s%s", j->pid, on, host, est);
+		/* Peer access a suspend turns off ([peer] mode = off), or that stays off. */
+		snprintf(out, len, "%d: would suspend: %s%s%s%s%s", j->pid, on, host, est,
+			 s->peer[0] ? "; peer access " : "", s->peer);
 		return true;
 	}
 	snprintf(out, len, "%d: would refuse: %s", j->pid, s->why_not);

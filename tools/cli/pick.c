@@ -150,6 +150,17 @@ static void print(const struct cand *c, int n, long long set, int gpu, double ne
 	printf("total: %.0f MiB freed on GPU %d in about %.1f s\n%s\n", mib, gpu, cost, cmd);
 }
 
+/* The processes on the GPU that would not suspend, and why: one line each. */
+static void refusals(struct job *jobs, int n, int gpu)
+{
+	for (int i = 0; i < n; i++) {
+		char line[700];
+
+		if (on_gpu(jobs[i].st.gpu_now, gpu) > 0 && !ask_line(&jobs[i], line, sizeof(line)))
+			printf("%s\n", line);
+	}
+}
+
 int pick_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -240,11 +251,10 @@ int pick_main(int argc, char **argv)
 			memcpy(best_cs, cs, sizeof(cs[0]) * (size_t)m);
 		}
 	}
-	print(best_cs, best_m, best,
-	      best_gpu >= 0 ? best_gpu
-	      : gpu >= 0    ? gpu
-			    : 0,
-	      need, best_cost, json);
+	best_gpu = best_gpu >= 0 ? best_gpu : gpu >= 0 ? gpu : 0;
+	if (!json) /* first: the last line stays the command */
+		refusals(jobs, n, best_gpu);
+	print(best_cs, best_m, best, best_gpu, need, best_cost, json);
 	free(jobs);
 	return best >= 0 ? 0 : 1;
 }

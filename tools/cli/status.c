@@ -233,6 +233,8 @@ static void print_table(const struct rows *r)
 
 		if (s->suspendable == CN_ASK_NO)
 			printf("%d: would refuse: %s\n", s->pid, s->why_not);
+		else if (s->peer[0])
+			printf("%d: peer access %s\n", s->pid, s->peer);
 		if ((s->nap == CN_NAP_REFUSED || s->nap == CN_NAP_WAITING) && s->nap_why[0])
 			printf("%d: %s: %s\n", s->pid, cn_outcome_word(CN_OUTCOME_NAP, s->nap),
 			       s->nap_why);

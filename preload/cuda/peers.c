@@ -1,0 +1,407 @@
+/* peers: the access the app's GPUs have to each other's memory, seen at the gate, and what the
+ * agent does with it around a suspend.
+ *
+ * Peer access turned on with cuCtxEnablePeerAccess (hence the runtime's
+ * cudaDeviceEnablePeerAccess: XLA between every pair of GPUs at its start, PyTorch at its first
+ * copy from one GPU to another) makes a process the driver checkpoints and then cannot restore:
+ * the restore answers CUDA_ERROR_INVALID_VALUE, then CUDA_ERROR_OPERATING_SYSTEM for good. Turned
+ * off before the checkpoint, the restore works, but the driver then refuses to turn it on again,
+ * or on at all, toward a context that holds memory the restore brought back (INVALID_HANDLE;
+ * docs/DRIVER.md, Peer access). Memory mapped to another GPU with cuMemSetAccess, and a pool's
+ * access (cuMemPoolSetAccess), survive a checkpoint and are only noted here.
+ *
+ * So this room keeps each direction the app turned on (its contexts, their GPUs, and who asked),
+ * which the preflight refuses or the suspend turns off ([peer] mode); the resume asks for them
+ * again; and once the process has been restored, the app is told its GPUs cannot access each
+ * other, as the driver would refuse it anyway: cuDeviceCanAccessPeer answers 0, and
+ * cuCtxEnablePeerAccess CUDA_ERROR_PEER_ACCESS_UNSUPPORTED instead of the driver's
+ * INVALID_HANDLE. The app's threads record; the agent drops, raises and describes. */
+#define _GNU_SOURCE
+#include "peers.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda_abi.h"
+#include "fns.h"
+
+#define MAX_PAIRS  64
+#define MAX_GRANTS 32
+
+/* One direction of peer access: the context that may access, the context whose memory it may. */
+struct pair {
+	void *from, *to;
+	int dev[2];		   /* their CUDA ordinals in this process */
+	unsigned char uuid[2][16]; /* ... and UUIDs (zero when not known) */
+	char who[120];		   /* "cuCtxEnablePeerAccess in libc10_cuda.so" */
+	bool dropped;		   /* turned off by a suspend, to be asked for again */
+};
+
+/* A GPU (dev[0]) that may access memory of another's (dev[1], -1: not known), mapped to it or by
+ * a pool. */
+struct grant {
+	int dev[2];
+	unsigned char uuid[2][16];
+	bool pool;
+	char who[120];
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pair pairs[MAX_PAIRS];
+static int n_pairs;
+static struct grant grants[MAX_GRANTS];
+static int n_grants;
+static atomic_bool restored;
+
+typedef CUresult (*fn_ptr)(void *);
+typedef CUresult (*enable_fn)(void *, unsigned);
+
+/* The driver's function behind entry idx, called past the gate. */
+static void *drv(unsigned idx)
+{
+	return cn_lookup_resolve(idx);
+}
+
+/* The calling thread's current context and its device (-1 when none). */
+static void *current(int *dev)
+{
+	CUresult (*get)(void **) = drv(CN_FN_IDX_cuCtxGetCurrent);
+	CUresult (*device)(int *) = drv(CN_FN_IDX_cuCtxGetDevice);
+	void *ctx = NULL;
+
+	*dev = -1;
+	if (!get || get(&ctx) != CUDA_SUCCESS || !ctx || !device || device(dev) != CUDA_SUCCESS)
+		*dev = -1;
+	return ctx;
+}
+
+/* Make ctx current on this thread for a while (pushed; popped by leave): 0, or a CUresult. */
+static CUresult enter(void *ctx)
+{
+	fn_ptr push = drv(CN_FN_IDX_cuCtxPushCurrent_v2);
+
+	return push ? push(ctx) : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+static void leave(void)
+{
+	CUresult (*pop)(void **) = drv(CN_FN_IDX_cuCtxPopCurrent_v2);
+	void *was;
+
+	if (pop)
+		pop(&was);
+}
+
+/* The device of context ctx (-1 when not known). */
+static int device_of(void *ctx)
+{
+	int dev = -1;
+
+	if (enter(ctx) == CUDA_SUCCESS) {
+		current(&dev);
+		leave();
+	}
+	return dev;
+}
+
+static void uuid_of(int dev, unsigned char out[16])
+{
+	CUresult (*get)(unsigned char *, int) = drv(CN_FN_IDX_cuDeviceGetUuid_v2);
+
+	memset(out, 0, 16);
+	if (!get)
+		get = drv(CN_FN_IDX_cuDeviceGetUuid);
+	if (dev < 0 || !get || get(out, dev) != CUDA_SUCCESS)
+		memset(out, 0, 16);
+}
+
+static int find(void *from, void *to)
+{
+	for (int i = 0; i < n_pairs; i++)
+		if (pairs[i].from == from && pairs[i].to == to)
+			return i;
+	return -1;
+}
+
+void cn_peers_enable(void *peer, const void *caller, uint64_t *result)
+{
+	struct pair p = { .to = peer };
+	char obj[96];
+	int i;
+
+	if (atomic_load(&restored) && *result == CUDA_ERROR_INVALID_HANDLE) {
+		*result = CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
+		return;
+	}
+	if (*result != CUDA_SUCCESS && *result != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
+		return;
+	p.from = current(&p.dev[0]);
+	p.dev[1] = device_of(peer);
+	uuid_of(p.dev[0], p.uuid[0]);
+	uuid_of(p.dev[1], p.uuid[1]);
+	cn_lookup_object(caller, obj, sizeof(obj));
+	snprintf(p.who, sizeof(p.who), "cuCtxEnablePeerAccess in %s", obj);
+	pthread_mutex_lock(&lock);
+	i = find(p.from, p.to);
+	if (i >= 0)
+		pairs[i].dropped = false;
+	else if (n_pairs < MAX_PAIRS)
+		pairs[n_pairs++] = p;
+	pthread_mutex_unlock(&lock);
+}
+
+void cn_peers_disable(void *peer, uint64_t *result)
+{
+	int dev, i;
+	void *from;
+
+	if (*result != CUDA_SUCCESS && *result != CUDA_ERROR_PEER_ACCESS_NOT_ENABLED)
+		return;
+	from = current(&dev);
+	pthread_mutex_lock(&lock);
+	i = find(from, peer);
+	if (i >= 0)
+		pairs[i] = pairs[--n_pairs];
+	pthread_mutex_unlock(&lock);
+}
+
+void cn_peers_can(int *can, uint64_t *result)
+{
+	if (atomic_load(&restored) && *result == CUDA_SUCCESS && can)
+		*can = 0;
+}
+
+/* A grant of memory of owner's to each device of descs that is not owner. */
+static void grant(int owner, const void *descs, size_t n, bool pool, const void *caller)
+{
+	const CUmemAccessDesc *d = descs;
+	char obj[96];
+
+	cn_lookup_object(caller, obj, sizeof(obj));
+	pthread_mutex_lock(&lock);
+	for (size_t k = 0; d && k < n; k++) {
+		bool seen = false;
+
+		if (d[k].location.type != CU_MEM_LOCATION_TYPE_DEVICE || !d[k].flags ||
+		    d[k].location.id == owner)
+			continue;
+		for (int i = 0; i < n_grants; i++)
+			seen |= grants[i].dev[1] == owner && grants[i].dev[0] == d[k].location.id &&
+				grants[i].pool == pool;
+		if (seen || n_grants == MAX_GRANTS)
+			continue;
+		grants[n_grants] =
+			(struct grant){ .dev = { d[k].location.id, owner }, .pool = pool };
+		uuid_of(d[k].location.id, grants[n_grants].uuid[0]);
+		uuid_of(owner, grants[n_grants].uuid[1]);
+		snprintf(grants[n_grants++].who, sizeof(grants[0].who), "%s in %s",
+			 pool ? "cuMemPoolSetAccess" : "cuMemSetAccess", obj);
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+/* The device whose memory is mapped at ptr, -1 when not known. */
+static int owner_of(uint64_t ptr)
+{
+	CUresult (*retain)(CUmemGenericAllocationHandle *, void *) =
+		drv(CN_FN_IDX_cuMemRetainAllocationHandle);
+	CUresult (*props)(CUmemAllocationProp *, CUmemGenericAllocationHandle) =
+		drv(CN_FN_IDX_cuMemGetAllocationPropertiesFromHandle);
+	CUresult (*release)(CUmemGenericAllocationHandle) = drv(CN_FN_IDX_cuMemRelease);
+	CUmemGenericAllocationHandle h;
+	CUmemAllocationProp p;
+	int owner = -1;
+
+	if (!retain || !props || !release || retain(&h, (void *)ptr) != CUDA_SUCCESS)
+		return -1;
+	memset(&p, 0, sizeof(p));
+	if (props(&p, h) == CUDA_SUCCESS && p.location.type == CU_MEM_LOCATION_TYPE_DEVICE)
+		owner = p.location.id;
+	release(h);
+	return owner;
+}
+
+void cn_peers_map(uint64_t ptr, const void *descs, size_t n, const void *caller, uint64_t *result)
+{
+	if (*result == CUDA_SUCCESS)
+		grant(owner_of(ptr), descs, n, false, caller);
+}
+
+void cn_peers_pool(const void *descs, size_t n, const void *caller, uint64_t *result)
+{
+	int dev;
+
+	/* A pool's device is not asked for: the caller's is the likely owner. */
+	current(&dev);
+	if (*result == CUDA_SUCCESS)
+		grant(dev, descs, n, true, caller);
+}
+
+/* ---- the agent ---- */
+
+int cn_peers_dropped(void)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&lock);
+	for (int i = 0; i < n_pairs; i++)
+		n += pairs[i].dropped;
+	pthread_mutex_unlock(&lock);
+	return n;
+}
+
+int cn_peers_held(void)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&lock);
+	for (int i = 0; i < n_pairs; i++)
+		n += !pairs[i].dropped;
+	pthread_mutex_unlock(&lock);
+	return n;
+}
+
+/* A GPU's index among the machine's (gpus, n of them), -1 when not among them. */
+static int index_of(const unsigned char uuid[16], const unsigned char (*gpus)[16], int n)
+{
+	static const unsigned char zero[16];
+
+	for (int i = 0; i < n && memcmp(uuid, zero, 16) != 0; i++)
+		if (memcmp(gpus[i], uuid, 16) == 0)
+			return i;
+	return -1;
+}
+
+/* "GPU 0->1" by the machine's indices, else "cuda:0->cuda:1" by the process's numbers. */
+static size_t direction(const unsigned char (*uuid)[16], const int *dev,
+			const unsigned char (*gpus)[16], int n, char *out, size_t len)
+{
+	int a = index_of(uuid[0], gpus, n), b = index_of(uuid[1], gpus, n);
+	int w = a >= 0 && b >= 0 ? snprintf(out, len, "GPU %d->%d", a, b)
+				 : snprintf(out, len, "cuda:%d->cuda:%d", dev[0], dev[1]);
+
+	return w > 0 && (size_t)w < len ? (size_t)w : len ? len - 1 : 0;
+}
+
+/* The directions turned off or not, "GPU 0->1, GPU 1->0 by WHO", after "head" when there is any;
+ * appended at o. */
+static size_t directions(bool dropped, const char *head, const unsigned char (*gpus)[16], int n,
+			 char *out, size_t len, size_t o)
+{
+	const char *who = NULL;
+
+	for (int i = 0; i < n_pairs && o + 1 < len; i++) {
+		if (pairs[i].dropped != dropped)
+			continue;
+		o += (size_t)snprintf(out + o, len - o, "%s", who ? ", " : head);
+		if (o + 1 < len)
+			o += direction(pairs[i].uuid, pairs[i].dev, gpus, n, out + o, len - o);
+		if (!who)
+			who = pairs[i].who;
+	}
+	if (who && o + 1 < len)
+		o += (size_t)snprintf(out + o, len - o, " by %s", who);
+	return o < len ? o : len - 1;
+}
+
+void cn_peers_describe(const unsigned char (*gpus)[16], int n, char *out, size_t len)
+{
+	size_t o;
+
+	out[0] = '\0';
+	pthread_mutex_lock(&lock);
+	o = directions(false, "", gpus, n, out, len, 0);
+	o = directions(true, o ? "; off since the resume: " : "off since the resume: ", gpus, n,
+		       out, len, o);
+	for (int i = 0; i < n_grants && o + 1 < len; i++) {
+		o += (size_t)snprintf(out + o, len - o, "%s",
+				      i	  ? ", "
+				      : o ? "; mapped: "
+					  : "mapped: ");
+		if (o + 1 < len)
+			o += direction(grants[i].uuid, grants[i].dev, gpus, n, out + o, len - o);
+		if (o + 1 < len)
+			o += (size_t)snprintf(out + o, len - o, " by %s", grants[i].who);
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+/* Turn direction i on or off from the agent's thread: its context pushed, then popped. */
+static CUresult toggle(int i, bool on)
+{
+	fn_ptr f = drv(on ? CN_FN_IDX_cuCtxEnablePeerAccess : CN_FN_IDX_cuCtxDisablePeerAccess);
+	CUresult r = enter(pairs[i].from);
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	r = !f	 ? CUDA_ERROR_NOT_INITIALIZED
+	    : on ? ((enable_fn)(void *)f)(pairs[i].to, 0)
+		 : f(pairs[i].to);
+	leave();
+	return r;
+}
+
+int cn_peers_drop(char *why, size_t len)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&lock);
+	for (int i = 0; i < n_pairs && !rc; i++) {
+		CUresult r;
+
+		if (pairs[i].dropped)
+			continue;
+		r = toggle(i, false);
+		if (r == CUDA_SUCCESS || r == CUDA_ERROR_PEER_ACCESS_NOT_ENABLED) {
+			pairs[i].dropped = true;
+			continue;
+		}
+		snprintf(why, len, "cuCtxDisablePeerAccess: CUDA error %d", r);
+		rc = -1;
+	}
+	pthread_mutex_unlock(&lock);
+	if (rc < 0)
+		cn_peers_raise(NULL, 0);
+	return rc;
+}
+
+int cn_peers_raise(char *why, size_t len)
+{
+	int off = 0;
+
+	pthread_mutex_lock(&lock);
+	for (int i = 0; i < n_pairs; i++) {
+		CUresult r;
+
+		if (!pairs[i].dropped)
+			continue;
+		r = toggle(i, true);
+		if (r == CUDA_SUCCESS || r == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) {
+			pairs[i].dropped = false;
+		} else if (!off++ && why) {
+			const char *name = NULL;
+			CUresult (*get_name)(CUresult, const char **) =
+				drv(CN_FN_IDX_cuGetErrorName);
+
+			if (!get_name || get_name(r, &name) != CUDA_SUCCESS || !name)
+				name = "a CUDA error";
+			snprintf(why, len, "cuCtxEnablePeerAccess: %s (%d)", name, r);
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	return off;
+}
+
+void cn_peers_restored(void)
+{
+	atomic_store(&restored, true);
+}
+
+void cn_peers_after_fork(void)
+{
+	pthread_mutex_init(&lock, NULL);
+	n_pairs = n_grants = 0;
+	atomic_store(&restored, false);
+}

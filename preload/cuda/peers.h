@@ -1,0 +1,50 @@
+/* peers: the access the app's GPUs have to each other's memory. See peers.c. */
+#ifndef CN_PEERS_H
+#define CN_PEERS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- at the gate, in the app's threads, after the call (wrap.c); result is the call's, which
+ * may be changed ---- */
+
+/* cuCtxEnablePeerAccess(peer, flags) and cuCtxDisablePeerAccess(peer), from caller. */
+void cn_peers_enable(void *peer, const void *caller, uint64_t *result);
+void cn_peers_disable(void *peer, uint64_t *result);
+/* cuDeviceCanAccessPeer(can, dev, peer). */
+void cn_peers_can(int *can, uint64_t *result);
+/* cuMemSetAccess(ptr, size, descs, n) and cuMemPoolSetAccess(pool, descs, n), from caller. */
+void cn_peers_map(uint64_t ptr, const void *descs, size_t n, const void *caller, uint64_t *result);
+void cn_peers_pool(const void *descs, size_t n, const void *caller, uint64_t *result);
+
+/* ---- for the agent ---- */
+
+/* Peer access turned on with cuCtxEnablePeerAccess and not off (dropped by a suspend counts as
+ * off): how many directions. */
+int cn_peers_held(void);
+
+/* The directions a suspend turned off, not on again yet. */
+int cn_peers_dropped(void);
+
+/* "GPU 0->1, GPU 1->0 by cuCtxEnablePeerAccess in libc10_cuda.so" for the live directions (0->1:
+ * GPU 0 may access GPU 1's memory), then "; off since the resume: ..." for those a suspend turned
+ * off, then "; mapped: GPU 1->0 by cuMemSetAccess in libnccl.so.2" for the grants seen; "" when
+ * there is none. GPUs by their index among gpus (the machine's, nvidia-smi order; n 0: not
+ * known), else "cuda:0->cuda:1", the process's numbers. */
+void cn_peers_describe(const unsigned char (*gpus)[16], int n, char *out, size_t len);
+
+/* Turn off every live direction (the agent's thread, the gate closed): 0, or -1 with why when one
+ * would not (those already off are turned on again first). */
+int cn_peers_drop(char *why, size_t len);
+/* Ask again for the directions a suspend turned off: how many stay off (0: all back), why with the
+ * driver's answer for the first. */
+int cn_peers_raise(char *why, size_t len);
+/* The process was restored: from now on the driver refuses peer access to the memory it holds
+ * (docs/DRIVER.md), and the app is told its GPUs cannot access each other. */
+void cn_peers_restored(void);
+
+/* In a forked child: the parent's contexts are not its own. */
+void cn_peers_after_fork(void);
+
+#endif

@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# Peer access between a process's GPUs, with the fake driver modelling driver 580 (fakepeer.c): a
+# process checkpointed with peer access on is lost at its restore, so no path (a signal, the CLI, a
+# nap by itself or asked, an NCCL job's cut) reaches the lock while it holds any, by default
+# ([peer] mode = refuse), each refusal one line naming the GPUs and the library; the status, the
+# dry run and pick say it. With [peer] mode = off the suspend turns it off after the gate closes,
+# the resume asks for it again, which the driver refuses after a restore, so it stays off, said in
+# the log and the status; a suspend that fails turns it on again. Once restored, a process is told
+# its GPUs cannot access each other, whichever the mode.
+. "$(dirname "$0")/../lib.sh"
+export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake CUDANAP_FAKE_GPUS=2
+mkdir "$T/fake"
+drv_state() { "$FAKECTL" "$FAKECUDA" state "$1"; }
+peers_on() { cat "$T/fake/$1.peers" 2> /dev/null | sort | tr '\n' ' '; }
+refusal="refusing to suspend a process with peer access between its GPUs \(GPU 1->0, GPU 0->1 by cuCtxEnablePeerAccess in fake_target\): the driver cannot restore it"
+
+# -- the fake driver loses a process checkpointed with peer access on, as driver 580 does
+write_ini
+start P "$TARGET"
+ask P "drv peer export on 0 1"
+is "$REPLY" "peer 0" "peer access GPU 0->1 turned on (CUDA's numbers)"
+for step in lock checkpoint; do "$FAKECTL" "$FAKECUDA" $step "$P_pid" > /dev/null; done
+is "$("$FAKECTL" "$FAKECUDA" restore "$P_pid")" CUDA_ERROR_INVALID_VALUE "fake driver: its restore fails"
+is "$("$FAKECTL" "$FAKECUDA" restore "$P_pid")" CUDA_ERROR_OPERATING_SYSTEM "and every later one: the process is lost"
+is "$("$FAKECTL" "$FAKECUDA" unlock "$P_pid")" CUDA_ERROR_ILLEGAL_STATE "it cannot even be unlocked"
+kill -9 "$P_pid"
+
+# -- [peer] mode = refuse (the default): no path reaches the lock
+write_ini "[lock]" "timeout_ms = 5000"
+start A "$TARGET"
+pid=$A_pid
+ask A "drv peer gpa2 on 0 1"
+is "$REPLY" "peer 0" "0->1 turned on by cuGetProcAddress's function (the runtime's path)"
+ask A "drv peer export on 1 0"
+is "$REPLY" "peer 0" "1->0 by the exported name"
+ask A "drv peer export on 1 0"
+is "$REPLY" "peer 704" "asked again: the driver's PEER_ACCESS_ALREADY_ENABLED, passed on"
+out=$("$CUDANAP" status -c "$T/job.ini" "$pid")
+like "$out" "
+$pid +running .* no " "cudanap status: SUSPEND no"
+like "$out" "
+$pid: would refuse: $refusal" "and the line that says why"
+like "$("$CUDANAP" status --json "$pid" | tr -d '\n')" "\"peer\":\"GPU 1->0, GPU 0->1 by cuCtxEnablePeerAccess in fake_target\"" \
+	"status --json: the peer field"
+out=$("$CUDANAP" suspend --dry-run "$pid"); rc=$?
+like "$rc:$out" "^1:$pid: would refuse: $refusal" "suspend --dry-run: would refuse, exit 1"
+out=$("$CUDANAP" pick -c "$T/job.ini" --free 500M); rc=$?
+like "$rc:$out" "^1:$pid: would refuse: $refusal.*
+cannot free 500 MiB on GPU [01]: " "pick: it is not picked, and says why"
+seq=$(field "$pid" seq)
+kill -USR1 "$pid"
+settle "$pid" $((seq + 1))
+is "$(field "$pid" state):$(field "$pid" result)" running:REFUSED "a signal: refused, running"
+like "$(field "$pid" message)" "^$refusal; \[peer\] mode = off suspends it with that access turned off$" \
+	"the status's message: the GPUs, the call and its library, the way out"
+out=$("$CUDANAP" suspend "$pid"); rc=$?
+like "$rc:$out" "^1:$pid: suspend failed: REFUSED: $refusal.* \(state running\)$" "cudanap suspend: refused in one line, exit 1"
+out=$("$CUDANAP" nap "$pid"); rc=$?
+like "$rc:$out" "^1:$pid: nap failed: REFUSED: $refusal" "cudanap nap: refused"
+is "$(drv_state "$pid")" "CUDA_SUCCESS 0" "the driver never saw a lock: RUNNING"
+ask A verify
+is "$REPLY" "verify ok" "the process runs on, its memory intact"
+# turned off by the app: it suspends
+ask A "drv peer export off 0 1"
+ask A "drv peer export off 1 0"
+is "$REPLY" "peer 0" "the app turns its peer access off"
+like "$("$CUDANAP" status --json "$pid" | tr -d '\n')" "\"peer\":\"\"" "the status: none"
+out=$("$CUDANAP" suspend "$pid"); rc=$?
+is "$rc" 0 "then it suspends ($out)"
+"$CUDANAP" resume "$pid" > /dev/null
+ask A verify
+is "$REPLY" "verify ok" "and resumes, intact"
+# once restored, the driver refuses peer access toward its memory: the app is told it cannot
+ask A "drv peer export can 0 1"
+is "$REPLY" "peer 0 0" "restored: cuDeviceCanAccessPeer says 0"
+ask A "drv peer export on 0 1"
+is "$REPLY" "peer 217" "and cuCtxEnablePeerAccess PEER_ACCESS_UNSUPPORTED, not the driver's INVALID_HANDLE"
+ask A quit
+
+# -- idle: not napped, said once
+write_ini "[nap]" "idle_s = 1"
+start N "$TARGET"
+ask N "drv peer export on 0 1"
+ask N "drv launch export 5"
+check "idle for [nap] idle_s: not napped, and its status says why" eventually 10 nap_is "$N_pid" "not napped"
+like "$(field "$N_pid" nap_why)" "^REFUSED: refusing to suspend a process with peer access between its GPUs \(GPU 1->0 by" "nap_why"
+logged() { [ "$(grep -c 'not napped: REFUSED: refusing to suspend a process with peer access' "$T/N.err")" = 1 ]; }
+check "said in the log" eventually 5 logged
+naps=$(field "$N_pid" naps)
+sleep 3 # nothing is to happen: the next try waits for the back-off (2 s idle), and is refused
+is "$(field "$N_pid" state):$(field "$N_pid" naps)" "running:$naps" "it is never napped"
+check "and said once" logged
+ask N quit
+
+# -- an NCCL job's cut: the rank with peer access is refused before the cut, the job runs on
+export CUDANAP_FAKE_NCCL=$FAKENCCL
+unset NCCL_P2P_DISABLE NCCL_SHM_DISABLE NCCL_NVLS_ENABLE NCCL_COLLNET_ENABLE NCCL_NET_GDR_LEVEL
+write_ini "[lock]" "timeout_ms = 5000"
+for r in 0 1; do
+	start "R$r" "$TARGET"
+	ask "R$r" "nccl init job1 $r 2"
+	ask "R$r" "nccl loop 3"
+done
+ask R0 "drv peer export on 0 1"
+out=$("$CUDANAP" suspend "$R0_pid" "$R1_pid"); rc=$?
+like "$rc:$out" "^1:.*$R0_pid: suspend failed: REFUSED: refusing to suspend a process with peer access" \
+	"the job's suspend: the rank with peer access refused"
+is "$(field "$R0_pid" state):$(field "$R1_pid" state)" running:running "both ranks run on"
+is "$(drv_state "$R0_pid"):$(drv_state "$R1_pid")" "CUDA_SUCCESS 0:CUDA_SUCCESS 0" "neither was locked"
+for r in 0 1; do ask "R$r" quit; done
+unset CUDANAP_FAKE_NCCL
+
+# -- [peer] mode = off: turned off for the suspend, asked for again, off after the restore
+write_ini "[peer]" "mode = off" "[lock]" "timeout_ms = 500" "[log]" "level = info"
+start B "$TARGET"
+pid=$B_pid
+ask B "drv peer export can 0 1"
+is "$REPLY" "peer 0 1" "never restored: the GPUs can access each other"
+ask B "drv peer export on 0 1"
+ask B "drv peer export on 1 0"
+is "$(peers_on "$pid")" "0 1 1 0 " "the driver has both directions on"
+like "$("$CUDANAP" suspend --dry-run "$pid")" "^$pid: would suspend: .*; peer access GPU 1->0, GPU 0->1 by cuCtxEnablePeerAccess in fake_target \(a suspend turns it off" \
+	"dry run: it would suspend, its peer access turned off"
+# a suspend that fails gives it back: a kernel longer than [lock] timeout_ms
+ask B "drv launch export 1500"
+out=$("$CUDANAP" suspend "$pid"); rc=$?
+like "$rc:$out" "^1:.*lock timed out" "a suspend whose lock times out fails"
+is "$(peers_on "$pid")" "0 1 1 0 " "and the peer access it turned off is on again"
+ask B "drv bgsync export"
+synced() { ask B "drv synced"; [ "${REPLY#synced }" != running ]; }
+eventually 20 synced
+out=$("$CUDANAP" suspend "$pid"); rc=$?
+is "$rc" 0 "suspended ($out)"
+is "$(peers_on "$pid")" "" "the driver had no peer access on at the checkpoint"
+out=$("$CUDANAP" resume "$pid"); rc=$?
+is "$rc" 0 "resumed: the restore went through ($out)"
+like "$(cat "$T/B.err")" "cudanap\[$pid\]: peer access between its GPUs stays off after the resume \(off since the resume: GPU 1->0, GPU 0->1 by cuCtxEnablePeerAccess in fake_target\): cuCtxEnablePeerAccess: CUDA_ERROR_INVALID_HANDLE \(400\): the driver cannot give it back after a restore" \
+	"asked for again, refused by the driver: one line in the log"
+is "$(field "$pid" peer)" "off since the resume: GPU 1->0, GPU 0->1 by cuCtxEnablePeerAccess in fake_target" \
+	"the status says it is off"
+like "$("$CUDANAP" status -c "$T/job.ini" "$pid")" "
+$pid: peer access off since the resume: GPU 1->0" "cudanap status too"
+ask B "drv peer export can 1 0"
+is "$REPLY" "peer 0 0" "the app is told its GPUs cannot access each other"
+ask B "drv peer export on 1 0"
+is "$REPLY" "peer 217" "and turning it on answers PEER_ACCESS_UNSUPPORTED"
+ask B verify
+is "$REPLY" "verify ok" "its memory intact"
+out=$("$CUDANAP" suspend "$pid"); rc=$?
+is "$rc" 0 "it suspends again ($out)"
+"$CUDANAP" resume "$pid" > /dev/null
+ask B verify
+is "$REPLY" "verify ok" "and resumes"
+ask B quit
+
+# -- the INI
+printf '[peer]\nmode = maybe\n' > "$T/bad.ini"
+is "$("$CUDANAP" check-config "$T/bad.ini" 2>&1)" "cudanap: $T/bad.ini:2: peer.mode: 'maybe' is not refuse or off" "mode: refuse or off"
+finish
