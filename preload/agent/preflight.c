@@ -165,11 +165,10 @@ int cn_preflight_suspend(const struct cn_config *c, const struct cn_nccl_facts *
 
 int cn_preflight_peers(const struct cn_config *c, char *why, size_t len)
 {
-	char peers[300];
-
+	char peers[300], large[200];
 	struct cn_resp r;
 
-	if (c->peer_off || cn_peers_held() == 0)
+	if (c->peer_off || !cn_peers_unrestorable(large, sizeof(large)))
 		return 0;
 	/* The GPUs by the machine's numbers, as everything else of cudanap names them. */
 	if (!cn_ag.n_gpus && cn_requests_call(CN_OP_QUERY, &r) == 0)
@@ -177,9 +176,10 @@ int cn_preflight_peers(const struct cn_config *c, char *why, size_t len)
 	cn_peers_describe((const unsigned char(*)[16])cn_ag.gpus, (int)cn_ag.n_gpus, peers,
 			  sizeof(peers));
 	snprintf(why, len,
-		 "refusing to suspend a process with peer access between its GPUs (%s): the driver "
-		 "cannot restore it; [peer] mode = off suspends it with that access turned off",
-		 peers);
+		 "refusing to suspend a process with peer access between its GPUs (%s) and an "
+		 "allocation over 256 MiB (%s): the driver cannot restore it; [peer] mode = off "
+		 "suspends it with that access turned off",
+		 peers, large);
 	return -1;
 }
 

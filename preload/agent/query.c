@@ -205,7 +205,7 @@ void cn_query(void)
 	cn_state_machine(&r);
 	cn_peers_describe((const unsigned char(*)[16])cn_ag.gpus, (int)cn_ag.n_gpus, st->peer,
 			  sizeof(st->peer));
-	if (cn_ag.cfg.peer_off && cn_peers_held() > 0)
+	if (cn_ag.cfg.peer_off && cn_peers_unrestorable(why, sizeof(why)) > 0)
 		snprintf(st->peer + strlen(st->peer), sizeof(st->peer) - strlen(st->peer),
 			 " (a suspend turns it off, and it stays off after the resume: [peer] mode "
 			 "= "

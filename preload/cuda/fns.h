@@ -42,7 +42,8 @@ enum cn_kind {
 	CN_KIND_IPC_CLOSE,  /* ... and given back */
 	CN_KIND_IPC_IMPORT, /* a shareable handle imported: counted for good */
 	CN_KIND_MANAGED,    /* managed memory allocated: counted for the preflight */
-	CN_KIND_FREE,	    /* device memory freed: looked at while managed memory is held */
+	CN_KIND_FREE,	    /* device memory freed: looked at while managed or large memory is held */
+	CN_KIND_ALLOC,	    /* device memory allocated (cuMemAlloc, pitch, async): the large noted */
 	CN_KIND_CAPTURE,    /* a stream capture begun: counted, for the answers during a nap */
 	CN_KIND_CAPTURED,   /* ... and ended */
 	CN_KIND_PEER_ON,    /* peer access turned on (cuCtxEnablePeerAccess): kept, peers.c */
@@ -115,8 +116,10 @@ extern bool cn_lookup_counting;
  * point for it, or fn itself when it is not the driver's (or the table is full). */
 void *cn_lookup_wrap(void *fn, const char *name, int how);
 
-/* The frees (CN_KIND_FREE) take the slow path out while managed memory is held, and only then. */
-void cn_lookup_watch_frees(bool on);
+/* The frees (CN_KIND_FREE) take the slow path out while someone watches them (who: CN_WATCH_*),
+ * and only then. */
+enum { CN_WATCH_MANAGED = 1, CN_WATCH_LARGE = 2 };
+void cn_lookup_watch_frees(unsigned who, bool want);
 
 /* cuGetExportTable handed out the table with this UUID (16 bytes): noted, for the debug line. */
 void cn_lookup_note_export(const void *uuid);

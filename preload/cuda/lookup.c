@@ -65,6 +65,8 @@ static const struct {
 	{ "cuIpcCloseMemHandle", CN_KIND_IPC_CLOSE },
 	{ "cuMemImportFromShareableHandle", CN_KIND_IPC_IMPORT },
 	{ "cuMemAllocManaged", CN_KIND_MANAGED },
+	{ "cuMemAllocHost", CN_KIND_PLAIN }, /* host memory, before the prefix below */
+	{ "cuMemAlloc", CN_KIND_ALLOC },
 	{ "cuMemFreeHost", CN_KIND_PLAIN }, /* host memory, before the prefix below */
 	{ "cuMemFree", CN_KIND_FREE },
 	{ "cuStreamBeginCapture", CN_KIND_CAPTURE },
@@ -99,6 +101,7 @@ static uint8_t kind_of(const char *name)
 }
 
 static bool watching_frees;
+static unsigned free_watchers; /* CN_WATCH_* */
 
 /* The flags of an entry, set before its function is published (and for the frees, again when
  * watching them starts or stops). */
@@ -159,10 +162,14 @@ void cn_lookup_setup(void)
 /* The free entries' flags flip while other threads read them: slow (the arguments saved) goes
  * on before after (they are looked at), and off after it. A free that passed on the fast path
  * just then is looked at with its arguments unsaved: a lookup of a pointer that matches nothing. */
-void cn_lookup_watch_frees(bool on)
+void cn_lookup_watch_frees(unsigned who, bool want)
 {
+	bool on;
+
 	pthread_once(&once, init);
 	pthread_mutex_lock(&mu);
+	free_watchers = want ? free_watchers | who : free_watchers & ~who;
+	on = free_watchers != 0;
 	if (watching_frees != on) {
 		watching_frees = on;
 		for (unsigned i = 0; i < CN_FNS_KNOWN + n_spare; i++) {

@@ -35,7 +35,7 @@ void cn_managed_alloc(uint64_t ptr, const void *caller)
 	if (!first[0])
 		snprintf(first, sizeof(first), "cuMemAllocManaged in %s", obj);
 	pthread_mutex_unlock(&lock);
-	cn_lookup_watch_frees(true);
+	cn_lookup_watch_frees(CN_WATCH_MANAGED, true);
 }
 
 void cn_managed_free(uint64_t ptr)
@@ -50,7 +50,7 @@ void cn_managed_free(uint64_t ptr)
 		first[0] = '\0';
 	pthread_mutex_unlock(&lock);
 	if (!n_held && !n_lost)
-		cn_lookup_watch_frees(false);
+		cn_lookup_watch_frees(CN_WATCH_MANAGED, false);
 }
 
 int cn_managed_held(char *who, size_t len)

@@ -29,6 +29,11 @@
 
 #define MAX_PAIRS  64
 #define MAX_GRANTS 32
+#define MAX_LARGE  1024
+/* An allocation of cuMemAlloc's (or pitched, or from a pool) larger than this, with peer access
+ * on, makes the restore fail: on two H200s with driver 580 one of 512 MiB did, and one of 2 to 256
+ * MiB, sixteen of 64 MiB, memory of cuMemCreate's, did not (docs/DRIVER.md, Peer access). */
+#define LARGE (256ull << 20)
 
 /* One direction of peer access: the context that may access, the context whose memory it may. */
 struct pair {
@@ -54,6 +59,12 @@ static int n_pairs;
 static struct grant grants[MAX_GRANTS];
 static int n_grants;
 static atomic_bool restored;
+/* The large allocations held: their addresses, sizes, and who made the first. */
+static struct {
+	uint64_t ptr, bytes;
+} large[MAX_LARGE];
+static int n_large, n_large_lost; /* lost: more than MAX_LARGE, never forgotten */
+static char large_who[160];
 
 typedef CUresult (*fn_ptr)(void *);
 typedef CUresult (*enable_fn)(void *, unsigned);
@@ -173,6 +184,54 @@ void cn_peers_can(int *can, uint64_t *result)
 		*can = 0;
 }
 
+void cn_peers_alloc(const char *name, const uint64_t *args, const void *caller)
+{
+	uint64_t ptr, bytes;
+	char obj[96];
+
+	if (strncmp(name, "cuMemAllocPitch", 15) == 0) {
+		ptr = *(const uint64_t *)args[0];
+		bytes = *(const uint64_t *)args[1] * args[3];
+	} else if (strcmp(name, "cuMemAlloc") == 0) { /* before CUDA 3.2: 32-bit sizes */
+		ptr = *(const uint32_t *)args[0];
+		bytes = (uint32_t)args[1];
+	} else {
+		ptr = *(const uint64_t *)args[0];
+		bytes = args[1];
+	}
+	if (bytes <= LARGE)
+		return;
+	cn_lookup_object(caller, obj, sizeof(obj));
+	pthread_mutex_lock(&lock);
+	if (n_large < MAX_LARGE) {
+		large[n_large].ptr = ptr;
+		large[n_large++].bytes = bytes;
+	} else {
+		n_large_lost++;
+	}
+	if (n_large + n_large_lost == 1)
+		snprintf(large_who, sizeof(large_who), "%llu MiB by %s in %s",
+			 (unsigned long long)(bytes >> 20), name, obj);
+	pthread_mutex_unlock(&lock);
+	cn_lookup_watch_frees(CN_WATCH_LARGE, true);
+}
+
+void cn_peers_free(uint64_t ptr)
+{
+	bool none;
+
+	pthread_mutex_lock(&lock);
+	for (int i = 0; i < n_large; i++)
+		if (large[i].ptr == ptr) {
+			large[i] = large[--n_large];
+			break;
+		}
+	none = !n_large && !n_large_lost;
+	pthread_mutex_unlock(&lock);
+	if (none)
+		cn_lookup_watch_frees(CN_WATCH_LARGE, false);
+}
+
 /* A grant of memory of owner's to each device of descs that is not owner. */
 static void grant(int owner, const void *descs, size_t n, bool pool, const void *caller)
 {
@@ -250,6 +309,18 @@ int cn_peers_dropped(void)
 		n += pairs[i].dropped;
 	pthread_mutex_unlock(&lock);
 	return n;
+}
+
+int cn_peers_unrestorable(char *why, size_t len)
+{
+	int n;
+
+	pthread_mutex_lock(&lock);
+	n = n_large + n_large_lost;
+	if (n)
+		snprintf(why, len, "%s%s", large_who, n > 1 ? ", and more" : "");
+	pthread_mutex_unlock(&lock);
+	return n && cn_peers_held() ? n : 0;
 }
 
 int cn_peers_held(void)
@@ -402,6 +473,6 @@ void cn_peers_restored(void)
 void cn_peers_after_fork(void)
 {
 	pthread_mutex_init(&lock, NULL);
-	n_pairs = n_grants = 0;
+	n_pairs = n_grants = n_large = n_large_lost = 0;
 	atomic_store(&restored, false);
 }

@@ -12,6 +12,10 @@
 /* cuCtxEnablePeerAccess(peer, flags) and cuCtxDisablePeerAccess(peer), from caller. */
 void cn_peers_enable(void *peer, const void *caller, uint64_t *result);
 void cn_peers_disable(void *peer, uint64_t *result);
+/* Device memory allocated by name (cuMemAlloc*, cuMemAllocPitch*, cuMemAllocAsync*,
+ * cuMemAllocFromPoolAsync*: its arguments), and any freed (cuMemFree*). */
+void cn_peers_alloc(const char *name, const uint64_t *args, const void *caller);
+void cn_peers_free(uint64_t ptr);
 /* cuDeviceCanAccessPeer(can, dev, peer). */
 void cn_peers_can(int *can, uint64_t *result);
 /* cuMemSetAccess(ptr, size, descs, n) and cuMemPoolSetAccess(pool, descs, n), from caller. */
@@ -26,6 +30,11 @@ int cn_peers_held(void);
 
 /* The directions a suspend turned off, not on again yet. */
 int cn_peers_dropped(void);
+
+/* Whether the driver could not restore the process now: peer access on, and an allocation that
+ * large (its count; 0: it could). why: the first such allocation ("512 MiB by cuMemAlloc_v2 in
+ * libc10_cuda.so"). */
+int cn_peers_unrestorable(char *why, size_t len);
 
 /* "GPU 0->1, GPU 1->0 by cuCtxEnablePeerAccess in libc10_cuda.so" for the live directions (0->1:
  * GPU 0 may access GPU 1's memory), then "; off since the resume: ..." for those a suspend turned

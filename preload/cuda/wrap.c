@@ -134,8 +134,14 @@ void cn_wrap_after(unsigned idx, struct cn_frame *f)
 			cn_managed_alloc(*(const uint64_t *)f->gp[0], f->caller);
 		break;
 	case CN_KIND_FREE:
-		if (ok)
+		if (ok) {
 			cn_managed_free(f->gp[0]);
+			cn_peers_free(f->gp[0]);
+		}
+		break;
+	case CN_KIND_ALLOC:
+		if (ok && f->gp[0])
+			cn_peers_alloc(e->name, f->gp, f->caller);
 		break;
 	case CN_KIND_CAPTURE:
 	case CN_KIND_CAPTURED:

@@ -161,10 +161,15 @@ EXPORT CUresult cuMemAlloc(unsigned *p, unsigned bytes)
 	return CUDA_SUCCESS;
 }
 
+/* A new address each time; the large allocations are kept (fakepeer.c). */
 EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes)
 {
+	static CUdeviceptr next = 0x7e0000000000ull;
+
 	entered("cuMemAlloc_v2");
-	*p = bytes ? 0x7e0000000000ull : 0;
+	*p = bytes ? __atomic_add_fetch(&next, 1ull << 32, __ATOMIC_RELAXED) : 0;
+	if (bytes)
+		fake_large(*p, bytes);
 	return CUDA_SUCCESS;
 }
 
@@ -182,6 +187,7 @@ EXPORT CUresult cuMemAllocManaged(CUdeviceptr *p, size_t bytes, unsigned flags)
 EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
 {
 	entered("cuMemFree_v2");
+	fake_large(p, 0);
 	return p ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 

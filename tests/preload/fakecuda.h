@@ -83,6 +83,8 @@ void fake_entered(const char *fn);
 CUresult cuCtxEnablePeerAccess(void *peer, unsigned flags);
 CUresult cuCtxDisablePeerAccess(void *peer);
 CUresult cuDeviceCanAccessPeer(int *can, CUdevice dev, CUdevice peer);
+/* An allocation of bytes at p (0: freed): one over 256 MiB is kept. */
+void fake_large(CUdeviceptr p, size_t bytes);
 /* For the checkpoint API: what was on at the checkpoint is kept; a restore fails while it is; a
  * restored process cannot turn it on any more. */
 void fake_peers_checkpoint(int pid);

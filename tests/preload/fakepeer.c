@@ -1,11 +1,13 @@
 /* fakepeer: peer access between the fake GPUs, as driver 580 has it (docs/DRIVER.md, Peer access):
  * turned on and off per direction between primary contexts; a process checkpointed with any on
- * fails its restore with INVALID_VALUE, then with OPERATING_SYSTEM for good (the checkpoint API
- * in fakecuda.c asks here); a process once restored cannot turn it on any more (INVALID_HANDLE:
- * every context of a fake process holds memory the restore brought back). Part of libfakecuda.
- * The state is in files beside the process's, so that the controller's side sees it:
+ * and an allocation of cuMemAlloc's over 256 MiB fails its restore with INVALID_VALUE, then with
+ * OPERATING_SYSTEM for good (the checkpoint API in fakecuda.c asks here); a process once restored
+ * cannot turn it on any more (INVALID_HANDLE: every context of a fake process holds memory the
+ * restore brought back). Part of libfakecuda. The state is in files beside the process's, so
+ * that the controller's side sees it:
  *   <pid>.peers       "FROM TO" per direction on (CUDA ordinals)
- *   <pid>.peers_ckpt  the same as it was at the checkpoint, when any was on
+ *   <pid>.large       "ADDRESS" per allocation over 256 MiB held
+ *   <pid>.peers_ckpt  the directions on at the checkpoint, when one was on with a large allocation
  *   <pid>.restored    the process has been restored */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -41,20 +43,19 @@ static int exists(int pid, const char *ext)
 	return access(p, F_OK) == 0;
 }
 
-/* Turn the direction from -> to on (on) or off in this process's list: 0, 1 when it already was
- * as asked, -1 when the list cannot be written. */
-static int set(int from, int to, int on)
+/* Put line in the list of this process's file ext (on) or take it out: 0, 1 when it already was as
+ * asked, -1 when the list cannot be written. */
+static int listed(const char *ext, const char *want, int on)
 {
-	char p[4200], line[32], want[32], out[4096] = "";
+	char p[4200], line[64], out[4096] = "";
 	int was = 0, fd;
 	FILE *f;
 
-	path_of(p, sizeof(p), (int)getpid(), "peers");
+	path_of(p, sizeof(p), (int)getpid(), ext);
 	fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -1;
 	flock(fd, LOCK_EX);
-	snprintf(want, sizeof(want), "%d %d\n", from, to);
 	f = fdopen(dup(fd), "r");
 	while (f && fgets(line, sizeof(line), f)) {
 		if (strcmp(line, want) == 0)
@@ -74,6 +75,40 @@ static int set(int from, int to, int on)
 	return on ? was : !was;
 }
 
+/* Whether line is in the list of this process's file ext. */
+static int present(const char *ext, const char *want)
+{
+	char p[4200], line[64];
+	int was = 0;
+	FILE *f;
+
+	path_of(p, sizeof(p), (int)getpid(), ext);
+	f = fopen(p, "re");
+	while (f && !was && fgets(line, sizeof(line), f))
+		was = strcmp(line, want) == 0;
+	if (f)
+		fclose(f);
+	return was;
+}
+
+/* Turn the direction from -> to on (on) or off. */
+static int set(int from, int to, int on)
+{
+	char want[32];
+
+	snprintf(want, sizeof(want), "%d %d\n", from, to);
+	return listed("peers", want, on);
+}
+
+void fake_large(CUdeviceptr p, size_t bytes)
+{
+	char line[32];
+
+	snprintf(line, sizeof(line), "%llx\n", (unsigned long long)p);
+	if (!bytes || bytes > (256u << 20))
+		listed("large", line, bytes != 0);
+}
+
 /* The devices of the current context and of peer; INVALID_* when they are not two GPUs. */
 static CUresult pair_of(void *peer, int *from, int *to)
 {
@@ -87,6 +122,7 @@ static CUresult pair_of(void *peer, int *from, int *to)
 
 EXPORT CUresult cuCtxEnablePeerAccess(void *peer, unsigned flags)
 {
+	char line[32];
 	int from, to, r;
 	CUresult e;
 
@@ -95,7 +131,8 @@ EXPORT CUresult cuCtxEnablePeerAccess(void *peer, unsigned flags)
 		return CUDA_ERROR_INVALID_VALUE;
 	if ((e = pair_of(peer, &from, &to)) != CUDA_SUCCESS)
 		return e;
-	if (exists((int)getpid(), "restored"))
+	snprintf(line, sizeof(line), "%d %d\n", from, to);
+	if (exists((int)getpid(), "restored") && !present("peers", line))
 		return CUDA_ERROR_INVALID_HANDLE;
 	r = set(from, to, 1);
 	return r < 0 ? CUDA_ERROR_OPERATING_SYSTEM
@@ -134,10 +171,16 @@ void fake_peers_checkpoint(int pid)
 	size_t n = 0;
 	FILE *f;
 
-	path_of(a, sizeof(a), pid, "peers");
+	path_of(a, sizeof(a), pid, "large");
 	path_of(b, sizeof(b), pid, "peers_ckpt");
 	unlink(b);
 	f = fopen(a, "re");
+	n = f && fgetc(f) != EOF; /* a large allocation held */
+	if (f)
+		fclose(f);
+	path_of(a, sizeof(a), pid, "peers");
+	f = n ? fopen(a, "re") : NULL;
+	n = 0;
 	if (f) {
 		n = fread(text, 1, sizeof(text), f);
 		fclose(f);

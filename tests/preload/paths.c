@@ -21,6 +21,7 @@
  *   peer PATH on|off A B   GPU A's primary context current, peer access to GPU B's turned on or
  *                     off: "peer RC"
  *   peer PATH can A B whether GPU A can access GPU B's memory: "peer RC CAN"
+ *   alloc PATH MIB    cuMemAlloc of MIB MiB: "alloc RC"; free PATH frees it: "free RC"
  * PATH: export (the name the program links), dlsym (on libfakecuda's handle), default (dlsym on
  * RTLD_DEFAULT), gpa (cuGetProcAddress, version 11080), gpa2 (cuGetProcAddress_v2, 12000), ptds
  * (the same with the per-thread default stream), v13 (version 13000), raw (bare: past cudanap). */
@@ -120,7 +121,8 @@ static void *get(const char *path, const char *name)
 	return f;
 }
 
-static CUdeviceptr managed; /* the last managed allocation, which cuMemFree frees */
+static CUdeviceptr managed;   /* the last managed allocation, which cuMemFree frees */
+static CUdeviceptr allocated; /* the last of the alloc command's */
 #define CTX 0x1234 /* the context cuCtxSetCurrent makes current, and cuCtxGetCurrent expects */
 
 /* One call of name with the arguments fakeapi.c checks. */
@@ -319,6 +321,14 @@ void paths_command(const char *line)
 
 	if (sscanf(line, "peer %15s %255s %d %d", path, name, &ga, &gb) == 4) {
 		peer(path, name, ga, gb);
+	} else if (sscanf(line, "alloc %15s %u", path, &n) == 2) {
+		CUresult (*alloc)(CUdeviceptr *, size_t) = get(path, "cuMemAlloc");
+
+		printf("alloc %d\n", alloc ? alloc(&allocated, (size_t)n << 20) : -2);
+	} else if (sscanf(line, "free %15s", path) == 1) {
+		CUresult (*release)(CUdeviceptr) = get(path, "cuMemFree");
+
+		printf("free %d\n", release ? release(allocated) : -2);
 	} else if (sscanf(line, "fn %15s %255s", path, name) == 2) {
 		Dl_info info;
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Peer access between a process's GPUs, with the fake driver modelling driver 580 (fakepeer.c): a
-# process checkpointed with peer access on is lost at its restore, so no path (a signal, the CLI, a
-# nap by itself or asked, an NCCL job's cut) reaches the lock while it holds any, by default
-# ([peer] mode = refuse), each refusal one line naming the GPUs and the library; the status, the
-# dry run and pick say it. With [peer] mode = off the suspend turns it off after the gate closes,
+# process checkpointed with peer access on and an allocation over 256 MiB is lost at its restore,
+# so no path (a signal, the CLI, a nap by itself or asked, an NCCL job's cut) reaches the lock while
+# it holds both, by default ([peer] mode = refuse), each refusal one line naming the GPUs, the
+# allocation and the libraries; the status, the dry run and pick say it. With smaller allocations
+# it suspends with its peer access on, which stays on. With [peer] mode = off the suspend turns it off after the gate closes,
 # the resume asks for it again, which the driver refuses after a restore, so it stays off, said in
 # the log and the status; a suspend that fails turns it on again. Once restored, a process is told
 # its GPUs cannot access each other, whichever the mode.
@@ -12,11 +13,13 @@ export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/f
 mkdir "$T/fake"
 drv_state() { "$FAKECTL" "$FAKECUDA" state "$1"; }
 peers_on() { cat "$T/fake/$1.peers" 2> /dev/null | sort | tr '\n' ' '; }
-refusal="refusing to suspend a process with peer access between its GPUs \(GPU 1->0, GPU 0->1 by cuCtxEnablePeerAccess in fake_target\): the driver cannot restore it"
+refusal="refusing to suspend a process with peer access between its GPUs \(GPU 1->0, GPU 0->1 by cuCtxEnablePeerAccess in fake_target\) and an allocation over 256 MiB \(512 MiB by cuMemAlloc_v2 in fake_target\): the driver cannot restore it"
 
-# -- the fake driver loses a process checkpointed with peer access on, as driver 580 does
+# -- the fake driver loses a process checkpointed with peer access on and an allocation over 256 MiB,
+# as driver 580 does
 write_ini
 start P "$TARGET"
+ask P "drv alloc export 512"
 ask P "drv peer export on 0 1"
 is "$REPLY" "peer 0" "peer access GPU 0->1 turned on (CUDA's numbers)"
 for step in lock checkpoint; do "$FAKECTL" "$FAKECUDA" $step "$P_pid" > /dev/null; done
@@ -29,12 +32,25 @@ kill -9 "$P_pid"
 write_ini "[lock]" "timeout_ms = 5000"
 start A "$TARGET"
 pid=$A_pid
+ask A "drv alloc export 256"
+is "$REPLY" "alloc 0" "256 MiB allocated"
 ask A "drv peer gpa2 on 0 1"
 is "$REPLY" "peer 0" "0->1 turned on by cuGetProcAddress's function (the runtime's path)"
 ask A "drv peer export on 1 0"
 is "$REPLY" "peer 0" "1->0 by the exported name"
 ask A "drv peer export on 1 0"
 is "$REPLY" "peer 704" "asked again: the driver's PEER_ACCESS_ALREADY_ENABLED, passed on"
+# no allocation over 256 MiB: the driver restores it with its peer access on, which stays on
+out=$("$CUDANAP" suspend "$pid"); rc=$?
+is "$rc" 0 "peer access on, allocations of 256 MiB at most: suspended ($out)"
+is "$(peers_on "$pid")" "0 1 1 0 " "its peer access left on"
+out=$("$CUDANAP" resume "$pid"); rc=$?
+is "$rc" 0 "and resumed ($out)"
+ask A "drv peer export on 0 1"
+is "$REPLY" "peer 704" "its peer access still on"
+like "$(field "$pid" peer)" "^GPU 1->0, GPU 0->1 by cuCtxEnablePeerAccess in fake_target$" "the status says so"
+ask A "drv alloc export 512"
+is "$REPLY" "alloc 0" "512 MiB allocated"
 out=$("$CUDANAP" status -c "$T/job.ini" "$pid")
 like "$out" "
 $pid +running .* no " "cudanap status: SUSPEND no"
@@ -65,6 +81,11 @@ ask A "drv peer export off 0 1"
 ask A "drv peer export off 1 0"
 is "$REPLY" "peer 0" "the app turns its peer access off"
 like "$("$CUDANAP" status --json "$pid" | tr -d '\n')" "\"peer\":\"\"" "the status: none"
+ask A "drv peer export on 0 1"
+ask A "drv free export"
+is "$REPLY" "free 0" "or, peer access on, frees its large allocation"
+like "$("$CUDANAP" suspend --dry-run "$pid")" "^$pid: would suspend" "then it would suspend"
+ask A "drv peer export off 0 1"
 out=$("$CUDANAP" suspend "$pid"); rc=$?
 is "$rc" 0 "then it suspends ($out)"
 "$CUDANAP" resume "$pid" > /dev/null
@@ -80,6 +101,7 @@ ask A quit
 # -- idle: not napped, said once
 write_ini "[nap]" "idle_s = 1"
 start N "$TARGET"
+ask N "drv alloc export 512"
 ask N "drv peer export on 0 1"
 ask N "drv launch export 5"
 check "idle for [nap] idle_s: not napped, and its status says why" eventually 10 nap_is "$N_pid" "not napped"
@@ -101,6 +123,7 @@ for r in 0 1; do
 	ask "R$r" "nccl init job1 $r 2"
 	ask "R$r" "nccl loop 3"
 done
+ask R0 "drv alloc export 512"
 ask R0 "drv peer export on 0 1"
 out=$("$CUDANAP" suspend "$R0_pid" "$R1_pid"); rc=$?
 like "$rc:$out" "^1:.*$R0_pid: suspend failed: REFUSED: refusing to suspend a process with peer access" \
@@ -116,6 +139,7 @@ start B "$TARGET"
 pid=$B_pid
 ask B "drv peer export can 0 1"
 is "$REPLY" "peer 0 1" "never restored: the GPUs can access each other"
+ask B "drv alloc export 512"
 ask B "drv peer export on 0 1"
 ask B "drv peer export on 1 0"
 is "$(peers_on "$pid")" "0 1 1 0 " "the driver has both directions on"
