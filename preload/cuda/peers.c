@@ -178,9 +178,17 @@ void cn_peers_disable(void *peer, uint64_t *result)
 	pthread_mutex_unlock(&lock);
 }
 
-void cn_peers_can(int *can, uint64_t *result)
+void cn_peers_can(int *can, int dev, int peer, uint64_t *result)
 {
-	if (atomic_load(&restored) && *result == CUDA_SUCCESS && can)
+	bool live = false;
+
+	if (!atomic_load(&restored) || *result != CUDA_SUCCESS || !can)
+		return;
+	pthread_mutex_lock(&lock);
+	for (int i = 0; i < n_pairs; i++)
+		live |= !pairs[i].dropped && pairs[i].dev[0] == dev && pairs[i].dev[1] == peer;
+	pthread_mutex_unlock(&lock);
+	if (!live) /* one it kept through the restore is on, and says so */
 		*can = 0;
 }
 

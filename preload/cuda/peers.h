@@ -17,7 +17,7 @@ void cn_peers_disable(void *peer, uint64_t *result);
 void cn_peers_alloc(const char *name, const uint64_t *args, const void *caller);
 void cn_peers_free(uint64_t ptr);
 /* cuDeviceCanAccessPeer(can, dev, peer). */
-void cn_peers_can(int *can, uint64_t *result);
+void cn_peers_can(int *can, int dev, int peer, uint64_t *result);
 /* cuMemSetAccess(ptr, size, descs, n) and cuMemPoolSetAccess(pool, descs, n), from caller. */
 void cn_peers_map(uint64_t ptr, const void *descs, size_t n, const void *caller, uint64_t *result);
 void cn_peers_pool(const void *descs, size_t n, const void *caller, uint64_t *result);

@@ -155,7 +155,7 @@ void cn_wrap_after(unsigned idx, struct cn_frame *f)
 		cn_peers_disable((void *)f->gp[0], &f->ret[0]);
 		break;
 	case CN_KIND_PEER_CAN:
-		cn_peers_can((int *)f->gp[0], &f->ret[0]);
+		cn_peers_can((int *)f->gp[0], (int)f->gp[1], (int)f->gp[2], &f->ret[0]);
 		break;
 	case CN_KIND_MAP_ACCESS:
 		cn_peers_map(f->gp[0], (const void *)f->gp[2], f->gp[3], f->caller, &f->ret[0]);

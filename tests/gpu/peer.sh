@@ -94,20 +94,20 @@ ask S quit 30
 # -- JAX with both GPUs: XLA turns peer access on at its start
 if "$py" -c 'import jax; assert len(jax.devices("gpu")) >= 2' 2> /dev/null; then
 	export XLA_PYTHON_CLIENT_PREALLOCATE=false
-	jref=$("$py" "$here/jax_shard.py" 6)
+	jref=$("$py" "$here/jax_shard.py" $((2 * cycles)))
 	jref=${jref#losses }
 	write_ini "[log]" "level = info"
 	start J "$py" "$here/jax_shard.py" --serve
 	like "$(field "$J_pid" peer)$("$CUDANAP" status --json "$J_pid" | grep -o '"peer":"[^"]*"')" "GPU 0->1, GPU 1->0 by cuCtxEnablePeerAccess in xla_cuda_plugin.so" \
 		"JAX on two GPUs: XLA turned peer access on"
 	ok=0
-	for c in 1 2 3; do
+	for c in $(seq "$cycles"); do
 		"$CUDANAP" suspend "$J_pid" > /dev/null && "$CUDANAP" resume "$J_pid" > /dev/null || break
 		ask J "train 2" 120
 		[ "$REPLY" = "trained $((2 * c))" ] || { diag "cycle $c: $REPLY"; break; }
 		ok=$c
 	done
-	is "$ok" 3 "JAX (its memory is cuMemCreate's): suspended and resumed 3 times with its peer access on"
+	is "$ok" "$cycles" "JAX (its memory is cuMemCreate's): suspended and resumed $cycles times with its peer access on, 2 steps after each"
 	is "$(steps J)" "$jref" "every loss equal to the uninterrupted run's"
 	ask J quit 30
 	unset XLA_PYTHON_CLIENT_PREALLOCATE

@@ -48,6 +48,8 @@ out=$("$CUDANAP" resume "$pid"); rc=$?
 is "$rc" 0 "and resumed ($out)"
 ask A "drv peer export on 0 1"
 is "$REPLY" "peer 704" "its peer access still on"
+ask A "drv peer export can 0 1"
+is "$REPLY" "peer 0 1" "and the app is told so"
 like "$(field "$pid" peer)" "^GPU 1->0, GPU 0->1 by cuCtxEnablePeerAccess in fake_target$" "the status says so"
 ask A "drv alloc export 512"
 is "$REPLY" "alloc 0" "512 MiB allocated"
