@@ -3,7 +3,7 @@ caching allocator keeps each as a segment of its own), with peer access on betwe
 (a copy from one to the other turns it on), for tools/bench/bench-peer.sh.
 
 usage: hold_gpus.py GIB DEVICES   e.g. hold_gpus.py 8 0,1; prints "ready PID", then answers
-                                  "verify" ("verify ok|bad": every byte as written) and "quit\""""
+                                  "verify" ("verify ok|bad": every 65536th byte as written) and "quit\""""
 import os
 import sys
 
@@ -17,11 +17,11 @@ for d in devices:
                                  device=f"cuda:{d}"))
 if len(devices) > 1:
     torch.ones(1024, device=f"cuda:{devices[0]}").to(f"cuda:{devices[1]}")
-sums = [int(c.sum()) for c in chunks]
+sums = [int(c[::65536].sum()) for c in chunks]  # sampled: a whole sum would take a 2 GiB temporary
 print("ready", os.getpid(), flush=True)
 for line in sys.stdin:
     if line.strip() == "verify":
-        ok = [int(c.sum()) for c in chunks] == sums
+        ok = [int(c[::65536].sum()) for c in chunks] == sums
         print("verify", "ok" if ok else "bad", flush=True)
     elif line.strip() == "quit":
         break

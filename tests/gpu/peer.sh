@@ -93,7 +93,9 @@ ask S quit 30
 
 # -- JAX with both GPUs: XLA turns peer access on at its start
 if "$py" -c 'import jax; assert len(jax.devices("gpu")) >= 2' 2> /dev/null; then
-	export XLA_PYTHON_CLIENT_PREALLOCATE=false
+	# XLA's sum across the GPUs is not bit for bit the same from run to run without this (two
+	# plain runs differed in the last bits; with it they did not).
+	export XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_FLAGS=--xla_gpu_deterministic_ops=true
 	jref=$("$py" "$here/jax_shard.py" $((2 * cycles)))
 	jref=${jref#losses }
 	write_ini "[log]" "level = info"
@@ -110,7 +112,7 @@ if "$py" -c 'import jax; assert len(jax.devices("gpu")) >= 2' 2> /dev/null; then
 	is "$ok" "$cycles" "JAX (its memory is cuMemCreate's): suspended and resumed $cycles times with its peer access on, 2 steps after each"
 	is "$(steps J)" "$jref" "every loss equal to the uninterrupted run's"
 	ask J quit 30
-	unset XLA_PYTHON_CLIENT_PREALLOCATE
+	unset XLA_PYTHON_CLIENT_PREALLOCATE XLA_FLAGS
 else
 	skip "JAX on two GPUs" "no JAX seeing two GPUs"
 fi
