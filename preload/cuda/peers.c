@@ -3,17 +3,19 @@
  *
  * Peer access turned on with cuCtxEnablePeerAccess (hence the runtime's
  * cudaDeviceEnablePeerAccess: XLA between every pair of GPUs at its start, PyTorch at its first
- * copy from one GPU to another) makes a process the driver checkpoints and then cannot restore:
- * the restore answers CUDA_ERROR_INVALID_VALUE, then CUDA_ERROR_OPERATING_SYSTEM for good. Turned
- * off before the checkpoint, the restore works, but the driver then refuses to turn it on again,
- * or on at all, toward a context that holds memory the restore brought back (INVALID_HANDLE;
- * docs/DRIVER.md, Peer access). Memory mapped to another GPU with cuMemSetAccess, and a pool's
- * access (cuMemPoolSetAccess), survive a checkpoint and are only noted here.
+ * copy from one GPU to another) and an allocation of cuMemAlloc's over 256 MiB make a process the
+ * driver checkpoints and then cannot restore: the restore answers CUDA_ERROR_INVALID_VALUE, then
+ * CUDA_ERROR_OPERATING_SYSTEM for good. With smaller allocations it restores, its peer access on.
+ * Turned off before the checkpoint, the restore works, but the driver then refuses to turn it on
+ * again toward a context that holds memory the restore brought back (INVALID_HANDLE). Memory
+ * mapped to another GPU with cuMemSetAccess, and a pool's access (cuMemPoolSetAccess), survive a
+ * checkpoint and are only noted here. docs/DRIVER.md, Peer access, has the measurements.
  *
- * So this room keeps each direction the app turned on (its contexts, their GPUs, and who asked),
- * which the preflight refuses or the suspend turns off ([peer] mode); the resume asks for them
- * again; and once the process has been restored, the app is told its GPUs cannot access each
- * other, as the driver would refuse it anyway: cuDeviceCanAccessPeer answers 0, and
+ * So this room keeps each direction the app turned on (its contexts, their GPUs, and who asked)
+ * and the large allocations held; with both, the preflight refuses the suspend or the suspend
+ * turns the access off ([peer] mode), and the resume asks for it again. Once the process has been
+ * restored, the app is told its GPUs cannot access each other where it had not turned access on,
+ * as the driver would refuse it anyway: cuDeviceCanAccessPeer answers 0, and
  * cuCtxEnablePeerAccess CUDA_ERROR_PEER_ACCESS_UNSUPPORTED instead of the driver's
  * INVALID_HANDLE. The app's threads record; the agent drops, raises and describes. */
 #define _GNU_SOURCE
