@@ -1,16 +1,12 @@
 """JAX with every visible GPU, the batch sharded across them and the weights replicated, so that
 each step's gradient is summed across the GPUs; XLA turns peer access on between every pair of
-visible GPUs at its start. For tests/gpu/peer.sh; every loss kept bit for bit.
-
-usage: jax_shard.py STEPS     train STEPS and print every loss, then exit (the reference)
-       jax_shard.py --serve   print "ready PID", then answer "train N" ("trained TOTAL"),
-                              "losses" ("losses HEX...") and "quit", one line each"""
-import os
-import sys
-
+visible GPUs at its start. For tests/gpu/peer.sh; every loss kept bit for bit. Run as
+training.py says (STEPS or --serve)."""
 import jax
 import jax.numpy as jnp
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+import training
 
 devices = jax.devices()
 mesh = Mesh(devices, ("batch",))
@@ -35,21 +31,4 @@ def step():
     losses.append(float(loss).hex())
 
 
-step()
-losses.clear()
-if sys.argv[1] != "--serve":
-    for _ in range(int(sys.argv[1])):
-        step()
-    print("losses", " ".join(losses), flush=True)
-    sys.exit(0)
-print("ready", os.getpid(), len(devices), flush=True)
-for line in sys.stdin:
-    cmd = line.split()
-    if cmd and cmd[0] == "train":
-        for _ in range(int(cmd[1])):
-            step()
-        print("trained", len(losses), flush=True)
-    elif cmd and cmd[0] == "losses":
-        print("losses", " ".join(losses), flush=True)
-    elif cmd and cmd[0] == "quit":
-        break
+training.main(step, losses)

@@ -16,6 +16,23 @@ cycles=${CUDANAP_PEER_CYCLES:-20}
 steps() { ask "$1" losses 60; echo "${REPLY#losses }"; } # every loss so far
 first() { echo "$2" | cut -d' ' -f1-"$1"; }               # first N of the losses
 : > "$T/times"
+# swapped N STEPS: N suspends and resumes of S (its pid in $pid), the GPUs swapped at every other
+# resume, its memory off the GPUs while suspended, 2 steps after each (STEPS before the first);
+# sets ok to how many went through
+swapped() {
+	local c map
+	ok=0
+	for c in $(seq "$1"); do
+		"$CUDANAP" suspend "$pid" >> "$T/times" || break
+		[ "$(gpu_mib "$pid")" -le 8 ] || { diag "cycle $c: $(gpu_mib "$pid") MiB left on the GPUs"; break; }
+		map=""
+		[ $((c % 2)) = 1 ] && map="0=1, 1=0"
+		"$CUDANAP" resume --gpu-map "$map" "$pid" >> "$T/times" || break
+		ask S "train 2" 120
+		[ "$REPLY" = "trained $(($2 + 2 * c))" ] || { diag "cycle $c: $REPLY"; break; }
+		ok=$c
+	done
+}
 
 # -- the reference: the same training, uninterrupted
 ref=$("$py" "$here/split_train.py" $((2 * cycles + 12)))
@@ -29,17 +46,7 @@ ask S peer
 is "$REPLY" "peer YES" "PyTorch uses peer access between the GPUs"
 like "$("$CUDANAP" status --json "$pid" | tr -d '\n')" "\"peer\":\"GPU 0->1, GPU 1->0 by cuCtxEnablePeerAccess in [^\"]*\"" \
 	"status: peer access GPU 0->1 and 1->0, and who turned it on"
-ok=0
-for c in $(seq "$cycles"); do
-	"$CUDANAP" suspend "$pid" >> "$T/times" || break
-	[ "$(gpu_mib "$pid")" -le 8 ] || { diag "cycle $c: $(gpu_mib "$pid") MiB left on the GPUs"; break; }
-	map=""
-	[ $((c % 2)) = 1 ] && map="0=1, 1=0"
-	"$CUDANAP" resume --gpu-map "$map" "$pid" >> "$T/times" || break
-	ask S "train 2" 120
-	[ "$REPLY" = "trained $((2 * c))" ] || { diag "cycle $c: $REPLY"; break; }
-	ok=$c
-done
+swapped "$cycles" 0
 is "$ok" "$cycles" "$cycles suspends and resumes with its peer access on, the GPUs swapped at every other, 2 steps after each"
 is "$(steps S)" "$(first $((2 * cycles)) "$ref")" "every loss equal to the uninterrupted run's"
 like "$(field "$pid" peer)" "^GPU [01]->[01], GPU [01]->[01] by cuCtxEnablePeerAccess" "status: its peer access still on"
@@ -62,16 +69,7 @@ is "$REPLY" "trained $((2 * cycles + 2))" "it trains on"
 
 # -- [peer] mode = off: its peer access turned off for the suspend, and off after the resume
 write_ini "[peer]" "mode = off" "[log]" "level = info"
-ok=0
-for c in 1 2 3 4; do
-	"$CUDANAP" suspend "$pid" >> "$T/times" || break
-	map=""
-	[ $((c % 2)) = 1 ] && map="0=1, 1=0"
-	"$CUDANAP" resume --gpu-map "$map" "$pid" >> "$T/times" || break
-	ask S "train 2" 120
-	[ "$REPLY" = "trained $((2 * cycles + 2 + 2 * c))" ] || { diag "cycle $c: $REPLY"; break; }
-	ok=$c
-done
+swapped 4 $((2 * cycles + 2))
 is "$ok" 4 "[peer] mode = off: 4 suspends and resumes, swapped at every other"
 is "$(steps S)" "$(first $((2 * cycles + 10)) "$ref")" "every loss equal to the uninterrupted run's"
 like "$(field "$pid" peer)" "^off since the resume: GPU [01]->[01], GPU [01]->[01] by cuCtxEnablePeerAccess" \

@@ -2,18 +2,14 @@
 copied between them (PyTorch turns peer access on at its first copy from one GPU to the other),
 for tests/gpu/peer.sh. Deterministic: every step's loss is kept bit for bit (float.hex).
 
-A first step, which turns peer access on, is not counted.
-
-usage: split_train.py STEPS     train STEPS and print every loss, then exit (the reference)
-       split_train.py --serve   print "ready PID", then answer one line per command on stdin:
-         train N   N steps: "trained TOTAL"
-         losses    "losses HEX..." every loss so far
-         bw        a 512 MiB copy cuda:0 -> cuda:1, timed: "bw GB/S"
-         peer      "peer YES|NO": whether PyTorch may use peer access between them
-         quit"""
+The first step turns peer access on. Run as training.py says (STEPS or --serve); served, it also
+answers:
+  bw        a 512 MiB copy cuda:0 -> cuda:1, timed: "bw GB/S"
+  peer      "peer YES|NO": whether PyTorch may use peer access between them"""
 import os
-import sys
 import time
+
+import training
 
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 import torch  # noqa: E402
@@ -56,28 +52,7 @@ def bandwidth():
     return 10 * (512 << 20) / (time.perf_counter() - t) / 1e9
 
 
-step()  # the first cross-GPU copy: peer access turned on
-losses.clear()
-if sys.argv[1] != "--serve":
-    for _ in range(int(sys.argv[1])):
-        step()
-    print("losses", " ".join(losses), flush=True)
-    sys.exit(0)
-
-print("ready", os.getpid(), flush=True)
-for line in sys.stdin:
-    cmd = line.split()
-    if not cmd:
-        continue
-    if cmd[0] == "train":
-        for _ in range(int(cmd[1])):
-            step()
-        print("trained", len(losses), flush=True)
-    elif cmd[0] == "losses":
-        print("losses", " ".join(losses), flush=True)
-    elif cmd[0] == "bw":
-        print(f"bw {bandwidth():.1f}", flush=True)
-    elif cmd[0] == "peer":
-        print("peer", "YES" if torch.cuda.can_device_access_peer(0, 1) else "NO", flush=True)
-    elif cmd[0] == "quit":
-        break
+training.main(step, losses, {
+    "bw": lambda: f"bw {bandwidth():.1f}",
+    "peer": lambda: "peer " + ("YES" if torch.cuda.can_device_access_peer(0, 1) else "NO"),
+})

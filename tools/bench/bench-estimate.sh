@@ -9,20 +9,13 @@
 # and largest absolute error of each column. Run through `ninja -C build bench-estimate`.
 set -u
 SIZES=${SIZES:-1 8 32} REPS=${REPS:-3}
-T=$(mktemp -d "${TMPDIR:-/tmp}/cudanap-bench.XXXXXX")
-trap 'for p in $(jobs -p); do kill -9 $p 2>/dev/null; done; wait 2>/dev/null; rm -rf "$T"' EXIT
-mkdir -m 700 "$T/status" "$T/learnt"
+. "$(dirname "$0")/bench-lib.sh"
+bench_job
+mkdir -m 700 "$T/learnt"
 touch "$T/defaults" # a file where the state directory would go: no rates, ever
-printf '[status]\ndir = %s\n[lock]\ntimeout_ms = 0\n' "$T/status" > "$T/job.ini"
 nvidia-smi -L > /dev/null 2>&1 || { echo "bench-estimate: needs a GPU" >&2; exit 1; }
 
-field() { grep -o "\"$2\":\(\"[^\"]*\"\|[^,}]*\)" "$T/status/$1.json" | head -n 1 | sed 's/^[^:]*://; s/"//g'; }
 settled() { [ "$(field "$1" seq)" -ge "$2" ] 2> /dev/null && [ "$(field "$1" busy)" = false ]; }
-act() { # act PID suspend|resume: the action's total in seconds
-	"$CUDANAP" "$2" -c "$T/job.ini" "$1" > /dev/null || { echo "bench-estimate: $2 of $1 failed" >&2; exit 1; }
-	awk -v m="$(field "$1" total_ms)" 'BEGIN { printf "%.3f", m / 1000 }'
-}
-err() { awk -v e="$1" -v m="$2" 'BEGIN { printf "%+.0f%%", (e - m) / m * 100 }'; }
 stats() { # the median and largest |error| of the lines' percentages
 	tr -d '%+-' | sort -g | awk '{ a[NR] = $1 } END { m = int((NR + 1) / 2); printf "median %s%%, largest %s%%", (NR % 2) ? a[m] : (a[m] + a[m + 1]) / 2, a[NR] }'
 }
@@ -32,28 +25,18 @@ printf '%-9s %5s %-8s %9s %9s %7s %9s %9s %7s  %s\n' estimates GiB "" "est s" "t
 printf '%-9s %5s %-8s %29s %29s\n' "" "" "" "---------- suspend ----------" "---------- resume -----------"
 for how in defaults learnt; do
 	for gib in $SIZES; do
-		mkfifo "$T/in"
-		XDG_STATE_HOME=$T/$how "$CUDANAP" run -c "$T/job.ini" -- "$HOLDMEM" "$gib" < "$T/in" > "$T/out" 2>> "$T/err" &
-		pid=$!
-		exec {fd}> "$T/in"
-		until grep -q ready "$T/out" 2> /dev/null; do sleep 0.1; kill -0 $pid 2> /dev/null || exit 1; done
-		act $pid suspend > /dev/null
-		act $pid resume > /dev/null
+		XDG_STATE_HOME=$T/$how hold "$HOLDMEM" "$gib"
+		act $pid suspend
+		act $pid resume
 		for r in $(seq "$REPS"); do
 			"$CUDANAP" suspend --dry-run -c "$T/job.ini" $pid > /dev/null || { echo "bench-estimate: $pid would not suspend" >&2; exit 1; }
 			es=$(field $pid est_suspend_s) er=$(field $pid est_resume_s) src=$(field $pid est_source)
-			s=$(act $pid suspend)
-			rs=$(act $pid resume)
+			s=$(took $pid suspend)
+			rs=$(took $pid resume)
 			printf '%-9s %5s %-8s %9.2f %9.2f %7s %9.2f %9.2f %7s  %s\n' $how $gib "rep $r" "$es" "$s" "$(err "$es" "$s")" \
 				"$er" "$rs" "$(err "$er" "$rs")" "$src"
 		done | tee -a "$T/$how.lines"
-		echo verify >&$fd
-		until grep -q "verify" "$T/out"; do sleep 0.1; done
-		grep -q "verify ok" "$T/out" || { echo "bench-estimate: $gib GiB not intact" >&2; exit 1; }
-		echo quit >&$fd
-		exec {fd}>&-
-		wait $pid
-		rm -f "$T/in" "$T/out"
+		release "$gib GiB"
 	done
 done
 for how in defaults learnt; do

@@ -1,5 +1,5 @@
-# bench-lib: what the benchmark scripts share (sourced): a median, a ratio, and the table of jobs
-# whose variants take turns.
+# bench-lib: what the benchmark scripts share (sourced): a median, a ratio, the table of jobs
+# whose variants take turns, and a holder of GPU memory driven through the CLI.
 
 # median: the median of the numbers on stdin (spaces or newlines between them)
 median() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { m = int((NR + 1) / 2); print (NR % 2) ? a[m] : (a[m] + a[m + 1]) / 2 }'; }
@@ -35,4 +35,43 @@ turns() {
 		echo
 		unset t
 	done
+}
+
+# The holders' benches (nap, estimate, peer). bench_job makes $T (removed at exit, with every
+# holder still running), its status directory and a job INI that points there; a holder is a
+# program run under `cudanap run` that reads commands (verify, work, quit) from the fifo $T/in,
+# writes its answers to $T/out and says "ready" once it holds its memory.
+bench=${0##*/} bench=${bench%.sh}
+bench_job() {
+	T=$(mktemp -d "${TMPDIR:-/tmp}/cudanap-bench.XXXXXX")
+	trap 'for p in $(jobs -p); do kill -9 $p 2>/dev/null; done; wait 2>/dev/null; rm -rf "$T"' EXIT
+	mkdir -m 700 "$T/status"
+	printf '[status]\ndir = %s\n[lock]\ntimeout_ms = 0\n' "$T/status" > "$T/job.ini"
+}
+# field PID KEY: KEY's value in PID's status file
+field() { grep -o "\"$2\":\(\"[^\"]*\"\|[^,}]*\)" "$T/status/$1.json" | head -n 1 | sed 's/^[^:]*://; s/"//g'; }
+# act PID ACTION: the CLI's ACTION (suspend, resume, nap) on PID; the bench stops if it fails
+act() { "$CUDANAP" "$2" -c "$T/job.ini" "$1" > /dev/null || { echo "$bench: $2 of $1 failed" >&2; exit 1; }; }
+# took PID ACTION: act, then the action's total in seconds (the status file's total_ms)
+took() { act "$1" "$2"; awk -v m="$(field "$1" total_ms)" 'BEGIN { printf "%.3f", m / 1000 }'; }
+# err ESTIMATE MEASURED: the estimate's error as a signed percentage
+err() { awk -v e="$1" -v m="$2" 'BEGIN { printf "%+.0f%%", (e - m) / m * 100 }'; }
+# hold CMD...: starts the holder; sets pid (cudanap run's) and fd (the fifo's writing end) and
+# returns once the holder is ready; the bench stops if it dies first
+hold() {
+	mkfifo "$T/in"
+	"$CUDANAP" run -c "$T/job.ini" -- "$@" < "$T/in" > "$T/out" 2>> "$T/err" &
+	pid=$!
+	exec {fd}> "$T/in"
+	until grep -q ready "$T/out" 2> /dev/null; do sleep 0.1; kill -0 $pid 2> /dev/null || exit 1; done
+}
+# release WHAT: the holder checks its memory and quits; the bench stops unless it was intact
+release() {
+	echo verify >&$fd
+	until grep -q "verify" "$T/out"; do sleep 0.1; done
+	grep -q "verify ok" "$T/out" || { echo "$bench: $1 not intact" >&2; exit 1; }
+	echo quit >&$fd
+	exec {fd}>&-
+	wait $pid
+	rm -f "$T/in" "$T/out"
 }

@@ -8,24 +8,14 @@
 # `ninja -C build bench-nap`.
 set -u
 SIZES=${SIZES:-1 8 32} REPS=${REPS:-3}
-T=$(mktemp -d "${TMPDIR:-/tmp}/cudanap-bench.XXXXXX")
-trap 'for p in $(jobs -p); do kill -9 $p 2>/dev/null; done; wait 2>/dev/null; rm -rf "$T"' EXIT
-mkdir -m 700 "$T/status"
-printf '[status]\ndir = %s\n[lock]\ntimeout_ms = 0\n' "$T/status" > "$T/job.ini"
-nvidia-smi -L > /dev/null 2>&1 || { echo "bench-nap: needs a GPU" >&2; exit 1; }
-
-field() { grep -o "\"$2\":\(\"[^\"]*\"\|[^,}]*\)" "$T/status/$1.json" | head -n 1 | sed 's/^[^:]*://; s/"//g'; }
 . "$(dirname "$0")/bench-lib.sh"
-act() { "$CUDANAP" "$2" -c "$T/job.ini" "$1" > /dev/null || { echo "bench-nap: $2 of $1 failed" >&2; exit 1; }; }
+bench_job
+nvidia-smi -L > /dev/null 2>&1 || { echo "bench-nap: needs a GPU" >&2; exit 1; }
 
 echo "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n1); medians of $REPS"
 printf '%5s %12s %12s %7s %14s\n' GiB "resume ms" "wake ms" ratio "call waited ms"
 for gib in $SIZES; do
-	mkfifo "$T/in"
-	"$CUDANAP" run -c "$T/job.ini" -- "$HOLDMEM" "$gib" < "$T/in" > "$T/out" 2>> "$T/err" &
-	pid=$!
-	exec {fd}> "$T/in"
-	until grep -q ready "$T/out" 2> /dev/null; do sleep 0.1; kill -0 $pid 2> /dev/null || exit 1; done
+	hold "$HOLDMEM" "$gib"
 	act $pid suspend
 	act $pid resume
 	res='' wake='' waited=''
@@ -44,8 +34,5 @@ for gib in $SIZES; do
 	grep -q "work bad" "$T/out" && { echo "bench-nap: $gib GiB: work bad" >&2; exit 1; }
 	r=$(median <<< "$res") w=$(median <<< "$wake") c=$(median <<< "$waited")
 	printf '%5s %12.1f %12.1f %7s %14s\n' "$gib" "$r" "$w" "$(awk -v a="$r" -v b="$w" 'BEGIN { printf "%.2fx", b / a }')" "$c"
-	echo quit >&$fd
-	exec {fd}>&-
-	wait $pid
-	rm -f "$T/in" "$T/out"
+	release "$gib GiB"
 done
