@@ -30,6 +30,19 @@ int cn_gpumap_now(const struct cn_gpu_move *moves, unsigned n_moves,
 unsigned cn_gpumap_moves(const int *want, const unsigned char (*gpus)[16], int n,
 			 struct cn_gpu_move *out);
 
+/* [nap] wake_on = any: where a process goes whose memory did not fit back where it is. The k parts
+ * of its memory are on GPUs at[u] (indices) and each needs need[u] bytes free; GPU g has free[g]
+ * bytes free and can take a part if fits[g] (the same model). A part that fits where it is stays;
+ * the others, the largest first, each go to the first GPU with room that holds no part. cur[h]:
+ * where home GPU h is now, for each of the n GPUs. Fills want[h], where each home GPU goes (a
+ * permutation: a GPU taken by a part sends whatever was there to a GPU a part left) and returns 1;
+ * 0 when some part has no room anywhere, or none moves. */
+int cn_gpumap_elsewhere(const int *cur, int n, const int *at, const unsigned long long *need, int k,
+			const unsigned long long *free_bytes, const unsigned char *fits, int *want);
+
+/* want as the map's text, "0=2, 2=0" (the GPUs that leave home): the text a restore takes. */
+void cn_gpumap_format(const int *want, int n, char *out, size_t len);
+
 /* The home GPU of the GPU now (the identity when it never moved). */
 void cn_gpumap_home_of(const struct cn_gpu_move *moves, unsigned n_moves,
 		       const unsigned char now[16], unsigned char home[16]);

@@ -81,8 +81,10 @@ struct cn_resp {
 	uint64_t host_room;
 	char host_which[160];
 	char model[96];
-	/* CN_OP_QUERY: for each of gpus, whether it is of that model (a nap's wake_on = any). */
+	/* CN_OP_QUERY: for each of gpus, whether it is of that model, and the bytes free on it
+	 * (NVML's; 0 when not known), for a nap's wake_on = any. */
 	uint8_t same_model[CN_MAX_GPUS];
+	uint64_t gpu_free[CN_MAX_GPUS];
 };
 
 #endif

@@ -113,6 +113,65 @@ unsigned cn_gpumap_moves(const int *want, const unsigned char (*gpus)[16], int n
 	return k;
 }
 
+int cn_gpumap_elsewhere(const int *cur, int n, const int *at, const unsigned long long *need, int k,
+			const unsigned long long *free_bytes, const unsigned char *fits, int *want)
+{
+	int target[CN_MAX_GPUS], left[CN_MAX_GPUS], n_left = 0, next = 0;
+	bool taken[CN_MAX_GPUS] = { false }, moved = false;
+
+	if (k <= 0 || k > n || n > CN_MAX_GPUS)
+		return 0;
+	for (int u = 0; u < k; u++) {
+		taken[at[u]] = true; /* a part that leaves frees its GPU for whatever was on the target */
+		target[u] = free_bytes[at[u]] >= need[u] ? at[u] : -1;
+	}
+	for (;;) {
+		int u = -1;
+
+		for (int v = 0; v < k; v++)
+			if (target[v] < 0 && (u < 0 || need[v] > need[u]))
+				u = v;
+		if (u < 0)
+			break;
+		for (int g = 0; g < n && target[u] < 0; g++)
+			if (!taken[g] && fits[g] && free_bytes[g] >= need[u])
+				target[u] = g;
+		if (target[u] < 0)
+			return 0;
+		taken[target[u]] = moved = true;
+		left[n_left++] = at[u];
+	}
+	if (!moved)
+		return 0;
+	/* Every home GPU stays where it is now, but the parts' homes, which follow their parts, and
+	 * the homes of what was on their new GPUs, which take the GPUs the parts left. */
+	for (int h = 0; h < n; h++)
+		want[h] = cur[h];
+	for (int h = 0; h < n; h++) {
+		bool part = false;
+
+		for (int u = 0; u < k; u++)
+			if (cur[h] == at[u]) {
+				want[h] = target[u];
+				part = true;
+			}
+		for (int u = 0; u < k && !part; u++)
+			if (cur[h] == target[u] && target[u] != at[u])
+				want[h] = left[next++];
+	}
+	return 1;
+}
+
+void cn_gpumap_format(const int *want, int n, char *out, size_t len)
+{
+	size_t o = 0;
+
+	out[0] = '\0';
+	for (int h = 0; h < n && o < len; h++)
+		if (want[h] != h)
+			o += (size_t)snprintf(out + o, len - o, "%s%d=%d", o ? ", " : "", h, want[h]);
+}
+
 void cn_gpumap_home_of(const struct cn_gpu_move *moves, unsigned n_moves,
 		       const unsigned char now[16], unsigned char home[16])
 {

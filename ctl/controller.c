@@ -130,6 +130,8 @@ static void serve(const struct cn_req *req, struct cn_resp *resp)
 
 			resp->same_model[i] = cn_nvml_name(resp->gpus[i], m, sizeof(m)) == 0 &&
 					      strcmp(m, resp->model) == 0;
+			if (cn_nvml_free(resp->gpus[i], &resp->gpu_free[i], why, sizeof(why)) < 0)
+				resp->gpu_free[i] = 0;
 		}
 	}
 	if (req->op == CN_OP_QUERY &&

@@ -13,7 +13,8 @@
  * While it naps, the calls that need no GPU are answered at the gate (cuda/answers.c); the first
  * that needs it asks for a wake, in the calling thread, by a byte on the agent's pipe, and waits
  * at the gate with every other: the agent resumes the process (resume.c) onto its home GPUs, or
- * with [nap] wake_on = any onto any GPU of the same model with room, and the calls go on. Without
+ * with [nap] wake_on = any, where its memory on a GPU does not fit there, onto other GPUs of the
+ * same model with room (on one GPU or several, a part each), and the calls go on. Without
  * room anywhere the wake waits, its status saying what it needs, until room appears (checked every
  * 100 ms by the restore, back in the agent's loop every ROOM_WAIT_MS to hear its signals) or
  * `cudanap resume --gpu-map` puts it elsewhere. A resume by signal wakes it too;
@@ -27,6 +28,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "cn_gpumap.h"
 #include "gate.h"
 #include "log.h"
 #include "report.h"
@@ -188,34 +190,39 @@ void cn_nap_tick(void)
 		go(false);
 }
 
-/* [nap] wake_on = any: the other GPUs of its model, tried in order; a map for the first with
- * room ("" when none is left to try). Only a process on one GPU moves. */
-static bool elsewhere(char *map, size_t len, unsigned *next)
+/* [nap] wake_on = any: a map that puts the parts of its memory without room where they are onto
+ * other GPUs of its model with room (cn_gpumap_elsewhere); false when there is none. */
+static bool elsewhere(char *map, size_t len)
 {
+	unsigned long long need[CN_MAX_GPUS], free_bytes[CN_MAX_GPUS];
+	int at[CN_MAX_GPUS], cur[CN_MAX_GPUS], want[CN_MAX_GPUS], n;
 	struct cn_resp q;
+	char why[200];
 
-	if (!cn_ag.cfg.nap_wake_any || cn_ag.n_use != 1 || cn_requests_call(CN_OP_QUERY, &q) < 0)
+	if (!cn_ag.cfg.nap_wake_any || !cn_ag.n_use || cn_requests_call(CN_OP_QUERY, &q) < 0)
 		return false;
-	while (*next < q.n_gpus) {
-		unsigned k = (*next)++;
-		int home = -1;
-
-		for (uint32_t i = 0; i < q.n_gpus; i++)
-			if (memcmp(q.gpus[i], cn_ag.use[0].uuid, 16) == 0)
-				home = (int)i;
-		if (home < 0 || (int)k == home || !q.same_model[k])
-			continue;
-		snprintf(map, len, "%d=%u, %u=%d", home, k, k, home); /* a map is a permutation */
-		return true;
+	n = (int)q.n_gpus;
+	if (cn_gpumap_now(cn_ag.moves, cn_ag.n_moves, (const unsigned char(*)[16])q.gpus, n, cur,
+			  why, sizeof(why)) < 0)
+		return false;
+	for (uint32_t u = 0; u < cn_ag.n_use; u++) {
+		at[u] = cn_gpumap_index((const unsigned char(*)[16])q.gpus, n, cn_ag.use[u].uuid);
+		need[u] = cn_ag.use[u].bytes + ((unsigned long long)cn_ag.cfg.margin_mib << 20);
+		if (at[u] < 0)
+			return false;
 	}
-	return false;
+	for (int g = 0; g < n; g++)
+		free_bytes[g] = q.gpu_free[g];
+	if (!cn_gpumap_elsewhere(cur, n, at, need, (int)cn_ag.n_use, free_bytes, q.same_model, want))
+		return false;
+	cn_gpumap_format(want, n, map, len);
+	return true;
 }
 
 void cn_nap_wake(void)
 {
 	double asked = atomic_load(&asked_ms);
-	unsigned next = 0;
-	char map[64], why[420];
+	char map[CN_MAX_GPUS * 8], why[420];
 	struct cn_outcome o;
 	bool room;
 
@@ -226,8 +233,8 @@ void cn_nap_wake(void)
 		say(CN_NAP_WAKING, "");
 	nap.try_ms = cn_clock_ms();
 	o = cn_resume_as(true, NULL, nap.retry ? ROOM_WAIT_MS : 0);
-	while (o.state == CN_STATE_CHECKPOINTED && o.result == CN_RES_NO_ROOM &&
-	       elsewhere(map, sizeof(map), &next))
+	if (o.state == CN_STATE_CHECKPOINTED && o.result == CN_RES_NO_ROOM &&
+	    elsewhere(map, sizeof(map)))
 		o = cn_resume_as(true, map, 0);
 	if (o.state == CN_STATE_RUNNING) {
 		cn_nap_woken(asked);

@@ -35,7 +35,7 @@ swapped() {
 }
 
 # -- the reference: the same training, uninterrupted
-ref=$("$py" "$here/split_train.py" $((2 * cycles + 12)))
+ref=$("$py" "$here/split_train.py" $((2 * cycles + 22)))
 ref=${ref#losses }
 
 # -- peer access on, no allocation over 256 MiB: suspended and resumed with it on, at full speed
@@ -52,6 +52,50 @@ is "$(steps S)" "$(first $((2 * cycles)) "$ref")" "every loss equal to the unint
 like "$(field "$pid" peer)" "^GPU [01]->[01], GPU [01]->[01] by cuCtxEnablePeerAccess" "status: its peer access still on"
 diag "suspend $(grep -o 'suspended in [0-9.]* m\?s' "$T/times" | awk '{print $3 $4}' | sort -n | sed -n '1p;$p' | tr '\n' ' ')(min max); resume $(grep -o 'resumed in [0-9.]* m\?s' "$T/times" | awk '{print $3 $4}' | sort -n | sed -n '1p;$p' | tr '\n' ' ')"
 : > "$T/times"
+n=$((2 * cycles)) # steps trained so far
+# train: 2 more steps, woken first if it naps; says whether they went through
+train() { ask S "train 2" 120; n=$((n + 2)); [ "$REPLY" = "trained $n" ]; }
+
+# -- napped, woken by its next step: at home (wake_on = home)
+est=$("$CUDANAP" suspend --dry-run "$pid" | grep -o 'about [0-9.]* s')
+out=$("$CUDANAP" nap "$pid"); rc=$?
+is "$rc" 0 "napped with its peer access on ($out; the dry run said ${est#about })"
+train
+woke "$pid"
+is "$REPLY" "trained $n" "its next step wakes it"
+like "$(mib_on "$pid" 0) $(mib_on "$pid" 1)" "^[1-9][0-9]* [1-9][0-9]*$" "at home, on GPUs 0 and 1"
+if [ "$(nvidia-smi -L | wc -l)" -ge 4 ]; then
+	# -- four GPUs: moved 0,1 -> 2,3 and home again; napped beside a full GPU 0 with wake_on = any
+	"$CUDANAP" suspend "$pid" > /dev/null && "$CUDANAP" resume --gpu-map "0=2, 1=3, 2=0, 3=1" "$pid" > /dev/null
+	train
+	is "$REPLY" "trained $n" "gpu_map 0=2, 1=3, 2=0, 3=1: resumed, it trains on"
+	is "$(mib_on "$pid" 0) $(mib_on "$pid" 1)" "0 0" "off GPUs 0 and 1"
+	like "$(mib_on "$pid" 2) $(mib_on "$pid" 3)" "^[1-9][0-9]* [1-9][0-9]*$" "on GPUs 2 and 3"
+	"$CUDANAP" suspend "$pid" > /dev/null && "$CUDANAP" resume --gpu-map "" "$pid" > /dev/null
+	train
+	is "$REPLY:$(mib_on "$pid" 2)" "trained $n:0" "and home again"
+	write_ini "[nap]" "wake_on = any" "[log]" "level = info"
+	"$CUDANAP" nap "$pid" > /dev/null
+	free=$(nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits -i 0)
+	CUDA_VISIBLE_DEVICES=0 start F "$HOLDMEM" "$(awk -v f="$free" 'BEGIN { print (f - 700) / 1024 }')"
+	train
+	woke "$pid"
+	is "$REPLY" "trained $n" "wake_on = any, GPU 0 filled while it napped: its next step wakes it"
+	is "$(mib_on "$pid" 0)" 0 "not on GPU 0"
+	like "$(mib_on "$pid" 1) $(mib_on "$pid" 2)" "^[1-9][0-9]* [1-9][0-9]*$" "its part there on GPU 2, the other still on GPU 1"
+	like "$(field "$pid" peer)" "^GPU [12]->[12], GPU [12]->[12] by cuCtxEnablePeerAccess" "its peer access on between GPUs 1 and 2"
+	ask F quit 10
+	wait "$F_pid"
+	write_ini "[log]" "level = info"
+	"$CUDANAP" suspend "$pid" > /dev/null && "$CUDANAP" resume --gpu-map "" "$pid" > /dev/null
+	train
+	is "$REPLY:$(mib_on "$pid" 2)" "trained $n:0" "home again"
+else
+	skip "four GPUs: 0,1 -> 2,3 and home; wake_on = any beside a full GPU 0" "needs four GPUs"
+	n=$((n + 8))
+	ask S "train 8" 120
+fi
+is "$(steps S)" "$(first "$n" "$ref")" "every loss equal to the uninterrupted run's"
 
 # -- with an allocation over 256 MiB (a 512 MiB copy's, kept by PyTorch's allocator): refused
 ask S bw 120
@@ -64,14 +108,15 @@ like "$rc:$out" "^1:$pid: suspend failed: REFUSED: refusing to suspend a process
 	"cudanap suspend: refused in one line, naming the GPUs, the allocation and the libraries"
 out=$("$CUDANAP" nap "$pid"); rc=$?
 like "$rc:$out" "^1:$pid: nap failed: REFUSED" "cudanap nap: refused"
-ask S "train 2" 120
-is "$REPLY" "trained $((2 * cycles + 2))" "it trains on"
+train
+is "$REPLY" "trained $n" "it trains on"
 
 # -- [peer] mode = off: its peer access turned off for the suspend, and off after the resume
 write_ini "[peer]" "mode = off" "[log]" "level = info"
-swapped 4 $((2 * cycles + 2))
+swapped 4 "$n"
+n=$((n + 8))
 is "$ok" 4 "[peer] mode = off: 4 suspends and resumes, swapped at every other"
-is "$(steps S)" "$(first $((2 * cycles + 10)) "$ref")" "every loss equal to the uninterrupted run's"
+is "$(steps S)" "$(first "$n" "$ref")" "every loss equal to the uninterrupted run's"
 like "$(field "$pid" peer)" "^off since the resume: GPU [01]->[01], GPU [01]->[01] by cuCtxEnablePeerAccess" \
 	"status: peer access off since the resume"
 like "$(cat "$T/S.err")" "peer access between its GPUs stays off after the resume \(.*\): cuCtxEnablePeerAccess: CUDA_ERROR_INVALID_HANDLE" \
@@ -83,10 +128,10 @@ bw_host=${REPLY#bw }
 diag "copy cuda:0 -> cuda:1, 512 MiB: $bw_peer GB/s with peer access (after $cycles resumes with it on), $bw_host GB/s with it off (through the host)"
 out=$("$CUDANAP" nap "$pid"); rc=$?
 is "$rc" 0 "napped ($out)"
-ask S "train 2" 120
+train
 woke "$pid"
-is "$REPLY" "trained $((2 * cycles + 12))" "its next step wakes it"
-is "$(steps S)" "$(first $((2 * cycles + 12)) "$ref")" "every loss still equal"
+is "$REPLY" "trained $n" "its next step wakes it"
+is "$(steps S)" "$(first "$n" "$ref")" "every loss still equal"
 ask S quit 30
 
 # -- JAX with both GPUs: XLA turns peer access on at its start
@@ -94,6 +139,8 @@ if "$py" -c 'import jax; assert len(jax.devices("gpu")) >= 2' 2> /dev/null; then
 	# XLA's sum across the GPUs is not bit for bit the same from run to run without this (two
 	# plain runs differed in the last bits; with it they did not).
 	export XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_FLAGS=--xla_gpu_deterministic_ops=true
+	# two GPUs of a machine with more: the peer access the status names is 0->1 and 1->0
+	export CUDA_VISIBLE_DEVICES=0,1
 	jref=$("$py" "$here/jax_shard.py" $((2 * cycles)))
 	jref=${jref#losses }
 	write_ini "[log]" "level = info"
@@ -110,7 +157,7 @@ if "$py" -c 'import jax; assert len(jax.devices("gpu")) >= 2' 2> /dev/null; then
 	is "$ok" "$cycles" "JAX (its memory is cuMemCreate's): suspended and resumed $cycles times with its peer access on, 2 steps after each"
 	is "$(steps J)" "$jref" "every loss equal to the uninterrupted run's"
 	ask J quit 30
-	unset XLA_PYTHON_CLIENT_PREALLOCATE XLA_FLAGS
+	unset XLA_PYTHON_CLIENT_PREALLOCATE XLA_FLAGS CUDA_VISIBLE_DEVICES
 else
 	skip "JAX on two GPUs" "no JAX seeing two GPUs"
 fi

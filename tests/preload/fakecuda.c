@@ -4,8 +4,9 @@
  * The controller loads it through CUDANAP_LIBCUDA and CUDANAP_LIBNVML; the test target links it,
  * calls fake_register (its "CUDA initialisation") and then the fake_* "CUDA calls". Both sides
  * share each process's state through files in $CUDANAP_FAKE_DIR, under flock:
- *   <pid>.state   "STATE BUSY_UNTIL_MS GPU WEDGED": CUprocessState, end of the last "kernel",
- *                 the GPU it is on, and whether a restore without room wedged it
+ *   <pid>.state   "STATE BUSY_UNTIL_MS GPU WEDGED ALSO": CUprocessState, end of the last
+ *                 "kernel", the GPU it is on, whether a restore without room wedged it, and the
+ *                 other GPUs it holds memory on (a mask)
  *   <pid>.gpu     the process's "device memory"; renamed to <pid>.host while checkpointed
  *   <pid>.peer    memory the process imported from another (the fake NCCL's P2P, or CUDA IPC
  *                 opened here): its restore fails with NOT_SUPPORTED and wedges it, as the real
@@ -27,7 +28,8 @@
  * wrong GPU.
  *
  * GPU memory: every process holds $CUDANAP_FAKE_FOOTPRINT_MIB (default 1000) on its GPU while its
- * memory is there; GPU k has the MiB in the file free.<k> free (default 80000). A restore onto a
+ * memory is there, and as much on each further GPU of $CUDANAP_FAKE_START_GPU ("0,1": a process on
+ * two GPUs, which a restore moves each by the driver's pairs); GPU k has the MiB in the file free.<k> free (default 80000). A restore onto a
  * GPU without room fails with OUT_OF_MEMORY and wedges the process, as on a real driver. The fake
  * NVML reports both; a cuMemCreate in the controller is checked against the same
  * numbers. Reservations and restores are appended to the file "events", one line each, so that
@@ -73,7 +75,8 @@ struct pstate {
 	int state;
 	long long busy_until;
 	int gpu;
-	int wedged; /* a restore ran out of memory: it can never be restored */
+	int wedged;    /* a restore ran out of memory: it can never be restored */
+	unsigned also; /* the other GPUs it holds memory on: bit k for GPU k */
 };
 
 static long long now_ms(void)
@@ -162,7 +165,9 @@ static int open_locked(int pid, struct pstate *st)
 	flock(fd, LOCK_EX);
 	n = pread(fd, buf, sizeof(buf) - 1, 0);
 	buf[n > 0 ? n : 0] = '\0';
-	if (sscanf(buf, "%d %lld %d %d", &st->state, &st->busy_until, &st->gpu, &st->wedged) != 4) {
+	st->also = 0;
+	if (sscanf(buf, "%d %lld %d %d %u", &st->state, &st->busy_until, &st->gpu, &st->wedged,
+		   &st->also) < 4) {
 		close(fd);
 		return -CUDA_ERROR_UNKNOWN;
 	}
@@ -172,8 +177,8 @@ static int open_locked(int pid, struct pstate *st)
 static void store_unlock(int fd, const struct pstate *st)
 {
 	char buf[128];
-	int n = snprintf(buf, sizeof(buf), "%d %lld %d %d\n", st->state, st->busy_until, st->gpu,
-			 st->wedged);
+	int n = snprintf(buf, sizeof(buf), "%d %lld %d %d %u\n", st->state, st->busy_until, st->gpu,
+			 st->wedged, st->also);
 
 	if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t)n, 0) != n)
 		abort();
@@ -413,8 +418,11 @@ EXPORT CUresult fake_register(void)
 {
 	char p[4200];
 	const char *g = getenv("CUDANAP_FAKE_START_GPU");
-	struct pstate st = { 0, 0, g ? atoi(g) : 0, 0 };
+	struct pstate st = { 0, 0, g ? atoi(g) : 0, 0, 0 };
 	int fd;
+
+	for (const char *c = g ? strchr(g, ',') : NULL; c; c = strchr(c + 1, ','))
+		st.also |= 1u << atoi(c + 1);
 
 	path_of(p, sizeof(p), getpid(), "gpu");
 	fd = open(p, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -593,6 +601,7 @@ EXPORT CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs *arg
 {
 	struct pstate st;
 	int fd, to = -1;
+	unsigned also = 0;
 
 	delay("delay_restore", pid);
 	fd = transition(pid, 2, "fail_restore", &st);
@@ -627,22 +636,32 @@ EXPORT CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs *arg
 			close(fd);
 			return CUDA_ERROR_INVALID_VALUE;
 		}
-		for (unsigned i = 0; i < args->gpuPairsCount; i++)
-			if (args->gpuPairs[i].oldUuid.bytes[15] == st.gpu)
-				to = args->gpuPairs[i].newUuid.bytes[15];
+		for (unsigned i = 0; i < args->gpuPairsCount; i++) {
+			int from = args->gpuPairs[i].oldUuid.bytes[15];
+			int t = args->gpuPairs[i].newUuid.bytes[15];
+
+			if (from == st.gpu)
+				to = t;
+			if (st.also >> from & 1)
+				also |= 1u << t;
+		}
 		if (to < 0) {
 			close(fd);
 			return CUDA_ERROR_INVALID_VALUE;
 		}
+	} else {
+		also = st.also;
 	}
 	to = to < 0 ? st.gpu : to;
 	event("restore %d", to);
-	if (free_mib(to) < footprint_mib()) {
-		st.wedged = 1;
-		store_unlock(fd, &st);
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	}
+	for (int k = 0; k < n_gpus(); k++)
+		if ((k == to || also >> k & 1) && free_mib(k) < footprint_mib()) {
+			st.wedged = 1;
+			store_unlock(fd, &st);
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		}
 	st.gpu = to;
+	st.also = also;
 	{
 		CUresult r = ask_driver(pid, 'r');
 
@@ -839,7 +858,8 @@ EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsi
 			continue;
 		close(fd);
 		path_of(mem, sizeof(mem), pid, "gpu");
-		if (st.gpu != (int)(intptr_t)d - 1 || access(mem, F_OK) != 0)
+		if ((st.gpu != (int)(intptr_t)d - 1 && !(st.also >> ((intptr_t)d - 1) & 1)) ||
+		    access(mem, F_OK) != 0)
 			continue;
 		if (k < *n) {
 			p[k].pid = (unsigned)pid;

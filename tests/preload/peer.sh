@@ -179,6 +179,61 @@ ask B verify
 is "$REPLY" "verify ok" "and resumes"
 ask B quit
 
+# -- a process on two GPUs with its peer access on, napped, woken by its next call: at home with
+# wake_on = home; with wake_on = any, the part of its memory on a full GPU goes to a GPU with room
+# and the other part stays (four fake GPUs)
+export CUDANAP_FAKE_GPUS=4
+rm -f "$T"/fake/free.*
+write_ini "[nap]" "wake_on = home"
+CUDANAP_FAKE_START_GPU=0,1 start N "$TARGET"
+pid=$N_pid
+ask N "drv peer export on 3 2"
+ask N "drv peer export on 2 3"
+# gpus_now: the GPUs (nvidia-smi order) its memory is on, from the status
+gpus_now() { field "$pid" gpus | sed 's/=GPU-[^,]*//g' | tr , '\n' | sort -n | paste -sd,; }
+out=$("$CUDANAP" nap "$pid"); rc=$?
+is "$rc" 0 "napped ($out)"
+ask N "drv launch export 5"
+woke "$pid"
+is "$REPLY:$(gpus_now)" "launch 0:0,1" "wake_on = home: its next call wakes it on GPUs 0 and 1"
+is "$(field "$pid" peer)" "GPU 0->1, GPU 1->0 by cuCtxEnablePeerAccess in fake_target" "with its peer access on (CUDA's 3 and 2)"
+write_ini "[nap]" "wake_on = any"
+"$CUDANAP" nap "$pid" > /dev/null
+echo 500 > "$T/fake/free.0"
+ask N "drv launch export 5"
+woke "$pid"
+is "$REPLY:$(gpus_now)" "launch 0:1,2" "wake_on = any, GPU 0 full: its part there went to GPU 2, the one on GPU 1 stayed"
+ask N verify
+is "$REPLY" "verify ok" "its memory intact"
+is "$(peers_on "$pid")" "2 3 3 2 " "its peer access on"
+"$CUDANAP" nap "$pid" > /dev/null
+echo 500 > "$T/fake/free.1"
+ask N "drv launch export 5"
+woke "$pid"
+is "$REPLY:$(gpus_now)" "launch 0:2,3" "GPU 1 full too: that part went to GPU 3"
+"$CUDANAP" nap "$pid" > /dev/null
+rm "$T/fake/free.0" "$T/fake/free.1"
+echo 500 > "$T/fake/free.2"
+echo 500 > "$T/fake/free.3"
+ask N "drv launch export 5"
+woke "$pid"
+is "$REPLY:$(gpus_now)" "launch 0:0,1" "GPUs 2 and 3 full, 0 and 1 free again: both parts moved, onto 0 and 1"
+like "$(tr '\n' ' ' < "$T/fake/events")" "reserve 2 1000 reserve 1 1000 release 2 release 1 restore 2 reserve 3 1000 reserve 2 1000 release 3 release 2 restore 2 reserve 0 1000 reserve 1 1000 release 0 release 1 restore 0 $" \
+	"the controller held room on both target GPUs before each of those restores"
+"$CUDANAP" nap "$pid" > /dev/null
+echo 500 > "$T/fake/free.0"
+echo 500 > "$T/fake/free.1"
+ask N "drv launch export 5" 1
+check "no room for a part anywhere: it waits for room" eventually 20 nap_is "$pid" "waiting for room"
+rm -f "$T"/fake/free.*
+answer N 20
+woke "$pid"
+is "$REPLY:$(gpus_now)" "launch 0:0,1" "room again: it wakes where it was"
+ask N verify
+is "$REPLY" "verify ok" "its memory intact"
+ask N quit
+export CUDANAP_FAKE_GPUS=2
+
 # -- the INI
 printf '[peer]\nmode = maybe\n' > "$T/bad.ini"
 is "$("$CUDANAP" check-config "$T/bad.ini" 2>&1)" "cudanap: $T/bad.ini:2: peer.mode: 'maybe' is not refuse or off" "mode: refuse or off"

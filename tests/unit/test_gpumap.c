@@ -35,6 +35,50 @@ static const char *plan(const char *text, const struct cn_gpu_move *moves, unsig
 	return out;
 }
 
+/* Where wake_on = any sends a process on four GPUs whose parts are on at[] and need 10 each, with
+ * these free bytes: the map's text, or "none". */
+static const char *elsewhere(const int *cur, const int *at, int k, unsigned long long f0,
+			     unsigned long long f1, unsigned long long f2, unsigned long long f3,
+			     const unsigned char *fits)
+{
+	static char out[64];
+	const unsigned long long need[4] = { 10, 10, 10, 10 }, free_bytes[4] = { f0, f1, f2, f3 };
+	int want[4];
+
+	if (!cn_gpumap_elsewhere(cur, 4, at, need, k, free_bytes, fits, want))
+		return "none";
+	cn_gpumap_format(want, 4, out, sizeof(out));
+	return out;
+}
+
+static void test_elsewhere(void)
+{
+	const int home[4] = { 0, 1, 2, 3 }, swapped[4] = { 1, 0, 2, 3 }, on01[2] = { 0, 1 };
+	const unsigned char all[4] = { 1, 1, 1, 1 }, not2[4] = { 1, 1, 0, 1 };
+
+	is_str(elsewhere(home, on01, 1, 5, 20, 20, 20, all), "0=1, 1=0",
+	       "one GPU, no room: the first other GPU with room, the two swapped");
+	is_str(elsewhere(home, on01, 2, 5, 20, 20, 20, all), "0=2, 2=0",
+	       "two GPUs, no room on GPU 0: its part goes to GPU 2, the part on GPU 1 stays");
+	is_str(elsewhere(home, on01, 2, 5, 5, 20, 20, all), "0=2, 1=3, 2=0, 3=1",
+	       "no room on either: 0,1 -> 2,3");
+	is_str(elsewhere(home, on01, 2, 5, 20, 20, 20, not2), "0=3, 3=0",
+	       "a GPU of another model is passed over");
+	is_str(elsewhere(home, on01, 2, 5, 20, 5, 5, all), "none", "no room anywhere: none");
+	is_str(elsewhere(home, on01, 2, 20, 20, 5, 5, all), "none", "room where it is: nothing moves");
+	is_str(elsewhere(swapped, on01, 2, 5, 20, 20, 20, all), "0=1, 1=2, 2=0",
+	       "moved before (homes 0,1 on GPUs 1,0): the part on GPU 0 (home 1's) goes to GPU 2");
+	{
+		const unsigned long long need[2] = { 10, 30 }, f[4] = { 5, 5, 20, 40 };
+		int want[4];
+		char out[64];
+
+		ok(cn_gpumap_elsewhere(home, 4, on01, need, 2, f, all, want) == 1, "two sizes: placed");
+		cn_gpumap_format(want, 4, out, sizeof(out));
+		is_str(out, "0=2, 1=3, 2=1, 3=0", "the largest part first: 30 onto GPU 3, 10 onto GPU 2");
+	}
+}
+
 int main(void)
 {
 	struct cn_gpu_move moves[CN_MAX_GPUS], none[1] = { 0 };
@@ -86,5 +130,6 @@ int main(void)
 	moves[0].now[15] = 9;
 	ok(cn_gpumap_now(moves, k, (const unsigned char(*)[16])gpus, N, cur, why, sizeof(why)) < 0,
 	   "a job that was on a GPU this machine does not have cannot be placed");
+	test_elsewhere();
 	return tap_done();
 }
