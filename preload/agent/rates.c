@@ -2,10 +2,10 @@
  * done and kept in the user's state directory ($XDG_STATE_HOME/cudanap/rates, else
  * ~/.local/state/cudanap/rates): the last 32 of each kind and model, as "KIND GIB SECONDS MODEL"
  * lines. An estimate fits a line to them where their sizes span enough, else scales the defaults
- * by how this machine's times compared with them; with none, it takes defaults
- * fitted to an H100's figures (driver 580, docs/PERFORMANCE.md: 1, 8 and 32 GiB suspended in
- * 0.30, 0.90, 2.72 s and resumed in 0.17, 0.41, 1.20 s; 8 GiB to disk and back in 5.39 and
- * 6.22 s). Not kept, as colder than the rest: the first suspend after the machine boots (a fresh
+ * by how this machine's times compared with them; with none, it takes defaults fitted to an
+ * H200's figures on an H200 and an H100's on any other GPU (driver 580, docs/PERFORMANCE.md: on an
+ * H100 1, 8 and 32 GiB suspended in 0.30, 0.90, 2.72 s and resumed in 0.17, 0.41, 1.20 s; 8 GiB
+ * to disk and back in 5.39 and 6.22 s). Not kept, as colder than the rest: the first suspend after the machine boots (a fresh
  * VM's first touch of host pages costs it about 1.6 times more, docs/DRIVER.md), and each process's
  * first suspend and first resume of each kind (the first resume of a 1 GiB process took 0.31 s on
  * an H100, the next ones 0.16 s).
@@ -33,7 +33,17 @@ static const char *const said[][2] = { { "suspend", "suspends" },
 				       { "resume", "resumes" },
 				       { "suspend to disk", "suspends to disk" },
 				       { "resume from disk", "resumes from disk" } };
-static const double fixed_s[] = { 0.2, 0.14, 0.2, 0.14 }, per_gib[] = { 0.08, 0.033, 0.65, 0.75 };
+/* The defaults: a fixed part and seconds a GiB for each kind, fitted to a model's measured
+ * suspends and resumes; the first row is taken for any other model. The H200's: 8.5 to 60.5 GiB
+ * (holdmem and JAX's default pool), suspended in 0.66-4.00 s and resumed in 0.34-1.92 s, fitted
+ * within 4 %; its disk rates were not measured, and are the H100's. */
+static const struct {
+	const char *model, *name;
+	double fixed_s[4], per_gib[4];
+} defaults[] = {
+	{ "", "an H100's", { 0.2, 0.14, 0.2, 0.14 }, { 0.08, 0.033, 0.65, 0.75 } },
+	{ "H200", "an H200's", { 0.12, 0.09, 0.2, 0.14 }, { 0.062, 0.030, 0.65, 0.75 } },
+};
 
 /* The state directory, made 0700 when missing: 0, or -1 (no home to keep it in). */
 static int state_dir(char *out, size_t len)
@@ -150,10 +160,19 @@ void cn_rates_record(const char *model, enum cn_rate_kind kind, double gib, doub
 	close(lock);
 }
 
-/* The defaults' estimate for gib. */
-static double by_default(enum cn_rate_kind kind, double gib)
+/* The defaults' row for a model. */
+static unsigned defaults_of(const char *model)
 {
-	return fixed_s[kind] + per_gib[kind] * gib;
+	for (unsigned i = 1; i < sizeof(defaults) / sizeof(defaults[0]); i++)
+		if (strstr(model, defaults[i].model))
+			return i;
+	return 0;
+}
+
+/* The defaults' estimate for gib. */
+static double by_default(unsigned row, enum cn_rate_kind kind, double gib)
+{
+	return defaults[row].fixed_s[kind] + defaults[row].per_gib[kind] * gib;
 }
 
 double cn_rates_estimate(const char *model, enum cn_rate_kind kind, double gib, char *source,
@@ -163,6 +182,7 @@ double cn_rates_estimate(const char *model, enum cn_rate_kind kind, double gib, 
 	double sx = 0, sy = 0, sxx = 0, sxy = 0, ratio = 0, lo = 1e30, hi = 0, a, b;
 	char dir[4096], boot[64];
 	int n = 0, m = 0;
+	unsigned row = defaults_of(model);
 
 	if (model[0] && state_dir(dir, sizeof(dir)) == 0)
 		n = load(dir, lines, boot, sizeof(boot));
@@ -172,14 +192,14 @@ double cn_rates_estimate(const char *model, enum cn_rate_kind kind, double gib, 
 		if (!same(lines[i], kind, model) || sscanf(lines[i], "%*s %lf %lf", &x, &y) != 2)
 			continue;
 		sx += x, sy += y, sxx += x * x, sxy += x * y, m++;
-		ratio += y / by_default(kind, x);
+		ratio += y / by_default(row, kind, x);
 		lo = x < lo ? x : lo;
 		hi = x > hi ? x : hi;
 	}
 	if (!m) {
-		snprintf(source, len, "defaults (%.2f s and %.3f s a GiB, an H100's)",
-			 fixed_s[kind], per_gib[kind]);
-		return by_default(kind, gib);
+		snprintf(source, len, "defaults (%.2f s and %.3f s a GiB, %s)",
+			 defaults[row].fixed_s[kind], defaults[row].per_gib[kind], defaults[row].name);
+		return by_default(row, kind, gib);
 	}
 	snprintf(source, len, "this machine: %d %s (%s)", m, said[kind][m != 1], model);
 	/* A line through them where their sizes differ enough to tell its slope, for a size near
@@ -192,5 +212,5 @@ double cn_rates_estimate(const char *model, enum cn_rate_kind kind, double gib, 
 		if (a >= 0 && b > 0)
 			return a + b * gib;
 	}
-	return ratio / m * by_default(kind, gib);
+	return ratio / m * by_default(row, kind, gib);
 }

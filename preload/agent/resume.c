@@ -113,6 +113,29 @@ static int read_back(struct cn_resp *r)
 	return -1;
 }
 
+
+/* The GPUs a restore moved, each from where it was to where it is now, for the peer access the
+ * app turned on between them (cuda/peers.c), before the agent forgets where they were. */
+static void peers_follow(const struct cn_resp *r)
+{
+	unsigned char was[CN_MAX_GPUS][16], now[CN_MAX_GPUS][16];
+	int n = 0;
+
+	for (uint32_t g = 0; g < r->n_gpus && g < CN_MAX_GPUS; g++) {
+		unsigned char home[16];
+
+		cn_gpumap_home_of(cn_ag.moves, cn_ag.n_moves, r->gpus[g], home);
+		memcpy(was[n], r->gpus[g], 16);
+		memcpy(now[n], home, 16);
+		for (uint32_t m = 0; m < r->n_moves; m++)
+			if (memcmp(r->moves[m].home, home, 16) == 0)
+				memcpy(now[n], r->moves[m].now, 16);
+		n += memcmp(was[n], now[n], 16) != 0;
+	}
+	if (n)
+		cn_peers_moved((const unsigned char(*)[16])was, (const unsigned char(*)[16])now, n);
+}
+
 /* The restore onto the map's GPUs. A controller that died mid-restore may have left the process
  * restored and locked: then the unlock that follows finishes the resume. -1 when it did not
  * restore: reported, the process still asleep. */
@@ -131,8 +154,10 @@ static int restore_step(struct cn_resp *r, unsigned wait_ms)
 	}
 	cn_report_step(CN_STEP_RESTORE, r);
 	/* A controller that died mid-restore left no word of where: the last is kept. */
-	if (r->result == CUDA_SUCCESS)
+	if (r->result == CUDA_SUCCESS) {
+		peers_follow(r);
 		cn_state_moved(r);
+	}
 	cn_ag.st.reserve_ms = r->check_ms + r->hold_ms;
 	cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
 	       "restore: %.1f ms checking room, %.1f ms holding memory, %.1f ms in the driver",

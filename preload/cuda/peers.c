@@ -480,6 +480,28 @@ void cn_peers_restored(void)
 	atomic_store(&restored, true);
 }
 
+static void relocate(unsigned char uuid[16], const unsigned char (*was)[16],
+		     const unsigned char (*now)[16], int n)
+{
+	for (int k = 0; k < n; k++)
+		if (memcmp(uuid, was[k], 16) == 0) {
+			memcpy(uuid, now[k], 16);
+			return;
+		}
+}
+
+void cn_peers_moved(const unsigned char (*was)[16], const unsigned char (*now)[16], int n)
+{
+	pthread_mutex_lock(&lock);
+	for (int i = 0; i < n_pairs; i++)
+		for (int j = 0; j < 2; j++)
+			relocate(pairs[i].uuid[j], was, now, n);
+	for (int i = 0; i < n_grants; i++)
+		for (int j = 0; j < 2; j++)
+			relocate(grants[i].uuid[j], was, now, n);
+	pthread_mutex_unlock(&lock);
+}
+
 void cn_peers_after_fork(void)
 {
 	pthread_mutex_init(&lock, NULL);

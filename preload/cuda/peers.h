@@ -53,6 +53,10 @@ int cn_peers_raise(char *why, size_t len);
  * (docs/DRIVER.md), and the app is told its GPUs cannot access each other. */
 void cn_peers_restored(void);
 
+/* The process was restored onto other GPUs: the GPU with UUID was[k] is now[k], for k < n. The
+ * directions and grants follow their GPUs (the driver answers a device's new UUID after the move). */
+void cn_peers_moved(const unsigned char (*was)[16], const unsigned char (*now)[16], int n);
+
 /* In a forked child: the parent's contexts are not its own. */
 void cn_peers_after_fork(void);
 

@@ -50,6 +50,12 @@ like "$(key "$pid" host_need_mib)" "^2086\.50*$" "--json: the host copy needs it
 like "$(key "$pid" host_room_mib)" "^[0-9.]+$" "--json: the room for it"
 like "$(key "$pid" host_bound)" "^(MemAvailable|cgroup)" "--json: what bounds the room"
 like "$(key "$pid" est_source)" "^defaults \(0\.20 s and 0\.080 s a GiB" "--json: the estimate comes from the defaults"
+CUDANAP_FAKE_MODEL="NVIDIA H200" CUDANAP_FAKE_FOOTPRINT_MIB=61440 start H "$TARGET"
+dry "$H_pid" > /dev/null
+is "$(key "$H_pid" est_source):$(key "$H_pid" est_suspend_s):$(key "$H_pid" est_resume_s)" \
+	"defaults (0.12 s and 0.062 s a GiB, an H200's):3.840:1.890" \
+	"on an H200, the H200's defaults: 60 GiB in about 3.84 s, back in 1.89 s"
+ask H quit
 out=$(dry "$pid")
 like "$out" "^$pid: would suspend: 1000 MiB on GPU 0; host copy 2086 MiB of [0-9]+ MiB free \(.*\); about 0\.3 s, resume 0\.2 s \(defaults .*\):0$" \
 	"suspend --dry-run: would suspend, its memory, the host copy and its room, the times; exit 0"

@@ -29,11 +29,12 @@
  *
  * GPU memory: every process holds $CUDANAP_FAKE_FOOTPRINT_MIB (default 1000) on its GPU while its
  * memory is there, and as much on each further GPU of $CUDANAP_FAKE_START_GPU ("0,1": a process on
- * two GPUs, which a restore moves each by the driver's pairs); GPU k has the MiB in the file free.<k> free (default 80000). A restore onto a
- * GPU without room fails with OUT_OF_MEMORY and wedges the process, as on a real driver. The fake
- * NVML reports both; a cuMemCreate in the controller is checked against the same
- * numbers. Reservations and restores are appended to the file "events", one line each, so that
- * tests can see their order.
+ * two GPUs, which a restore moves each by the driver's pairs); GPU k has the MiB in the file
+ * free.<k> free (default 80000). A restore onto a GPU without room fails with OUT_OF_MEMORY and
+ * wedges the process, as on a real driver. The fake NVML reports both, and names every GPU
+ * $CUDANAP_FAKE_MODEL (default "Fake GPU 80GB"); a cuMemCreate in the controller is checked against
+ * the same numbers. Reservations and restores are appended to the file "events", one line each, so
+ * that tests can see their order.
  *
  * Host copy: with $CUDANAP_FAKE_COPY_MIB set, the checkpoint also makes the host copy inside the
  * target the way the real driver does: a thread of the target's (the "driver thread", started at
@@ -813,8 +814,10 @@ EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *s, unsigned len)
 
 EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char *s, unsigned len)
 {
+	const char *m = getenv("CUDANAP_FAKE_MODEL");
+
 	(void)d;
-	snprintf(s, len, "Fake GPU 80GB");
+	snprintf(s, len, "%s", m ? m : "Fake GPU 80GB");
 	return NVML_SUCCESS;
 }
 

@@ -206,6 +206,7 @@ is "$REPLY:$(gpus_now)" "launch 0:1,2" "wake_on = any, GPU 0 full: its part ther
 ask N verify
 is "$REPLY" "verify ok" "its memory intact"
 is "$(peers_on "$pid")" "2 3 3 2 " "its peer access on"
+is "$(field "$pid" peer)" "GPU 2->1, GPU 1->2 by cuCtxEnablePeerAccess in fake_target" "the status names the GPUs it is on now"
 "$CUDANAP" nap "$pid" > /dev/null
 echo 500 > "$T/fake/free.1"
 ask N "drv launch export 5"
