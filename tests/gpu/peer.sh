@@ -53,7 +53,8 @@ swapped "$cycles" 0
 is "$ok" "$cycles" "$cycles suspends and resumes with its peer access on, the GPUs swapped at every other, 2 steps after each"
 is "$(steps S)" "$(first $((2 * cycles)) "$ref")" "every loss equal to the uninterrupted run's"
 like "$(field "$pid" peer)" "^GPU [01]->[01], GPU [01]->[01] by cuCtxEnablePeerAccess" "status: its peer access still on"
-diag "suspend $(grep -o 'suspended in [0-9.]* m\?s' "$T/times" | awk '{print $3 $4}' | sort -n | sed -n '1p;$p' | tr '\n' ' ')(min max); resume $(grep -o 'resumed in [0-9.]* m\?s' "$T/times" | awk '{print $3 $4}' | sort -n | sed -n '1p;$p' | tr '\n' ' ')"
+spread() { grep -o "$1 in [0-9.]* m\?s" "$T/times" | awk '{ v = $3 * ($4 == "s" ? 1000 : 1); if (NR == 1 || v < lo) lo = v; if (v > hi) hi = v } END { printf "%.0f-%.0f ms", lo, hi }'; }
+diag "suspend $(spread suspended), resume $(spread resumed) (the first resume pays for the controller's cuInit if it comes at once)"
 : > "$T/times"
 n=$((2 * cycles)) # steps trained so far
 # train: 2 more steps, woken first if it naps; says whether they went through
