@@ -19,11 +19,16 @@ total=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits -i 0)
 
 # run NAME CMD...: REPS suspends and resumes of the holder CMD starts, a line each
 run() {
-	local name=$1 r es er src s rs
+	local name=$1 r es er src s rs out w
 	shift
 	hold "$@"
 	for r in $(seq "$REPS"); do
-		"$CUDANAP" suspend --dry-run -c "$T/job.ini" $pid > /dev/null || { echo "bench-pool: $pid would not suspend" >&2; exit 1; }
+		# the host memory a resume gave back may take a few seconds to count as available
+		for w in $(seq 30); do
+			out=$("$CUDANAP" suspend --dry-run -c "$T/job.ini" $pid) && break
+			[ "$w" -lt 30 ] || { echo "bench-pool: $out" >&2; exit 1; }
+			sleep 1
+		done
 		es=$(field $pid est_suspend_s) er=$(field $pid est_resume_s) src=$(field $pid est_source)
 		s=$(took $pid suspend)
 		rs=$(took $pid resume)
