@@ -122,7 +122,8 @@ int cn_gpumap_elsewhere(const int *cur, int n, const int *at, const unsigned lon
 	if (k <= 0 || k > n || n > CN_MAX_GPUS)
 		return 0;
 	for (int u = 0; u < k; u++) {
-		taken[at[u]] = true; /* a part that leaves frees its GPU for whatever was on the target */
+		taken[at[u]] =
+			true; /* a part that leaves frees its GPU for whatever was on the target */
 		target[u] = free_bytes[at[u]] >= need[u] ? at[u] : -1;
 	}
 	for (;;) {
@@ -169,7 +170,8 @@ void cn_gpumap_format(const int *want, int n, char *out, size_t len)
 	out[0] = '\0';
 	for (int h = 0; h < n && o < len; h++)
 		if (want[h] != h)
-			o += (size_t)snprintf(out + o, len - o, "%s%d=%d", o ? ", " : "", h, want[h]);
+			o += (size_t)snprintf(out + o, len - o, "%s%d=%d", o ? ", " : "", h,
+					      want[h]);
 }
 
 void cn_gpumap_home_of(const struct cn_gpu_move *moves, unsigned n_moves,

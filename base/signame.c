@@ -42,22 +42,28 @@ static long number(const char *s, long max)
 	return errno || *end || v > max ? -1 : v;
 }
 
-/* Uncatchable, or raised by faults: handling them on the app's behalf would hide crashes. */
-static bool signal_refused(int sig)
+/* Uncatchable, raised by faults (handling them on the app's behalf would hide crashes), or asking
+ * the program to end (a status file naming one would make the CLI kill what it meant to suspend).
+ */
+bool cn_signame_usable(int sig)
 {
 	switch (sig) {
-	case SIGKILL:
-	case SIGSTOP:
-	case SIGSEGV:
-	case SIGBUS:
-	case SIGILL:
-	case SIGFPE:
-	case SIGABRT:
-	case SIGTRAP:
-	case SIGSYS:
+	case SIGUSR1:
+	case SIGUSR2:
+	case SIGTSTP:
+	case SIGCONT:
+	case SIGTTIN:
+	case SIGTTOU:
+	case SIGURG:
+	case SIGWINCH:
+	case SIGIO:
+	case SIGPWR:
+	case SIGVTALRM:
+	case SIGPROF:
+	case SIGXCPU:
 		return true;
 	}
-	return false;
+	return sig >= SIGRTMIN && sig <= SIGRTMAX;
 }
 
 int cn_signame_parse(const char *s, int *sig)
@@ -87,7 +93,7 @@ int cn_signame_parse(const char *s, int *sig)
 					v = signal_names[i].sig;
 		}
 	}
-	if (v < 1 || v > SIGRTMAX || (v > 31 && v < SIGRTMIN) || signal_refused(v))
+	if (!cn_signame_usable(v))
 		return -EINVAL;
 	*sig = v;
 	return 0;

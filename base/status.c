@@ -3,6 +3,7 @@
 #include "cn_status.h"
 
 #include <ctype.h>
+#include <signal.h>
 #include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +16,7 @@
 
 #include "cn_json.h"
 #include "cn_safe.h"
+#include "cn_signame.h"
 
 /* The numbers that may be null (< 0 in the struct), in the order the file lists them. */
 #define NUM(field)                                                                                 \
@@ -150,6 +152,8 @@ void cn_status_init(struct cn_status *s, int pid)
 	memset(s, 0, sizeof(*s));
 	s->pid = pid;
 	s->state = CN_STATE_UNKNOWN;
+	s->suspend_signal = SIGUSR1;
+	s->resume_signal = SIGUSR2;
 	cn_status_new_action(s, CN_ACTION_START);
 	s->busy = false;
 	for (size_t i = 0; i < N_QNUMS; i++)
@@ -180,7 +184,8 @@ int cn_status_format(const struct cn_status *s, char *buf, size_t len)
 {
 	/* Six bytes per character in the worst case (\u00XX), plus the quotes. */
 	char cmd[sizeof(s->command) * 6 + 3], msg[sizeof(s->message) * 6 + 3],
-		nccl[sizeof(s->nccl) * 6 + 3], res[sizeof(s->result_name) * 6 + 3];
+		nccl[sizeof(s->nccl) * 6 + 3], res[sizeof(s->result_name) * 6 + 3],
+		ts[sizeof(s->timestamp) * 6 + 3], gpus[3][sizeof(s->gpus) * 6 + 3];
 	size_t o;
 	int n;
 
@@ -209,16 +214,22 @@ int cn_status_format(const struct cn_status *s, char *buf, size_t len)
 			return -ENOSPC;
 		o += (size_t)n;
 	}
-	if (cn_json_str(nccl, sizeof(nccl), s->nccl) < 0)
+	/* Every string escaped, whoever wrote it: a file another user made is formatted again by
+	 * the CLI's --json. */
+	if (cn_json_str(nccl, sizeof(nccl), s->nccl) < 0 ||
+	    cn_json_str(ts, sizeof(ts), s->timestamp) < 0 ||
+	    cn_json_str(gpus[0], sizeof(gpus[0]), s->gpus) < 0 ||
+	    cn_json_str(gpus[1], sizeof(gpus[1]), s->home_gpus) < 0 ||
+	    cn_json_str(gpus[2], sizeof(gpus[2]), s->restore_gpus) < 0)
 		return -ENOSPC;
 	n = snprintf(buf + o, len - o,
-		     ",\"call_ns\":%llu,\"timestamp\":\"%s\",\"suspend_signal\":%d,"
-		     "\"resume_signal\":%d,\"prepared\":%s,\"gpus\":\"%s\",\"home_gpus\":\"%s\","
-		     "\"restore_gpus\":\"%s\",\"nccl\":%s,\"query_seq\":%lu,\"naps\":%lu,"
+		     ",\"call_ns\":%llu,\"timestamp\":%s,\"suspend_signal\":%d,"
+		     "\"resume_signal\":%d,\"prepared\":%s,\"gpus\":%s,\"home_gpus\":%s,"
+		     "\"restore_gpus\":%s,\"nccl\":%s,\"query_seq\":%lu,\"naps\":%lu,"
 		     "\"wakes\":%lu",
-		     s->call_ns, s->timestamp, s->suspend_signal, s->resume_signal,
-		     s->prepared ? "true" : "false", s->gpus, s->home_gpus, s->restore_gpus, nccl,
-		     s->query_seq, s->naps, s->wakes);
+		     s->call_ns, ts, s->suspend_signal, s->resume_signal,
+		     s->prepared ? "true" : "false", gpus[0], gpus[1], gpus[2], nccl, s->query_seq,
+		     s->naps, s->wakes);
 	if (n < 0 || (size_t)n >= len - o)
 		return -ENOSPC;
 	o += (size_t)n;
@@ -297,13 +308,24 @@ static const char *get_str(const char *p, char *out, size_t len)
 	return p + 1;
 }
 
-/* Truncating copy: a too-long field from an edited file must not break the reader. */
+/* Truncating copy: a too-long field from an edited file must not break the reader. Control
+ * characters become '?': what a reader prints goes to a terminal, and a file another user wrote
+ * could otherwise set its colours or title (C0, DEL, C1 as UTF-8, and a lone 8-bit CSI). */
 static void copy_field(char *dst, size_t len, const char *v)
 {
 	size_t n = strnlen(v, len - 1);
 
 	memcpy(dst, v, n);
 	dst[n] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)dst[i];
+
+		if (c < 0x20 || c == 0x7f || c == 0x9b)
+			dst[i] = '?';
+		else if (c == 0xc2 && i + 1 < n && (unsigned char)dst[i + 1] >= 0x80 &&
+			 (unsigned char)dst[i + 1] <= 0x9f)
+			dst[i] = dst[i + 1] = '?';
+	}
 }
 
 static void set_field(struct cn_status *s, const char *key, const char *v, bool is_null)
@@ -406,6 +428,9 @@ int cn_status_parse(const char *buf, struct cn_status *s)
 	}
 	if (s->result == CN_RES_NONE && strcmp(s->result_name, "ok") == 0)
 		s->result = CN_RES_OK; /* a file without its result's code */
+	/* The signals the CLI would send: only those an INI may name (never SIGKILL). */
+	if (!cn_signame_usable(s->suspend_signal) || !cn_signame_usable(s->resume_signal))
+		return -EINVAL;
 	return s->pid > 0 ? 0 : -EINVAL;
 }
 
@@ -442,7 +467,9 @@ int cn_status_read(const char *dir, int pid, struct cn_status *s)
 	close(fd);
 	if (n < 0)
 		return (int)n;
-	return cn_status_parse(buf, s);
+	n = cn_status_parse(buf, s);
+	/* A file counts for the process it names only if that is the one asked for. */
+	return n < 0 ? (int)n : s->pid == pid ? 0 : -ESTALE;
 }
 
 void cn_status_path(const char *dir, int pid, char *out, size_t len)

@@ -213,7 +213,8 @@ static bool elsewhere(char *map, size_t len)
 	}
 	for (int g = 0; g < n; g++)
 		free_bytes[g] = q.gpu_free[g];
-	if (!cn_gpumap_elsewhere(cur, n, at, need, (int)cn_ag.n_use, free_bytes, q.same_model, want)) {
+	if (!cn_gpumap_elsewhere(cur, n, at, need, (int)cn_ag.n_use, free_bytes, q.same_model,
+				 want)) {
 		cn_log(&cn_ag.cfg, CN_LOG_DEBUG, "wake_on = any: no GPU of its model has room");
 		return false;
 	}

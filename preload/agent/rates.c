@@ -5,11 +5,11 @@
  * by how this machine's times compared with them; with none, it takes defaults fitted to an
  * H200's figures on an H200 and an H100's on any other GPU (driver 580, docs/PERFORMANCE.md: on an
  * H100 1, 8 and 32 GiB suspended in 0.30, 0.90, 2.72 s and resumed in 0.17, 0.41, 1.20 s; 8 GiB
- * to disk and back in 5.39 and 6.22 s). Not kept, as colder than the rest: the first suspend after the machine boots (a fresh
- * VM's first touch of host pages costs it about 1.6 times more, docs/DRIVER.md), and each process's
- * first suspend and first resume of each kind (the first resume of a 1 GiB process took 0.31 s on
- * an H100, the next ones 0.16 s).
- * Written by the agent after each action; read by its query. */
+ * to disk and back in 5.39 and 6.22 s). Not kept, as colder than the rest: the first suspend after
+ * the machine boots (a fresh VM's first touch of host pages costs it about 1.6 times more,
+ * docs/DRIVER.md), and each process's first suspend and first resume of each kind (the first resume
+ * of a 1 GiB process took 0.31 s on an H100, the next ones 0.16 s). Written by the agent after each
+ * action; read by its query. */
 #define _GNU_SOURCE
 #include "rates.h"
 
@@ -198,7 +198,8 @@ double cn_rates_estimate(const char *model, enum cn_rate_kind kind, double gib, 
 	}
 	if (!m) {
 		snprintf(source, len, "defaults (%.2f s and %.3f s a GiB, %s)",
-			 defaults[row].fixed_s[kind], defaults[row].per_gib[kind], defaults[row].name);
+			 defaults[row].fixed_s[kind], defaults[row].per_gib[kind],
+			 defaults[row].name);
 		return by_default(row, kind, gib);
 	}
 	snprintf(source, len, "this machine: %d %s (%s)", m, said[kind][m != 1], model);

@@ -113,7 +113,6 @@ static int read_back(struct cn_resp *r)
 	return -1;
 }
 
-
 /* The GPUs a restore moved, each from where it was to where it is now, for the peer access the
  * app turned on between them (cuda/peers.c), before the agent forgets where they were. */
 static void peers_follow(const struct cn_resp *r)

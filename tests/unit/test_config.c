@@ -181,14 +181,15 @@ static void test_signals(void)
 		const char *s;
 		int sig;
 	} good[] = {
-		{ "SIGUSR1", SIGUSR1 }, { "usr2", SIGUSR2 },	  { "SIGHUP", SIGHUP },
+		{ "SIGUSR1", SIGUSR1 }, { "usr2", SIGUSR2 },	  { "SIGTSTP", SIGTSTP },
 		{ "12", 12 },		{ "SIGWINCH", SIGWINCH }, { "RTMIN", 0 },
 		{ "SIGRTMIN+3", 3 },	{ "RTMAX-1", -1 },
 	};
 	static const char *const bad[] = { "0",		  "65",		"32",	      "KILL",
 					   "SIGSTOP",	  "SEGV",	"SIGBUS",     "abort",
 					   "SIGRTMIN+99", "SIGRTMAX+1", "SIGRTMIN-1", "",
-					   "USR1x",	  "-1" };
+					   "USR1x",	  "-1",		"SIGTERM",    "15",
+					   "HUP",	  "SIGINT",	"QUIT",	      "9" };
 	char buf[32];
 	int sig;
 

@@ -65,7 +65,8 @@ static void test_elsewhere(void)
 	is_str(elsewhere(home, on01, 2, 5, 20, 20, 20, not2), "0=3, 3=0",
 	       "a GPU of another model is passed over");
 	is_str(elsewhere(home, on01, 2, 5, 20, 5, 5, all), "none", "no room anywhere: none");
-	is_str(elsewhere(home, on01, 2, 20, 20, 5, 5, all), "none", "room where it is: nothing moves");
+	is_str(elsewhere(home, on01, 2, 20, 20, 5, 5, all), "none",
+	       "room where it is: nothing moves");
 	is_str(elsewhere(swapped, on01, 2, 5, 20, 20, 20, all), "0=1, 1=2, 2=0",
 	       "moved before (homes 0,1 on GPUs 1,0): the part on GPU 0 (home 1's) goes to GPU 2");
 	{
@@ -73,9 +74,11 @@ static void test_elsewhere(void)
 		int want[4];
 		char out[64];
 
-		ok(cn_gpumap_elsewhere(home, 4, on01, need, 2, f, all, want) == 1, "two sizes: placed");
+		ok(cn_gpumap_elsewhere(home, 4, on01, need, 2, f, all, want) == 1,
+		   "two sizes: placed");
 		cn_gpumap_format(want, 4, out, sizeof(out));
-		is_str(out, "0=2, 1=3, 2=1, 3=0", "the largest part first: 30 onto GPU 3, 10 onto GPU 2");
+		is_str(out, "0=2, 1=3, 2=1, 3=0",
+		       "the largest part first: 30 onto GPU 3, 10 onto GPU 2");
 	}
 }
 
