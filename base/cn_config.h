@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #define CN_MAX_GPUS	64
 #define CN_ERR_LEN	512
@@ -87,10 +88,11 @@ void cn_config_defaults(struct cn_config *c);
  * and c is left in an unspecified state. */
 int cn_config_load(struct cn_config *c, const char *path, char *err, size_t errlen);
 
-/* Only [status] dir of the file at path (or the default from the two variables), ignoring every
- * other error: a job whose INI has since been broken must still be found by its status files. */
-void cn_config_status_dir(const char *path, const char *status_env, const char *xdg, char *dir,
-			  size_t len);
+/* Only [status] dir of the file at path (or the default from the two variables and the uid),
+ * ignoring every other error: a job whose INI has since been broken must still be found by its
+ * status files. The file is read as uid and gid would (cn_safe_read_as): the process's user's. */
+void cn_config_status_dir(const char *path, const char *status_env, const char *xdg, uid_t uid,
+			  gid_t gid, char *dir, size_t len);
 
 /* The file named by $CUDANAP_CONFIG, or defaults alone when it is unset or empty. */
 int cn_config_load_env(struct cn_config *c, char *err, size_t errlen);

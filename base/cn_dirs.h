@@ -4,11 +4,13 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 /* The status dir when the INI names none: $CUDANAP_STATUS_DIR (set per job by the Slurm plugin),
- * else $XDG_RUNTIME_DIR/cudanap, else /tmp/cudanap-UID; the values are passed in, so that the CLI
- * can work out another process's from its environment. */
-void cn_dirs_status_default(const char *status_env, const char *xdg, char *out, size_t len);
+ * else $XDG_RUNTIME_DIR/cudanap, else /tmp/cudanap-UID, UID the process's user; the values are
+ * passed in, so that the CLI can work out another process's from its environment and owner. */
+void cn_dirs_status_default(const char *status_env, const char *xdg, uid_t uid, char *out,
+			    size_t len);
 
 /* A directory only we may write to: refuse a symlink, a non-directory, another owner, or one that
  * others may write to; create it 0700 first when asked. what names it in err ("status dir"). */

@@ -11,6 +11,9 @@
  * and removes it, and returns its length, or -errno (-ENOENT: none). cn_notes_path names one. */
 int cn_notes_put(const char *dir, int pid, const char *what, const char *text);
 int cn_notes_take(const char *dir, int pid, const char *what, char *buf, size_t len);
+/* A note read and left there, if it may be believed: pid's user's (or root's), a regular file in
+ * a directory nobody else may write to, never blocking. Its length, or -errno (-ENOENT: none). */
+int cn_notes_read(const char *dir, int pid, const char *what, char *buf, size_t len);
 void cn_notes_path(const char *dir, int pid, const char *what, char *out, size_t len);
 
 #endif

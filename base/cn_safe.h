@@ -37,13 +37,21 @@ int cn_safe_mkdir(int at, const char *name, mode_t mode, uid_t uid, gid_t gid, c
 ssize_t cn_safe_read(int at, const char *path, struct cn_owner o, char *buf, size_t len, char *why,
 		     size_t wlen);
 
-/* The directory of pid's status files, as far as the caller may trust it: root takes it only when
- * pid's user owns it and nobody else may write to it; anyone else opens whatever the kernel lets
- * it. Never through a link. Its fd, with *o the owner its files must have, or -errno. */
-int cn_safe_dir_of(const char *dir, int pid, struct cn_owner *o);
+/* The regular file at path, opened with the rights of uid and gid (this process's filesystem ids
+ * and groups switched for the open when it is root and they are another user's), never blocking,
+ * owned by uid or root, read as cn_safe_read: what another user's environment names is opened as
+ * that user would open it, so root opens no device or file that user could not (links are
+ * followed, as that user: a Kubernetes ConfigMap's files are links). */
+ssize_t cn_safe_read_as(const char *path, uid_t uid, gid_t gid, char *buf, size_t len, char *why,
+			size_t wlen);
+
+/* The directory of pid's status files, as far as anyone may trust it: owned by pid's user (or
+ * root) and nobody else may write to it, whoever asks: the preload's own check at its start. Never
+ * through a link. Its fd, with *o the owner its files must have, or -errno with why in one line. */
+int cn_safe_dir_of(const char *dir, int pid, struct cn_owner *o, char *why, size_t len);
 
 /* name in the directory at, replaced atomically by n bytes of buf (written first to a temporary
- * name, 0600, never through a link). 0 or -errno. */
+ * name made anew, 0600, O_EXCL: never through a link or into a FIFO). 0 or -errno. */
 int cn_safe_replace(int at, const char *name, const char *buf, size_t n);
 
 #endif

@@ -115,7 +115,11 @@ int cn_status_parse(const char *buf, struct cn_status *s);
 /* Atomic replace of <dir>/<pid>.json. Needs no allocation, so the helper thread can call it at
  * any time. */
 int cn_status_write(const char *dir, const struct cn_status *s);
+/* <dir>/<pid>.json read, if it may be believed: the directory and the file pid's user's (or
+ * root's), nobody else's to write in (cn_safe.h), the file naming pid and only signals cudanap
+ * sends. 0, or -errno (-ESTALE: it names another pid) with why in one line. */
 int cn_status_read(const char *dir, int pid, struct cn_status *s);
+int cn_status_read_why(const char *dir, int pid, struct cn_status *s, char *why, size_t len);
 int cn_status_remove(const char *dir, int pid);
 void cn_status_path(const char *dir, int pid, char *out, size_t len);
 

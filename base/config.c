@@ -3,6 +3,7 @@
 #include "cn_config.h"
 #include "cn_dirs.h"
 #include "cn_gpumap.h"
+#include "cn_safe.h"
 #include "cn_signame.h"
 
 #include <ctype.h>
@@ -79,7 +80,7 @@ void cn_config_defaults(struct cn_config *c)
 	c->host_margin_mib = 1024;
 	c->watchdog_ms = 60000;
 	nap_from_env(c);
-	cn_dirs_status_default(secure_getenv("CUDANAP_STATUS_DIR"), xdg, c->status_dir,
+	cn_dirs_status_default(secure_getenv("CUDANAP_STATUS_DIR"), xdg, getuid(), c->status_dir,
 			       sizeof(c->status_dir));
 }
 
@@ -580,29 +581,22 @@ static int status_dir_only(void *user, const char *section, const char *name, co
 	return 1;
 }
 
-void cn_config_status_dir(const char *path, const char *status_env, const char *xdg, char *dir,
-			  size_t len)
+void cn_config_status_dir(const char *path, const char *status_env, const char *xdg, uid_t uid,
+			  gid_t gid, char *dir, size_t len)
 {
+	static const size_t most = 1 << 20;
 	struct dir_only d = { dir, len };
-	char err[CN_ERR_LEN];
-	FILE *f;
-	int r;
+	char err[CN_ERR_LEN], *text;
 
-	cn_dirs_status_default(status_env, xdg, dir, len);
-	/* Named by another process's environment, maybe for root to read: no blocking on it, and
-	 * no more of it than an INI file has. */
-	if (path && *path && (f = open_ini(path, err, sizeof(err), &r))) {
-		static const size_t most = 1 << 20;
-		char *text = malloc(most);
-		size_t n = text ? fread(text, 1, most - 1, f) : 0;
-
-		if (text) {
-			text[n] = '\0';
-			ini_parse_string(text, status_dir_only, &d);
-			free(text);
-		}
-		fclose(f);
-	}
+	cn_dirs_status_default(status_env, xdg, uid, dir, len);
+	if (!path || !*path || !(text = malloc(most)))
+		return;
+	/* Named by a process's environment, maybe another user's and read by root: opened as that
+	 * user would, never blocking, a regular file of that user's or root's, no more of it than
+	 * an INI file has. */
+	if (cn_safe_read_as(path, uid, gid, text, most, err, sizeof(err)) >= 0)
+		ini_parse_string(text, status_dir_only, &d);
+	free(text);
 }
 
 int cn_config_load_env(struct cn_config *c, char *err, size_t errlen)

@@ -10,14 +10,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-void cn_dirs_status_default(const char *status_env, const char *xdg, char *out, size_t len)
+void cn_dirs_status_default(const char *status_env, const char *xdg, uid_t uid, char *out,
+			    size_t len)
 {
 	if (status_env && status_env[0] == '/')
 		snprintf(out, len, "%s", status_env);
 	else if (xdg && xdg[0] == '/')
 		snprintf(out, len, "%s/cudanap", xdg);
 	else
-		snprintf(out, len, "/tmp/cudanap-%u", (unsigned)getuid());
+		snprintf(out, len, "/tmp/cudanap-%u", (unsigned)uid);
 }
 
 int cn_dirs_status_check(const char *dir, char *err, size_t errlen)

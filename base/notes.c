@@ -19,8 +19,9 @@ void cn_notes_path(const char *dir, int pid, const char *what, char *out, size_t
 int cn_notes_put(const char *dir, int pid, const char *what, const char *text)
 {
 	char name[300];
+	char why[300];
 	struct cn_owner o;
-	int fd = cn_safe_dir_of(dir, pid, &o), r;
+	int fd = cn_safe_dir_of(dir, pid, &o, why, sizeof(why)), r;
 
 	if (fd < 0)
 		return fd;
@@ -34,7 +35,7 @@ int cn_notes_take(const char *dir, int pid, const char *what, char *buf, size_t 
 {
 	char name[300], why[300];
 	struct cn_owner o;
-	int fd = cn_safe_dir_of(dir, pid, &o);
+	int fd = cn_safe_dir_of(dir, pid, &o, why, sizeof(why));
 	ssize_t n;
 
 	if (fd < 0)
@@ -51,4 +52,19 @@ int cn_notes_take(const char *dir, int pid, const char *what, char *buf, size_t 
 	if (n < 0)
 		buf[0] = '\0';
 	return n > 0 ? (int)n : 0;
+}
+
+int cn_notes_read(const char *dir, int pid, const char *what, char *buf, size_t len)
+{
+	char name[300], why[300];
+	struct cn_owner o;
+	int fd = cn_safe_dir_of(dir, pid, &o, why, sizeof(why));
+	ssize_t n;
+
+	if (fd < 0)
+		return fd;
+	snprintf(name, sizeof(name), "%d.%s", pid, what);
+	n = cn_safe_read(fd, name, o, buf, len, why, sizeof(why));
+	close(fd);
+	return (int)n;
 }

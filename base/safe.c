@@ -7,7 +7,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <grp.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -139,30 +142,75 @@ ssize_t cn_safe_read(int at, const char *path, struct cn_owner o, char *buf, siz
 	return (ssize_t)got;
 }
 
-/* The directory of pid's status files, as far as the caller may trust it: root takes it only
- * when pid's user owns it and nobody else may write to it, since another user could have named
- * or made it (a FIFO in it to hang on, a file to fool it, a link to make root write elsewhere);
- * anyone else opens whatever the kernel lets it. Never through a link. Its fd, or -errno. */
-int cn_safe_dir_of(const char *dir, int pid, struct cn_owner *o)
+ssize_t cn_safe_read_as(const char *path, uid_t uid, gid_t gid, char *buf, size_t len, char *why,
+			size_t wlen)
 {
-	char why[300];
-	bool root = geteuid() == 0;
+	bool as = geteuid() == 0 && uid != 0;
+	gid_t groups[256];
+	int n_groups = as ? getgroups(256, groups) : 0, fd, e = 0;
+	struct stat st;
+	size_t got = 0;
+	ssize_t n;
 
-	*o = CN_OWNER_ANY;
-	if (root && cn_safe_owner_of(pid, true, o) < 0)
-		return -ESRCH;
-	return cn_safe_dir(AT_FDCWD, dir, *o, !root, why, sizeof(why));
+	/* The ids the kernel checks an open against: the user's, without root's groups. */
+	if (as && (n_groups < 0 || setgroups(0, NULL) < 0)) {
+		snprintf(why, wlen, "%s: cannot drop root's groups to open it as uid %u", path,
+			 (unsigned)uid);
+		return -EPERM;
+	}
+	if (as) {
+		setfsgid(gid);
+		setfsuid(uid);
+	}
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	e = errno;
+	if (as) {
+		setfsuid(0);
+		setfsgid(getegid());
+		if (setgroups((size_t)n_groups, groups) < 0)
+			abort(); /* root's groups could not be given back: stop here */
+	}
+	if (fd < 0) {
+		snprintf(why, wlen, "%s: %s (opened as uid %u)", path, strerror(e), (unsigned)uid);
+		return -e;
+	}
+	fd = judge(fd, path, false, (struct cn_owner){ uid, true }, false, why, wlen, &st);
+	if (fd < 0)
+		return fd;
+	while (got < len - 1 && (n = read(fd, buf + got, len - 1 - got)) > 0)
+		got += (size_t)n;
+	close(fd);
+	buf[got] = '\0';
+	return (ssize_t)got;
 }
 
-/* name in the directory at replaced atomically by buf, written first to a temporary name (0600,
- * never through a link). */
+/* The directory of pid's status files, trusted only when pid's user (or root) owns it and nobody
+ * else may write to it, whoever asks: another user could have made it first (/tmp/cudanap-UID,
+ * for a user without XDG_RUNTIME_DIR) and put there a FIFO to hang on, a status file to fool the
+ * reader into sending a signal of its choice, or a link to make it write elsewhere. Never through
+ * a link. Its fd, or -errno with why. */
+int cn_safe_dir_of(const char *dir, int pid, struct cn_owner *o, char *why, size_t len)
+{
+	if (cn_safe_owner_of(pid, true, o) < 0) {
+		snprintf(why, len, "process %d: gone", pid);
+		return -ESRCH;
+	}
+	return cn_safe_dir(AT_FDCWD, dir, *o, false, why, len);
+}
+
+/* name in the directory at replaced atomically by buf, written first to a temporary name made
+ * here (0600, O_EXCL: never a link, a FIFO or a file someone left there, which is removed first;
+ * one that comes back at once fails the write). */
 int cn_safe_replace(int at, const char *name, const char *buf, size_t n)
 {
+	const int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
 	char tmp[300];
 	int fd, r = 0;
 
 	snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
-	fd = openat(at, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	fd = openat(at, tmp, flags, 0600);
+	if (fd < 0 && errno == EEXIST && unlinkat(at, tmp, 0) == 0)
+		fd = openat(at, tmp, flags, 0600);
 	if (fd < 0)
 		return -errno;
 	if (write(fd, buf, n) != (ssize_t)n)

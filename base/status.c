@@ -309,8 +309,9 @@ static const char *get_str(const char *p, char *out, size_t len)
 }
 
 /* Truncating copy: a too-long field from an edited file must not break the reader. Control
- * characters become '?': what a reader prints goes to a terminal, and a file another user wrote
- * could otherwise set its colours or title (C0, DEL, C1 as UTF-8, and a lone 8-bit CSI). */
+ * characters become a space (tab, newline, return) or '?': what a reader prints goes to a terminal,
+ * and a file another user wrote could otherwise set its colours or title (C0, DEL, C1 as UTF-8, and
+ * a lone 8-bit CSI). */
 static void copy_field(char *dst, size_t len, const char *v)
 {
 	size_t n = strnlen(v, len - 1);
@@ -320,7 +321,9 @@ static void copy_field(char *dst, size_t len, const char *v)
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)dst[i];
 
-		if (c < 0x20 || c == 0x7f || c == 0x9b)
+		if (c == '\t' || c == '\n' || c == '\r')
+			dst[i] = ' ';
+		else if (c < 0x20 || c == 0x7f || c == 0x9b)
 			dst[i] = '?';
 		else if (c == 0xc2 && i + 1 < n && (unsigned char)dst[i + 1] >= 0x80 &&
 			 (unsigned char)dst[i + 1] <= 0x9f)
@@ -438,13 +441,13 @@ int cn_status_parse(const char *buf, struct cn_status *s)
 
 int cn_status_write(const char *dir, const struct cn_status *s)
 {
-	char name[32], buf[CN_STATUS_MAX];
+	char name[32], buf[CN_STATUS_MAX], why[300];
 	int n = cn_status_format(s, buf, sizeof(buf)), fd, r;
 	struct cn_owner o;
 
 	if (n < 0)
 		return n;
-	fd = cn_safe_dir_of(dir, s->pid, &o);
+	fd = cn_safe_dir_of(dir, s->pid, &o, why, sizeof(why));
 	if (fd < 0)
 		return fd;
 	snprintf(name, sizeof(name), "%d.json", s->pid);
@@ -455,20 +458,32 @@ int cn_status_write(const char *dir, const struct cn_status *s)
 
 int cn_status_read(const char *dir, int pid, struct cn_status *s)
 {
-	char name[32], buf[CN_STATUS_MAX], why[300];
+	char why[300];
+
+	return cn_status_read_why(dir, pid, s, why, sizeof(why));
+}
+
+int cn_status_read_why(const char *dir, int pid, struct cn_status *s, char *why, size_t len)
+{
+	char name[32], buf[CN_STATUS_MAX];
 	struct cn_owner o;
 	ssize_t n;
-	int fd = cn_safe_dir_of(dir, pid, &o);
+	int fd = cn_safe_dir_of(dir, pid, &o, why, len);
 
 	if (fd < 0)
 		return fd;
 	snprintf(name, sizeof(name), "%d.json", pid);
-	n = cn_safe_read(fd, name, o, buf, sizeof(buf), why, sizeof(why));
+	n = cn_safe_read(fd, name, o, buf, sizeof(buf), why, len);
 	close(fd);
 	if (n < 0)
 		return (int)n;
 	n = cn_status_parse(buf, s);
+	if (n < 0)
+		snprintf(why, len, "%s/%s: not a status file of cudanap's, or one naming a signal it "
+			 "never sends; not believed", dir, name);
 	/* A file counts for the process it names only if that is the one asked for. */
+	else if (s->pid != pid)
+		snprintf(why, len, "%s/%s: names process %d; not believed", dir, name, s->pid);
 	return n < 0 ? (int)n : s->pid == pid ? 0 : -ESTALE;
 }
 

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -63,36 +64,76 @@ int cn_jobdirs_make(const char *statusbase, uint32_t job, uid_t uid, gid_t gid, 
 	return 0;
 }
 
+#define MAX_DEPTH 64 /* directories in directories a user may leave; deeper ones stay */
+
+/* Everything in the directory fd (closed here), depth first, through fds: its mode fixed first
+ * (so that a 0777 or 0000 directory can be emptied), no link followed (a link is removed, not
+ * what it names). 0, or -errno of the first failure with why. */
+static int empty_tree(int fd, const char *path, int depth, char *why, size_t len)
+{
+	DIR *d;
+	struct dirent *e;
+	int r = 0;
+
+	if (fchmod(fd, 0700) < 0 || !(d = fdopendir(fd))) {
+		r = -errno;
+		snprintf(why, len, "%s: %s", path, strerror(errno));
+		close(fd);
+		return r;
+	}
+	while ((e = readdir(d))) {
+		struct stat st;
+		char sub[4200];
+		int c, s = 0;
+
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		snprintf(sub, sizeof(sub), "%s/%s", path, e->d_name);
+		if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+			c = openat(fd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (c < 0 || depth >= MAX_DEPTH) {
+				s = c < 0 ? -errno : -ELOOP;
+				if (c >= 0)
+					close(c);
+				snprintf(why, len, "%s: %s", sub,
+					 c < 0 ? strerror(-s) : "directories too deep; left");
+			} else {
+				s = empty_tree(c, sub, depth + 1, why, len);
+			}
+			if (s == 0 && unlinkat(fd, e->d_name, AT_REMOVEDIR) < 0) {
+				s = -errno;
+				snprintf(why, len, "%s: %s", sub, strerror(errno));
+			}
+		} else if (unlinkat(fd, e->d_name, 0) < 0) {
+			s = -errno;
+			snprintf(why, len, "%s: %s", sub, strerror(errno));
+		}
+		if (s && !r)
+			r = s; /* the first said; the rest removed as far as they go */
+	}
+	closedir(d);
+	return r;
+}
+
 int cn_jobdirs_remove(const char *statusbase, uint32_t job, uid_t uid, char *why, size_t len)
 {
-	char name[32];
-	struct dirent *e;
-	int b = base_fd(statusbase, false, why, len), j, r = 0;
-	DIR *d;
+	char name[32], path[4200];
+	int b = base_fd(statusbase, false, why, len), j, r;
 
 	if (b < 0)
 		return b == -ENOENT ? 0 : b;
 	snprintf(name, sizeof(name), "job%u", (unsigned)job);
-	j = cn_safe_dir(b, name, (struct cn_owner){ uid, false }, false, why, len);
+	/* Whatever mode its user gave it: the base is root's, so only root made job<J>. */
+	j = cn_safe_dir(b, name, (struct cn_owner){ uid, true }, true, why, len);
 	if (j < 0) {
 		close(b);
 		return j == -ENOENT ? 0 : j;
 	}
-	d = fdopendir(j);
-	while (d && (e = readdir(d)))
-		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
-		    unlinkat(j, e->d_name, 0) < 0 && !r) {
-			r = -errno;
-			snprintf(why, len, "%s/" BASE "/%s/%s: %s", statusbase, name, e->d_name,
-				 strerror(errno));
-		}
-	if (d)
-		closedir(d);
-	else
-		close(j);
+	snprintf(path, sizeof(path), "%s/" BASE "/%s", statusbase, name);
+	r = empty_tree(j, path, 0, why, len);
 	if (unlinkat(b, name, AT_REMOVEDIR) < 0 && !r) {
 		r = -errno;
-		snprintf(why, len, "%s/" BASE "/%s: %s", statusbase, name, strerror(errno));
+		snprintf(why, len, "%s: %s", path, strerror(errno));
 	}
 	close(b);
 	return r;
@@ -122,27 +163,6 @@ static bool stopped(int pid)
 	return t;
 }
 
-/* A process of job: SLURM_JOB_ID in its environment, as slurmstepd set it. */
-static bool of_job(int pid, uint32_t job)
-{
-	static char env[65536];
-	char path[64], want[32];
-	size_t n, k;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
-	f = fopen(path, "re");
-	n = f ? fread(env, 1, sizeof(env) - 1, f) : 0;
-	if (f)
-		fclose(f);
-	env[n] = '\0';
-	k = (size_t)snprintf(want, sizeof(want), "SLURM_JOB_ID=%u", (unsigned)job) + 1;
-	for (size_t i = 0; i + k <= n + 1; i += strlen(env + i) + 1)
-		if (memcmp(env + i, want, k) == 0)
-			return true;
-	return false;
-}
-
 /* The status file name (<pid>.json) of one of uid's processes of job, still holding its GPU
  * memory: 1, 0 when not, -1 when stopped mid-checkpoint. */
 static int holds(int dir, const char *name, uid_t uid, uint32_t job)
@@ -154,7 +174,7 @@ static int holds(int dir, const char *name, uid_t uid, uint32_t job)
 	long pid = strtol(name, &end, 10);
 
 	if (pid <= 0 || strcmp(end, ".json") != 0 || cn_safe_owner_of((int)pid, false, &o) < 0 ||
-	    o.uid != uid || !of_job((int)pid, job) ||
+	    o.uid != uid || !cn_proc_in_job((int)pid, job) ||
 	    cn_safe_read(dir, name, (struct cn_owner){ uid, false }, buf, sizeof(buf), why,
 			 sizeof(why)) < 0 ||
 	    cn_status_parse(buf, &s) < 0 || s.pid != pid ||

@@ -16,8 +16,9 @@ void cn_jobdirs_path(const char *statusbase, uint32_t job, char *out, size_t len
 int cn_jobdirs_make(const char *statusbase, uint32_t job, uid_t uid, gid_t gid, char *why,
 		    size_t len);
 
-/* As root, at the job's end: the job's directory and what is in it, only if uid owns it; nothing
- * is followed. 0 (also when there is none), or -errno with why. */
+/* As root, at the job's end: the job's directory and whatever is in it (files, links,
+ * directories, whatever their modes), only if uid (or root) owns it; nothing is followed. 0 (also
+ * when there is none), or -errno with why. */
 int cn_jobdirs_remove(const char *statusbase, uint32_t job, uid_t uid, char *why, size_t len);
 
 /* As root: how many processes of job (user uid) still hold GPU memory they may let go, by their

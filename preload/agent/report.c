@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "cn_dirs.h"
 #include "cn_gpumap.h"
 #include "cn_notes.h"
 #include "cn_proc.h"
@@ -55,11 +56,24 @@ void cn_report_publish(void)
 
 void cn_report_write(void)
 {
+	static bool said; /* the failure was logged; said again after a success */
 	struct cn_status *st = &cn_ag.st;
+	char why[300];
+	int r;
 
 	pthread_mutex_lock(&publishing);
-	if (!exiting && cn_status_write(cn_ag.cfg.status_dir, st) < 0)
-		cn_log(&cn_ag.cfg, CN_LOG_DEBUG, "cannot write status in %s", cn_ag.cfg.status_dir);
+	r = exiting ? 0 : cn_status_write(cn_ag.cfg.status_dir, st);
+	/* A dir removed since the start (a tmp cleaner) and made again by another user is not ours:
+	 * nothing is written there, said once. */
+	if (r < 0 && !said) {
+		if (cn_dirs_status_check(cn_ag.cfg.status_dir, why, sizeof(why)) == 0)
+			snprintf(why, sizeof(why), "status dir %s: %s", cn_ag.cfg.status_dir,
+				 strerror(-r));
+		cn_log(&cn_ag.cfg, CN_LOG_ERROR,
+		       "%s; status not written: the command line cannot see this process until it is",
+		       why);
+	}
+	said = r < 0;
 	pthread_mutex_unlock(&publishing);
 }
 

@@ -35,11 +35,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "cn_gpumap.h"
+#include "cn_safe.h"
 
 #define POLL_NS	   200000 /* between tries: well under one process's setup */
 #define COPY_SLOTS 2
@@ -69,9 +71,24 @@ static void close_fds(int *fd, int *n, bool unlock)
 	*n = 0;
 }
 
-/* Take one of count turn files (path%d when count > 1), polling until the deadline; its
- * descriptor or -1 (none could be opened, or the deadline passed). *polled: it was not free. */
-static int take(const char *path, int count, double deadline, bool *polled)
+/* A turn file in the directory dir, made if missing: a regular file, never a link or a FIFO (the
+ * directory was checked just before, but a file in it could be anything). Its fd, or -1. */
+static int turn_file(int dir, const char *name)
+{
+	int fd = openat(dir, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+	struct stat st;
+
+	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* Take one of count turn files (path%d when count > 1) in the directory dir, polling until the
+ * deadline; its descriptor or -1 (none could be opened, or the deadline passed). *polled: it was
+ * not free. */
+static int take(int dir, const char *path, int count, double deadline, bool *polled)
 {
 	const struct timespec pause = { 0, POLL_NS };
 	int fd[COPY_SLOTS], got = -1, open_fds = 0;
@@ -80,8 +97,7 @@ static int take(const char *path, int count, double deadline, bool *polled)
 	for (int i = 0; i < count; i++) {
 		if (count > 1)
 			snprintf(name, sizeof(name), "%s%d", path, i);
-		fd[i] = open(count > 1 ? name : path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
-			     0600);
+		fd[i] = turn_file(dir, count > 1 ? name : path);
 		open_fds += fd[i] >= 0;
 	}
 	while (open_fds && got < 0) {
@@ -116,22 +132,29 @@ static int take_all(const char *kind, int count, int *fds, int *n, unsigned max_
 {
 	double t0 = cn_clock_ms();
 	bool polled = false;
-	char path[4200], s[CN_UUID_STR_LEN];
-	int fd;
+	char path[4200], s[CN_UUID_STR_LEN], why[300];
+	struct cn_owner o;
+	/* The status dir checked again, now, and used by its fd: one a tmp cleaner removed and
+	 * another user made again is not ours (cn_safe.h). */
+	int fd, dir = cn_safe_dir_of(g.dir, (int)getpid(), &o, why, sizeof(why));
 
+	*waited_ms = 0;
+	if (dir < 0)
+		return -1;
 	for (int i = 0; i < (g.n_gpus ? g.n_gpus : 1); i++) {
 		if (g.n_gpus)
 			cn_gpumap_uuid_format(g.uuid[i], s);
-		if (snprintf(path, sizeof(path), "%s/.restore-%s%s%s%s", g.dir, kind,
-			     g.n_gpus ? "-" : "", g.n_gpus ? s : "",
-			     count > 1 ? "-" : "") >= (int)sizeof(path) ||
-		    (fd = take(path, count, t0 + max_ms, &polled)) < 0) {
+		if (snprintf(path, sizeof(path), ".restore-%s%s%s%s", kind, g.n_gpus ? "-" : "",
+			     g.n_gpus ? s : "", count > 1 ? "-" : "") >= (int)sizeof(path) ||
+		    (fd = take(dir, path, count, t0 + max_ms, &polled)) < 0) {
 			close_fds(fds, n, true);
 			*waited_ms = cn_clock_ms() - t0;
+			close(dir);
 			return -1;
 		}
 		fds[(*n)++] = fd;
 	}
+	close(dir);
 	*waited_ms = polled ? cn_clock_ms() - t0 : 0;
 	return 0;
 }

@@ -13,12 +13,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
+#include <sys/sysmacros.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cn_config.h"
+#include "cn_notes.h"
 #include "cn_proc.h"
 #include "cn_safe.h"
 #include "cn_status.h"
@@ -32,6 +35,7 @@
 
 #define OWNER 60101
 #define OTHER 60102
+#define OTHER_S "60102"
 #define JOB   4242
 
 static char base[256], job[300];
@@ -69,6 +73,32 @@ static pid_t sleeper(uid_t uid, const char *env)
 		execve("/bin/sleep", argv, envp);
 		_exit(1);
 	}
+	return p;
+}
+
+/* A process of job 4242 as Slurm makes one: uid's sleep under a process of root's titled as the
+ * job's step daemon ("slurmstepd: [4242.0]"); its pid. The step's pid in *stepd. */
+static pid_t job_sleeper(uid_t uid, pid_t *stepd)
+{
+	int fds[2];
+	pid_t p = -1;
+
+	if (pipe(fds) < 0)
+		return -1;
+	*stepd = fork();
+	if (*stepd == 0) {
+		char *argv[] = { "slurmstepd: [4242.0]", "30", NULL }, *envp[] = { NULL };
+
+		p = sleeper(uid, "PATH=/bin");
+		if (write(fds[1], &p, sizeof(p)) != sizeof(p))
+			_exit(1);
+		execve("/bin/sleep", argv, envp);
+		_exit(1);
+	}
+	close(fds[1]);
+	if (read(fds[0], &p, sizeof(p)) != sizeof(p))
+		p = -1;
+	close(fds[0]);
 	return p;
 }
 
@@ -148,7 +178,7 @@ static void test_handover(void)
 {
 	char p[400], big[1 << 16];
 	double took;
-	pid_t mine, foreign, stray;
+	pid_t mine, foreign, stray, forged, stepd;
 	int n;
 
 	/* Every one of these the job's own user could plant in its directory. */
@@ -175,12 +205,16 @@ static void test_handover(void)
 	/* Live processes: another user's, the job user's outside the job, and one of the job. */
 	foreign = sleeper(OTHER, "SLURM_JOB_ID=4242");
 	stray = sleeper(OWNER, "PATH=/bin");
-	mine = sleeper(OWNER, "SLURM_JOB_ID=4242");
+	forged = sleeper(OWNER, "SLURM_JOB_ID=4242");
+	mine = job_sleeper(OWNER, &stepd);
 	usleep(200 * 1000);
 	status_of(foreign, OWNER);
 	status_of(stray, OWNER);
 	n = holding(&took);
 	ok(n == 0, "a status naming a live process of another user, or of no job: not believed");
+	status_of(forged, OWNER);
+	ok(holding(&took) == 0,
+	   "nor one of the job's user with SLURM_JOB_ID=4242 in its environment, outside the job");
 	status_of(mine, OTHER);
 	ok(holding(&took) == 0,
 	   "one of the job's processes, in a file another user owns: not believed");
@@ -189,7 +223,9 @@ static void test_handover(void)
 	ok(n == 1 && took < 1, "one of the job's, by its user: held (%d, %.3f s)", n, took);
 	kill(foreign, SIGKILL);
 	kill(stray, SIGKILL);
+	kill(forged, SIGKILL);
 	kill(mine, SIGKILL);
+	kill(stepd, SIGKILL);
 	while (wait(NULL) > 0)
 		;
 	ok(holding(&took) == 0, "gone once it exits");
@@ -233,7 +269,7 @@ static double wait_s(double max_s)
 
 static void test_wait(void)
 {
-	pid_t mine = sleeper(OWNER, "SLURM_JOB_ID=4242");
+	pid_t stepd, mine = job_sleeper(OWNER, &stepd);
 	double took;
 
 	usleep(200 * 1000);
@@ -251,6 +287,7 @@ static void test_wait(void)
 	ok(took >= 1.4 && took < 2.0 && strstr(said, "did not answer"),
 	   "a squeue that hangs: max_s bounds it too (%.2f s): %s", took, said);
 	kill(mine, SIGKILL);
+	kill(stepd, SIGKILL);
 	while (wait(NULL) > 0)
 		;
 }
@@ -266,10 +303,27 @@ static void test_remove(void)
 	snprintf(other_job, sizeof(other_job), "%s/link-to-target.json", job);
 	if (symlink(p, other_job) < 0)
 		perror(other_job);
+	/* What the job's user may leave: directories in directories, one it made 0000 and a link in
+	 * it to a directory of root's, and its job directory made 0777. */
+	snprintf(p, sizeof(p), "%s/sub/deeper/deepest", job);
+	for (char *c = p + strlen(job) + 1; (c = strchr(c, '/')); c++) {
+		*c = '\0';
+		mkdir(p, 0755);
+		*c = '/';
+	}
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/sub/deeper/etc", job);
+	if (symlink("/etc", p) < 0)
+		perror(p);
+	snprintf(p, sizeof(p), "%s/sub/deeper", job);
+	chmod(p, 0);
+	chmod(job, 0777);
+	snprintf(p, sizeof(p), "%s/target", base);
 	ok(cn_jobdirs_remove(base, JOB, OTHER, why, sizeof(why)) < 0 && access(job, F_OK) == 0,
 	   "the epilog of another user's job removes nothing here: %s", why);
 	ok(cn_jobdirs_remove(base, JOB, OWNER, why, sizeof(why)) == 0 && access(job, F_OK) < 0,
-	   "the job's epilog removes its directory, FIFO, links and all");
+	   "the job's epilog removes its directory, 0777, FIFO, links, a 0000 directory in a "
+	   "directory and all (%s)", why);
 	ok(stat(p, &st) == 0 && access("/etc/passwd", F_OK) == 0, "and nothing a link pointed to");
 	ok(cn_jobdirs_remove(base, JOB, OWNER, why, sizeof(why)) == 0,
 	   "a second epilog: nothing to do");
@@ -289,6 +343,12 @@ static void test_readers(void)
 	t0 = now_s();
 	ok(cn_status_read(dir, me, &s) < 0 && now_s() - t0 < 1,
 	   "a FIFO as a status file: refused at once");
+	snprintf(sdir, sizeof(sdir), "%s/%d.nccl-cut", dir, me);
+	mkfifo(sdir, 0600);
+	t0 = now_s();
+	ok(cn_notes_read(dir, me, "nccl-cut", buf, sizeof(buf)) < 0 && now_s() - t0 < 1,
+	   "a FIFO as a note the command line reads (an NCCL rank's): refused at once");
+	unlink(sdir);
 	unlink(p);
 	put(p, "{\"pid\":1}", OTHER);
 	ok(cn_status_read(dir, me, &s) == -EPERM, "root believes no status file of another owner");
@@ -304,9 +364,35 @@ static void test_readers(void)
 	snprintf(p, sizeof(p), "%s/ini.fifo", base);
 	mkfifo(p, 0600);
 	t0 = now_s();
-	cn_config_status_dir(p, NULL, "/run/user/1", sdir, sizeof(sdir));
+	cn_config_status_dir(p, NULL, "/run/user/1", 0, 0, sdir, sizeof(sdir));
 	ok(now_s() - t0 < 1 && strcmp(sdir, "/run/user/1/cudanap") == 0,
 	   "an INI that is a FIFO, named by another process's environment: read at once, ignored");
+	/* Read as the user whose environment named it: what that user cannot open, root does not. */
+	snprintf(p, sizeof(p), "%s/root.ini", base);
+	put(p, "[status]\ndir = /x\n", 0);
+	chmod(p, 0600);
+	ok(cn_safe_read_as(p, OTHER, OTHER, buf, sizeof(buf), why, sizeof(why)) == -EACCES,
+	   "a file only root may read, named by another user: not opened for it (%s)", why);
+	cn_config_status_dir(p, NULL, NULL, OTHER, OTHER, sdir, sizeof(sdir));
+	is_str(sdir, "/tmp/cudanap-" OTHER_S, "nor its [status] dir believed: the user's default, by its uid");
+	/* A device only root may open (/dev/null's numbers, mode 0600): never opened for the user. */
+	snprintf(sdir, sizeof(sdir), "%s/dev", base);
+	if (mknod(sdir, S_IFCHR | 0600, makedev(1, 3)) == 0)
+		ok(cn_safe_read_as(sdir, OTHER, OTHER, buf, sizeof(buf), why, sizeof(why)) ==
+			   -EACCES,
+		   "nor a device only root may open (%s)", why);
+	else
+		printf("ok %d - a device only root may open # SKIP cannot make one here\n",
+		       ++tap_n);
+	chown(p, OTHER, OTHER);
+	ok(cn_safe_read_as(p, OTHER, OTHER, buf, sizeof(buf), why, sizeof(why)) > 0,
+	   "the user's own INI is read");
+	{
+		gid_t g[64];
+
+		ok(getgroups(64, g) >= 0 && geteuid() == 0 && setfsuid((uid_t)-1) == 0,
+		   "and root's own ids and groups are back afterwards");
+	}
 }
 
 int main(void)

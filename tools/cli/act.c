@@ -43,7 +43,8 @@ const char usage_suspend[] =
 	"  -w, --wait          wait for the outcome (the default)\n"
 	"  -n, --no-wait       return once the signals are sent (no rollback)\n"
 	"  -t, --timeout S     give up waiting after S seconds (default 600)\n"
-	"  -a, --all           every process of this user running under cudanap\n"
+	"  -a, --all           every process of this user running under cudanap (root: of every\n"
+	"                      user)\n"
 	"  -T, --tree PID      PID and all its descendants that run under cudanap (repeatable;\n"
 	"                      other processes in the tree, such as a launcher shell, are "
 	"skipped)\n"
@@ -206,6 +207,8 @@ static int select_group(const struct plan *p, const char *slurm, bool all, const
 {
 	int n;
 
+	/* Root acts for every user: a Slurm job's processes, a tree, all of them are anyone's. */
+	procs_all_users(geteuid() == 0);
 	if (slurm) {
 		char note[300];
 		int *job_pids, k = slurm_job_pids(slurm, &job_pids, note, sizeof(note));

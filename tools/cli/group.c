@@ -101,15 +101,19 @@ static void send_one(struct job *j, const struct plan *p)
 	enum verb v = p->verb;
 	union sigval prep = { .sival_int = v == VERB_NAP ? CN_SIGVAL_NAP : CN_SIGVAL_PREPARE };
 	const char *why;
+	char untrusted[300];
 	struct cn_status s;
 	int r;
 
 	procs_status_dir(j->pid, p->cfg, j->dir, sizeof(j->dir));
-	r = cn_status_read(j->dir, j->pid, &s);
+	r = cn_status_read_why(j->dir, j->pid, &s, untrusted, sizeof(untrusted));
 	if (r < 0 || !procs_alive(&s)) {
 		j->done = true;
 		if (kill(j->pid, 0) < 0 && errno == ESRCH)
 			say(j, "gone", "no such process");
+		else if (r < 0 && r != -ENOENT)
+			say(j, "not-cudanap", "its status is not believed: %s; nothing sent",
+			    untrusted);
 		else
 			say(j, "not-cudanap",
 			    "not running under cudanap (no status file); start it with 'cudanap "

@@ -57,13 +57,14 @@ static int gather(struct job *jobs, int n, const char *what, int *state, struct 
 
 		said = 0;
 		for (int i = 0; i < n; i++) {
-			char path[PATH_MAX + 32], text[8192];
+			char text[8192];
 
 			if (!jobs[i].sent || state[i] == FINISHED)
 				continue;
 			if (state[i] == WAITING) {
-				cn_notes_path(jobs[i].dir, jobs[i].pid, what, path, sizeof(path));
-				if (cli_read_file(path, text, sizeof(text)) >= 0) {
+				/* The rank's, in its user's directory: never a FIFO to hang on. */
+				if (cn_notes_read(jobs[i].dir, jobs[i].pid, what, text, sizeof(text)) >=
+				    0) {
 					for (char *p = text, *e; *p; p = e + (*e != '\0')) {
 						struct line *l = &lines[*n_lines];
 

@@ -37,18 +37,25 @@ static const char *env_value(const char *env, size_t n, const char *name)
 void procs_status_dir(int pid, const char *cfg_path, char *dir, size_t len)
 {
 	static char env[65536];
+	char path[32];
+	struct stat st;
 	size_t n;
 
+	/* Its user's: the default dir is /tmp/cudanap-UID of its UID, and an INI its environment
+	 * names is read as that user would (root opens no device another user names). */
+	snprintf(path, sizeof(path), "/proc/%d", pid);
+	if (stat(path, &st) < 0)
+		st.st_uid = getuid(), st.st_gid = getgid();
 	if (cfg_path) {
 		cn_config_status_dir(cfg_path, getenv("CUDANAP_STATUS_DIR"),
-				     getenv("XDG_RUNTIME_DIR"), dir, len);
+				     getenv("XDG_RUNTIME_DIR"), getuid(), getgid(), dir, len);
 		return;
 	}
 	/* Its default dir follows its own environment, which need not be ours. */
 	n = read_environ(pid, env, sizeof(env));
 	cn_config_status_dir(env_value(env, n, "CUDANAP_CONFIG"),
 			     env_value(env, n, "CUDANAP_STATUS_DIR"),
-			     env_value(env, n, "XDG_RUNTIME_DIR"), dir, len);
+			     env_value(env, n, "XDG_RUNTIME_DIR"), st.st_uid, st.st_gid, dir, len);
 }
 
 bool procs_alive(const struct cn_status *s)

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cn_proc.h"
 
 /* A job id as Slurm writes one: 1234, 1234_7 (array task) or 1234+1 (heterogeneous part). */
 static bool job_id_ok(const char *s)
@@ -79,8 +80,18 @@ int slurm_job_pids(const char *jobid, int **out, char *note, size_t len)
 	n = listpids(jobid, out, err, sizeof(err));
 	if (n >= 0)
 		return n;
-	/* Slurm's tools missing or not answering: every process of a job inherits its id. */
+	/* Slurm's tools missing or not answering: every process of a job inherits its id, but any
+	 * process may set it; those Slurm did not make (its cgroup, or its step daemon above it) are
+	 * left out. */
 	n = procs_with_env("SLURM_JOB_ID", jobid, out);
+	if (n > 0 && strspn(jobid, "0123456789") == strlen(jobid)) {
+		int k = 0;
+
+		for (int i = 0; i < n; i++)
+			if (cn_proc_in_job((*out)[i], strtoul(jobid, NULL, 10)))
+				(*out)[k++] = (*out)[i];
+		n = k;
+	}
 	if (n > 0)
 		snprintf(note, len,
 			 "scontrol listpids %s: %s; found the job's processes by SLURM_JOB_ID in "
