@@ -39,9 +39,9 @@ ssize_t cn_safe_read(int at, const char *path, struct cn_owner o, char *buf, siz
 
 /* The regular file at path, opened with the rights of uid and gid (this process's filesystem ids
  * and groups switched for the open when it is root and they are another user's), never blocking,
- * owned by uid or root, read as cn_safe_read: what another user's environment names is opened as
- * that user would open it, so root opens no device or file that user could not (links are
- * followed, as that user: a Kubernetes ConfigMap's files are links). */
+ * read as cn_safe_read: what another user's environment names is opened as that user would open
+ * it, so root opens no device or file that user could not (links are followed, as that user: a
+ * Kubernetes ConfigMap's files are links; whoever owns it, as the user could read it anyway). */
 ssize_t cn_safe_read_as(const char *path, uid_t uid, gid_t gid, char *buf, size_t len, char *why,
 			size_t wlen);
 

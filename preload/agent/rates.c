@@ -134,7 +134,9 @@ void cn_rates_record(const char *model, enum cn_rate_kind kind, double gib, doub
 	boot_id(now, sizeof(now));
 	snprintf(path, sizeof(path), "%s/rates", dir);
 	snprintf(tmp, sizeof(tmp), "%s/.rates.%d", dir, (int)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	/* Made anew, never a FIFO or link left at the name (base/safe.c's rule for temp files). */
+	unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
 	f = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (f) {
 		bool cold = kind == CN_RATE_SUSPEND && strcmp(boot, now) != 0;

@@ -70,7 +70,8 @@ void cn_report_write(void)
 			snprintf(why, sizeof(why), "status dir %s: %s", cn_ag.cfg.status_dir,
 				 strerror(-r));
 		cn_log(&cn_ag.cfg, CN_LOG_ERROR,
-		       "%s; status not written: the command line cannot see this process until it is",
+		       "%s; status not written: the command line cannot see this process until it "
+		       "is",
 		       why);
 	}
 	said = r < 0;

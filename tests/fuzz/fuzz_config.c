@@ -1,7 +1,8 @@
 /* libFuzzer target: the job INI loader, and the status-file parser the CLI runs on files the
- * preload wrote, and its writer on what was parsed (written, parsed back, compared). Any input must give 0 or an error with a one-line message, never a crash, a hang
- * or an overrun. Build: CC=clang meson setup build-fuzz -Dfuzz=true; run
- * build-fuzz/tests/fuzz_config with the seeds in tests/fuzz/seeds. */
+ * preload wrote, and its writer on what was parsed (written, parsed back, compared). Any input must
+ * give 0 or an error with a one-line message, never a crash, a hang or an overrun. Build: CC=clang
+ * meson setup build-fuzz -Dfuzz=true; run build-fuzz/tests/fuzz_config with the seeds in
+ * tests/fuzz/seeds. */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>

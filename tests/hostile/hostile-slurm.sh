@@ -3,9 +3,10 @@
 # fake driver: the attacker can make nothing in the plugin's directories (root's, and each job's
 # given to its user); the victim's own suspended job's directory holds a FIFO, links to a file and
 # to a directory, an oversized and a garbage status file, and statuses naming another user's
-# process and one of its own outside the job, and another job's task still starts at once, the
-# handover wait believing none of it; the epilog removes the job's directory and nothing a link in
-# it pointed to. That max_s bounds the wait, squeue included: tests/unit/test_rootpaths.c.
+# process and two of its own outside the job (one with the job's SLURM_JOB_ID in its environment),
+# and another job's task still starts at once, the handover wait believing none of it; root's
+# --slurm finds the job's process; the epilog removes the job's directory, whatever it holds and
+# whatever its mode, and nothing a link in it pointed to. That max_s bounds the wait, squeue included: tests/unit/test_rootpaths.c.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/users.sh"
 
@@ -33,14 +34,22 @@ check "nor put anything in the victim's" not "${AS_A[@]}" mkfifo "$vdir/1.json"
 ap=$!
 "${AS_V[@]}" /bin/sleep 300 &
 stray=$!
-eventually 20 test -e "/proc/$ap" -a -e "/proc/$stray"
+# and one of its own outside Slurm that says it is the job's (SLURM_JOB_ID in its environment)
+"${AS_V[@]}" SLURM_JOB_ID="$jv" /bin/sleep 300 &
+forged=$!
+eventually 20 test -e "/proc/$ap" -a -e "/proc/$stray" -a -e "/proc/$forged"
 claim() { printf '{"pid":%d,"starttime":%s,"state":"running"}' "$1" "$(awk '{ print $22 }' "/proc/$1/stat")"; }
 head -c 1000000 /dev/zero | tr '\0' '{' > "$T/pub/big"
 chmod 644 "$T/pub/big"
 "${AS_V[@]}" sh -c 'cd "$1" && mkfifo 1.json && ln -s /etc/shadow 2.json && ln -s / 3.json &&
 	cp "$2" 4.json && echo garbage > 5.json && printf %s "$3" > "$4.json" &&
-	printf %s "$5" > "$6.json"' _ "$vdir" "$T/pub/big" "$(claim "$ap")" "$ap" "$(claim "$stray")" "$stray"
-is "$(ls "$vdir" | wc -l)" 8 "the victim planted seven things in its job's directory"
+	printf %s "$5" > "$6.json" && printf %s "$7" > "$8.json"' _ "$vdir" "$T/pub/big" \
+	"$(claim "$ap")" "$ap" "$(claim "$stray")" "$stray" "$(claim "$forged")" "$forged"
+is "$(ls "$vdir" | wc -l)" 9 "the victim planted eight things in its job's directory"
+# root's --slurm finds the job's processes, which are the victim's
+out=$("$CUDANAP" suspend --dry-run --slurm "$jv" 2>&1)
+like "$out" "^$vp: " "root's suspend --dry-run --slurm finds the victim's job's process"
+check "and not the one that only says it is the job's" not grep -q "^$forged:" <<< "$out"
 scontrol suspend "$jv"
 wait_state "$jv" SUSPENDED
 jr=$(sbatch --parsable -D "$T/pub" -o "$T/pub/r.log" --wrap "echo started > '$T/pub/r.start'")
@@ -51,13 +60,14 @@ like "$said" "job $jr waited [0-9.]+ s for 1 suspended job" \
 took=$(sed -n 's/.* waited \([0-9.]*\) s .*/\1/p' <<< "$said")
 check "and started at once: it waited ${took:-?} s (handover=5)" \
 	awk -v t="${took:-9}" 'BEGIN { exit !(t < 1) }'
-kill "$ap" "$stray" 2> /dev/null
-# The epilog.
+kill "$ap" "$stray" "$forged" 2> /dev/null
+# The epilog, the job's directory holding directories (one of mode 0000) and made 0777 by its user.
 touch "$T/pub/keep" && "${AS_V[@]}" ln -s "$T/pub/keep" "$vdir/keep.json"
+"${AS_V[@]}" sh -c 'mkdir -p "$1/sub/deeper" && chmod 0 "$1/sub/deeper" && chmod 777 "$1"' _ "$vdir"
 scontrol resume "$jv"
 scancel "$jv"
 wait_final "$jv"
 eventually 20 test ! -e "$vdir"
-check "the epilog removed the victim's job directory" test $? -eq 0
+check "the epilog removed the victim's job directory, its directories and mode 0777 and all" test $? -eq 0
 check "and nothing a link in it pointed to" test -e "$T/pub/keep" -a -e /etc/shadow
 finish

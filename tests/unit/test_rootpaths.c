@@ -33,10 +33,10 @@
 #include "handover.h"
 #endif
 
-#define OWNER 60101
-#define OTHER 60102
+#define OWNER	60101
+#define OTHER	60102
 #define OTHER_S "60102"
-#define JOB   4242
+#define JOB	4242
 
 static char base[256], job[300];
 
@@ -323,7 +323,8 @@ static void test_remove(void)
 	   "the epilog of another user's job removes nothing here: %s", why);
 	ok(cn_jobdirs_remove(base, JOB, OWNER, why, sizeof(why)) == 0 && access(job, F_OK) < 0,
 	   "the job's epilog removes its directory, 0777, FIFO, links, a 0000 directory in a "
-	   "directory and all (%s)", why);
+	   "directory and all (%s)",
+	   why);
 	ok(stat(p, &st) == 0 && access("/etc/passwd", F_OK) == 0, "and nothing a link pointed to");
 	ok(cn_jobdirs_remove(base, JOB, OWNER, why, sizeof(why)) == 0,
 	   "a second epilog: nothing to do");
@@ -367,15 +368,18 @@ static void test_readers(void)
 	cn_config_status_dir(p, NULL, "/run/user/1", 0, 0, sdir, sizeof(sdir));
 	ok(now_s() - t0 < 1 && strcmp(sdir, "/run/user/1/cudanap") == 0,
 	   "an INI that is a FIFO, named by another process's environment: read at once, ignored");
-	/* Read as the user whose environment named it: what that user cannot open, root does not. */
+	/* Read as the user whose environment named it: what that user cannot open, root does not.
+	 */
 	snprintf(p, sizeof(p), "%s/root.ini", base);
 	put(p, "[status]\ndir = /x\n", 0);
 	chmod(p, 0600);
 	ok(cn_safe_read_as(p, OTHER, OTHER, buf, sizeof(buf), why, sizeof(why)) == -EACCES,
 	   "a file only root may read, named by another user: not opened for it (%s)", why);
 	cn_config_status_dir(p, NULL, NULL, OTHER, OTHER, sdir, sizeof(sdir));
-	is_str(sdir, "/tmp/cudanap-" OTHER_S, "nor its [status] dir believed: the user's default, by its uid");
-	/* A device only root may open (/dev/null's numbers, mode 0600): never opened for the user. */
+	is_str(sdir, "/tmp/cudanap-" OTHER_S,
+	       "nor its [status] dir believed: the user's default, by its uid");
+	/* A device only root may open (/dev/null's numbers, mode 0600): never opened for the user.
+	 */
 	snprintf(sdir, sizeof(sdir), "%s/dev", base);
 	if (mknod(sdir, S_IFCHR | 0600, makedev(1, 3)) == 0)
 		ok(cn_safe_read_as(sdir, OTHER, OTHER, buf, sizeof(buf), why, sizeof(why)) ==

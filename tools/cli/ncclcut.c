@@ -63,8 +63,8 @@ static int gather(struct job *jobs, int n, const char *what, int *state, struct 
 				continue;
 			if (state[i] == WAITING) {
 				/* The rank's, in its user's directory: never a FIFO to hang on. */
-				if (cn_notes_read(jobs[i].dir, jobs[i].pid, what, text, sizeof(text)) >=
-				    0) {
+				if (cn_notes_read(jobs[i].dir, jobs[i].pid, what, text,
+						  sizeof(text)) >= 0) {
 					for (char *p = text, *e; *p; p = e + (*e != '\0')) {
 						struct line *l = &lines[*n_lines];
 

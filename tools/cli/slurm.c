@@ -81,8 +81,8 @@ int slurm_job_pids(const char *jobid, int **out, char *note, size_t len)
 	if (n >= 0)
 		return n;
 	/* Slurm's tools missing or not answering: every process of a job inherits its id, but any
-	 * process may set it; those Slurm did not make (its cgroup, or its step daemon above it) are
-	 * left out. */
+	 * process may set it; those Slurm did not make (its cgroup, or its step daemon above it)
+	 * are left out. */
 	n = procs_with_env("SLURM_JOB_ID", jobid, out);
 	if (n > 0 && strspn(jobid, "0123456789") == strlen(jobid)) {
 		int k = 0;
