@@ -53,6 +53,22 @@ is "$(field "$A_pid" state):$(field "$B_pid" state)" running:running "jobs outsi
 out=$("$CUDANAP" resume --tree "$root"); rc=$?
 like "$out:$rc" "total: 5 processes, 1 resumed, 4 without CUDA, 0 failed, [0-9.]+ s:0" "resume --tree"
 is "$(field "$w1" state)" running "the worker runs again"
+# options in any order: --tree as a flag before other options, the root after them
+out=$("$CUDANAP" suspend --tree --timeout 30 --json "$root" 2>&1); rc=$?
+like "$rc:$out" "^0:.*\"total\"" "suspend --tree --timeout 30 --json PID: --tree a flag, the PID its root"
+is "$(field "$w1" state)" checkpointed "the worker is checkpointed"
+out=$("$CUDANAP" resume "--tree=$root" --timeout 30); rc=$?
+like "$out:$rc" "total: 5 processes, 1 resumed, .*:0" "resume --tree=PID"
+out=$("$CUDANAP" suspend "$w1" --timeout 30); rc=$?
+like "$out:$rc" "^$w1: suspended in .*:0" "suspend PID --timeout 30: an option after the PID"
+out=$("$CUDANAP" resume --tree --retries 1 "$root" --no-wait); rc=$?
+is "$rc" 0 "resume --tree --retries 1 PID --no-wait"
+settle "$w1" 4
+is "$(field "$w1" state)" running "and the worker runs again"
+out=$("$CUDANAP" suspend --tree 2>&1); rc=$?
+is "$rc:$out" "2:cudanap: --tree: which process? give its PID" "--tree with no PID: one line"
+out=$("$CUDANAP" suspend --slurm 1 2 2>&1); rc=$?
+is "$rc:$out" "2:cudanap: give PIDs, --all, --tree or --slurm, not several of them" "--slurm JOBID PID: refused"
 kill -USR1 "$root"
 settle "$root" 1
 is "$(field "$root" result)" CUDA_ERROR_NOT_INITIALIZED "signalled by hand, the shell's controller finds the driver (bash defines its own getenv)"

@@ -66,7 +66,9 @@ const char usage_suspend[] =
 	"\n"
 	"--all, --tree and --slurm leave out the processes that started this command (a job's\n"
 	"shell running it from a trap). A PID already in the asked-for state is reported as\n"
-	"such and counts as success.\n"
+	"such and counts as success. Options go anywhere, before or after the PIDs; --tree and\n"
+	"--slurm take the value next to them (or after '=') unless an option follows, and are\n"
+	"then flags whose values are the other arguments: --tree --gpu-map 0=1,1=0 4711.\n"
 	"Exit status: 0 if every PID succeeded, 1 if any failed or timed out, 2 on usage errors.\n"
 	"Examples: cudanap suspend 4711 && sleep 60 && cudanap resume 4711\n"
 	"          cudanap suspend --tree $SLURM_TASK_PID\n"
@@ -281,8 +283,8 @@ int act_main(int argc, char **argv, enum verb verb)
 		{ "no-wait", no_argument, NULL, 'n' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "all", no_argument, NULL, 'a' },
-		{ "tree", required_argument, NULL, 'T' },
-		{ "slurm", required_argument, NULL, 'S' },
+		{ "tree", optional_argument, NULL, 'T' },
+		{ "slurm", optional_argument, NULL, 'S' },
 		{ "each", no_argument, NULL, 'e' },
 		{ "retries", required_argument, NULL, 'r' },
 		{ "to-disk", optional_argument, NULL, 'D' },
@@ -297,12 +299,13 @@ int act_main(int argc, char **argv, enum verb verb)
 	struct plan p = { .verb = verb, .wait = true, .retries = 2, .on_attempt = say_attempt };
 	const char *slurm = NULL, *name = verb_name[verb];
 	double timeout = 600;
-	bool all = false, each = false, json = false;
+	bool all = false, each = false, json = false, tree_flag = false, slurm_flag = false;
 	int c, n, roots[64], n_roots = 0, *pids = NULL;
 	struct job *jobs;
 	char *end;
 
-	while ((c = getopt_long(argc, argv, "+:c:wnt:aT:S:er:D::g:jdh", opts, NULL)) != -1) {
+	/* Options anywhere, before or after the PIDs (getopt's permutation). */
+	while ((c = getopt_long(argc, argv, ":c:wnt:aT::S::er:D::g:jdh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			if (verb != VERB_SUSPEND)
@@ -327,14 +330,22 @@ int act_main(int argc, char **argv, enum verb verb)
 		case 'a':
 			all = true;
 			break;
-		case 'T':
+		case 'T': {
+			const char *v = cli_flag_value(argc, argv);
+
+			if (!v) {
+				tree_flag = true; /* the PIDs given are the trees' roots */
+				break;
+			}
 			if (n_roots == 64)
 				cli_die_usage("cudanap: at most 64 --tree options\n");
-			if ((roots[n_roots++] = cli_parse_pid(optarg)) < 0)
-				not_a_pid(optarg, NULL);
+			if ((roots[n_roots++] = cli_parse_pid(v)) < 0)
+				not_a_pid(v, NULL);
 			break;
+		}
 		case 'S':
-			slurm = optarg;
+			slurm = cli_flag_value(argc, argv);
+			slurm_flag = !slurm;
 			break;
 		case 'e':
 			if (verb == VERB_PREPARE || verb == VERB_NAP)
@@ -374,7 +385,21 @@ int act_main(int argc, char **argv, enum verb verb)
 		}
 	}
 	n = argc - optind;
-	if ((all + (n_roots > 0) + (slurm != NULL) + (n > 0)) > 1)
+	/* A flag's values are the other arguments: --tree's roots, --slurm's job. */
+	if (tree_flag && !slurm_flag) {
+		for (; n > 0 && n_roots < 64; n--)
+			if ((roots[n_roots++] = cli_parse_pid(argv[optind++])) < 0)
+				not_a_pid(argv[optind - 1], NULL);
+		if (!n_roots)
+			cli_die_usage("cudanap: --tree: which process? give its PID\n");
+	}
+	if (slurm_flag && !tree_flag) {
+		if (n != 1)
+			cli_die_usage("cudanap: --slurm: give one job id\n");
+		slurm = argv[optind++];
+		n = 0;
+	}
+	if ((all + (n_roots > 0) + (slurm != NULL) + (n > 0) + (tree_flag && slurm_flag)) > 1)
 		cli_die_usage(
 			"cudanap: give PIDs, --all, --tree or --slurm, not several of them\n");
 	if (!all && !n_roots && !slurm && n <= 0) {

@@ -37,6 +37,15 @@ void cli_die_option(const char *verb, char **argv, int c)
 	exit(2);
 }
 
+const char *cli_flag_value(int argc, char **argv)
+{
+	if (optarg)
+		return optarg;
+	if (optind < argc && argv[optind][0] != '-')
+		return argv[optind++];
+	return NULL;
+}
+
 void cli_load_config(const char *path, struct cn_config *c)
 {
 	char err[CN_ERR_LEN];

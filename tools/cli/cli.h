@@ -14,9 +14,13 @@
 extern const char *prog;
 
 _Noreturn void cli_die_usage(const char *text);
-/* getopt_long's '?' or ':' for `cudanap VERB` (the optstring starts with "+:"): one line naming the
+/* getopt_long's '?' or ':' for `cudanap VERB` (the optstring starts with ':', or "+:"): one line naming the
  * option and the help to read, exit 2. */
 _Noreturn void cli_die_option(const char *verb, char **argv, int c);
+/* The value of an option that is a flag or takes one (--tree, --slurm; optional_argument in
+ * getopt_long's table): attached (--tree=PID), or the next argument when it is not an option; NULL
+ * when it is a flag, and the command's other arguments are its values. */
+const char *cli_flag_value(int argc, char **argv);
 void cli_load_config(const char *path, struct cn_config *c);
 double cli_now_s(void);
 void cli_fmt_ms(double ms, char *buf, size_t len);

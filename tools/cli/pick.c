@@ -167,7 +167,7 @@ int pick_main(int argc, char **argv)
 		{ "free", required_argument, NULL, 'f' },
 		{ "gpu", required_argument, NULL, 'g' },
 		{ "config", required_argument, NULL, 'c' },
-		{ "slurm", required_argument, NULL, 'S' },
+		{ "slurm", optional_argument, NULL, 'S' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -181,7 +181,7 @@ int pick_main(int argc, char **argv)
 	int best_m = 0;
 	bool json = false;
 
-	while ((c = getopt_long(argc, argv, "+:f:g:c:S:jh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":f:g:c:S::jh", opts, NULL)) != -1) {
 		if (c == 'f') {
 			if ((need = parse_size(optarg)) < 0)
 				cli_die_usage("cudanap: --free wants a size: 512M, 8G, or MiB\n");
@@ -192,7 +192,8 @@ int pick_main(int argc, char **argv)
 		} else if (c == 'c') {
 			cfg = optarg;
 		} else if (c == 'S') {
-			slurm = optarg;
+			if (!(slurm = cli_flag_value(argc, argv)))
+				cli_die_usage("cudanap: --slurm wants a job id\n");
 		} else if (c == 'j') {
 			json = true;
 		} else {

@@ -43,6 +43,8 @@ const char usage_status[] =
 	"name\n"
 	"  -n, --no-query      read the status files only: NOW_MIB and SUSPEND as last asked\n"
 	"\n"
+	"Options go anywhere, before or after the PIDs; --slurm followed by an option takes the\n"
+	"job id from the rest of the line.\n"
 	"Exit status: 0, or 1 if a PID given (or the job) has no status.\n";
 
 /* The processes to show, gathered first: the table's columns fit its widest row. */
@@ -338,17 +340,18 @@ int status_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' }, { "json", no_argument, NULL, 'j' },
-		{ "slurm", required_argument, NULL, 'S' },  { "no-query", no_argument, NULL, 'n' },
+		{ "slurm", optional_argument, NULL, 'S' },  { "no-query", no_argument, NULL, 'n' },
 		{ "help", no_argument, NULL, 'h' },	    { NULL, 0, NULL, 0 },
 	};
 	const char *cfg = NULL, *slurm = NULL;
 	struct rows rows = { 0 };
-	bool json = false, query = true;
+	bool json = false, query = true, slurm_flag = false;
 	struct cn_config conf;
 	char err[CN_ERR_LEN];
 	int c, rc = 0;
 
-	while ((c = getopt_long(argc, argv, "+:c:jS:nh", opts, NULL)) != -1) {
+	/* Options anywhere, before or after the PIDs. */
+	while ((c = getopt_long(argc, argv, ":c:jS::nh", opts, NULL)) != -1) {
 		if (c == 'n')
 			query = false;
 		else if (c == 'c')
@@ -356,10 +359,14 @@ int status_main(int argc, char **argv)
 		else if (c == 'j')
 			json = true;
 		else if (c == 'S')
-			slurm = optarg;
+			slurm_flag = !(slurm = cli_flag_value(argc, argv));
 		else
 			cli_die_option("status", argv, c);
 	}
+	if (slurm_flag && optind + 1 != argc)
+		cli_die_usage("cudanap: --slurm: give one job id\n");
+	if (slurm_flag)
+		slurm = argv[optind++];
 	if (slurm && optind < argc)
 		cli_die_usage("cudanap: give PIDs or --slurm, not both\n");
 	if (slurm) {
