@@ -4,6 +4,7 @@
 #include "cn_notes.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -31,7 +32,9 @@ int cn_notes_put(const char *dir, int pid, const char *what, const char *text)
 	return r;
 }
 
-int cn_notes_take(const char *dir, int pid, const char *what, char *buf, size_t len)
+/* A note read, and removed when take: left by the command line (owner: this process's user, or
+ * root) or by the process (owner o, the one its directory has). */
+static int note_read(const char *dir, int pid, const char *what, bool take, char *buf, size_t len)
 {
 	char name[300], why[300];
 	struct cn_owner o;
@@ -41,30 +44,27 @@ int cn_notes_take(const char *dir, int pid, const char *what, char *buf, size_t 
 	if (fd < 0)
 		return fd;
 	snprintf(name, sizeof(name), "%d.%s", pid, what);
-	/* Left by the command line: the process's user's, or root's. */
-	n = cn_safe_read(fd, name, (struct cn_owner){ geteuid(), true }, buf, len, why,
-			 sizeof(why));
-	if (n != -ENOENT)
+	if (take)
+		o = (struct cn_owner){ geteuid(), true };
+	n = cn_safe_read(fd, name, o, buf, len, why, sizeof(why));
+	if (take && n != -ENOENT)
 		unlinkat(fd, name, 0);
 	close(fd);
+	return (int)n;
+}
+
+int cn_notes_take(const char *dir, int pid, const char *what, char *buf, size_t len)
+{
+	int n = note_read(dir, pid, what, true, buf, len);
+
 	if (n == -ENOENT)
 		return -ENOENT;
 	if (n < 0)
 		buf[0] = '\0';
-	return n > 0 ? (int)n : 0;
+	return n > 0 ? n : 0;
 }
 
 int cn_notes_read(const char *dir, int pid, const char *what, char *buf, size_t len)
 {
-	char name[300], why[300];
-	struct cn_owner o;
-	int fd = cn_safe_dir_of(dir, pid, &o, why, sizeof(why));
-	ssize_t n;
-
-	if (fd < 0)
-		return fd;
-	snprintf(name, sizeof(name), "%d.%s", pid, what);
-	n = cn_safe_read(fd, name, o, buf, len, why, sizeof(why));
-	close(fd);
-	return (int)n;
+	return note_read(dir, pid, what, false, buf, len);
 }

@@ -75,6 +75,19 @@ static int judge(int fd, const char *path, bool dir, struct cn_owner o, bool wri
 	return fd;
 }
 
+/* At most len - 1 bytes of fd, NUL-terminated; fd closed. The length. */
+static ssize_t read_all(int fd, char *buf, size_t len)
+{
+	size_t got = 0;
+	ssize_t n;
+
+	while (got < len - 1 && (n = read(fd, buf + got, len - 1 - got)) > 0)
+		got += (size_t)n;
+	close(fd);
+	buf[got] = '\0';
+	return (ssize_t)got;
+}
+
 /* The open failed: why, in words. O_NOFOLLOW with O_DIRECTORY fails a link with ENOTDIR. */
 static int open_failed(int at, const char *path, char *why, size_t len)
 {
@@ -127,19 +140,13 @@ ssize_t cn_safe_read(int at, const char *path, struct cn_owner o, char *buf, siz
 {
 	int fd = openat(at, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	struct stat st;
-	size_t got = 0;
-	ssize_t n;
 
 	if (fd < 0)
 		return open_failed(at, path, why, wlen);
 	fd = judge(fd, path, false, o, false, why, wlen, &st);
 	if (fd < 0)
 		return fd;
-	while (got < len - 1 && (n = read(fd, buf + got, len - 1 - got)) > 0)
-		got += (size_t)n;
-	close(fd);
-	buf[got] = '\0';
-	return (ssize_t)got;
+	return read_all(fd, buf, len);
 }
 
 ssize_t cn_safe_read_as(const char *path, uid_t uid, gid_t gid, char *buf, size_t len, char *why,
@@ -149,8 +156,6 @@ ssize_t cn_safe_read_as(const char *path, uid_t uid, gid_t gid, char *buf, size_
 	gid_t groups[256];
 	int n_groups = as ? getgroups(256, groups) : 0, fd, e = 0;
 	struct stat st;
-	size_t got = 0;
-	ssize_t n;
 
 	/* The ids the kernel checks an open against: the user's, without root's groups. */
 	if (as && (n_groups < 0 || setgroups(0, NULL) < 0)) {
@@ -179,11 +184,7 @@ ssize_t cn_safe_read_as(const char *path, uid_t uid, gid_t gid, char *buf, size_
 	fd = judge(fd, path, false, CN_OWNER_ANY, false, why, wlen, &st);
 	if (fd < 0)
 		return fd;
-	while (got < len - 1 && (n = read(fd, buf + got, len - 1 - got)) > 0)
-		got += (size_t)n;
-	close(fd);
-	buf[got] = '\0';
-	return (ssize_t)got;
+	return read_all(fd, buf, len);
 }
 
 /* The directory of pid's status files, trusted only when pid's user (or root) owns it and nobody
