@@ -53,5 +53,7 @@ int cn_safe_dir_of(const char *dir, int pid, struct cn_owner *o, char *why, size
 /* name in the directory at, replaced atomically by n bytes of buf (written first to a temporary
  * name made anew, 0600, O_EXCL: never through a link or into a FIFO). 0 or -errno. */
 int cn_safe_replace(int at, const char *name, const char *buf, size_t n);
+/* The same, the file made with mode (before the umask) instead of 0600. */
+int cn_safe_replace_mode(int at, const char *name, const char *buf, size_t n, mode_t mode);
 
 #endif

@@ -95,6 +95,13 @@ struct cn_status {
 	char idle_since[32]; /* UTC: its CUDA idle since then; "" while it works */
 	unsigned long naps, wakes;
 	double last_wake_ms; /* the delay the last waking call saw; < 0 before the first */
+	/* GPU memory given back (also kept across actions; cudanap metrics): since when (UTC,
+	 * seconds since the epoch; < 0 while it holds its GPUs), how much on each GPU ("0:8192":
+	 * MiB by nvidia-smi's index, as at the checkpoint), and the bytes given back times the
+	 * seconds they stayed given back, over the releases that ended (< 0 before the first). */
+	double released_since;
+	char released_gpus[160];
+	double released_byte_s;
 };
 
 extern const char *const cn_step_names[CN_STEPS];

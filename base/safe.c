@@ -206,14 +206,19 @@ int cn_safe_dir_of(const char *dir, int pid, struct cn_owner *o, char *why, size
  * one that comes back at once fails the write). */
 int cn_safe_replace(int at, const char *name, const char *buf, size_t n)
 {
+	return cn_safe_replace_mode(at, name, buf, n, 0600);
+}
+
+int cn_safe_replace_mode(int at, const char *name, const char *buf, size_t n, mode_t mode)
+{
 	const int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
 	char tmp[300];
 	int fd, r = 0;
 
 	snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
-	fd = openat(at, tmp, flags, 0600);
+	fd = openat(at, tmp, flags, mode);
 	if (fd < 0 && errno == EEXIST && unlinkat(at, tmp, 0) == 0)
-		fd = openat(at, tmp, flags, 0600);
+		fd = openat(at, tmp, flags, mode);
 	if (fd < 0)
 		return -errno;
 	if (write(fd, buf, n) != (ssize_t)n)

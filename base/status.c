@@ -93,6 +93,7 @@ static const struct {
 	WORD(nap, CN_OUTCOME_NAP),
 	TEXT(nap_why),
 	TEXT(idle_since),
+	TEXT(released_gpus),
 };
 #undef TEXT
 #undef WORD
@@ -100,8 +101,9 @@ static const struct {
 	const char *key;
 	size_t off, len;
 } qnums[] = {
-	FIELD(gpu_now_mib),   FIELD(host_need_mib), FIELD(host_room_mib),
-	FIELD(est_suspend_s), FIELD(est_resume_s),  FIELD(last_wake_ms),
+	FIELD(gpu_now_mib),   FIELD(host_need_mib),	FIELD(host_room_mib),
+	FIELD(est_suspend_s), FIELD(est_resume_s),	FIELD(last_wake_ms),
+	FIELD(released_since), FIELD(released_byte_s),
 };
 #undef FIELD
 #define N_QSTRS (sizeof(qstrs) / sizeof(qstrs[0]))

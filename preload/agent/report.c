@@ -237,6 +237,37 @@ static struct cn_outcome outcome_of(const struct cn_resp *r)
 	return o;
 }
 
+/* GPU memory given back, and for how long (cudanap metrics): a release begins when an action
+ * leaves the process checkpointed and ends when one leaves it otherwise; what it gave back is
+ * what it held on each GPU at the checkpoint (the controller's count). */
+static void count_release(struct cn_status *st)
+{
+	struct timespec ts;
+	double now, bytes = 0;
+	size_t o = 0;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	for (uint32_t u = 0; u < cn_ag.n_use; u++)
+		bytes += (double)cn_ag.use[u].bytes;
+	if (st->state == CN_STATE_CHECKPOINTED && st->released_since < 0) {
+		st->released_since = now;
+		st->released_gpus[0] = '\0';
+		for (uint32_t u = 0; u < cn_ag.n_use && o < sizeof(st->released_gpus); u++)
+			o += (size_t)snprintf(
+				st->released_gpus + o, sizeof(st->released_gpus) - o, "%s%d:%.0f",
+				o ? "," : "",
+				cn_gpumap_index((const unsigned char(*)[16])cn_ag.gpus,
+						(int)cn_ag.n_gpus, cn_ag.use[u].uuid),
+				(double)cn_ag.use[u].bytes / (1 << 20));
+	} else if (st->state != CN_STATE_CHECKPOINTED && st->released_since >= 0) {
+		st->released_byte_s = (st->released_byte_s < 0 ? 0 : st->released_byte_s) +
+				      bytes * (now > st->released_since ? now - st->released_since : 0);
+		st->released_since = -1;
+		st->released_gpus[0] = '\0';
+	}
+}
+
 /* The status file, then the log line; the hook when asked. */
 static struct cn_outcome finish(const struct cn_resp *r, const char *message, bool already)
 {
@@ -249,6 +280,7 @@ static struct cn_outcome finish(const struct cn_resp *r, const char *message, bo
 	st->state = o.state;
 	st->busy = false;
 	st->seq++;
+	count_release(st);
 	cn_nccl_describe(st->nccl, sizeof(st->nccl));
 	cn_peers_describe((const unsigned char(*)[16])cn_ag.gpus, (int)cn_ag.n_gpus, st->peer,
 			  sizeof(st->peer));

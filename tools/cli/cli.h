@@ -57,6 +57,17 @@ int procs_with_env(const char *name, const char *value, int **out);
 /* Every status dir in use by this user's preloaded processes, added to dirs[0..n). */
 int procs_add_job_dirs(char (*dirs)[4096], int n, int max);
 
+/* ---- status.c ---- */
+
+/* The status of every live cudanap process of this user (root: of every user), from the status
+ * dir cfg names, else the default one and those of the user's preloaded processes. *out is
+ * allocated; returns the count. */
+int status_gather(const char *cfg, struct cn_status **out);
+
+/* ---- metrics.c ---- */
+extern const char usage_metrics[];
+int metrics_main(int argc, char **argv);
+
 /* ---- slurm.c: a Slurm job's processes on this node ---- */
 
 /* The pids of job jobid on this node, from `scontrol listpids`, else from the environment of this

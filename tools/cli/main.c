@@ -1,6 +1,7 @@
 /* cudanap: the command line. It starts jobs under the preload, sends them the signals their INI
  * names, and reads the outcome from their status files; it never talks to the driver. This file
- * only parses the command and hands it to the file that does it: run.c, act.c, status.c, pick.c. */
+ * only parses the command and hands it to the file that does it: run.c, act.c, status.c, pick.c,
+ * metrics.c. */
 #define _GNU_SOURCE
 #include <stdbool.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@ static const char usage_main[] =
 	"  status [-c FILE] [--json] [PID...] show every cudanap process of this user\n"
 	"  suspend --dry-run PID...           what a suspend would do now, changing nothing\n"
 	"  pick --free SIZE [--gpu N]         which processes to suspend to free SIZE, cheapest\n"
+	"  metrics [--textfile DIR]           the processes' figures for Prometheus\n"
 	"  check-config FILE                  validate a job INI file\n"
 	"  help [COMMAND]                     this text, or the details of COMMAND\n"
 	"  --version                          print cudanap's version\n"
@@ -53,6 +55,7 @@ int main(int argc, char **argv)
 		{ "status", usage_status, status_main, 0 },
 		{ "pick", usage_pick, pick_main, 0 },
 		{ "check-config", usage_check, check_main, 0 },
+		{ "metrics", usage_metrics, metrics_main, 0 },
 	};
 
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||

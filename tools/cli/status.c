@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "cli.h"
@@ -286,6 +287,29 @@ static void list_dir(const char *dir, struct rows *r)
 		closedir(d);
 }
 
+int status_gather(const char *cfg, struct cn_status **out)
+{
+	char dirs[16][PATH_MAX], err[CN_ERR_LEN];
+	struct rows rows = { 0 };
+	struct cn_config conf;
+	int n = 0;
+
+	if (cfg) {
+		cli_load_config(cfg, &conf);
+		snprintf(dirs[n++], PATH_MAX, "%s", conf.status_dir);
+	} else {
+		if (cn_config_load_env(&conf, err, sizeof(err)) < 0)
+			cn_config_defaults(&conf);
+		snprintf(dirs[n++], PATH_MAX, "%s", conf.status_dir);
+		procs_all_users(geteuid() == 0); /* root's: every user's */
+		n = procs_add_job_dirs(dirs, n, 16);
+	}
+	for (int i = 0; i < n; i++)
+		list_dir(dirs[i], &rows);
+	*out = rows.s;
+	return rows.n;
+}
+
 /* Each row not busy with an action asked what a suspend would do now; its answer replaces it. */
 static void ask_rows(struct rows *r, const char *cfg)
 {
@@ -346,8 +370,6 @@ int status_main(int argc, char **argv)
 	const char *cfg = NULL, *slurm = NULL;
 	struct rows rows = { 0 };
 	bool json = false, query = true, slurm_flag = false;
-	struct cn_config conf;
-	char err[CN_ERR_LEN];
 	int c, rc = 0;
 
 	/* Options anywhere, before or after the PIDs. */
@@ -388,20 +410,9 @@ int status_main(int argc, char **argv)
 			add(&rows, &s);
 		}
 	} else {
-		char dirs[16][PATH_MAX];
-		int n = 0;
-
-		if (cfg) {
-			cli_load_config(cfg, &conf);
-			snprintf(dirs[n++], PATH_MAX, "%s", conf.status_dir);
-		} else {
-			if (cn_config_load_env(&conf, err, sizeof(err)) < 0)
-				cn_config_defaults(&conf);
-			snprintf(dirs[n++], PATH_MAX, "%s", conf.status_dir);
-			n = procs_add_job_dirs(dirs, n, 16);
-		}
-		for (int i = 0; i < n; i++)
-			list_dir(dirs[i], &rows);
+		free(rows.s);
+		rows.n = status_gather(cfg, &rows.s);
+		rows.cap = rows.n;
 	}
 	if (query)
 		ask_rows(&rows, cfg);
