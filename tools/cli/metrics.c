@@ -40,7 +40,7 @@ const char usage_metrics[] =
 /* One sample line: name{labels} value. */
 static void sample(FILE *f, const char *name, const char *labels, double v)
 {
-	fprintf(f, "%s{%s} %.17g\n", name, labels, v);
+	fprintf(f, "%s{%s} %.10g\n", name, labels, v);
 }
 
 static void help(FILE *f, const char *name, const char *type, const char *text)
