@@ -261,8 +261,9 @@ static void count_release(struct cn_status *st)
 						(int)cn_ag.n_gpus, cn_ag.use[u].uuid),
 				(double)cn_ag.use[u].bytes / (1 << 20));
 	} else if (st->state != CN_STATE_CHECKPOINTED && st->released_since >= 0) {
-		st->released_byte_s = (st->released_byte_s < 0 ? 0 : st->released_byte_s) +
-				      bytes * (now > st->released_since ? now - st->released_since : 0);
+		st->released_byte_s =
+			(st->released_byte_s < 0 ? 0 : st->released_byte_s) +
+			bytes * (now > st->released_since ? now - st->released_since : 0);
 		st->released_since = -1;
 		st->released_gpus[0] = '\0';
 	}

@@ -96,7 +96,8 @@ static void write_all(FILE *f, const struct cn_status *v, int n)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-	help(f, "cudanap_process_state", "gauge", "1 for the state the process is in under cudanap.");
+	help(f, "cudanap_process_state", "gauge",
+	     "1 for the state the process is in under cudanap.");
 	for (int i = 0; i < n; i++) {
 		char labels[96];
 
