@@ -33,14 +33,17 @@ int cn_notes_put(const char *dir, int pid, const char *what, const char *text)
 }
 
 /* A note read, and removed when take: left by the command line (owner: this process's user, or
- * root) or by the process (owner o, the one its directory has). */
-static int note_read(const char *dir, int pid, const char *what, bool take, char *buf, size_t len)
+ * root) or by the process (owner o, the one its directory has). Its length or -errno; *dir_ok
+ * false when the directory itself was refused (then nothing was read or removed). */
+static int note_read(const char *dir, int pid, const char *what, bool take, char *buf, size_t len,
+		     bool *dir_ok)
 {
 	char name[300], why[300];
 	struct cn_owner o;
 	int fd = cn_safe_dir_of(dir, pid, &o, why, sizeof(why));
 	ssize_t n;
 
+	*dir_ok = fd >= 0;
 	if (fd < 0)
 		return fd;
 	snprintf(name, sizeof(name), "%d.%s", pid, what);
@@ -55,10 +58,12 @@ static int note_read(const char *dir, int pid, const char *what, bool take, char
 
 int cn_notes_take(const char *dir, int pid, const char *what, char *buf, size_t len)
 {
-	int n = note_read(dir, pid, what, true, buf, len);
+	bool dir_ok;
+	int n = note_read(dir, pid, what, true, buf, len, &dir_ok);
 
-	if (n == -ENOENT)
-		return -ENOENT;
+	/* A note that was there but could not be read (a FIFO, another's) is gone, and empty. */
+	if (n == -ENOENT || !dir_ok)
+		return n < 0 ? n : -ENOENT;
 	if (n < 0)
 		buf[0] = '\0';
 	return n > 0 ? n : 0;
@@ -66,5 +71,7 @@ int cn_notes_take(const char *dir, int pid, const char *what, char *buf, size_t 
 
 int cn_notes_read(const char *dir, int pid, const char *what, char *buf, size_t len)
 {
-	return note_read(dir, pid, what, false, buf, len);
+	bool dir_ok;
+
+	return note_read(dir, pid, what, false, buf, len, &dir_ok);
 }

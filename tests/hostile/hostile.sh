@@ -129,7 +129,10 @@ rm -rf "$squat"
 	.restore-turn-GPU-face0000-0000-0000-0000-000000000000' _ "$squat" "$vp"
 fstate() { [ "$(CUDANAP_FAKE_DIR="$T/pub/fake6" "$FAKECTL" "$FAKECUDA" state "$vp")" = "CUDA_SUCCESS $1" ]; }
 kill -USR1 "$vp"
-check "the victim's suspend, its dir now the attacker's: done all the same" eventually 20 fstate 2
+eventually 20 fstate 2
+r=$?
+check "the victim's suspend, its dir now the attacker's: done all the same" test "$r" = 0
+[ "$r" = 0 ] || diag "its log: $(cat "$T/pub/t6.err")"
 kill -USR2 "$vp"
 check "and its resume" eventually 20 fstate 0
 echo verify >&$t6in

@@ -350,6 +350,16 @@ static void test_readers(void)
 	ok(cn_notes_read(dir, me, "nccl-cut", buf, sizeof(buf)) < 0 && now_s() - t0 < 1,
 	   "a FIFO as a note the command line reads (an NCCL rank's): refused at once");
 	unlink(sdir);
+	snprintf(sdir, sizeof(sdir), "%s/%d.hibernate", dir, me);
+	put(sdir, "/somewhere", 0);
+	if (chown(dir, OTHER, OTHER) < 0)
+		perror(dir);
+	ok(cn_notes_take(dir, me, "hibernate", buf, sizeof(buf)) == -EPERM && access(sdir, F_OK) == 0,
+	   "a note in a directory that is not the process's user's: not taken, not removed");
+	if (chown(dir, 0, 0) < 0)
+		perror(dir);
+	ok(cn_notes_take(dir, me, "hibernate", buf, sizeof(buf)) == 10 && access(sdir, F_OK) < 0,
+	   "in its own, taken and removed");
 	unlink(p);
 	put(p, "{\"pid\":1}", OTHER);
 	ok(cn_status_read(dir, me, &s) == -EPERM, "root believes no status file of another owner");
