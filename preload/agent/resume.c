@@ -121,14 +121,8 @@ static void peers_follow(const struct cn_resp *r)
 	int n = 0;
 
 	for (uint32_t g = 0; g < r->n_gpus && g < CN_MAX_GPUS; g++) {
-		unsigned char home[16];
-
-		cn_gpumap_home_of(cn_ag.moves, cn_ag.n_moves, r->gpus[g], home);
 		memcpy(was[n], r->gpus[g], 16);
-		memcpy(now[n], home, 16);
-		for (uint32_t m = 0; m < r->n_moves; m++)
-			if (memcmp(r->moves[m].home, home, 16) == 0)
-				memcpy(now[n], r->moves[m].now, 16);
+		cn_state_follow(r, r->gpus[g], now[n]);
 		n += memcmp(was[n], now[n], 16) != 0;
 	}
 	if (n)

@@ -27,18 +27,26 @@ void cn_state_remember(const struct cn_resp *r)
 	cn_state_machine(r);
 }
 
+void cn_state_follow(const struct cn_resp *r, const unsigned char was[16], unsigned char now[16])
+{
+	unsigned char home[16];
+
+	cn_gpumap_home_of(cn_ag.moves, cn_ag.n_moves, was, home);
+	memcpy(now, home, 16);
+	for (uint32_t m = 0; m < r->n_moves; m++)
+		if (memcmp(r->moves[m].home, home, 16) == 0)
+			memcpy(now, r->moves[m].now, 16);
+}
+
 /* After a restore: the GPUs the process started on are where the controller put them. The
  * process's own GPUs move with them. */
 void cn_state_moved(const struct cn_resp *r)
 {
 	for (uint32_t u = 0; u < cn_ag.n_use; u++) {
-		unsigned char home[16];
+		unsigned char now[16];
 
-		cn_gpumap_home_of(cn_ag.moves, cn_ag.n_moves, cn_ag.use[u].uuid, home);
-		memcpy(cn_ag.use[u].uuid, home, 16);
-		for (uint32_t m = 0; m < r->n_moves; m++)
-			if (memcmp(r->moves[m].home, home, 16) == 0)
-				memcpy(cn_ag.use[u].uuid, r->moves[m].now, 16);
+		cn_state_follow(r, cn_ag.use[u].uuid, now);
+		memcpy(cn_ag.use[u].uuid, now, 16);
 	}
 	cn_ag.n_moves = r->n_moves;
 	memcpy(cn_ag.moves, r->moves, sizeof(cn_ag.moves));

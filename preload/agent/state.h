@@ -67,6 +67,8 @@ void cn_state_remember(const struct cn_resp *r);
 /* After a restore: the GPUs the process started on are where the controller put them, and the
  * process's own GPUs moved with them. */
 void cn_state_moved(const struct cn_resp *r);
+/* Where the restore r puts the GPU the process is on at was (before cn_state_moved takes r in). */
+void cn_state_follow(const struct cn_resp *r, const unsigned char was[16], unsigned char now[16]);
 /* The GPU memory of the last checkpoint, in MiB; -1 when not known. */
 double cn_state_footprint_mib(void);
 
