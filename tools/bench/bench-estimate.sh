@@ -29,12 +29,10 @@ for how in defaults learnt; do
 		act $pid suspend
 		act $pid resume
 		for r in $(seq "$REPS"); do
-			"$CUDANAP" suspend --dry-run -c "$T/job.ini" $pid > /dev/null || { echo "bench-estimate: $pid would not suspend" >&2; exit 1; }
-			es=$(field $pid est_suspend_s) er=$(field $pid est_resume_s) src=$(field $pid est_source)
-			s=$(took $pid suspend)
-			rs=$(took $pid resume)
-			printf '%-9s %5s %-8s %9.2f %9.2f %7s %9.2f %9.2f %7s  %s\n' $how $gib "rep $r" "$es" "$s" "$(err "$es" "$s")" \
-				"$er" "$rs" "$(err "$er" "$rs")" "$src"
+			estimated $pid
+			src=$(field $pid est_source)
+			printf '%-9s %5s %-8s %9.2f %9.2f %7s %9.2f %9.2f %7s  %s\n' $how $gib "rep $r" "$es" "$s" "$se" \
+				"$er" "$rs" "$re" "$src"
 		done | tee -a "$T/$how.lines"
 		release "$gib GiB"
 	done

@@ -56,6 +56,22 @@ act() { "$CUDANAP" "$2" -c "$T/job.ini" "$1" > /dev/null || { echo "$bench: $2 o
 took() { act "$1" "$2"; awk -v m="$(field "$1" total_ms)" 'BEGIN { printf "%.3f", m / 1000 }'; }
 # err ESTIMATE MEASURED: the estimate's error as a signed percentage
 err() { awk -v e="$1" -v m="$2" 'BEGIN { printf "%+.0f%%", (e - m) / m * 100 }'; }
+# estimated PID [WAIT_S]: the dry run's estimates for PID, then its suspend and resume; sets es and
+# er (the estimates, s), s and rs (what they took, s), se and re (the errors); the bench stops if
+# the dry run does not say it would suspend, within WAIT_S seconds (default 0: the host memory a
+# resume gave back may take a few seconds to count as available)
+estimated() {
+	local w out
+	for w in $(seq 0 "${2:-0}"); do
+		out=$("$CUDANAP" suspend --dry-run -c "$T/job.ini" "$1") && break
+		[ "$w" -lt "${2:-0}" ] || { echo "$bench: $out" >&2; exit 1; }
+		sleep 1
+	done
+	es=$(field "$1" est_suspend_s) er=$(field "$1" est_resume_s)
+	s=$(took "$1" suspend)
+	rs=$(took "$1" resume)
+	se=$(err "$es" "$s") re=$(err "$er" "$rs")
+}
 # hold CMD...: starts the holder; sets pid (cudanap run's) and fd (the fifo's writing end) and
 # returns once the holder is ready; the bench stops if it dies first
 hold() {

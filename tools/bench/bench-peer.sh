@@ -21,12 +21,10 @@ for layout in "$GIB 0,1" "$((2 * GIB)) 0"; do
 	act $pid suspend
 	act $pid resume
 	for r in $(seq "$REPS"); do
-		"$CUDANAP" suspend --dry-run -c "$T/job.ini" $pid > /dev/null || { echo "bench-peer: $pid would not suspend" >&2; exit 1; }
-		es=$(field $pid est_suspend_s) er=$(field $pid est_resume_s) peer=$(field $pid peer)
-		s=$(took $pid suspend)
-		rs=$(took $pid resume)
+		estimated $pid
+		peer=$(field $pid peer)
 		printf '%-16s %-6s %9.2f %9.2f %7s %9.2f %9.2f %7s  %s\n' "$name" "rep $r" "$es" "$s" \
-			"$(err "$es" "$s")" "$er" "$rs" "$(err "$er" "$rs")" "${peer:--}"
+			"$se" "$er" "$rs" "$re" "${peer:--}"
 	done
 	release "$name"
 done

@@ -19,21 +19,14 @@ total=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits -i 0)
 
 # run NAME CMD...: REPS suspends and resumes of the holder CMD starts, a line each
 run() {
-	local name=$1 r es er src s rs out w
+	local name=$1 r src
 	shift
 	hold "$@"
 	for r in $(seq "$REPS"); do
-		# the host memory a resume gave back may take a few seconds to count as available
-		for w in $(seq 30); do
-			out=$("$CUDANAP" suspend --dry-run -c "$T/job.ini" $pid) && break
-			[ "$w" -lt 30 ] || { echo "bench-pool: $out" >&2; exit 1; }
-			sleep 1
-		done
-		es=$(field $pid est_suspend_s) er=$(field $pid est_resume_s) src=$(field $pid est_source)
-		s=$(took $pid suspend)
-		rs=$(took $pid resume)
+		estimated $pid 29 # 60 GiB given back counts as available seconds later: 30 tries
+		src=$(field $pid est_source)
 		printf '%-10s %8.0f %-6s %7.2f %7.2f %6s %7.2f %7.2f %6s  %s\n' "$name" "$(field $pid footprint_mib)" "rep $r" \
-			"$es" "$s" "$(err "$es" "$s")" "$er" "$rs" "$(err "$er" "$rs")" "$src"
+			"$es" "$s" "$se" "$er" "$rs" "$re" "$src"
 	done
 	release "$name"
 }
