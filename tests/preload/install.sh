@@ -45,5 +45,12 @@ complete_words() { # complete_words WORD...: what the completion offers for the 
 is "$(complete_words "$cli" su)" "suspend" "it completes the commands"
 like "$(complete_words "$cli" resume --)" "--gpu-map" "each command's options"
 like "$(PATH=$(dirname "$cli"):$PATH complete_words "$cli" suspend "")" "(^| )$p( |$)" "and the PIDs of cudanap processes"
+
+# -- the Jupyter helper: the installed CLI runs the installed one (a stand-in Python says which)
+check "the kernelspec helper installed" test -n "$(find "$T/inst" -path '*/share/cudanap/kernelspec.py')"
+printf '#!/bin/sh\necho "$@"\n' > "$T/showpy"
+chmod +x "$T/showpy"
+out=$(CUDANAP_PYTHON=$T/showpy "$cli" kernel list)
+is "$out" "$(readlink -f "$(find "$T/inst" -path '*/share/cudanap/kernelspec.py')") list" "cudanap kernel runs it with the Python that runs Jupyter"
 kill "$p"
 finish

@@ -94,3 +94,26 @@ int cli_read_file(const char *path, char *buf, size_t len)
 	buf[n] = '\0';
 	return (int)n;
 }
+
+int cli_find_file(const char *in_build, const char *rel_dir, const char *name, const char *abs,
+		  char *out, size_t len)
+{
+	char exe[PATH_MAX], *slash;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n > 0) {
+		exe[n] = '\0';
+		slash = strrchr(exe, '/');
+		*slash = '\0';
+		snprintf(out, len, "%s/%s", exe, in_build);
+		if (access(out, R_OK) == 0)
+			return 0;
+		if (rel_dir[0]) {
+			snprintf(out, len, "%s/%s/%s", exe, rel_dir, name);
+			if (access(out, R_OK) == 0)
+				return 0;
+		}
+	}
+	snprintf(out, len, "%s", abs);
+	return access(out, R_OK);
+}

@@ -26,6 +26,11 @@ double cli_now_s(void);
 void cli_fmt_ms(double ms, char *buf, size_t len);
 int cli_parse_pid(const char *s);			    /* a positive pid, or -1 */
 int cli_read_file(const char *path, char *buf, size_t len); /* bytes read (NUL added), or -1 */
+/* A file cudanap ships, into out: in_build relative to this program's directory (a build tree),
+ * else name in rel_dir relative to it (an installed tree that can move), else abs. 0 when it is
+ * readable there; -1, with out the last path tried, when not. */
+int cli_find_file(const char *in_build, const char *rel_dir, const char *name, const char *abs,
+		  char *out, size_t len);
 
 /* ---- procs.c: which processes, and where their status files are ---- */
 
@@ -67,6 +72,10 @@ int status_gather(const char *cfg, struct cn_status **out);
 /* ---- metrics.c ---- */
 extern const char usage_metrics[];
 int metrics_main(int argc, char **argv);
+
+/* ---- kernel.c: Jupyter kernelspecs that run a kernel under cudanap ---- */
+extern const char usage_kernel[];
+int kernel_main(int argc, char **argv);
 
 /* ---- slurm.c: a Slurm job's processes on this node ---- */
 

@@ -1,7 +1,7 @@
 /* cudanap: the command line. It starts jobs under the preload, sends them the signals their INI
  * names, and reads the outcome from their status files; it never talks to the driver. This file
  * only parses the command and hands it to the file that does it: run.c, act.c, status.c, pick.c,
- * metrics.c. */
+ * metrics.c, kernel.c. */
 #define _GNU_SOURCE
 #include <stdbool.h>
 #include <stdio.h>
@@ -25,6 +25,7 @@ static const char usage_main[] =
 	"  suspend --dry-run PID...           what a suspend would do now, changing nothing\n"
 	"  pick --free SIZE [--gpu N]         which processes to suspend to free SIZE, cheapest\n"
 	"  metrics [--textfile DIR]           the processes' figures for Prometheus\n"
+	"  kernel install|list|remove         Jupyter kernels that nap when idle\n"
 	"  check-config FILE                  validate a job INI file\n"
 	"  help [COMMAND]                     this text, or the details of COMMAND\n"
 	"  --version                          print cudanap's version\n"
@@ -56,6 +57,7 @@ int main(int argc, char **argv)
 		{ "pick", usage_pick, pick_main, 0 },
 		{ "check-config", usage_check, check_main, 0 },
 		{ "metrics", usage_metrics, metrics_main, 0 },
+		{ "kernel", usage_kernel, kernel_main, 0 },
 	};
 
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||

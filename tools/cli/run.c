@@ -36,29 +36,13 @@ const char usage_run[] =
 static int find_preload(char *out, size_t len)
 {
 	const char *env = getenv("CUDANAP_PRELOAD");
-	char exe[PATH_MAX], *slash;
-	ssize_t n;
 
 	if (env && *env) {
 		snprintf(out, len, "%s", env);
 		return access(out, R_OK);
 	}
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n > 0) {
-		exe[n] = '\0';
-		slash = strrchr(exe, '/');
-		*slash = '\0';
-		snprintf(out, len, "%s/../../preload/libcudanap.so", exe); /* the build tree */
-		if (access(out, R_OK) == 0)
-			return 0;
-		if (CN_PRELOAD_REL[0]) {
-			snprintf(out, len, "%s/%s/libcudanap.so", exe, CN_PRELOAD_REL);
-			if (access(out, R_OK) == 0)
-				return 0;
-		}
-	}
-	snprintf(out, len, "%s", CN_PRELOAD_ABS);
-	return access(out, R_OK);
+	return cli_find_file("../../preload/libcudanap.so", CN_PRELOAD_REL, "libcudanap.so",
+			     CN_PRELOAD_ABS, out, len);
 }
 
 /* [nccl] suspendable: the preload sets the same in CMD before its main; here it is said once for

@@ -1,0 +1,281 @@
+/* kernel: cudanap kernel install|list|remove, Jupyter kernelspecs that start a kernel under
+ * `cudanap run --nap N`. This file checks the command line and finds the Python that runs
+ * Jupyter; tools/kernel/kernelspec.py does the rest there, with jupyter_client's own idea of
+ * where kernels live. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+const char usage_kernel[] =
+	"usage: cudanap kernel install [--from NAME] [--name NAME] [--nap N] [-c FILE]\n"
+	"                              [--user | --sys-prefix | --prefix DIR]\n"
+	"       cudanap kernel list\n"
+	"       cudanap kernel remove NAME...\n"
+	"\n"
+	"Jupyter kernels that nap. install writes a kernelspec that starts an existing\n"
+	"kernel (its command, environment and interrupt mode kept) behind 'cudanap run\n"
+	"--nap N --': the kernel gives its GPU memory back after N idle seconds and takes\n"
+	"it again at its next cell that uses the GPU. Jupyter lists it beside the kernel\n"
+	"it wraps, as \"DISPLAY NAME (cudanap)\"; the settings are kept under\n"
+	"metadata.cudanap in its kernel.json.\n"
+	"\n"
+	"  --from NAME         the kernel to wrap (default: python3)\n"
+	"  --name NAME         the new kernel's name (default: the wrapped one's, with\n"
+	"                      -cudanap)\n"
+	"  -N, --nap N         nap after N seconds without GPU work (default 600; 0: only\n"
+	"                      when told, by 'cudanap nap' or a suspend)\n"
+	"  -c, --config FILE   the job INI the kernel runs with (its absolute path is\n"
+	"                      written)\n"
+	"  --user              install for this user (the default)\n"
+	"  --sys-prefix        install into the Python environment that runs Jupyter\n"
+	"  --prefix DIR        install under DIR/share/jupyter/kernels\n"
+	"\n"
+	"list prints every kernel Jupyter finds, with what cudanap's wrap and their naps.\n"
+	"remove removes cudanap's kernels only; the kernels they wrap stay.\n"
+	"\n"
+	"Jupyter is asked through the Python that runs it: $CUDANAP_PYTHON, else the\n"
+	"first of the interpreter of 'jupyter' on PATH, python3 and /usr/bin/python3 that\n"
+	"imports jupyter_client.\n"
+	"\n"
+	"Exit status: 0; 1 when an action failed; 2 for bad usage; 69 when no Python\n"
+	"imports jupyter_client; 78 if FILE is broken.\n"
+	"Example: cudanap kernel install --from python3 --nap 900\n";
+
+/* Does py import jupyter_client? Run quietly, with its exit status as the answer. */
+static bool imports_jupyter(const char *py)
+{
+	int st, null;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return false;
+	if (pid == 0) {
+		null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (null >= 0) {
+			dup2(null, 1);
+			dup2(null, 2);
+		}
+		execlp(py, py, "-c", "import jupyter_client.kernelspec", (char *)NULL);
+		_exit(127);
+	}
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return false;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+/* The interpreter of the script `jupyter` on PATH ("#!/x/python3", or "#!/usr/bin/env
+ * python3"), into out; false when there is none. */
+static bool jupyter_python(char *out, size_t len)
+{
+	const char *path = getenv("PATH");
+	char file[PATH_MAX], line[PATH_MAX], *p, *end;
+	FILE *f = NULL;
+
+	for (const char *d = path; d && *d; d = strchr(d, ':') ? strchr(d, ':') + 1 : "") {
+		int n = (int)strcspn(d, ":");
+
+		snprintf(file, sizeof(file), "%.*s/jupyter", n ? n : 1, n ? d : ".");
+		if (access(file, X_OK) == 0 && (f = fopen(file, "re")))
+			break;
+	}
+	if (!f)
+		return false;
+	p = fgets(line, sizeof(line), f);
+	fclose(f);
+	if (!p || strncmp(line, "#!", 2) != 0)
+		return false;
+	p = line + 2 + strspn(line + 2, " \t");
+	end = p + strcspn(p, " \t\n");
+	if (end - p >= 4 && strncmp(end - 4, "/env", 4) == 0 && *end && *end != '\n') {
+		p = end + strspn(end, " \t");
+		end = p + strcspn(p, " \t\n");
+	}
+	if (end == p)
+		return false;
+	snprintf(out, len, "%.*s", (int)(end - p), p);
+	return true;
+}
+
+static void find_python(char *out, size_t len)
+{
+	const char *env = getenv("CUDANAP_PYTHON");
+	char cand[3][PATH_MAX], tried[3 * PATH_MAX + 8] = "";
+	int n = 0;
+
+	if (env && *env) {
+		snprintf(out, len, "%s", env);
+		return;
+	}
+	if (jupyter_python(cand[n], sizeof(cand[n])))
+		n++;
+	snprintf(cand[n++], sizeof(cand[0]), "python3");
+	snprintf(cand[n++], sizeof(cand[0]), "/usr/bin/python3");
+	for (int i = 0; i < n; i++) {
+		if (imports_jupyter(cand[i])) {
+			snprintf(out, len, "%s", cand[i]);
+			return;
+		}
+		snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried), "%s%s",
+			 i ? ", " : "", cand[i]);
+	}
+	fprintf(stderr,
+		"%s kernel: no Python here imports jupyter_client (tried %s); install Jupyter, or "
+		"set CUDANAP_PYTHON to the Python that runs it\n",
+		prog, tried);
+	exit(69);
+}
+
+/* Jupyter's rule for a kernel's name. */
+static bool good_name(const char *s)
+{
+	return *s && strlen(s) <= 64 &&
+	       strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
+		       strlen(s);
+}
+
+int kernel_main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "from", required_argument, NULL, 'f' },
+		{ "name", required_argument, NULL, 'n' },
+		{ "nap", required_argument, NULL, 'N' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "user", no_argument, NULL, 'u' },
+		{ "sys-prefix", no_argument, NULL, 's' },
+		{ "prefix", required_argument, NULL, 'p' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *from = "python3", *name = NULL, *nap = "600", *cfg = NULL, *where = NULL;
+	const char *prefix = "", *action, *args[16];
+	char py[PATH_MAX], helper[PATH_MAX], found[PATH_MAX], self[PATH_MAX], config[PATH_MAX] = "";
+	char defname[128], *end;
+	struct cn_config conf;
+	bool install_opts = false;
+	int c, n = 0;
+
+	if (argc < 2 || argv[1][0] == '-') {
+		fputs(usage_kernel, stderr);
+		return 2;
+	}
+	action = argv[1];
+	argc--, argv++;
+	while ((c = getopt_long(argc, argv, ":f:n:N:c:h", opts, NULL)) != -1) {
+		install_opts |= c != 'h';
+		if (c == 'f') {
+			from = optarg;
+		} else if (c == 'n') {
+			name = optarg;
+		} else if (c == 'N') {
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (!*optarg || *end || v > 24 * 3600)
+				cli_die_usage(
+					"cudanap kernel: --nap wants seconds, from 0 to 86400\n");
+			nap = optarg;
+		} else if (c == 'c') {
+			cfg = optarg;
+		} else if (c == 'u' || c == 's' || c == 'p') {
+			const char *w = c == 'u' ? "user" : c == 's' ? "sys-prefix" : "prefix";
+
+			if (where && strcmp(where, w) != 0)
+				cli_die_usage(
+					"cudanap kernel: --user, --sys-prefix and --prefix are "
+					"one choice\n");
+			where = w;
+			if (c == 'p')
+				prefix = optarg;
+		} else {
+			cli_die_option("kernel", argv, c);
+		}
+	}
+
+	if (strcmp(action, "install") == 0) {
+		if (optind < argc)
+			cli_die_usage(
+				"cudanap kernel install: takes no arguments, only options; see "
+				"'cudanap kernel --help'\n");
+		if (!name) {
+			snprintf(defname, sizeof(defname), "%s-cudanap", from);
+			name = defname;
+		}
+		if (!good_name(from) || !good_name(name)) {
+			fprintf(stderr,
+				"%s kernel: '%s' is not a kernel name (letters, digits, '.', '_' "
+				"and "
+				"'-', 64 at most)\n",
+				prog, good_name(from) ? name : from);
+			return 2;
+		}
+		if (cfg) {
+			cli_load_config(cfg, &conf);
+			if (!realpath(cfg, config)) {
+				fprintf(stderr, "%s: %s: %s\n", prog, cfg, strerror(errno));
+				return 78;
+			}
+		}
+		if (!realpath("/proc/self/exe", self)) {
+			fprintf(stderr, "%s kernel: cannot tell where cudanap is: %s\n", prog,
+				strerror(errno));
+			return 1;
+		}
+		args[n++] = "install";
+		args[n++] = self;
+		args[n++] = from;
+		args[n++] = name;
+		args[n++] = nap;
+		args[n++] = config;
+		args[n++] = where ? where : "user";
+		args[n++] = prefix;
+	} else if (strcmp(action, "list") == 0 || strcmp(action, "remove") == 0) {
+		if (install_opts)
+			cli_die_usage("cudanap kernel: list and remove take no options\n");
+		if (strcmp(action, "list") == 0 && optind < argc)
+			cli_die_usage("cudanap kernel list: takes no arguments\n");
+		if (strcmp(action, "remove") == 0 && optind >= argc)
+			cli_die_usage("cudanap kernel remove: which kernels? see 'cudanap kernel "
+				      "--help'\n");
+		args[n++] = action;
+		for (int i = optind; i < argc && n < 15; i++)
+			args[n++] = argv[i];
+		if (optind + 15 - 1 < argc)
+			cli_die_usage("cudanap kernel remove: at most 14 names at once\n");
+	} else {
+		fprintf(stderr,
+			"%s kernel: no action '%s' (install, list, remove); see '%s kernel "
+			"--help'\n",
+			prog, action, prog);
+		return 2;
+	}
+	args[n] = NULL;
+
+	if (cli_find_file("../kernel/kernelspec.py", CN_DATA_REL, "kernelspec.py",
+			  CN_KERNELSPEC_ABS, helper, sizeof(helper)) < 0) {
+		fprintf(stderr,
+			"%s kernel: cannot find kernelspec.py (tried %s): cudanap is not "
+			"installed whole\n",
+			prog, helper);
+		return 1;
+	}
+	if (realpath(helper, found))
+		snprintf(helper, sizeof(helper), "%s", found);
+	find_python(py, sizeof(py));
+	{
+		const char *full[20] = { py, helper };
+
+		memcpy(full + 2, args, sizeof(args[0]) * ((size_t)n + 1));
+		execvp(py, (char **)full);
+	}
+	fprintf(stderr, "%s kernel: cannot run %s: %s\n", prog, py, strerror(errno));
+	return 69;
+}

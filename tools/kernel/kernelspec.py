@@ -1,0 +1,155 @@
+"""kernelspec: Jupyter kernelspecs that start an existing kernel under `cudanap run`.
+
+`cudanap kernel` parses the command line and runs this file with the Python that runs Jupyter, so
+that jupyter_client's KernelSpecManager decides where kernels are found and installed, exactly as
+`jupyter kernelspec` would. Its arguments are fixed, one form per action (the C side checked them):
+
+    kernelspec.py install CUDANAP FROM NAME NAP_S CONFIG WHERE PREFIX
+    kernelspec.py list
+    kernelspec.py remove NAME...
+
+WHERE is user, sys-prefix or prefix (then PREFIX is the directory); CONFIG is "" for none. A
+kernelspec is cudanap's when its metadata has a "cudanap" object; install and remove touch no
+other. Exit status: 0, 1 when an action failed (one line on stderr each), 69 when jupyter_client
+cannot be imported."""
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+# jupyter_client imports ipykernel to describe the default kernel, and ipykernel's debugger
+# warns about frozen modules on every import: not this command's business
+os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+try:
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+except ImportError as e:
+    sys.stderr.write(f"cudanap kernel: {sys.executable} cannot import jupyter_client ({e}); "
+                     "set CUDANAP_PYTHON to the Python that runs Jupyter\n")
+    sys.exit(69)
+
+
+def fail(msg):
+    sys.stderr.write(f"cudanap kernel: {msg}\n")
+    return 1
+
+
+def ours(spec):
+    meta = spec.get("metadata") if isinstance(spec, dict) else spec.metadata
+    return (meta or {}).get("cudanap")
+
+
+def wrapped_argv(cudanap, nap_s, config, argv):
+    out = [cudanap, "run"]
+    if config:
+        out += ["-c", config]
+    return out + ["--nap", str(nap_s), "--"] + list(argv)
+
+
+def install(ksm, cudanap, src_name, name, nap_s, config, where, prefix):
+    try:
+        src = ksm.get_kernel_spec(src_name)
+    except NoSuchKernel:
+        names = ", ".join(sorted(ksm.find_kernel_specs())) or "none"
+        return fail(f"no kernel named '{src_name}' (kernels here: {names})")
+    mine = ours(src)
+    if mine:
+        return fail(f"kernel '{src_name}' already runs under cudanap (it wraps "
+                    f"'{mine.get('from', '?')}'); install from that one")
+    if name == src_name:
+        return fail(f"the wrapper needs a name of its own, not '{src_name}' (the kernel it wraps)")
+    try:
+        old = ksm.get_kernel_spec(name)
+    except NoSuchKernel:
+        old = None
+    if old is not None and not ours(old):
+        return fail(f"a kernel named '{name}' exists and is not cudanap's ({old.resource_dir}); "
+                    "choose another --name")
+    meta = dict(src.metadata or {})
+    meta["cudanap"] = {"from": src_name, "nap_s": nap_s, "config": config or None}
+    spec = {
+        "argv": wrapped_argv(cudanap, nap_s, config, src.argv),
+        "display_name": f"{src.display_name} (cudanap)",
+        "language": src.language,
+        "metadata": meta,
+    }
+    if src.env:
+        spec["env"] = dict(src.env)
+    if src.interrupt_mode and src.interrupt_mode != "signal":
+        spec["interrupt_mode"] = src.interrupt_mode
+    with tempfile.TemporaryDirectory(prefix="cudanap-kernel.") as tmp:
+        stage = os.path.join(tmp, name)
+        # the source's other files (its logos) come along; kernel.json is ours
+        if src.resource_dir and os.path.isdir(src.resource_dir):
+            shutil.copytree(src.resource_dir, stage,
+                            ignore=shutil.ignore_patterns("kernel.json", "__pycache__"))
+        else:
+            os.mkdir(stage)
+        with open(os.path.join(stage, "kernel.json"), "w") as f:
+            json.dump(spec, f, indent=1)
+            f.write("\n")
+        try:
+            dest = ksm.install_kernel_spec(stage, kernel_name=name, user=where == "user",
+                                           prefix=sys.prefix if where == "sys-prefix"
+                                           else prefix if where == "prefix" else None)
+        except (OSError, ValueError) as e:
+            return fail(f"cannot install kernel '{name}': {e}")
+    nap = f"naps after {nap_s} s idle" if nap_s else "never naps by itself"
+    print(f"installed kernel '{name}' ({src.display_name} under cudanap, {nap}) in {dest}")
+    return 0
+
+
+def list_all(ksm):
+    specs = ksm.get_all_specs()
+    rows = [("NAME", "NAP", "WRAPS", "DIRECTORY")]
+    for name in sorted(specs):
+        spec, where = specs[name]["spec"], specs[name]["resource_dir"]
+        mine = ours(spec)
+        if not mine:
+            rows.append((name, "-", "-", where))
+            continue
+        nap = f"{mine.get('nap_s', 0)} s" if mine.get("nap_s") else "off"
+        exe = (spec.get("argv") or ["?"])[0]
+        if not os.access(exe, os.X_OK):
+            nap = f"broken: {exe} missing"
+        rows.append((name, nap, mine.get("from", "?"), where))
+    width = [max(len(r[i]) for r in rows) for i in range(3)]
+    for r in rows:
+        print("  ".join(r[i].ljust(width[i]) for i in range(3)) + "  " + r[3])
+    return 0
+
+
+def remove(ksm, names):
+    rc = 0
+    for name in names:
+        try:
+            spec = ksm.get_kernel_spec(name)
+        except NoSuchKernel:
+            rc = fail(f"no kernel named '{name}'")
+            continue
+        if not ours(spec):
+            rc = fail(f"kernel '{name}' is not cudanap's ({spec.resource_dir}); "
+                      "'jupyter kernelspec remove' removes it")
+            continue
+        try:
+            where = ksm.remove_kernel_spec(name)
+        except OSError as e:
+            rc = fail(f"cannot remove kernel '{name}': {e}")
+            continue
+        print(f"removed kernel '{name}' ({where})")
+    return rc
+
+
+def main(argv):
+    ksm = KernelSpecManager()
+    if argv[0] == "install" and len(argv) == 8:
+        return install(ksm, argv[1], argv[2], argv[3], int(argv[4]), argv[5], argv[6], argv[7])
+    if argv[0] == "list" and len(argv) == 1:
+        return list_all(ksm)
+    if argv[0] == "remove" and len(argv) > 1:
+        return remove(ksm, argv[1:])
+    return fail("kernelspec.py: bad arguments " + " ".join(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
