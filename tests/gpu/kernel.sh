@@ -8,8 +8,8 @@
 here=$(cd "$(dirname "$0")" && pwd)
 command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 || skip_all "no NVIDIA GPU or driver"
 py=$(command -v "${PYTHON:-python3}")
-"$py" -c 'import torch, jupyter_client, ipykernel' 2> /dev/null ||
-	skip_all "$py cannot import torch, jupyter_client and ipykernel"
+why=$("$py" -c 'import torch, jupyter_client, ipykernel' 2>&1) ||
+	skip_all "$py cannot import torch, jupyter_client and ipykernel: $(tail -n 1 <<< "$why")"
 export JUPYTER_DATA_DIR=$T/jupyter JUPYTER_CONFIG_DIR=$T/jupyter-config JUPYTER_RUNTIME_DIR=$T/jupyter-run
 export JUPYTER_PATH=$T/jupyter IPYTHONDIR=$T/ipython PYDEVD_DISABLE_FILE_VALIDATION=1
 mkdir -p "$T/jupyter/kernels/torchpy"
@@ -48,4 +48,5 @@ say shutdown
 is "$REPLY" "exited 0" "a shutdown asleep: the kernel exits 0"
 exec {KC[1]}>&-
 wait "$KC_PID" 2> /dev/null
+[ ! -s "$T/client.err" ] || diag "the client's stderr: $(cat "$T/client.err")"
 finish

@@ -79,6 +79,7 @@ say term
 is "$REPLY" "exited -15" "SIGTERM from the manager ends the kernel; its status is the signal's"
 exec {KC[1]}>&-
 wait "$KC_PID" 2> /dev/null
+[ ! -s "$T/client.err" ] || diag "the client's stderr: $(cat "$T/client.err")"
 
 # -- refusals and remove
 out=$("$CUDANAP" kernel install --from fakepy-cudanap --name again 2>&1)
