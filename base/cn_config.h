@@ -75,6 +75,11 @@ struct cn_config {
 	unsigned nap_idle_s;	   /* nap after this long without driver work; 0: never */
 	bool nap_to_disk;	   /* a nap's host copy goes to [hibernate] dir */
 	bool nap_wake_any; /* a nap wakes on any GPU of its model with room, not only home */
+	/* [nap] make_room: when this process needs GPU memory that is not free (a wake, an
+	 * allocation refused as out of memory), nap idle processes of the user on that GPU, idle
+	 * for min_idle_s at least (preload/agent/room.c). */
+	bool nap_make_room;
+	unsigned nap_min_idle_s;
 	/* [peer] mode: a process with peer access between its GPUs is suspended with that access
 	 * turned off (and off after the resume, where the driver cannot give it back), instead of
 	 * refused. */

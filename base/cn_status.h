@@ -95,6 +95,13 @@ struct cn_status {
 	char idle_since[32]; /* UTC: its CUDA idle since then; "" while it works */
 	unsigned long naps, wakes;
 	double last_wake_ms; /* the delay the last waking call saw; < 0 before the first */
+	/* The naps by cause: idle ([nap] idle_s), asked (cudanap nap), and to make room for another
+	 * process; and for which process and how much it needed, the last time (0 and < 0: never). */
+	unsigned long naps_idle, naps_asked, naps_room;
+	int nap_for_pid;
+	double nap_for_mib;
+	/* [nap] make_room: the times other processes were napped to make room for this one. */
+	unsigned long rooms_made;
 	/* GPU memory given back (also kept across actions; cudanap metrics): since when (UTC,
 	 * seconds since the epoch; < 0 while it holds its GPUs), how much on each GPU ("0:8192":
 	 * MiB by nvidia-smi's index, as at the checkpoint), and the bytes given back times the

@@ -39,13 +39,16 @@ int cn_config_uint(const char *s, unsigned long max, unsigned long *out)
 	return 0;
 }
 
-/* CUDANAP_NAP_S (cudanap run --nap N): [nap] idle_s for this program, over its INI's. */
+/* CUDANAP_NAP_S (cudanap run --nap N): [nap] idle_s for this program, over its INI's; and
+ * CUDANAP_MAKE_ROOM=1 (cudanap run --make-room): [nap] make_room. */
 static void nap_from_env(struct cn_config *c)
 {
-	const char *v = secure_getenv("CUDANAP_NAP_S");
+	const char *v = secure_getenv("CUDANAP_NAP_S"), *room = secure_getenv("CUDANAP_MAKE_ROOM");
 	char *end;
 	unsigned long n;
 
+	if (room && strcmp(room, "1") == 0)
+		c->nap_make_room = true;
 	if (!v || !*v)
 		return;
 	n = strtoul(v, &end, 10);
@@ -79,6 +82,7 @@ void cn_config_defaults(struct cn_config *c)
 	c->host_check = true;
 	c->host_margin_mib = 1024;
 	c->watchdog_ms = 60000;
+	c->nap_min_idle_s = 30;
 	nap_from_env(c);
 	cn_dirs_status_default(secure_getenv("CUDANAP_STATUS_DIR"), xdg, getuid(), c->status_dir,
 			       sizeof(c->status_dir));
@@ -355,6 +359,11 @@ static int k_nap_idle(struct cn_config *c, const char *v, char *why, size_t len)
 	return set_count(&c->nap_idle_s, 24 * 3600, "seconds", v, why, len);
 }
 
+static int k_nap_min_idle(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	return set_count(&c->nap_min_idle_s, 24 * 3600, "seconds", v, why, len);
+}
+
 static int k_nap_to(struct cn_config *c, const char *v, char *why, size_t len)
 {
 	if (strcasecmp(v, "ram") == 0 || strcasecmp(v, "disk") == 0) {
@@ -424,6 +433,8 @@ static const struct {
 	{ "nap", "idle_s", k_nap_idle, 0 },
 	{ "nap", "to", k_nap_to, 0 },
 	{ "nap", "wake_on", k_nap_wake_on, 0 },
+	{ "nap", "make_room", NULL, offsetof(struct cn_config, nap_make_room) },
+	{ "nap", "min_idle_s", k_nap_min_idle, 0 },
 	{ "peer", "mode", k_peer_mode, 0 },
 };
 #define N_KEYS (sizeof(key_table) / sizeof(key_table[0]))

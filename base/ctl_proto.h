@@ -18,7 +18,11 @@ enum cn_op {
 	CN_OP_UNLOCK,
 	CN_OP_PREPARE, /* no driver call: the footprint, and the host check of CN_OP_LOCK */
 	CN_OP_QUERY,   /* no driver call but the state: the footprint, the host's room, the model */
+	CN_OP_USERS,   /* no driver call: what other processes hold on one GPU, and its free memory */
 };
+
+/* CN_OP_USERS: the processes asked about at most. */
+#define CN_USERS_MAX 64
 
 /* What the process held on one GPU when it was checkpointed, as NVML counts it. */
 struct cn_gpu_use {
@@ -50,6 +54,9 @@ struct cn_req {
 	 * the agent, which opened the file there): then host memory is not checked. */
 	uint32_t to_disk;
 	uint64_t disk_free_bytes;
+	/* CN_OP_USERS: the GPU (use[0].uuid) and the processes to look at. */
+	uint32_t n_pids;
+	int32_t pids[CN_USERS_MAX];
 };
 
 struct cn_resp {
@@ -85,6 +92,10 @@ struct cn_resp {
 	 * (NVML's; 0 when not known), for a nap's wake_on = any. */
 	uint8_t same_model[CN_MAX_GPUS];
 	uint64_t gpu_free[CN_MAX_GPUS];
+	/* CN_OP_USERS: what each of pids holds on the GPU (NVML's; 0 for none), and its free
+	 * memory (result not CUDA_SUCCESS when NVML could not say). */
+	uint64_t pid_bytes[CN_USERS_MAX];
+	uint64_t free_bytes;
 };
 
 #endif

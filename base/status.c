@@ -103,7 +103,7 @@ static const struct {
 } qnums[] = {
 	FIELD(gpu_now_mib),   FIELD(host_need_mib),	FIELD(host_room_mib),
 	FIELD(est_suspend_s), FIELD(est_resume_s),	FIELD(last_wake_ms),
-	FIELD(released_since), FIELD(released_byte_s),
+	FIELD(released_since), FIELD(released_byte_s), FIELD(nap_for_mib),
 };
 #undef FIELD
 #define N_QSTRS (sizeof(qstrs) / sizeof(qstrs[0]))
@@ -228,10 +228,12 @@ int cn_status_format(const struct cn_status *s, char *buf, size_t len)
 		     ",\"call_ns\":%llu,\"timestamp\":%s,\"suspend_signal\":%d,"
 		     "\"resume_signal\":%d,\"prepared\":%s,\"gpus\":%s,\"home_gpus\":%s,"
 		     "\"restore_gpus\":%s,\"nccl\":%s,\"query_seq\":%lu,\"naps\":%lu,"
-		     "\"wakes\":%lu",
+		     "\"wakes\":%lu,\"naps_idle\":%lu,\"naps_asked\":%lu,\"naps_room\":%lu,"
+		     "\"nap_for_pid\":%d,\"rooms_made\":%lu",
 		     s->call_ns, ts, s->suspend_signal, s->resume_signal,
 		     s->prepared ? "true" : "false", gpus[0], gpus[1], gpus[2], nccl, s->query_seq,
-		     s->naps, s->wakes);
+		     s->naps, s->wakes, s->naps_idle, s->naps_asked, s->naps_room, s->nap_for_pid,
+		     s->rooms_made);
 	if (n < 0 || (size_t)n >= len - o)
 		return -ENOSPC;
 	o += (size_t)n;
@@ -379,6 +381,16 @@ static void set_field(struct cn_status *s, const char *key, const char *v, bool 
 		s->naps = strtoul(v, NULL, 10);
 	else if (strcmp(key, "wakes") == 0)
 		s->wakes = strtoul(v, NULL, 10);
+	else if (strcmp(key, "naps_idle") == 0)
+		s->naps_idle = strtoul(v, NULL, 10);
+	else if (strcmp(key, "naps_asked") == 0)
+		s->naps_asked = strtoul(v, NULL, 10);
+	else if (strcmp(key, "naps_room") == 0)
+		s->naps_room = strtoul(v, NULL, 10);
+	else if (strcmp(key, "nap_for_pid") == 0)
+		s->nap_for_pid = atoi(v);
+	else if (strcmp(key, "rooms_made") == 0)
+		s->rooms_made = strtoul(v, NULL, 10);
 	for (size_t i = 0; i < N_NUMS; i++)
 		if (strcmp(key, nums[i].key) == 0)
 			*num(s, i) = is_null ? -1 : strtod(v, NULL);

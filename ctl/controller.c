@@ -97,6 +97,29 @@ static int host_room(const struct cn_req *req, struct cn_resp *resp)
 	return -1;
 }
 
+/* CN_OP_USERS: what each process asked about holds on one GPU, and what is free there, for a
+ * process making room (preload/agent/room.c). NVML alone: no driver call. */
+static void users(const struct cn_req *req, struct cn_resp *resp)
+{
+	struct cn_gpu_use use[CN_MAX_GPUS];
+	char why[200];
+	uint32_t n = req->n_pids < CN_USERS_MAX ? req->n_pids : CN_USERS_MAX;
+	int k;
+
+	for (uint32_t i = 0; i < n; i++) {
+		k = cn_nvml_footprint(req->pids[i], use, CN_MAX_GPUS, why, sizeof(why));
+		for (int j = 0; j < k; j++)
+			if (memcmp(use[j].uuid, req->use[0].uuid, 16) == 0)
+				resp->pid_bytes[i] = use[j].bytes;
+	}
+	k = cn_nvml_gpus(resp->gpus, CN_MAX_GPUS, why, sizeof(why));
+	resp->n_gpus = k > 0 ? (uint32_t)k : 0;
+	if (cn_nvml_free(req->use[0].uuid, &resp->free_bytes, why, sizeof(why)) < 0) {
+		resp->result = CN_RES_NO_ROOM;
+		snprintf(resp->message, sizeof(resp->message), "%s", why);
+	}
+}
+
 static void serve(const struct cn_req *req, struct cn_resp *resp)
 {
 	CUresult r = CUDA_SUCCESS;
@@ -105,6 +128,10 @@ static void serve(const struct cn_req *req, struct cn_resp *resp)
 
 	memset(resp, 0, sizeof(*resp));
 	resp->state = CN_STATE_UNKNOWN;
+	if (req->op == CN_OP_USERS) {
+		users(req, resp);
+		return;
+	}
 	if (cn_driver_load(resp) < 0)
 		return;
 	/* What the locked process holds, for the check before its restore; not part of the

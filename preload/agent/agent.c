@@ -22,6 +22,7 @@
 #include "gate.h"
 #include "log.h"
 #include "nap.h"
+#include "room.h"
 #include "prepare.h"
 #include "query.h"
 #include "report.h"
@@ -38,6 +39,7 @@ struct extra {
 	bool query; /* answered after whatever else runs */
 	bool nap;   /* cudanap nap */
 	bool call;  /* a napping process's call needs the GPU */
+	bool room;  /* an allocation refused: make room */
 };
 
 static int wanted(bool suspended_now, bool *prepare_only, struct extra *x, bool *act)
@@ -46,7 +48,7 @@ static int wanted(bool suspended_now, bool *prepare_only, struct extra *x, bool 
 	char buf[256];
 	ssize_t n;
 
-	*x = (struct extra){ false, false, false };
+	*x = (struct extra){ false, false, false, false };
 	while ((n = cn_wake_read(buf, sizeof(buf))) > 0)
 		for (ssize_t i = 0; i < n; i++) {
 			if (buf[i] == CN_WAKE_PREPARE) {
@@ -54,7 +56,8 @@ static int wanted(bool suspended_now, bool *prepare_only, struct extra *x, bool 
 				continue;
 			}
 			if (buf[i] == CN_WAKE_QUERY || buf[i] == CN_WAKE_NAP ||
-			    buf[i] == CN_WAKE_CALL) {
+			    buf[i] == CN_WAKE_CALL || buf[i] == CN_WAKE_ROOM) {
+				x->room |= buf[i] == CN_WAKE_ROOM;
 				x->query |= buf[i] == CN_WAKE_QUERY;
 				x->nap |= buf[i] == CN_WAKE_NAP;
 				x->call |= buf[i] == CN_WAKE_CALL;
@@ -105,9 +108,11 @@ static void *agent_main(void *arg)
 				       { .fd = cn_channel_fd(), .events = POLLIN } };
 		bool suspended_now = cn_ag.st.state == CN_STATE_CHECKPOINTED, prep, want, act;
 		double left = cn_ag.prepared_until ? cn_ag.prepared_until - cn_clock_ms() : -1;
-		int r, tick = cn_nap_timeout_ms();
+		int r, tick = cn_nap_timeout_ms(), room = cn_room_timeout_ms();
 		struct extra x;
 
+		if (room >= 0 && (tick < 0 || room < tick))
+			tick = room;
 		if (cn_lookup_counting) {
 			publish_calls();
 			if (left < 0 || left > CALLS_EVERY_MS)
@@ -121,6 +126,7 @@ static void *agent_main(void *arg)
 		}
 		r = poll(p, cn_channel_fd() >= 0 ? 2 : 1, left < 0 ? -1 : (int)left + 1);
 		if (r <= 0) {
+			cn_room_tick();
 			cn_nap_tick();
 			settle_gate(); /* a nap that failed runs on */
 			continue;
@@ -141,6 +147,8 @@ static void *agent_main(void *arg)
 			cn_nap_now();
 		if (x.call && !act)
 			cn_nap_wake();
+		if (x.room)
+			cn_room_asked();
 		settle_gate();
 		if (x.query)
 			cn_query();
@@ -158,6 +166,7 @@ static void reset(void)
 	cn_ag.prepared_until = 0;
 	cn_report_start();
 	cn_nap_reset();
+	cn_room_reset();
 }
 
 static int start_thread(void)
@@ -187,6 +196,8 @@ static int start_thread(void)
 int cn_agent_start(const struct cn_config *cfg)
 {
 	cn_ag.cfg = *cfg;
+	cn_room_config();
+	cn_gate_on_oom(cn_room_oom, cn_room_done);
 	cn_ag.thp = cn_staging_thp_available();
 	reset();
 	return start_thread();

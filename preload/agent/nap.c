@@ -28,12 +28,14 @@
 #include <string.h>
 
 #include "clock.h"
+#include "cn_words.h"
 #include "cn_gpumap.h"
 #include "gate.h"
 #include "log.h"
 #include "report.h"
 #include "requests.h"
 #include "resume.h"
+#include "room.h"
 #include "state.h"
 #include "suspend.h"
 #include "wake.h"
@@ -52,6 +54,7 @@ static struct {
 	double try_ms; /* when the last wake began: a failed one is tried again ROOM_WAIT_MS on */
 	bool retry;    /* a wake that failed: tried again */
 	bool refusal_said; /* the reason it is not napped was logged */
+	bool room_said;	   /* make_room's failure for this wake was logged */
 } nap = { .backoff = 1 };
 
 /* When the call that woke the process asked (monotonic ns, from an app thread). */
@@ -78,10 +81,16 @@ static int retry_in(void)
 	return left > 0 ? (int)left : 0;
 }
 
+/* Its idleness is followed: for its own naps, or for the processes that make room (room.c). */
+static bool watched(void)
+{
+	return cn_ag.cfg.nap_idle_s || cn_ag.cfg.nap_make_room;
+}
+
 int cn_nap_timeout_ms(void)
 {
 	unsigned s = cn_ag.cfg.nap_idle_s;
-	int tick = s ? (int)(s * 1000 / 4) : -1;
+	int tick = s ? (int)(s * 1000 / 4) : watched() ? 250 : -1;
 
 	if (nap.napping)
 		return nap.retry ? retry_in() : -1;
@@ -90,12 +99,15 @@ int cn_nap_timeout_ms(void)
 	return tick < 100 ? 100 : tick > 1000 ? 1000 : tick;
 }
 
-/* The nap, asked or idle: true when the process naps now. */
-static bool go(bool asked)
+/* The nap, asked or idle, or asked to make room for another process (for: its note, "PID MIB
+ * GPU"): true when the process naps now. */
+static bool go(bool asked, const char *for_whom)
 {
 	double idle_ms = cn_clock_ms() - nap.active_ms;
 	char why[360], steps[200];
 	struct cn_outcome o;
+	int pid = 0, gpu = -1;
+	unsigned long long mib = 0;
 
 	cn_gate_nap(CN_GATE_NAP_CLOSING, wake_asked);
 	o = cn_suspend_as(true, asked ? 0 : NAP_LOCK_MS);
@@ -105,13 +117,26 @@ static bool go(bool asked)
 		nap.backoff = 1;
 		nap.refusal_said = false;
 		cn_ag.st.naps++;
+		if (for_whom && sscanf(for_whom, "%d %llu %d", &pid, &mib, &gpu) >= 2) {
+			cn_ag.st.naps_room++;
+			cn_ag.st.nap_for_pid = pid;
+			cn_ag.st.nap_for_mib = (double)mib;
+			snprintf(why, sizeof(why), "for %d, which needs %llu MiB on GPU %d", pid, mib,
+				 gpu);
+		} else if (asked) {
+			cn_ag.st.nap_for_pid = 0;
+			cn_ag.st.nap_for_mib = -1;
+			cn_ag.st.naps_asked++;
+			snprintf(why, sizeof(why), "cudanap nap");
+		} else {
+			cn_ag.st.nap_for_pid = 0;
+			cn_ag.st.nap_for_mib = -1;
+			cn_ag.st.naps_idle++;
+			snprintf(why, sizeof(why), "after %.0f s idle", idle_ms / 1000);
+		}
 		say(CN_NAP_NAPPING, "");
 		cn_report_write();
 		cn_status_steps(&cn_ag.st, steps, sizeof(steps));
-		if (asked)
-			snprintf(why, sizeof(why), "cudanap nap");
-		else
-			snprintf(why, sizeof(why), "after %.0f s idle", idle_ms / 1000);
 		cn_log(&cn_ag.cfg, CN_LOG_INFO,
 		       "napped (%s): %.0f MiB of GPU memory freed in %.1f ms (%s); it wakes at its "
 		       "next CUDA call that needs the GPU",
@@ -137,12 +162,15 @@ static bool go(bool asked)
 
 void cn_nap_now(void)
 {
+	char for_whom[64];
+	bool room = cn_requests_take(CN_NOTE_NAP_FOR, for_whom, sizeof(for_whom)) > 0;
+
 	nap.active_ms = cn_clock_ms();
 	if (nap.napping) {
 		cn_suspend_as(true, 0); /* says it naps already */
 		return;
 	}
-	go(true);
+	go(true, room ? for_whom : NULL);
 }
 
 void cn_nap_tick(void)
@@ -156,9 +184,8 @@ void cn_nap_tick(void)
 			cn_nap_wake();
 		return;
 	}
-	if (!cn_ag.cfg.nap_idle_s || cn_ag.st.state != CN_STATE_RUNNING) {
-		if (!cn_ag.cfg.nap_idle_s && cn_ag.st.nap != CN_NAP_UNSAID &&
-		    cn_ag.st.nap != CN_NAP_OFF) {
+	if (!watched() || cn_ag.st.state != CN_STATE_RUNNING) {
+		if (!watched() && cn_ag.st.nap != CN_NAP_UNSAID && cn_ag.st.nap != CN_NAP_OFF) {
 			say(CN_NAP_OFF, "");
 			cn_report_write();
 		}
@@ -186,8 +213,9 @@ void cn_nap_tick(void)
 			       now - nap.active_ms);
 		cn_report_write();
 	}
-	if (now - nap.active_ms >= cn_ag.cfg.nap_idle_s * 1000.0 && now >= nap.not_before)
-		go(false);
+	if (cn_ag.cfg.nap_idle_s && now - nap.active_ms >= cn_ag.cfg.nap_idle_s * 1000.0 &&
+	    now >= nap.not_before)
+		go(false, NULL);
 }
 
 /* [nap] wake_on = any: a map that puts the parts of its memory without room where they are onto
@@ -224,6 +252,30 @@ static bool elsewhere(char *map, size_t len)
 	return true;
 }
 
+/* [nap] make_room: room made on the GPUs it napped from, by napping idle processes there (room.c),
+ * and the wake tried again there; the turn held until it is done. */
+static struct cn_outcome make_room(struct cn_outcome o)
+{
+	struct cn_room_need need[CN_MAX_GPUS];
+	char why[600];
+	int r;
+
+	for (uint32_t u = 0; u < cn_ag.n_use; u++) {
+		memcpy(need[u].uuid, cn_ag.use[u].uuid, 16);
+		need[u].bytes = cn_ag.use[u].bytes;
+	}
+	r = cn_room_make(need, (int)cn_ag.n_use, "its wake", why, sizeof(why));
+	if (r == 0) {
+		o = cn_resume_as(true, NULL, 0);
+		cn_room_release();
+		nap.room_said = false;
+	} else if (!nap.room_said) {
+		cn_log(&cn_ag.cfg, CN_LOG_INFO, "no room made for its wake: %s", why);
+		nap.room_said = true;
+	}
+	return o;
+}
+
 void cn_nap_wake(void)
 {
 	double asked = atomic_load(&asked_ms);
@@ -237,7 +289,10 @@ void cn_nap_wake(void)
 	if (!nap.retry)
 		say(CN_NAP_WAKING, "");
 	nap.try_ms = cn_clock_ms();
-	o = cn_resume_as(true, NULL, nap.retry ? ROOM_WAIT_MS : 0);
+	o = cn_resume_as(true, NULL, nap.retry && !cn_ag.cfg.nap_make_room ? ROOM_WAIT_MS : 0);
+	if (o.state == CN_STATE_CHECKPOINTED && o.result == CN_RES_NO_ROOM &&
+	    cn_ag.cfg.nap_make_room && cn_ag.n_use)
+		o = make_room(o);
 	if (o.state == CN_STATE_CHECKPOINTED && o.result == CN_RES_NO_ROOM &&
 	    elsewhere(map, sizeof(map)))
 		o = cn_resume_as(true, map, 0);
@@ -273,7 +328,7 @@ void cn_nap_woken(double asked)
 	cn_ag.st.wakes++;
 	if (asked > 0)
 		cn_ag.st.last_wake_ms = now - asked;
-	say(cn_ag.cfg.nap_idle_s ? CN_NAP_AWAKE : CN_NAP_OFF, "");
+	say(watched() ? CN_NAP_AWAKE : CN_NAP_OFF, "");
 	cn_report_write();
 	cn_status_steps(&cn_ag.st, steps, sizeof(steps));
 	if (asked > 0)
@@ -304,5 +359,5 @@ void cn_nap_reset(void)
 	memset(&nap, 0, sizeof(nap));
 	nap.backoff = 1;
 	atomic_store(&asked_ms, 0);
-	say(cn_ag.cfg.nap_idle_s ? CN_NAP_AWAKE : CN_NAP_OFF, "");
+	say(watched() ? CN_NAP_AWAKE : CN_NAP_OFF, "");
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "report.h"
+#include "room.h"
 #include "state.h"
 
 /* Re-read at each action, so that a scheduler can change gpu_map while the job sleeps, or the
@@ -24,6 +25,7 @@ bool cn_reload_quietly(char *err, size_t len)
 	fresh.resume_signal = cn_ag.cfg.resume_signal;
 	memcpy(fresh.status_dir, cn_ag.cfg.status_dir, sizeof(fresh.status_dir));
 	cn_ag.cfg = fresh;
+	cn_room_config();
 	return true;
 }
 

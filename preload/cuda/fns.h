@@ -51,6 +51,7 @@ enum cn_kind {
 	CN_KIND_PEER_CAN,   /* whether a GPU may access another's memory: 0 once restored */
 	CN_KIND_MAP_ACCESS, /* memory mapped to other GPUs (cuMemSetAccess): noted */
 	CN_KIND_POOL_ACCESS, /* a pool's memory to other GPUs (cuMemPoolSetAccess): noted */
+	CN_KIND_ROOM,	     /* a context or cuMemCreate: out of memory, room is made (as ALLOC) */
 };
 
 /* How the app first got a function: the debug line of a suspend says which paths it used. */

@@ -14,6 +14,7 @@
 #ifndef __ASSEMBLER__
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -66,6 +67,11 @@ unsigned long cn_gate_work(void);
 enum cn_gate_nap { CN_GATE_NAP_NONE, CN_GATE_NAP_CLOSING, CN_GATE_NAP_ASLEEP };
 void cn_gate_nap(enum cn_gate_nap phase, void (*wake)(void));
 
+/* [nap] make_room: ask, in the app's thread, when the driver refused an outermost allocation or
+ * context of the app's as out of memory (idx, its argument registers gp); when it says room was
+ * made the call is tried once more, through the gate, and done is called after. wrap.c. */
+void cn_gate_on_oom(bool (*ask)(unsigned idx, const uint64_t *gp), void (*done)(void));
+
 /* ---- for the calls' side (stubs.S, wrap.c) ---- */
 
 /* Each thread's own, in static TLS (cheap to reach from a preloaded library). The fast path in
@@ -80,6 +86,7 @@ struct cn_gate_tl {
 	bool checked_in;   /* a record was looked for */
 	bool counted;	   /* without a record, inside a call: in the shared count */
 	bool lifted;	   /* its depth raised to FRESH for its next call's slow path (answers.c) */
+	bool retrying;	   /* trying a call again after room was made for it (wrap.c) */
 };
 extern __thread struct cn_gate_tl cn_gate_tl __attribute__((tls_model("initial-exec")));
 _Static_assert(offsetof(struct cn_gate_tl, depth) == CN_TL_DEPTH &&

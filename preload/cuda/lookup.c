@@ -76,6 +76,9 @@ static const struct {
 	{ "cuDeviceCanAccessPeer", CN_KIND_PEER_CAN },
 	{ "cuMemSetAccess", CN_KIND_MAP_ACCESS },
 	{ "cuMemPoolSetAccess", CN_KIND_POOL_ACCESS },
+	{ "cuMemCreate", CN_KIND_ROOM },
+	{ "cuCtxCreate", CN_KIND_ROOM },
+	{ "cuDevicePrimaryCtxRetain", CN_KIND_ROOM },
 };
 
 /* Calls that do not work the GPU, for the naps' idleness: queries, getters, context switches. */

@@ -7,8 +7,10 @@
  * saved in a frame: a thread's first call, a function not yet resolved, a closed gate, a counted
  * call, cudanap's own thread, and after the call the kinds whose arguments or results matter:
  * cuGetProcAddress, whose answer is wrapped in turn (lookup.c), cuGetExportTable, noted, and the
- * CUDA IPC imports, counted for the preflight (ipc.c). Runs in the app's threads. */
+ * CUDA IPC imports, counted for the preflight (ipc.c), and with [nap] make_room an allocation or a
+ * context refused as out of memory, tried again once room is made. Runs in the app's threads. */
 #define _GNU_SOURCE
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "answers.h"
@@ -93,6 +95,36 @@ struct cn_wrap_call cn_wrap_enter_slow(unsigned idx, const struct cn_frame *f)
 	return (struct cn_wrap_call){ real, e->words };
 }
 
+/* [nap] make_room (cn_gate_on_oom). */
+static bool (*_Atomic oom_ask)(unsigned, const uint64_t *);
+static void (*_Atomic oom_done)(void);
+
+void cn_gate_on_oom(bool (*ask)(unsigned, const uint64_t *), void (*done)(void))
+{
+	atomic_store(&oom_done, done);
+	atomic_store(&oom_ask, ask);
+}
+
+/* An allocation or a context the driver refused as out of memory: once room is made, the same
+ * call again, through its entry point (so through the gate), with the same argument registers
+ * (these functions take no stack arguments and no vectors). True when it was tried again: its
+ * own after looked at it. */
+static bool retry_oom(unsigned idx, struct cn_frame *f)
+{
+	typedef CUresult (*fn6)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t);
+	bool (*ask)(unsigned, const uint64_t *) = atomic_load(&oom_ask);
+	const uint64_t *g = f->gp;
+
+	if (!ask || cn_gate_tl.retrying || !outermost() || passes(f) || cn_fns[idx].words ||
+	    !ask(idx, g))
+		return false;
+	cn_gate_tl.retrying = true;
+	f->ret[0] = (uint64_t)((fn6)cn_fns_stub(idx))(g[0], g[1], g[2], g[3], g[4], g[5]);
+	cn_gate_tl.retrying = false;
+	atomic_load(&oom_done)();
+	return true;
+}
+
 /* cuGetProcAddress(symbol, pfn, cudaVersion, flags[, status]): the function handed out is the
  * driver's; the app gets ours for it. */
 static void lookup_after(const struct cn_frame *f)
@@ -112,6 +144,9 @@ void cn_wrap_after(unsigned idx, struct cn_frame *f)
 	const struct cn_fn *e = &cn_fns[idx];
 	bool ok = (CUresult)f->ret[0] == CUDA_SUCCESS;
 
+	if ((e->kind == CN_KIND_ALLOC || e->kind == CN_KIND_ROOM) &&
+	    (CUresult)f->ret[0] == CUDA_ERROR_OUT_OF_MEMORY && retry_oom(idx, f))
+		return;
 	switch (e->kind) {
 	case CN_KIND_LOOKUP:
 		lookup_after(f);
@@ -162,6 +197,8 @@ void cn_wrap_after(unsigned idx, struct cn_frame *f)
 		break;
 	case CN_KIND_POOL_ACCESS:
 		cn_peers_pool((const void *)f->gp[1], f->gp[2], f->caller, &f->ret[0]);
+		break;
+	case CN_KIND_ROOM: /* only its failure (above) */
 		break;
 	}
 }

@@ -21,6 +21,7 @@
  * synchronisations wait for the last "kernel" to end. libfakecuda is linked -Bsymbolic, so that the
  * functions it hands out are its own and not the preload's exports of the same names. */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,6 +35,7 @@
 #define EXPORT __attribute__((visibility("default")))
 
 int fake_state_now(long long *busy_until);
+CUresult fake_account(long long mib);
 CUresult fake_busy(unsigned ms);
 void fake_event(const char *what);
 
@@ -161,13 +163,45 @@ EXPORT CUresult cuMemAlloc(unsigned *p, unsigned bytes)
 	return CUDA_SUCCESS;
 }
 
-/* A new address each time; the large allocations are kept (fakepeer.c). */
+/* The sizes of the allocations made (for the GPU's size, $CUDANAP_FAKE_GPU_MIB). */
+static struct {
+	CUdeviceptr p;
+	long long mib;
+} sizes[256];
+static pthread_mutex_t sizes_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static long long sized(CUdeviceptr p, long long mib)
+{
+	long long was = 0;
+
+	pthread_mutex_lock(&sizes_mu);
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		if (mib && !sizes[i].p) {
+			sizes[i].p = p;
+			sizes[i].mib = mib;
+			break;
+		} else if (!mib && sizes[i].p == p) {
+			was = sizes[i].mib;
+			sizes[i].p = 0;
+			break;
+		}
+	pthread_mutex_unlock(&sizes_mu);
+	return was;
+}
+
+/* A new address each time; the large allocations are kept (fakepeer.c). With the GPU's size set,
+ * one beyond what is free fails as out of memory. */
 EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes)
 {
 	static CUdeviceptr next = 0x7e0000000000ull;
+	long long mib = (long long)(bytes >> 20);
 
 	entered("cuMemAlloc_v2");
+	if (fake_account(mib) != CUDA_SUCCESS)
+		return CUDA_ERROR_OUT_OF_MEMORY;
 	*p = bytes ? __atomic_add_fetch(&next, 1ull << 32, __ATOMIC_RELAXED) : 0;
+	if (mib)
+		sized(*p, mib);
 	if (bytes)
 		fake_large(*p, bytes);
 	return CUDA_SUCCESS;
@@ -188,6 +222,12 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
 {
 	entered("cuMemFree_v2");
 	fake_large(p, 0);
+	if (p) {
+		long long mib = sized(p, 0);
+
+		if (mib)
+			fake_account(-mib);
+	}
 	return p ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 

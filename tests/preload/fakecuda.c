@@ -27,6 +27,11 @@
  * PCI bus 0x10+k, and CUDA ordinal N-1-k, so that code which forgets to sort by PCI bus gets the
  * wrong GPU.
  *
+ * GPU memory, sized: with $CUDANAP_FAKE_GPU_MIB each GPU has that many MiB, and what is free is
+ * what the processes whose memory is on it leave (their footprint, and the MiB of their
+ * cuMemAlloc_v2 calls, kept in <pid>.alloc); such a cuMemAlloc_v2 beyond it fails with
+ * OUT_OF_MEMORY, and NVML counts each process's footprint with its allocations.
+ *
  * GPU memory: every process holds $CUDANAP_FAKE_FOOTPRINT_MIB (default 1000) on its GPU while its
  * memory is there, and as much on each further GPU of $CUDANAP_FAKE_START_GPU ("0,1": a process on
  * two GPUs, which a restore moves each by the driver's pairs); GPU k has the MiB in the file
@@ -120,6 +125,57 @@ static long long footprint_mib(void)
 	return s ? atoll(s) : 1000;
 }
 
+static long long sized_mib(void)
+{
+	const char *s = getenv("CUDANAP_FAKE_GPU_MIB");
+
+	return s ? atoll(s) : 0;
+}
+
+static void path_of(char *buf, size_t len, int pid, const char *ext);
+
+/* What a process holds on each GPU its memory is on: its footprint and its allocations. */
+static long long used_mib(int pid)
+{
+	char p[4200];
+	long long a = 0;
+	FILE *f;
+
+	path_of(p, sizeof(p), pid, "alloc");
+	f = fopen(p, "re");
+	if (f) {
+		if (fscanf(f, "%lld", &a) != 1)
+			a = 0;
+		fclose(f);
+	}
+	return footprint_mib() + a;
+}
+
+/* pid's GPU and other GPUs, read without its lock (a holder of one lock reads every other
+ * process's): the writer truncates then writes, so an empty read is tried again. */
+static bool peek_gpus(int pid, int *gpu, unsigned *also)
+{
+	char p[4200], buf[128];
+
+	path_of(p, sizeof(p), pid, "state");
+	for (int i = 0; i < 50; i++) {
+		int fd = open(p, O_RDONLY | O_CLOEXEC), st, w;
+		long long busy;
+		ssize_t n;
+
+		if (fd < 0)
+			return false;
+		n = pread(fd, buf, sizeof(buf) - 1, 0);
+		close(fd);
+		buf[n > 0 ? n : 0] = '\0';
+		*also = 0;
+		if (sscanf(buf, "%d %lld %d %d %u", &st, &busy, gpu, &w, also) >= 4)
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
 /* Free MiB on GPU k (nvidia-smi order). */
 static long long free_mib(int k)
 {
@@ -127,6 +183,25 @@ static long long free_mib(int k)
 	long long v = 80000;
 	FILE *f;
 
+	if (sized_mib()) { /* what the processes whose memory is on it leave */
+		DIR *d = opendir(fake_dir());
+		struct dirent *e;
+
+		v = sized_mib();
+		while (d && (e = readdir(d))) {
+			char name[64];
+			int pid = atoi(e->d_name), gpu;
+			unsigned also;
+
+			snprintf(name, sizeof(name), "%d.gpu", pid);
+			if (strcmp(name, e->d_name) == 0 && peek_gpus(pid, &gpu, &also) &&
+			    (gpu == k || also >> k & 1))
+				v -= used_mib(pid);
+		}
+		if (d)
+			closedir(d);
+		return v;
+	}
 	snprintf(p, sizeof(p), "%s/free.%d", fake_dir(), k);
 	f = fopen(p, "re");
 	if (f) {
@@ -656,7 +731,7 @@ EXPORT CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs *arg
 	to = to < 0 ? st.gpu : to;
 	event("restore %d", to);
 	for (int k = 0; k < n_gpus(); k++)
-		if ((k == to || also >> k & 1) && free_mib(k) < footprint_mib()) {
+		if ((k == to || also >> k & 1) && free_mib(k) < used_mib(pid)) {
 			st.wedged = 1;
 			store_unlock(fd, &st);
 			return CUDA_ERROR_OUT_OF_MEMORY;
@@ -834,7 +909,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *s, nvmlDevice_t *d)
 
 EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m)
 {
-	m->total = 81920ull << 20;
+	m->total = (unsigned long long)(sized_mib() ? sized_mib() : 81920) << 20;
 	m->free = (unsigned long long)free_mib((int)(intptr_t)d - 1) << 20;
 	m->used = m->total - m->free;
 	return NVML_SUCCESS;
@@ -866,7 +941,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsi
 			continue;
 		if (k < *n) {
 			p[k].pid = (unsigned)pid;
-			p[k].usedGpuMemory = (unsigned long long)footprint_mib() << 20;
+			p[k].usedGpuMemory = (unsigned long long)used_mib(pid) << 20;
 		}
 		k++;
 	}
@@ -970,6 +1045,32 @@ int fake_state_now(long long *busy_until)
 	close(fd);
 	*busy_until = st.busy_until;
 	return st.state;
+}
+
+/* For fakeapi.c, with $CUDANAP_FAKE_GPU_MIB: an allocation of mib on the process's GPU, counted
+ * in <pid>.alloc, or CUDA_ERROR_OUT_OF_MEMORY when the GPU has no room for it; a negative mib
+ * gives it back. Without the size, nothing is counted. */
+__attribute__((visibility("hidden"))) CUresult fake_account(long long mib);
+CUresult fake_account(long long mib)
+{
+	char p[4200];
+	int gpu;
+	unsigned also;
+	long long have;
+	FILE *f;
+
+	if (!sized_mib() || !peek_gpus(getpid(), &gpu, &also))
+		return CUDA_SUCCESS;
+	if (mib > 0 && free_mib(gpu) < mib)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	have = used_mib(getpid()) - footprint_mib() + mib;
+	path_of(p, sizeof(p), getpid(), "alloc");
+	f = fopen(p, "we");
+	if (!f)
+		return CUDA_ERROR_OPERATING_SYSTEM;
+	fprintf(f, "%lld\n", have > 0 ? have : 0);
+	fclose(f);
+	return CUDA_SUCCESS;
 }
 
 /* For fakeapi.c: a "kernel" of ms from now, once the process runs. */

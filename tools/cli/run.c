@@ -13,7 +13,7 @@
 #include "cn_ncclenv.h"
 
 const char usage_run[] =
-	"usage: cudanap run [-c FILE] [--nap N] [--] CMD [ARG...]\n"
+	"usage: cudanap run [-c FILE] [--nap N] [--make-room] [--] CMD [ARG...]\n"
 	"\n"
 	"Run CMD with libcudanap.so preloaded: LD_PRELOAD gets the library appended (an existing\n"
 	"LD_PRELOAD is kept; a libnccl in it goes after the library, whose NCCL calls must come\n"
@@ -26,6 +26,8 @@ const char usage_run[] =
 	"  -N, --nap N         nap after N seconds without GPU work, and wake at the next CUDA\n"
 	"                      call that needs the GPU ([nap] idle_s for CMD, over FILE's; 0: "
 	"never)\n"
+	"  -M, --make-room     when CMD needs GPU memory that is not free, nap this user's idle\n"
+	"                      programs on that GPU to make room ([nap] make_room for CMD)\n"
 	"\n"
 	"The library is looked for in $CUDANAP_PRELOAD, beside this program in a build tree, then\n"
 	"in the installed library directory.\n"
@@ -96,6 +98,7 @@ int run_main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "nap", required_argument, NULL, 'N' },
+		{ "make-room", no_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -105,7 +108,7 @@ int run_main(int argc, char **argv)
 	unsigned long nap;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "+:c:N:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:c:N:Mh", opts, NULL)) != -1) {
 		if (c == 'c') {
 			cfg = optarg;
 		} else if (c == 'N') {
@@ -113,6 +116,8 @@ int run_main(int argc, char **argv)
 			if (!*optarg || *end || nap > 24 * 3600)
 				cli_die_usage("cudanap: --nap wants seconds, from 0 to 86400\n");
 			setenv("CUDANAP_NAP_S", optarg, 1);
+		} else if (c == 'M') {
+			setenv("CUDANAP_MAKE_ROOM", "1", 1);
 		} else {
 			cli_die_option("run", argv, c);
 		}

@@ -238,6 +238,10 @@ static void print_table(const struct rows *r)
 			printf("%d: would refuse: %s\n", s->pid, s->why_not);
 		else if (s->peer[0])
 			printf("%d: peer access %s\n", s->pid, s->peer);
+		if (s->state == CN_STATE_CHECKPOINTED && s->nap == CN_NAP_NAPPING &&
+		    s->nap_for_pid > 0 && s->nap_for_mib >= 0)
+			printf("%d: napped for %d: %.1f GiB\n", s->pid, s->nap_for_pid,
+			       s->nap_for_mib / 1024);
 		if ((s->nap == CN_NAP_REFUSED || s->nap == CN_NAP_WAITING) && s->nap_why[0])
 			printf("%d: %s: %s\n", s->pid, cn_outcome_word(CN_OUTCOME_NAP, s->nap),
 			       s->nap_why);

@@ -1,0 +1,450 @@
+/* room: [nap] make_room, GPU memory for this process made by napping the user's idle processes.
+ *
+ * Two ways in. An allocation the driver refuses as out of memory (cuMemAlloc*, cuMemCreate, a new
+ * context): the gate (cuda/wrap.c) hands it here in the app's thread, which asks the agent by a
+ * byte on its pipe and waits; the agent makes room, and the thread tries its call once more
+ * through the gate. A wake without room (nap.c): the agent makes room, then restores.
+ *
+ * Making room: the processes that share this process's status directory are read from their
+ * status files; those that run (not busy, not napping, not refused), have been idle for [nap]
+ * min_idle_s at least (their idle_since: a process run with make_room or idle_s says it) and hold
+ * memory on the GPU (NVML's count, through the controller, CN_OP_USERS) are napped one at a
+ * time, the longest idle first, as `cudanap nap` naps them (the suspend signal with CN_SIGVAL_NAP,
+ * beside a note naming this process, CN_NOTE_NAP_FOR), each waited for, until the GPU's free
+ * memory holds what is needed and [restore] margin_mib. Nothing else is touched: with no one to
+ * nap the call fails, or the wake waits, as without make_room.
+ *
+ * Turns: one process of the directory makes room at a time, and keeps its turn (a flock on
+ * <dir>/room.lock) until it has used the room (its call tried again, its restore done), so that
+ * two processes wanting the same memory take turns instead of napping each other. The turn is
+ * taken without blocking: an agent waiting for it stays free to nap when another asks it to. */
+#define _GNU_SOURCE
+#include "room.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "channel.h"
+#include "clock.h"
+#include "cn_notes.h"
+#include "cn_proc.h"
+#include "cn_safe.h"
+#include "cn_words.h"
+#include "cuda_abi.h"
+#include "fns.h"
+#include "gate.h"
+#include "log.h"
+#include "report.h"
+#include "state.h"
+#include "wake.h"
+
+#define ASK_MS	    120000 /* an allocation waits this long at most for room */
+#define NAP_WAIT_MS 60000  /* one candidate's nap, beyond [lock] timeout_ms */
+#define CTX_BYTES   (512ull << 20) /* what a new context takes, about (H100: 500-520 MiB) */
+
+/* The turn: this process's fd on room.lock while it holds it; -1 when not. Agent thread, but
+ * for cn_room_done's release, which comes after the agent handed the turn to an app thread. */
+static atomic_int turn_fd = -1;
+
+/* The app's request, one at a time (ask), and its answer, under mu. */
+static pthread_mutex_t ask = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static struct {
+	bool asked, answered, made;
+	struct cn_room_need need;
+	const char *what; /* the call, for the log */
+	double until_ms;  /* when the agent stops trying */
+} req;
+
+static atomic_bool on; /* [nap] make_room, as the agent last read it */
+static bool pending;	/* agent thread: an app thread waits for an answer */
+static bool failure_said; /* agent thread: the last allocation's failure was logged */
+
+void cn_room_config(void)
+{
+	atomic_store(&on, cn_ag.cfg.nap_make_room);
+}
+
+void cn_room_reset(void)
+{
+	int fd = atomic_exchange(&turn_fd, -1);
+
+	if (fd >= 0)
+		close(fd); /* the parent's lock stays the parent's: its descriptor holds it */
+	pthread_mutex_init(&ask, NULL);
+	pthread_mutex_init(&mu, NULL);
+	pthread_cond_init(&cv, NULL);
+	memset(&req, 0, sizeof(req));
+	pending = failure_said = false;
+}
+
+/* ---- the turn ---- */
+
+static int take_turn(void)
+{
+	int dir, fd;
+
+	if (atomic_load(&turn_fd) >= 0)
+		return 0;
+	dir = open(cn_ag.cfg.status_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return -errno;
+	fd = openat(dir, "room.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+	close(dir);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+
+		close(fd);
+		return e == EWOULDBLOCK ? -EAGAIN : -e;
+	}
+	atomic_store(&turn_fd, fd);
+	return 0;
+}
+
+void cn_room_release(void)
+{
+	int fd = atomic_exchange(&turn_fd, -1);
+
+	if (fd >= 0)
+		close(fd); /* the flock goes with its last descriptor */
+}
+
+/* ---- who may be napped ---- */
+
+struct cand {
+	int pid, sig;
+	unsigned long seq;
+	double idle_s;
+	uint64_t bytes;
+};
+
+/* Seconds since an idle_since ("2026-11-26T05:12:33.123Z"), or -1. */
+static double since_s(const char *utc)
+{
+	struct tm tm;
+	struct timespec now;
+	const char *rest;
+	double frac = 0;
+
+	memset(&tm, 0, sizeof(tm));
+	rest = utc[0] ? strptime(utc, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
+	if (!rest)
+		return -1;
+	if (*rest == '.')
+		frac = strtod(rest, NULL);
+	clock_gettime(CLOCK_REALTIME, &now);
+	return (double)now.tv_sec + now.tv_nsec / 1e9 - ((double)timegm(&tm) + frac);
+}
+
+static int by_idle(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+
+	return x->idle_s < y->idle_s ? 1 : x->idle_s > y->idle_s ? -1 : 0;
+}
+
+/* The processes of this status dir that may be napped now, the longest idle first. */
+static int candidates(struct cand *c, int max)
+{
+	DIR *d = opendir(cn_ag.cfg.status_dir);
+	struct dirent *e;
+	int n = 0;
+
+	while (d && n < max && (e = readdir(d))) {
+		struct cn_status s;
+		struct cn_owner o;
+		char name[32];
+		int pid = atoi(e->d_name);
+		double idle;
+
+		snprintf(name, sizeof(name), "%d.json", pid);
+		if (pid <= 0 || pid == getpid() || strcmp(name, e->d_name) != 0 ||
+		    cn_status_read(cn_ag.cfg.status_dir, pid, &s) < 0 ||
+		    s.starttime != cn_proc_starttime(pid) || cn_safe_owner_of(pid, false, &o) < 0 ||
+		    o.uid != getuid())
+			continue;
+		idle = since_s(s.idle_since);
+		if (s.state != CN_STATE_RUNNING || s.busy || s.nap == CN_NAP_NAPPING ||
+		    s.nap == CN_NAP_WAITING || s.nap == CN_NAP_WAKING || s.nap == CN_NAP_REFUSED ||
+		    idle < 0 || idle < cn_ag.cfg.nap_min_idle_s)
+			continue;
+		c[n++] = (struct cand){ pid, s.suspend_signal, s.seq, idle, 0 };
+	}
+	if (d)
+		closedir(d);
+	qsort(c, (size_t)n, sizeof(*c), by_idle);
+	return n;
+}
+
+/* What each candidate holds on the GPU, and what is free there; -1 when NVML cannot say. */
+static int users(const unsigned char uuid[16], struct cand *c, int n, uint64_t *free_bytes,
+		 int *gpu)
+{
+	static struct cn_req q;
+	struct cn_resp r;
+
+	memset(&q, 0, sizeof(q));
+	q.op = CN_OP_USERS;
+	memcpy(q.use[0].uuid, uuid, 16);
+	q.n_pids = (uint32_t)(n < CN_USERS_MAX ? n : CN_USERS_MAX);
+	for (uint32_t i = 0; i < q.n_pids; i++)
+		q.pids[i] = c[i].pid;
+	if (cn_channel_call(&q, &r) < 0 || r.result != CUDA_SUCCESS)
+		return -1;
+	for (uint32_t i = 0; i < q.n_pids; i++)
+		c[i].bytes = r.pid_bytes[i];
+	*free_bytes = r.free_bytes;
+	*gpu = -1;
+	for (uint32_t g = 0; g < r.n_gpus && g < CN_MAX_GPUS; g++)
+		if (memcmp(r.gpus[g], uuid, 16) == 0)
+			*gpu = (int)g;
+	return 0;
+}
+
+/* Nap one candidate for this process, and wait for it: true when it naps. */
+static bool nap_one(const struct cand *c, uint64_t need, int gpu)
+{
+	double until = cn_clock_ms() + cn_ag.cfg.lock_timeout_ms + NAP_WAIT_MS;
+	char note[64];
+	union sigval v = { .sival_int = CN_SIGVAL_NAP };
+	struct cn_status s;
+
+	snprintf(note, sizeof(note), "%d %llu %d\n", (int)getpid(),
+		 (unsigned long long)(need >> 20), gpu);
+	if (cn_notes_put(cn_ag.cfg.status_dir, c->pid, CN_NOTE_NAP_FOR, note) < 0 ||
+	    sigqueue(c->pid, c->sig, v) < 0)
+		return false;
+	while (cn_clock_ms() < until) {
+		struct timespec ts = { 0, 50 * 1000000L };
+
+		nanosleep(&ts, NULL);
+		if (cn_status_read(cn_ag.cfg.status_dir, c->pid, &s) < 0)
+			return false; /* gone */
+		if (s.seq > c->seq && !s.busy)
+			return s.state == CN_STATE_CHECKPOINTED;
+	}
+	return false;
+}
+
+/* The room made on one GPU: 0 (room there), -1 (none to be made now). */
+static int make_one(const struct cn_room_need *need, const char *what, char *said, size_t len)
+{
+	struct cand c[CN_USERS_MAX];
+	uint64_t free_bytes, want = need->bytes + ((uint64_t)cn_ag.cfg.margin_mib << 20);
+	double t0 = cn_clock_ms();
+	char napped[400] = "";
+	int n = candidates(c, CN_USERS_MAX), gpu, done = 0;
+
+	if (users(need->uuid, c, n, &free_bytes, &gpu) < 0) {
+		snprintf(said, len, "NVML cannot say what is free on the GPU");
+		return -1;
+	}
+	for (int i = 0; i < n; i++)
+		cn_log(&cn_ag.cfg, CN_LOG_DEBUG, "make_room: candidate %d, idle %.1f s, %llu MiB",
+		       c[i].pid, c[i].idle_s, (unsigned long long)(c[i].bytes >> 20));
+	for (int i = 0; i < n && free_bytes < want; i++) {
+		size_t o = strlen(napped);
+
+		if (!c[i].bytes)
+			continue;
+		if (!nap_one(&c[i], need->bytes, gpu)) {
+			snprintf(napped + o, sizeof(napped) - o, "%s%d did not nap", o ? ", " : "",
+				 c[i].pid);
+			continue;
+		}
+		done++;
+		snprintf(napped + o, sizeof(napped) - o, "%s%d (%llu MiB, idle %.0f s)",
+			 o ? ", " : "", c[i].pid, (unsigned long long)(c[i].bytes >> 20), c[i].idle_s);
+		if (users(need->uuid, c, 0, &free_bytes, &gpu) < 0)
+			break;
+	}
+	if (free_bytes >= want) {
+		if (done) {
+			cn_ag.st.rooms_made++;
+			cn_log(&cn_ag.cfg, CN_LOG_INFO,
+			       "made room on GPU %d for %llu MiB (%s): napped %s in %.2f s", gpu,
+			       (unsigned long long)(need->bytes >> 20), what, napped,
+			       (cn_clock_ms() - t0) / 1000);
+			cn_report_write();
+		}
+		return 0;
+	}
+	snprintf(said, len,
+		 "GPU %d has %llu MiB free, %llu MiB wanted ([restore] margin_mib included); %s", gpu,
+		 (unsigned long long)(free_bytes >> 20), (unsigned long long)(want >> 20),
+		 napped[0] ? napped : "no process of this user there idle for [nap] min_idle_s to nap");
+	return -1;
+}
+
+int cn_room_make(const struct cn_room_need *need, int n, const char *what, char *why, size_t len)
+{
+	int r = take_turn();
+
+	why[0] = '\0';
+	if (r == -EAGAIN) {
+		snprintf(why, len, "another process of this user is making room");
+		return -EAGAIN;
+	}
+	if (r < 0) {
+		snprintf(why, len, "room.lock in the status dir: %s", strerror(-r));
+		return -1;
+	}
+	for (int i = 0; i < n; i++)
+		if (make_one(&need[i], what, why, len) < 0) {
+			cn_room_release();
+			return -1;
+		}
+	return 0; /* the turn is kept until the room is used: cn_room_release */
+}
+
+/* ---- an allocation refused: the app's side ---- */
+
+typedef CUresult (*dev_fn)(int *);
+typedef CUresult (*uuid_fn)(void *, int);
+
+/* The bytes the call wanted, and on which device (CUDA's ordinal); false when not known. */
+static bool call_need(const char *name, const uint64_t *gp, uint64_t *bytes, int *dev)
+{
+	*dev = -1;
+	if (strncmp(name, "cuMemAllocPitch", 15) == 0)
+		*bytes = gp[2] * gp[3];
+	else if (strncmp(name, "cuMemAlloc", 10) == 0)
+		*bytes = gp[1];
+	else if (strncmp(name, "cuMemCreate", 11) == 0) {
+		const int *prop = (const int *)gp[2]; /* type, handle types, location {type, id} */
+
+		*bytes = gp[1];
+		if (prop && prop[2] == 1) /* CU_MEM_LOCATION_TYPE_DEVICE */
+			*dev = prop[3];
+	} else if (strcmp(name, "cuDevicePrimaryCtxRetain") == 0) {
+		*bytes = CTX_BYTES;
+		*dev = (int)gp[1];
+	} else if (strncmp(name, "cuCtxCreate", 11) == 0) {
+		*bytes = CTX_BYTES;
+		*dev = (int)(strcmp(name, "cuCtxCreate_v3") == 0   ? gp[4]
+			     : strcmp(name, "cuCtxCreate_v4") == 0 ? gp[3]
+								   : gp[2]);
+	} else {
+		return false;
+	}
+	if (*dev < 0) { /* the calling thread's context's */
+		dev_fn get = (dev_fn)cn_fns_stub(CN_FN_IDX_cuCtxGetDevice);
+
+		if (get(dev) != CUDA_SUCCESS)
+			return false;
+	}
+	return *bytes > 0;
+}
+
+bool cn_room_oom(unsigned idx, const uint64_t *gp)
+{
+	struct cn_room_need need;
+	uuid_fn uuid = (uuid_fn)cn_fns_stub(CN_FN_IDX_cuDeviceGetUuid_v2);
+	const char *name = cn_lookup_name(idx);
+	struct timespec until;
+	bool made = false;
+	int dev;
+
+	if (!atomic_load(&on) || !name || !call_need(name, gp, &need.bytes, &dev) ||
+	    uuid(need.uuid, dev) != CUDA_SUCCESS)
+		return false;
+	pthread_mutex_lock(&ask);
+	pthread_mutex_lock(&mu);
+	req = (typeof(req)){ .asked = true, .need = need, .what = name,
+			     .until_ms = cn_clock_ms() + ASK_MS };
+	pthread_mutex_unlock(&mu);
+	cn_wake_send(CN_WAKE_ROOM);
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += ASK_MS / 1000 + 5;
+	pthread_mutex_lock(&mu);
+	while (!req.answered)
+		if (pthread_cond_timedwait(&cv, &mu, &until) == ETIMEDOUT)
+			break;
+	made = req.answered && req.made;
+	req.asked = false;
+	pthread_mutex_unlock(&mu);
+	if (!made)
+		pthread_mutex_unlock(&ask);
+	return made;
+}
+
+void cn_room_done(void)
+{
+	cn_room_release();
+	pthread_mutex_unlock(&ask);
+}
+
+/* ---- an allocation refused: the agent's side ---- */
+
+
+static void answer(bool made)
+{
+	pthread_mutex_lock(&mu);
+	req.answered = true;
+	req.made = made;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+	pending = false;
+}
+
+static void serve(void)
+{
+	struct cn_room_need need;
+	const char *what;
+	char why[600];
+	double until;
+	int r;
+
+	pthread_mutex_lock(&mu);
+	if (!req.asked || req.answered) {
+		pthread_mutex_unlock(&mu);
+		pending = false;
+		return;
+	}
+	need = req.need;
+	what = req.what;
+	until = req.until_ms;
+	pthread_mutex_unlock(&mu);
+	r = cn_room_make(&need, 1, what, why, sizeof(why));
+	if (r == -EAGAIN && cn_clock_ms() < until) {
+		pending = true; /* tried again at the next tick */
+		return;
+	}
+	if (r < 0 && !failure_said)
+		cn_log(&cn_ag.cfg, CN_LOG_INFO,
+		       "%s: out of memory, and no room could be made (%s): the call fails as it "
+		       "would have",
+		       what, why);
+	failure_said = r < 0;
+	answer(r == 0);
+}
+
+void cn_room_asked(void)
+{
+	pending = true;
+	serve();
+}
+
+int cn_room_timeout_ms(void)
+{
+	return pending ? 100 : -1;
+}
+
+void cn_room_tick(void)
+{
+	if (pending)
+		serve();
+}

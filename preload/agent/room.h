@@ -1,0 +1,38 @@
+/* room: [nap] make_room, idle processes of the user napped to make GPU memory for this one. See
+ * room.c. */
+#ifndef CN_ROOM_H
+#define CN_ROOM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* What is needed on one GPU. */
+struct cn_room_need {
+	unsigned char uuid[16];
+	uint64_t bytes;
+};
+
+/* The agent read its INI: make_room on or off for the gate's side. */
+void cn_room_config(void);
+/* At the agent's start, and in a forked child: no request, no turn (the parent's is its own). */
+void cn_room_reset(void);
+
+/* Agent thread: make room for each need (what: for the log), napping idle processes. 0: room
+ * there, and this process holds the turn until cn_room_release; -EAGAIN: another process makes
+ * room now (try again later); -1: none could be made (why says what is free and who was tried). */
+int cn_room_make(const struct cn_room_need *need, int n, const char *what, char *why, size_t len);
+void cn_room_release(void);
+
+/* App thread, from the gate: the driver refused call idx (its argument registers gp) as out of
+ * memory. True when room was made: the caller tries the call once more, then cn_room_done. */
+bool cn_room_oom(unsigned idx, const uint64_t *gp);
+void cn_room_done(void);
+
+/* Agent thread: an app thread asked (its byte on the pipe); and the ticks that try again while
+ * another process holds the turn. */
+void cn_room_asked(void);
+int cn_room_timeout_ms(void);
+void cn_room_tick(void);
+
+#endif

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# [nap] make_room, with the fake driver given a GPU of 4000 MiB (CUDANAP_FAKE_GPU_MIB; each
+# process holds 1000 MiB, and what it allocates): an allocation the GPU cannot hold naps the
+# user's idle process that was least recently active, and the call, tried again, succeeds; the
+# napped one wakes at its next call by napping the next idle one, its memory intact; a process
+# active less than min_idle_s ago is never napped (the wake waits, as without make_room, and goes
+# on once one is idle); two wakes at once take turns; without make_room the allocation fails as
+# before; the status says who was napped for whom, and counts naps by cause.
+. "$(dirname "$0")/../lib.sh"
+export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake CUDANAP_FAKE_GPU_MIB=4000
+mkdir "$T/fake"
+room_ini() { write_ini "[nap]" "make_room = true" "min_idle_s = $1" "[restore]" "margin_mib = 0" "[log]" "level = info"; }
+room_ini 1
+idle_for() { # idle_for PID S: its status says it has been idle S seconds at least
+	local since
+	since=$(field "$1" idle_since)
+	[ -n "$since" ] && [ $(($(date +%s) - $(date -d "$since" +%s))) -ge "$2" ]
+}
+
+start A "$TARGET"
+start B "$TARGET"
+ask B "drv launch export 5"
+is "$REPLY" "launch 0" "B works the GPU once"
+sleep 1.5
+ask A "drv alloc export 1000"
+is "$REPLY" "alloc 0" "A allocates 1000 MiB: 3000 of 4000 MiB taken"
+start C "$TARGET"
+check "B and A idle for a second (B the longer)" eventually 20 idle_for "$A_pid" 1
+
+# -- an allocation the GPU cannot hold: the least recently active idle process naps
+ask C "drv alloc export 1000" 60
+is "$REPLY" "alloc 0" "C's allocation of 1000 MiB, refused by the driver, succeeds once room is made"
+check "B, idle the longest, napped for it" napped "$B_pid" 5
+is "$(field "$A_pid" state):$(field "$A_pid" naps)" "running:0" "A, idle for less time, was left alone"
+is "$(field "$B_pid" nap_for_pid):$(field "$B_pid" nap_for_mib):$(field "$B_pid" naps_room)" "$C_pid:1000.000:1" \
+	"B's status: napped for C, which needed 1000 MiB; one nap to make room"
+is "$(field "$C_pid" rooms_made)" 1 "C's status: room made once"
+like "$(cat "$T/C.err")" "cudanap\[$C_pid\]: made room on GPU 0 for 1000 MiB \(cuMemAlloc_v2\): napped $B_pid \(1000 MiB, idle [0-9]+ s\) in [0-9.]+ s" \
+	"C's log: one line for the room it made"
+like "$(cat "$T/B.err")" "cudanap\[$B_pid\]: napped \(for $C_pid, which needs 1000 MiB on GPU 0\): 1000 MiB of GPU memory freed" \
+	"B's log: for whom it napped"
+like "$("$CUDANAP" status --no-query "$B_pid")" $'\n'"$B_pid: napped for $C_pid: 1.0 GiB" "cudanap status says who was napped for whom"
+
+# -- the napped one's next call: it wakes by napping the next idle one
+check "A and C idle for a second" eventually 20 idle_for "$C_pid" 1
+ask B "drv launch export 5" 60
+is "$REPLY" "launch 0" "B's next call wakes it"
+check "A, now the least recently active, napped for it" napped "$A_pid" 5
+is "$(field "$A_pid" nap_for_pid):$(field "$C_pid" state)" "$B_pid:running" "for B; C runs on"
+ask B verify
+is "$REPLY" "verify ok" "B's memory came back intact"
+like "$(cat "$T/B.err")" "made room on GPU 0 for 1000 MiB \(its wake\): napped $A_pid \(2000 MiB" "B's log says it"
+
+# -- nobody idle long enough: the wake waits, as without make_room, until someone is
+room_ini 60
+echo "drv launch export 5" >&"$A_in" # A needs 2000 MiB; B and C are not idle for 60 s
+check "A's wake waits for room" eventually 10 nap_is "$A_pid" "waiting for room"
+like "$(field "$A_pid" nap_why)" "." "its status says what it waits for ($(field "$A_pid" nap_why))"
+is "$(field "$B_pid" state):$(field "$C_pid" state)" "running:running" "B and C, idle for less than min_idle_s, are not napped"
+like "$(cat "$T/A.err")" "no room made for its wake: GPU 0 has [0-9]+ MiB free, 2000 MiB wanted .*no process of this user there idle for \[nap\] min_idle_s to nap" \
+	"A's log says why no room was made, once"
+room_ini 1
+read -r -t 30 -u "$A_out" REPLY || REPLY=
+is "$REPLY" "launch 0" "once they are idle long enough, room is made and A's call goes on"
+ask A verify
+is "$REPLY" "verify ok" "A's memory intact"
+napped_one() { [ "$(field "$B_pid" state)" = checkpointed ] || [ "$(field "$C_pid" state)" = checkpointed ]; }
+check "B or C napped for it" napped_one
+
+# -- two wakes at once take turns
+asleep=() ; awake=()
+for p in B C; do
+	eval "pid=\$${p}_pid"
+	if [ "$(field "$pid" state)" = checkpointed ]; then asleep+=("$p"); else awake+=("$p"); fi
+done
+"$CUDANAP" nap -c "$T/job.ini" "$A_pid" > /dev/null
+check "A napped by hand" napped "$A_pid" 10
+check "the other one idle for a second" eventually 20 idle_for "$(eval echo "\$${awake[0]}_pid")" 1
+send() { local fin; eval "fin=\$${1}_in"; echo "$2" >&"$fin"; } # the answer read later
+send A "drv launch export 5"
+send "${asleep[0]}" "drv launch export 5"
+read -r -t 20 -u "$A_out" ra || ra=
+eval "read -r -t 20 -u \"\$${asleep[0]}_out\" rb" || rb=
+[ "$ra:$rb" = "launch 0:launch 0" ] || for p in A B C; do diag "$p: $(tail -n 6 "$T/$p.err")"; done
+is "$ra:$rb" "launch 0:launch 0" "A and ${asleep[0]} woken at once: both answer (one took its turn after the other)"
+ask A verify
+is "$REPLY" "verify ok" "A intact"
+ask "${asleep[0]}" verify
+is "$REPLY" "verify ok" "${asleep[0]} intact"
+
+# -- a process with a thread inside a driver call is not napped, however old its last call
+[ "$(field "$B_pid" state)" = checkpointed ] && Y=B || Y=C
+[ "$Y" = B ] && X=C || X=B
+eval "x_pid=\$${X}_pid y_pid=\$${Y}_pid"
+ask A "drv launch export 6000"
+ask A "drv bgsync export"
+is "$REPLY" "bgsync ok" "A: a thread inside cuStreamSynchronize for 6 s"
+sleep 0.3
+ask "$X" "drv launch export 5"
+check "$X idle for a second" eventually 20 idle_for "$x_pid" 1
+ask "$Y" "drv launch export 5" 30
+is "$REPLY" "launch 0" "$Y's wake needs room"
+is "$(field "$A_pid" state):$(field "$x_pid" state)" "running:checkpointed" \
+	"$X was napped for it; A, whose last call is older but whose thread is inside one, was not"
+synced_done() { ask A "drv synced"; [[ $REPLY =~ ^synced\ 0 ]]; }
+check "A's call ends, right" eventually 15 synced_done
+
+# -- counts by cause, in the status
+is "$(field "$A_pid" naps_room):$(field "$A_pid" naps_asked):$(field "$A_pid" naps_idle)" "1:1:0" \
+	"A's naps by cause: 1 to make room, 1 asked, none idle"
+
+# -- without make_room: the allocation fails, nobody napped
+write_ini "[restore]" "margin_mib = 0"
+start D "$TARGET"
+ask D "drv alloc export 3000" 20
+is "$REPLY" "alloc 2" "without make_room an allocation beyond the GPU fails (CUDA_ERROR_OUT_OF_MEMORY)"
+naps=0
+for p in "$A_pid" "$B_pid" "$C_pid"; do [ "$(field "$p" state)" = checkpointed ] && naps=$((naps + 1)); done
+is "$naps" 1 "and no one else napped for it"
+for p in A B C D; do ask "$p" quit 10; done
+finish
