@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# bench-room: three notebook-like PyTorch sessions (tests/gpu/nap_session.py, fed through pipes) of
+# GIB GiB each on one GPU that holds two of them (GIB: 38 % of the GPU, 30 on an 80 GB H100).
+# Without [nap] make_room the third one's allocation fails; with it, ROUNDS (10) rounds of one cell
+# per session, in turn, each session napping another to make room for its wake. Every cell's
+# result is compared with a session that had the GPU alone; each cell's time, its wake's and whom
+# it napped are printed. Run through `ninja -C build bench-room`.
+set -u
+ROUNDS=${ROUNDS:-10} MIN_IDLE=${MIN_IDLE:-1}
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../../tests/lib.sh"
+nvidia-smi -L > /dev/null 2>&1 || { echo "bench-room: needs a GPU" >&2; exit 1; }
+py=${PYTHON:-python3}
+"$py" -c 'import torch' 2> /dev/null || { echo "bench-room: needs PyTorch" >&2; exit 1; }
+total=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -n 1)
+GIB=${GIB:-$((total * 38 / 100 / 1024))}
+session="$here/../../tests/gpu/nap_session.py"
+echo "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1); $total MiB; 3 sessions of $GIB GiB"
+
+# the reference: one session with the GPU to itself
+start R "$py" "$session" torch "$GIB"
+ask R compute 300
+ref=$REPLY
+ask R quit 30
+wait "$R_pid" 2> /dev/null
+echo "alone: $ref"
+
+# without make_room: the third does not fit
+write_ini
+start N1 "$py" "$session" torch "$GIB"
+start N2 "$py" "$session" torch "$GIB"
+start N3 "$py" "$session" torch "$GIB" 2> /dev/null
+if [ -n "${N3_ready:-}" ]; then
+	echo "without make_room: the third session started (the GPU holds three): nothing to show" >&2
+	exit 1
+fi
+echo "without make_room: the third session's start fails: $(grep -m 1 -o 'OutOfMemoryError: .*' "$T/N3.err" | cut -c 1-110)"
+for s in N1 N2; do ask $s quit 30; done
+wait 2> /dev/null
+
+# with make_room
+write_ini "[nap]" "make_room = true" "min_idle_s = $MIN_IDLE" "[log]" "level = info"
+for s in S1 S2 S3; do
+	t0=$(date +%s%N)
+	start $s "$py" "$session" torch "$GIB"
+	eval "pid=\$${s}_pid"
+	printf 'start %s (%d): %.2f s\n' "$s" "$pid" "$((($(date +%s%N) - t0) / 1000000))e-3"
+done
+bad=0 cells=0
+printf '%5s %7s %8s %8s %8s  %s\n' round session cell_s wake_s naps "napped for it"
+for r in $(seq "$ROUNDS"); do
+	for s in S1 S2 S3; do
+		eval "pid=\$${s}_pid"
+		before=$(grep -c "made room" "$T/$s.err")
+		t0=$(date +%s%N)
+		ask $s compute 300
+		ms=$((($(date +%s%N) - t0) / 1000000))
+		cells=$((cells + 1))
+		[ "$REPLY" = "$ref" ] || { bad=$((bad + 1)); echo "round $r $s: got '$REPLY'" >&2; }
+		victim=$(grep "made room" "$T/$s.err" | tail -n +$((before + 1)) | grep -o 'napped [0-9]* ([0-9]* MiB' | tr '\n' ' ')
+		wake=$(field "$pid" last_wake_ms)
+		printf '%5d %7s %8.2f %8s %8s  %s\n' "$r" "$s" "${ms}e-3" \
+			"$(awk -v w="${wake:-}" 'BEGIN { if (w == "" || w == "null") print "-"; else printf "%.2f", w / 1000 }')" \
+			"$(field "$pid" naps_room)/$(field "$pid" wakes)" "${victim:--}"
+	done
+done
+echo "cells: $cells, results equal to the session alone: $((cells - bad)); out-of-memory errors: $(cat "$T"/S?.err | grep -c OutOfMemoryError)"
+for s in S1 S2 S3; do ask $s quit 30; done
+[ "$bad" -eq 0 ]
