@@ -18,6 +18,7 @@ session="$here/../../tests/gpu/nap_session.py"
 echo "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1); $total MiB; 3 sessions of $GIB GiB"
 
 # the reference: one session with the GPU to itself
+write_ini
 start R "$py" "$session" torch "$GIB"
 ask R compute 300
 ref=$REPLY
@@ -26,7 +27,6 @@ wait "$R_pid" 2> /dev/null
 echo "alone: $ref"
 
 # without make_room: the third does not fit
-write_ini
 start N1 "$py" "$session" torch "$GIB"
 start N2 "$py" "$session" torch "$GIB"
 start N3 "$py" "$session" torch "$GIB" 2> /dev/null
