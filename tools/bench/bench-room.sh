@@ -15,6 +15,14 @@ py=${PYTHON:-python3}
 total=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -n 1)
 GIB=${GIB:-$((total * 38 / 100 / 1024))}
 session="$here/../../tests/gpu/nap_session.py"
+stop() { # stop NAME...: a session ends at the end of its input
+	local s fd pid
+	for s in "$@"; do
+		eval "fd=\$${s}_in pid=\$${s}_pid"
+		exec {fd}>&-
+		timeout 60 tail --pid="$pid" -f /dev/null
+	done
+}
 echo "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1); $total MiB; 3 sessions of $GIB GiB"
 
 # the reference: one session with the GPU to itself
@@ -22,8 +30,7 @@ write_ini
 start R "$py" "$session" torch "$GIB"
 ask R compute 300
 ref=$REPLY
-ask R quit 30
-wait "$R_pid" 2> /dev/null
+stop R
 echo "alone: $ref"
 
 # without make_room: the third does not fit
@@ -35,8 +42,7 @@ if [ -n "${N3_ready:-}" ]; then
 	exit 1
 fi
 echo "without make_room: the third session's start fails: $(grep -m 1 -o 'OutOfMemoryError: .*' "$T/N3.err" | cut -c 1-110)"
-for s in N1 N2; do ask $s quit 30; done
-wait 2> /dev/null
+stop N1 N2
 
 # with make_room
 write_ini "[nap]" "make_room = true" "min_idle_s = $MIN_IDLE" "[log]" "level = info"
@@ -65,5 +71,5 @@ for r in $(seq "$ROUNDS"); do
 	done
 done
 echo "cells: $cells, results equal to the session alone: $((cells - bad)); out-of-memory errors: $(cat "$T"/S?.err | grep -c OutOfMemoryError)"
-for s in S1 S2 S3; do ask $s quit 30; done
+stop S1 S2 S3
 [ "$bad" -eq 0 ]
