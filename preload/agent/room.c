@@ -224,9 +224,12 @@ static bool nap_one(const struct cand *c, uint64_t need, int gpu)
 
 	snprintf(note, sizeof(note), "%d %llu %d\n", (int)getpid(),
 		 (unsigned long long)(need >> 20), gpu);
-	if (cn_notes_put(cn_ag.cfg.status_dir, c->pid, CN_NOTE_NAP_FOR, note) < 0 ||
-	    sigqueue(c->pid, c->sig, v) < 0)
+	if (cn_notes_put(cn_ag.cfg.status_dir, c->pid, CN_NOTE_NAP_FOR, note) < 0)
 		return false;
+	if (sigqueue(c->pid, c->sig, v) < 0) {
+		cn_notes_take(cn_ag.cfg.status_dir, c->pid, CN_NOTE_NAP_FOR, note, sizeof(note));
+		return false;
+	}
 	while (cn_clock_ms() < until) {
 		struct timespec ts = { 0, 50 * 1000000L };
 
@@ -390,13 +393,19 @@ void cn_room_done(void)
 /* ---- an allocation refused: the agent's side ---- */
 
 
+/* The answer to the waiting thread; room made for a thread that stopped waiting is given back. */
 static void answer(bool made)
 {
+	bool gone;
+
 	pthread_mutex_lock(&mu);
+	gone = !req.asked;
 	req.answered = true;
-	req.made = made;
+	req.made = made && !gone;
 	pthread_cond_broadcast(&cv);
 	pthread_mutex_unlock(&mu);
+	if (made && gone)
+		cn_room_release();
 	pending = false;
 }
 
