@@ -197,7 +197,7 @@ int cn_agent_start(const struct cn_config *cfg)
 {
 	cn_ag.cfg = *cfg;
 	cn_room_config();
-	cn_gate_on_oom(cn_room_oom, cn_room_done);
+	cn_wrap_on_oom(cn_room_oom, cn_room_done);
 	cn_ag.thp = cn_staging_thp_available();
 	reset();
 	return start_thread();

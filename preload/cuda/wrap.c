@@ -95,11 +95,11 @@ struct cn_wrap_call cn_wrap_enter_slow(unsigned idx, const struct cn_frame *f)
 	return (struct cn_wrap_call){ real, e->words };
 }
 
-/* [nap] make_room (cn_gate_on_oom). */
+/* [nap] make_room (cn_wrap_on_oom). */
 static bool (*_Atomic oom_ask)(unsigned, const uint64_t *);
 static void (*_Atomic oom_done)(void);
 
-void cn_gate_on_oom(bool (*ask)(unsigned, const uint64_t *), void (*done)(void))
+void cn_wrap_on_oom(bool (*ask)(unsigned, const uint64_t *), void (*done)(void))
 {
 	atomic_store(&oom_done, done);
 	atomic_store(&oom_ask, ask);
