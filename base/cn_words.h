@@ -21,9 +21,10 @@
 #define CN_NOTE_HIBERNATE "hibernate"
 /* resume --gpu-map MAP: this resume's map, over the INI's. */
 #define CN_NOTE_GPU_MAP "gpu-map"
-/* A nap to make room for another process ([nap] make_room): "PID MIB GPU", the process it makes
- * room for, the MiB that one needs, and the GPU (nvidia-smi's index); written beside the nap's
- * signal by that process's preload (preload/agent/room.c). */
+/* A nap to make room for another process ([nap] make_room): "PID MIB GPU MIN_IDLE_S", the
+ * process it makes room for, the MiB that one needs, the GPU (nvidia-smi's index) and that
+ * process's [nap] min_idle_s, which the napped one checks against its own last work; written
+ * beside the nap's signal by that process's preload (preload/agent/room.c). */
 #define CN_NOTE_NAP_FOR "nap-for"
 /* CUDANAP_DEBUG=calls: the process's driver calls, counted per function (the process writes it). */
 #define CN_NOTE_CALLS "calls"

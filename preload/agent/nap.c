@@ -160,11 +160,51 @@ static bool go(bool asked, const char *for_whom)
 	return false;
 }
 
+/* A look at the gate: work since the last look, or a thread inside a call, is activity now. */
+static void look(double now)
+{
+	struct cn_inside in[1];
+	unsigned long work = cn_gate_work();
+
+	if (work != nap.work || cn_gate_inside(in, 1) > 0 || !work) {
+		nap.work = work;
+		nap.active_ms = now;
+	}
+}
+
+/* A nap to make room for another process, which read this one idle from its status file: a
+ * look of its own first, since the file says what the last tick saw. Worked less than the
+ * other's [nap] min_idle_s ago: refused, in one line, and the other tries the next. */
+static bool room_refused(const char *for_whom)
+{
+	double now = cn_clock_ms(), ago;
+	unsigned long long mib = 0;
+	unsigned min_idle = 0;
+	char why[200];
+	int pid = 0, gpu = -1;
+
+	if (sscanf(for_whom, "%d %llu %d %u", &pid, &mib, &gpu, &min_idle) < 4 || nap.napping)
+		return false;
+	look(now);
+	ago = (now - nap.active_ms) / 1000;
+	if (ago >= min_idle)
+		return false;
+	snprintf(why, sizeof(why),
+		 "not napped for %d: it worked its GPU %.1f s ago, less than that process's [nap] "
+		 "min_idle_s (%u s)",
+		 pid, ago, min_idle);
+	cn_report_begin(CN_ACTION_NAP);
+	cn_report_fail(CN_RES_REFUSED, why);
+	return true;
+}
+
 void cn_nap_now(void)
 {
 	char for_whom[64];
 	bool room = cn_requests_take(CN_NOTE_NAP_FOR, for_whom, sizeof(for_whom)) > 0;
 
+	if (room && room_refused(for_whom))
+		return;
 	nap.active_ms = cn_clock_ms();
 	if (nap.napping) {
 		cn_suspend_as(true, 0); /* says it naps already */
@@ -175,9 +215,8 @@ void cn_nap_now(void)
 
 void cn_nap_tick(void)
 {
-	struct cn_inside in[1];
-	unsigned long work;
 	double now = cn_clock_ms();
+	double was;
 
 	if (nap.napping) {
 		if (nap.retry && retry_in() == 0)
@@ -196,10 +235,9 @@ void cn_nap_tick(void)
 		nap.active_ms = now;
 		cn_report_write();
 	}
-	work = cn_gate_work();
-	if (work != nap.work || cn_gate_inside(in, 1) > 0 || !work) {
-		nap.work = work;
-		nap.active_ms = now;
+	was = nap.active_ms;
+	look(now);
+	if (nap.active_ms != was || nap.active_ms == now) {
 		if (nap.idle) {
 			nap.idle = false;
 			cn_ag.st.idle_since[0] = '\0';

@@ -222,8 +222,8 @@ static bool nap_one(const struct cand *c, uint64_t need, int gpu)
 	union sigval v = { .sival_int = CN_SIGVAL_NAP };
 	struct cn_status s;
 
-	snprintf(note, sizeof(note), "%d %llu %d\n", (int)getpid(),
-		 (unsigned long long)(need >> 20), gpu);
+	snprintf(note, sizeof(note), "%d %llu %d %u\n", (int)getpid(),
+		 (unsigned long long)(need >> 20), gpu, cn_ag.cfg.nap_min_idle_s);
 	if (cn_notes_put(cn_ag.cfg.status_dir, c->pid, CN_NOTE_NAP_FOR, note) < 0)
 		return false;
 	if (sigqueue(c->pid, c->sig, v) < 0) {

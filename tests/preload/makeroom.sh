@@ -4,13 +4,20 @@
 # user's idle process that was least recently active, and the call, tried again, succeeds; the
 # napped one wakes at its next call by napping the next idle one, its memory intact; a process
 # active less than min_idle_s ago is never napped (the wake waits, as without make_room, and goes
-# on once one is idle); two wakes at once take turns; without make_room the allocation fails as
-# before; the status says who was napped for whom, and counts naps by cause.
+# on once one is idle), nor one with a thread inside a driver call; one that cannot nap (managed
+# memory) refuses and the next is napped; two wakes at once take turns; without make_room the
+# allocation fails as before; the status says who was napped for whom, and counts naps by cause.
 . "$(dirname "$0")/../lib.sh"
 export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake CUDANAP_FAKE_GPU_MIB=4000
 mkdir "$T/fake"
 room_ini() { write_ini "[nap]" "make_room = true" "min_idle_s = $1" "[restore]" "margin_mib = 0" "[log]" "level = info"; }
 room_ini 1
+idle_since_for() { # idle_since_for PID T0_MS S: idle S seconds at least, since after T0
+	local since
+	since=$(field "$1" idle_since)
+	[ -n "$since" ] && [ "$(date -d "$since" +%s%3N)" -ge "$2" ] &&
+		[ $(($(date +%s%3N) - $(date -d "$since" +%s%3N))) -ge $(($3 * 1000)) ]
+}
 idle_for() { # idle_for PID S: its status says it has been idle S seconds at least
 	local since
 	since=$(field "$1" idle_since)
@@ -96,14 +103,29 @@ ask A "drv launch export 6000"
 ask A "drv bgsync export"
 is "$REPLY" "bgsync ok" "A: a thread inside cuStreamSynchronize for 6 s"
 sleep 0.3
+t0=$(date +%s%3N)
 ask "$X" "drv launch export 5"
-check "$X idle for a second" eventually 20 idle_for "$x_pid" 1
+check "$X idle for a second since then" eventually 20 idle_since_for "$x_pid" "$t0" 1
 ask "$Y" "drv launch export 5" 30
 is "$REPLY" "launch 0" "$Y's wake needs room"
 is "$(field "$A_pid" state):$(field "$x_pid" state)" "running:checkpointed" \
 	"$X was napped for it; A, whose last call is older but whose thread is inside one, was not"
 synced_done() { ask A "drv synced"; [[ $REPLY =~ ^synced\ 0 ]]; }
 check "A's call ends, right" eventually 15 synced_done
+
+# -- a process that cannot nap (managed memory) refuses, and the next one is napped
+ask A "drv call export cuMemAllocManaged"
+is "$REPLY" "call 0" "A holds managed memory: it cannot nap"
+sleep 1.2
+t0=$(date +%s%3N)
+ask "$Y" "drv launch export 5"
+check "$Y idle for a second since then (A the longer)" eventually 20 idle_since_for "$y_pid" "$t0" 1
+ask "$X" "drv launch export 5" 60
+is "$REPLY" "launch 0" "$X's wake needs room"
+is "$(field "$A_pid" state):$(field "$y_pid" state)" "running:checkpointed" \
+	"A, idle the longest, refused (managed memory); $Y was napped instead"
+like "$(cat "$T/$X.err")" "made room on GPU 0 for [0-9]+ MiB \(its wake\): napped $A_pid did not nap, $y_pid \(" \
+	"$X's log names the one that did not nap"
 
 # -- counts by cause, in the status
 is "$(field "$A_pid" naps_room):$(field "$A_pid" naps_asked):$(field "$A_pid" naps_idle)" "1:1:0" \
