@@ -121,8 +121,8 @@ static bool go(bool asked, const char *for_whom)
 			cn_ag.st.naps_room++;
 			cn_ag.st.nap_for_pid = pid;
 			cn_ag.st.nap_for_mib = (double)mib;
-			snprintf(why, sizeof(why), "for %d, which needs %llu MiB on GPU %d", pid, mib,
-				 gpu);
+			snprintf(why, sizeof(why), "for %d, which needs %llu MiB on GPU %d", pid,
+				 mib, gpu);
 		} else if (asked) {
 			cn_ag.st.nap_for_pid = 0;
 			cn_ag.st.nap_for_mib = -1;

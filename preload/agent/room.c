@@ -48,8 +48,8 @@
 #include "state.h"
 #include "wake.h"
 
-#define ASK_MS	    120000 /* an allocation waits this long at most for room */
-#define NAP_WAIT_MS 60000  /* one candidate's nap, beyond [lock] timeout_ms */
+#define ASK_MS	    120000	   /* an allocation waits this long at most for room */
+#define NAP_WAIT_MS 60000	   /* one candidate's nap, beyond [lock] timeout_ms */
 #define CTX_BYTES   (512ull << 20) /* what a new context takes, about (H100: 500-520 MiB) */
 
 /* The turn: this process's fd on room.lock while it holds it; -1 when not. Agent thread, but
@@ -67,8 +67,8 @@ static struct {
 	double until_ms;  /* when the agent stops trying */
 } req;
 
-static atomic_bool on; /* [nap] make_room, as the agent last read it */
-static bool pending;	/* agent thread: an app thread waits for an answer */
+static atomic_bool on;	  /* [nap] make_room, as the agent last read it */
+static bool pending;	  /* agent thread: an app thread waits for an answer */
 static bool failure_said; /* agent thread: the last allocation's failure was logged */
 
 void cn_room_config(void)
@@ -270,7 +270,8 @@ static int make_one(const struct cn_room_need *need, const char *what, char *sai
 		}
 		done++;
 		snprintf(napped + o, sizeof(napped) - o, "%s%d (%llu MiB, idle %.0f s)",
-			 o ? ", " : "", c[i].pid, (unsigned long long)(c[i].bytes >> 20), c[i].idle_s);
+			 o ? ", " : "", c[i].pid, (unsigned long long)(c[i].bytes >> 20),
+			 c[i].idle_s);
 		if (users(need->uuid, c, 0, &free_bytes, &gpu) < 0)
 			break;
 	}
@@ -286,9 +287,10 @@ static int make_one(const struct cn_room_need *need, const char *what, char *sai
 		return 0;
 	}
 	snprintf(said, len,
-		 "GPU %d has %llu MiB free, %llu MiB wanted ([restore] margin_mib included); %s", gpu,
-		 (unsigned long long)(free_bytes >> 20), (unsigned long long)(want >> 20),
-		 napped[0] ? napped : "no process of this user there idle for [nap] min_idle_s to nap");
+		 "GPU %d has %llu MiB free, %llu MiB wanted ([restore] margin_mib included); %s",
+		 gpu, (unsigned long long)(free_bytes >> 20), (unsigned long long)(want >> 20),
+		 napped[0] ? napped
+			   : "no process of this user there idle for [nap] min_idle_s to nap");
 	return -1;
 }
 
@@ -366,8 +368,9 @@ bool cn_room_oom(unsigned idx, const uint64_t *gp)
 		return false;
 	pthread_mutex_lock(&ask);
 	pthread_mutex_lock(&mu);
-	req = (typeof(req)){ .asked = true, .need = need, .what = name,
-			     .until_ms = cn_clock_ms() + ASK_MS };
+	req = (typeof(req)){
+		.asked = true, .need = need, .what = name, .until_ms = cn_clock_ms() + ASK_MS
+	};
 	pthread_mutex_unlock(&mu);
 	cn_wake_send(CN_WAKE_ROOM);
 	clock_gettime(CLOCK_REALTIME, &until);
@@ -391,7 +394,6 @@ void cn_room_done(void)
 }
 
 /* ---- an allocation refused: the agent's side ---- */
-
 
 /* The answer to the waiting thread; room made for a thread that stopped waiting is given back. */
 static void answer(bool made)

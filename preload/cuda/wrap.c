@@ -121,7 +121,7 @@ static bool retry_oom(unsigned idx, struct cn_frame *f)
 	cn_gate_tl.retrying = true;
 	f->ret[0] = (uint64_t)((fn6)cn_fns_stub(idx))(g[0], g[1], g[2], g[3], g[4], g[5]);
 	cn_gate_tl.retrying = false;
-	atomic_load(&oom_done)();
+	atomic_load (&oom_done)();
 	return true;
 }
 

@@ -23,6 +23,7 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -253,11 +254,21 @@ EXPORT CUresult cuCtxGetCurrent(void **ctx)
  * device 0, as the runtime's cudaGetDevice says. */
 static char primary[16];
 
+/* With the GPU's size set and $CUDANAP_FAKE_CTX_MIB, a device's first retain takes that much of
+ * its memory, or fails as out of memory. */
 EXPORT CUresult cuDevicePrimaryCtxRetain(void **ctx, CUdevice d)
 {
+	static bool made[sizeof(primary)];
+	const char *mib = getenv("CUDANAP_FAKE_CTX_MIB");
+
 	entered("cuDevicePrimaryCtxRetain");
 	if (d < 0 || d >= (CUdevice)sizeof(primary))
 		return CUDA_ERROR_INVALID_DEVICE;
+	if (mib && !made[d]) {
+		if (fake_account(atoll(mib)) != CUDA_SUCCESS)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		made[d] = true;
+	}
 	*ctx = primary + d;
 	return CUDA_SUCCESS;
 }

@@ -910,7 +910,9 @@ EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *s, nvmlDevice_t *d)
 EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m)
 {
 	m->total = (unsigned long long)(sized_mib() ? sized_mib() : 81920) << 20;
-	m->free = (unsigned long long)free_mib((int)(intptr_t)d - 1) << 20;
+	long long f = free_mib((int)(intptr_t)d - 1);
+
+	m->free = (unsigned long long)(f > 0 ? f : 0) << 20; /* more taken than there is: none */
 	m->used = m->total - m->free;
 	return NVML_SUCCESS;
 }

@@ -18,11 +18,7 @@ idle_since_for() { # idle_since_for PID T0_MS S: idle S seconds at least, since 
 	[ -n "$since" ] && [ "$(date -d "$since" +%s%3N)" -ge "$2" ] &&
 		[ $(($(date +%s%3N) - $(date -d "$since" +%s%3N))) -ge $(($3 * 1000)) ]
 }
-idle_for() { # idle_for PID S: its status says it has been idle S seconds at least
-	local since
-	since=$(field "$1" idle_since)
-	[ -n "$since" ] && [ $(($(date +%s) - $(date -d "$since" +%s))) -ge "$2" ]
-}
+idle_for() { idle_since_for "$1" 0 "$2"; } # idle_for PID S: idle S seconds at least
 
 start A "$TARGET"
 start B "$TARGET"
@@ -127,6 +123,16 @@ is "$(field "$A_pid" state):$(field "$y_pid" state)" "running:checkpointed" \
 like "$(cat "$T/$X.err")" "made room on GPU 0 for [0-9]+ MiB \(its wake\): napped $A_pid did not nap, $y_pid \(" \
 	"$X's log names the one that did not nap"
 
+# -- a new context the GPU cannot hold: room made, the retain tried again
+eval "x_pid=\$${X}_pid"
+check "$X idle for a second" eventually 20 idle_for "$x_pid" 1
+CUDANAP_FAKE_CTX_MIB=500 start E "$TARGET"
+ask E "drv call export cuDevicePrimaryCtxRetain" 60
+is "$REPLY" "call 0" "E's first context (500 MiB), refused as out of memory, is made once room is"
+is "$(field "$x_pid" state):$(field "$x_pid" nap_for_pid)" "checkpointed:$E_pid" "$X napped for it"
+like "$(cat "$T/E.err")" "made room on GPU 0 for 512 MiB \(cuDevicePrimaryCtxRetain\): napped $x_pid" \
+	"E's log: a context is asked 512 MiB"
+
 # -- counts by cause, in the status
 is "$(field "$A_pid" naps_room):$(field "$A_pid" naps_asked):$(field "$A_pid" naps_idle)" "1:1:0" \
 	"A's naps by cause: 1 to make room, 1 asked, none idle"
@@ -138,6 +144,6 @@ ask D "drv alloc export 3000" 20
 is "$REPLY" "alloc 2" "without make_room an allocation beyond the GPU fails (CUDA_ERROR_OUT_OF_MEMORY)"
 naps=0
 for p in "$A_pid" "$B_pid" "$C_pid"; do [ "$(field "$p" state)" = checkpointed ] && naps=$((naps + 1)); done
-is "$naps" 1 "and no one else napped for it"
-for p in A B C D; do ask "$p" quit 10; done
+is "$naps" 2 "and no one else napped for it (B and C napped before)"
+for p in A B C D E; do ask "$p" quit 10; done
 finish

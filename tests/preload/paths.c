@@ -155,6 +155,11 @@ static int call(void *f, const char *name, unsigned ms)
 			NULL, ms, 2, 3, 4, 5, 6, 7, (void *)8, (void **)9, (void **)10);
 	if (strcmp(name, "cuTexRefSetMipmapLevelBias") == 0)
 		return ((CUresult(*)(void *, float))f)(NULL, 0.75f);
+	if (strcmp(name, "cuDevicePrimaryCtxRetain") == 0) {
+		void *ctx = NULL;
+
+		return ((CUresult(*)(void **, int))f)(&ctx, 0);
+	}
 	if (strcmp(name, "cuMemAlloc") == 0) {
 		CUdeviceptr p = 0;
 		int rc = ((CUresult(*)(CUdeviceptr *, size_t))f)(&p, 1 << 20);
