@@ -4,7 +4,9 @@ per command read from stdin:
 
     start               "started PID": the kernel's process as the manager knows it
     cell NAME           runs the cell NAME of CELLS: "cell NAME ok|error ENAME OUTPUT..."
-    stderr              what the last cell wrote on stderr, on one line: "stderr TEXT"
+    stderr              what the cells wrote on stderr so far, on one line: "stderr TEXT" (ipykernel
+                        forwards what the process writes on fd 2 a moment later, under the cell
+                        running then)
     time                how long the last cell took, request to reply: "time SECONDS"
     interrupt           runs a cell that sleeps, interrupts it once it runs: "interrupt ENAME S"
     shutdown            asks the kernel to shut down: "exited RC" (RC as Popen gives it)
@@ -19,6 +21,7 @@ import time
 from jupyter_client import KernelManager
 
 CELLS = {
+    "settle": "import time\ntime.sleep(0.5)",
     "info": "import os\n"
             "print(os.getpid(), os.getpgid(0), os.environ.get('CUDANAP_TEST_MARK'),\n"
             "      'libcudanap' in open('/proc/self/maps').read())",
@@ -86,7 +89,8 @@ class Client:
             if reply["parent_header"].get("msg_id") == msg_id:
                 break
             sys.stderr.write(f"a late {reply['msg_type']} ({reply['content'].get('status')})\n")
-        self.stderr, self.took = " ".join("".join(err).split()), time.monotonic() - t0
+        self.stderr = " ".join((self.stderr + " " + "".join(err)).split())
+        self.took = time.monotonic() - t0
         return reply["content"]["status"], ename, " ".join("".join(text).split())
 
     def cell(self, name):
