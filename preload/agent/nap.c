@@ -99,8 +99,8 @@ int cn_nap_timeout_ms(void)
 	return tick < 100 ? 100 : tick > 1000 ? 1000 : tick;
 }
 
-/* The nap, asked or idle, or asked to make room for another process (for: its note, "PID MIB
- * GPU"): true when the process naps now. */
+/* The nap, asked or idle, or asked to make room for another process (for_whom: its note, "PID
+ * MIB GPU MIN_IDLE_S"): true when the process naps now. */
 static bool go(bool asked, const char *for_whom)
 {
 	double idle_ms = cn_clock_ms() - nap.active_ms;
@@ -195,6 +195,7 @@ static bool room_refused(const char *for_whom)
 		 pid, ago, min_idle);
 	cn_report_begin(CN_ACTION_NAP);
 	cn_report_fail(CN_RES_REFUSED, why);
+	cn_log(&cn_ag.cfg, CN_LOG_INFO, "%s", why);
 	return true;
 }
 
