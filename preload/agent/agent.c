@@ -208,8 +208,12 @@ int cn_agent_fork_child(bool start)
 	/* The parent's socket: ours to close, never to use; its controller must see its own end
 	 * close when the parent exits, whatever the child does. */
 	cn_channel_close();
-	if (!start)
+	if (!start) {
+		/* no agent in this child: nobody to make room, and the parent's request is not its */
+		cn_wrap_on_oom(NULL, NULL);
+		cn_room_reset();
 		return -EBADF;
+	}
 	reset();
 	return start_thread() == 0 ? 0 : -EAGAIN;
 }
