@@ -50,6 +50,10 @@ ssize_t cn_safe_read_as(const char *path, uid_t uid, gid_t gid, char *buf, size_
  * through a link. Its fd, with *o the owner its files must have, or -errno with why in one line. */
 int cn_safe_dir_of(const char *dir, int pid, struct cn_owner *o, char *why, size_t len);
 
+/* name in the directory at, opened for reading and writing, made (0600) if missing: a regular
+ * file only, never through a link, never blocking on a FIFO; for a flock. Its fd, or -1. */
+int cn_safe_lock_file(int at, const char *name);
+
 /* name in the directory at, replaced atomically by n bytes of buf (written first to a temporary
  * name made anew, 0600, O_EXCL: never through a link or into a FIFO). 0 or -errno. */
 int cn_safe_replace(int at, const char *name, const char *buf, size_t n);

@@ -120,6 +120,9 @@ int cn_status_format(const struct cn_status *s, char *buf, size_t len);
 /* The result's name, as the file says it: "ok", cudanap's own, the driver's name of a CUDA result
  * (as the process was told it, or read), "" while the action runs. */
 const char *cn_status_result(const struct cn_status *s);
+/* Seconds from a time the status file writes (UTC, ISO 8601 with milliseconds:
+ * "2026-11-26T05:12:33.123Z") to now; -1 when it is not one. */
+double cn_status_since_s(const char *utc);
 /* "lock 0.2 ms, checkpoint 1.52 s": the steps that ran, and ", other 1.61 s" when the action's
  * total_ms (from the agent's wake to its outcome) exceeds their sum by 50 ms or more; returns the
  * length written. */

@@ -231,3 +231,15 @@ int cn_safe_replace_mode(int at, const char *name, const char *buf, size_t n, mo
 		unlinkat(at, tmp, 0);
 	return r;
 }
+
+int cn_safe_lock_file(int at, const char *name)
+{
+	int fd = openat(at, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+	struct stat st;
+
+	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}

@@ -513,3 +513,20 @@ int cn_status_remove(const char *dir, int pid)
 	cn_status_path(dir, pid, path, sizeof(path));
 	return unlink(path) < 0 ? -errno : 0;
 }
+
+double cn_status_since_s(const char *utc)
+{
+	struct tm tm;
+	struct timespec now;
+	const char *rest;
+	double frac = 0;
+
+	memset(&tm, 0, sizeof(tm));
+	rest = utc[0] ? strptime(utc, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
+	if (!rest)
+		return -1;
+	if (*rest == '.')
+		frac = strtod(rest, NULL);
+	clock_gettime(CLOCK_REALTIME, &now);
+	return (double)now.tv_sec + (double)now.tv_nsec / 1e9 - ((double)timegm(&tm) + frac);
+}

@@ -23,7 +23,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -91,24 +90,30 @@ void cn_room_reset(void)
 
 /* ---- the turn ---- */
 
-static int take_turn(void)
+/* The lock in the status dir, checked again now and used by its fd (cn_safe.h): 0, -EAGAIN when
+ * another process holds it, or -1 with why said. */
+static int take_turn(char *why, size_t len)
 {
+	struct cn_owner o;
 	int dir, fd;
 
 	if (atomic_load(&turn_fd) >= 0)
 		return 0;
-	dir = open(cn_ag.cfg.status_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dir = cn_safe_dir_of(cn_ag.cfg.status_dir, (int)getpid(), &o, why, len);
 	if (dir < 0)
-		return -errno;
-	fd = openat(dir, "room.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+		return -1;
+	fd = cn_safe_lock_file(dir, "room.lock");
 	close(dir);
-	if (fd < 0)
-		return -errno;
+	if (fd < 0) {
+		snprintf(why, len, "room.lock in the status dir cannot be opened");
+		return -1;
+	}
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		int e = errno;
 
 		close(fd);
-		return e == EWOULDBLOCK ? -EAGAIN : -e;
+		snprintf(why, len, "room.lock: %s", strerror(e));
+		return e == EWOULDBLOCK ? -EAGAIN : -1;
 	}
 	atomic_store(&turn_fd, fd);
 	return 0;
@@ -130,24 +135,6 @@ struct cand {
 	double idle_s;
 	uint64_t bytes;
 };
-
-/* Seconds since an idle_since ("2026-11-26T05:12:33.123Z"), or -1. */
-static double since_s(const char *utc)
-{
-	struct tm tm;
-	struct timespec now;
-	const char *rest;
-	double frac = 0;
-
-	memset(&tm, 0, sizeof(tm));
-	rest = utc[0] ? strptime(utc, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
-	if (!rest)
-		return -1;
-	if (*rest == '.')
-		frac = strtod(rest, NULL);
-	clock_gettime(CLOCK_REALTIME, &now);
-	return (double)now.tv_sec + now.tv_nsec / 1e9 - ((double)timegm(&tm) + frac);
-}
 
 static int by_idle(const void *a, const void *b)
 {
@@ -176,7 +163,7 @@ static int candidates(struct cand *c, int max)
 		    s.starttime != cn_proc_starttime(pid) || cn_safe_owner_of(pid, false, &o) < 0 ||
 		    o.uid != getuid())
 			continue;
-		idle = since_s(s.idle_since);
+		idle = cn_status_since_s(s.idle_since);
 		if (s.state != CN_STATE_RUNNING || s.busy || s.nap == CN_NAP_NAPPING ||
 		    s.nap == CN_NAP_WAITING || s.nap == CN_NAP_WAKING || s.nap == CN_NAP_REFUSED ||
 		    idle < 0 || idle < cn_ag.cfg.nap_min_idle_s)
@@ -296,17 +283,16 @@ static int make_one(const struct cn_room_need *need, const char *what, char *sai
 
 int cn_room_make(const struct cn_room_need *need, int n, const char *what, char *why, size_t len)
 {
-	int r = take_turn();
+	int r;
 
 	why[0] = '\0';
+	r = take_turn(why, len);
 	if (r == -EAGAIN) {
 		snprintf(why, len, "another process of this user is making room");
 		return -EAGAIN;
 	}
-	if (r < 0) {
-		snprintf(why, len, "room.lock in the status dir: %s", strerror(-r));
+	if (r < 0)
 		return -1;
-	}
 	for (int i = 0; i < n; i++)
 		if (make_one(&need[i], what, why, len) < 0) {
 			cn_room_release();

@@ -35,7 +35,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -71,20 +70,6 @@ static void close_fds(int *fd, int *n, bool unlock)
 	*n = 0;
 }
 
-/* A turn file in the directory dir, made if missing: a regular file, never a link or a FIFO (the
- * directory was checked just before, but a file in it could be anything). Its fd, or -1. */
-static int turn_file(int dir, const char *name)
-{
-	int fd = openat(dir, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
-	struct stat st;
-
-	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
-		close(fd);
-		fd = -1;
-	}
-	return fd;
-}
-
 /* Take one of count turn files (path%d when count > 1) in the directory dir, polling until the
  * deadline; its descriptor or -1 (none could be opened, or the deadline passed). *polled: it was
  * not free. */
@@ -97,7 +82,8 @@ static int take(int dir, const char *path, int count, double deadline, bool *pol
 	for (int i = 0; i < count; i++) {
 		if (count > 1)
 			snprintf(name, sizeof(name), "%s%d", path, i);
-		fd[i] = turn_file(dir, count > 1 ? name : path);
+		/* the directory was checked just before, but a file in it could be anything */
+		fd[i] = cn_safe_lock_file(dir, count > 1 ? name : path);
 		open_fds += fd[i] >= 0;
 	}
 	while (open_fds && got < 0) {

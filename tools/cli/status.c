@@ -144,21 +144,10 @@ static void suspend_col(const struct cn_status *s, char *out, size_t len)
 		snprintf(out, len, "%s", cn_outcome_word(CN_OUTCOME_ASK, s->suspendable));
 }
 
-/* Seconds since an ISO 8601 UTC time ("2026-11-25T15:02:53.787Z"); -1 when it is not one. */
-static double since(const char *iso)
-{
-	struct tm tm = { 0 };
-	const char *rest = strptime(iso, "%Y-%m-%dT%H:%M:%S", &tm);
-
-	if (!rest)
-		return -1;
-	return difftime(time(NULL), timegm(&tm));
-}
-
 /* The NAP column: where its naps stand. */
 static void nap_col(const struct cn_status *s, char *out, size_t len)
 {
-	double idle = s->idle_since[0] ? since(s->idle_since) : -1;
+	double idle = cn_status_since_s(s->idle_since);
 
 	switch (s->nap) {
 	case CN_NAP_AWAKE:
