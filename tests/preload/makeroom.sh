@@ -19,6 +19,12 @@ idle_since_for() { # idle_since_for PID T0_MS S: idle S seconds at least, since 
 		[ $(($(date +%s%3N) - $(date -d "$since" +%s%3N))) -ge $(($3 * 1000)) ]
 }
 idle_for() { idle_since_for "$1" 0 "$2"; } # idle_for PID S: idle S seconds at least
+works() { # works NAME PID DESCRIPTION: NAME works the GPU once, then is idle for a second since
+	local t0
+	t0=$(date +%s%3N)
+	ask "$1" "drv launch export 5"
+	check "$3" eventually 20 idle_since_for "$2" "$t0" 1
+}
 
 start A "$TARGET"
 start B "$TARGET"
@@ -99,9 +105,7 @@ ask A "drv launch export 6000"
 ask A "drv bgsync export"
 is "$REPLY" "bgsync ok" "A: a thread inside cuStreamSynchronize for 6 s"
 sleep 0.3
-t0=$(date +%s%3N)
-ask "$X" "drv launch export 5"
-check "$X idle for a second since then" eventually 20 idle_since_for "$x_pid" "$t0" 1
+works "$X" "$x_pid" "$X works, then is idle for a second"
 ask "$Y" "drv launch export 5" 30
 is "$REPLY" "launch 0" "$Y's wake needs room"
 is "$(field "$A_pid" state):$(field "$x_pid" state)" "running:checkpointed" \
@@ -113,9 +117,7 @@ check "A's call ends, right" eventually 15 synced_done
 ask A "drv call export cuMemAllocManaged"
 is "$REPLY" "call 0" "A holds managed memory: it cannot nap"
 sleep 1.2
-t0=$(date +%s%3N)
-ask "$Y" "drv launch export 5"
-check "$Y idle for a second since then (A the longer)" eventually 20 idle_since_for "$y_pid" "$t0" 1
+works "$Y" "$y_pid" "$Y works, then is idle for a second (A the longer)"
 ask "$X" "drv launch export 5" 60
 is "$REPLY" "launch 0" "$X's wake needs room"
 is "$(field "$A_pid" state):$(field "$y_pid" state)" "running:checkpointed" \
