@@ -22,6 +22,7 @@
 #include "gate.h"
 #include "log.h"
 #include "nap.h"
+#include "nccl.h"
 #include "room.h"
 #include "prepare.h"
 #include "query.h"
@@ -88,12 +89,14 @@ static void publish_calls(void)
 	cn_notes_put(cn_ag.cfg.status_dir, (int)getpid(), CN_NOTE_CALLS, text);
 }
 
-/* The gate on the app's driver calls is open exactly while the process's CUDA runs: the suspend
- * closes it before the lock, the resume opens it after the unlock, and any other way an action
- * ends (a suspend that failed, a controller that died) is settled here. */
+/* The gate on the app's driver calls is open exactly while the process's CUDA runs (holding the
+ * app's GPU work while its NCCL communicators are suspended): the suspend closes it before the
+ * lock, the resume opens it after the unlock, and any other way an action ends (a suspend that
+ * failed, a controller that died) is settled here. */
 static void settle_gate(void)
 {
-	if (cn_ag.st.state != CN_STATE_LOCKED && cn_ag.st.state != CN_STATE_CHECKPOINTED)
+	if (cn_ag.st.state != CN_STATE_LOCKED && cn_ag.st.state != CN_STATE_CHECKPOINTED &&
+	    !cn_nccl_hold_app())
 		cn_gate_open();
 }
 

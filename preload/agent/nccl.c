@@ -9,7 +9,11 @@
  * The cut: the ranks agree, through the command line that suspends or resumes them all
  * (tools/cli/ncclcut.c), on the point where their communicators are suspended or resumed, in
  * notes beside the status file (cn_words.h says which and in what order). A rank waits with a
- * bound: a plain signal, with no command line behind it, is refused. */
+ * bound: a plain signal, with no command line behind it, is refused.
+ *
+ * On every route, a process with communicators starts no GPU work from the start of its suspend
+ * until its communicators run again (nccl/hold.c), and its lock waits until the work it started
+ * has ended and PyTorch's watchdog has dropped it: no collective's clock runs while it sleeps. */
 #define _GNU_SOURCE
 #include "nccl.h"
 
@@ -23,6 +27,9 @@
 #include "cn_notes.h"
 #include "cn_words.h"
 #include "comms.h"
+#include "cuda_abi.h"
+#include "gate.h"
+#include "hold.h"
 #include "log.h"
 #include "state.h"
 
@@ -30,6 +37,12 @@
 #define DEFAULT_WAIT_MS 10000
 /* At a resume the slowest rank's restore comes first. */
 #define RESUME_WAIT_MS 120000
+/* The watchdog has dropped the app's works once no app thread queried an event or a stream for
+ * this long: PyTorch's looks at its list every 100 ms. */
+#define QUIET_MS 250
+/* A thread that issued the cut's last operation gets this long to come back to the gate, before
+ * the rank says it is at the cut. */
+#define SETTLE_MS 20
 
 static void version(char *out, size_t len)
 {
@@ -160,9 +173,48 @@ static void clear(void)
 
 /* ---- the steps ---- */
 
+/* The work the app started has ended and the watchdog has dropped it. -1 with r and msg when it
+ * did not within the bound: a collective waits for a rank that stopped before it (over sockets,
+ * where the ranks stop each at its own point), to be tried again. */
+static int settle(struct cn_resp *r, char *msg, size_t len)
+{
+	double ms = cn_hold_settle(QUIET_MS, wait_ms());
+
+	if (ms >= 0) {
+		cn_log(&cn_ag.cfg, CN_LOG_DEBUG, "nccl: the app's GPU work settled in %.0f ms", ms);
+		return 0;
+	}
+	snprintf(msg, len,
+		 "NCCL: the app's GPU work was still running after %u ms (a collective waiting for "
+		 "a rank that stopped before it)",
+		 wait_ms());
+	r->result = CUDA_ERROR_NOT_READY;
+	r->name[0] = '\0';
+	return -1;
+}
+
+/* No app thread may wait at the NCCL gate while the process sleeps with a collective begun: its
+ * clock would run. One that went from an operation straight into the next while the app was held
+ * (nothing between them started GPU work) and came to the gate after the cut was counted: the
+ * suspend is given up, to be tried again. A thread that began nothing under the hold (its NCCL
+ * calls come with no CUDA call between them) waits there through the sleep, as before. */
+static int none_waiting(struct cn_resp *r, char *msg, size_t len)
+{
+	int n = cn_comms_began_waiting();
+
+	if (!n)
+		return 0;
+	snprintf(msg, len, "NCCL: %d thread%s of the app began a collective after the job's cut", n,
+		 n == 1 ? "" : "s");
+	r->result = CUDA_ERROR_NOT_READY;
+	r->name[0] = '\0';
+	return -1;
+}
+
 int cn_nccl_suspend(struct cn_resp *r, char *msg, size_t len)
 {
 	static char cut[8192], go[8192];
+	struct timespec pause = { 0, SETTLE_MS * 1000 * 1000 };
 	char why[300];
 
 	if (cn_ag.cfg.nccl_mode == CN_NCCL_API && cn_comms_count() && !cn_comms_have_api()) {
@@ -170,8 +222,13 @@ int cn_nccl_suspend(struct cn_resp *r, char *msg, size_t len)
 		failed(r, CN_RES_REFUSED);
 		return -1;
 	}
-	if (!cn_nccl_uses_api())
+	if (!cn_comms_count() || cn_ag.cfg.nccl_mode == CN_NCCL_OFF)
 		return 0;
+	cn_hold_begin();
+	if (!cn_nccl_uses_api())
+		return settle(r, msg, len);
+	/* A thread that began a collective just before the hold issues it now, the gate open. */
+	nanosleep(&pause, NULL);
 	clear();
 	if (cn_comms_quiesce(wait_ms(), cut, sizeof(cut), why, sizeof(why)) < 0)
 		goto refused;
@@ -179,6 +236,12 @@ int cn_nccl_suspend(struct cn_resp *r, char *msg, size_t len)
 	    hear(CN_NOTE_NCCL_GO, go, sizeof(go), wait_ms(), why, sizeof(why)) < 0 ||
 	    cn_comms_drain(go, wait_ms(), why, sizeof(why)) < 0)
 		goto reopen;
+	nanosleep(&pause, NULL);
+	if (none_waiting(r, msg, len) < 0) {
+		cn_comms_open();
+		clear();
+		return -1;
+	}
 	if (say(CN_NOTE_NCCL_READY, cut) < 0 ||
 	    hear(CN_NOTE_NCCL_COMMIT, go, sizeof(go), wait_ms(), why, sizeof(why)) < 0)
 		goto reopen;
@@ -192,6 +255,11 @@ int cn_nccl_suspend(struct cn_resp *r, char *msg, size_t len)
 	clear();
 	cn_log(&cn_ag.cfg, CN_LOG_DEBUG, "nccl: %d communicators suspended at the job's cut",
 	       cn_comms_count());
+	if (settle(r, msg, len) < 0 || none_waiting(r, msg, len) < 0) {
+		snprintf(msg + strlen(msg), len - strlen(msg),
+			 "; the NCCL communicators stay suspended until the job is resumed");
+		return -1;
+	}
 	return 0;
 reopen:
 	cn_comms_open();
@@ -200,6 +268,15 @@ refused:
 	snprintf(msg, len, "NCCL: %s; the process keeps running", why);
 	failed(r, CN_RES_NCCL_CUT);
 	return -1;
+}
+
+bool cn_nccl_hold_app(void)
+{
+	if (!cn_comms_suspended())
+		return false;
+	if (!cn_gate_is_holding())
+		cn_hold_begin();
+	return true;
 }
 
 int cn_nccl_resume(struct cn_resp *r, char *msg, size_t len)
@@ -227,6 +304,7 @@ int cn_nccl_resume(struct cn_resp *r, char *msg, size_t len)
 		failed(r, CN_RES_NCCL_RESUME);
 		return -1;
 	}
+	cn_gate_open(); /* the app's GPU work goes on with its collectives */
 	return 0;
 }
 

@@ -21,10 +21,16 @@ void cn_nccl_hint(char *out, size_t len);
 /* What the preflight is to know of the process's NCCL, in f (its hint valid until the next). */
 const struct cn_nccl_facts *cn_nccl_facts(struct cn_nccl_facts *f);
 
-/* Before the lock of a suspend: the communicators suspended at the job's cut. 0 to go on (or
- * nothing to do); -1 with r and msg when the suspend is over (the process runs on, or, if its
- * communicators were suspended, waits for the job's resume). */
+/* Before the lock of a suspend: the app's GPU work held back and settled, and with NCCL's
+ * suspend API the communicators suspended at the job's cut. 0 to go on (or nothing to do); -1
+ * with r and msg when the suspend is over (the process runs on, or, if its communicators were
+ * suspended, waits for the job's resume). */
 int cn_nccl_suspend(struct cn_resp *r, char *msg, size_t len);
+
+/* While the process runs with its communicators suspended (after an unlock, or a suspend that
+ * failed after them), the app starts no GPU work: its collectives' clocks would run until the job
+ * is resumed. True when so (the gate holds); false: the gate is to open. */
+bool cn_nccl_hold_app(void);
 
 /* After the unlock of a resume, or at a resume of a process that runs with its communicators
  * suspended: resumed with the job's other ranks. 0, or -1 with r and msg (NCCL_WAITING: the

@@ -78,7 +78,8 @@ static void gate_open(void)
 	double longest;
 
 	cn_gate_held(&held, &longest);
-	cn_gate_open();
+	if (!cn_nccl_hold_app())
+		cn_gate_open();
 	if (held)
 		cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
 		       "%lu driver call%s of the app's waited while it slept (the longest %.2f s)",

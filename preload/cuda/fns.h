@@ -52,6 +52,7 @@ enum cn_kind {
 	CN_KIND_MAP_ACCESS, /* memory mapped to other GPUs (cuMemSetAccess): noted */
 	CN_KIND_POOL_ACCESS, /* a pool's memory to other GPUs (cuMemPoolSetAccess): noted */
 	CN_KIND_ROOM,	     /* a context or cuMemCreate: out of memory, room is made (as ALLOC) */
+	CN_KIND_QUERY,	     /* an event's or a stream's query: when its work was not done, noted */
 };
 
 /* How the app first got a function: the debug line of a suspend says which paths it used. */

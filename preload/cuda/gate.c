@@ -14,6 +14,10 @@
  * mark is an exchange, a full barrier itself. Nested calls (an interposer calling the driver from
  * inside one of our calls, libcuda calling its own exported names) pass without a second look.
  *
+ * Between open and closed the gate can hold: an NCCL job's cut (nccl/hold.c) lets some calls go
+ * and not others, by a filter it hands in. While it holds, every outermost call takes the slow
+ * path, where the filter decides; a call it turns away waits here as at a closed gate.
+ *
  * A thread's state is in its static TLS; a record in a static array, taken at its first call and
  * given back at its exit, points the agent to it. A thread that finds every record taken is
  * counted in one shared counter instead. */
@@ -33,6 +37,9 @@
 #include "fns.h"
 
 #define MAX_THREADS 4096
+
+/* The gate's word. */
+enum { OPEN, CLOSED, HOLDING };
 
 __thread struct cn_gate_tl cn_gate_tl
 	__attribute__((tls_model("initial-exec"))) = { .depth = CN_TL_FRESH };
@@ -60,6 +67,8 @@ static double longest_ms;
 static atomic_int nap_phase;
 static void (*nap_wake)(void);
 static atomic_bool wake_asked;
+/* While it holds: which calls go on. */
+static _Atomic(bool (*)(unsigned, const void *)) hold_lets;
 
 static int membarrier(int cmd)
 {
@@ -121,8 +130,20 @@ void cn_gate_self(void)
 	cn_gate_tl.ours = true;
 }
 
-/* Mark the thread inside idx; false when the gate turned out closed. */
-static bool enter(unsigned idx)
+/* Whether a call of idx made from caller goes on now. */
+static bool may_go(unsigned idx, const void *caller)
+{
+	int w = atomic_load(&cn_gate_word);
+	bool (*lets)(unsigned, const void *);
+
+	if (w == OPEN)
+		return true;
+	lets = atomic_load(&hold_lets);
+	return w == HOLDING && lets && lets(idx, caller);
+}
+
+/* Mark the thread inside idx; false when the gate turned out closed, or holding the call. */
+static bool enter(unsigned idx, const void *caller)
 {
 	atomic_fetch_add_explicit(&cn_gate_tl.calls, 1, memory_order_relaxed);
 	if (cn_fns[idx].work) {
@@ -138,11 +159,11 @@ static bool enter(unsigned idx)
 			atomic_store_explicit(&cn_gate_tl.in, idx + 1, memory_order_relaxed);
 			atomic_signal_fence(memory_order_seq_cst);
 		}
-		return !atomic_load(&cn_gate_word);
+		return may_go(idx, caller);
 	}
 	atomic_fetch_add(&unrecorded_in, 1);
 	cn_gate_tl.counted = true;
-	if (!atomic_load(&cn_gate_word))
+	if (may_go(idx, caller))
 		return true;
 	atomic_fetch_sub(&unrecorded_in, 1);
 	cn_gate_tl.counted = false;
@@ -174,19 +195,19 @@ static void *napping(unsigned idx)
 	return NULL;
 }
 
-void *cn_gate_pass(unsigned idx)
+void *cn_gate_pass(unsigned idx, const void *caller)
 {
 	double t0;
 	void *answer = NULL;
 
-	if (enter(idx))
+	if (enter(idx, caller))
 		return NULL;
 	t0 = cn_clock_ms();
 	for (;;) {
 		outside();
 		pthread_mutex_lock(&mu);
 		held++;
-		while (atomic_load(&cn_gate_word) && !(answer = napping(idx)))
+		while (!may_go(idx, caller) && !(answer = napping(idx)))
 			pthread_cond_wait(&cv, &mu);
 		if (answer)
 			held--;
@@ -195,7 +216,7 @@ void *cn_gate_pass(unsigned idx)
 		pthread_mutex_unlock(&mu);
 		if (answer)
 			return answer;
-		if (enter(idx))
+		if (enter(idx, caller))
 			return NULL;
 		/* Closed again between the wake and the look: wait again, counted once. */
 		pthread_mutex_lock(&mu);
@@ -258,18 +279,44 @@ int cn_gate_inside(struct cn_inside *out, int max)
 	return n;
 }
 
-void cn_gate_shut(void)
+/* The word set to w; the counts of what it held start again when it was open. Every thread then
+ * either saw the new word or has its mark visible to the agent. */
+static void set_word(int w)
 {
 	pthread_once(&once, init);
 	pthread_mutex_lock(&mu);
-	if (!atomic_load(&cn_gate_word)) {
+	if (atomic_load(&cn_gate_word) == OPEN) {
 		held = 0;
 		longest_ms = 0;
 	}
-	atomic_store(&cn_gate_word, 1);
+	atomic_store(&cn_gate_word, w);
+	pthread_cond_broadcast(&cv);
 	pthread_mutex_unlock(&mu);
 	if (!cn_gate_fence)
 		membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
+}
+
+void cn_gate_shut(void)
+{
+	set_word(CLOSED);
+}
+
+void cn_gate_hold(bool (*lets)(unsigned idx, const void *caller))
+{
+	atomic_store(&hold_lets, lets);
+	set_word(HOLDING);
+}
+
+void cn_gate_recheck(void)
+{
+	pthread_mutex_lock(&mu);
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+}
+
+bool cn_gate_is_holding(void)
+{
+	return atomic_load(&cn_gate_word) == HOLDING;
 }
 
 int cn_gate_close(unsigned timeout_ms, double *waited_ms, char *why, size_t len)
@@ -307,7 +354,7 @@ int cn_gate_close(unsigned timeout_ms, double *waited_ms, char *why, size_t len)
 void cn_gate_open(void)
 {
 	pthread_mutex_lock(&mu);
-	atomic_store(&cn_gate_word, 0);
+	atomic_store(&cn_gate_word, OPEN);
 	pthread_cond_broadcast(&cv);
 	pthread_mutex_unlock(&mu);
 }

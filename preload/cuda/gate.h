@@ -36,7 +36,18 @@ void cn_gate_shut(void);
 
 /* Open the gate: the calls waiting at it go on into libcuda. */
 void cn_gate_open(void);
-bool cn_gate_is_closed(void);
+bool cn_gate_is_closed(void); /* closed or holding */
+
+/* Hold it: from now on an app thread's outermost driver call waits unless lets(idx, caller) says
+ * it may go (the NCCL cut's filter, nccl/hold.c: the app may not start GPU work, NCCL and the
+ * watchdog's queries go on). Threads inside a call stay inside. From a closed gate too (the
+ * unlock of a job whose communicators are still suspended). cn_gate_close closes it from here,
+ * cn_gate_open opens it. lets runs in the app's threads, with nothing locked, and must be
+ * cheap. */
+void cn_gate_hold(bool (*lets)(unsigned idx, const void *caller));
+/* The filter's answer may have changed (a drain lets the app run): the waiting calls look again. */
+void cn_gate_recheck(void);
+bool cn_gate_is_holding(void);
 
 /* What the gate held since it last closed: the calls that waited (a thread waiting again after a
  * spurious wake counts once) and the longest wait so far, in ms. */
@@ -56,8 +67,8 @@ void cn_gate_after_fork(void);
 
 /* ---- for the naps (nap.c) ---- */
 
-/* The calls the app's threads have made that work the GPU (not queries, getters or context
- * switches: fns.h's work flag): the sum changes while the app works. */
+/* The calls the app's threads have made that work the GPU (not queries, getters, context
+ * switches or event records: fns.h's work flag): the sum changes while the app works. */
 unsigned long cn_gate_work(void);
 
 /* The gate closed for a nap: NONE (not a nap: every call waits), CLOSING (the nap under way:
@@ -66,6 +77,10 @@ unsigned long cn_gate_work(void);
  * once per nap, by calling wake (in an app thread: it must only write to the agent's pipe). */
 enum cn_gate_nap { CN_GATE_NAP_NONE, CN_GATE_NAP_CLOSING, CN_GATE_NAP_ASLEEP };
 void cn_gate_nap(enum cn_gate_nap phase, void (*wake)(void));
+
+/* When (cn_clock_ms) a query of the app's (cuEventQuery, cuStreamQuery) last found its work not
+ * done; 0: never. wrap.c. */
+double cn_wrap_busy_ms(void);
 
 /* [nap] make_room: ask, in the app's thread, when the driver refused an outermost allocation or
  * context of the app's as out of memory (idx, its argument registers gp); when it says room was
@@ -95,7 +110,7 @@ _Static_assert(offsetof(struct cn_gate_tl, depth) == CN_TL_DEPTH &&
 		       offsetof(struct cn_gate_tl, work) == CN_TL_WORK,
 	       "stubs.S reads struct cn_gate_tl at these offsets");
 
-/* The gate's word: 0 open, 1 closed; and whether a thread's mark must fence (no membarrier(2) to
+/* The gate's word: 0 open, 1 closed, 2 holding (cn_gate_hold); and whether a thread's mark must fence (no membarrier(2) to
  * do it from the agent's side, or a ThreadSanitizer build, which cannot see membarrier). */
 extern atomic_int cn_gate_word;
 extern bool cn_gate_fence;
@@ -104,10 +119,11 @@ extern bool cn_gate_fence;
  * depth 0 from then on: the fast path); without one (every record taken) it stays on the slow
  * path, counted in one shared counter. */
 void cn_gate_check_in(void);
-/* The slow half of passing, for the outermost call of a thread: mark it inside call idx, waiting
- * first while the gate is closed. NULL then; or, while the process naps, the function that
- * answers the call in the driver's place (answers.c), the thread left outside. */
-void *cn_gate_pass(unsigned idx);
+/* The slow half of passing, for the outermost call of a thread (made from caller): mark it inside
+ * call idx, waiting first while the gate is closed, or holding and its filter says no. NULL then;
+ * or, while the process naps, the function that answers the call in the driver's place
+ * (answers.c), the thread left outside. */
+void *cn_gate_pass(unsigned idx, const void *caller);
 /* The slow half of leaving it. */
 void cn_gate_leave(void);
 #endif /* __ASSEMBLER__ */

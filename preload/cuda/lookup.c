@@ -79,13 +79,17 @@ static const struct {
 	{ "cuMemCreate", CN_KIND_ROOM },
 	{ "cuCtxCreate", CN_KIND_ROOM },
 	{ "cuDevicePrimaryCtxRetain", CN_KIND_ROOM },
+	{ "cuEventQuery", CN_KIND_QUERY },
+	{ "cuStreamQuery", CN_KIND_QUERY },
 };
 
-/* Calls that do not work the GPU, for the naps' idleness: queries, getters, context switches. */
+/* Calls that do not work the GPU, for the naps' idleness and the NCCL hold: queries, getters,
+ * context switches, event records (a mark in a stream: no work of its own). */
 static bool quiet(const char *name)
 {
-	static const char *const switches[] = { "cuCtxSetCurrent", "cuCtxPushCurrent",
-						"cuCtxPopCurrent", "cuInit", "cuEventElapsedTime" };
+	static const char *const switches[] = { "cuCtxSetCurrent",    "cuCtxPushCurrent",
+						"cuCtxPopCurrent",    "cuInit",
+						"cuEventElapsedTime", "cuEventRecord" };
 
 	if (strstr(name, "Get") || strstr(name, "Query") || strstr(name, "IsCapturing"))
 		return true;

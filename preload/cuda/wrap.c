@@ -7,13 +7,16 @@
  * saved in a frame: a thread's first call, a function not yet resolved, a closed gate, a counted
  * call, cudanap's own thread, and after the call the kinds whose arguments or results matter:
  * cuGetProcAddress, whose answer is wrapped in turn (lookup.c), cuGetExportTable, noted, and the
- * CUDA IPC imports, counted for the preflight (ipc.c), and with [nap] make_room an allocation or a
- * context refused as out of memory, tried again once room is made. Runs in the app's threads. */
+ * CUDA IPC imports, counted for the preflight (ipc.c), the queries that found work not done (when
+ * last: an NCCL job's suspend waits for its work to settle, nccl/hold.c), and with [nap] make_room
+ * an allocation or a context refused as out of memory, tried again once room is made. Runs in the
+ * app's threads. */
 #define _GNU_SOURCE
 #include <stdatomic.h>
 #include <stdint.h>
 
 #include "answers.h"
+#include "clock.h"
 #include "cuda_abi.h"
 #include "fns.h"
 #include "gate.h"
@@ -77,7 +80,7 @@ struct cn_wrap_call cn_wrap_enter_slow(unsigned idx, const struct cn_frame *f)
 	outer = outermost();
 	cn_gate_tl.depth++;
 	if (outer && !passes(f)) {
-		answer = cn_gate_pass(idx);
+		answer = cn_gate_pass(idx, f->caller);
 		if (answer) {
 			/* Answered at the gate during a nap. A context kept for later takes the
 			 * thread's next call through here, whatever the gate by then. */
@@ -93,6 +96,14 @@ struct cn_wrap_call cn_wrap_enter_slow(unsigned idx, const struct cn_frame *f)
 	if (!real)
 		return (struct cn_wrap_call){ (void *)missing, 0 };
 	return (struct cn_wrap_call){ real, e->words };
+}
+
+/* When a query of the app's last found work not done, in microseconds of cn_clock_ms. */
+static atomic_llong busy_us;
+
+double cn_wrap_busy_ms(void)
+{
+	return (double)atomic_load(&busy_us) / 1000;
 }
 
 /* [nap] make_room (cn_wrap_on_oom). */
@@ -199,6 +210,10 @@ void cn_wrap_after(unsigned idx, struct cn_frame *f)
 		cn_peers_pool((const void *)f->gp[1], f->gp[2], f->caller, &f->ret[0]);
 		break;
 	case CN_KIND_ROOM: /* only its failure (above) */
+		break;
+	case CN_KIND_QUERY:
+		if ((CUresult)f->ret[0] == CUDA_ERROR_NOT_READY)
+			atomic_store(&busy_us, (long long)(cn_clock_ms() * 1000));
 		break;
 	}
 }

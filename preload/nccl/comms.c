@@ -30,6 +30,7 @@
 
 #include "cuda_abi.h"
 #include "fns.h"
+#include "gate.h"
 
 #define MAX_COMMS 64
 
@@ -38,6 +39,7 @@ struct comm {
 	uint64_t key;
 	int rank, nranks; /* nranks 0: not known yet (a split): asked at the suspend */
 	atomic_ulong issued;
+	atomic_int waiting;   /* app threads waiting at the gate to issue one more */
 	unsigned long target; /* drain: issue up to this many */
 	bool suspended;
 };
@@ -46,6 +48,15 @@ static struct comm comms[MAX_COMMS];
 /* The agent's own calls into NCCL (the suspend and resume, and whatever NCCL calls of its public
  * functions inside them) pass the gate it holds closed. */
 static __thread bool agent_call __attribute__((tls_model("initial-exec")));
+/* An app thread's place: inside an NCCL call or group (entered, not yet left); whether it left
+ * one, and its count of driver calls that work the GPU then (gate.h: the same count later means it
+ * started no GPU work since); whether it went on from there into a new collective while the driver
+ * gate held the app (hold.c says; that collective's clock runs). */
+static __thread struct {
+	int inside;
+	bool left, began;
+	unsigned work;
+} tl __attribute__((tls_model("initial-exec")));
 static pthread_mutex_t registry = PTHREAD_MUTEX_INITIALIZER;
 
 enum { OPEN, CLOSED, DRAIN };
@@ -54,8 +65,10 @@ static struct {
 	pthread_cond_t cv; /* app threads wait for the gate, the agent for them */
 	atomic_int phase;
 	atomic_int inflight;
+	atomic_int groups_waiting; /* app threads waiting to start a group */
+	atomic_int began_waiting;  /* those waiting with a collective begun under the hold */
 	bool suspended;
-} gate = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, OPEN, 0, false };
+} gate = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, OPEN, 0, 0, 0, false };
 
 void *cn_comms_sym(const char *name)
 {
@@ -86,6 +99,7 @@ void cn_comms_add(ncclComm_t c, uint64_t key, int rank, int nranks)
 		comms[i].rank = rank;
 		comms[i].nranks = nranks;
 		atomic_store(&comms[i].issued, 0);
+		atomic_store(&comms[i].waiting, 0);
 		comms[i].target = 0;
 		comms[i].suspended = false;
 		atomic_store_explicit(&comms[i].comm, c, memory_order_release);
@@ -148,34 +162,96 @@ static bool allowed(ncclComm_t c, int kind)
 	}
 }
 
+/* A thread waiting at the gate, counted where the cut can see it: an operation on its
+ * communicator, a group by itself. */
+static atomic_int *waiting_on(ncclComm_t c, int kind)
+{
+	struct comm *e;
+
+	if (kind == CN_COMMS_GROUP)
+		return &gate.groups_waiting;
+	return kind == CN_COMMS_OP && (e = find(c)) ? &e->waiting : NULL;
+}
+
 void cn_comms_enter(ncclComm_t c, int kind)
 {
+	atomic_int *w;
+
 	if (agent_call)
 		return;
+	tl.left = false;
 	/* Counted in before the phase is read; the agent writes the phase before it counts: one of
 	 * the two always sees the other. */
 	atomic_fetch_add(&gate.inflight, 1);
-	if (atomic_load(&gate.phase) == OPEN)
+	if (atomic_load(&gate.phase) == OPEN) {
+		tl.inside++;
 		return;
+	}
 	atomic_fetch_sub(&gate.inflight, 1);
+	w = waiting_on(c, kind);
 	pthread_mutex_lock(&gate.mu);
 	pthread_cond_broadcast(&gate.cv);
+	if (w)
+		atomic_fetch_add(w, 1);
+	if (tl.began)
+		atomic_fetch_add(&gate.began_waiting, 1);
 	while (!allowed(c, kind))
 		pthread_cond_wait(&gate.cv, &gate.mu);
+	if (w)
+		atomic_fetch_sub(w, 1);
+	if (tl.began)
+		atomic_fetch_sub(&gate.began_waiting, 1);
 	atomic_fetch_add(&gate.inflight, 1);
 	pthread_mutex_unlock(&gate.mu);
+	tl.inside++;
 }
 
 void cn_comms_leave(void)
 {
 	if (agent_call)
 		return;
+	if (tl.inside > 0 && --tl.inside == 0) {
+		tl.left = true;
+		tl.work = atomic_load_explicit(&cn_gate_tl.work, memory_order_relaxed);
+		tl.began = false;
+	}
 	atomic_fetch_sub(&gate.inflight, 1);
 	if (atomic_load(&gate.phase) != OPEN) {
 		pthread_mutex_lock(&gate.mu);
 		pthread_cond_broadcast(&gate.cv);
 		pthread_mutex_unlock(&gate.mu);
 	}
+}
+
+bool cn_comms_thread_inside(void)
+{
+	return tl.inside > 0;
+}
+
+bool cn_comms_thread_finishing(void)
+{
+	return tl.left && atomic_load_explicit(&cn_gate_tl.work, memory_order_relaxed) == tl.work;
+}
+
+void cn_comms_thread_held(void)
+{
+	tl.left = false;
+	tl.began = false;
+}
+
+void cn_comms_thread_began(void)
+{
+	tl.began = true;
+}
+
+bool cn_comms_behind(void)
+{
+	return atomic_load(&gate.phase) == DRAIN && any_behind();
+}
+
+int cn_comms_began_waiting(void)
+{
+	return atomic_load(&gate.began_waiting);
 }
 
 static void set_phase(int phase)
@@ -306,10 +382,11 @@ int cn_comms_list(char *out, size_t len)
 	out[0] = '\0';
 	for (int i = 0; i < MAX_COMMS; i++)
 		if (atomic_load(&comms[i].comm))
-			o += (size_t)snprintf(out + o, o < len ? len - o : 0,
-					      "%016" PRIx64 " %d %d %lu\n", comms[i].key,
-					      comms[i].rank, comms[i].nranks,
-					      (unsigned long)atomic_load(&comms[i].issued));
+			o += (size_t)snprintf(
+				out + o, o < len ? len - o : 0, "%016" PRIx64 " %d %d %lu\n",
+				comms[i].key, comms[i].rank, comms[i].nranks,
+				(unsigned long)atomic_load(&comms[i].issued) +
+					(unsigned long)atomic_load(&comms[i].waiting));
 	return o < len ? 0 : -1;
 }
 
@@ -340,6 +417,8 @@ int cn_comms_drain(const char *targets, unsigned timeout_ms, char *why, size_t w
 	if (!past_target()) {
 		atomic_store(&gate.phase, DRAIN);
 		pthread_cond_broadcast(&gate.cv);
+		/* A rank behind runs its app (hold.c lets its driver calls go) up to its target. */
+		cn_gate_recheck();
 		ok = wait_until(drained, &deadline);
 	}
 	over = past_target();
@@ -513,5 +592,9 @@ void cn_comms_after_fork(void)
 	pthread_cond_init(&gate.cv, NULL);
 	atomic_store(&gate.phase, OPEN);
 	atomic_store(&gate.inflight, 0);
+	atomic_store(&gate.groups_waiting, 0);
+	atomic_store(&gate.began_waiting, 0);
+	tl.inside = 0;
+	tl.left = tl.began = false;
 	gate.suspended = false;
 }

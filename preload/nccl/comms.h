@@ -31,6 +31,19 @@ void cn_comms_leave(void);
 /* One more operation issued on comm (inside a group too): counted once it passed the gate. */
 void cn_comms_issued(ncclComm_t comm);
 
+/* ---- for the hold on the app's driver calls (hold.c), in the app's threads ---- */
+
+/* The calling thread is inside an NCCL call or group of the app's (past the gate). */
+bool cn_comms_thread_inside(void);
+/* It left one and has started no GPU work since (none counted by the driver gate, none held by
+ * the hold: cn_comms_thread_held). */
+bool cn_comms_thread_finishing(void);
+void cn_comms_thread_held(void);
+/* So finishing, it began a new collective (its clock runs) while the driver gate held the app. */
+void cn_comms_thread_began(void);
+/* The gate drains and some communicator is behind its target: the app must run to get there. */
+bool cn_comms_behind(void);
+
 /* ---- from the agent thread ---- */
 
 /* The loaded NCCL: its version (2.30.7: 23007; 0 when none is loaded) and whether it has
@@ -41,12 +54,17 @@ int cn_comms_count(void);      /* live communicators */
 bool cn_comms_suspended(void); /* the last suspend of them has not been resumed */
 
 /* Close the gate and wait, at most timeout_ms, for the app's NCCL calls under way to return.
- * cut gets a line per communicator: "KEY RANK NRANKS ISSUED" (hex key). 0, or -1 with why (the
- * gate is open again). */
+ * cut gets a line per communicator: "KEY RANK NRANKS ISSUED" (hex key), ISSUED counting the
+ * operations app threads wait at the gate to issue (their work has begun: they are part of the
+ * cut). 0, or -1 with why (the gate is open again). */
 int cn_comms_quiesce(unsigned timeout_ms, char *cut, size_t len, char *why, size_t wlen);
 
 /* The same lines, as they are now. 0, or -1 when they do not fit. */
 int cn_comms_list(char *out, size_t len);
+
+/* App threads waiting at the gate now with a collective begun under the hold (cn_comms_thread_began):
+ * such a thread must not wait there while the process sleeps. */
+int cn_comms_began_waiting(void);
 
 /* Let the app issue operations until each communicator has issued as many as targets say ("KEY
  * COUNT" lines, every rank's most), then close the gate again; at most timeout_ms. 0, or -1 with

@@ -68,9 +68,11 @@ ncclResult_t ncclCommCuDevice(ncclComm_t comm, int *dev);
 
 static atomic_int live; /* communicators not suspended, holding peer imports */
 
+/* The directory, written per thread: the fake driver's queries ask fakeNcclPending from the app's
+ * other threads while one issues an operation. */
 static const char *dir(void)
 {
-	static char d[4096];
+	static __thread char d[4096];
 	const char *f = getenv("CUDANAP_FAKE_DIR");
 
 	snprintf(d, sizeof(d), "%s/nccl", f ? f : "/tmp");
@@ -115,8 +117,11 @@ static void misuse(const char *what, ncclComm_t c)
 	snprintf(p, sizeof(p), "%s/misuse", dir());
 	f = fopen(p, "a");
 	if (f) {
-		fprintf(f, "%d %s on suspended communicator %016llx\n", (int)getpid(), what,
-			(unsigned long long)c->key);
+		if (c)
+			fprintf(f, "%d %s on suspended communicator %016llx\n", (int)getpid(), what,
+				(unsigned long long)c->key);
+		else
+			fprintf(f, "%d %s failed inside an operation\n", (int)getpid(), what);
 		fclose(f);
 	}
 }
@@ -152,12 +157,20 @@ static uint64_t hash(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
+/* This process's communicators, for fakeNcclPending. */
+static ncclComm_t mine[16];
+
 static ncclComm_t make(uint64_t key, int rank, int nranks)
 {
 	ncclComm_t c = calloc(1, sizeof(*c));
 
 	if (!c)
 		return NULL;
+	for (int i = 0; i < 16; i++)
+		if (!mine[i]) {
+			mine[i] = c;
+			break;
+		}
 	c->key = key;
 	c->rank = rank;
 	c->nranks = nranks;
@@ -243,6 +256,9 @@ EXPORT ncclResult_t ncclCommUserRank(ncclComm_t comm, int *r)
 
 EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm)
 {
+	for (int i = 0; i < 16; i++)
+		if (mine[i] == comm)
+			mine[i] = NULL;
 	if (!comm->suspended)
 		imports(-1);
 	free(comm);
@@ -264,6 +280,52 @@ EXPORT ncclResult_t ncclGroupEnd(void)
 	return ok;
 }
 
+/* Not NCCL's: whether every rank has issued operation seq of the communicator (it has "run on
+ * the GPU"), and how many this rank has issued: a PyTorch-like loop's works (target's torch.c). */
+int fakeNcclDone(ncclComm_t comm, unsigned long seq);
+unsigned long fakeNcclIssued(ncclComm_t comm);
+EXPORT int fakeNcclDone(ncclComm_t c, unsigned long seq)
+{
+	for (int r = 0; r < c->nranks; r++)
+		if (!exists("%s/%016llx.op.%lu.%d", dir(), (unsigned long long)c->key, seq, r))
+			return 0;
+	return 1;
+}
+
+EXPORT unsigned long fakeNcclIssued(ncclComm_t c)
+{
+	return c->seq;
+}
+
+/* Not NCCL's: an operation of this process's is still "on the GPU", waiting for a rank that has
+ * not issued it: the fake driver's queries say its work is not done (fakeapi.c). */
+int fakeNcclPending(void);
+EXPORT int fakeNcclPending(void)
+{
+	for (int i = 0; i < 16; i++)
+		if (mine[i] && mine[i]->seq && !fakeNcclDone(mine[i], mine[i]->seq))
+			return 1;
+	return 0;
+}
+
+/* With CUDANAP_FAKE_NCCL_KERNELS=1 an operation launches a kernel as NCCL's do, a driver call
+ * from this library's code (through the preload, which must let it go while the app's own are
+ * held). */
+static void kernel(void)
+{
+	typedef int (*launch_fn)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+				 unsigned, void *, void **, void **);
+	static launch_fn launch;
+	const char *on = getenv("CUDANAP_FAKE_NCCL_KERNELS");
+
+	if (!on || strcmp(on, "1") != 0)
+		return;
+	if (!launch)
+		launch = (launch_fn)dlsym(RTLD_DEFAULT, "cuLaunchKernel");
+	if (launch && launch(NULL, 0, 2, 3, 4, 5, 6, 7, (void *)8, (void **)9, (void **)10) != 0)
+		misuse("cuLaunchKernel", NULL);
+}
+
 EXPORT ncclResult_t ncclAllReduce(const void *s, void *d, size_t n, int t, int op, ncclComm_t comm,
 				  void *stream)
 {
@@ -272,6 +334,7 @@ EXPORT ncclResult_t ncclAllReduce(const void *s, void *d, size_t n, int t, int o
 		misuse("ncclAllReduce", comm);
 		return invalid_usage;
 	}
+	kernel();
 	comm->seq++;
 	return touch("%s/%016llx.op.%lu.%d", dir(), (unsigned long long)comm->key, comm->seq,
 		     comm->rank) == 0

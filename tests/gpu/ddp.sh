@@ -3,8 +3,9 @@
 # transports without the suspend API (NCCL older than 2.29.7) a suspend is refused in one line and
 # the job trains on. Under [nccl] suspendable = true (sockets): a busy DDP job suspended and resumed
 # with --tree CUDANAP_DDP_CYCLES times (20), its ranks swapped between the GPUs, suspends whose one
-# rank's signal comes late (all suspended or all running, never half), FSDP, a sleep past the
-# process group's timeout and torchrun; every loss is compared with an uninterrupted run.
+# rank's signal comes late (all suspended or all running, never half), FSDP, torchrun, and a DDP
+# and an FSDP job asleep 60 s five times past their process group's 20 s timeout, PyTorch's
+# heartbeat monitor on; every loss is compared with an uninterrupted run.
 . "$(dirname "$0")/../lib.sh"
 command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 || skip_all "no NVIDIA GPU or driver"
 [ "$(nvidia-smi -L | wc -l)" -ge 2 ] || skip_all "needs two GPUs"
@@ -16,6 +17,9 @@ busy=(--busy --width 4096 --layers 4 --batch 1024)
 steps=400
 . "$(dirname "$0")/ddp_lib.sh"
 
+# CUDANAP_DDP_PARTS=sleeps: the long sleeps alone (they take CUDANAP_SLEEP_CYCLES times
+# CUDANAP_SLEEP_S)
+if [ "${CUDANAP_DDP_PARTS:-all}" != sleeps ]; then
 # -- the reference: the busy job uninterrupted, under the same INI
 nccl_ini
 t0=$(date +%s)
@@ -60,4 +64,9 @@ check "all $steps losses bit-identical to the uninterrupted run" \
 	test "$(losses "$T/busy.out")" = "$(losses "$T/ref.out")"
 
 small_checks
+fi
+
+# -- long sleeps: no collective's clock runs while the job sleeps (docs/DISTRIBUTED.md)
+nccl_ini
+sleeps_check 29543
 finish

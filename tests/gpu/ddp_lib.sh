@@ -3,10 +3,12 @@
 nccl_ini() { write_ini "[nccl]" "suspendable = true" "[lock]" "timeout_ms = ${LOCK_MS:-5000}" "$@"; }
 losses() { grep '^step' "$1"; }
 nsteps() { grep -c '^step' "$1" 2> /dev/null; }
-wait_step() { # wait_step FILE N: until step N is printed (2 minutes at most; not past the job's end)
+wait_step() { # wait_step FILE N [PID]: until step N is printed (2 minutes at most; not past the
+	# job's end, nor PID's)
 	for _ in $(seq 1200); do
 		grep -q "^step $2 " "$1" 2> /dev/null && return 0
 		grep -q '^done' "$1" 2> /dev/null && { diag "the job ended before step $2: give it more steps"; return 1; }
+		[ -z "${3:-}" ] || kill -0 "$3" 2> /dev/null || { diag "the job exited before step $2"; return 1; }
 		sleep 0.1
 	done
 	return 1
@@ -128,20 +130,8 @@ late_check() {
 	$ini
 }
 
-long_done() { # long_done ROOT: the job asleep past its timeout finishes; else its stderr's end
-	wait_done "$T/long.out" "$1" && return 0
-	local said
-	said=$(grep -m1 'Watchdog caught' "$T/long.err" | cut -c1-300)
-	diag "it printed $(nsteps "$T/long.out") steps${said:+; PyTorch: $said}"
-	diag "its stderr ends:"$'\n'"$(tail -n 4 "$T/long.err")"
-	return 1
-}
-long_check() { if [ -n "${LONG_TODO:-}" ]; then todo "$LONG_TODO" "$@"; else check "$@"; fi; }
-
 # small_checks [swap]: small DDP and FSDP jobs (a pause between steps): FSDP suspended
-# FSDP_CYCLES times (3; with swap, moved as cycles_check does), a DDP job asleep 30 s past its
-# process group's 20 s timeout, torchrun; every loss compared. LONG_TODO, where set, is why the
-# job asleep past its timeout is known not to finish: its checks are then TAP TODOs.
+# FSDP_CYCLES times (3; with swap, moved as cycles_check does), torchrun; every loss compared.
 small_checks() {
 	local cycles=${FSDP_CYCLES:-3} kind root rc out
 	local small=$((cycles * 10 + 40 > 60 ? cycles * 10 + 40 : 60))
@@ -156,17 +146,6 @@ small_checks() {
 	steps=$small cycles_check "$T/fsdp.out" "$root" "$cycles" "an FSDP job" "${1:-}"
 	check "it finishes" wait_done "$T/fsdp.out" "$root"
 	check "every FSDP loss bit-identical" test "$(losses "$T/fsdp.out")" = "$(losses "$T/fsdp.ref")"
-
-	job 40 --timeout 20 > "$T/long.out" 2> "$T/long.err" &
-	root=$!
-	wait_step "$T/long.out" 5
-	"$CUDANAP" suspend -t 120 --tree "$root" > /dev/null; rc=$?
-	sleep 30
-	"$CUDANAP" resume -t 120 --tree "$root" > /dev/null
-	is "$rc:$?" 0:0 "a DDP job with a 20 s process-group timeout suspended for 30 s and resumed"
-	long_check "it finishes" long_done "$root"
-	long_check "its losses bit-identical" \
-		test "$(losses "$T/long.out")" = "$(losses "$T/ddp.ref" | head -n 40)"
 
 	if ! command -v torchrun > /dev/null; then
 		ok 0 "# SKIP torchrun not installed"
@@ -186,4 +165,62 @@ small_checks() {
 	is "$rc" 0 "resume --tree"
 	check "the torchrun job finishes" wait_done "$T/tr.out" "$root"
 	check "every loss bit-identical to the mp.spawn run" test "$(losses "$T/tr.out")" = "$(losses "$T/ddp.ref")"
+}
+
+# sleeps_check PORT: a DDP and an FSDP job, each with a 20 s process-group timeout, the DDP one
+# with PyTorch's heartbeat monitor at half the sleep, asleep CUDANAP_SLEEP_S (60) seconds at each of
+# CUDANAP_SLEEP_CYCLES (5) whole-job cycles, both suspended and resumed together, the ranks swapped
+# at every other resume and home at the rest; each finishes with every loss identical to an
+# uninterrupted run, and no watchdog speaks. PORT and PORT+1: their rendezvous ports.
+sleeps_check() {
+	local port=$1 cycles=${CUDANAP_SLEEP_CYCLES:-5} s=${CUDANAP_SLEEP_S:-60} i kind good=0 map
+	local n=$((cycles * 20 + 60)) beat=$((${CUDANAP_SLEEP_S:-60} / 2)) roots=() rc said
+	for kind in ddp fsdp; do
+		args=(--timeout 20); [ $kind = fsdp ] && args+=(--fsdp)
+		MASTER_PORT=$port job $n "${args[@]}" > "$T/sl$kind.ref" 2> "$T/sl$kind.rerr" &
+		MASTER_PORT=$((port + 1)) job $n "${args[@]}" > /dev/null 2>&1 & # (warms the caches)
+		wait
+	done
+	is "$(nsteps "$T/slddp.ref"):$(nsteps "$T/slfsdp.ref")" "$n:$n" "DDP and FSDP references with a 20 s timeout"
+	TORCH_NCCL_ENABLE_MONITORING=1 TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC=$beat MASTER_PORT=$port \
+		job $n --timeout 20 > "$T/slddp.out" 2> "$T/slddp.err" &
+	roots+=($!)
+	MASTER_PORT=$((port + 1)) job $n --timeout 20 --fsdp > "$T/slfsdp.out" 2> "$T/slfsdp.err" &
+	roots+=($!)
+	wait_step "$T/slddp.out" 3 && wait_step "$T/slfsdp.out" 3
+	for i in $(seq "$cycles"); do
+		local ok=1 out=
+		for r in "${roots[@]}"; do
+			out=$out$("$CUDANAP" suspend -t 120 --tree "$r" 2>&1) || ok=0
+		done
+		sleep "$s"
+		map=(--gpu-map ''); [ $((i % 2)) = 1 ] && map=(--gpu-map '0=1, 1=0')
+		for r in "${roots[@]}"; do
+			out=$out$("$CUDANAP" resume -t 120 "${map[@]}" --tree "$r" 2>&1) || ok=0
+		done
+		for kind in ddp fsdp; do
+			local at root=${roots[0]}
+			[ $kind = fsdp ] && root=${roots[1]}
+			at=$(nsteps "$T/sl$kind.out")
+			wait_step "$T/sl$kind.out" $((at + 3)) "$root" || {
+				ok=0
+				diag "cycle $i: the $kind job went no further than step $at; its stderr ends:"$'\n'"$(tail -n 4 "$T/sl$kind.err")"
+			}
+		done
+		if [ $ok = 1 ]; then
+			good=$((good + 1))
+		else
+			diag "cycle $i: $out"
+			break
+		fi
+	done
+	is "$good" "$cycles" "$cycles whole-job cycles of a DDP and an FSDP job asleep $s s each, past their 20 s process-group timeout, the ranks swapped at every other resume"
+	[ "$good" = "$cycles" ] || for r in "${roots[@]}"; do kill_tree "$r"; done
+	rc=0
+	for r in "${roots[@]}"; do wait_done "$T/sl$([ "$r" = "${roots[0]}" ] && echo ddp || echo fsdp).out" "$r" || rc=1; done
+	said=$(grep -h -m1 -E 'Watchdog caught|watchdog got stuck|Heartbeat monitor timed out|heartbeat' "$T/slddp.err" "$T/slfsdp.err" | cut -c1-300)
+	is "$rc:$said" "0:" "both finish; no watchdog and no heartbeat monitor spoke (the DDP job's at $beat s)"
+	check "every DDP loss identical to the uninterrupted run" test "$(losses "$T/slddp.out")" = "$(losses "$T/slddp.ref")"
+	check "every FSDP loss identical to the uninterrupted run" test "$(losses "$T/slfsdp.out")" = "$(losses "$T/slfsdp.ref")"
+	[ $rc = 0 ] || diag "their stderr ends:"$'\n'"$(tail -n 3 "$T/slddp.err" "$T/slfsdp.err")"
 }

@@ -12,7 +12,8 @@
  * cuLaunchKernel from version 13000 a variant libfakecuda does not export, cuMemAllocManaged (a
  * new pointer each call) and cuMemFree_v2, the context calls (a current context per thread, the
  * primary contexts),
- * stream captures (cuStreamIsCapturing says whether any is open), and "cuFakeNext", a
+ * stream captures (cuStreamIsCapturing says whether any is open), event records (nothing to
+ * record: an event's query is the stream's), and "cuFakeNext", a
  * function no cudanap table knows, also unexported. Anything else: CUDA_ERROR_NOT_FOUND.
  *
  * cuLaunchKernel takes a "kernel" of gridDimX ms and checks that its other ten arguments are
@@ -21,6 +22,7 @@
  * synchronisations wait for the last "kernel" to end. libfakecuda is linked -Bsymbolic, so that the
  * functions it hands out are its own and not the preload's exports of the same names. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -68,13 +70,18 @@ static void entered(const char *fn)
 	}
 }
 
+/* A query: not done while a "kernel" runs, or while an operation of the fake NCCL's waits for a
+ * rank that has not issued it (its kernel would wait on the GPU). */
 static CUresult query(const char *fn)
 {
+	static int (*pending)(void);
 	long long busy = 0;
 
+	if (!pending && getenv("CUDANAP_FAKE_NCCL")) /* found once the fake NCCL is loaded */
+		pending = (int (*)(void))dlsym(RTLD_DEFAULT, "fakeNcclPending");
 	entered(fn);
 	fake_state_now(&busy);
-	return busy > now_ms() ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+	return busy > now_ms() || (pending && pending()) ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 }
 
 static CUresult synchronize(const char *fn)
@@ -103,6 +110,13 @@ EXPORT CUresult cuEventQuery(void *e)
 {
 	(void)e;
 	return query("cuEventQuery");
+}
+
+EXPORT CUresult cuEventRecord(void *e, CUstream s)
+{
+	(void)e, (void)s;
+	entered("cuEventRecord");
+	return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuStreamSynchronize(CUstream s)

@@ -44,6 +44,7 @@ typedef void *CUstream;
 CUresult cuStreamQuery(CUstream s);
 CUresult cuStreamQuery_ptsz(CUstream s);
 CUresult cuEventQuery(void *e);
+CUresult cuEventRecord(void *e, CUstream s);
 CUresult cuStreamSynchronize(CUstream s);
 CUresult cuStreamSynchronize_ptsz(CUstream s);
 CUresult cuCtxSynchronize(void);

@@ -87,6 +87,69 @@ is "$(cat "$T/fake/nccl/misuse" 2> /dev/null)" "" "and no misuse"
 is "$(cd "$T/fake/nccl" && echo stray.*)" "stray.*" "NCCL set back no device but the communicator's"
 unset CUDANAP_FAKE_GPUS
 
+# -- long sleeps: a PyTorch-shaped loop (torch.c) whose watchdog times out any listed collective
+# older than 1 s, finished or not, asleep 2.5 s at each cycle; NCCL's operations launch kernels of
+# their own, which must go on while the app's are held
+export CUDANAP_FAKE_NCCL_KERNELS=1
+# torchrank NAME COMM RANK NRANKS MS: a target whose loop makes a collective every MS ms
+torchrank() {
+	start "$1" "$TARGET" || return 1
+	ask "$1" "nccl init $2 $3 $4"
+	[ "$REPLY" = "nccl ok" ] || { diag "nccl init: $REPLY"; return 1; }
+	ask "$1" "nccl torch start 0 $5 1000"
+	[ "$REPLY" = "torch ok" ]
+}
+tstat() { ask "$1" "nccl torch stat"; echo "${REPLY#torch }"; } # STEPS TIMEOUTS BEATS LISTED OLDEST_MS
+tfield() { tstat "$1" | cut -d' ' -f"$2"; }
+tadvancing() { # tadvancing NAME: its steps go up
+	local a
+	a=$(tfield "$1" 1)
+	for _ in $(seq 200); do
+		[ "$(tfield "$1" 1)" -gt "$a" ] && return 0
+		sleep 0.02
+	done
+	return 1
+}
+# sleeps ROUTE P Q: three whole-job cycles asleep 2.5 s each
+sleeps() {
+	local route=$1 p=$2 q=$3 good=0 beating=0 empty=0 b
+	for i in 1 2 3; do
+		out=$("$CUDANAP" suspend "$p" "$q") || { diag "cycle $i: $out"; continue; }
+		case $out in *attempt*) diag "cycle $i: $out" ;; esac
+		b=$(tfield P 3)
+		sleep 2.5 # the sleep itself: longer than the loop's 1 s timeout
+		[ "$(tfield P 3)" -ge $((b + 15)) ] && beating=$((beating + 1))
+		[ "$(tfield P 4):$(tfield Q 4)" = 0:0 ] && empty=$((empty + 1))
+		out=$("$CUDANAP" resume "$p" "$q") || { diag "cycle $i: $out"; continue; }
+		if tadvancing P && tadvancing Q; then
+			good=$((good + 1))
+		else
+			diag "cycle $i: P: $(tstat P), Q: $(tstat Q)"
+		fi
+	done
+	is "$good" 3 "$route: 3 whole-job cycles asleep 2.5 s, both ranks train on after each"
+	is "$empty" 3 "$route: asleep, the watchdogs list no collective (each finished one dropped before the lock)"
+	is "$beating" 3 "$route: the watchdog's heartbeat goes on while the job sleeps"
+	sleep 0.3 # a check that nothing happens: a timeout would be counted at the watchdog's next look
+	is "$(tfield P 2):$(tfield Q 2)" 0:0 "$route: no collective timed out"
+	is "$(cat "$T/fake/nccl/misuse" 2> /dev/null)" "" "$route: no misuse, none of NCCL's kernels refused"
+}
+torchrank P job6 0 2 7
+torchrank Q job6 1 2 11
+sleeps "suspend API" "$P_pid" "$Q_pid"
+ask P quit
+ask Q quit
+# over sockets the ranks stop each at its own point: a collective may wait for a rank that stopped
+# before it, and the suspend is tried again; within the bound, so before the 1 s timeout
+write_ini "[lock]" "timeout_ms = 400" "[nccl]" "mode = sockets"
+torchrank P job7 0 2 7
+torchrank Q job7 1 2 11
+sleeps sockets "$P_pid" "$Q_pid"
+ask P quit
+ask Q quit
+write_ini "[lock]" "timeout_ms = 5000"
+unset CUDANAP_FAKE_NCCL_KERNELS
+
 # -- with a process without a CUDA context among them (a launcher that imported torch): no rank,
 # it does not stop the cut
 check "a process with libcuda loaded and no CUDA context starts under cudanap" start N "$TARGET" --no-cuda

@@ -3,6 +3,7 @@
  *   verify | write | kernel MS | sync | gpu | fork [cuda FILE] | map FILE | thread NAME
  *   | handler MODE | count | query | ping | quit
  *   | nccl init NAME RANK NRANKS [local] | nccl split COLOR | nccl loop MS | nccl steps | nccl stop
+ *   | nccl torch start COMM MS TIMEOUT_MS | nccl torch stat (a PyTorch-shaped loop: torch.c)
  *   | drv ... (driver calls by each path a program takes: paths.c)
  * "fork cuda FILE": the child initialises the fake driver itself, fills its memory, and checks it
  * every 50 ms, writing "ok N" or "bad N" to FILE. "handler MODE" sets the app's own handler for
@@ -32,6 +33,7 @@
 #include "fakecuda.h"
 
 void paths_command(const char *line);
+void torch_command(const char *line, void *const *comms, int n);
 
 #define SIZE (1u << 20)
 
@@ -268,6 +270,8 @@ static void nccl_command(const char *line)
 	} else if (strncmp(line, "nccl steps", 10) == 0) {
 		printf("nccl %lu %lu\n", (unsigned long)atomic_load(&nc.steps),
 		       (unsigned long)atomic_load(&nc.errors));
+	} else if (strncmp(line, "nccl torch", 10) == 0) {
+		torch_command(line + 5, nc.comms, nc.n);
 	} else if (strncmp(line, "nccl stop", 9) == 0) {
 		atomic_store(&nc.stop, true);
 		if (nc.looping)
