@@ -67,8 +67,8 @@ void cn_gate_after_fork(void);
 
 /* ---- for the naps (nap.c) ---- */
 
-/* The calls the app's threads have made that work the GPU (not queries, getters, context
- * switches or event records: fns.h's work flag): the sum changes while the app works. */
+/* The calls the app's threads have made that work the GPU (not queries, getters or context
+ * switches: fns.h's work flag): the sum changes while the app works. */
 unsigned long cn_gate_work(void);
 
 /* The gate closed for a nap: NONE (not a nap: every call waits), CLOSING (the nap under way:

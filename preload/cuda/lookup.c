@@ -83,13 +83,11 @@ static const struct {
 	{ "cuStreamQuery", CN_KIND_QUERY },
 };
 
-/* Calls that do not work the GPU, for the naps' idleness and the NCCL hold: queries, getters,
- * context switches, event records (a mark in a stream: no work of its own). */
+/* Calls that do not work the GPU, for the naps' idleness: queries, getters, context switches. */
 static bool quiet(const char *name)
 {
-	static const char *const switches[] = { "cuCtxSetCurrent",    "cuCtxPushCurrent",
-						"cuCtxPopCurrent",    "cuInit",
-						"cuEventElapsedTime", "cuEventRecord" };
+	static const char *const switches[] = { "cuCtxSetCurrent", "cuCtxPushCurrent",
+						"cuCtxPopCurrent", "cuInit", "cuEventElapsedTime" };
 
 	if (strstr(name, "Get") || strstr(name, "Query") || strstr(name, "IsCapturing"))
 		return true;

@@ -48,14 +48,13 @@ static struct comm comms[MAX_COMMS];
 /* The agent's own calls into NCCL (the suspend and resume, and whatever NCCL calls of its public
  * functions inside them) pass the gate it holds closed. */
 static __thread bool agent_call __attribute__((tls_model("initial-exec")));
-/* An app thread's place: inside an NCCL call or group (entered, not yet left); whether it left
- * one, and its count of driver calls that work the GPU then (gate.h: the same count later means it
- * started no GPU work since); whether it went on from there into a new collective while the driver
- * gate held the app (hold.c says; that collective's clock runs). */
+/* An app thread's place: inside an NCCL call or group (entered, not yet left); whether it left one
+ * and has not been held since (hold.c holds a thread that tries to start GPU work); whether it went
+ * on from there into a new collective while the driver gate held the app (hold.c says; that
+ * collective's clock runs). */
 static __thread struct {
 	int inside;
 	bool left, began;
-	unsigned work;
 } tl __attribute__((tls_model("initial-exec")));
 static pthread_mutex_t registry = PTHREAD_MUTEX_INITIALIZER;
 
@@ -212,7 +211,6 @@ void cn_comms_leave(void)
 		return;
 	if (tl.inside > 0 && --tl.inside == 0) {
 		tl.left = true;
-		tl.work = atomic_load_explicit(&cn_gate_tl.work, memory_order_relaxed);
 		tl.began = false;
 	}
 	atomic_fetch_sub(&gate.inflight, 1);
@@ -230,7 +228,7 @@ bool cn_comms_thread_inside(void)
 
 bool cn_comms_thread_finishing(void)
 {
-	return tl.left && atomic_load_explicit(&cn_gate_tl.work, memory_order_relaxed) == tl.work;
+	return tl.left;
 }
 
 void cn_comms_thread_held(void)

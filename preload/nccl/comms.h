@@ -35,8 +35,8 @@ void cn_comms_issued(ncclComm_t comm);
 
 /* The calling thread is inside an NCCL call or group of the app's (past the gate). */
 bool cn_comms_thread_inside(void);
-/* It left one and has started no GPU work since (none counted by the driver gate, none held by
- * the hold: cn_comms_thread_held). */
+/* It left one and has not been held since (cn_comms_thread_held: hold.c held it as it tried to
+ * start GPU work). */
 bool cn_comms_thread_finishing(void);
 void cn_comms_thread_held(void);
 /* So finishing, it began a new collective (its clock runs) while the driver gate held the app. */

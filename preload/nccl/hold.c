@@ -8,7 +8,7 @@
  * none finished and still listed. From the start of the suspend the gate holds every app thread
  * at its next call that starts GPU work (a launch, a copy, a memset, a stream wait, a graph
  * launch) or begins a collective (PyTorch's first driver call in one asks whether the stream is
- * capturing); a thread that has left an NCCL operation and started no GPU work since may still ask
+ * capturing); a thread that has left an NCCL operation and has not been held since may still ask
  * that, as PyTorch's send and receive do before they hand the work to the watchdog. Everything else
  * goes on: the calls NCCL makes (from its own code, or from inside an NCCL call of the app's),
  * event records (an operation's end), the queries and context calls of the watchdog, allocations

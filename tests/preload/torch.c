@@ -60,6 +60,7 @@ static void *steps(void *arg)
 	(void)arg;
 	for (;;) {
 		struct work *w;
+		unsigned long seq;
 		int capturing = 0;
 
 		cuLaunchKernel(NULL, 1, 2, 3, 4, 5, 6, 7, s, (void **)9, (void **)10);
@@ -69,14 +70,15 @@ static void *steps(void *arg)
 			abort();
 		w->start = now_ms();
 		t.allreduce(NULL, NULL, 1, 0, 0, t.comm, NULL);
-		w->seq = t.issued(t.comm);
+		w->seq = seq = t.issued(t.comm);
 		cuEventRecord(w, s);
 		pthread_mutex_lock(&t.mu);
 		w->next = t.list;
 		t.list = w;
 		pthread_mutex_unlock(&t.mu);
-		atomic_store(&t.waiting, w->seq);
-		while (!t.done(t.comm, w->seq))
+		/* w is the watchdog's now: it frees it once done */
+		atomic_store(&t.waiting, seq);
+		while (!t.done(t.comm, seq))
 			usleep(1000);
 		atomic_fetch_add(&t.steps, 1);
 	}
