@@ -116,7 +116,8 @@ static void classify(struct cn_fn *e)
 	e->work = !quiet(e->name);
 	e->counted = cn_lookup_counting || !e->known;
 	e->after = e->kind != CN_KIND_PLAIN && (e->kind != CN_KIND_FREE || watching_frees);
-	e->slow = e->counted || e->after;
+	/* A query's after looks at its answer alone, which the fast path keeps too. */
+	e->slow = e->counted || (e->after && e->kind != CN_KIND_QUERY);
 }
 
 /* libc's dlsym: the next after the preload, else libc's own (preloaded before it, as
