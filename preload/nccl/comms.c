@@ -64,10 +64,9 @@ static struct {
 	pthread_cond_t cv; /* app threads wait for the gate, the agent for them */
 	atomic_int phase;
 	atomic_int inflight;
-	atomic_int groups_waiting; /* app threads waiting to start a group */
-	atomic_int began_waiting;  /* those waiting with a collective begun under the hold */
+	atomic_int began_waiting; /* app threads waiting with a collective begun under the hold */
 	bool suspended;
-} gate = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, OPEN, 0, 0, 0, false };
+} gate = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, OPEN, 0, 0, false };
 
 void *cn_comms_sym(const char *name)
 {
@@ -161,14 +160,12 @@ static bool allowed(ncclComm_t c, int kind)
 	}
 }
 
-/* A thread waiting at the gate, counted where the cut can see it: an operation on its
- * communicator, a group by itself. */
+/* A thread waiting at the gate to issue an operation, counted on its communicator, where the cut
+ * sees it (a group's operations are not known before it starts). */
 static atomic_int *waiting_on(ncclComm_t c, int kind)
 {
 	struct comm *e;
 
-	if (kind == CN_COMMS_GROUP)
-		return &gate.groups_waiting;
 	return kind == CN_COMMS_OP && (e = find(c)) ? &e->waiting : NULL;
 }
 
@@ -590,7 +587,6 @@ void cn_comms_after_fork(void)
 	pthread_cond_init(&gate.cv, NULL);
 	atomic_store(&gate.phase, OPEN);
 	atomic_store(&gate.inflight, 0);
-	atomic_store(&gate.groups_waiting, 0);
 	atomic_store(&gate.began_waiting, 0);
 	tl.inside = 0;
 	tl.left = tl.began = false;
