@@ -37,11 +37,11 @@
 #define DEFAULT_WAIT_MS 10000
 /* At a resume the slowest rank's restore comes first. */
 #define RESUME_WAIT_MS 120000
-/* The watchdog has dropped the app's works once no app thread queried an event or a stream for
+/* The watchdog has dropped the app's works once no query of the app's found work not done for
  * this long: PyTorch's looks at its list every 100 ms. */
 #define QUIET_MS 250
-/* A thread that issued the cut's last operation gets this long to come back to the gate, before
- * the rank says it is at the cut. */
+/* How long a thread already on its way to an NCCL call gets to reach it: after the hold begins,
+ * before the gate closes, and after the drain, before the rank says it is at the cut. */
 #define SETTLE_MS 20
 
 static void version(char *out, size_t len)
@@ -188,8 +188,7 @@ static int settle(struct cn_resp *r, char *msg, size_t len)
 		 "NCCL: the app's GPU work was still running after %u ms (a collective waiting for "
 		 "a rank that stopped before it)",
 		 wait_ms());
-	r->result = CUDA_ERROR_NOT_READY;
-	r->name[0] = '\0';
+	failed(r, CUDA_ERROR_NOT_READY);
 	return -1;
 }
 
@@ -206,8 +205,7 @@ static int none_waiting(struct cn_resp *r, char *msg, size_t len)
 		return 0;
 	snprintf(msg, len, "NCCL: %d thread%s of the app began a collective after the job's cut", n,
 		 n == 1 ? "" : "s");
-	r->result = CUDA_ERROR_NOT_READY;
-	r->name[0] = '\0';
+	failed(r, CUDA_ERROR_NOT_READY);
 	return -1;
 }
 

@@ -107,6 +107,10 @@ void cn_lookup_object(const void *addr, char *out, size_t len);
  * first: the next definition after the preload, else libcuda's own). NULL when there is none. */
 void *cn_lookup_resolve(unsigned idx);
 
+/* The address range of the code (its executable segments) of the object that addr lies in; false
+ * when addr is in none. */
+bool cn_lookup_code_of(const void *addr, uintptr_t *lo, uintptr_t *len);
+
 /* The address range of libcuda's code, once known (len 0 before): its own calls of its exported
  * names pass without a look. */
 extern _Atomic(uintptr_t) cn_lookup_drv_lo, cn_lookup_drv_len;

@@ -289,11 +289,28 @@ static int text_of(struct dl_phdr_info *info, size_t size, void *data)
 	return 1;
 }
 
+bool cn_lookup_code_of(const void *addr, uintptr_t *lo, uintptr_t *len)
+{
+	struct link_map *lm = NULL;
+	struct range r = { 0, 0, 0 };
+	Dl_info info;
+
+	if (!dladdr1(addr, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm)
+		return false;
+	r.base = (uintptr_t)lm->l_addr;
+	dl_iterate_phdr(text_of, &r);
+	if (r.hi <= r.lo)
+		return false;
+	*lo = r.lo;
+	*len = r.hi - r.lo;
+	return true;
+}
+
 /* Under mu: whether fn lies in libcuda; the first time, its code's range is noted. */
 static bool in_driver(const void *fn)
 {
 	struct link_map *lm = NULL;
-	struct range r = { 0, 0, 0 };
+	uintptr_t lo, len;
 	const char *base;
 	Dl_info info;
 
@@ -305,11 +322,9 @@ static bool in_driver(const void *fn)
 	if (!strstr(base, driver_name()))
 		return false;
 	drv_base = info.dli_fbase;
-	r.base = (uintptr_t)lm->l_addr;
-	dl_iterate_phdr(text_of, &r);
-	if (r.hi > r.lo) {
-		atomic_store(&cn_lookup_drv_lo, r.lo);
-		atomic_store(&cn_lookup_drv_len, r.hi - r.lo);
+	if (cn_lookup_code_of(fn, &lo, &len)) {
+		atomic_store(&cn_lookup_drv_lo, lo);
+		atomic_store(&cn_lookup_drv_len, len);
 	}
 	return true;
 }

@@ -20,8 +20,6 @@
 #define _GNU_SOURCE
 #include "hold.h"
 
-#include <dlfcn.h>
-#include <link.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
@@ -45,11 +43,12 @@ static int kind_of(unsigned idx)
 					      "cuMemset",	    "cuStreamWaitEvent",
 					      "cuStreamWaitValue",  "cuStreamWriteValue",
 					      "cuStreamBatchMemOp", "cuGraphLaunch" };
-	const char *name = cn_lookup_name(idx);
 	int k = atomic_load_explicit(&kinds[idx], memory_order_relaxed);
+	const char *name;
 
 	if (k != UNKNOWN)
 		return k;
+	name = cn_lookup_name(idx);
 	k = GOES;
 	for (size_t i = 0; name && i < sizeof(starts) / sizeof(starts[0]); i++)
 		if (strncmp(name, starts[i], strlen(starts[i])) == 0)
@@ -80,47 +79,16 @@ bool cn_hold_lets(unsigned idx, const void *caller)
 	}
 }
 
-struct code {
-	const char *file;
-	uintptr_t lo, hi;
-};
-
-static int code_of(struct dl_phdr_info *info, size_t size, void *data)
-{
-	struct code *c = data;
-
-	(void)size;
-	if (!info->dlpi_name || strcmp(info->dlpi_name, c->file) != 0)
-		return 0;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
-		uintptr_t lo = info->dlpi_addr + p->p_vaddr;
-
-		if (p->p_type != PT_LOAD || !(p->p_flags & PF_X))
-			continue;
-		if (!c->lo || lo < c->lo)
-			c->lo = lo;
-		if (lo + p->p_memsz > c->hi)
-			c->hi = lo + p->p_memsz;
-	}
-	return 1;
-}
-
 /* Where the loaded libnccl's code lies (once: a library is not unloaded while it has
  * communicators). */
 static void find_nccl(void)
 {
 	void *f = cn_comms_sym("ncclGetVersion");
-	struct code c = { NULL, 0, 0 };
-	Dl_info info;
+	uintptr_t lo, len;
 
-	if (atomic_load(&nccl_len) || !f || !dladdr(f, &info) || !info.dli_fname)
-		return;
-	c.file = info.dli_fname;
-	dl_iterate_phdr(code_of, &c);
-	if (c.hi > c.lo) {
-		atomic_store(&nccl_lo, c.lo);
-		atomic_store(&nccl_len, c.hi - c.lo);
+	if (!atomic_load(&nccl_len) && f && cn_lookup_code_of(f, &lo, &len)) {
+		atomic_store(&nccl_lo, lo);
+		atomic_store(&nccl_len, len);
 	}
 }
 

@@ -173,38 +173,35 @@ small_checks() {
 # at every other resume and home at the rest; each finishes with every loss identical to an
 # uninterrupted run, and no watchdog speaks. PORT and PORT+1: their rendezvous ports.
 sleeps_check() {
-	local port=$1 cycles=${CUDANAP_SLEEP_CYCLES:-5} s=${CUDANAP_SLEEP_S:-60} i kind good=0 map
-	local n=$((cycles * 20 + 60)) beat=$((${CUDANAP_SLEEP_S:-60} / 2)) roots=() rc said
+	local port=$1 cycles=${CUDANAP_SLEEP_CYCLES:-5} s=${CUDANAP_SLEEP_S:-60} i kind good=0 map rc said
+	local n=$((cycles * 20 + 60)) beat=$((s / 2))
+	local -A root=() args=([ddp]="--timeout 20" [fsdp]="--timeout 20 --fsdp") at=([ddp]=$port [fsdp]=$((port + 1)))
 	for kind in ddp fsdp; do
-		args=(--timeout 20); [ $kind = fsdp ] && args+=(--fsdp)
-		MASTER_PORT=$port job $n "${args[@]}" > "$T/sl$kind.ref" 2> "$T/sl$kind.rerr" &
-		MASTER_PORT=$((port + 1)) job $n "${args[@]}" > /dev/null 2>&1 & # (warms the caches)
-		wait
+		MASTER_PORT=${at[$kind]} job $n ${args[$kind]} > "$T/sl$kind.ref" 2> "$T/sl$kind.rerr" &
 	done
+	wait
 	is "$(nsteps "$T/slddp.ref"):$(nsteps "$T/slfsdp.ref")" "$n:$n" "DDP and FSDP references with a 20 s timeout"
-	TORCH_NCCL_ENABLE_MONITORING=1 TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC=$beat MASTER_PORT=$port \
-		job $n --timeout 20 > "$T/slddp.out" 2> "$T/slddp.err" &
-	roots+=($!)
-	MASTER_PORT=$((port + 1)) job $n --timeout 20 --fsdp > "$T/slfsdp.out" 2> "$T/slfsdp.err" &
-	roots+=($!)
+	TORCH_NCCL_ENABLE_MONITORING=1 TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC=$beat MASTER_PORT=${at[ddp]} \
+		job $n ${args[ddp]} > "$T/slddp.out" 2> "$T/slddp.err" &
+	root[ddp]=$!
+	MASTER_PORT=${at[fsdp]} job $n ${args[fsdp]} > "$T/slfsdp.out" 2> "$T/slfsdp.err" &
+	root[fsdp]=$!
 	wait_step "$T/slddp.out" 3 && wait_step "$T/slfsdp.out" 3
 	for i in $(seq "$cycles"); do
-		local ok=1 out=
-		for r in "${roots[@]}"; do
-			out=$out$("$CUDANAP" suspend -t 120 --tree "$r" 2>&1) || ok=0
+		local ok=1 out= step
+		for kind in ddp fsdp; do
+			out=$out$("$CUDANAP" suspend -t 120 --tree "${root[$kind]}" 2>&1) || ok=0
 		done
 		sleep "$s"
 		map=(--gpu-map ''); [ $((i % 2)) = 1 ] && map=(--gpu-map '0=1, 1=0')
-		for r in "${roots[@]}"; do
-			out=$out$("$CUDANAP" resume -t 120 "${map[@]}" --tree "$r" 2>&1) || ok=0
+		for kind in ddp fsdp; do
+			out=$out$("$CUDANAP" resume -t 120 "${map[@]}" --tree "${root[$kind]}" 2>&1) || ok=0
 		done
 		for kind in ddp fsdp; do
-			local at root=${roots[0]}
-			[ $kind = fsdp ] && root=${roots[1]}
-			at=$(nsteps "$T/sl$kind.out")
-			wait_step "$T/sl$kind.out" $((at + 3)) "$root" || {
+			step=$(nsteps "$T/sl$kind.out")
+			wait_step "$T/sl$kind.out" $((step + 3)) "${root[$kind]}" || {
 				ok=0
-				diag "cycle $i: the $kind job went no further than step $at; its stderr ends:"$'\n'"$(tail -n 4 "$T/sl$kind.err")"
+				diag "cycle $i: the $kind job went no further than step $step; its stderr ends:"$'\n'"$(tail -n 4 "$T/sl$kind.err")"
 			}
 		done
 		if [ $ok = 1 ]; then
@@ -215,9 +212,9 @@ sleeps_check() {
 		fi
 	done
 	is "$good" "$cycles" "$cycles whole-job cycles of a DDP and an FSDP job asleep $s s each, past their 20 s process-group timeout, the ranks swapped at every other resume"
-	[ "$good" = "$cycles" ] || for r in "${roots[@]}"; do kill_tree "$r"; done
+	[ "$good" = "$cycles" ] || for kind in ddp fsdp; do kill_tree "${root[$kind]}"; done
 	rc=0
-	for r in "${roots[@]}"; do wait_done "$T/sl$([ "$r" = "${roots[0]}" ] && echo ddp || echo fsdp).out" "$r" || rc=1; done
+	for kind in ddp fsdp; do wait_done "$T/sl$kind.out" "${root[$kind]}" || rc=1; done
 	said=$(grep -h -m1 -E 'Watchdog caught|watchdog got stuck|Heartbeat monitor timed out|heartbeat' "$T/slddp.err" "$T/slfsdp.err" | cut -c1-300)
 	is "$rc:$said" "0:" "both finish; no watchdog and no heartbeat monitor spoke (the DDP job's at $beat s)"
 	check "every DDP loss identical to the uninterrupted run" test "$(losses "$T/slddp.out")" = "$(losses "$T/slddp.ref")"
