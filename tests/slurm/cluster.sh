@@ -12,7 +12,7 @@ done
 S=$T/slurm
 export SLURM_CONF=$S/slurm.conf
 NODE=$(hostname -s)
-cluster_pids=()
+cluster_pids=() cluster_slices=()
 
 # A TCP port nobody listens on, from a range away from Slurm's own 6817-6819.
 free_port() {
@@ -99,25 +99,47 @@ PartitionName=gpu Nodes=ALL MaxTime=INFINITE State=UP"
 
 	# On a cgroup v2 host slurmd asks systemd over D-Bus for a scope; a test machine may have
 	# neither, and slurmd then makes its cgroup itself.
-	# Its stepd's cgroup goes under system.slice, made here if the host has none (removed again).
-	printf 'IgnoreSystemd=yes\n' > "$S/cgroup.conf"
-	if [ -f /sys/fs/cgroup/cgroup.controllers ] && [ ! -d /sys/fs/cgroup/system.slice ] &&
-		mkdir /sys/fs/cgroup/system.slice 2> /dev/null; then
-		cluster_slice=/sys/fs/cgroup/system.slice
-	fi
+	# Its stepd's cgroup goes under system.slice beside the cgroup slurmd starts in (the root's on
+	# most hosts; a sandbox may put the test in a cgroup of its own), made here if missing and
+	# removed again.
+	local own slice
+	own=$(sed -n 's/^0:://p' /proc/self/cgroup 2> /dev/null)
+	own=${own%/*}
+	cluster_slices=()
+	for slice in /sys/fs/cgroup/system.slice "/sys/fs/cgroup$own/system.slice"; do
+		[ -f /sys/fs/cgroup/cgroup.controllers ] && [ ! -d "$slice" ] && mkdir "$slice" 2> /dev/null &&
+			cluster_slices+=("$slice")
+	done
 
 	slurmctld -D -i > "$S/log/slurmctld.out" 2>&1 &
 	cluster_pids+=($!)
 	for _ in $(seq 100); do scontrol ping 2> /dev/null | grep -q UP && break; sleep 0.1; done
 	scontrol ping 2> /dev/null | grep -q UP || daemon_failed slurmctld "$S/log/slurmctld.out"
+	slurmd_start && return 0
+	# slurmd initialises a cgroup plugin whatever the other plugins are; where cgroup v2 cannot
+	# serve it (a sandbox that gives the test a cgroup it may not make system.slice beside), the v1
+	# plugin starts, and nothing here uses it.
+	if grep -q 'Unable to initialize cgroup plugin' "$S/log/slurmd.log" "$S/log/slurmd.out" 2> /dev/null; then
+		printf 'CgroupPlugin=cgroup/v1\n' >> "$S/cgroup.conf"
+		mv "$S/log/slurmd.log" "$S/log/slurmd-cgroup.log"
+		unset 'cluster_pids[2]'
+		slurmd_start && return 0
+	fi
+	daemon_failed slurmd "$S/log/slurmd.out"
+}
+
+# slurmd_start: slurmd up, its node idle (30 s at most); 1 if it died or never got there.
+slurmd_start() {
+	local pid
 	slurmd -D > "$S/log/slurmd.out" 2>&1 &
-	cluster_pids+=($!)
+	pid=$!
+	cluster_pids+=("$pid")
 	for _ in $(seq 300); do
 		[ "$(sinfo -h -n "$NODE" -o %T 2> /dev/null | head -n 1)" = idle ] && return 0
-		kill -0 "${cluster_pids[2]}" 2> /dev/null || break
+		kill -0 "$pid" 2> /dev/null || return 1
 		sleep 0.1
 	done
-	daemon_failed slurmd "$S/log/slurmd.out"
+	return 1
 }
 
 # Every job cancelled, then the daemons stopped, last started first.
@@ -133,10 +155,8 @@ cluster_stop() {
 		kill -9 "$i" 2> /dev/null
 	done
 	cluster_pids=()
-	if [ -n "${cluster_slice:-}" ]; then
-		find "$cluster_slice" -depth -type d -exec rmdir {} + 2> /dev/null
-		cluster_slice=
-	fi
+	for i in "${cluster_slices[@]}"; do find "$i" -depth -type d -exec rmdir {} + 2> /dev/null; done
+	cluster_slices=()
 }
 trap 'cluster_stop; cleanup' EXIT
 trap 'exit 1' TERM INT
