@@ -215,9 +215,10 @@ sleeps_check() {
 	[ "$good" = "$cycles" ] || for kind in ddp fsdp; do kill_tree "${root[$kind]}"; done
 	rc=0
 	for kind in ddp fsdp; do wait_done "$T/sl$kind.out" "${root[$kind]}" || rc=1; done
-	said=$(grep -h -m1 -E 'Watchdog caught|watchdog got stuck|Heartbeat monitor timed out|heartbeat' "$T/slddp.err" "$T/slfsdp.err" | cut -c1-300)
+	said=$(grep -h -m1 -E 'Watchdog caught|watchdog got stuck|watchdog thread terminated|Heartbeat monitor timed out|heartbeat' "$T/slddp.err" "$T/slfsdp.err" | cut -c1-300)
 	is "$rc:$said" "0:" "both finish; no watchdog and no heartbeat monitor spoke (the DDP job's at $beat s)"
 	check "every DDP loss identical to the uninterrupted run" test "$(losses "$T/slddp.out")" = "$(losses "$T/slddp.ref")"
 	check "every FSDP loss identical to the uninterrupted run" test "$(losses "$T/slfsdp.out")" = "$(losses "$T/slfsdp.ref")"
-	[ $rc = 0 ] || diag "their stderr ends:"$'\n'"$(tail -n 3 "$T/slddp.err" "$T/slfsdp.err")"
+	[ $rc = 0 ] || diag "their stderr ends:"$'\n'"$(tail -n 3 "$T/slddp.err" "$T/slfsdp.err")" \
+		"what they said first:"$'\n'"$(grep -h -m4 -iE 'exception|error|warn|watchdog|abort' "$T/slddp.err" "$T/slfsdp.err" | cut -c1-400)"
 }
