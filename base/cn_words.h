@@ -40,6 +40,10 @@
 #define CN_NOTE_NCCL_READY  "nccl-ready"
 #define CN_NOTE_NCCL_COMMIT "nccl-commit"
 #define CN_NOTE_NCCL_ABORT  "nccl-abort"
-#define CN_NCCL_GO	    "go\n"
+/* Left by the command line before its signal when it leads the cut of that suspend or resume (its
+ * pid); without it the ranks lead their cut themselves (preload/agent/lead.c), and give up
+ * telling each other (nccl-abort, "rank PID gave up: ..."). */
+#define CN_NOTE_NCCL_LED "nccl-led"
+#define CN_NCCL_GO	 "go\n"
 
 #endif

@@ -1,15 +1,15 @@
 /* nccl: the NCCL steps of an action, in the agent thread. Which route a process's communicators
  * take ([nccl] mode and the NCCL loaded); with NCCL's suspend API, before the lock of a suspend:
- * the gate closed, the cut agreed with the job's other ranks through the command line, the
- * communicators suspended; after the unlock of a resume: the ranks agree again, the communicators
- * are resumed and the gate opens. A process whose communicators are suspended keeps the gate
- * closed until the job's resume, also when its own suspend failed after them (the command line's
- * rollback resumes it with the others).
+ * the gate closed, the cut agreed with the job's other ranks, the communicators suspended; after
+ * the unlock of a resume: the ranks agree again, the communicators are resumed and the gate opens.
+ * A process whose communicators are suspended keeps the gate closed until the job's resume, also
+ * when its own suspend failed after them (the command line's rollback resumes it with the others).
  *
- * The cut: the ranks agree, through the command line that suspends or resumes them all
- * (tools/cli/ncclcut.c), on the point where their communicators are suspended or resumed, in
- * notes beside the status file (cn_words.h says which and in what order). A rank waits with a
- * bound: a plain signal, with no command line behind it, is refused.
+ * The cut: the ranks agree on the point where their communicators are suspended or resumed, in
+ * notes beside the status file (cn_words.h says which and in what order), led by the command line
+ * that suspends or resumes them all (tools/cli/ncclcut.c) or, when the signals came from
+ * elsewhere (Slurm's own, kill on every rank), by one of the ranks (lead.c). A rank waits with a
+ * bound: a rank signalled alone gives up and runs on.
  *
  * On every route, a process with communicators starts no GPU work from the start of its suspend
  * until its communicators run again (nccl/hold.c), and its lock waits until the work it started
@@ -30,10 +30,11 @@
 #include "cuda_abi.h"
 #include "gate.h"
 #include "hold.h"
+#include "lead.h"
 #include "log.h"
 #include "state.h"
 
-/* Waits for the command line's answers, when [lock] timeout_ms is 0 (forever). */
+/* Waits for the cut's answers, when [lock] timeout_ms is 0 (forever). */
 #define DEFAULT_WAIT_MS 10000
 /* At a resume the slowest rank's restore comes first. */
 #define RESUME_WAIT_MS 120000
@@ -125,41 +126,6 @@ static int say(const char *what, const char *text)
 	return cn_notes_put(cn_ag.cfg.status_dir, (int)getpid(), what, text) < 0 ? -EIO : 0;
 }
 
-/* The whole file, not only its first line. */
-static int take(const char *what, char *buf, size_t len)
-{
-	return cn_notes_take(cn_ag.cfg.status_dir, (int)getpid(), what, buf, len);
-}
-
-/* Wait, at most timeout_ms, for <status dir>/<pid>.<what> from the command line and take it. 0 with
- * its text in buf; -1 with why: the command line gave up (its reason), or never answered. */
-static int hear(const char *what, char *buf, size_t len, unsigned timeout_ms, char *why,
-		size_t wlen)
-{
-	double until = cn_clock_ms() + timeout_ms;
-	struct timespec tick = { 0, 2 * 1000 * 1000 };
-
-	for (;;) {
-		if (take(CN_NOTE_NCCL_ABORT, why, wlen) >= 0) {
-			why[strcspn(why, "\n")] = '\0';
-			if (!why[0])
-				snprintf(why, wlen, "the command line gave up");
-			return -1;
-		}
-		if (take(what, buf, len) >= 0)
-			return 0;
-		if (cn_clock_ms() >= until)
-			break;
-		nanosleep(&tick, NULL);
-	}
-	snprintf(why, wlen,
-		 "no word from the command line within %u ms: the ranks of an NCCL job are "
-		 "suspended and resumed together, by cudanap suspend|resume --tree, --slurm or "
-		 "--all",
-		 timeout_ms);
-	return -1;
-}
-
 /* Remove what this process said and what was said to it. */
 static void clear(void)
 {
@@ -215,6 +181,7 @@ int cn_nccl_suspend(struct cn_resp *r, char *msg, size_t len)
 	struct timespec pause = { 0, SETTLE_MS * 1000 * 1000 };
 	char why[300];
 
+	cn_lead_begin();
 	if (cn_ag.cfg.nccl_mode == CN_NCCL_API && cn_comms_count() && !cn_comms_have_api()) {
 		cn_nccl_hint(msg, len);
 		failed(r, CN_RES_REFUSED);
@@ -231,17 +198,20 @@ int cn_nccl_suspend(struct cn_resp *r, char *msg, size_t len)
 	if (cn_comms_quiesce(wait_ms(), cut, sizeof(cut), why, sizeof(why)) < 0)
 		goto refused;
 	if (say(CN_NOTE_NCCL_CUT, cut) < 0 ||
-	    hear(CN_NOTE_NCCL_GO, go, sizeof(go), wait_ms(), why, sizeof(why)) < 0 ||
+	    cn_lead_answer(CN_NOTE_NCCL_CUT, CN_NOTE_NCCL_GO, go, sizeof(go), wait_ms(), why,
+			   sizeof(why)) < 0 ||
 	    cn_comms_drain(go, wait_ms(), why, sizeof(why)) < 0)
 		goto reopen;
 	nanosleep(&pause, NULL);
 	if (none_waiting(r, msg, len) < 0) {
+		cn_lead_give_up(msg);
 		cn_comms_open();
 		clear();
 		return -1;
 	}
 	if (say(CN_NOTE_NCCL_READY, cut) < 0 ||
-	    hear(CN_NOTE_NCCL_COMMIT, go, sizeof(go), wait_ms(), why, sizeof(why)) < 0)
+	    cn_lead_answer(CN_NOTE_NCCL_READY, CN_NOTE_NCCL_COMMIT, go, sizeof(go), wait_ms(), why,
+			   sizeof(why)) < 0)
 		goto reopen;
 	/* Every rank of every communicator is at the same cut and makes these calls. */
 	if (cn_comms_suspend(why, sizeof(why)) < 0) {
@@ -260,6 +230,7 @@ int cn_nccl_suspend(struct cn_resp *r, char *msg, size_t len)
 	}
 	return 0;
 reopen:
+	cn_lead_give_up(why);
 	cn_comms_open();
 refused:
 	clear();
@@ -282,12 +253,15 @@ int cn_nccl_resume(struct cn_resp *r, char *msg, size_t len)
 	static char ready[8192], answer[64];
 	char why[300];
 
+	cn_lead_begin();
 	if (!cn_comms_suspended())
 		return 0;
 	cn_comms_list(ready, sizeof(ready));
 	clear();
-	if (say(CN_NOTE_NCCL_READY, ready) < 0 || hear(CN_NOTE_NCCL_COMMIT, answer, sizeof(answer),
-						       RESUME_WAIT_MS, why, sizeof(why)) < 0) {
+	if (say(CN_NOTE_NCCL_READY, ready) < 0 ||
+	    cn_lead_answer(CN_NOTE_NCCL_READY, CN_NOTE_NCCL_COMMIT, answer, sizeof(answer),
+			   RESUME_WAIT_MS, why, sizeof(why)) < 0) {
+		cn_lead_give_up(why);
 		clear();
 		snprintf(msg, len,
 			 "resumed, but its NCCL communicators wait for the job's other ranks (%s): "

@@ -2,10 +2,10 @@
 # NCCL jobs on NCCL's default transports, with the fake driver and the fake NCCL
 # (tests/fakenccl/): the communicators found by the preload's interposition, suspended at a cut
 # every rank agrees on (the ranks issue operations at different rates) before the lock and
-# resumed after the unlock; the app's NCCL calls held back meanwhile; a group that lacks a rank, a
-# plain signal, an old NCCL, [nccl] mode, a rank whose lock fails after its communicators were
-# suspended (the rollback resumes them with the others), NCCL loaded privately, and the
-# LD_PRELOAD order.
+# resumed after the unlock; the app's NCCL calls held back meanwhile; a group that lacks a rank,
+# plain signals to every rank (the ranks lead the cut) or to one, an old NCCL, [nccl] mode, a rank
+# whose lock fails after its communicators were suspended (the rollback resumes them with the
+# others), NCCL loaded privately, and the LD_PRELOAD order.
 . "$(dirname "$0")/../lib.sh"
 export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake
 mkdir "$T/fake"
@@ -37,6 +37,7 @@ advancing() { # advancing NAME: its loop's steps go up
 	return 1
 }
 peer() { test -e "$T/fake/$1.peer"; }
+both_are() { state_is "$A_pid" "$1" && state_is "$B_pid" "$1"; } # both_are STATE: A's and B's, no action under way
 
 # -- NCCL 2.30.7: suspended and resumed through its suspend API, at an agreed cut
 export CUDANAP_FAKE_NCCL=$FAKENCCL
@@ -171,12 +172,33 @@ like "$out" "^$A_pid: suspend failed: NCCL_NOT_AT_CUT: NCCL: communicator [0-9a-
 is "$(field "$A_pid" state)" running "A runs on"
 check "and trains on" advancing A
 
-# -- a plain signal, with no command line to agree with
+# -- plain signals, with no command line to lead the cut (Slurm's own suspend and resume signal
+# every process of the job): the ranks lead it themselves
+kill -USR1 "$A_pid" "$B_pid"
+check "kill -USR1 on both ranks: both suspended" eventually 10 both_are checkpointed
+check "their peer imports released" bash -c "! test -e '$T/fake/$A_pid.peer' && ! test -e '$T/fake/$B_pid.peer'"
+is "$(field "$A_pid" nccl | cut -d' ' -f1)" "suspended:" "A's communicator suspended"
+kill -USR2 "$A_pid" "$B_pid"
+check "kill -USR2 on both: both resumed" eventually 10 both_are running
+is "$(field "$A_pid" result):$(field "$B_pid" result):$(field "$B_pid" nccl)" "ok:ok:suspend-api: 1 communicator (NCCL 2.30.7)" \
+	"both resumed whole, their communicators with them"
+check "A trains on" advancing A
+check "B trains on" advancing B
+is "$(cat "$T/fake/nccl/misuse" 2> /dev/null)" "" "no NCCL call reached a suspended communicator"
+# three more, one rank's signal 300 ms after the other's
+good=0
+for i in 1 2 3; do
+	kill -USR1 "$B_pid"; sleep 0.3; kill -USR1 "$A_pid"
+	eventually 10 both_are checkpointed || continue
+	kill -USR2 "$A_pid"; sleep 0.3; kill -USR2 "$B_pid"
+	eventually 10 both_are running && advancing A && good=$((good + 1))
+done
+is "$good" 3 "three more cycles by plain signals, one rank's 300 ms late at each"
 write_ini "[lock]" "timeout_ms = 500"
 kill -USR1 "$B_pid"
 settle "$B_pid" $(($(field "$B_pid" seq) + 1)) 10
-like "$(field "$B_pid" result):$(field "$B_pid" message)" "^NCCL_NOT_AT_CUT:NCCL: no word from the command line within 500 ms" \
-	"kill -USR1 on a rank: refused after the bound, saying how to suspend the job"
+like "$(field "$B_pid" result):$(field "$B_pid" message)" "^NCCL_NOT_AT_CUT:NCCL: communicator [0-9a-f]+ has 2 ranks and 1 of them are here: suspend and resume the whole job" \
+	"kill -USR1 on one rank alone: given up after the bound, saying to take the whole job"
 check "B trains on" advancing B
 
 # -- a rank whose lock fails after its communicators were suspended: the rollback resumes both

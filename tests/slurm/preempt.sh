@@ -5,7 +5,8 @@
 # GRES). A low job under --cudanap, with SIGTSTP/SIGCONT as its INI's signals, is suspended when a
 # high job arrives; the plugin's handover= makes the high job start only once the low job's GPU
 # memory is off the GPU; when the high job ends Slurm resumes the low one, which finishes with its
-# data verified.
+# data verified. The same for a two-rank NCCL job (the fake NCCL's suspend API), whose ranks lead
+# their cut themselves.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/cluster.sh"
 export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake T TARGET CUDANAP
@@ -67,6 +68,57 @@ is "$REPLY" "verify ok" "every byte back"
 ask L quit
 wait_final "$low"
 is "$(job_state "$low")" COMPLETED "and it finishes"
+
+# -- an NCCL job's two ranks (the fake NCCL, through its suspend API): Slurm signals every process
+# of the job and no command line leads the ranks' cut, so they lead it themselves
+steps() { ask "$1" "nccl steps"; echo "${REPLY#nccl }"; } # "STEPS ERRORS"
+advancing() { # advancing NAME: its loop's steps go up
+	local a b
+	a=$(steps "$1"); a=${a%% *}
+	for _ in $(seq 200); do
+		b=$(steps "$1"); b=${b%% *}
+		[ "$b" -gt "$a" ] && return 0
+		sleep 0.02
+	done
+	return 1
+}
+export CUDANAP_FAKE_NCCL=$FAKENCCL CUDANAP_FAKE_GPUS=2
+printf '[signals]\nsuspend = SIGTSTP\nresume = SIGCONT\n[lock]\ntimeout_ms = 5000\n' > "$T/nccl.ini"
+attach A
+attach B
+low=$(sbatch --parsable -p low -c "$cpus" --cudanap="$T/nccl.ini" -o "$T/nlow.log" \
+	--wrap '"$TARGET" < "$T/A.in" > "$T/A.out" & "$TARGET" < "$T/B.in" > "$T/B.out" & wait')
+a=$(ready A) b=$(ready B)
+STATUS_DIR=$(job_dir "$low")
+ask A "nccl init slurmjob 0 2"; r=$REPLY
+ask B "nccl init slurmjob 1 2"
+is "$r:$REPLY" "nccl ok:nccl ok" "a two-rank NCCL job runs under --cudanap"
+ask A "nccl loop 3"; ask B "nccl loop 5"
+check "it trains" advancing B
+attach H
+high=$(sbatch --parsable -p high -c "$cpus" -o "$T/high.log" \
+	--wrap 'ls "$T/fake" > "$T/H.seen"; exec "$TARGET" < "$T/H.in" > "$T/H.out"')
+h=$(ready H)
+check "a high job arrives and starts" test -n "$h"
+is "$(job_state "$low"):$(field "$a" state):$(field "$b" state)" SUSPENDED:checkpointed:checkpointed \
+	"Slurm suspended the NCCL job; both ranks checkpointed, their cut led by themselves"
+check "when the high job started, neither rank's memory was on the GPU" \
+	bash -c "! grep -qxE '($a|$b)\.gpu' '$T/H.seen'"
+diag "$(grep 'handover' "$S/log/slurmd.log" | tail -n 1 | sed 's/.*cudanap: //')"
+ask H quit
+wait_final "$high"
+wait_state "$low" RUNNING
+until_state "$a" running && until_state "$b" running
+is "$(field "$a" state):$(field "$b" state):$(field "$b" nccl | cut -d' ' -f1)" running:running:suspend-api: \
+	"Slurm resumed the job: both ranks restored, their communicator resumed"
+check "A trains on" advancing A
+check "B trains on" advancing B
+is "$(steps A | cut -d' ' -f2):$(steps B | cut -d' ' -f2):$(cat "$T/fake/nccl/misuse" 2> /dev/null)" "0:0:" \
+	"no NCCL call failed, none reached a suspended communicator"
+ask A quit
+ask B quit
+wait_final "$low"
+is "$(job_state "$low")" COMPLETED "and the job finishes"
 
 # -- without handover=: the race the option closes is Slurm's (the preemptor is launched while the
 # preempted job's tasks get SIGTSTP); a job not under cudanap on the same node is never waited for

@@ -101,10 +101,11 @@ static void send_one(struct job *j, const struct plan *p)
 	enum verb v = p->verb;
 	union sigval prep = { .sival_int = v == VERB_NAP ? CN_SIGVAL_NAP : CN_SIGVAL_PREPARE };
 	const char *why;
-	char untrusted[300];
+	char untrusted[300], led[32];
 	struct cn_status s;
 	int r;
 
+	snprintf(led, sizeof(led), "%d\n", (int)getpid());
 	procs_status_dir(j->pid, p->cfg, j->dir, sizeof(j->dir));
 	r = cn_status_read_why(j->dir, j->pid, &s, untrusted, sizeof(untrusted));
 	if (r < 0 || !procs_alive(&s)) {
@@ -151,6 +152,13 @@ static void send_one(struct job *j, const struct plan *p)
 		j->done = true;
 		say(j, "error", "%s: cannot write in %s: %s; nothing sent",
 		    v == VERB_SUSPEND ? "--to-disk" : "--gpu-map", j->dir, strerror(errno));
+		return;
+	}
+	/* The cut of an NCCL job's ranks is led from here when this command waits (ncclcut.c). */
+	if (p->wait && (v == VERB_SUSPEND || v == VERB_RESUME) &&
+	    ask(j, CN_NOTE_NCCL_LED, led) < 0) {
+		j->done = true;
+		say(j, "error", "cannot write in %s: %s; nothing sent", j->dir, strerror(errno));
 		return;
 	}
 	if ((v == VERB_PREPARE || v == VERB_NAP

@@ -9,25 +9,17 @@
  * collective its peers never make. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <inttypes.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "cn_cut.h"
 #include "cn_notes.h"
 #include "cn_words.h"
 
 #define MAX_LINES 1024
-
-struct line {
-	int job; /* index in jobs */
-	uint64_t key;
-	int rank, nranks;
-	unsigned long issued;
-};
 
 enum { WAITING, SAID, FINISHED };
 
@@ -47,7 +39,7 @@ static bool finished(const struct job *j)
 
 /* Wait until every process sent its signal has said what (its lines into lines) or finished.
  * Returns how many said it; -1 at the deadline. */
-static int gather(struct job *jobs, int n, const char *what, int *state, struct line *lines,
+static int gather(struct job *jobs, int n, const char *what, int *state, struct cn_cut_line *lines,
 		  int *n_lines, double deadline)
 {
 	int said;
@@ -65,17 +57,8 @@ static int gather(struct job *jobs, int n, const char *what, int *state, struct 
 				/* The rank's, in its user's directory: never a FIFO to hang on. */
 				if (cn_notes_read(jobs[i].dir, jobs[i].pid, what, text,
 						  sizeof(text)) >= 0) {
-					for (char *p = text, *e; *p; p = e + (*e != '\0')) {
-						struct line *l = &lines[*n_lines];
-
-						e = p + strcspn(p, "\n");
-						if (*n_lines < MAX_LINES &&
-						    sscanf(p, "%" SCNx64 " %d %d %lu", &l->key,
-							   &l->rank, &l->nranks, &l->issued) == 4) {
-							l->job = i;
-							(*n_lines)++;
-						}
-					}
+					*n_lines =
+						cn_cut_parse(text, i, lines, *n_lines, MAX_LINES);
 					state[i] = SAID;
 				} else if (finished(&jobs[i])) {
 					state[i] = FINISHED;
@@ -101,35 +84,6 @@ static void abort_all(struct job *jobs, int n, const int *state, const char *why
 	for (int i = 0; i < n; i++)
 		if (state[i] == SAID)
 			say(&jobs[i], CN_NOTE_NCCL_ABORT, text);
-}
-
-/* Every communicator with all of its ranks here; else why not, into why. */
-static bool whole(const struct line *lines, int n_lines, char *why, size_t len)
-{
-	for (int a = 0; a < n_lines; a++) {
-		int ranks = 0;
-
-		for (int b = 0; b < n_lines; b++) {
-			bool again = false;
-
-			if (lines[b].key != lines[a].key)
-				continue;
-			for (int c = 0; c < b && !again; c++)
-				again = lines[c].key == lines[b].key &&
-					lines[c].rank == lines[b].rank;
-			ranks += !again;
-		}
-		if (lines[a].nranks <= 0 || ranks != lines[a].nranks) {
-			snprintf(
-				why, len,
-				"communicator %016" PRIx64 " has %d ranks and %d of them are here: "
-				"suspend and resume the whole job at once (--tree, --slurm, --all; "
-				"jobs over several nodes need [nccl] suspendable)",
-				lines[a].key, lines[a].nranks, ranks);
-			return false;
-		}
-	}
-	return true;
 }
 
 /* A process of part (those that said their counts; all of them when part is NULL) that finished
@@ -161,7 +115,7 @@ static void commit(struct job *jobs, int n, const int *state)
 			say(&jobs[i], CN_NOTE_NCCL_COMMIT, CN_NCCL_GO);
 }
 
-static void cut_suspend(struct job *jobs, int n, int *state, bool *part, struct line *lines,
+static void cut_suspend(struct job *jobs, int n, int *state, bool *part, struct cn_cut_line *lines,
 			double deadline)
 {
 	int n_lines = 0, said = gather(jobs, n, CN_NOTE_NCCL_CUT, state, lines, &n_lines, deadline);
@@ -175,7 +129,7 @@ static void cut_suspend(struct job *jobs, int n, int *state, bool *part, struct 
 	}
 	/* A process that finished now (no CUDA, refused, failed) is a rank only if a communicator
 	 * misses it; the one that failed is named first. */
-	if (!whole(lines, n_lines, why, sizeof(why))) {
+	if (!cn_cut_whole(lines, n_lines, why, sizeof(why))) {
 		any_failed(jobs, n, state, NULL, why, sizeof(why));
 		abort_all(jobs, n, state, why);
 		return;
@@ -185,22 +139,10 @@ static void cut_suspend(struct job *jobs, int n, int *state, bool *part, struct 
 	/* Each rank's target on each of its communicators: the most any rank has issued. */
 	for (int i = 0; i < n; i++) {
 		char text[8192];
-		size_t o = 0;
 
 		if (state[i] != SAID)
 			continue;
-		text[0] = '\0';
-		for (int a = 0; a < n_lines; a++) {
-			unsigned long most = 0;
-
-			if (lines[a].job != i)
-				continue;
-			for (int b = 0; b < n_lines; b++)
-				if (lines[b].key == lines[a].key && lines[b].issued > most)
-					most = lines[b].issued;
-			o += (size_t)snprintf(text + o, o < sizeof(text) ? sizeof(text) - o : 0,
-					      "%016" PRIx64 " %lu\n", lines[a].key, most);
-		}
+		cn_cut_targets(lines, n_lines, i, text, sizeof(text));
 		say(&jobs[i], CN_NOTE_NCCL_GO, text);
 		state[i] = WAITING;
 	}
@@ -213,7 +155,8 @@ static void cut_suspend(struct job *jobs, int n, int *state, bool *part, struct 
 		commit(jobs, n, state);
 }
 
-static void cut_resume(struct job *jobs, int n, int *state, struct line *lines, double deadline)
+static void cut_resume(struct job *jobs, int n, int *state, struct cn_cut_line *lines,
+		       double deadline)
 {
 	int n_lines = 0,
 	    said = gather(jobs, n, CN_NOTE_NCCL_READY, state, lines, &n_lines, deadline);
@@ -224,7 +167,7 @@ static void cut_resume(struct job *jobs, int n, int *state, struct line *lines, 
 			abort_all(jobs, n, state, "the job's other ranks were not all restored");
 		return;
 	}
-	if (!whole(lines, n_lines, why, sizeof(why))) {
+	if (!cn_cut_whole(lines, n_lines, why, sizeof(why))) {
 		any_failed(jobs, n, state, NULL, why, sizeof(why));
 		abort_all(jobs, n, state, why);
 	} else {
@@ -234,7 +177,7 @@ static void cut_resume(struct job *jobs, int n, int *state, struct line *lines, 
 
 void ncclcut_run(struct job *jobs, int n, enum verb v, double deadline)
 {
-	static struct line lines[MAX_LINES];
+	static struct cn_cut_line lines[MAX_LINES]; /* who: the index in jobs */
 	bool *part;
 	int *state;
 

@@ -1,0 +1,228 @@
+/* lead: who answers a rank at its NCCL job's cut (agent/nccl.c has the rank's steps). When the
+ * command line suspends or resumes the job it leads the cut (tools/cli/ncclcut.c), and says so in
+ * a note beside each process's status file before its signal. Otherwise the signals came from
+ * elsewhere (Slurm's own suspend and resume, scancel --signal, kill on every rank) and the ranks
+ * lead themselves: each reads the notes its peers left in the status directory they share, takes
+ * the ranks whose communicators meet its own, and waits until every communicator among them has
+ * all of its ranks there. The one with the lowest pid then answers each of them as the command
+ * line would (base/cut.c: the same arithmetic); the others wait for its answer. A rank that gives
+ * up tells the others, who give up too: all of them suspend or none. */
+#define _GNU_SOURCE
+#include "lead.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "cn_cut.h"
+#include "cn_notes.h"
+#include "cn_words.h"
+#include "state.h"
+
+#define MAX_LINES 1024
+#define MAX_PEERS 256
+
+static bool by_cli;
+static int leader; /* the pid that answers, 0 for the command line */
+/* The ranks met at the last gathering, this one among them. */
+static int peers[MAX_PEERS], n_peers;
+
+static const char *dir(void)
+{
+	return cn_ag.cfg.status_dir;
+}
+
+static bool alive(int pid)
+{
+	return kill(pid, 0) == 0 || errno == EPERM;
+}
+
+void cn_lead_begin(void)
+{
+	char text[64];
+
+	by_cli = cn_notes_take(dir(), (int)getpid(), CN_NOTE_NCCL_LED, text, sizeof(text)) > 0 &&
+		 atoi(text) > 0 && alive(atoi(text));
+	leader = 0;
+	n_peers = 0;
+}
+
+/* Wait, until the deadline, for this process's note what: 0 with its text in buf; -1 with why
+ * (a leader's or a peer's reason to give up, or none in time). */
+static int hear(const char *what, char *buf, size_t len, double until, char *why, size_t wlen)
+{
+	struct timespec tick = { 0, 2 * 1000 * 1000 };
+
+	for (;;) {
+		if (cn_notes_take(dir(), (int)getpid(), CN_NOTE_NCCL_ABORT, why, wlen) >= 0) {
+			why[strcspn(why, "\n")] = '\0';
+			if (!why[0])
+				snprintf(why, wlen, "the command line gave up");
+			return -1;
+		}
+		if (cn_notes_take(dir(), (int)getpid(), what, buf, len) >= 0)
+			return 0;
+		if (cn_clock_ms() >= until)
+			return 1;
+		nanosleep(&tick, NULL);
+	}
+}
+
+/* The lines every live process in the status directory said in its note said. */
+static int read_all(const char *said, struct cn_cut_line *lines)
+{
+	char suffix[64], text[8192];
+	struct dirent *e;
+	int n = 0;
+	DIR *d = opendir(dir());
+
+	if (!d)
+		return 0;
+	snprintf(suffix, sizeof(suffix), ".%s", said);
+	while ((e = readdir(d))) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+
+		if (pid <= 0 || strcmp(end, suffix) != 0 || !alive((int)pid) ||
+		    cn_notes_read(dir(), (int)pid, said, text, sizeof(text)) < 0)
+			continue;
+		n = cn_cut_parse(text, (int)pid, lines, n, MAX_LINES);
+	}
+	closedir(d);
+	return n;
+}
+
+/* Of all the lines, those of the ranks whose communicators meet this one's, directly or through
+ * another's, moved to the front; their pids into peers. Their count. */
+static int meet(struct cn_cut_line *lines, int n)
+{
+	int k = 0;
+	bool grew = true;
+
+	n_peers = 0;
+	peers[n_peers++] = (int)getpid();
+	while (grew) {
+		grew = false;
+		for (int a = 0; a < n; a++) {
+			bool in = false, meets = false;
+
+			for (int p = 0; p < n_peers && !in; p++)
+				in = lines[a].who == peers[p];
+			for (int b = 0; b < n && !in && !meets; b++)
+				for (int p = 0; p < n_peers && !meets; p++)
+					meets = lines[b].who == peers[p] &&
+						lines[b].key == lines[a].key;
+			if (!in && meets && n_peers < MAX_PEERS) {
+				peers[n_peers++] = lines[a].who;
+				grew = true;
+			}
+		}
+	}
+	for (int a = 0; a < n; a++)
+		for (int p = 0; p < n_peers; p++)
+			if (lines[a].who == peers[p]) {
+				struct cn_cut_line t = lines[k];
+
+				lines[k++] = lines[a];
+				lines[a] = t;
+				break;
+			}
+	return k;
+}
+
+/* The leader's answers: to each rank met, its counts to reach (what is the go note of a suspend's
+ * first step) or the go. -1 with why when one could not be written. */
+static int answer_all(const char *what, const struct cn_cut_line *lines, int n, char *why,
+		      size_t wlen)
+{
+	char text[8192];
+
+	for (int p = 0; p < n_peers; p++) {
+		if (strcmp(what, CN_NOTE_NCCL_GO) == 0)
+			cn_cut_targets(lines, n, peers[p], text, sizeof(text));
+		else
+			snprintf(text, sizeof(text), "%s", CN_NCCL_GO);
+		if (cn_notes_put(dir(), peers[p], what, text) < 0) {
+			snprintf(why, wlen, "the rank that leads the cut cannot write to rank %d",
+				 peers[p]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Until the answer comes: the lines said by the ranks met, and once every communicator among them
+ * has all its ranks there, the lowest pid answers them all. The others take the answer as soon as
+ * it is there (the leader may have gone on and taken its own notes away). */
+static int lead_self(const char *said, const char *what, char *buf, size_t len, double until,
+		     char *why, size_t wlen)
+{
+	static struct cn_cut_line lines[MAX_LINES];
+	struct timespec tick = { 0, 2 * 1000 * 1000 };
+	char whole_why[300] = "";
+	bool answered = false;
+	int n, r;
+
+	for (;;) {
+		r = hear(what, buf, len, 0, why, wlen);
+		if (r <= 0)
+			return r;
+		if (!answered && (n = meet(lines, read_all(said, lines))) &&
+		    cn_cut_whole(lines, n, whole_why, sizeof(whole_why))) {
+			leader = (int)getpid();
+			for (int p = 0; p < n_peers; p++)
+				if (peers[p] < leader)
+					leader = peers[p];
+			if (leader == (int)getpid() && answer_all(what, lines, n, why, wlen) < 0)
+				return -1;
+			answered = true;
+			whole_why[0] = '\0';
+			continue;
+		}
+		if (cn_clock_ms() >= until) {
+			if (whole_why[0])
+				snprintf(why, wlen, "%s", whole_why);
+			else if (leader)
+				snprintf(why, wlen,
+					 "no word from rank %d, which leads the job's cut", leader);
+			else
+				snprintf(why, wlen, "no rank of the job met");
+			return -1;
+		}
+		nanosleep(&tick, NULL);
+	}
+}
+
+int cn_lead_answer(const char *said, const char *what, char *buf, size_t len, unsigned timeout_ms,
+		   char *why, size_t wlen)
+{
+	double until = cn_clock_ms() + timeout_ms;
+	int r;
+
+	if (!by_cli)
+		return lead_self(said, what, buf, len, until, why, wlen);
+	r = hear(what, buf, len, until, why, wlen);
+	if (r > 0)
+		snprintf(why, wlen, "no word from the command line within %u ms", timeout_ms);
+	return r ? -1 : 0;
+}
+
+void cn_lead_give_up(const char *why)
+{
+	char text[400];
+
+	if (by_cli)
+		return;
+	snprintf(text, sizeof(text), "rank %d gave up: %s\n", (int)getpid(), why);
+	for (int p = 0; p < n_peers; p++)
+		if (peers[p] != (int)getpid())
+			cn_notes_put(dir(), peers[p], CN_NOTE_NCCL_ABORT, text);
+	n_peers = 0;
+}

@@ -1,0 +1,21 @@
+/* lead: who answers a rank at its NCCL job's cut. See lead.c. */
+#ifndef CN_AGENT_LEAD_H
+#define CN_AGENT_LEAD_H
+
+#include <stddef.h>
+
+/* At the start of a suspend or a resume: whether the command line leads this one (it left a
+ * note before its signal). Always called, so that no note outlives its action. */
+void cn_lead_begin(void);
+
+/* After this rank said its lines in the note said: the answer what (the counts to reach, or the
+ * go) into buf, from whoever leads the cut, within timeout_ms. 0, or -1 with why (the leader gave
+ * up and why, or no answer in time). */
+int cn_lead_answer(const char *said, const char *what, char *buf, size_t len, unsigned timeout_ms,
+		   char *why, size_t wlen);
+
+/* This rank gives up its part in the cut: with no command line to tell them, the ranks it met are
+ * told, so that none of them waits for it (nothing to do when the command line leads). */
+void cn_lead_give_up(const char *why);
+
+#endif
