@@ -167,13 +167,15 @@ small_checks() {
 	check "every loss bit-identical to the mp.spawn run" test "$(losses "$T/tr.out")" = "$(losses "$T/ddp.ref")"
 }
 
-# sleeps_check PORT: a DDP and an FSDP job, each with a 20 s process-group timeout, the DDP one
-# with PyTorch's heartbeat monitor at half the sleep, asleep CUDANAP_SLEEP_S (60) seconds at each of
-# CUDANAP_SLEEP_CYCLES (5) whole-job cycles, both suspended and resumed together, the ranks swapped
-# at every other resume and home at the rest; each finishes with every loss identical to an
-# uninterrupted run, and no watchdog speaks. PORT and PORT+1: their rendezvous ports.
+# sleeps_check PORT [apart]: a DDP and an FSDP job, each with a 20 s process-group timeout, the DDP
+# one with PyTorch's heartbeat monitor at half the sleep, asleep CUDANAP_SLEEP_S (60) seconds at each
+# of CUDANAP_SLEEP_CYCLES (5) whole-job cycles, the ranks swapped at every other resume and home at
+# the rest; each finishes with every loss identical to an uninterrupted run, and no watchdog
+# speaks. Both jobs are suspended and resumed together, or with apart one job after the other (over
+# sockets, a rank moved onto a GPU where another job runs has killed both: docs/DISTRIBUTED.md).
+# PORT and PORT+1: their rendezvous ports.
 sleeps_check() {
-	local port=$1 cycles=${CUDANAP_SLEEP_CYCLES:-5} s=${CUDANAP_SLEEP_S:-60} i kind good=0 map rc said
+	local port=$1 apart=${2:-} cycles=${CUDANAP_SLEEP_CYCLES:-5} s=${CUDANAP_SLEEP_S:-60} kind good=0 rc said
 	local n=$((cycles * 20 + 60)) beat=$((s / 2))
 	local -A root=() args=([ddp]="--timeout 20" [fsdp]="--timeout 20 --fsdp") at=([ddp]=$port [fsdp]=$((port + 1)))
 	for kind in ddp fsdp; do
@@ -181,44 +183,61 @@ sleeps_check() {
 	done
 	wait
 	is "$(nsteps "$T/slddp.ref"):$(nsteps "$T/slfsdp.ref")" "$n:$n" "DDP and FSDP references with a 20 s timeout"
-	TORCH_NCCL_ENABLE_MONITORING=1 TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC=$beat MASTER_PORT=${at[ddp]} \
-		job $n ${args[ddp]} > "$T/slddp.out" 2> "$T/slddp.err" &
-	root[ddp]=$!
-	MASTER_PORT=${at[fsdp]} job $n ${args[fsdp]} > "$T/slfsdp.out" 2> "$T/slfsdp.err" &
-	root[fsdp]=$!
-	wait_step "$T/slddp.out" 3 && wait_step "$T/slfsdp.out" 3
+	if [ -n "$apart" ]; then
+		sleeps_cycles ddp && sleeps_cycles fsdp && good=$cycles
+	else
+		sleeps_cycles ddp fsdp && good=$cycles
+	fi
+	is "$good" "$cycles" "$cycles whole-job cycles of a DDP and an FSDP job${apart:+ (one after the other)} asleep $s s each, past their 20 s process-group timeout, the ranks swapped at every other resume"
+	rc=0
+	for kind in ddp fsdp; do
+		[ -n "${root[$kind]:-}" ] && wait_done "$T/sl$kind.out" "${root[$kind]}" || rc=1
+	done
+	said=$(grep -h -m1 -E 'Watchdog caught|watchdog got stuck|watchdog thread terminated|Heartbeat monitor timed out|heartbeat' "$T/slddp.err" "$T/slfsdp.err" 2> /dev/null | cut -c1-300)
+	is "$rc:$said" "0:" "both finish; no watchdog and no heartbeat monitor spoke (the DDP job's at $beat s)"
+	check "every DDP loss identical to the uninterrupted run" test "$(losses "$T/slddp.out" 2> /dev/null)" = "$(losses "$T/slddp.ref")"
+	check "every FSDP loss identical to the uninterrupted run" test "$(losses "$T/slfsdp.out" 2> /dev/null)" = "$(losses "$T/slfsdp.ref")"
+	[ $rc = 0 ] || diag "their stderr ends:"$'\n'"$(tail -n 3 "$T/slddp.err" "$T/slfsdp.err" 2> /dev/null)" \
+		"what they said first:"$'\n'"$(grep -h -m4 -iE 'exception|error|warn|watchdog|abort' "$T/slddp.err" "$T/slfsdp.err" 2> /dev/null | cut -c1-400)"
+}
+
+# sleeps_cycles KIND...: sleeps_check's jobs of those kinds started (root[KIND]) and taken through
+# its cycles together; 1 at the first cycle that fails (said, and its jobs killed). Uses
+# sleeps_check's locals.
+sleeps_cycles() {
+	local i k ok out step map
+	for k in "$@"; do
+		if [ "$k" = ddp ]; then
+			TORCH_NCCL_ENABLE_MONITORING=1 TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC=$beat MASTER_PORT=${at[$k]} \
+				job $n ${args[$k]} > "$T/sl$k.out" 2> "$T/sl$k.err" &
+		else
+			MASTER_PORT=${at[$k]} job $n ${args[$k]} > "$T/sl$k.out" 2> "$T/sl$k.err" &
+		fi
+		root[$k]=$!
+	done
+	for k in "$@"; do wait_step "$T/sl$k.out" 3; done
 	for i in $(seq "$cycles"); do
-		local ok=1 out= step
-		for kind in ddp fsdp; do
-			out=$out$("$CUDANAP" suspend -t 120 --tree "${root[$kind]}" 2>&1) || ok=0
+		ok=1 out=
+		for k in "$@"; do
+			out=$out$("$CUDANAP" suspend -t 120 --tree "${root[$k]}" 2>&1) || ok=0
 		done
 		sleep "$s"
 		map=(--gpu-map ''); [ $((i % 2)) = 1 ] && map=(--gpu-map '0=1, 1=0')
-		for kind in ddp fsdp; do
-			out=$out$("$CUDANAP" resume -t 120 "${map[@]}" --tree "${root[$kind]}" 2>&1) || ok=0
+		for k in "$@"; do
+			out=$out$("$CUDANAP" resume -t 120 "${map[@]}" --tree "${root[$k]}" 2>&1) || ok=0
 		done
-		for kind in ddp fsdp; do
-			step=$(nsteps "$T/sl$kind.out")
-			wait_step "$T/sl$kind.out" $((step + 3)) "${root[$kind]}" || {
+		for k in "$@"; do
+			step=$(nsteps "$T/sl$k.out")
+			wait_step "$T/sl$k.out" $((step + 3)) "${root[$k]}" || {
 				ok=0
-				diag "cycle $i: the $kind job went no further than step $step; its stderr ends:"$'\n'"$(tail -n 4 "$T/sl$kind.err")"
+				diag "cycle $i: the $k job went no further than step $step; its stderr ends:"$'\n'"$(tail -n 4 "$T/sl$k.err")"
 			}
 		done
-		if [ $ok = 1 ]; then
-			good=$((good + 1))
-		else
+		if [ $ok = 0 ]; then
 			diag "cycle $i: $out"
-			break
+			for k in "$@"; do kill_tree "${root[$k]}"; done
+			return 1
 		fi
 	done
-	is "$good" "$cycles" "$cycles whole-job cycles of a DDP and an FSDP job asleep $s s each, past their 20 s process-group timeout, the ranks swapped at every other resume"
-	[ "$good" = "$cycles" ] || for kind in ddp fsdp; do kill_tree "${root[$kind]}"; done
-	rc=0
-	for kind in ddp fsdp; do wait_done "$T/sl$kind.out" "${root[$kind]}" || rc=1; done
-	said=$(grep -h -m1 -E 'Watchdog caught|watchdog got stuck|watchdog thread terminated|Heartbeat monitor timed out|heartbeat' "$T/slddp.err" "$T/slfsdp.err" | cut -c1-300)
-	is "$rc:$said" "0:" "both finish; no watchdog and no heartbeat monitor spoke (the DDP job's at $beat s)"
-	check "every DDP loss identical to the uninterrupted run" test "$(losses "$T/slddp.out")" = "$(losses "$T/slddp.ref")"
-	check "every FSDP loss identical to the uninterrupted run" test "$(losses "$T/slfsdp.out")" = "$(losses "$T/slfsdp.ref")"
-	[ $rc = 0 ] || diag "their stderr ends:"$'\n'"$(tail -n 3 "$T/slddp.err" "$T/slfsdp.err")" \
-		"what they said first:"$'\n'"$(grep -h -m4 -iE 'exception|error|warn|watchdog|abort' "$T/slddp.err" "$T/slfsdp.err" | cut -c1-400)"
+	for k in "$@"; do wait_done "$T/sl$k.out" "${root[$k]}" || return 1; done
 }
