@@ -25,17 +25,7 @@ rank() {
 	ask "$name" "nccl loop $ms"
 	[ "$REPLY" = "nccl ok" ]
 }
-steps() { ask "$1" "nccl steps"; echo "${REPLY#nccl }"; } # "STEPS ERRORS"
-advancing() { # advancing NAME: its loop's steps go up
-	local a b
-	a=$(steps "$1"); a=${a%% *}
-	for _ in $(seq 200); do
-		b=$(steps "$1"); b=${b%% *}
-		[ "$b" -gt "$a" ] && return 0
-		sleep 0.02
-	done
-	return 1
-}
+. "$(dirname "$0")/fakerank.sh"
 peer() { test -e "$T/fake/$1.peer"; }
 both_are() { state_is "$A_pid" "$1" && state_is "$B_pid" "$1"; } # both_are STATE: A's and B's, no action under way
 

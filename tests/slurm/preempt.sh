@@ -71,17 +71,7 @@ is "$(job_state "$low")" COMPLETED "and it finishes"
 
 # -- an NCCL job's two ranks (the fake NCCL, through its suspend API): Slurm signals every process
 # of the job and no command line leads the ranks' cut, so they lead it themselves
-steps() { ask "$1" "nccl steps"; echo "${REPLY#nccl }"; } # "STEPS ERRORS"
-advancing() { # advancing NAME: its loop's steps go up
-	local a b
-	a=$(steps "$1"); a=${a%% *}
-	for _ in $(seq 200); do
-		b=$(steps "$1"); b=${b%% *}
-		[ "$b" -gt "$a" ] && return 0
-		sleep 0.02
-	done
-	return 1
-}
+. "$(dirname "$0")/../preload/fakerank.sh"
 export CUDANAP_FAKE_NCCL=$FAKENCCL CUDANAP_FAKE_GPUS=2
 printf '[signals]\nsuspend = SIGTSTP\nresume = SIGCONT\n[lock]\ntimeout_ms = 5000\n' > "$T/nccl.ini"
 attach A
