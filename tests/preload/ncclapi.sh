@@ -184,6 +184,21 @@ for i in 1 2 3; do
 	eventually 10 both_are running && advancing A && good=$((good + 1))
 done
 is "$good" 3 "three more cycles by plain signals, one rank's 300 ms late at each"
+# two jobs in the same status directory, all four ranks signalled at once: each job's ranks meet
+# their own, and each job's lowest pid leads its cut
+rank C job2 0 2 4
+rank D job2 1 2 2
+all_are() { both_are "$1" && state_is "$C_pid" "$1" && state_is "$D_pid" "$1"; }
+kill -USR1 "$A_pid" "$B_pid" "$C_pid" "$D_pid"
+check "two jobs' four ranks signalled at once: all suspended" eventually 10 all_are checkpointed
+kill -USR2 "$D_pid" "$C_pid" "$B_pid" "$A_pid"
+check "and all resumed" eventually 10 all_are running
+check "job2 trains on" advancing C
+check "job1 trains on" advancing A
+is "$(steps C | cut -d' ' -f2):$(steps D | cut -d' ' -f2):$(cat "$T/fake/nccl/misuse" 2> /dev/null)" "0:0:" \
+	"no NCCL call failed in either job, none reached a suspended communicator"
+ask C quit
+ask D quit
 write_ini "[lock]" "timeout_ms = 500"
 kill -USR1 "$B_pid"
 settle "$B_pid" $(($(field "$B_pid" seq) + 1)) 10
