@@ -214,13 +214,15 @@ int cn_nccl_suspend(struct cn_resp *r, char *msg, size_t len)
 			   sizeof(why)) < 0)
 		goto reopen;
 	/* Every rank of every communicator is at the same cut and makes these calls. */
+	/* What was said for this cut is spent either way: a note left would read, to the ranks
+	 * meeting at the resume, as this rank's word that it is restored. */
+	clear();
 	if (cn_comms_suspend(why, sizeof(why)) < 0) {
 		snprintf(msg, len,
 			 "%s; the NCCL communicators stay suspended until the job is resumed", why);
 		failed(r, CN_RES_NCCL_SUSPEND);
 		return -1;
 	}
-	clear();
 	cn_log(&cn_ag.cfg, CN_LOG_DEBUG, "nccl: %d communicators suspended at the job's cut",
 	       cn_comms_count());
 	if (settle(r, msg, len) < 0 || none_waiting(r, msg, len) < 0) {
