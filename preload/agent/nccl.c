@@ -213,10 +213,10 @@ int cn_nccl_suspend(struct cn_resp *r, char *msg, size_t len)
 	    cn_lead_answer(CN_NOTE_NCCL_READY, CN_NOTE_NCCL_COMMIT, go, sizeof(go), wait_ms(), why,
 			   sizeof(why)) < 0)
 		goto reopen;
-	/* Every rank of every communicator is at the same cut and makes these calls. */
 	/* What was said for this cut is spent either way: a note left would read, to the ranks
 	 * meeting at the resume, as this rank's word that it is restored. */
 	clear();
+	/* Every rank of every communicator is at the same cut and makes these calls. */
 	if (cn_comms_suspend(why, sizeof(why)) < 0) {
 		snprintf(msg, len,
 			 "%s; the NCCL communicators stay suspended until the job is resumed", why);
