@@ -30,7 +30,7 @@
 #define MAX_PEERS 256
 
 static bool by_cli;
-static int leader; /* the pid that answers, 0 for the command line */
+static int leader; /* the rank that answers; 0: the command line, or not known yet */
 /* The ranks met at the last gathering, this one among them. */
 static int peers[MAX_PEERS], n_peers;
 
@@ -54,8 +54,8 @@ void cn_lead_begin(void)
 	n_peers = 0;
 }
 
-/* Wait, until the deadline, for this process's note what: 0 with its text in buf; -1 with why
- * (a leader's or a peer's reason to give up, or none in time). */
+/* Wait, until the deadline, for this process's note what: 0 with its text in buf; -1 with why (the
+ * reason the leader or a peer gave up); 1 when none came in time. */
 static int hear(const char *what, char *buf, size_t len, double until, char *why, size_t wlen)
 {
 	struct timespec tick = { 0, 2 * 1000 * 1000 };
