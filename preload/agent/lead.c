@@ -166,9 +166,14 @@ static int answer_all(const char *what, const struct cn_cut_line *lines, int n, 
 
 /* Until the answer comes: the lines said by the ranks met, and once every communicator among them
  * has all its ranks there, the lowest pid answers them all. The others take the answer as soon as
- * it is there (the leader may have gone on and taken its own notes away). */
+ * it is there (the leader may have gone on and taken its own notes away). The go after the ranks
+ * said they are there is the one that matters: every rank that gets it suspends (or resumes) its
+ * communicators, collectively and with no timeout, so a rank must not give up while the leader may
+ * still send it. The leader sends it within its own bound after the last rank said it is there,
+ * and that rank was at most a drain's bound behind the first: a rank that is not the leader waits
+ * three bounds for it. */
 static int lead_self(const char *said, const char *what, char *buf, size_t len, double until,
-		     char *why, size_t wlen)
+		     unsigned timeout_ms, char *why, size_t wlen)
 {
 	static struct cn_cut_line lines[MAX_LINES];
 	struct timespec tick = { 0, 2 * 1000 * 1000 };
@@ -188,6 +193,8 @@ static int lead_self(const char *said, const char *what, char *buf, size_t len, 
 					leader = peers[p];
 			if (leader == (int)getpid() && answer_all(what, lines, n, why, wlen) < 0)
 				return -1;
+			if (leader != (int)getpid() && strcmp(what, CN_NOTE_NCCL_COMMIT) == 0)
+				until += 2.0 * timeout_ms;
 			answered = true;
 			whole_why[0] = '\0';
 			continue;
@@ -213,7 +220,7 @@ int cn_lead_answer(const char *said, const char *what, char *buf, size_t len, un
 	int r;
 
 	if (!by_cli)
-		return lead_self(said, what, buf, len, until, why, wlen);
+		return lead_self(said, what, buf, len, until, timeout_ms, why, wlen);
 	r = hear(what, buf, len, until, why, wlen);
 	if (r > 0)
 		snprintf(why, wlen, "no word from the command line within %u ms", timeout_ms);
