@@ -221,9 +221,12 @@ int cn_lead_answer(const char *said, const char *what, char *buf, size_t len, un
 
 	if (!by_cli)
 		return lead_self(said, what, buf, len, until, timeout_ms, why, wlen);
+	/* The command line's last go too: it sends it once the last rank said it is there. */
+	if (strcmp(what, CN_NOTE_NCCL_COMMIT) == 0)
+		until += 2.0 * timeout_ms;
 	r = hear(what, buf, len, until, why, wlen);
 	if (r > 0)
-		snprintf(why, wlen, "no word from the command line within %u ms", timeout_ms);
+		snprintf(why, wlen, "no word from the command line in time");
 	return r ? -1 : 0;
 }
 
