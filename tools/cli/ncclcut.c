@@ -6,7 +6,9 @@
  * all suspend at once (nccl-commit); at a resume every rank says it is restored (nccl-ready) and
  * all resume at once. A communicator some of whose ranks are not in the group, or a rank that
  * fails, makes this command tell the others to give up (nccl-abort): none of them then waits in a
- * collective its peers never make. */
+ * collective its peers never make. The ranks know this command leads from its note (nccl-led,
+ * group.c); signalled from elsewhere they lead themselves (preload/agent/lead.c), with the same
+ * arithmetic (base/cut.c). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
