@@ -110,8 +110,9 @@ _Static_assert(offsetof(struct cn_gate_tl, depth) == CN_TL_DEPTH &&
 		       offsetof(struct cn_gate_tl, work) == CN_TL_WORK,
 	       "stubs.S reads struct cn_gate_tl at these offsets");
 
-/* The gate's word: 0 open, 1 closed, 2 holding (cn_gate_hold); and whether a thread's mark must fence (no membarrier(2) to
- * do it from the agent's side, or a ThreadSanitizer build, which cannot see membarrier). */
+/* The gate's word: 0 open, 1 closed, 2 holding (cn_gate_hold); and whether a thread's mark must
+ * fence (no membarrier(2) to do it from the agent's side, or a ThreadSanitizer build, which cannot
+ * see membarrier). */
 extern atomic_int cn_gate_word;
 extern bool cn_gate_fence;
 

@@ -62,8 +62,8 @@ int cn_comms_quiesce(unsigned timeout_ms, char *cut, size_t len, char *why, size
 /* The same lines, as they are now. 0, or -1 when they do not fit. */
 int cn_comms_list(char *out, size_t len);
 
-/* App threads waiting at the gate now with a collective begun under the hold (cn_comms_thread_began):
- * such a thread must not wait there while the process sleeps. */
+/* App threads waiting at the gate now with a collective begun under the hold
+ * (cn_comms_thread_began): such a thread must not wait there while the process sleeps. */
 int cn_comms_began_waiting(void);
 
 /* Let the app issue operations until each communicator has issued as many as targets say ("KEY

@@ -53,13 +53,14 @@ static int kind_of(unsigned idx)
 	for (size_t i = 0; name && i < sizeof(starts) / sizeof(starts[0]); i++)
 		if (strncmp(name, starts[i], strlen(starts[i])) == 0)
 			k = STARTS;
-	if (name && strncmp(name, "cuStreamIsCapturing", 19) == 0)
+	if (name && strcmp(name, "cuStreamIsCapturing") == 0)
 		k = CAPTURING;
 	atomic_store_explicit(&kinds[idx], (uint8_t)k, memory_order_relaxed);
 	return k;
 }
 
-bool cn_hold_lets(unsigned idx, const void *caller)
+/* The gate's filter while it holds (cn_gate_hold). */
+static bool lets(unsigned idx, const void *caller)
 {
 	if ((uintptr_t)caller - atomic_load_explicit(&nccl_lo, memory_order_relaxed) <
 		    atomic_load_explicit(&nccl_len, memory_order_relaxed) ||
@@ -95,7 +96,7 @@ static void find_nccl(void)
 void cn_hold_begin(void)
 {
 	find_nccl();
-	cn_gate_hold(cn_hold_lets);
+	cn_gate_hold(lets);
 }
 
 double cn_hold_settle(unsigned quiet_ms, unsigned bound_ms)

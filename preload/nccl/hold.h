@@ -15,7 +15,4 @@ void cn_hold_begin(void);
  * at most bound_ms. The ms waited; -1 at the bound. */
 double cn_hold_settle(unsigned quiet_ms, unsigned bound_ms);
 
-/* The gate's filter while it holds (cn_gate_hold). */
-bool cn_hold_lets(unsigned idx, const void *caller);
-
 #endif
