@@ -117,12 +117,13 @@ said=$(grep -h -m1 -E 'Watchdog caught|watchdog got stuck|watchdog thread termin
 is "$said" "" "no watchdog spoke, nothing raised"
 diag "the low job's cudanap lines: $(grep -h 'cudanap' "$T/low29552.err" | head -n 6)"
 
-# -- PreemptMode=REQUEUE: the low job is killed and requeued
+# -- PreemptMode=REQUEUE: the low job is killed and requeued. Not FORCE:1 here: without gang
+# scheduling Slurm would run the two partitions' jobs side by side.
 cluster_stop
 cluster_start "required $SPANK preload=$PRELOAD statusbase=$S/st handover=120" \
 	"PreemptType=preempt/partition_prio" "PreemptMode=REQUEUE" \
-	"PartitionName=low Nodes=ALL Default=YES MaxTime=INFINITE State=UP PriorityTier=1 OverSubscribe=FORCE:1" \
-	"PartitionName=high Nodes=ALL MaxTime=INFINITE State=UP PriorityTier=2 OverSubscribe=FORCE:1"
+	"PartitionName=low Nodes=ALL Default=YES MaxTime=INFINITE State=UP PriorityTier=1 OverSubscribe=NO" \
+	"PartitionName=high Nodes=ALL MaxTime=INFINITE State=UP PriorityTier=2 OverSubscribe=NO"
 low_job 29553
 check "a low job trains again, rank pids $r0 $r1" test -n "$r1"
 high_job Q
@@ -133,8 +134,9 @@ like "$(job_state "$low")" "^(PENDING|REQUEUED|REQUEUE_HOLD|REQUEUE_FED)$" "and 
 REPLY=
 [ -n "$h" ] && ask Q verify 120
 is "$REPLY" "verify ok" "the high job's memory works"
-diag "REQUEUE: the high job's memory written on both GPUs $(in_s "$requeue_ms") s after its submission"
-diag "preemptor's submission to its first CUDA work done: $(in_s "$suspend_ms") s with SUSPEND,GANG and handover (the low job kept), $(in_s "$requeue_ms") s with REQUEUE (the low job killed)"
+[ -n "$h" ] || diag "the high job: $(head -c 300 "$T/Q.log")"
+[ -n "$h" ] && diag "REQUEUE: the high job's memory written on both GPUs $(in_s "$requeue_ms") s after its submission" &&
+	diag "preemptor's submission to its first CUDA work done: $(in_s "$suspend_ms") s with SUSPEND,GANG and handover (the low job kept), $(in_s "$requeue_ms") s with REQUEUE (the low job killed)"
 ask Q quit 5
 wait_final "$high"
 finish
