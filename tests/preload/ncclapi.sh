@@ -4,8 +4,9 @@
 # every rank agrees on (the ranks issue operations at different rates) before the lock and
 # resumed after the unlock; the app's NCCL calls held back meanwhile; a group that lacks a rank,
 # plain signals to every rank (the ranks lead the cut) or to one, an old NCCL, [nccl] mode, a rank
-# whose lock fails after its communicators were suspended (the rollback resumes them with the
-# others), NCCL loaded privately, and the LD_PRELOAD order.
+# whose lock fails after its communicators were suspended (the command line's rollback resumes
+# them with the others; by plain signals, the job's resume does), NCCL loaded privately, and the
+# LD_PRELOAD order.
 . "$(dirname "$0")/../lib.sh"
 export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake
 mkdir "$T/fake"
@@ -219,6 +220,23 @@ is "$(field "$A_pid" state):$(field "$B_pid" state):$(field "$B_pid" nccl)" "run
 check "A trains on" advancing A
 check "B trains on" advancing B
 ask B sync 10
+# the same by plain signals (Slurm's): no command line to roll back. A sleeps; B runs with its
+# communicators suspended, its app held; the job's resume meets both, and both train on.
+ask B "kernel 2000"
+kill -USR1 "$A_pid" "$B_pid"
+settle "$B_pid" $(($(field "$B_pid" seq) + 1)) 10
+like "$(field "$B_pid" result):$(field "$B_pid" message)" "^[A-Z_]+:.*its NCCL communicators stay suspended until the job is resumed" \
+	"kill -USR1 on both, B's lock times out after the communicators' suspend: B says they wait for the job"
+check "A sleeps" eventually 10 state_is "$A_pid" checkpointed
+is "$(field "$B_pid" state):$(field "$B_pid" nccl | cut -d' ' -f1)" "running:suspended:" "B runs, its communicator suspended"
+ask B sync 10
+kill -USR2 "$A_pid" "$B_pid"
+check "kill -USR2 on both: both run" eventually 10 both_are running
+is "$(field "$A_pid" nccl):$(field "$B_pid" nccl)" "suspend-api: 1 communicator (NCCL 2.30.7):suspend-api: 1 communicator (NCCL 2.30.7)" \
+	"their communicators resumed together"
+check "A trains on" advancing A
+check "B trains on" advancing B
+is "$(cat "$T/fake/nccl/misuse" 2> /dev/null)" "" "no NCCL call reached a suspended communicator"
 write_ini "[lock]" "timeout_ms = 5000"
 
 ask A quit
