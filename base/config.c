@@ -408,6 +408,7 @@ static const struct {
 	{ "restore", "margin_mib", k_margin, 0 },
 	{ "restore", "reserve", NULL, offsetof(struct cn_config, reserve) },
 	{ "restore", "take_turns", NULL, offsetof(struct cn_config, take_turns) },
+	{ "restore", "beside_restored", NULL, offsetof(struct cn_config, beside_restored) },
 	{ "restore", "room_wait_s", k_room_wait, 0 },
 	{ "status", "dir", k_status_dir, 0 },
 	{ "status", "if_unusable", k_if_unusable, 0 },

@@ -21,7 +21,7 @@ enum cn_op {
 	CN_OP_USERS,   /* no driver call: what other processes hold on one GPU, and its free memory */
 };
 
-/* CN_OP_USERS: the processes asked about at most. */
+/* CN_OP_USERS and CN_OP_RESTORE: the processes asked about at most. */
 #define CN_USERS_MAX 64
 
 /* What the process held on one GPU when it was checkpointed, as NVML counts it. */
@@ -54,7 +54,9 @@ struct cn_req {
 	 * the agent, which opened the file there): then host memory is not checked. */
 	uint32_t to_disk;
 	uint64_t disk_free_bytes;
-	/* CN_OP_USERS: the GPU (use[0].uuid) and the processes to look at. */
+	/* CN_OP_USERS: the GPU (use[0].uuid) and the processes to look at. CN_OP_RESTORE: the
+	 * processes that cudanap restored, onto whose GPUs a restore must not move this one
+	 * (preload/agent/beside.c). */
 	uint32_t n_pids;
 	int32_t pids[CN_USERS_MAX];
 };

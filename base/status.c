@@ -229,11 +229,11 @@ int cn_status_format(const struct cn_status *s, char *buf, size_t len)
 		     "\"resume_signal\":%d,\"prepared\":%s,\"gpus\":%s,\"home_gpus\":%s,"
 		     "\"restore_gpus\":%s,\"nccl\":%s,\"query_seq\":%lu,\"naps\":%lu,"
 		     "\"wakes\":%lu,\"naps_idle\":%lu,\"naps_asked\":%lu,\"naps_room\":%lu,"
-		     "\"nap_for_pid\":%d,\"rooms_made\":%lu",
+		     "\"nap_for_pid\":%d,\"rooms_made\":%lu,\"restores\":%lu",
 		     s->call_ns, ts, s->suspend_signal, s->resume_signal,
 		     s->prepared ? "true" : "false", gpus[0], gpus[1], gpus[2], nccl, s->query_seq,
 		     s->naps, s->wakes, s->naps_idle, s->naps_asked, s->naps_room, s->nap_for_pid,
-		     s->rooms_made);
+		     s->rooms_made, s->restores);
 	if (n < 0 || (size_t)n >= len - o)
 		return -ENOSPC;
 	o += (size_t)n;
@@ -389,6 +389,8 @@ static void set_field(struct cn_status *s, const char *key, const char *v, bool 
 		s->naps_room = strtoul(v, NULL, 10);
 	else if (strcmp(key, "nap_for_pid") == 0)
 		s->nap_for_pid = atoi(v);
+	else if (strcmp(key, "restores") == 0)
+		s->restores = strtoul(v, NULL, 10);
 	else if (strcmp(key, "rooms_made") == 0)
 		s->rooms_made = strtoul(v, NULL, 10);
 	for (size_t i = 0; i < N_NUMS; i++)

@@ -5,7 +5,9 @@
  * driver wants a complete list of UUID pairs, from where each GPU's memory is to where it goes.
  * Before the restore, NVML's free memory on each target GPU is checked against the footprint the
  * checkpoint recorded, and the footprint is held there until the restore: a restore that runs out
- * of memory wedges the process for good (docs/DRIVER.md, The restore). Runs in the controller. */
+ * of memory wedges the process for good (docs/DRIVER.md, The restore). A move onto a GPU where a
+ * process runs that cudanap restored is refused first (docs/DISTRIBUTED.md). Runs in the
+ * controller. */
 #define _GNU_SOURCE
 #include "placement.h"
 
@@ -95,6 +97,56 @@ static int pairs_for(const struct cn_req *req, const struct gpu *g, int n, CUche
 	return 0;
 }
 
+/* Where the memory the process held on use u (req->use[u], where it slept) goes at the restore. */
+static const unsigned char *target(const struct cn_req *req, uint32_t u,
+				   const CUcheckpointGpuPair *list, int n_list)
+{
+	for (int i = 0; i < n_list; i++)
+		if (memcmp(list[i].oldUuid.bytes, req->use[u].uuid, 16) == 0)
+			return (const unsigned char *)list[i].newUuid.bytes;
+	return req->use[u].uuid;
+}
+
+/* ---- beside processes cudanap restored ---- */
+
+/* A restore that moves the process onto a GPU where one of req->pids holds memory is refused
+ * before anything is held (preload/agent/beside.c says why, and who they are). 0, or -1 with resp
+ * filled. Where NVML cannot say what a process holds (no NVML, a container whose pids are not the
+ * host's) the move goes through: the check is then not made. */
+static int beside(const struct cn_req *req, const CUcheckpointGpuPair *list, int n_list,
+		  const struct gpu *g, int n_gpus, struct cn_resp *resp)
+{
+	uint32_t n = req->n_pids < CN_USERS_MAX ? req->n_pids : CN_USERS_MAX;
+
+	for (uint32_t i = 0; i < n && n_list; i++) {
+		struct cn_gpu_use use[CN_MAX_GPUS];
+		char why[200], s[CN_UUID_STR_LEN];
+		int k = cn_nvml_footprint(req->pids[i], use, CN_MAX_GPUS, why, sizeof(why));
+
+		for (uint32_t u = 0; u < req->n_use && u < CN_MAX_GPUS; u++) {
+			const unsigned char *to = target(req, u, list, n_list);
+			int at = 0;
+
+			if (memcmp(to, req->use[u].uuid, 16) == 0)
+				continue; /* not a move */
+			for (int j = 0; j < k; j++) {
+				if (memcmp(use[j].uuid, to, 16) != 0)
+					continue;
+				while (at < n_gpus && memcmp(g[at].uuid.bytes, to, 16) != 0)
+					at++;
+				cn_gpumap_uuid_format(to, s);
+				snprintf(why, sizeof(why),
+					 "GPU %d (%s) runs pid %d, which cudanap restored: moved "
+					 "beside one, both have died ([restore] beside_restored)",
+					 at, s, (int)req->pids[i]);
+				cn_driver_fail(resp, CN_RES_BESIDE, why);
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
 /* ---- room on the target GPUs ---- */
 
 /* Memory held in the controller on the target GPUs from the check until the restore: physical
@@ -147,15 +199,13 @@ static int make_room(const struct cn_req *req, const CUcheckpointGpuPair *list, 
 	int n = 0;
 
 	for (uint32_t u = 0; u < req->n_use && u < CN_MAX_GPUS; u++) {
-		const unsigned char *to = req->use[u].uuid;
+		const unsigned char *to;
 		uint64_t need = req->use[u].bytes, free_b;
 		CUresult r;
 		double t0;
 		int k, k_free;
 
-		for (int i = 0; i < n_list; i++)
-			if (memcmp(list[i].oldUuid.bytes, req->use[u].uuid, 16) == 0)
-				to = (const unsigned char *)list[i].newUuid.bytes;
+		to = target(req, u, list, n_list);
 		for (k = 0; k < n_gpus && memcmp(g[k].uuid.bytes, to, 16) != 0; k++)
 			;
 		cn_gpumap_uuid_format(to, s);
@@ -227,6 +277,8 @@ int cn_placement_place(const struct cn_req *req, struct cn_resp *resp, CUcheckpo
 		cn_driver_fail(resp, CN_RES_BAD_MAP, why);
 		return -1;
 	}
+	if (beside(req, list, *n_list, g, n, resp) < 0)
+		return -1;
 	*n_held = make_room(req, list, *n_list, g, n, held, resp);
 	if (*n_held < 0) {
 		*n_held = 0;

@@ -142,11 +142,14 @@ static int restore_step(struct cn_resp *r, unsigned wait_ms)
 		snprintf(msg, sizeof(msg), "restore: %s%s", r->message,
 			 r->result == CN_RES_NO_ROOM
 				 ? "; still suspended: resume again when there is room"
+			 : r->result == CN_RES_BESIDE
+				 ? "; still suspended: resume it where it slept, or elsewhere"
 				 : "");
 		cn_report_finish(r, msg);
 		return -1;
 	}
 	cn_report_step(CN_STEP_RESTORE, r);
+	cn_ag.st.restores++;
 	/* A controller that died mid-restore left no word of where: the last is kept. */
 	if (r->result == CUDA_SUCCESS) {
 		peers_follow(r);

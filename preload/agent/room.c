@@ -21,7 +21,6 @@
 #define _GNU_SOURCE
 #include "room.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -36,13 +35,13 @@
 #include "channel.h"
 #include "clock.h"
 #include "cn_notes.h"
-#include "cn_proc.h"
 #include "cn_safe.h"
 #include "cn_words.h"
 #include "cuda_abi.h"
 #include "fns.h"
 #include "gate.h"
 #include "log.h"
+#include "others.h"
 #include "report.h"
 #include "state.h"
 #include "wake.h"
@@ -143,37 +142,34 @@ static int by_idle(const void *a, const void *b)
 	return x->idle_s < y->idle_s ? 1 : x->idle_s > y->idle_s ? -1 : 0;
 }
 
+/* The candidates found so far, as cn_others_each fills them. */
+struct cands {
+	struct cand *c;
+	int n, max;
+};
+
+/* One of this status dir's processes taken as a candidate if it may be napped now. */
+static bool take(const struct cn_status *s, void *arg)
+{
+	struct cands *cs = arg;
+	double idle = cn_status_since_s(s->idle_since);
+
+	if (s->state != CN_STATE_RUNNING || s->busy || s->nap == CN_NAP_NAPPING ||
+	    s->nap == CN_NAP_WAITING || s->nap == CN_NAP_WAKING || s->nap == CN_NAP_REFUSED ||
+	    idle < 0 || idle < cn_ag.cfg.nap_min_idle_s)
+		return true;
+	cs->c[cs->n++] = (struct cand){ s->pid, s->suspend_signal, s->seq, idle, 0 };
+	return cs->n < cs->max;
+}
+
 /* The processes of this status dir that may be napped now, the longest idle first. */
 static int candidates(struct cand *c, int max)
 {
-	DIR *d = opendir(cn_ag.cfg.status_dir);
-	struct dirent *e;
-	int n = 0;
+	struct cands cs = { c, 0, max };
 
-	while (d && n < max && (e = readdir(d))) {
-		struct cn_status s;
-		struct cn_owner o;
-		char name[32];
-		int pid = atoi(e->d_name);
-		double idle;
-
-		snprintf(name, sizeof(name), "%d.json", pid);
-		if (pid <= 0 || pid == getpid() || strcmp(name, e->d_name) != 0 ||
-		    cn_status_read(cn_ag.cfg.status_dir, pid, &s) < 0 ||
-		    s.starttime != cn_proc_starttime(pid) || cn_safe_owner_of(pid, false, &o) < 0 ||
-		    o.uid != getuid())
-			continue;
-		idle = cn_status_since_s(s.idle_since);
-		if (s.state != CN_STATE_RUNNING || s.busy || s.nap == CN_NAP_NAPPING ||
-		    s.nap == CN_NAP_WAITING || s.nap == CN_NAP_WAKING || s.nap == CN_NAP_REFUSED ||
-		    idle < 0 || idle < cn_ag.cfg.nap_min_idle_s)
-			continue;
-		c[n++] = (struct cand){ pid, s.suspend_signal, s.seq, idle, 0 };
-	}
-	if (d)
-		closedir(d);
-	qsort(c, (size_t)n, sizeof(*c), by_idle);
-	return n;
+	cn_others_each(take, &cs);
+	qsort(c, (size_t)cs.n, sizeof(*c), by_idle);
+	return cs.n;
 }
 
 /* What each candidate holds on the GPU, and what is free there; -1 when NVML cannot say. */

@@ -3,7 +3,8 @@
 # transports without the suspend API (NCCL older than 2.29.7) a suspend is refused in one line and
 # the job trains on. Under [nccl] suspendable = true (sockets): a busy DDP job suspended and resumed
 # with --tree CUDANAP_DDP_CYCLES times (20), its ranks swapped between the GPUs, suspends whose one
-# rank's signal comes late (all suspended or all running, never half), FSDP, torchrun, and a DDP
+# rank's signal comes late (all suspended or all running, never half), FSDP, torchrun, two jobs on
+# the same GPUs whose second one's move beside the first is refused (BESIDE_RESTORED), and a DDP
 # and an FSDP job (one after the other) asleep 60 s five times past their process group's 20 s
 # timeout, PyTorch's heartbeat monitor on; every loss is compared with an uninterrupted run.
 . "$(dirname "$0")/../lib.sh"
@@ -64,11 +65,12 @@ check "all $steps losses bit-identical to the uninterrupted run" \
 	test "$(losses "$T/busy.out")" = "$(losses "$T/ref.out")"
 
 small_checks
+beside_check 29545
 fi
 
 # -- long sleeps: no collective's clock runs while the job sleeps (docs/DISTRIBUTED.md)
 if [ "${CUDANAP_DDP_PARTS:-all}" != cycles ]; then
 	nccl_ini
-	sleeps_check 29543 apart
+	sleeps_check 29543
 fi
 finish

@@ -167,15 +167,52 @@ small_checks() {
 	check "every loss bit-identical to the mp.spawn run" test "$(losses "$T/tr.out")" = "$(losses "$T/ddp.ref")"
 }
 
-# sleeps_check PORT [apart]: a DDP and an FSDP job, each with a 20 s process-group timeout, the DDP
-# one with PyTorch's heartbeat monitor at half the sleep, asleep CUDANAP_SLEEP_S (60) seconds at each
+# beside_check PORT: the move that killed two jobs (docs/DISTRIBUTED.md), refused. A small DDP and
+# a small FSDP job on the same two GPUs, both suspended; the DDP one resumed where it slept, then
+# the FSDP one with its ranks swapped, onto the GPUs where the restored DDP ranks run: refused in
+# one line (BESIDE_RESTORED), its ranks still asleep; resumed where they slept, both jobs finish
+# with every loss identical to an uninterrupted run. PORT and PORT+1: their rendezvous ports.
+beside_check() {
+	local port=$1 n=150 k out rc f0 f1
+	local -A root=() args=([ddp]="" [fsdp]="--fsdp") at=([ddp]=$port [fsdp]=$((port + 1)))
+	for k in ddp fsdp; do
+		MASTER_PORT=${at[$k]} job $n ${args[$k]} > "$T/bs$k.ref" 2> "$T/bs$k.rerr" &
+	done
+	wait
+	for k in ddp fsdp; do
+		MASTER_PORT=${at[$k]} job $n ${args[$k]} > "$T/bs$k.out" 2> "$T/bs$k.err" &
+		root[$k]=$!
+	done
+	for k in ddp fsdp; do wait_step "$T/bs$k.out" 3 "${root[$k]}"; done
+	read -r f0 f1 <<< "$(ranks_of "$T/bsfsdp.out")"
+	for k in ddp fsdp; do "$CUDANAP" suspend -t 120 --tree "${root[$k]}" > /dev/null; done
+	"$CUDANAP" resume -t 120 --tree "${root[ddp]}" > /dev/null; rc=$?
+	is "$rc" 0 "two jobs asleep on the same GPUs: the DDP one resumed where it slept"
+	out=$("$CUDANAP" resume -t 120 --gpu-map '0=1, 1=0' --tree "${root[fsdp]}"); rc=$?
+	like "$rc:$out" "^1:.*resume failed: BESIDE_RESTORED: restore: GPU [01] \(GPU-[^)]*\) runs pid [0-9]+, which cudanap restored" \
+		"the FSDP job's ranks moved onto the GPUs of the restored DDP ranks: refused in one line"
+	is "$(states_of "$f0" "$f1")" "checkpointed checkpointed" "its ranks still asleep"
+	"$CUDANAP" resume -t 120 --tree "${root[fsdp]}" > /dev/null; rc=$?
+	is "$rc" 0 "resumed where they slept, beside the DDP ranks"
+	rc=0
+	for k in ddp fsdp; do wait_done "$T/bs$k.out" "${root[$k]}" || rc=1; done
+	is "$rc" 0 "both jobs finish"
+	[ $rc = 0 ] || diag "their stderr ends:"$'\n'"$(tail -n 3 "$T/bsddp.err" "$T/bsfsdp.err" 2> /dev/null)"
+	for k in ddp fsdp; do
+		check "every $k loss identical to the uninterrupted run" \
+			test "$(losses "$T/bs$k.out" 2> /dev/null)" = "$(losses "$T/bs$k.ref")"
+	done
+}
+
+# sleeps_check PORT: a DDP and an FSDP job, each with a 20 s process-group timeout, the DDP one
+# with PyTorch's heartbeat monitor at half the sleep, asleep CUDANAP_SLEEP_S (60) seconds at each
 # of CUDANAP_SLEEP_CYCLES (5) whole-job cycles, the ranks swapped at every other resume and home at
 # the rest; each finishes with every loss identical to an uninterrupted run, and no watchdog
-# speaks. Both jobs are suspended and resumed together, or with apart one job after the other (over
-# sockets, a rank moved onto a GPU where another job runs has killed both: docs/DISTRIBUTED.md).
-# PORT and PORT+1: their rendezvous ports.
+# speaks. One job after the other: cudanap refuses to move a rank onto a GPU where another job
+# runs that it restored ([restore] beside_restored, docs/DISTRIBUTED.md). PORT and PORT+1: their
+# rendezvous ports.
 sleeps_check() {
-	local port=$1 apart=${2:-} cycles=${CUDANAP_SLEEP_CYCLES:-5} s=${CUDANAP_SLEEP_S:-60} kind good=0 rc said
+	local port=$1 cycles=${CUDANAP_SLEEP_CYCLES:-5} s=${CUDANAP_SLEEP_S:-60} kind good=0 rc said
 	local n=$((cycles * 20 + 60)) beat=$((s / 2))
 	local -A root=() args=([ddp]="--timeout 20" [fsdp]="--timeout 20 --fsdp") at=([ddp]=$port [fsdp]=$((port + 1)))
 	for kind in ddp fsdp; do
@@ -183,12 +220,8 @@ sleeps_check() {
 	done
 	wait
 	is "$(nsteps "$T/slddp.ref"):$(nsteps "$T/slfsdp.ref")" "$n:$n" "DDP and FSDP references with a 20 s timeout"
-	if [ -n "$apart" ]; then
-		sleeps_cycles ddp && sleeps_cycles fsdp && good=$cycles
-	else
-		sleeps_cycles ddp fsdp && good=$cycles
-	fi
-	is "$good" "$cycles" "$cycles whole-job cycles of a DDP and an FSDP job${apart:+ (one after the other)} asleep $s s each, past their 20 s process-group timeout, the ranks swapped at every other resume"
+	sleeps_cycles ddp && sleeps_cycles fsdp && good=$cycles
+	is "$good" "$cycles" "$cycles whole-job cycles of a DDP and an FSDP job (one after the other) asleep $s s each, past their 20 s process-group timeout, the ranks swapped at every other resume"
 	rc=0
 	for kind in ddp fsdp; do
 		[ -n "${root[$kind]:-}" ] && wait_done "$T/sl$kind.out" "${root[$kind]}" || rc=1

@@ -5,9 +5,10 @@
 # busy DDP job and an FSDP job each suspended and resumed with --tree CUDANAP_DDP_CYCLES times (20),
 # GPU memory freed at each suspend, the ranks swapped between the GPUs at every other resume and
 # home at the rest; the same map twice and the INI's map emptied; a rank's signal late (all
-# suspended or all running); torchrun; a DDP and an FSDP job asleep 60 s five times past their
-# process group's 20 s timeout, PyTorch's heartbeat monitor on; every loss compared with an
-# uninterrupted run.
+# suspended or all running); torchrun; two jobs on the same GPUs whose second one's move beside the
+# first is refused (BESIDE_RESTORED); a DDP and an FSDP job (one after the other) asleep 60 s five
+# times past their process group's 20 s timeout, PyTorch's heartbeat monitor on; every loss
+# compared with an uninterrupted run.
 . "$(dirname "$0")/../lib.sh"
 command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 || skip_all "no NVIDIA GPU or driver"
 [ "$(nvidia-smi -L | wc -l)" -ge 2 ] || skip_all "needs two GPUs"
@@ -53,6 +54,8 @@ check "all $steps losses bit-identical to the uninterrupted run" \
 	test "$(losses "$T/busy.out")" = "$(losses "$T/ref.out")"
 
 FSDP_CYCLES=${CUDANAP_DDP_CYCLES:-20} small_checks swap
+api_ini
+beside_check 29547
 fi
 
 # -- long sleeps: no collective's clock runs while the job sleeps (docs/DISTRIBUTED.md)

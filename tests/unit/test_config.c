@@ -69,12 +69,13 @@ static void test_full_file(void)
 	   "the documented example INI loads");
 	ok(c.suspend_signal == SIGUSR1 && c.resume_signal == SIGUSR2 &&
 		   c.lock_timeout_ms == 10000 && c.n_pairs == 0 && c.hook_timeout_ms == 30000 &&
-		   c.margin_mib == 256 && c.reserve && c.take_turns && !c.allow_nccl &&
+		   c.margin_mib == 256 && c.reserve && c.take_turns && !c.beside_restored &&
+		   !c.allow_nccl &&
 		   !c.nccl_suspendable,
 	   "the example INI states the defaults");
 	ok(load_text("; comment\n[signals]\nsuspend = SIGRTMIN+3\nresume = 40\n"
 		     "[lock]\ntimeout_ms = 0\n[restore]\ngpu_map = 0=1, 1 = 0\nmargin_mib = 1024\n"
-		     "reserve = off\ntake_turns = no\n"
+		     "reserve = off\ntake_turns = no\nbeside_restored = yes\n"
 		     "[status]\ndir = /var/tmp/x\nif_unusable = Refuse\n[log]\nlevel = DEBUG\n"
 		     "target = /tmp/cn.log\n"
 		     "[hooks]\non_suspended = echo s\non_resumed = echo r\non_failure = echo f\n"
@@ -99,8 +100,8 @@ static void test_full_file(void)
 	ok(!c.hugepages && c.prefault_threads == 0 && c.keep_host_buffer, "performance keys");
 	ok(c.allow_jax && c.allow_nccl, "preflight keys");
 	ok(c.nccl_suspendable, "nccl.suspendable");
-	ok(c.margin_mib == 1024 && !c.reserve && !c.take_turns,
-	   "restore margin, reservation, taking turns");
+	ok(c.margin_mib == 1024 && !c.reserve && !c.take_turns && c.beside_restored,
+	   "restore margin, reservation, taking turns, moving beside restored processes");
 	ok(load_text("[log]\ntarget = stderr\n", &c, err) == 0 && c.log_target[0] == '\0',
 	   "log target stderr");
 	ok(load_text("", &c, err) == 0 && c.suspend_signal == SIGUSR1, "an empty file is defaults");

@@ -20,6 +20,7 @@ static void sample(struct cn_status *s)
 	snprintf(s->command, sizeof(s->command), "python3 -c \"print('a\\\\b')\"\tx\001");
 	s->state = CN_STATE_CHECKPOINTED;
 	s->seq = 42;
+	s->restores = 7;
 	s->action = CN_ACTION_SUSPEND;
 	s->result = CN_RES_OK;
 	snprintf(s->message, sizeof(s->message), "line one\nline \"two\"");
@@ -55,7 +56,8 @@ static void test_round_trip(void)
 	}
 	is_str(b.message, "line one line \"two\"",
 	       "message with quotes survives, its newline a space");
-	ok(b.pid == 4711 && b.starttime == 123456789ULL && b.seq == 42 && !b.busy,
+	ok(b.pid == 4711 && b.starttime == 123456789ULL && b.seq == 42 && !b.busy &&
+		   b.restores == 7,
 	   "numbers and booleans");
 	ok(b.state == CN_STATE_CHECKPOINTED && b.action == CN_ACTION_SUSPEND &&
 		   b.result == CN_RES_OK,

@@ -1,0 +1,40 @@
+/* others: the other living processes of this user that share this process's status directory,
+ * read from their status files: each file named <pid>.json for a pid other than this one, readable
+ * as cn_status_read believes it, whose process started when the file says (not a reused pid) and
+ * is this user's. */
+#define _GNU_SOURCE
+#include "others.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cn_proc.h"
+#include "cn_safe.h"
+#include "state.h"
+
+void cn_others_each(bool (*fn)(const struct cn_status *s, void *arg), void *arg)
+{
+	DIR *d = opendir(cn_ag.cfg.status_dir);
+	struct dirent *e;
+
+	while (d && (e = readdir(d))) {
+		struct cn_status s;
+		struct cn_owner o;
+		char name[32];
+		int pid = atoi(e->d_name);
+
+		snprintf(name, sizeof(name), "%d.json", pid);
+		if (pid <= 0 || pid == getpid() || strcmp(name, e->d_name) != 0 ||
+		    cn_status_read(cn_ag.cfg.status_dir, pid, &s) < 0 ||
+		    s.starttime != cn_proc_starttime(pid) || cn_safe_owner_of(pid, false, &o) < 0 ||
+		    o.uid != getuid())
+			continue;
+		if (!fn(&s, arg))
+			break;
+	}
+	if (d)
+		closedir(d);
+}

@@ -1,0 +1,14 @@
+/* others: the other living processes of this user that share this process's status directory, as
+ * their status files say. Agent thread. */
+#ifndef CN_OTHERS_H
+#define CN_OTHERS_H
+
+#include <stdbool.h>
+
+#include "cn_status.h"
+
+/* fn called with each one's status (a pid that was reused, and files that cannot be believed or
+ * belong to another user, left out) until it returns false. */
+void cn_others_each(bool (*fn)(const struct cn_status *s, void *arg), void *arg);
+
+#endif
