@@ -35,7 +35,8 @@ int cn_beside_list(int32_t *pids, int max)
 {
 	struct found f = { pids, 0, max, cn_comms_count() > 0 };
 
-	if (cn_ag.cfg.beside_restored || max <= 0)
+	/* No map and nowhere moved from: the restore puts it where it slept, not a move. */
+	if (cn_ag.cfg.beside_restored || max <= 0 || (!cn_ag.n_pairs && !cn_ag.n_moves))
 		return 0;
 	cn_others_each(restored, &f);
 	return f.n;
