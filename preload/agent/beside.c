@@ -4,11 +4,11 @@
  * over sockets in every such run, over NVLink once in ten moves; moved beside programs that were
  * never restored it ran on (docs/DISTRIBUTED.md). The cause is not known, so such moves are
  * refused unless [restore] beside_restored: the process stays suspended and can be resumed where
- * it slept, or elsewhere. Who counts: the user's processes of this status directory with a restore
- * behind them (their status's restores), when this process or that one has NCCL communicators,
- * the only kind seen to die. Which of them are on a target GPU is NVML's to say, in the controller
- * (ctl/placement.c): a process asleep holds nothing there. A resume onto the GPUs it slept on is
- * not a move, and is never refused for this. */
+ * it slept, or elsewhere. Who counts: the user's processes of this status directory with a
+ * restore behind them (their status's restores) or under way, when this process or that one has
+ * NCCL communicators, the only kind seen to die. Which of them are on a target GPU is NVML's to
+ * say, in the controller (ctl/placement.c): a process asleep holds nothing there. A resume onto
+ * the GPUs it slept on is not a move, and is never refused for this. */
 #define _GNU_SOURCE
 #include "beside.h"
 
@@ -22,11 +22,16 @@ struct found {
 	bool comms; /* this process has communicators */
 };
 
+/* One with a restore behind it, or under way: restores of one status directory take turns through
+ * the driver's setup ([restore] take_turns), so one whose first restore has its memory on the GPU
+ * already while this one checks is counted too. */
 static bool restored(const struct cn_status *s, void *arg)
 {
 	struct found *f = arg;
+	bool restoring =
+		s->busy && (s->action == CN_ACTION_RESUME || s->action == CN_ACTION_WAKE);
 
-	if (s->restores && (f->comms || s->nccl[0]))
+	if ((s->restores || restoring) && (f->comms || s->nccl[0]))
 		f->pids[f->n++] = s->pid;
 	return f->n < f->max;
 }

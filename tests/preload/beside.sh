@@ -47,6 +47,24 @@ start D "$TARGET" || diag "D did not start"
 out=$("$CUDANAP" resume --gpu-map "" "$A_pid"); rc=$?
 is "$rc:$(gpu_of A)" "0:0" "A moved home beside D, which was never restored"
 
+# -- a neighbour whose first restore is under way counts: D's status file says so (as D's own
+# would while it resumes; restores of one directory take turns through the driver's setup, so its
+# memory is on the GPU by the time the next one checks)
+out=$(moved A "$A_pid" "0=2, 2=0")
+is "$(gpu_of A)" 2 "A moved to GPU 2"
+"$CUDANAP" suspend "$A_pid" > /dev/null
+cp "$T/status/$D_pid.json" "$T/D.json"
+sed 's/"busy":false,\("seq":[0-9]*\),"action":"[a-z]*"/"busy":true,\1,"action":"resume"/' "$T/D.json" > "$T/status/$D_pid.json.new"
+mv "$T/status/$D_pid.json.new" "$T/status/$D_pid.json"
+is "$(field "$D_pid" busy):$(field "$D_pid" action):$(field "$D_pid" restores)" "true:resume:0" \
+	"D's status: busy with a resume, no restore behind it"
+out=$("$CUDANAP" resume --gpu-map "" "$A_pid" 2>&1); rc=$?
+like "$rc:$out" "^1:.*BESIDE_RESTORED: restore: GPU 0 \($(uuid 0)\) runs pid $D_pid," \
+	"A's move home beside D, restoring, is refused"
+mv "$T/D.json" "$T/status/$D_pid.json"
+out=$("$CUDANAP" resume --gpu-map "" "$A_pid"); rc=$?
+is "$rc:$(gpu_of A)" "0:0" "D's status as it is, running: A moves home beside it"
+
 # -- the neighbour has the communicator: B (plain) moved onto GPU 0, where A (restored) runs
 out=$(moved B "$B_pid" "")
 like "$out" "$B_pid: resume failed: BESIDE_RESTORED: restore: GPU 0 \($(uuid 0)\) runs pid $A_pid, " \
