@@ -118,8 +118,7 @@ void cn_report_gpus(bool asleep)
 	const unsigned char(*all)[16] = (const unsigned char(*)[16])cn_ag.gpus;
 	unsigned char now[CN_MAX_GPUS][16], home[CN_MAX_GPUS][16], to[CN_MAX_GPUS][16];
 	struct cn_status *st = &cn_ag.st;
-	int k = (int)cn_ag.n_use, n = (int)cn_ag.n_gpus, want[CN_MAX_GPUS];
-	char why[200];
+	int k = (int)cn_ag.n_use, n = (int)cn_ag.n_gpus;
 
 	for (int u = 0; u < k; u++) {
 		memcpy(now[u], cn_ag.use[u].uuid, 16);
@@ -129,14 +128,8 @@ void cn_report_gpus(bool asleep)
 	cn_gpumap_list((const unsigned char(*)[16])home, k, all, n, st->home_gpus,
 		       sizeof(st->home_gpus));
 	st->restore_gpus[0] = '\0';
-	if (!asleep || !n ||
-	    cn_gpumap_want(cn_ag.cfg.pairs, cn_ag.cfg.n_pairs, all, n, want, why, sizeof(why)) < 0)
+	if (!asleep || cn_state_targets(cn_ag.cfg.pairs, cn_ag.cfg.n_pairs, to) < 0)
 		return;
-	for (int u = 0; u < k; u++) {
-		int h = cn_gpumap_index(all, n, home[u]);
-
-		memcpy(to[u], h >= 0 ? cn_ag.gpus[want[h]] : home[u], 16);
-	}
 	cn_gpumap_list((const unsigned char(*)[16])to, k, all, n, st->restore_gpus,
 		       sizeof(st->restore_gpus));
 }

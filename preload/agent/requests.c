@@ -103,15 +103,17 @@ static void copy_done(void)
 	cn_turns_copied();
 }
 
-/* A restore takes its turn on its GPUs first ([restore] take_turns). */
+/* A restore takes its turn on the GPUs it goes to first ([restore] take_turns): those its map puts
+ * it on, else those it slept on. */
 static void take_turn(void)
 {
 	unsigned char gpus[CN_MAX_GPUS][16];
 	double waited;
-	int n = 0;
+	int n = (int)(cn_ag.n_use < CN_MAX_GPUS ? cn_ag.n_use : CN_MAX_GPUS);
 
-	for (uint32_t i = 0; i < cn_ag.n_use && n < CN_MAX_GPUS; i++)
-		memcpy(gpus[n++], cn_ag.use[i].uuid, 16);
+	if (cn_state_targets(cn_ag.pairs, cn_ag.n_pairs, gpus) < 0)
+		for (int i = 0; i < n; i++)
+			memcpy(gpus[i], cn_ag.use[i].uuid, 16);
 	mv.turn = cn_turns_enter(cn_ag.cfg.status_dir, (const unsigned char(*)[16])gpus, n,
 				 TURN_MAX_MS, &waited) == 0;
 	if (waited >= 0.1)

@@ -53,6 +53,25 @@ void cn_state_moved(const struct cn_resp *r)
 	cn_state_machine(r);
 }
 
+int cn_state_targets(const struct cn_gpu_pair *pairs, unsigned n_pairs, unsigned char (*to)[16])
+{
+	const unsigned char(*all)[16] = (const unsigned char(*)[16])cn_ag.gpus;
+	int n = (int)cn_ag.n_gpus, want[CN_MAX_GPUS];
+	char why[200];
+
+	if (!n || cn_gpumap_want(pairs, n_pairs, all, n, want, why, sizeof(why)) < 0)
+		return -1;
+	for (uint32_t u = 0; u < cn_ag.n_use; u++) {
+		unsigned char home[16];
+		int h;
+
+		cn_gpumap_home_of(cn_ag.moves, cn_ag.n_moves, cn_ag.use[u].uuid, home);
+		h = cn_gpumap_index(all, n, home);
+		memcpy(to[u], h >= 0 ? cn_ag.gpus[want[h]] : home, 16);
+	}
+	return 0;
+}
+
 double cn_state_footprint_mib(void)
 {
 	double mib = 0;

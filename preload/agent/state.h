@@ -69,6 +69,10 @@ void cn_state_remember(const struct cn_resp *r);
 void cn_state_moved(const struct cn_resp *r);
 /* Where the restore r puts the GPU the process is on at was (before cn_state_moved takes r in). */
 void cn_state_follow(const struct cn_resp *r, const unsigned char was[16], unsigned char now[16]);
+/* Where a restore under the map pairs puts the memory on each GPU of use (to[u] for use[u]), by
+ * the machine's GPUs as last listed: 0, or -1 when those are not known or the map does not fit
+ * them (the controller then says why). */
+int cn_state_targets(const struct cn_gpu_pair *pairs, unsigned n_pairs, unsigned char (*to)[16]);
 /* The GPU memory of the last checkpoint, in MiB; -1 when not known. */
 double cn_state_footprint_mib(void);
 

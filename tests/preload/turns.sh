@@ -7,7 +7,8 @@
 # every byte back. With copy_threads = 0 no turns are taken, nor with [restore] take_turns = false
 # (and the setups overlap, and three copy at once, which shows that the checks can see it). A
 # holder that dies lets the next one in; one that never lets go holds a restore up for 10 s at
-# most. Processes on different GPUs do not wait for each other.
+# most. Processes on different GPUs do not wait for each other; one moved onto a GPU waits for one
+# restoring onto it.
 . "$(dirname "$0")/../lib.sh"
 export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake \
 	CUDANAP_FAKE_COPY_MIB=64 CUDANAP_FAKE_FOOTPRINT_MIB=64 CUDANAP_FAKE_SETUP_MS=200 \
@@ -116,6 +117,22 @@ is "$(setups):$(overlaps):$(field "$A_pid" wait_ms):$(field "$D_pid" wait_ms)" "
 	"their setups overlapped, neither waited"
 ask D verify
 is "$REPLY" "verify ok" "data intact on the other GPU"
+# -- one moved onto the other GPU takes its turn there: A moved to GPU 1 as D restores onto it
+"$CUDANAP" suspend "$A_pid" "$D_pid" > /dev/null
+: > "$T/fake/events"
+"$CUDANAP" resume --gpu-map "0=1, 1=0" "$A_pid" > "$T/moved.out" &
+mover=$!
+"$CUDANAP" resume "$D_pid" > /dev/null; rc=$?
+wait $mover; rc=$rc:$?
+ask A gpu
+is "$rc:$REPLY:$(setups):$(overlaps)" "0:0:gpu 1:2:0" \
+	"A moved onto GPU 1 while D restored there: they took turns (no setups at once)"
+ask A verify
+is "$REPLY" "verify ok" "A's data intact on GPU 1"
+"$CUDANAP" suspend "$A_pid" > /dev/null
+"$CUDANAP" resume "$A_pid" > /dev/null
+ask A gpu
+is "$REPLY" "gpu 0" "and home again"
 ask D quit
 
 # -- a holder that dies, and one that never lets go
