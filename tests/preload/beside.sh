@@ -2,8 +2,9 @@
 # A resume does not move a process onto a GPU where another process runs that cudanap restored,
 # when either has NCCL communicators ([restore] beside_restored, preload/agent/beside.c): refused
 # in one line, the process still suspended and restorable; a resume onto the GPUs it slept on, a
-# neighbour never restored, two plain programs and beside_restored = true go through. On a fake
-# machine of three GPUs, the fake NCCL giving one process a communicator of one rank.
+# neighbour never restored, two plain programs and beside_restored = true go through; a nap's wake
+# onto another GPU is refused the same way and waits. On a fake machine of three GPUs, the fake NCCL
+# giving one process a communicator of one rank.
 . "$(dirname "$0")/../lib.sh"
 export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake CUDANAP_FAKE_GPUS=3
 export CUDANAP_FAKE_NCCL=$FAKENCCL
@@ -95,5 +96,31 @@ out=$(moved A "$A_pid" "0=1, 1=0")
 ask A verify
 is "$(gpu_of A):${out##*rc }:$REPLY" "1:0:verify ok" "beside_restored = true: A moves onto B's GPU"
 
-for p in A B D; do ask "$p" quit; done
+# -- a nap's wake onto another GPU is a move too: E (plain) napped on GPU 0, no room there nor on
+# GPU 2, GPU 1 (room, but A with its communicator runs there, restored): the wake is refused
+# there, the call waits, and it wakes at home once there is room
+write_ini "[nap]" "wake_on = any"
+start E "$TARGET" || diag "E did not start"
+"$CUDANAP" nap "$E_pid" > /dev/null
+check "E napped" napped "$E_pid"
+echo 500 > "$T/fake/free.0"
+echo 500 > "$T/fake/free.2"
+ask E "drv launch export 5" 1
+is "$REPLY" "" "E's call waits"
+# its wake tries home again every second (no room), then GPU 1: nap_why keeps the last refusal
+refused() { [[ $(field "$E_pid" nap_why) =~ ^BESIDE_RESTORED: ]]; }
+check "its wake onto GPU 1, beside A, is refused" eventually 20 refused
+like "$(field "$E_pid" nap):$(field "$E_pid" state):$(field "$E_pid" nap_why)" \
+	"^waking:checkpointed:BESIDE_RESTORED: .*GPU 1 .*runs pid $A_pid," "its status says so, still asleep"
+# (the status is written before the log line)
+said_once() { [ "$(grep -c 'a call waits for the GPU: BESIDE_RESTORED' "$T/E.err")" = 1 ]; }
+check "its log says so once" eventually 5 said_once
+rm "$T/fake/free.0"
+answer E 20
+woke "$E_pid"
+is "$REPLY:$(field "$E_pid" state):$(field "$E_pid" gpus)" "launch 0:running:0=$(uuid 0)" \
+	"room at home: it wakes there, the call answers"
+rm -f "$T/fake/free.2"
+
+for p in A B D E; do ask "$p" quit; done
 finish
