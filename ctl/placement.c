@@ -117,24 +117,28 @@ static int beside(const struct cn_req *req, const CUcheckpointGpuPair *list, int
 		  const struct gpu *g, int n_gpus, struct cn_resp *resp)
 {
 	uint32_t n = req->n_pids < CN_USERS_MAX ? req->n_pids : CN_USERS_MAX;
+	const unsigned char *to[CN_MAX_GPUS];
+	int n_to = 0;
 
-	for (uint32_t i = 0; i < n && n_list; i++) {
+	/* The GPUs its memory moves onto; a part that stays where it slept is not a move. */
+	for (uint32_t u = 0; u < req->n_use && u < CN_MAX_GPUS; u++) {
+		const unsigned char *t = target(req, u, list, n_list);
+
+		if (memcmp(t, req->use[u].uuid, 16) != 0)
+			to[n_to++] = t;
+	}
+	for (uint32_t i = 0; i < n && n_to; i++) {
 		struct cn_gpu_use use[CN_MAX_GPUS];
 		char why[200], s[CN_UUID_STR_LEN];
-		int k = cn_nvml_footprint(req->pids[i], use, CN_MAX_GPUS, why, sizeof(why));
+		int k = cn_nvml_footprint(req->pids[i], use, CN_MAX_GPUS, why, sizeof(why)), at = 0;
 
-		for (uint32_t u = 0; u < req->n_use && u < CN_MAX_GPUS; u++) {
-			const unsigned char *to = target(req, u, list, n_list);
-			int at = 0;
-
-			if (memcmp(to, req->use[u].uuid, 16) == 0)
-				continue; /* not a move */
-			for (int j = 0; j < k; j++) {
-				if (memcmp(use[j].uuid, to, 16) != 0)
+		for (int j = 0; j < k; j++)
+			for (int m = 0; m < n_to; m++) {
+				if (memcmp(use[j].uuid, to[m], 16) != 0)
 					continue;
-				while (at < n_gpus && memcmp(g[at].uuid.bytes, to, 16) != 0)
+				while (at < n_gpus && memcmp(g[at].uuid.bytes, to[m], 16) != 0)
 					at++;
-				cn_gpumap_uuid_format(to, s);
+				cn_gpumap_uuid_format(to[m], s);
 				snprintf(why, sizeof(why),
 					 "GPU %d (%s) runs pid %d, which cudanap restored: moved "
 					 "beside one, both have died ([restore] beside_restored)",
@@ -142,7 +146,6 @@ static int beside(const struct cn_req *req, const CUcheckpointGpuPair *list, int
 				cn_driver_fail(resp, CN_RES_BESIDE, why);
 				return -1;
 			}
-		}
 	}
 	return 0;
 }

@@ -13,24 +13,24 @@ mkdir "$T/fake"
 uuid() { printf 'GPU-face0000-0000-0000-0000-0000000000%02x' "$1"; }
 write_ini
 gpu_of() { ask "$1" gpu; echo "${REPLY#gpu }"; }
-# moved NAME PID MAP: suspend, then resume with the one-shot MAP; prints the resume's line and rc
+# moved PID MAP: suspend, then resume with the one-shot MAP; prints the resume's line and rc
 moved() {
-	"$CUDANAP" suspend "$2" > /dev/null || echo "suspend failed"
-	"$CUDANAP" resume --gpu-map "$3" "$2"
+	"$CUDANAP" suspend "$1" > /dev/null || echo "suspend failed"
+	"$CUDANAP" resume --gpu-map "$2" "$1"
 	echo "rc $?"
 }
 
 # -- B, a plain program, moved to GPU 1: restored once
 start B "$TARGET" || diag "B did not start"
 is "$(field "$B_pid" restores)" 0 "a process never restored says restores 0"
-out=$(moved B "$B_pid" "0=1, 1=0")
+out=$(moved "$B_pid" "0=1, 1=0")
 is "$(gpu_of B):$(field "$B_pid" restores)" "1:1" "B moved to GPU 1; its status counts the restore"
 
 # -- A, with an NCCL communicator, on GPU 0
 start A "$TARGET" || diag "A did not start"
 ask A "nccl init solo 0 1"
 is "$REPLY" "nccl ok" "A has a communicator"
-out=$(moved A "$A_pid" "0=1, 1=0")
+out=$(moved "$A_pid" "0=1, 1=0")
 like "$out" "$A_pid: resume failed: BESIDE_RESTORED: restore: GPU 1 \($(uuid 1)\) runs pid $B_pid, which cudanap restored: moved beside one, both have died \(\[restore\] beside_restored\); still suspended: resume it where it slept, or elsewhere" \
 	"A's move onto B's GPU is refused in one line naming the GPU and the process"
 like "$out" "rc 1$" "the resume exits 1"
@@ -39,7 +39,7 @@ is "$(field "$A_pid" state):$(field "$A_pid" result)" "checkpointed:BESIDE_RESTO
 out=$("$CUDANAP" resume "$A_pid"); rc=$?
 ask A verify
 is "$rc:$(gpu_of A):$REPLY" "0:0:verify ok" "resumed where it slept (GPU 0, beside no one): it runs, data intact"
-out=$(moved A "$A_pid" "0=2, 2=0")
+out=$(moved "$A_pid" "0=2, 2=0")
 is "$(gpu_of A):${out##*rc }" "2:0" "a move onto a GPU where no restored process runs goes through"
 
 # -- a neighbour never restored: D starts on GPU 0, A comes home beside it
@@ -51,7 +51,7 @@ is "$rc:$(gpu_of A)" "0:0" "A moved home beside D, which was never restored"
 # -- a neighbour whose first restore is under way counts: D's status file says so (as D's own
 # would while it resumes; restores of one directory take turns through the driver's setup, so its
 # memory is on the GPU by the time the next one checks)
-out=$(moved A "$A_pid" "0=2, 2=0")
+out=$(moved "$A_pid" "0=2, 2=0")
 is "$(gpu_of A)" 2 "A moved to GPU 2"
 "$CUDANAP" suspend "$A_pid" > /dev/null
 cp "$T/status/$D_pid.json" "$T/D.json"
@@ -67,7 +67,7 @@ out=$("$CUDANAP" resume --gpu-map "" "$A_pid"); rc=$?
 is "$rc:$(gpu_of A)" "0:0" "D's status as it is, running: A moves home beside it"
 
 # -- the neighbour has the communicator: B (plain) moved onto GPU 0, where A (restored) runs
-out=$(moved B "$B_pid" "")
+out=$(moved "$B_pid" "")
 like "$out" "$B_pid: resume failed: BESIDE_RESTORED: restore: GPU 0 \($(uuid 0)\) runs pid $A_pid, " \
 	"a plain program's move onto the GPU of a restored process with a communicator is refused"
 is "$(field "$B_pid" state)" checkpointed "B stays suspended"
@@ -77,14 +77,14 @@ out=$("$CUDANAP" resume --gpu-map "0=1, 1=0" "$B_pid"); rc=$?
 is "$rc:$(gpu_of B)" "0:1" "with the map that put it on GPU 1, it resumes where it slept"
 
 # -- two plain programs: D moved onto GPU 1 beside B (restored)
-out=$(moved D "$D_pid" "0=1, 1=0")
+out=$(moved "$D_pid" "0=1, 1=0")
 ask D verify
 is "$(gpu_of D):${out##*rc }:$REPLY" "1:0:verify ok" "a plain program moves beside a restored plain program"
 
 # -- a resume onto the GPUs it slept on is never refused: D comes home while A sleeps there (a
 # process asleep holds nothing on its GPU), then A resumes there beside D, both restored
 "$CUDANAP" suspend "$A_pid" > /dev/null
-out=$(moved D "$D_pid" "")
+out=$(moved "$D_pid" "")
 is "${out##*rc }:$(gpu_of D)" "0:0" "D moves home to GPU 0, where A sleeps"
 out=$("$CUDANAP" resume "$A_pid"); rc=$?
 ask A verify
@@ -92,7 +92,7 @@ is "$rc:$(gpu_of A):$REPLY" "0:0:verify ok" "A resumes where it slept, beside D"
 
 # -- [restore] beside_restored = true lets the move through
 write_ini "[restore]" "beside_restored = true"
-out=$(moved A "$A_pid" "0=1, 1=0")
+out=$(moved "$A_pid" "0=1, 1=0")
 ask A verify
 is "$(gpu_of A):${out##*rc }:$REPLY" "1:0:verify ok" "beside_restored = true: A moves onto B's GPU"
 
