@@ -48,7 +48,7 @@ enum cn_result {
 	CN_RES_NCCL_SUSPEND = -14,   /* ncclCommSuspend failed */
 	CN_RES_NCCL_WAITING = -15,   /* resumed; its communicators wait for the other ranks */
 	CN_RES_NCCL_RESUME = -16,    /* ncclCommResume failed */
-	CN_RES_BESIDE = -17,	     /* a move onto a GPU where a process runs that cudanap restored */
+	CN_RES_BESIDE = -17,	     /* onto GPUs where another NCCL job runs that cudanap restored */
 };
 
 /* Where a process's naps stand ([nap] idle_s, cudanap nap). */

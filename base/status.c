@@ -186,8 +186,9 @@ int cn_status_format(const struct cn_status *s, char *buf, size_t len)
 {
 	/* Six bytes per character in the worst case (\u00XX), plus the quotes. */
 	char cmd[sizeof(s->command) * 6 + 3], msg[sizeof(s->message) * 6 + 3],
-		nccl[sizeof(s->nccl) * 6 + 3], res[sizeof(s->result_name) * 6 + 3],
-		ts[sizeof(s->timestamp) * 6 + 3], gpus[3][sizeof(s->gpus) * 6 + 3];
+		nccl[sizeof(s->nccl) * 6 + 3], keys[sizeof(s->nccl_keys) * 6 + 3],
+		res[sizeof(s->result_name) * 6 + 3], ts[sizeof(s->timestamp) * 6 + 3],
+		gpus[3][sizeof(s->gpus) * 6 + 3];
 	size_t o;
 	int n;
 
@@ -219,6 +220,7 @@ int cn_status_format(const struct cn_status *s, char *buf, size_t len)
 	/* Every string escaped, whoever wrote it: a file another user made is formatted again by
 	 * the CLI's --json. */
 	if (cn_json_str(nccl, sizeof(nccl), s->nccl) < 0 ||
+	    cn_json_str(keys, sizeof(keys), s->nccl_keys) < 0 ||
 	    cn_json_str(ts, sizeof(ts), s->timestamp) < 0 ||
 	    cn_json_str(gpus[0], sizeof(gpus[0]), s->gpus) < 0 ||
 	    cn_json_str(gpus[1], sizeof(gpus[1]), s->home_gpus) < 0 ||
@@ -227,13 +229,13 @@ int cn_status_format(const struct cn_status *s, char *buf, size_t len)
 	n = snprintf(buf + o, len - o,
 		     ",\"call_ns\":%llu,\"timestamp\":%s,\"suspend_signal\":%d,"
 		     "\"resume_signal\":%d,\"prepared\":%s,\"gpus\":%s,\"home_gpus\":%s,"
-		     "\"restore_gpus\":%s,\"nccl\":%s,\"query_seq\":%lu,\"naps\":%lu,"
-		     "\"wakes\":%lu,\"naps_idle\":%lu,\"naps_asked\":%lu,\"naps_room\":%lu,"
-		     "\"nap_for_pid\":%d,\"rooms_made\":%lu,\"restores\":%lu",
+		     "\"restore_gpus\":%s,\"nccl\":%s,\"nccl_keys\":%s,\"query_seq\":%lu,"
+		     "\"naps\":%lu,\"wakes\":%lu,\"naps_idle\":%lu,\"naps_asked\":%lu,"
+		     "\"naps_room\":%lu,\"nap_for_pid\":%d,\"rooms_made\":%lu,\"restores\":%lu",
 		     s->call_ns, ts, s->suspend_signal, s->resume_signal,
-		     s->prepared ? "true" : "false", gpus[0], gpus[1], gpus[2], nccl, s->query_seq,
-		     s->naps, s->wakes, s->naps_idle, s->naps_asked, s->naps_room, s->nap_for_pid,
-		     s->rooms_made, s->restores);
+		     s->prepared ? "true" : "false", gpus[0], gpus[1], gpus[2], nccl, keys,
+		     s->query_seq, s->naps, s->wakes, s->naps_idle, s->naps_asked, s->naps_room,
+		     s->nap_for_pid, s->rooms_made, s->restores);
 	if (n < 0 || (size_t)n >= len - o)
 		return -ENOSPC;
 	o += (size_t)n;
@@ -375,6 +377,8 @@ static void set_field(struct cn_status *s, const char *key, const char *v, bool 
 		copy_field(s->restore_gpus, sizeof(s->restore_gpus), v);
 	else if (strcmp(key, "nccl") == 0)
 		copy_field(s->nccl, sizeof(s->nccl), v);
+	else if (strcmp(key, "nccl_keys") == 0)
+		copy_field(s->nccl_keys, sizeof(s->nccl_keys), v);
 	else if (strcmp(key, "query_seq") == 0)
 		s->query_seq = strtoul(v, NULL, 10);
 	else if (strcmp(key, "naps") == 0)

@@ -109,10 +109,10 @@ static const unsigned char *target(const struct cn_req *req, uint32_t u,
 
 /* ---- beside processes cudanap restored ---- */
 
-/* A restore that moves the process onto a GPU where one of req->pids holds memory is refused
- * before anything is held (preload/agent/beside.c says why, and who they are). 0, or -1 with resp
- * filled. Where NVML cannot say what a process holds (no NVML, a container whose pids are not the
- * host's) the move goes through: the check is then not made. */
+/* A restore onto a GPU where one of req->pids holds memory is refused before anything is held
+ * (preload/agent/beside.c says why, and who they are). 0, or -1 with resp filled. Where NVML
+ * cannot say what a process holds (no NVML, a container whose pids are not the host's) the
+ * restore goes through: the check is then not made. */
 static int beside(const struct cn_req *req, const CUcheckpointGpuPair *list, int n_list,
 		  const struct gpu *g, int n_gpus, struct cn_resp *resp)
 {
@@ -120,16 +120,12 @@ static int beside(const struct cn_req *req, const CUcheckpointGpuPair *list, int
 	const unsigned char *to[CN_MAX_GPUS];
 	int n_to = 0;
 
-	/* The GPUs its memory moves onto; a part that stays where it slept is not a move. */
-	for (uint32_t u = 0; u < req->n_use && u < CN_MAX_GPUS; u++) {
-		const unsigned char *t = target(req, u, list, n_list);
-
-		if (memcmp(t, req->use[u].uuid, 16) != 0)
-			to[n_to++] = t;
-	}
+	/* The GPUs its memory goes onto, where it slept or elsewhere. */
+	for (uint32_t u = 0; n && u < req->n_use && u < CN_MAX_GPUS; u++)
+		to[n_to++] = target(req, u, list, n_list);
 	for (uint32_t i = 0; i < n && n_to; i++) {
 		struct cn_gpu_use use[CN_MAX_GPUS];
-		char why[200], s[CN_UUID_STR_LEN];
+		char why[240], s[CN_UUID_STR_LEN];
 		int k = cn_nvml_footprint(req->pids[i], use, CN_MAX_GPUS, why, sizeof(why)), at = 0;
 
 		for (int j = 0; j < k; j++)
@@ -139,10 +135,12 @@ static int beside(const struct cn_req *req, const CUcheckpointGpuPair *list, int
 				while (at < n_gpus && memcmp(g[at].uuid.bytes, to[m], 16) != 0)
 					at++;
 				cn_gpumap_uuid_format(to[m], s);
-				snprintf(why, sizeof(why),
-					 "GPU %d (%s) runs pid %d, which cudanap restored: moved "
-					 "beside one, both have died ([restore] beside_restored)",
-					 at, s, (int)req->pids[i]);
+				snprintf(
+					why, sizeof(why),
+					"GPU %d (%s) runs pid %d of another NCCL job, which "
+					"cudanap restored: two such jobs restored on the same GPUs "
+					"have died together ([restore] beside_restored)",
+					at, s, (int)req->pids[i]);
 				cn_driver_fail(resp, CN_RES_BESIDE, why);
 				return -1;
 			}

@@ -62,9 +62,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# write_ini [EXTRA LINES...]: $T/job.ini with the status dir in $T and the given lines on top.
+# write_ini [EXTRA LINES...]: $T/job.ini with the status dir in $T and the given lines on top,
+# then the test's INI_EXTRA lines (an array), when it has any.
 write_ini() {
-	{ printf '%s\n' "$@"; printf '[status]\ndir = %s\n' "$T/status"; } > "$T/job.ini"
+	{
+		printf '%s\n' "$@" ${INI_EXTRA[@]+"${INI_EXTRA[@]}"}
+		printf '[status]\ndir = %s\n' "$T/status"
+	} > "$T/job.ini"
 }
 
 # start NAME CMD...: run CMD under `cudanap run -c $T/job.ini`, stdin/stdout on fifos; sets

@@ -65,23 +65,25 @@ bool cn_nccl_uses_api(void)
 	       cn_comms_have_api();
 }
 
-void cn_nccl_describe(char *out, size_t len)
+void cn_nccl_describe(struct cn_status *st)
 {
 	int n = cn_comms_count(), mode = cn_ag.cfg.nccl_mode;
-	char v[32];
+	const char *many = n == 1 ? "" : "s";
+	char v[32], *out = st->nccl;
+	size_t len = sizeof(st->nccl);
 
 	version(v, sizeof(v));
+	cn_comms_keys(st->nccl_keys, sizeof(st->nccl_keys));
 	if (cn_comms_suspended())
-		snprintf(out, len, "suspended: %d communicator%s (%s)", n, n == 1 ? "" : "s", v);
-	else if (mode == CN_NCCL_SOCKETS)
-		snprintf(out, len, "sockets");
+		snprintf(out, len, "suspended: %d communicator%s (%s)", n, many, v);
 	else if (!n || mode == CN_NCCL_OFF)
 		out[0] = '\0';
+	else if (mode == CN_NCCL_SOCKETS)
+		snprintf(out, len, "sockets: %d communicator%s (%s)", n, many, v);
 	else if (cn_comms_have_api())
-		snprintf(out, len, "suspend-api: %d communicator%s (%s)", n, n == 1 ? "" : "s", v);
+		snprintf(out, len, "suspend-api: %d communicator%s (%s)", n, many, v);
 	else
-		snprintf(out, len, "no suspend API: %d communicator%s (%s)", n, n == 1 ? "" : "s",
-			 v);
+		snprintf(out, len, "no suspend API: %d communicator%s (%s)", n, many, v);
 }
 
 void cn_nccl_hint(char *out, size_t len)

@@ -11,8 +11,10 @@
 /* The suspend will go through NCCL's suspend API (the preflight then leaves the transports be). */
 bool cn_nccl_uses_api(void);
 
-/* How the process's communicators are handled, for the status ("" when it has none). */
-void cn_nccl_describe(char *out, size_t len);
+/* Into the status: how the process's communicators are handled ("" when it has none), and the
+ * keys of those its job's other processes share. */
+struct cn_status;
+void cn_nccl_describe(struct cn_status *st);
 
 /* For a refusal over the transports: what the loaded NCCL lacks and the ways out ("" when
  * nothing to add). */

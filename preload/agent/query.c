@@ -167,7 +167,8 @@ static void stamp(void)
 
 	cn_report_time(st->query_time, sizeof(st->query_time), 0);
 	st->query_seq++;
-	cn_report_write(); /* its timestamp stays the last action's */
+	cn_nccl_describe(st); /* communicators made since the last action */
+	cn_report_write();    /* its timestamp stays the last action's */
 }
 
 void cn_query(void)

@@ -140,7 +140,7 @@ void cn_report_begin(int action)
 
 	t_begin = cn_clock_ms();
 	cn_status_new_action(st, action);
-	cn_nccl_describe(st->nccl, sizeof(st->nccl));
+	cn_nccl_describe(st);
 	st->footprint_mib = cn_state_footprint_mib();
 	st->prepared = cn_ag.prepared_bytes > 0;
 	if (st->prepared)
@@ -275,7 +275,7 @@ static struct cn_outcome finish(const struct cn_resp *r, const char *message, bo
 	st->busy = false;
 	st->seq++;
 	count_release(st);
-	cn_nccl_describe(st->nccl, sizeof(st->nccl));
+	cn_nccl_describe(st);
 	cn_peers_describe((const unsigned char(*)[16])cn_ag.gpus, (int)cn_ag.n_gpus, st->peer,
 			  sizeof(st->peer));
 	st->result = o.result;
@@ -340,7 +340,7 @@ bool cn_report_redundant(const struct cn_status *before, const struct cn_resp *r
 		return false;
 	cn_ag.st = *before;
 	cn_ag.st.seq++;
-	cn_nccl_describe(cn_ag.st.nccl, sizeof(cn_ag.st.nccl));
+	cn_nccl_describe(&cn_ag.st);
 	cn_report_publish();
 	cn_log(&cn_ag.cfg, CN_LOG_INFO, "%s", msg);
 	return true;

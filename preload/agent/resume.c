@@ -143,7 +143,8 @@ static int restore_step(struct cn_resp *r, unsigned wait_ms)
 			 r->result == CN_RES_NO_ROOM
 				 ? "; still suspended: resume again when there is room"
 			 : r->result == CN_RES_BESIDE
-				 ? "; still suspended: resume it where it slept, or elsewhere"
+				 ? "; still suspended: resume it once that job sleeps or has "
+				   "ended, or onto other GPUs"
 				 : "");
 		cn_report_finish(r, msg);
 		return -1;

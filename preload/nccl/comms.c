@@ -322,6 +322,43 @@ int cn_comms_count(void)
 	return n;
 }
 
+/* Whether the communicator in slot i has ranks in other processes: not when this process holds
+ * all of them (ncclCommInitAll's, one per GPU, whose key is made of the devices and so is the
+ * same in any process that makes one on the same GPUs). A split's count not known yet: it does. */
+static bool spans(int i)
+{
+	int here = 0;
+
+	if (!comms[i].nranks)
+		return true;
+	for (int j = 0; j < MAX_COMMS; j++)
+		here += atomic_load(&comms[j].comm) && comms[j].key == comms[i].key;
+	return here < comms[i].nranks;
+}
+
+void cn_comms_keys(char *out, size_t len)
+{
+	size_t at = 0;
+	int n = 0;
+
+	out[0] = '\0';
+	pthread_mutex_lock(&registry);
+	for (int i = 0; i < MAX_COMMS && n < CN_COMMS_KEYS; i++) {
+		bool seen = false;
+
+		if (!atomic_load(&comms[i].comm) || !spans(i))
+			continue;
+		for (int j = 0; j < i && !seen; j++)
+			seen = atomic_load(&comms[j].comm) && comms[j].key == comms[i].key;
+		if (seen || at + 18 > len)
+			continue;
+		at += (size_t)snprintf(out + at, len - at, "%s%016" PRIx64, n ? "," : "",
+				       comms[i].key);
+		n++;
+	}
+	pthread_mutex_unlock(&registry);
+}
+
 bool cn_comms_suspended(void)
 {
 	return gate.suspended;

@@ -52,6 +52,10 @@ int cn_comms_nccl_version(void);
 bool cn_comms_have_api(void);
 int cn_comms_count(void);      /* live communicators */
 bool cn_comms_suspended(void); /* the last suspend of them has not been resumed */
+/* The keys of its communicators that have ranks in other processes, the ones a job's processes
+ * share: "KEY,KEY" (hex, the first CN_COMMS_KEYS, in the registry's order); "" when none. */
+#define CN_COMMS_KEYS 8
+void cn_comms_keys(char *out, size_t len);
 
 /* Close the gate and wait, at most timeout_ms, for the app's NCCL calls under way to return.
  * cut gets a line per communicator: "KEY RANK NRANKS ISSUED" (hex key), ISSUED counting the

@@ -4,8 +4,8 @@
 # the job trains on. Under [nccl] suspendable = true (sockets): a busy DDP job suspended and resumed
 # with --tree CUDANAP_DDP_CYCLES times (20), its ranks swapped between the GPUs, suspends whose one
 # rank's signal comes late (all suspended or all running, never half), FSDP, torchrun, two jobs on
-# the same GPUs whose second one's move beside the first is refused (BESIDE_RESTORED), and a DDP
-# and an FSDP job (one after the other) asleep 60 s five times past their process group's 20 s
+# the same GPUs whose second one's restore beside the first is refused (BESIDE_RESTORED) until the
+# first has finished, and a DDP and an FSDP job (one after the other) asleep 60 s five times past their process group's 20 s
 # timeout, PyTorch's heartbeat monitor on; every loss is compared with an uninterrupted run.
 . "$(dirname "$0")/../lib.sh"
 command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 || skip_all "no NVIDIA GPU or driver"

@@ -167,14 +167,16 @@ small_checks() {
 	check "every loss bit-identical to the mp.spawn run" test "$(losses "$T/tr.out")" = "$(losses "$T/ddp.ref")"
 }
 
-# beside_check PORT: the move that killed two jobs (docs/DISTRIBUTED.md), refused. A small DDP and
-# a small FSDP job on the same two GPUs, both suspended; the DDP one resumed where it slept, then
-# the FSDP one with its ranks swapped, onto the GPUs where the restored DDP ranks run: refused in
-# one line (BESIDE_RESTORED), its ranks still asleep; resumed where they slept, both jobs finish
-# with every loss identical to an uninterrupted run. PORT and PORT+1: their rendezvous ports.
+# beside_check PORT: two jobs restored on the same GPUs, refused (docs/DISTRIBUTED.md). A small DDP
+# and a small FSDP job on the same two GPUs, both suspended; the DDP one resumed where it slept;
+# the FSDP one's resume where it slept, beside the restored DDP ranks, refused in one line
+# (BESIDE_RESTORED), and with its ranks swapped too, its ranks still asleep; once the DDP job has
+# finished it resumes, and both jobs end with every loss identical to an uninterrupted run. PORT
+# and PORT+1: their rendezvous ports.
 beside_check() {
 	local port=$1 n=150 k out rc f0 f1
 	local -A root=() args=([ddp]="" [fsdp]="--fsdp") at=([ddp]=$port [fsdp]=$((port + 1)))
+	local refused="^1:.*resume failed: BESIDE_RESTORED: restore: GPU [01] \(GPU-[^)]*\) runs pid [0-9]+ of another NCCL job, which cudanap restored"
 	for k in ddp fsdp; do
 		MASTER_PORT=${at[$k]} job $n ${args[$k]} > "$T/bs$k.ref" 2> "$T/bs$k.rerr" &
 	done
@@ -188,15 +190,17 @@ beside_check() {
 	for k in ddp fsdp; do "$CUDANAP" suspend -t 120 --tree "${root[$k]}" > /dev/null; done
 	"$CUDANAP" resume -t 120 --tree "${root[ddp]}" > /dev/null; rc=$?
 	is "$rc" 0 "two jobs asleep on the same GPUs: the DDP one resumed where it slept"
+	out=$("$CUDANAP" resume -t 120 --tree "${root[fsdp]}"); rc=$?
+	like "$rc:$out" "$refused" "the FSDP job's resume where it slept, beside the restored DDP ranks: refused in one line"
 	out=$("$CUDANAP" resume -t 120 --gpu-map '0=1, 1=0' --tree "${root[fsdp]}"); rc=$?
-	like "$rc:$out" "^1:.*resume failed: BESIDE_RESTORED: restore: GPU [01] \(GPU-[^)]*\) runs pid [0-9]+, which cudanap restored" \
-		"the FSDP job's ranks moved onto the GPUs of the restored DDP ranks: refused in one line"
+	like "$rc:$out" "$refused" "and with its ranks swapped"
 	is "$(states_of "$f0" "$f1")" "checkpointed checkpointed" "its ranks still asleep"
+	wait_done "$T/bsddp.out" "${root[ddp]}"; rc=$?
+	is "$rc" 0 "the DDP job finishes"
 	"$CUDANAP" resume -t 120 --tree "${root[fsdp]}" > /dev/null; rc=$?
-	is "$rc" 0 "resumed where they slept, beside the DDP ranks"
-	rc=0
-	for k in ddp fsdp; do wait_done "$T/bs$k.out" "${root[$k]}" || rc=1; done
-	is "$rc" 0 "both jobs finish"
+	is "$rc" 0 "then the FSDP job resumes where it slept"
+	wait_done "$T/bsfsdp.out" "${root[fsdp]}"; rc=$?
+	is "$rc" 0 "and finishes"
 	[ $rc = 0 ] || diag "their stderr ends:"$'\n'"$(tail -n 3 "$T/bsddp.err" "$T/bsfsdp.err" 2> /dev/null)"
 	for k in ddp fsdp; do
 		check "every $k loss identical to the uninterrupted run" \
@@ -208,9 +212,9 @@ beside_check() {
 # with PyTorch's heartbeat monitor at half the sleep, asleep CUDANAP_SLEEP_S (60) seconds at each
 # of CUDANAP_SLEEP_CYCLES (5) whole-job cycles, the ranks swapped at every other resume and home at
 # the rest; each finishes with every loss identical to an uninterrupted run, and no watchdog
-# speaks. One job after the other: cudanap refuses to move a rank onto a GPU where another job
-# runs that it restored ([restore] beside_restored, docs/DISTRIBUTED.md). PORT and PORT+1: their
-# rendezvous ports.
+# speaks. One job after the other: cudanap refuses to restore an NCCL job on GPUs where another
+# one runs that it restored ([restore] beside_restored, docs/DISTRIBUTED.md). PORT and PORT+1:
+# their rendezvous ports.
 sleeps_check() {
 	local port=$1 cycles=${CUDANAP_SLEEP_CYCLES:-5} s=${CUDANAP_SLEEP_S:-60} kind good=0 rc said
 	local n=$((cycles * 20 + 60)) beat=$((s / 2))

@@ -5,8 +5,8 @@
 # busy DDP job and an FSDP job each suspended and resumed with --tree CUDANAP_DDP_CYCLES times (20),
 # GPU memory freed at each suspend, the ranks swapped between the GPUs at every other resume and
 # home at the rest; the same map twice and the INI's map emptied; a rank's signal late (all
-# suspended or all running); torchrun; two jobs on the same GPUs whose second one's move beside the
-# first is refused (BESIDE_RESTORED); a DDP and an FSDP job (one after the other) asleep 60 s five
+# suspended or all running); torchrun; two jobs on the same GPUs whose second one's restore beside
+# the first is refused (BESIDE_RESTORED) until the first has finished; a DDP and an FSDP job (one after the other) asleep 60 s five
 # times past their process group's 20 s timeout, PyTorch's heartbeat monitor on; every loss
 # compared with an uninterrupted run.
 . "$(dirname "$0")/../lib.sh"

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# A resume does not move a process onto a GPU where another process runs that cudanap restored,
-# when either has NCCL communicators ([restore] beside_restored, preload/agent/beside.c): refused
-# in one line, the process still suspended and restorable; a resume onto the GPUs it slept on, a
-# neighbour never restored, two plain programs and beside_restored = true go through; a nap's wake
-# onto another GPU is refused the same way and waits. On a fake machine of three GPUs, the fake NCCL
-# giving one process a communicator of one rank.
+# A process with NCCL communicators is not restored onto a GPU where another NCCL job runs that
+# cudanap restored ([restore] beside_restored, preload/agent/beside.c): where it slept or moved
+# there, refused in one line, the process still suspended and restorable; a rank of its own job,
+# a neighbour never restored, a neighbour without communicators, a process without communicators
+# and beside_restored = true go through; a neighbour whose restore is under way counts; an NCCL
+# rank never naps, and a nap's wake goes beside restored NCCL jobs. On a fake machine of three
+# GPUs, the fake NCCL giving each job its communicator.
 . "$(dirname "$0")/../lib.sh"
 export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake CUDANAP_FAKE_GPUS=3
 export CUDANAP_FAKE_NCCL=$FAKENCCL
@@ -13,114 +14,118 @@ mkdir "$T/fake"
 uuid() { printf 'GPU-face0000-0000-0000-0000-0000000000%02x' "$1"; }
 write_ini
 gpu_of() { ask "$1" gpu; echo "${REPLY#gpu }"; }
-# moved PID MAP: suspend, then resume with the one-shot MAP; prints the resume's line and rc
-moved() {
+# job NAME COMM RANK NRANKS: a target with a communicator COMM of the fake NCCL (on GPU 0)
+job() {
+	start "$1" "$TARGET" || { diag "$1 did not start"; return 1; }
+	ask "$1" "nccl init $2 $3 $4"
+	[ "$REPLY" = "nccl ok" ] || diag "$1: nccl init: $REPLY"
+}
+# again PID [MAP]: suspend, then resume (with the one-shot MAP when given); the resume's line, rc
+again() {
 	"$CUDANAP" suspend "$1" > /dev/null || echo "suspend failed"
-	"$CUDANAP" resume --gpu-map "$2" "$1"
+	"$CUDANAP" resume ${2+--gpu-map "$2"} "$1"
 	echo "rc $?"
 }
+refusal() { # refusal GPU PID: the start of the line for a restore refused beside PID on GPU
+	echo "resume failed: BESIDE_RESTORED: restore: GPU $1 \($(uuid "$1")\) runs pid $2 of another NCCL job, which cudanap restored"
+}
 
-# -- B, a plain program, moved to GPU 1: restored once
-start B "$TARGET" || diag "B did not start"
-is "$(field "$B_pid" restores)" 0 "a process never restored says restores 0"
-out=$(moved "$B_pid" "0=1, 1=0")
-is "$(gpu_of B):$(field "$B_pid" restores)" "1:1" "B moved to GPU 1; its status counts the restore"
+# -- two NCCL jobs on GPU 0, X and Y, both suspended; X resumed where it slept
+job X jx 0 1
+job Y jy 0 1
+is "$(field "$X_pid" restores)" 0 "a process never restored says restores 0"
+"$CUDANAP" suspend "$X_pid" "$Y_pid" > /dev/null
+out=$("$CUDANAP" resume "$X_pid"); rc=$?
+is "$rc:$(gpu_of X):$(field "$X_pid" restores)" "0:0:1" "X resumed where it slept; its status counts the restore"
 
-# -- A, with an NCCL communicator, on GPU 0
-start A "$TARGET" || diag "A did not start"
-ask A "nccl init solo 0 1"
-is "$REPLY" "nccl ok" "A has a communicator"
-out=$(moved "$A_pid" "0=1, 1=0")
-like "$out" "$A_pid: resume failed: BESIDE_RESTORED: restore: GPU 1 \($(uuid 1)\) runs pid $B_pid, which cudanap restored: moved beside one, both have died \(\[restore\] beside_restored\); still suspended: resume it where it slept, or elsewhere" \
-	"A's move onto B's GPU is refused in one line naming the GPU and the process"
-like "$out" "rc 1$" "the resume exits 1"
-is "$(field "$A_pid" state):$(field "$A_pid" result)" "checkpointed:BESIDE_RESTORED" \
-	"A stays suspended, the status says why"
-out=$("$CUDANAP" resume "$A_pid"); rc=$?
-ask A verify
-is "$rc:$(gpu_of A):$REPLY" "0:0:verify ok" "resumed where it slept (GPU 0, beside no one): it runs, data intact"
-out=$(moved "$A_pid" "0=2, 2=0")
-is "$(gpu_of A):${out##*rc }" "2:0" "a move onto a GPU where no restored process runs goes through"
+# -- Y's resume where it slept, beside X: refused
+out=$("$CUDANAP" resume "$Y_pid"); rc=$?
+like "$out" "^$Y_pid: $(refusal 0 "$X_pid"): two such jobs restored on the same GPUs have died together \(\[restore\] beside_restored\); still suspended: resume it once that job sleeps or has ended, or onto other GPUs \(state checkpointed\)$" \
+	"Y's resume where it slept, beside X, is refused in one line naming the GPU and the process"
+is "$rc:$(field "$Y_pid" state):$(field "$Y_pid" result)" "1:checkpointed:BESIDE_RESTORED" \
+	"it exits 1; Y stays suspended, its status says why"
+out=$("$CUDANAP" resume --gpu-map "0=1, 1=0" "$Y_pid"); rc=$?
+ask Y verify
+is "$rc:$(gpu_of Y):$REPLY" "0:1:verify ok" "onto another GPU, beside no one, it resumes: data intact"
 
-# -- a neighbour never restored: D starts on GPU 0, A comes home beside it
-start D "$TARGET" || diag "D did not start"
-"$CUDANAP" suspend "$A_pid" > /dev/null
-out=$("$CUDANAP" resume --gpu-map "" "$A_pid"); rc=$?
-is "$rc:$(gpu_of A)" "0:0" "A moved home beside D, which was never restored"
+# -- X moved onto GPU 1, beside Y: refused; home again
+out=$(again "$X_pid" "0=1, 1=0")
+like "$out" "^$X_pid: $(refusal 1 "$Y_pid"):" "X's move onto Y's GPU is refused"
+is "${out##*rc }:$(field "$X_pid" state)" "1:checkpointed" "X stays suspended"
+out=$("$CUDANAP" resume "$X_pid"); rc=$?
+is "$rc:$(gpu_of X)" "0:0" "resumed where it slept, GPU 0 (Y is on GPU 1)"
 
-# -- a neighbour whose first restore is under way counts: D's status file says so (as D's own
+# -- a rank of the same job is not another job: R0 and R1, one job's two ranks, sharing GPU 2 (as a
+# rank's stray context would), both restored there
+job R0 jr 0 2
+job R1 jr 1 2
+"$CUDANAP" suspend "$R0_pid" "$R1_pid" > /dev/null
+"$CUDANAP" resume --gpu-map "0=2, 2=0" "$R0_pid" "$R1_pid" > /dev/null; rc=$?
+is "$rc:$(gpu_of R0):$(gpu_of R1)" "0:2:2" "both ranks of one job moved onto GPU 2"
+like "$(field "$R0_pid" nccl_keys):$(field "$R1_pid" nccl_keys)" "^([0-9a-f]{16}):\1$" "their status files name the communicator they share"
+out=$(again "$R0_pid" ""); rc=$?
+is "${out##*rc }:$(gpu_of R0)" "0:2" "R0 restored beside R1, a restored rank of its own job"
+is "$(field "$X_pid" nccl_keys)" "" "a communicator of one rank spans no other process: no key"
+
+# -- neighbours without communicators, and a process without them: P (plain) moved onto GPU 1
+# beside Y (restored); then X moved onto GPU 1 beside P (restored) once Y sleeps
+start P "$TARGET" || diag "P did not start"
+out=$(again "$P_pid" "0=1, 1=0")
+is "$(gpu_of P):${out##*rc }" "1:0" "a process without communicators moves beside a restored NCCL job"
+"$CUDANAP" suspend "$Y_pid" > /dev/null
+out=$(again "$X_pid" "0=1, 1=0")
+ask X verify
+is "$(gpu_of X):${out##*rc }:$REPLY" "1:0:verify ok" \
+	"an NCCL job moves beside a restored process without communicators (and beside Y, asleep)"
+
+# -- a neighbour never restored: N starts on GPU 0, X comes home beside it
+job N jn 0 1
+"$CUDANAP" status "$N_pid" > /dev/null # asked, its status names its communicator
+is "$(field "$N_pid" nccl)" "suspend-api: 1 communicator (NCCL 2.30.7)" "N's status, asked, has its communicator"
+out=$(again "$X_pid" "")
+is "${out##*rc }:$(gpu_of X)" "0:0" "X comes home beside N, an NCCL job never restored"
+
+# -- a neighbour whose first restore is under way counts: N's status file says so (as N's own
 # would while it resumes; restores of one directory take turns through the driver's setup, so its
 # memory is on the GPU by the time the next one checks)
-out=$(moved "$A_pid" "0=2, 2=0")
-is "$(gpu_of A)" 2 "A moved to GPU 2"
-"$CUDANAP" suspend "$A_pid" > /dev/null
-cp "$T/status/$D_pid.json" "$T/D.json"
-sed 's/"busy":false,\("seq":[0-9]*\),"action":"[a-z]*"/"busy":true,\1,"action":"resume"/' "$T/D.json" > "$T/status/$D_pid.json.new"
-mv "$T/status/$D_pid.json.new" "$T/status/$D_pid.json"
-is "$(field "$D_pid" busy):$(field "$D_pid" action):$(field "$D_pid" restores)" "true:resume:0" \
-	"D's status: busy with a resume, no restore behind it"
-out=$("$CUDANAP" resume --gpu-map "" "$A_pid" 2>&1); rc=$?
-like "$rc:$out" "^1:.*BESIDE_RESTORED: restore: GPU 0 \($(uuid 0)\) runs pid $D_pid," \
-	"A's move home beside D, restoring, is refused"
-mv "$T/D.json" "$T/status/$D_pid.json"
-out=$("$CUDANAP" resume --gpu-map "" "$A_pid"); rc=$?
-is "$rc:$(gpu_of A)" "0:0" "D's status as it is, running: A moves home beside it"
+"$CUDANAP" suspend "$X_pid" > /dev/null
+cp "$T/status/$N_pid.json" "$T/N.json"
+sed 's/"busy":false,\("seq":[0-9]*\),"action":"[a-z]*"/"busy":true,\1,"action":"resume"/' "$T/N.json" > "$T/status/$N_pid.json.new"
+mv "$T/status/$N_pid.json.new" "$T/status/$N_pid.json"
+is "$(field "$N_pid" busy):$(field "$N_pid" action):$(field "$N_pid" restores)" "true:resume:0" \
+	"N's status: busy with a resume, no restore behind it"
+out=$("$CUDANAP" resume "$X_pid" 2>&1); rc=$?
+like "$rc:$out" "^1:$X_pid: $(refusal 0 "$N_pid"):" "X's resume beside N, restoring, is refused"
+mv "$T/N.json" "$T/status/$N_pid.json"
+out=$("$CUDANAP" resume "$X_pid"); rc=$?
+is "$rc:$(gpu_of X)" "0:0" "N's status as it is, running: X resumes beside it"
 
-# -- the neighbour has the communicator: B (plain) moved onto GPU 0, where A (restored) runs
-out=$(moved "$B_pid" "")
-like "$out" "$B_pid: resume failed: BESIDE_RESTORED: restore: GPU 0 \($(uuid 0)\) runs pid $A_pid, " \
-	"a plain program's move onto the GPU of a restored process with a communicator is refused"
-is "$(field "$B_pid" state)" checkpointed "B stays suspended"
-out=$("$CUDANAP" resume "$B_pid"); rc=$?
-like "$rc:$out" "^1:.*BESIDE_RESTORED" "the INI's map (home, GPU 0) again: refused again"
-out=$("$CUDANAP" resume --gpu-map "0=1, 1=0" "$B_pid"); rc=$?
-is "$rc:$(gpu_of B)" "0:1" "with the map that put it on GPU 1, it resumes where it slept"
-
-# -- two plain programs: D moved onto GPU 1 beside B (restored)
-out=$(moved "$D_pid" "0=1, 1=0")
-ask D verify
-is "$(gpu_of D):${out##*rc }:$REPLY" "1:0:verify ok" "a plain program moves beside a restored plain program"
-
-# -- a resume onto the GPUs it slept on is never refused: D comes home while A sleeps there (a
-# process asleep holds nothing on its GPU), then A resumes there beside D, both restored
-"$CUDANAP" suspend "$A_pid" > /dev/null
-out=$(moved "$D_pid" "")
-is "${out##*rc }:$(gpu_of D)" "0:0" "D moves home to GPU 0, where A sleeps"
-out=$("$CUDANAP" resume "$A_pid"); rc=$?
-ask A verify
-is "$rc:$(gpu_of A):$REPLY" "0:0:verify ok" "A resumes where it slept, beside D"
-
-# -- [restore] beside_restored = true lets the move through
+# -- [restore] beside_restored = true lets it through: Y home to GPU 0 beside X
 write_ini "[restore]" "beside_restored = true"
-out=$(moved "$A_pid" "0=1, 1=0")
-ask A verify
-is "$(gpu_of A):${out##*rc }:$REPLY" "1:0:verify ok" "beside_restored = true: A moves onto B's GPU"
+out=$("$CUDANAP" resume --gpu-map "" "$Y_pid"); rc=$?
+ask Y verify
+is "$rc:$(gpu_of Y):$REPLY" "0:0:verify ok" "beside_restored = true: Y resumes beside X"
+write_ini
 
-# -- a nap's wake onto another GPU is a move too: E (plain) napped on GPU 0, no room there nor on
-# GPU 2, GPU 1 (room, but A with its communicator runs there, restored): the wake is refused
-# there, the call waits, and it wakes at home once there is room
+# -- a nap's wake is a restore too, but an NCCL rank never naps (its peers would stall): E, a
+# process without communicators, napped on GPU 0, no room there nor on GPU 1, wakes on GPU 2
+# beside R0 and R1, restored
+for p in X Y N; do "$CUDANAP" suspend "$(eval echo "\$${p}_pid")" > /dev/null; done
 write_ini "[nap]" "wake_on = any"
+job F jf 0 1
+out=$("$CUDANAP" nap "$F_pid" 2>&1); rc=$?
+like "$rc:$out" "^1:.*REFUSED: an NCCL rank: not napped alone" "an NCCL rank is not napped"
 start E "$TARGET" || diag "E did not start"
 "$CUDANAP" nap "$E_pid" > /dev/null
 check "E napped" napped "$E_pid"
 echo 500 > "$T/fake/free.0"
-echo 500 > "$T/fake/free.2"
-ask E "drv launch export 5" 1
-is "$REPLY" "" "E's call waits"
-# its wake tries home again every second (no room), then GPU 1: nap_why keeps the last refusal
-refused() { [[ $(field "$E_pid" nap_why) =~ ^BESIDE_RESTORED: ]]; }
-check "its wake onto GPU 1, beside A, is refused" eventually 20 refused
-like "$(field "$E_pid" nap):$(field "$E_pid" state):$(field "$E_pid" nap_why)" \
-	"^waking:checkpointed:BESIDE_RESTORED: .*GPU 1 .*runs pid $A_pid," "its status says so, still asleep"
-# (the status is written before the log line)
-said_once() { [ "$(grep -c 'a call waits for the GPU: BESIDE_RESTORED' "$T/E.err")" = 1 ]; }
-check "its log says so once" eventually 5 said_once
-rm "$T/fake/free.0"
-answer E 20
+echo 500 > "$T/fake/free.1"
+ask E "drv launch export 5" 20
 woke "$E_pid"
-is "$REPLY:$(field "$E_pid" state):$(field "$E_pid" gpus)" "launch 0:running:0=$(uuid 0)" \
-	"room at home: it wakes there, the call answers"
-rm -f "$T/fake/free.2"
+said=$REPLY
+is "$said:$(field "$E_pid" state):$(field "$E_pid" gpus):$(gpu_of R0)" "launch 0:running:2=$(uuid 2):2" \
+	"it wakes on GPU 2, beside a restored NCCL job, and the call answers"
+rm -f "$T/fake/free.0" "$T/fake/free.1"
 
-for p in A B D E; do ask "$p" quit; done
+for p in X Y R0 R1 P N F E; do ask "$p" quit; done
 finish

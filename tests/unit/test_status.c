@@ -21,6 +21,8 @@ static void sample(struct cn_status *s)
 	s->state = CN_STATE_CHECKPOINTED;
 	s->seq = 42;
 	s->restores = 7;
+	snprintf(s->nccl, sizeof(s->nccl), "sockets: 2 communicators (NCCL 2.28.9)");
+	snprintf(s->nccl_keys, sizeof(s->nccl_keys), "00000000000000a1,b200000000000000");
 	s->action = CN_ACTION_SUSPEND;
 	s->result = CN_RES_OK;
 	snprintf(s->message, sizeof(s->message), "line one\nline \"two\"");
@@ -59,6 +61,9 @@ static void test_round_trip(void)
 	ok(b.pid == 4711 && b.starttime == 123456789ULL && b.seq == 42 && !b.busy &&
 		   b.restores == 7,
 	   "numbers and booleans");
+	is_str(b.nccl_keys, "00000000000000a1,b200000000000000", "the job's communicator keys");
+	is_str(b.nccl, "sockets: 2 communicators (NCCL 2.28.9)",
+	       "how its communicators are handled");
 	ok(b.state == CN_STATE_CHECKPOINTED && b.action == CN_ACTION_SUSPEND &&
 		   b.result == CN_RES_OK,
 	   "state, action and result come back as numbers");
