@@ -51,15 +51,18 @@ static bool this_map(const char *given)
 	return false;
 }
 
-/* The restore, tried again every 100 ms while the target GPUs lack room, for wait_ms ([restore]
- * room_wait_s; a wake waiting for room, nap.c): the controller refuses before the driver's call,
- * so trying again is safe. The wait step is then all that came before the last try's call. */
+/* The restore, tried again every 100 ms while the target GPUs lack room or run another NCCL job
+ * that cudanap restored (beside.c), for wait_ms ([restore] room_wait_s: a scheduler resuming one
+ * job as it suspends another on the same GPUs; a wake waiting for room, nap.c): the controller
+ * refuses before the driver's call, so trying again is safe. The wait step is then all that came
+ * before the last try's call. */
 static int restore(struct cn_resp *r, unsigned wait_ms)
 {
 	double t0 = cn_clock_ms(), until = t0 + wait_ms;
 	int rc, tries = 0;
 
-	while ((rc = cn_requests_moving(CN_OP_RESTORE, r)) < 0 && r->result == CN_RES_NO_ROOM &&
+	while ((rc = cn_requests_moving(CN_OP_RESTORE, r)) < 0 &&
+	       (r->result == CN_RES_NO_ROOM || r->result == CN_RES_BESIDE) &&
 	       cn_clock_ms() < until) {
 		struct timespec tick = { 0, 100 * 1000 * 1000 };
 

@@ -4,8 +4,9 @@
 # there, refused in one line, the process still suspended and restorable; a rank of its own job,
 # a neighbour never restored, a neighbour without communicators, a process without communicators
 # and beside_restored = true go through; a neighbour whose restore is under way counts; an NCCL
-# rank never naps, and a nap's wake goes beside restored NCCL jobs. On a fake machine of three
-# GPUs, the fake NCCL giving each job its communicator.
+# rank never naps, and a nap's wake goes beside restored NCCL jobs; with [restore] room_wait_s a
+# resume waits for the other job to sleep. On a fake machine of three GPUs, the fake NCCL giving
+# each job its communicator.
 . "$(dirname "$0")/../lib.sh"
 export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake CUDANAP_FAKE_GPUS=3
 export CUDANAP_FAKE_NCCL=$FAKENCCL
@@ -126,6 +127,29 @@ said=$REPLY
 is "$said:$(field "$E_pid" state):$(field "$E_pid" gpus):$(gpu_of R0)" "launch 0:running:2=$(uuid 2):2" \
 	"it wakes on GPU 2, beside a restored NCCL job, and the call answers"
 rm -f "$T/fake/free.0" "$T/fake/free.1"
+
+# -- [restore] room_wait_s: a resume beside a restored NCCL job waits for it to sleep, and is
+# refused when it does not in time
+write_ini "[restore]" "room_wait_s = 1"
+out=$("$CUDANAP" resume "$X_pid"); rc=$?
+is "$rc:$(gpu_of X)" "0:0" "X resumed on GPU 0 (beside F, never restored)"
+out=$("$CUDANAP" resume "$Y_pid"); rc=$?
+waited=$(field "$Y_pid" wait_ms)
+like "$rc:$out" "^1:$Y_pid: $(refusal 0 "$X_pid"):" "room_wait_s = 1: Y's resume beside X is refused"
+check "after waiting for X to sleep the whole second (wait_ms $waited)" \
+	test "${waited%.*}" -ge 900 2> /dev/null
+write_ini "[restore]" "room_wait_s = 60"
+"$CUDANAP" resume "$Y_pid" > "$T/Y.resume" 2>&1 &
+resumer=$!
+resuming() { [ "$(field "$Y_pid" busy):$(field "$Y_pid" action)" = true:resume ]; }
+check "room_wait_s = 60: Y's resume waits" eventually 10 resuming
+"$CUDANAP" suspend "$X_pid" > /dev/null
+wait "$resumer"; rc=$?
+ask Y verify
+is "$rc:$(gpu_of Y):$REPLY:$(field "$Y_pid" state)" "0:0:verify ok:running" \
+	"once X sleeps, Y is restored where it slept, data intact"
+like "$(field "$Y_pid" wait_ms)" "^[0-9]+\.[0-9]+$" "its status counts the wait"
+write_ini
 
 for p in X Y R0 R1 P N F E; do ask "$p" quit; done
 finish
