@@ -67,6 +67,14 @@ like "$(field "$R0_pid" nccl_keys):$(field "$R1_pid" nccl_keys)" "^([0-9a-f]{16}
 out=$(again "$R0_pid" ""); rc=$?
 is "${out##*rc }:$(gpu_of R0)" "0:2" "R0 restored beside R1, a restored rank of its own job"
 is "$(field "$X_pid" nccl_keys)" "" "a communicator of one rank spans no other process: no key"
+# one process holding every rank of a communicator (as ncclCommInitAll's, whose key is made of the
+# devices, the same in any process on those GPUs): no key, so never taken for another's job
+job L jl 0 2
+ask L "nccl init jl 1 2"
+"$CUDANAP" status "$L_pid" > /dev/null
+is "$(field "$L_pid" nccl):$(field "$L_pid" nccl_keys)" "suspend-api: 2 communicators (NCCL 2.30.7):" \
+	"a process with both ranks of its communicator: two communicators, no key"
+ask L quit
 
 # -- neighbours without communicators, and a process without them: P (plain) moved onto GPU 1
 # beside Y (restored); then X moved onto GPU 1 beside P (restored) once Y sleeps
