@@ -55,8 +55,8 @@ struct cn_req {
 	uint32_t to_disk;
 	uint64_t disk_free_bytes;
 	/* CN_OP_USERS: the GPU (use[0].uuid) and the processes to look at. CN_OP_RESTORE: the
-	 * processes that cudanap restored, onto whose GPUs a restore must not move this one
-	 * (preload/agent/beside.c). */
+	 * processes of other NCCL jobs that cudanap restored, onto whose GPUs this one must not be
+	 * restored (preload/agent/beside.c). */
 	uint32_t n_pids;
 	int32_t pids[CN_USERS_MAX];
 };

@@ -5,9 +5,9 @@
  * driver wants a complete list of UUID pairs, from where each GPU's memory is to where it goes.
  * Before the restore, NVML's free memory on each target GPU is checked against the footprint the
  * checkpoint recorded, and the footprint is held there until the restore: a restore that runs out
- * of memory wedges the process for good (docs/DRIVER.md, The restore). A move onto a GPU where a
- * process runs that cudanap restored is refused first (docs/DISTRIBUTED.md). Runs in the
- * controller. */
+ * of memory wedges the process for good (docs/DRIVER.md, The restore). An NCCL job's restore
+ * onto a GPU where another NCCL job runs that cudanap restored is refused first
+ * (docs/DISTRIBUTED.md). Runs in the controller. */
 #define _GNU_SOURCE
 #include "placement.h"
 
