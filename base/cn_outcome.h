@@ -48,7 +48,7 @@ enum cn_result {
 	CN_RES_NCCL_SUSPEND = -14,   /* ncclCommSuspend failed */
 	CN_RES_NCCL_WAITING = -15,   /* resumed; its communicators wait for the other ranks */
 	CN_RES_NCCL_RESUME = -16,    /* ncclCommResume failed */
-	CN_RES_BESIDE = -17,	     /* onto GPUs where another NCCL job runs that cudanap restored */
+	CN_RES_BESIDE = -17,	     /* a restored NCCL job would share its GPUs (beside.c) */
 };
 
 /* Where a process's naps stand ([nap] idle_s, cudanap nap). */
@@ -60,6 +60,7 @@ enum cn_nap {
 	CN_NAP_WAKING,
 	CN_NAP_WAITING, /* its wake waits for room on a GPU */
 	CN_NAP_REFUSED, /* it cannot nap: nap_why says why */
+	CN_NAP_BESIDE,	/* its wake waits for a restored NCCL job to leave its GPU (beside.c) */
 };
 
 /* What a suspend would do now, as the last query found it. */

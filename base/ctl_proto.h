@@ -18,7 +18,7 @@ enum cn_op {
 	CN_OP_UNLOCK,
 	CN_OP_PREPARE, /* no driver call: the footprint, and the host check of CN_OP_LOCK */
 	CN_OP_QUERY,   /* no driver call but the state: the footprint, the host's room, the model */
-	CN_OP_USERS,   /* no driver call: what other processes hold on one GPU, and its free memory */
+	CN_OP_USERS, /* no driver call: what other processes hold on one GPU, and its free memory */
 };
 
 /* CN_OP_USERS and CN_OP_RESTORE: the processes asked about at most. */
@@ -54,11 +54,14 @@ struct cn_req {
 	 * the agent, which opened the file there): then host memory is not checked. */
 	uint32_t to_disk;
 	uint64_t disk_free_bytes;
-	/* CN_OP_USERS: the GPU (use[0].uuid) and the processes to look at. CN_OP_RESTORE: the
-	 * processes of other NCCL jobs that cudanap restored, onto whose GPUs this one must not be
-	 * restored (preload/agent/beside.c). */
+	/* CN_OP_USERS: the GPU (use[0].uuid) and the processes to look at. CN_OP_RESTORE
+	 * (preload/agent/beside.c): with pids_only, the only processes allowed on the target GPUs
+	 * (a process with NCCL communicators: itself and its own job's other ranks); without, the
+	 * processes onto whose GPUs it must not go (the ranks of NCCL jobs that cudanap restored).
+	 */
 	uint32_t n_pids;
 	int32_t pids[CN_USERS_MAX];
+	uint32_t pids_only;
 };
 
 struct cn_resp {

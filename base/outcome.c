@@ -10,9 +10,10 @@
 
 static const char *const states[] = { "running", "locked", "checkpointed", "failed", "no-cuda" };
 static const char *const actions[] = { "start", "prepare", "suspend", "resume", "nap", "wake" };
-static const char *const naps[] = { "",		 "off",	   "awake",
-				    "napping",	 "waking", "waiting for room",
-				    "not napped" };
+static const char *const naps[] = { "",		  "off",
+				    "awake",	  "napping",
+				    "waking",	  "waiting for room",
+				    "not napped", "waiting for an NCCL job to sleep" };
 static const char *const asks[] = { "", "yes", "no", "no-cuda", "asleep" };
 
 /* Each kind's words, the value of the first, and the value a word that is none of them reads as. */

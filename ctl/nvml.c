@@ -121,6 +121,26 @@ int cn_nvml_footprint(int pid, struct cn_gpu_use *use, int max, char *why, size_
 	return n;
 }
 
+int cn_nvml_procs(const unsigned char uuid[16], int32_t *pids, int max, char *why, size_t len)
+{
+	static nvmlProcessInfo_t p[1024];
+	unsigned np = sizeof(p) / sizeof(p[0]);
+	char s[CN_UUID_STR_LEN];
+	nvmlDevice_t d;
+	int n = 0;
+
+	if (load(why, len) < 0)
+		return -1;
+	cn_gpumap_uuid_format(uuid, s);
+	if (nv.by_uuid(s, &d) != NVML_SUCCESS || nv.procs(d, &np, p) != NVML_SUCCESS) {
+		snprintf(why, len, "NVML cannot list the processes on %s", s);
+		return -1;
+	}
+	for (unsigned k = 0; k < np && n < max; k++)
+		pids[n++] = (int32_t)p[k].pid;
+	return n;
+}
+
 int cn_nvml_gpus(unsigned char (*gpus)[16], int max, char *why, size_t len)
 {
 	unsigned count = 0;

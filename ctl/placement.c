@@ -5,9 +5,9 @@
  * driver wants a complete list of UUID pairs, from where each GPU's memory is to where it goes.
  * Before the restore, NVML's free memory on each target GPU is checked against the footprint the
  * checkpoint recorded, and the footprint is held there until the restore: a restore that runs out
- * of memory wedges the process for good (docs/DRIVER.md, The restore). An NCCL job's restore
- * onto a GPU where another NCCL job runs that cudanap restored is refused first
- * (docs/DISTRIBUTED.md). Runs in the controller. */
+ * of memory wedges the process for good (docs/DRIVER.md, The restore). A restore that would put
+ * a restored NCCL rank and another job's process on one GPU is refused first (the driver does not
+ * preempt a restored context: docs/DISTRIBUTED.md). Runs in the controller. */
 #define _GNU_SOURCE
 #include "placement.h"
 
@@ -107,43 +107,55 @@ static const unsigned char *target(const struct cn_req *req, uint32_t u,
 	return req->use[u].uuid;
 }
 
-/* ---- beside processes cudanap restored ---- */
+/* ---- beside other processes ---- */
 
-/* A restore onto a GPU where one of req->pids holds memory is refused before anything is held
- * (preload/agent/beside.c says why, and who they are). 0, or -1 with resp filled. Where NVML
- * cannot say what a process holds (no NVML, a container whose pids are not the host's) the
- * restore goes through: the check is then not made. */
+static bool listed(const struct cn_req *req, int32_t pid)
+{
+	for (uint32_t i = 0; i < req->n_pids && i < CN_USERS_MAX; i++)
+		if (req->pids[i] == pid)
+			return true;
+	return false;
+}
+
+/* A restore onto a GPU where a process runs that req->pids refuses (preload/agent/beside.c says
+ * why, and who they are: with pids_only every process not listed, else every one listed) is
+ * refused before anything is held. 0, or -1 with resp filled. Where NVML cannot say who is on a
+ * GPU (no NVML) the restore goes through: the check is then not made. */
 static int beside(const struct cn_req *req, const CUcheckpointGpuPair *list, int n_list,
 		  const struct gpu *g, int n_gpus, struct cn_resp *resp)
 {
-	uint32_t n = req->n_pids < CN_USERS_MAX ? req->n_pids : CN_USERS_MAX;
-	const unsigned char *to[CN_MAX_GPUS];
-	int n_to = 0;
-
-	/* The GPUs its memory goes onto, where it slept or elsewhere. */
-	for (uint32_t u = 0; n && u < req->n_use && u < CN_MAX_GPUS; u++)
-		to[n_to++] = target(req, u, list, n_list);
-	for (uint32_t i = 0; i < n && n_to; i++) {
-		struct cn_gpu_use use[CN_MAX_GPUS];
+	if (!req->pids_only && req->n_pids == 0)
+		return 0;
+	for (uint32_t u = 0; u < req->n_use && u < CN_MAX_GPUS; u++) {
+		const unsigned char *to = target(req, u, list, n_list);
+		int32_t on[CN_USERS_MAX];
 		char why[240], s[CN_UUID_STR_LEN];
-		int k = cn_nvml_footprint(req->pids[i], use, CN_MAX_GPUS, why, sizeof(why)), at = 0;
+		int k = cn_nvml_procs(to, on, CN_USERS_MAX, why, sizeof(why)), at = 0;
 
-		for (int j = 0; j < k; j++)
-			for (int m = 0; m < n_to; m++) {
-				if (memcmp(use[j].uuid, to[m], 16) != 0)
-					continue;
-				while (at < n_gpus && memcmp(g[at].uuid.bytes, to[m], 16) != 0)
-					at++;
-				cn_gpumap_uuid_format(to[m], s);
-				snprintf(
-					why, sizeof(why),
-					"GPU %d (%s) runs pid %d of another NCCL job, which "
-					"cudanap restored: two such jobs restored on the same GPUs "
-					"have died together ([restore] beside_restored)",
-					at, s, (int)req->pids[i]);
-				cn_driver_fail(resp, CN_RES_BESIDE, why);
-				return -1;
-			}
+		for (int j = 0; j < k; j++) {
+			if (listed(req, on[j]) != !req->pids_only)
+				continue;
+			while (at < n_gpus && memcmp(g[at].uuid.bytes, to, 16) != 0)
+				at++;
+			cn_gpumap_uuid_format(to, s);
+			if (req->pids_only)
+				snprintf(why, sizeof(why),
+					 "GPU %d (%s) runs pid %d, not of this NCCL job: restored, "
+					 "a "
+					 "rank's collective waiting there beside another's work is "
+					 "stopped by the driver after ~5 s ([restore] "
+					 "beside_restored)",
+					 at, s, (int)on[j]);
+			else
+				snprintf(why, sizeof(why),
+					 "GPU %d (%s) runs pid %d of an NCCL job that cudanap "
+					 "restored: its collectives waiting there beside this "
+					 "process's work are stopped by the driver after ~5 s "
+					 "([restore] beside_restored)",
+					 at, s, (int)on[j]);
+			cn_driver_fail(resp, CN_RES_BESIDE, why);
+			return -1;
+		}
 	}
 	return 0;
 }

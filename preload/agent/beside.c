@@ -1,20 +1,24 @@
-/* beside: the processes beside which a restore must not put this one. On two H100s, two PyTorch
- * jobs whose ranks cudanap had suspended and restored, running on the same GPUs, died together
- * ("unspecified launch failure" in every rank's watchdog, the driver's log saying "CTX SWITCH
- * TIMEOUT" on both GPUs): over sockets in 4 of 9 runs where both were resumed where they slept
- * and in every run where they were moved onto each other's GPUs, over NVLink once in ten moves.
- * One job restored beside programs without communicators, or beside a job never restored, ran on
- * (docs/DISTRIBUTED.md). The cause is not known, so such a restore is refused unless [restore]
- * beside_restored: the process stays suspended and can be resumed once the other job is asleep or
- * gone, or onto other GPUs. Who counts, when this process has communicators: the user's
- * processes of this status directory with communicators, a restore behind them (their status's
- * restores) or under way, and no communicator shared with this one (a rank of the same job is not
- * another job). Which of them are on a target GPU is NVML's to say, in the controller
- * (ctl/placement.c): a process asleep holds nothing there. */
+/* beside: which processes a restore may share its GPUs with. A context that the driver has
+ * restored is no longer preempted: measured on H100s, driver 580, through the driver's own
+ * checkpoint API with no cudanap in the process, its kernels run to their end before another
+ * process's context gets the GPU, and one that runs past about 5 s while another context has
+ * work there is stopped by the driver (Xid 109, CTX SWITCH TIMEOUT: "unspecified launch failure").
+ * An NCCL kernel runs until its peer ranks arrive, so a restored rank that waits a few seconds in
+ * a collective (a peer saving a checkpoint, loading data) beside any other process's work loses
+ * its job; two restored NCCL jobs on the same GPUs wait on each other and both die
+ * (docs/DISTRIBUTED.md). So, unless [restore] beside_restored: a process with communicators is
+ * restored only onto GPUs where no process but its own job's runs (itself and the processes of
+ * this status directory that share a communicator with it: a rank's stray context on another
+ * rank's GPU is of its job), and any other process is not restored onto GPUs where a rank of an
+ * NCCL job runs that cudanap restored (a restore behind it, or under way). Refused, a process
+ * stays suspended, to be resumed once the GPU is free of the other, or onto other GPUs. Who is on
+ * a target GPU is NVML's to say, in the controller (ctl/placement.c): a process asleep holds
+ * nothing there. */
 #define _GNU_SOURCE
 #include "beside.h"
 
 #include <string.h>
+#include <unistd.h>
 
 #include "comms.h"
 #include "others.h"
@@ -44,28 +48,44 @@ static bool share(const char *a, const char *b)
 	return false;
 }
 
-/* Another job's process with a restore behind it, or under way: restores of one status directory
+/* A rank of this process's job: a communicator in common. */
+static bool same_job(const struct cn_status *s, void *arg)
+{
+	struct found *f = arg;
+
+	if (share(f->keys, s->nccl_keys))
+		f->pids[f->n++] = s->pid;
+	return f->n < f->max;
+}
+
+/* A rank of an NCCL job with a restore behind it, or under way: restores of one status directory
  * take turns through the driver's setup ([restore] take_turns), so one whose first restore has
  * its memory on the GPU already while this one checks is counted too. */
 static bool restored(const struct cn_status *s, void *arg)
 {
 	struct found *f = arg;
-	bool restoring =
-		s->busy && (s->action == CN_ACTION_RESUME || s->action == CN_ACTION_WAKE);
+	bool restoring = s->busy && (s->action == CN_ACTION_RESUME || s->action == CN_ACTION_WAKE);
 
-	if ((s->restores || restoring) && (s->nccl[0] || s->nccl_keys[0]) &&
-	    !share(f->keys, s->nccl_keys))
+	if ((s->restores || restoring) && (s->nccl[0] || s->nccl_keys[0]))
 		f->pids[f->n++] = s->pid;
 	return f->n < f->max;
 }
 
-int cn_beside_list(int32_t *pids, int max)
+int cn_beside_list(int32_t *pids, int max, bool *only)
 {
 	struct found f = { pids, 0, max, "" };
 
-	if (cn_ag.cfg.beside_restored || max <= 0 || cn_comms_count() == 0)
+	*only = false;
+	if (cn_ag.cfg.beside_restored || max <= 0)
 		return 0;
+	if (cn_comms_count() == 0) {
+		cn_others_each(restored, &f);
+		return f.n;
+	}
+	*only = true;
+	f.pids[f.n++] = (int32_t)getpid();
 	cn_comms_keys(f.keys, sizeof(f.keys));
-	cn_others_each(restored, &f);
+	if (f.keys[0] && f.n < f.max)
+		cn_others_each(same_job, &f);
 	return f.n;
 }

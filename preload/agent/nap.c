@@ -339,14 +339,18 @@ void cn_nap_wake(void)
 		cn_nap_woken(asked);
 		return;
 	}
-	/* Still asleep: waiting for room, or after a failure; tried again ROOM_WAIT_MS after this
-	 * try began, but the first wait for room at once: its home try waits for room itself. */
-	room = o.result == CN_RES_NO_ROOM;
+	/* Still asleep: waiting for room (or for a restored NCCL job to leave its GPUs, beside.c),
+	 * or after a failure; tried again ROOM_WAIT_MS after this try began, but the first wait at
+	 * once: its home try waits itself. */
+	room = o.result == CN_RES_NO_ROOM || o.result == CN_RES_BESIDE;
 	if (room && !nap.retry)
 		nap.try_ms -= ROOM_WAIT_MS;
 	cn_gate_nap(CN_GATE_NAP_ASLEEP, wake_asked);
 	snprintf(why, sizeof(why), "%s: %s", cn_status_result(&cn_ag.st), cn_ag.st.message);
-	say(room ? CN_NAP_WAITING : CN_NAP_WAKING, room ? cn_ag.st.message : why);
+	say(!room			? CN_NAP_WAKING
+	    : o.result == CN_RES_BESIDE ? CN_NAP_BESIDE
+					: CN_NAP_WAITING,
+	    room ? cn_ag.st.message : why);
 	cn_report_write();
 	if (!nap.retry) /* said once */
 		cn_log(&cn_ag.cfg, CN_LOG_INFO,

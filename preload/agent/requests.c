@@ -47,7 +47,10 @@ int cn_requests_call(uint32_t op, struct cn_resp *resp)
 		memcpy(req.use, cn_ag.use, sizeof(req.use));
 		req.margin_bytes = (uint64_t)cfg->margin_mib << 20;
 		req.reserve = cfg->reserve;
-		req.n_pids = (uint32_t)cn_beside_list(req.pids, CN_USERS_MAX);
+		bool only;
+
+		req.n_pids = (uint32_t)cn_beside_list(req.pids, CN_USERS_MAX, &only);
+		req.pids_only = only;
 	}
 	if (cn_channel_call(&req, resp) == 0 && !cn_ag.st.call_ns)
 		cn_ag.st.call_ns = resp->call_ns;

@@ -51,11 +51,11 @@ static bool this_map(const char *given)
 	return false;
 }
 
-/* The restore, tried again every 100 ms while the target GPUs lack room or run another NCCL job
- * that cudanap restored (beside.c), for wait_ms ([restore] room_wait_s: a scheduler resuming one
- * job as it suspends another on the same GPUs; a wake waiting for room, nap.c): the controller
- * refuses before the driver's call, so trying again is safe. The wait step is then all that came
- * before the last try's call. */
+/* The restore, tried again every 100 ms while the target GPUs lack room or run a process that a
+ * restored NCCL job must not share them with (beside.c), for wait_ms ([restore] room_wait_s: a
+ * scheduler resuming one job as it suspends another on the same GPUs; a wake waiting for room,
+ * nap.c): the controller refuses before the driver's call, so trying again is safe. The wait step
+ * is then all that came before the last try's call. */
 static int restore(struct cn_resp *r, unsigned wait_ms)
 {
 	double t0 = cn_clock_ms(), until = t0 + wait_ms;
@@ -146,8 +146,8 @@ static int restore_step(struct cn_resp *r, unsigned wait_ms)
 			 r->result == CN_RES_NO_ROOM
 				 ? "; still suspended: resume again when there is room"
 			 : r->result == CN_RES_BESIDE
-				 ? "; still suspended: resume it once that job sleeps or has "
-				   "ended, or onto other GPUs"
+				 ? "; still suspended: resume it once that process sleeps or "
+				   "has ended, or onto other GPUs"
 				 : "");
 		cn_report_finish(r, msg);
 		return -1;

@@ -155,8 +155,8 @@ static bool take(const struct cn_status *s, void *arg)
 	double idle = cn_status_since_s(s->idle_since);
 
 	if (s->state != CN_STATE_RUNNING || s->busy || s->nap == CN_NAP_NAPPING ||
-	    s->nap == CN_NAP_WAITING || s->nap == CN_NAP_WAKING || s->nap == CN_NAP_REFUSED ||
-	    idle < 0 || idle < cn_ag.cfg.nap_min_idle_s)
+	    s->nap == CN_NAP_WAITING || s->nap == CN_NAP_BESIDE || s->nap == CN_NAP_WAKING ||
+	    s->nap == CN_NAP_REFUSED || idle < 0 || idle < cn_ag.cfg.nap_min_idle_s)
 		return true;
 	cs->c[cs->n++] = (struct cand){ s->pid, s->suspend_signal, s->seq, idle, 0 };
 	return cs->n < cs->max;

@@ -32,6 +32,7 @@ gpus_of() { # gpus_of PID...: the GPUs each holds memory on (01 for both 0 and 1
 	done
 	echo "${out% }"
 }
+gpus_are() { [ "$(gpus_of "$1")" = "$2" ]; } # gpus_are PID GPUS: gpus_of says GPUS (to poll for)
 states_of() { local p out=; for p in "$@"; do out="$out$(field "$p" state) "; done; echo "${out% }"; }
 secs() { sed -n 's/^total: .*, \([0-9.]*\) s$/\1/p' <<< "$1"; }
 kill_tree() { pkill -9 -P "$1" 2> /dev/null; kill -9 "$1" 2> /dev/null; wait "$1" 2> /dev/null; }
@@ -167,16 +168,17 @@ small_checks() {
 	check "every loss bit-identical to the mp.spawn run" test "$(losses "$T/tr.out")" = "$(losses "$T/ddp.ref")"
 }
 
-# beside_check PORT: two jobs restored on the same GPUs, refused (docs/DISTRIBUTED.md). A small DDP
-# and a small FSDP job on the same two GPUs, both suspended; the DDP one resumed where it slept;
-# the FSDP one's resume where it slept, beside the restored DDP ranks, refused in one line
-# (BESIDE_RESTORED), and with its ranks swapped too, its ranks still asleep; once the DDP job has
-# finished it resumes, and both jobs end with every loss identical to an uninterrupted run. PORT
-# and PORT+1: their rendezvous ports.
+# beside_check PORT: a restored NCCL job shares no GPU with another job's process
+# (docs/DISTRIBUTED.md). A small DDP and a small FSDP job on the same two GPUs, both suspended; a
+# plain PyTorch program (no cudanap) busy on GPU 0: the DDP job's resume where it slept is refused
+# in one line naming it (BESIDE_RESTORED); once it has ended, the DDP job resumes; the FSDP one's
+# resume where it slept, beside the restored DDP ranks, refused, and with its ranks swapped too,
+# its ranks still asleep; once the DDP job has finished it resumes, and both jobs end with every
+# loss identical to an uninterrupted run. PORT and PORT+1: their rendezvous ports.
 beside_check() {
-	local port=$1 n=150 k out rc f0 f1
+	local port=$1 n=150 k out rc f0 f1 busy
 	local -A root=() args=([ddp]="" [fsdp]="--fsdp") at=([ddp]=$port [fsdp]=$((port + 1)))
-	local refused="^1:.*resume failed: BESIDE_RESTORED: restore: GPU [01] \(GPU-[^)]*\) runs pid [0-9]+ of another NCCL job, which cudanap restored"
+	local refused="^1:.*resume failed: BESIDE_RESTORED: restore: GPU [01] \(GPU-[^)]*\) runs pid [0-9]+, not of this NCCL job"
 	for k in ddp fsdp; do
 		MASTER_PORT=${at[$k]} job $n ${args[$k]} > "$T/bs$k.ref" 2> "$T/bs$k.rerr" &
 	done
@@ -188,8 +190,19 @@ beside_check() {
 	for k in ddp fsdp; do wait_step "$T/bs$k.out" 3 "${root[$k]}"; done
 	read -r f0 f1 <<< "$(ranks_of "$T/bsfsdp.out")"
 	for k in ddp fsdp; do "$CUDANAP" suspend -t 120 --tree "${root[$k]}" > /dev/null; done
+	python3 -c 'import torch
+a = torch.randn(2048, 2048, device="cuda:0")
+while True: (a @ a).sum().item()' &
+	busy=$!
+	check "a plain program busy on GPU 0" eventually 60 gpus_are "$busy" 0
+	out=$("$CUDANAP" resume -t 120 --tree "${root[ddp]}"); rc=$?
+	like "$rc:$out" "^1:.*resume failed: BESIDE_RESTORED: restore: GPU 0 \(GPU-[^)]*\) runs pid $busy, not of this NCCL job" \
+		"the DDP job's resume where it slept, beside it: refused in one line naming it"
+	kill "$busy"
+	wait "$busy" 2> /dev/null
+	check "it ends and leaves GPU 0" eventually 30 gpus_are "$busy" -
 	"$CUDANAP" resume -t 120 --tree "${root[ddp]}" > /dev/null; rc=$?
-	is "$rc" 0 "two jobs asleep on the same GPUs: the DDP one resumed where it slept"
+	is "$rc" 0 "then the DDP job resumes where it slept"
 	out=$("$CUDANAP" resume -t 120 --tree "${root[fsdp]}"); rc=$?
 	like "$rc:$out" "$refused" "the FSDP job's resume where it slept, beside the restored DDP ranks: refused in one line"
 	out=$("$CUDANAP" resume -t 120 --gpu-map '0=1, 1=0' --tree "${root[fsdp]}"); rc=$?

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# A process with NCCL communicators is not restored onto a GPU where another NCCL job runs that
-# cudanap restored ([restore] beside_restored, preload/agent/beside.c): where it slept or moved
-# there, refused in one line, the process still suspended and restorable; a rank of its own job,
-# a neighbour never restored, a neighbour without communicators, a process without communicators
-# and beside_restored = true go through; a neighbour whose restore is under way counts; an NCCL
-# rank never naps, and a nap's wake goes beside restored NCCL jobs; with [restore] room_wait_s a
-# resume waits for the other job to sleep. On a fake machine of three GPUs, the fake NCCL giving
+# A restored NCCL rank shares no GPU with another job's process ([restore] beside_restored,
+# preload/agent/beside.c): a process with NCCL communicators is not restored (where it slept or
+# moved) onto a GPU where any process runs but its own job's ranks, and a process without them is
+# not restored onto a GPU where a rank runs of an NCCL job that cudanap restored (or is restoring).
+# Refused in one line, the process stays suspended and restorable; a rank of its own job, a
+# neighbour asleep, plain processes beside plain ones or beside an NCCL job never restored, and
+# beside_restored = true go through; a nap's wake beside a restored NCCL job waits for it to sleep;
+# with [restore] room_wait_s a resume waits. On a fake machine of three GPUs, the fake NCCL giving
 # each job its communicator.
 . "$(dirname "$0")/../lib.sh"
 export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake CUDANAP_FAKE_GPUS=3
@@ -27,11 +28,12 @@ again() {
 	"$CUDANAP" resume ${2+--gpu-map "$2"} "$1"
 	echo "rc $?"
 }
-refusal() { # refusal GPU PID: the start of the line for a restore refused beside PID on GPU
-	echo "resume failed: BESIDE_RESTORED: restore: GPU $1 \($(uuid "$1")\) runs pid $2 of another NCCL job, which cudanap restored"
-}
+# refusal GPU PID: the start of the line for an NCCL job's restore refused beside PID on GPU;
+# refused GPU PID: a process's restore refused beside PID, a restored NCCL rank, on GPU
+refusal() { echo "resume failed: BESIDE_RESTORED: restore: GPU $1 \($(uuid "$1")\) runs pid $2, not of this NCCL job"; }
+refused() { echo "resume failed: BESIDE_RESTORED: restore: GPU $1 \($(uuid "$1")\) runs pid $2 of an NCCL job that cudanap restored"; }
 
-# -- two NCCL jobs on GPU 0, X and Y, both suspended; X resumed where it slept
+# -- two NCCL jobs on GPU 0, X and Y, both suspended; X resumed where it slept, alone there
 job X jx 0 1
 job Y jy 0 1
 is "$(field "$X_pid" restores)" 0 "a process never restored says restores 0"
@@ -41,7 +43,7 @@ is "$rc:$(gpu_of X):$(field "$X_pid" restores)" "0:0:1" "X resumed where it slep
 
 # -- Y's resume where it slept, beside X: refused
 out=$("$CUDANAP" resume "$Y_pid"); rc=$?
-like "$out" "^$Y_pid: $(refusal 0 "$X_pid"): two such jobs restored on the same GPUs have died together \(\[restore\] beside_restored\); still suspended: resume it once that job sleeps or has ended, or onto other GPUs \(state checkpointed\)$" \
+like "$out" "^$Y_pid: $(refusal 0 "$X_pid"): restored, a rank's collective waiting there beside another's work is stopped by the driver after ~5 s \(\[restore\] beside_restored\); still suspended: resume it once that process sleeps or has ended, or onto other GPUs \(state checkpointed\)$" \
 	"Y's resume where it slept, beside X, is refused in one line naming the GPU and the process"
 is "$rc:$(field "$Y_pid" state):$(field "$Y_pid" result)" "1:checkpointed:BESIDE_RESTORED" \
 	"it exits 1; Y stays suspended, its status says why"
@@ -76,78 +78,102 @@ is "$(field "$L_pid" nccl):$(field "$L_pid" nccl_keys)" "suspend-api: 2 communic
 	"a process with both ranks of its communicator: two communicators, no key"
 ask L quit
 
-# -- neighbours without communicators, and a process without them: P (plain) moved onto GPU 1
-# beside Y (restored); then X moved onto GPU 1 beside P (restored) once Y sleeps
+# -- a process without communicators counts beside an NCCL job: P, never suspended, on GPU 0
 start P "$TARGET" || diag "P did not start"
-out=$(again "$P_pid" "0=1, 1=0")
-is "$(gpu_of P):${out##*rc }" "1:0" "a process without communicators moves beside a restored NCCL job"
-"$CUDANAP" suspend "$Y_pid" > /dev/null
-out=$(again "$X_pid" "0=1, 1=0")
-ask X verify
-is "$(gpu_of X):${out##*rc }:$REPLY" "1:0:verify ok" \
-	"an NCCL job moves beside a restored process without communicators (and beside Y, asleep)"
+out=$(again "$X_pid" ""); rc=$?
+like "$out" "^$X_pid: $(refusal 0 "$P_pid"):" \
+	"X's resume where it slept, beside P (no communicators, never restored), is refused"
+"$CUDANAP" suspend "$P_pid" > /dev/null
+out=$("$CUDANAP" resume "$X_pid"); rc=$?
+is "$rc:$(gpu_of X)" "0:0" "with P asleep, X resumes where it slept"
 
-# -- a neighbour never restored: N starts on GPU 0, X comes home beside it
+# -- and a process without communicators is not restored beside a restored NCCL rank
+out=$("$CUDANAP" resume "$P_pid"); rc=$?
+like "$out" "^$P_pid: $(refused 0 "$X_pid"): its collectives waiting there beside this process's work are stopped by the driver after ~5 s \(\[restore\] beside_restored\); still suspended: resume it once that process sleeps or has ended, or onto other GPUs \(state checkpointed\)$" \
+	"P's resume where it slept, beside X, is refused in one line"
+is "$rc:$(field "$P_pid" state):$(field "$P_pid" result)" "1:checkpointed:BESIDE_RESTORED" "P stays suspended"
+out=$("$CUDANAP" resume --gpu-map "0=1, 1=0" "$P_pid"); rc=$?
+like "$rc:$out" "^1:$P_pid: $(refused 1 "$Y_pid"):" "nor moved beside Y"
+"$CUDANAP" suspend "$R0_pid" "$R1_pid" > /dev/null
+out=$("$CUDANAP" resume --gpu-map "0=2, 2=0" "$P_pid"); rc=$?
+ask P verify
+is "$rc:$(gpu_of P):$REPLY" "0:2:verify ok" "onto GPU 2, whose NCCL ranks sleep, it resumes: data intact"
+
+# -- plain beside plain, and plain beside an NCCL job never restored: Q moved beside P (restored);
+# N, an NCCL job never restored, starts on GPU 0; Q home beside N (X asleep)
+start Q "$TARGET" || diag "Q did not start"
+out=$(again "$Q_pid" "0=2, 2=0")
+is "$(gpu_of Q):${out##*rc }" "2:0" "a process without communicators moves beside a restored one without them"
 job N jn 0 1
 "$CUDANAP" status "$N_pid" > /dev/null # asked, its status names its communicator
 is "$(field "$N_pid" nccl)" "suspend-api: 1 communicator (NCCL 2.30.7)" "N's status, asked, has its communicator"
-out=$(again "$X_pid" "")
-is "${out##*rc }:$(gpu_of X)" "0:0" "X comes home beside N, an NCCL job never restored"
+"$CUDANAP" suspend "$X_pid" > /dev/null
+out=$(again "$Q_pid" "")
+is "$(gpu_of Q):${out##*rc }" "0:0" "and comes home beside N, an NCCL job never restored"
+out=$("$CUDANAP" resume "$X_pid"); rc=$?
+like "$rc:$out" "^1:$X_pid: resume failed: BESIDE_RESTORED: restore: GPU 0 \($(uuid 0)\) runs pid ($N_pid|$Q_pid), not of this NCCL job:" \
+	"X is not restored beside N (another NCCL job, never restored) and Q"
 
 # -- a neighbour whose first restore is under way counts: N's status file says so (as N's own
 # would while it resumes; restores of one directory take turns through the driver's setup, so its
 # memory is on the GPU by the time the next one checks)
-"$CUDANAP" suspend "$X_pid" > /dev/null
+"$CUDANAP" suspend "$Q_pid" > /dev/null
 cp "$T/status/$N_pid.json" "$T/N.json"
 sed 's/"busy":false,\("seq":[0-9]*\),"action":"[a-z]*"/"busy":true,\1,"action":"resume"/' "$T/N.json" > "$T/status/$N_pid.json.new"
 mv "$T/status/$N_pid.json.new" "$T/status/$N_pid.json"
 is "$(field "$N_pid" busy):$(field "$N_pid" action):$(field "$N_pid" restores)" "true:resume:0" \
 	"N's status: busy with a resume, no restore behind it"
-out=$("$CUDANAP" resume "$X_pid" 2>&1); rc=$?
-like "$rc:$out" "^1:$X_pid: $(refusal 0 "$N_pid"):" "X's resume beside N, restoring, is refused"
+out=$("$CUDANAP" resume "$Q_pid" 2>&1); rc=$?
+like "$rc:$out" "^1:$Q_pid: $(refused 0 "$N_pid"):" "Q's resume beside N, restoring, is refused"
 mv "$T/N.json" "$T/status/$N_pid.json"
-out=$("$CUDANAP" resume "$X_pid"); rc=$?
-is "$rc:$(gpu_of X)" "0:0" "N's status as it is, running: X resumes beside it"
+out=$("$CUDANAP" resume "$Q_pid"); rc=$?
+is "$rc:$(gpu_of Q)" "0:0" "N's status as it is, running: Q resumes beside it"
 
-# -- [restore] beside_restored = true lets it through: Y home to GPU 0 beside X
+# -- [restore] beside_restored = true lets it through: X home to GPU 0 beside N and Q
 write_ini "[restore]" "beside_restored = true"
-out=$("$CUDANAP" resume --gpu-map "" "$Y_pid"); rc=$?
-ask Y verify
-is "$rc:$(gpu_of Y):$REPLY" "0:0:verify ok" "beside_restored = true: Y resumes beside X"
+out=$("$CUDANAP" resume "$X_pid"); rc=$?
+ask X verify
+is "$rc:$(gpu_of X):$REPLY" "0:0:verify ok" "beside_restored = true: X resumes beside N and Q"
 write_ini
 
-# -- a nap's wake is a restore too, but an NCCL rank never naps (its peers would stall): E, a
-# process without communicators, napped on GPU 0, no room there nor on GPU 1, wakes on GPU 2
-# beside R0 and R1, restored
-for p in X Y N; do "$CUDANAP" suspend "$(eval echo "\$${p}_pid")" > /dev/null; done
+# -- a nap's wake is a restore too (an NCCL rank never naps: its peers would stall): E, without
+# communicators, napped on GPU 0; its next call waits while X, restored, runs there, and is
+# answered once X sleeps
 write_ini "[nap]" "wake_on = any"
 job F jf 0 1
 out=$("$CUDANAP" nap "$F_pid" 2>&1); rc=$?
 like "$rc:$out" "^1:.*REFUSED: an NCCL rank: not napped alone" "an NCCL rank is not napped"
+ask F quit
 start E "$TARGET" || diag "E did not start"
 "$CUDANAP" nap "$E_pid" > /dev/null
 check "E napped" napped "$E_pid"
-echo 500 > "$T/fake/free.0"
-echo 500 > "$T/fake/free.1"
-ask E "drv launch export 5" 20
-woke "$E_pid"
+echo "drv launch export 5" >&"$E_in"
+check "E's call waits for its wake" eventually 10 nap_is "$E_pid" "waiting for an NCCL job to sleep"
+like "$(field "$E_pid" nap_why)" "^restore: $(refused 0 "$X_pid" | sed 's/^resume failed: BESIDE_RESTORED: restore: //')" \
+	"its status says it waits beside X, a restored NCCL rank"
+like "$("$CUDANAP" status "$E_pid")" " nccl-job .*
+$E_pid: waiting for an NCCL job to sleep: restore: GPU 0 " "cudanap status: nccl-job, and what it waits for"
+"$CUDANAP" suspend "$X_pid" > /dev/null
+answer E 20
 said=$REPLY
-is "$said:$(field "$E_pid" state):$(field "$E_pid" gpus):$(gpu_of R0)" "launch 0:running:2=$(uuid 2):2" \
-	"it wakes on GPU 2, beside a restored NCCL job, and the call answers"
-rm -f "$T/fake/free.0" "$T/fake/free.1"
+woke "$E_pid"
+is "$said:$(field "$E_pid" state):$(gpu_of E)" "launch 0:running:0" "X asleep, E wakes where it napped and the call answers"
 
 # -- [restore] room_wait_s: a resume beside a restored NCCL job waits for it to sleep, and is
-# refused when it does not in time
+# refused when it does not in time (X and Y alone on GPU 0: the others gone)
+for p in N Q E; do ask "$p" quit; done
+for p in N Q E; do eventually 10 test ! -e "$T/status/$(eval echo "\$${p}_pid").json" 2> /dev/null; done
 write_ini "[restore]" "room_wait_s = 1"
 out=$("$CUDANAP" resume "$X_pid"); rc=$?
-is "$rc:$(gpu_of X)" "0:0" "X resumed on GPU 0 (beside F, never restored)"
-out=$("$CUDANAP" resume "$Y_pid"); rc=$?
+is "$rc:$(gpu_of X)" "0:0" "X resumed on GPU 0, alone there"
+"$CUDANAP" suspend "$Y_pid" > /dev/null
+out=$("$CUDANAP" resume --gpu-map "" "$Y_pid"); rc=$?
 waited=$(field "$Y_pid" wait_ms)
 like "$rc:$out" "^1:$Y_pid: $(refusal 0 "$X_pid"):" "room_wait_s = 1: Y's resume beside X is refused"
 check "after waiting for X to sleep the whole second (wait_ms $waited)" \
 	test "${waited%.*}" -ge 900 2> /dev/null
 write_ini "[restore]" "room_wait_s = 60"
-"$CUDANAP" resume "$Y_pid" > "$T/Y.resume" 2>&1 &
+"$CUDANAP" resume --gpu-map "" "$Y_pid" > "$T/Y.resume" 2>&1 &
 resumer=$!
 resuming() { [ "$(field "$Y_pid" busy):$(field "$Y_pid" action)" = true:resume ]; }
 check "room_wait_s = 60: Y's resume waits" eventually 10 resuming
@@ -159,5 +185,5 @@ is "$rc:$(gpu_of Y):$REPLY:$(field "$Y_pid" state)" "0:0:verify ok:running" \
 like "$(field "$Y_pid" wait_ms)" "^[0-9]+\.[0-9]+$" "its status counts the wait"
 write_ini
 
-for p in X Y R0 R1 P N F E; do ask "$p" quit; done
+for p in X Y R0 R1 P; do ask "$p" quit; done
 finish

@@ -125,7 +125,7 @@ static void test_words(void)
 	for (int ac = CN_ACTION_START; ac <= CN_ACTION_WAKE; ac++)
 		all &= cn_outcome_of(CN_OUTCOME_ACTION, cn_outcome_word(CN_OUTCOME_ACTION, ac)) ==
 		       ac;
-	for (int nap = CN_NAP_OFF; nap <= CN_NAP_REFUSED; nap++)
+	for (int nap = CN_NAP_OFF; nap <= CN_NAP_BESIDE; nap++)
 		all &= cn_outcome_of(CN_OUTCOME_NAP, cn_outcome_word(CN_OUTCOME_NAP, nap)) == nap;
 	for (int ask = CN_ASK_YES; ask <= CN_ASK_ASLEEP; ask++)
 		all &= cn_outcome_of(CN_OUTCOME_ASK, cn_outcome_word(CN_OUTCOME_ASK, ask)) == ask;

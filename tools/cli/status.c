@@ -160,6 +160,9 @@ static void nap_col(const struct cn_status *s, char *out, size_t len)
 	case CN_NAP_WAITING:
 		snprintf(out, len, "no-room");
 		break;
+	case CN_NAP_BESIDE:
+		snprintf(out, len, "nccl-job");
+		break;
 	case CN_NAP_REFUSED:
 		snprintf(out, len, "refused");
 		break;
@@ -200,7 +203,7 @@ static void print_table(const struct rows *r)
 		snprintf(state, sizeof(state), "%s%s%s",
 			 s->state == CN_STATE_CHECKPOINTED &&
 					 (s->nap == CN_NAP_NAPPING || s->nap == CN_NAP_WAKING ||
-					  s->nap == CN_NAP_WAITING)
+					  s->nap == CN_NAP_WAITING || s->nap == CN_NAP_BESIDE)
 				 ? "napping"
 				 : cn_outcome_word(CN_OUTCOME_STATE, s->state),
 			 s->prepared ? "+prep" : "", s->busy ? "*" : "");
@@ -231,7 +234,9 @@ static void print_table(const struct rows *r)
 		    s->nap_for_pid > 0 && s->nap_for_mib >= 0)
 			printf("%d: napped for %d: %.1f GiB\n", s->pid, s->nap_for_pid,
 			       s->nap_for_mib / 1024);
-		if ((s->nap == CN_NAP_REFUSED || s->nap == CN_NAP_WAITING) && s->nap_why[0])
+		if ((s->nap == CN_NAP_REFUSED || s->nap == CN_NAP_WAITING ||
+		     s->nap == CN_NAP_BESIDE) &&
+		    s->nap_why[0])
 			printf("%d: %s: %s\n", s->pid, cn_outcome_word(CN_OUTCOME_NAP, s->nap),
 			       s->nap_why);
 	}
