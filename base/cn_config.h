@@ -48,8 +48,8 @@ struct cn_config {
 	unsigned margin_mib; /* free GPU memory a restore needs beyond the job's footprint */
 	bool reserve;	     /* hold that memory from the check until the restore */
 	bool take_turns;     /* restores of one status directory go through setup one at a time */
-	/* a process with NCCL communicators may be restored onto a GPU where another NCCL job runs
-	 * that cudanap restored (refused by default: such jobs have died together) */
+	/* a restored NCCL rank and another job's process may share a GPU (refused by default: the
+	 * driver does not preempt a restored context, preload/agent/beside.c) */
 	bool beside_restored;
 	unsigned
 		room_wait_s; /* a restore without room waits this long for it; 0: refused at once */

@@ -72,8 +72,8 @@ struct cn_status {
 	/* The keys of its communicators that span other processes, "KEY,KEY" (hex; those its job's
 	 * ranks share): a rank of the same job is not another job beside it. */
 	char nccl_keys[8 * 17];
-	/* Restores done (by resumes and wakes), kept across actions: another NCCL job's restore
-	 * does not go beside one that has any ([restore] beside_restored). */
+	/* Restores done (by resumes and wakes), kept across actions: no other job's process is
+	 * restored beside an NCCL rank that has any ([restore] beside_restored). */
 	unsigned long restores;
 	/* What a suspend would do now, as the last query found it (cudanap status, suspend
 	 * --dry-run), apart from the actions' fields: query_seq counts the queries answered. */

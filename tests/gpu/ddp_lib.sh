@@ -225,8 +225,8 @@ while True: (a @ a).sum().item()' &
 # with PyTorch's heartbeat monitor at half the sleep, asleep CUDANAP_SLEEP_S (60) seconds at each
 # of CUDANAP_SLEEP_CYCLES (5) whole-job cycles, the ranks swapped at every other resume and home at
 # the rest; each finishes with every loss identical to an uninterrupted run, and no watchdog
-# speaks. One job after the other: cudanap refuses to restore an NCCL job on GPUs where another
-# one runs that it restored ([restore] beside_restored, docs/DISTRIBUTED.md). PORT and PORT+1:
+# speaks. One job after the other: cudanap refuses to put a restored NCCL rank beside another
+# job's process ([restore] beside_restored, docs/DISTRIBUTED.md). PORT and PORT+1:
 # their rendezvous ports.
 sleeps_check() {
 	local port=$1 cycles=${CUDANAP_SLEEP_CYCLES:-5} s=${CUDANAP_SLEEP_S:-60} kind good=0 rc said

@@ -11,8 +11,8 @@
 export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake
 mkdir "$T/fake"
 unset NCCL_P2P_DISABLE NCCL_SHM_DISABLE NCCL_NVLS_ENABLE NCCL_COLLNET_ENABLE NCCL_NET_GDR_LEVEL
-# Every job here runs on the fake machine's one GPU, beside the others: cudanap refuses to restore
-# an NCCL job beside another one it restored, unless told (beside.sh tests that refusal).
+# Every job here runs on the fake machine's one GPU, beside the others: cudanap refuses to put a
+# restored NCCL rank beside another job's process, unless told (beside.sh tests that refusal).
 INI_EXTRA=("[restore]" "beside_restored = true")
 
 # rank NAME COMM RANK NRANKS [LOOP_MS] [local|split]: a target with a communicator of the fake
