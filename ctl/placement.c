@@ -109,6 +109,9 @@ static const unsigned char *target(const struct cn_req *req, uint32_t u,
 
 /* ---- beside other processes ---- */
 
+/* The end of each refusal's reason: what the driver does (preload/agent/beside.c). */
+#define STOPPED " is stopped by the driver after ~5 s ([restore] beside_restored)"
+
 static bool listed(const struct cn_req *req, int32_t pid)
 {
 	for (uint32_t i = 0; i < req->n_pids && i < CN_USERS_MAX; i++)
@@ -128,9 +131,9 @@ static int beside(const struct cn_req *req, const CUcheckpointGpuPair *list, int
 		return 0;
 	for (uint32_t u = 0; u < req->n_use && u < CN_MAX_GPUS; u++) {
 		const unsigned char *to = target(req, u, list, n_list);
-		int32_t on[CN_USERS_MAX];
+		static int32_t on[1024];
 		char why[240], s[CN_UUID_STR_LEN];
-		int k = cn_nvml_procs(to, on, CN_USERS_MAX, why, sizeof(why)), at = 0;
+		int k = cn_nvml_procs(to, on, 1024, why, sizeof(why)), at = 0;
 
 		for (int j = 0; j < k; j++) {
 			if (listed(req, on[j]) != !req->pids_only)
@@ -139,20 +142,13 @@ static int beside(const struct cn_req *req, const CUcheckpointGpuPair *list, int
 				at++;
 			cn_gpumap_uuid_format(to, s);
 			if (req->pids_only)
-				snprintf(why, sizeof(why),
-					 "GPU %d (%s) runs pid %d, not of this NCCL job: restored, "
-					 "a "
-					 "rank's collective waiting there beside another's work is "
-					 "stopped by the driver after ~5 s ([restore] "
-					 "beside_restored)",
-					 at, s, (int)on[j]);
+				snprintf(why, sizeof(why), "GPU %d (%s) runs pid %d, %s%s", at, s,
+					 (int)on[j], "not of this NCCL job: restored, a rank's ",
+					 "collective waiting there beside another's work" STOPPED);
 			else
-				snprintf(why, sizeof(why),
-					 "GPU %d (%s) runs pid %d of an NCCL job that cudanap "
-					 "restored: its collectives waiting there beside this "
-					 "process's work are stopped by the driver after ~5 s "
-					 "([restore] beside_restored)",
-					 at, s, (int)on[j]);
+				snprintf(why, sizeof(why), "GPU %d (%s) runs pid %d of %s%s", at, s,
+					 (int)on[j], "an NCCL job that cudanap restored, whose ",
+					 "collective waiting there beside this work" STOPPED);
 			cn_driver_fail(resp, CN_RES_BESIDE, why);
 			return -1;
 		}

@@ -23,6 +23,7 @@ int cn_requests_call(uint32_t op, struct cn_resp *resp)
 {
 	const struct cn_config *cfg = &cn_ag.cfg;
 	struct cn_req req;
+	bool only;
 
 	memset(&req, 0, sizeof(req));
 	req.op = op;
@@ -47,8 +48,6 @@ int cn_requests_call(uint32_t op, struct cn_resp *resp)
 		memcpy(req.use, cn_ag.use, sizeof(req.use));
 		req.margin_bytes = (uint64_t)cfg->margin_mib << 20;
 		req.reserve = cfg->reserve;
-		bool only;
-
 		req.n_pids = (uint32_t)cn_beside_list(req.pids, CN_USERS_MAX, &only);
 		req.pids_only = only;
 	}

@@ -33,7 +33,9 @@ MASTER_PORT=29551 LD_PRELOAD=$CUDANAP_NCCL_LIB "$CUDANAP" run -c "$T/job.ini" --
 	python3 "$py" $steps $model > "$T/ref.out" 2> "$T/ref.err"
 is "$(nsteps "$T/ref.out")" "$steps" "uninterrupted reference: $steps steps"
 
-printf '[signals]\nsuspend = SIGTSTP\nresume = SIGCONT\n[lock]\ntimeout_ms = 10000\n' > "$T/stop.ini"
+# room_wait_s: a resume that comes while the high job's process still leaves the GPUs waits for it
+# (BESIDE_RESTORED), as docs/SLURM.md advises
+printf '[signals]\nsuspend = SIGTSTP\nresume = SIGCONT\n[lock]\ntimeout_ms = 10000\n[restore]\nroom_wait_s = 30\n' > "$T/stop.ini"
 free_mib() { nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits -i "$1"; }
 
 # low_job PORT: submits the DDP job to partition low, its preload of cudanap first and the NCCL

@@ -89,11 +89,11 @@ is "$rc:$(gpu_of X)" "0:0" "with P asleep, X resumes where it slept"
 
 # -- and a process without communicators is not restored beside a restored NCCL rank
 out=$("$CUDANAP" resume "$P_pid"); rc=$?
-like "$out" "^$P_pid: $(refused 0 "$X_pid"): its collectives waiting there beside this process's work are stopped by the driver after ~5 s \(\[restore\] beside_restored\); still suspended: resume it once that process sleeps or has ended, or onto other GPUs \(state checkpointed\)$" \
+like "$out" "^$P_pid: $(refused 0 "$X_pid"), whose collective waiting there beside this work is stopped by the driver after ~5 s \(\[restore\] beside_restored\); still suspended: resume it once that process sleeps or has ended, or onto other GPUs \(state checkpointed\)$" \
 	"P's resume where it slept, beside X, is refused in one line"
 is "$rc:$(field "$P_pid" state):$(field "$P_pid" result)" "1:checkpointed:BESIDE_RESTORED" "P stays suspended"
 out=$("$CUDANAP" resume --gpu-map "0=1, 1=0" "$P_pid"); rc=$?
-like "$rc:$out" "^1:$P_pid: $(refused 1 "$Y_pid"):" "nor moved beside Y"
+like "$rc:$out" "^1:$P_pid: $(refused 1 "$Y_pid")," "nor moved beside Y"
 "$CUDANAP" suspend "$R0_pid" "$R1_pid" > /dev/null
 out=$("$CUDANAP" resume --gpu-map "0=2, 2=0" "$P_pid"); rc=$?
 ask P verify
@@ -124,7 +124,7 @@ mv "$T/status/$N_pid.json.new" "$T/status/$N_pid.json"
 is "$(field "$N_pid" busy):$(field "$N_pid" action):$(field "$N_pid" restores)" "true:resume:0" \
 	"N's status: busy with a resume, no restore behind it"
 out=$("$CUDANAP" resume "$Q_pid" 2>&1); rc=$?
-like "$rc:$out" "^1:$Q_pid: $(refused 0 "$N_pid"):" "Q's resume beside N, restoring, is refused"
+like "$rc:$out" "^1:$Q_pid: $(refused 0 "$N_pid")," "Q's resume beside N, restoring, is refused"
 mv "$T/N.json" "$T/status/$N_pid.json"
 out=$("$CUDANAP" resume "$Q_pid"); rc=$?
 is "$rc:$(gpu_of Q)" "0:0" "N's status as it is, running: Q resumes beside it"
