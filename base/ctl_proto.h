@@ -54,10 +54,11 @@ struct cn_req {
 	 * the agent, which opened the file there): then host memory is not checked. */
 	uint32_t to_disk;
 	uint64_t disk_free_bytes;
-	/* CN_OP_USERS: the GPU (use[0].uuid) and the processes to look at. CN_OP_RESTORE
-	 * (preload/agent/beside.c): with pids_only, the only processes allowed on the target GPUs
-	 * (a process with NCCL communicators: itself and its own job's other ranks); without, the
-	 * processes onto whose GPUs it must not go (the ranks of NCCL jobs that cudanap restored).
+	/* CN_OP_USERS: the GPU (use[0].uuid) and the processes to look at. CN_OP_RESTORE and
+	 * CN_OP_QUERY (preload/agent/beside.c): with pids_only, the only processes allowed on the
+	 * target GPUs (a process with NCCL communicators: itself and its own job's other ranks);
+	 * without, the processes onto whose GPUs it must not go (the ranks of NCCL jobs that
+	 * cudanap restored).
 	 */
 	uint32_t n_pids;
 	int32_t pids[CN_USERS_MAX];
@@ -97,6 +98,9 @@ struct cn_resp {
 	 * (NVML's; 0 when not known), for a nap's wake_on = any. */
 	uint8_t same_model[CN_MAX_GPUS];
 	uint64_t gpu_free[CN_MAX_GPUS];
+	/* CN_OP_QUERY: for each of gpus, whether a restore there would be refused beside another
+	 * process (the request's pids, as for CN_OP_RESTORE), for the same. */
+	uint8_t gpu_beside[CN_MAX_GPUS];
 	/* CN_OP_USERS: what each of pids holds on the GPU (NVML's; 0 for none), and its free
 	 * memory (result not CUDA_SUCCESS when NVML could not say). */
 	uint64_t pid_bytes[CN_USERS_MAX];

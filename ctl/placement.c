@@ -120,38 +120,47 @@ static bool listed(const struct cn_req *req, int32_t pid)
 	return false;
 }
 
-/* A restore onto a GPU where a process runs that req->pids refuses (preload/agent/beside.c says
- * why, and who they are: with pids_only every process not listed, else every one listed) is
- * refused before anything is held. 0, or -1 with resp filled. Where NVML cannot say who is on a
- * GPU (no NVML) the restore goes through: the check is then not made. */
+int32_t cn_placement_beside(const struct cn_req *req, const unsigned char uuid[16])
+{
+	static int32_t on[1024];
+	char why[200];
+	int k;
+
+	if (!req->pids_only && req->n_pids == 0)
+		return 0;
+	k = cn_nvml_procs(uuid, on, 1024, why, sizeof(why));
+	for (int j = 0; j < k; j++)
+		if (req->pids_only ? !listed(req, on[j]) : listed(req, on[j]))
+			return on[j];
+	return 0;
+}
+
+/* A restore onto a GPU that cn_placement_beside refuses is refused before anything is held. 0,
+ * or -1 with resp filled. */
 static int beside(const struct cn_req *req, const CUcheckpointGpuPair *list, int n_list,
 		  const struct gpu *g, int n_gpus, struct cn_resp *resp)
 {
-	if (!req->pids_only && req->n_pids == 0)
-		return 0;
 	for (uint32_t u = 0; u < req->n_use && u < CN_MAX_GPUS; u++) {
 		const unsigned char *to = target(req, u, list, n_list);
-		static int32_t on[1024];
+		int32_t pid = cn_placement_beside(req, to);
 		char why[240], s[CN_UUID_STR_LEN];
-		int k = cn_nvml_procs(to, on, 1024, why, sizeof(why)), at = 0;
+		int at = 0;
 
-		for (int j = 0; j < k; j++) {
-			if (listed(req, on[j]) != !req->pids_only)
-				continue;
-			while (at < n_gpus && memcmp(g[at].uuid.bytes, to, 16) != 0)
-				at++;
-			cn_gpumap_uuid_format(to, s);
-			if (req->pids_only)
-				snprintf(why, sizeof(why), "GPU %d (%s) runs pid %d, %s%s", at, s,
-					 (int)on[j], "not of this NCCL job: restored, a rank's ",
-					 "collective waiting there beside another's work" STOPPED);
-			else
-				snprintf(why, sizeof(why), "GPU %d (%s) runs pid %d of %s%s", at, s,
-					 (int)on[j], "an NCCL job that cudanap restored, whose ",
-					 "collective waiting there beside this work" STOPPED);
-			cn_driver_fail(resp, CN_RES_BESIDE, why);
-			return -1;
-		}
+		if (!pid)
+			continue;
+		while (at < n_gpus && memcmp(g[at].uuid.bytes, to, 16) != 0)
+			at++;
+		cn_gpumap_uuid_format(to, s);
+		if (req->pids_only)
+			snprintf(why, sizeof(why), "GPU %d (%s) runs pid %d, %s%s", at, s, (int)pid,
+				 "not of this NCCL job: restored, a rank's ",
+				 "collective waiting there beside another's work" STOPPED);
+		else
+			snprintf(why, sizeof(why), "GPU %d (%s) runs pid %d of %s%s", at, s,
+				 (int)pid, "an NCCL job that cudanap restored, whose ",
+				 "collective waiting there beside this work" STOPPED);
+		cn_driver_fail(resp, CN_RES_BESIDE, why);
+		return -1;
 	}
 	return 0;
 }

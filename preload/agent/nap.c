@@ -257,8 +257,9 @@ void cn_nap_tick(void)
 		go(false, NULL);
 }
 
-/* [nap] wake_on = any: a map that puts the parts of its memory without room where they are onto
- * other GPUs of its model with room (cn_gpumap_elsewhere); false when there is none. */
+/* [nap] wake_on = any: a map that puts the parts of its memory without room where they are, or
+ * where a restored NCCL rank runs (beside.c), onto other GPUs of its model with room and no such
+ * rank (cn_gpumap_elsewhere); false when there is none. */
 static bool elsewhere(char *map, size_t len)
 {
 	unsigned long long need[CN_MAX_GPUS], free_bytes[CN_MAX_GPUS];
@@ -279,7 +280,7 @@ static bool elsewhere(char *map, size_t len)
 			return false;
 	}
 	for (int g = 0; g < n; g++)
-		free_bytes[g] = q.gpu_free[g];
+		free_bytes[g] = q.gpu_beside[g] ? 0 : q.gpu_free[g];
 	if (!cn_gpumap_elsewhere(cur, n, at, need, (int)cn_ag.n_use, free_bytes, q.same_model,
 				 want)) {
 		cn_log(&cn_ag.cfg, CN_LOG_DEBUG, "wake_on = any: no GPU of its model has room");
@@ -332,7 +333,8 @@ void cn_nap_wake(void)
 	if (o.state == CN_STATE_CHECKPOINTED && o.result == CN_RES_NO_ROOM &&
 	    cn_ag.cfg.nap_make_room && cn_ag.n_use)
 		o = make_room(o);
-	if (o.state == CN_STATE_CHECKPOINTED && o.result == CN_RES_NO_ROOM &&
+	if (o.state == CN_STATE_CHECKPOINTED &&
+	    (o.result == CN_RES_NO_ROOM || o.result == CN_RES_BESIDE) &&
 	    elsewhere(map, sizeof(map)))
 		o = cn_resume_as(true, map, 0);
 	if (o.state == CN_STATE_RUNNING) {

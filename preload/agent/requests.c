@@ -23,7 +23,7 @@ int cn_requests_call(uint32_t op, struct cn_resp *resp)
 {
 	const struct cn_config *cfg = &cn_ag.cfg;
 	struct cn_req req;
-	bool only;
+	bool only = false;
 
 	memset(&req, 0, sizeof(req));
 	req.op = op;
@@ -38,6 +38,9 @@ int cn_requests_call(uint32_t op, struct cn_resp *resp)
 	if (op == CN_OP_QUERY) { /* asleep, the GPUs it slept on tell its model */
 		req.n_use = cn_ag.n_use;
 		memcpy(req.use, cn_ag.use, sizeof(req.use));
+		if (cn_ag.n_use) /* and where it may wake (nap.c) */
+			req.n_pids = (uint32_t)cn_beside_list(req.pids, CN_USERS_MAX, &only);
+		req.pids_only = req.n_pids && only;
 	}
 	if (op == CN_OP_RESTORE) {
 		req.n_pairs = cn_ag.n_pairs;

@@ -5,7 +5,8 @@
 # not restored onto a GPU where a rank runs of an NCCL job that cudanap restored (or is restoring).
 # Refused in one line, the process stays suspended and restorable; a rank of its own job, a
 # neighbour asleep, plain processes beside plain ones or beside an NCCL job never restored, and
-# beside_restored = true go through; a nap's wake beside a restored NCCL job waits for it to sleep;
+# beside_restored = true go through; a nap's wake beside a restored NCCL job waits for it to sleep
+# (with [nap] wake_on = any it goes where none runs);
 # with [restore] room_wait_s a resume waits. On a fake machine of three GPUs, the fake NCCL giving
 # each job its communicator.
 . "$(dirname "$0")/../lib.sh"
@@ -139,7 +140,6 @@ write_ini
 # -- a nap's wake is a restore too (an NCCL rank never naps: its peers would stall): E, without
 # communicators, napped on GPU 0; its next call waits while X, restored, runs there, and is
 # answered once X sleeps
-write_ini "[nap]" "wake_on = any"
 job F jf 0 1
 out=$("$CUDANAP" nap "$F_pid" 2>&1); rc=$?
 like "$rc:$out" "^1:.*REFUSED: an NCCL rank: not napped alone" "an NCCL rank is not napped"
@@ -158,6 +158,22 @@ answer E 20
 said=$REPLY
 woke "$E_pid"
 is "$said:$(field "$E_pid" state):$(gpu_of E)" "launch 0:running:0" "X asleep, E wakes where it napped and the call answers"
+
+# -- with [nap] wake_on = any it wakes elsewhere instead: not on GPU 1 (Y, a restored NCCL rank),
+# on GPU 2 (P, restored, without communicators); X back on GPU 0 beside N and Q meanwhile
+"$CUDANAP" nap "$E_pid" > /dev/null
+check "E napped again" napped "$E_pid"
+write_ini "[restore]" "beside_restored = true"
+out=$("$CUDANAP" resume "$X_pid"); rc=$?
+is "$rc:$(gpu_of X)" "0:0" "X restored on GPU 0 again (beside_restored = true: beside N and Q)"
+write_ini "[nap]" "wake_on = any"
+ask E "drv launch export 5" 20
+said=$REPLY
+woke "$E_pid"
+is "$said:$(field "$E_pid" state):$(gpu_of E)" "launch 0:running:2" \
+	"wake_on = any: E wakes on GPU 2, where no restored NCCL rank runs, and the call answers"
+"$CUDANAP" suspend "$X_pid" > /dev/null
+write_ini
 
 # -- [restore] room_wait_s: a resume beside a restored NCCL job waits for it to sleep, and is
 # refused when it does not in time (X and Y alone on GPU 0: the others gone)
