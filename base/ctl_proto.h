@@ -57,9 +57,7 @@ struct cn_req {
 	/* CN_OP_USERS: the GPU (use[0].uuid) and the processes to look at. CN_OP_RESTORE and
 	 * CN_OP_QUERY (preload/agent/beside.c): with pids_only, the only processes allowed on the
 	 * target GPUs (a process with NCCL communicators: itself and its own job's other ranks);
-	 * without, the processes onto whose GPUs it must not go (the ranks of NCCL jobs that
-	 * cudanap restored).
-	 */
+	 * without, those whose GPUs it must not go onto (restored ranks of NCCL jobs). */
 	uint32_t n_pids;
 	int32_t pids[CN_USERS_MAX];
 	uint32_t pids_only;
