@@ -14,6 +14,7 @@ nvidia-smi -L > /dev/null 2>&1 || { echo "bench-preempt: needs a GPU" >&2; exit 
 [ -x "${SPINPROBE:-}" ] || { echo "bench-preempt: spinprobe not built (no nvcc at meson setup)" >&2; exit 1; }
 write_ini "[lock]" "timeout_ms = $((MS * 3))"
 lines() { grep -c '^probe ' "$1" 2> /dev/null; }
+probing() { [ "$(lines "$1")" -ge 3 ]; } # B has printed its first three seconds
 # one NAME ACTION: A and B started, B's first seconds let by, ACTION on A, B's longest wait after
 one() {
 	local a b n0 worst failed
@@ -25,7 +26,7 @@ one() {
 	a=$!
 	"$SPINPROBE" probe > "$T/$1.b" 2>&1 &
 	b=$!
-	eventually 60 test "$(lines "$T/$1.b")" -ge 3 2> /dev/null || true
+	eventually 60 probing "$T/$1.b" || echo "$1: the probe printed nothing in 60 s" >&2
 	n0=$(lines "$T/$1.b")
 	case $2 in
 	cudanap) "$CUDANAP" suspend -t 60 "$a" > /dev/null && "$CUDANAP" resume -t 60 "$a" > /dev/null ;;
