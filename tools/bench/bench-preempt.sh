@@ -45,5 +45,5 @@ base=$(one plain none)
 printf '%-40s %9s ms\n' "nothing done to A" "$base"
 for c in "cudanap suspend and resume:cudanap" "the driver's restore alone:restore" "the driver's lock and unlock:lock"; do
 	w=$(one "${c##*:}" "${c##*:}")
-	printf '%-40s %9s ms  (%s x)\n' "${c%%:*}" "$w" "$(awk -v w="$w" -v b="$base" 'BEGIN { printf "%.0f", b > 0 ? w / b : 0 }')"
+	printf '%-40s %9s ms  (%s x)\n' "${c%%:*}" "$w" "$(awk -v w="$w" -v b="$base" 'BEGIN { printf "%.0f", (b > 0 ? w / b : 0) }')"
 done
