@@ -89,4 +89,8 @@ int cn_outcome_of(enum cn_outcome_kind kind, const char *word);
  * itself gives (CUDA_ERROR_NOT_READY); NULL for another CUDA error, whose name the driver gives. */
 const char *cn_outcome_result_name(int result);
 
+/* Whether a nap state is one of a process asleep by a nap: napping, waking, or its wake waiting
+ * (for room, or for a restored NCCL job to leave its GPU). */
+bool cn_outcome_nap_asleep(int nap);
+
 #endif

@@ -42,6 +42,12 @@ int cn_outcome_of(enum cn_outcome_kind kind, const char *w)
 	return kinds[kind].unknown;
 }
 
+bool cn_outcome_nap_asleep(int nap)
+{
+	return nap == CN_NAP_NAPPING || nap == CN_NAP_WAKING || nap == CN_NAP_WAITING ||
+	       nap == CN_NAP_BESIDE;
+}
+
 const char *cn_outcome_result_name(int result)
 {
 	static const struct {

@@ -349,10 +349,10 @@ void cn_nap_wake(void)
 		nap.try_ms -= ROOM_WAIT_MS;
 	cn_gate_nap(CN_GATE_NAP_ASLEEP, wake_asked);
 	snprintf(why, sizeof(why), "%s: %s", cn_status_result(&cn_ag.st), cn_ag.st.message);
-	say(!room			? CN_NAP_WAKING
-	    : o.result == CN_RES_BESIDE ? CN_NAP_BESIDE
-					: CN_NAP_WAITING,
-	    room ? cn_ag.st.message : why);
+	if (!room)
+		say(CN_NAP_WAKING, why);
+	else
+		say(o.result == CN_RES_BESIDE ? CN_NAP_BESIDE : CN_NAP_WAITING, cn_ag.st.message);
 	cn_report_write();
 	if (!nap.retry) /* said once */
 		cn_log(&cn_ag.cfg, CN_LOG_INFO,

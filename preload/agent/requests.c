@@ -38,9 +38,10 @@ int cn_requests_call(uint32_t op, struct cn_resp *resp)
 	if (op == CN_OP_QUERY) { /* asleep, the GPUs it slept on tell its model */
 		req.n_use = cn_ag.n_use;
 		memcpy(req.use, cn_ag.use, sizeof(req.use));
-		if (cn_ag.n_use) /* and where it may wake (nap.c) */
+		/* and, for a wake that may go elsewhere, where it may not (nap.c) */
+		if (cn_ag.n_use && cfg->nap_wake_any)
 			req.n_pids = (uint32_t)cn_beside_list(req.pids, CN_USERS_MAX, &only);
-		req.pids_only = req.n_pids && only;
+		req.pids_only = only;
 	}
 	if (op == CN_OP_RESTORE) {
 		req.n_pairs = cn_ag.n_pairs;

@@ -154,8 +154,7 @@ static bool take(const struct cn_status *s, void *arg)
 	struct cands *cs = arg;
 	double idle = cn_status_since_s(s->idle_since);
 
-	if (s->state != CN_STATE_RUNNING || s->busy || s->nap == CN_NAP_NAPPING ||
-	    s->nap == CN_NAP_WAITING || s->nap == CN_NAP_BESIDE || s->nap == CN_NAP_WAKING ||
+	if (s->state != CN_STATE_RUNNING || s->busy || cn_outcome_nap_asleep(s->nap) ||
 	    s->nap == CN_NAP_REFUSED || idle < 0 || idle < cn_ag.cfg.nap_min_idle_s)
 		return true;
 	cs->c[cs->n++] = (struct cand){ s->pid, s->suspend_signal, s->seq, idle, 0 };

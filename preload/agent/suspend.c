@@ -343,9 +343,7 @@ static struct cn_outcome suspended(bool nap, bool was_prepared, struct cn_resp *
 /* Asleep already: a nap that wakes by itself, or a suspend. */
 static struct cn_outcome already(const struct cn_status *before, const struct cn_resp *r)
 {
-	int nap = cn_ag.st.nap;
-	const char *why = nap == CN_NAP_NAPPING || nap == CN_NAP_WAKING || nap == CN_NAP_WAITING ||
-					  nap == CN_NAP_BESIDE
+	const char *why = cn_outcome_nap_asleep(cn_ag.st.nap)
 				  ? "napping already: it wakes at its next CUDA call that needs "
 				    "the GPU (cudanap resume wakes it now)"
 				  : "already suspended";

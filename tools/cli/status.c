@@ -201,9 +201,7 @@ static void print_table(const struct rows *r)
 
 		cli_fmt_ms(s->total_ms, total, sizeof(total));
 		snprintf(state, sizeof(state), "%s%s%s",
-			 s->state == CN_STATE_CHECKPOINTED &&
-					 (s->nap == CN_NAP_NAPPING || s->nap == CN_NAP_WAKING ||
-					  s->nap == CN_NAP_WAITING || s->nap == CN_NAP_BESIDE)
+			 s->state == CN_STATE_CHECKPOINTED && cn_outcome_nap_asleep(s->nap)
 				 ? "napping"
 				 : cn_outcome_word(CN_OUTCOME_STATE, s->state),
 			 s->prepared ? "+prep" : "", s->busy ? "*" : "");
