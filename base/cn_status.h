@@ -95,6 +95,10 @@ struct cn_status {
 	 * suspend turned off and stays off, memory mapped to another GPU; "" when none (also kept by
 	 * every action). */
 	char peer[400];
+	/* A restored NCCL rank running: the processes of another job on its GPUs, "GPU 0 runs pid
+	 * 4242" (the driver no longer preempts a restored context, preload/agent/beside.c); "" when
+	 * none, or not such a rank. */
+	char beside[200];
 	/* Naps ([nap] idle_s, cudanap nap), also kept across actions. */
 	int nap;	     /* enum cn_nap */
 	char nap_why[300];   /* why it is not napped, or what its wake waits for */

@@ -96,9 +96,10 @@ struct cn_resp {
 	 * (NVML's; 0 when not known), for a nap's wake_on = any. */
 	uint8_t same_model[CN_MAX_GPUS];
 	uint64_t gpu_free[CN_MAX_GPUS];
-	/* CN_OP_QUERY: for each of gpus, whether a restore there would be refused beside another
-	 * process (the request's pids, as for CN_OP_RESTORE), for the same. */
-	uint8_t gpu_beside[CN_MAX_GPUS];
+	/* CN_OP_QUERY: for each of gpus, the process a restore there would be refused beside (the
+	 * request's pids, as for CN_OP_RESTORE; 0: none), for the same, and for a restored NCCL
+	 * rank's warning that another job's process shares its GPUs (preload/agent/beside.c). */
+	int32_t gpu_beside[CN_MAX_GPUS];
 	/* CN_OP_USERS: what each of pids holds on the GPU (NVML's; 0 for none), and its free
 	 * memory (result not CUDA_SUCCESS when NVML could not say). */
 	uint64_t pid_bytes[CN_USERS_MAX];

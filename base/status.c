@@ -90,6 +90,7 @@ static const struct {
 	TEXT(est_source),
 	TEXT(inside),
 	TEXT(peer),
+	TEXT(beside),
 	WORD(nap, CN_OUTCOME_NAP),
 	TEXT(nap_why),
 	TEXT(idle_since),

@@ -159,7 +159,7 @@ static void serve(const struct cn_req *req, struct cn_resp *resp)
 					      strcmp(m, resp->model) == 0;
 			if (cn_nvml_free(resp->gpus[i], &resp->gpu_free[i], why, sizeof(why)) < 0)
 				resp->gpu_free[i] = 0;
-			resp->gpu_beside[i] = cn_placement_beside(req, resp->gpus[i]) != 0;
+			resp->gpu_beside[i] = cn_placement_beside(req, resp->gpus[i]);
 		}
 	}
 	if (req->op == CN_OP_QUERY &&

@@ -23,6 +23,7 @@ static struct {
 	nvmlReturn_t (*uuid)(nvmlDevice_t, char *, unsigned);
 	nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t *);
 	nvmlReturn_t (*procs)(nvmlDevice_t, unsigned *, nvmlProcessInfo_t *);
+	nvmlReturn_t (*graphics)(nvmlDevice_t, unsigned *, nvmlProcessInfo_t *);
 	nvmlReturn_t (*name)(nvmlDevice_t, char *, unsigned);
 } nv;
 
@@ -38,6 +39,7 @@ static const struct {
 	{ "nvmlDeviceGetUUID", offsetof(__typeof__(nv), uuid) },
 	{ "nvmlDeviceGetMemoryInfo", offsetof(__typeof__(nv), memory) },
 	{ "nvmlDeviceGetComputeRunningProcesses_v3", offsetof(__typeof__(nv), procs) },
+	{ "nvmlDeviceGetGraphicsRunningProcesses_v3", offsetof(__typeof__(nv), graphics) },
 	{ "nvmlDeviceGetName", offsetof(__typeof__(nv), name) },
 };
 
@@ -124,7 +126,7 @@ int cn_nvml_footprint(int pid, struct cn_gpu_use *use, int max, char *why, size_
 int cn_nvml_procs(const unsigned char uuid[16], int32_t *pids, int max, char *why, size_t len)
 {
 	static nvmlProcessInfo_t p[1024];
-	unsigned np = sizeof(p) / sizeof(p[0]);
+	unsigned nc = sizeof(p) / sizeof(p[0]) / 2, ng = nc;
 	char s[CN_UUID_STR_LEN];
 	nvmlDevice_t d;
 	int n = 0;
@@ -132,12 +134,21 @@ int cn_nvml_procs(const unsigned char uuid[16], int32_t *pids, int max, char *wh
 	if (load(why, len) < 0)
 		return -1;
 	cn_gpumap_uuid_format(uuid, s);
-	if (nv.by_uuid(s, &d) != NVML_SUCCESS || nv.procs(d, &np, p) != NVML_SUCCESS) {
+	/* Compute contexts and graphics ones (a display server, a desktop's compositor): the GPU's
+	 * time is sliced between both kinds. */
+	if (nv.by_uuid(s, &d) != NVML_SUCCESS || nv.procs(d, &nc, p) != NVML_SUCCESS ||
+	    nv.graphics(d, &ng, p + nc) != NVML_SUCCESS) {
 		snprintf(why, len, "NVML cannot list the processes on %s", s);
 		return -1;
 	}
-	for (unsigned k = 0; k < np && n < max; k++)
-		pids[n++] = (int32_t)p[k].pid;
+	for (unsigned k = 0; k < nc + ng && n < max; k++) {
+		int j = 0;
+
+		while (j < n && pids[j] != (int32_t)p[k].pid) /* in both lists: once */
+			j++;
+		if (j == n)
+			pids[n++] = (int32_t)p[k].pid;
+	}
 	return n;
 }
 

@@ -11,8 +11,9 @@
  * none), or -1 with why filled when NVML cannot be asked. */
 int cn_nvml_footprint(int pid, struct cn_gpu_use *use, int max, char *why, size_t len);
 
-/* The processes with a context on the GPU with this UUID (host pids, as NVML gives them), max at
- * most: their count, or -1 with why filled when NVML cannot be asked. */
+/* The processes with a context on the GPU with this UUID, compute or graphics (host pids, as NVML
+ * gives them; each once), max at most: their count, or -1 with why filled when NVML cannot be
+ * asked. */
 int cn_nvml_procs(const unsigned char uuid[16], int32_t *pids, int max, char *why, size_t len);
 
 /* The machine's GPUs, in NVML's order (nvidia-smi's): their count, or -1 with why filled. */

@@ -13,13 +13,17 @@
  * NCCL job runs that cudanap restored (a restore behind it, or under way). Refused, a process
  * stays suspended, to be resumed once the GPU is free of the other, or onto other GPUs. Who is on
  * a target GPU is NVML's to say, in the controller (ctl/placement.c): a process asleep holds
- * nothing there. */
+ * nothing there, and a graphics process (a display server) counts as much as a compute one. A
+ * process that starts on a restored rank's GPU asks cudanap nothing; the rank's status says it,
+ * the next time it is asked (cn_beside_describe). */
 #define _GNU_SOURCE
 #include "beside.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cn_gpumap.h"
 #include "comms.h"
 #include "others.h"
 #include "state.h"
@@ -88,4 +92,27 @@ int cn_beside_list(int32_t *pids, int max, bool *only)
 	if (f.keys[0] && f.n < f.max)
 		cn_others_each(same_job, &f);
 	return f.n;
+}
+
+bool cn_beside_watched(void)
+{
+	return !cn_ag.cfg.beside_restored && cn_ag.st.restores && cn_comms_count() > 0;
+}
+
+void cn_beside_describe(const struct cn_resp *r)
+{
+	char *out = cn_ag.st.beside;
+	size_t o = 0, len = sizeof(cn_ag.st.beside);
+
+	out[0] = '\0';
+	if (!cn_beside_watched() || r->state != CN_STATE_RUNNING)
+		return;
+	for (uint32_t i = 0; i < r->n_use && i < CN_MAX_GPUS; i++) {
+		int k = cn_gpumap_index((const unsigned char(*)[16])r->gpus, (int)r->n_gpus,
+					r->use[i].uuid);
+
+		if (k >= 0 && k < CN_MAX_GPUS && r->gpu_beside[k] && o < len)
+			o += (size_t)snprintf(out + o, len - o, "%sGPU %d runs pid %d", o ? ", " : "",
+					      k, (int)r->gpu_beside[k]);
+	}
 }

@@ -1,8 +1,9 @@
 /* query: what a suspend would do now, without doing it: the answer to `cudanap status` and
  * `cudanap suspend --dry-run`, asked by a queued signal. It runs the suspend's checks (the INI,
  * the preflight, the room for the host copy), asks the controller what the process holds on which
- * GPU, looks at the app's threads inside a driver call (cuda/gate.c), estimates the suspend's and
- * the resume's times from this machine's past (rates.c), and writes it all in the status file's
+ * GPU (and, of a restored NCCL rank, which other job's process shares them: beside.c), looks at
+ * the app's threads inside a driver call (cuda/gate.c), estimates the suspend's and the resume's
+ * times from this machine's past (rates.c), and writes it all in the status file's
  * query fields. It locks nothing, and leaves the state and the last action's outcome as they
  * were. A thread seen inside the same call at the query's start and end, or at the last query,
  * has been inside it at least that long; longer than [lock] timeout_ms, a suspend would fail. */
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "beside.h"
 #include "clock.h"
 #include "cn_gpumap.h"
 #include "cuda_abi.h"
@@ -182,7 +184,7 @@ void cn_query(void)
 	struct cn_resp r;
 	char why[420];
 
-	st->why_not[0] = st->inside[0] = '\0';
+	st->why_not[0] = st->inside[0] = st->beside[0] = '\0';
 	st->suspendable = CN_ASK_YES;
 	if (!cn_reload_quietly(why, sizeof(why))) {
 		no(why);
@@ -212,6 +214,7 @@ void cn_query(void)
 			 "= "
 			 "off)");
 	gpu_mib = memory_now(&r);
+	cn_beside_describe(&r);
 	if (r.state == CN_STATE_CHECKPOINTED) {
 		st->suspendable = CN_ASK_ASLEEP;
 		snprintf(st->why_not, sizeof(st->why_not), "suspended already");

@@ -38,8 +38,9 @@ int cn_requests_call(uint32_t op, struct cn_resp *resp)
 	if (op == CN_OP_QUERY) { /* asleep, the GPUs it slept on tell its model */
 		req.n_use = cn_ag.n_use;
 		memcpy(req.use, cn_ag.use, sizeof(req.use));
-		/* and, for a wake that may go elsewhere, where it may not (nap.c) */
-		if (cn_ag.n_use && cfg->nap_wake_any)
+		/* and, for a wake that may go elsewhere, where it may not (nap.c), or, a restored
+		 * NCCL rank, who else is on its GPUs (beside.c) */
+		if ((cn_ag.n_use && cfg->nap_wake_any) || cn_beside_watched())
 			req.n_pids = (uint32_t)cn_beside_list(req.pids, CN_USERS_MAX, &only);
 		req.pids_only = only;
 	}

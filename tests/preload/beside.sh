@@ -7,7 +7,8 @@
 # neighbour asleep, plain processes beside plain ones or beside an NCCL job never restored, and
 # beside_restored = true go through; a nap's wake beside a restored NCCL job waits for it to sleep
 # (with [nap] wake_on = any it goes where none runs);
-# with [restore] room_wait_s a resume waits. On a fake machine of three GPUs, the fake NCCL giving
+# with [restore] room_wait_s a resume waits; a restored rank's status names another job's process
+# (compute or graphics) that started on its GPU. On a fake machine of three GPUs, the fake NCCL giving
 # each job its communicator.
 . "$(dirname "$0")/../lib.sh"
 export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake CUDANAP_FAKE_GPUS=3
@@ -69,6 +70,9 @@ is "$rc:$(gpu_of R0):$(gpu_of R1)" "0:2:2" "both ranks of one job moved onto GPU
 like "$(field "$R0_pid" nccl_keys):$(field "$R1_pid" nccl_keys)" "^([0-9a-f]{16}):\1$" "their status files name the communicator they share"
 out=$(again "$R0_pid" ""); rc=$?
 is "${out##*rc }:$(gpu_of R0)" "0:2" "R0 restored beside R1, a restored rank of its own job"
+"$CUDANAP" status "$R0_pid" > /dev/null
+is "$(field "$R0_pid" query_seq):$(field "$R0_pid" beside)" "1:" \
+	"asked, R0's status names no one beside it: R1 is of its job"
 is "$(field "$X_pid" nccl_keys)" "" "a communicator of one rank spans no other process: no key"
 # one process holding every rank of a communicator (as ncclCommInitAll's, whose key is made of the
 # devices, the same in any process on those GPUs): no key, so never taken for another's job
@@ -200,6 +204,34 @@ is "$rc:$(gpu_of Y):$REPLY:$(field "$Y_pid" state)" "0:0:verify ok:running" \
 	"once X sleeps, Y is restored where it slept, data intact"
 like "$(field "$Y_pid" wait_ms)" "^[0-9]+\.[0-9]+$" "its status counts the wait"
 write_ini
+
+# -- a process that starts on a restored rank's GPU asks cudanap nothing; the rank's status names
+# it: G, started on GPU 0 beside Y (restored, running); then a graphics process there
+start G "$TARGET" || diag "G did not start"
+out=$("$CUDANAP" status)
+like "$out" "
+$Y_pid: beside another job: GPU 0 runs pid $G_pid, not of its NCCL job: a restored rank's collective waiting there beside that work is stopped by the driver after ~5 s" \
+	"cudanap status: a line names G beside Y, a restored NCCL rank"
+is "$(field "$Y_pid" beside):$(field "$G_pid" beside)" "GPU 0 runs pid $G_pid:" \
+	"Y's status's beside field names it; G's (no communicators) is empty"
+write_ini "[restore]" "beside_restored = true"
+"$CUDANAP" status "$Y_pid" > /dev/null
+is "$(field "$Y_pid" beside)" "" "with beside_restored = true nothing is named"
+write_ini
+ask G quit
+eventually 10 test ! -e "$T/status/$G_pid.json"
+out=$("$CUDANAP" status "$Y_pid")
+is "$(field "$Y_pid" beside):$(grep -c 'beside another job' <<< "$out")" ":0" "G gone: nothing named"
+echo 4242 > "$T/fake/graphics.0"
+"$CUDANAP" status "$Y_pid" > /dev/null
+is "$(field "$Y_pid" beside)" "GPU 0 runs pid 4242" "a graphics process on its GPU (a display server) is named too"
+"$CUDANAP" suspend "$Y_pid" > /dev/null
+out=$("$CUDANAP" resume "$Y_pid"); rc=$?
+like "$rc:$out" "^1:$Y_pid: $(refusal 0 4242):" "and Y's restore beside it is refused"
+rm "$T/fake/graphics.0"
+out=$("$CUDANAP" resume "$Y_pid"); rc=$?
+ask Y verify
+is "$rc:$(gpu_of Y):$REPLY" "0:0:verify ok" "the graphics process gone, Y resumes where it slept"
 
 for p in X Y R0 R1 P; do ask "$p" quit; done
 finish

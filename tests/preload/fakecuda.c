@@ -38,7 +38,8 @@
  * free.<k> free (default 80000). A restore onto a GPU without room fails with OUT_OF_MEMORY and
  * wedges the process, as on a real driver. The fake NVML reports both, and names every GPU
  * $CUDANAP_FAKE_MODEL (default "Fake GPU 80GB"); a cuMemCreate in the controller is checked against
- * the same numbers. Reservations and restores are appended to the file "events", one line each, so
+ * the same numbers; the file graphics.<k>, when there, lists the pids NVML gives as graphics
+ * processes on GPU k (a display server). Reservations and restores are appended to the file "events", one line each, so
  * that tests can see their order.
  *
  * Host copy: with $CUDANAP_FAKE_COPY_MIB set, the checkpoint also makes the host copy inside the
@@ -949,6 +950,34 @@ EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsi
 	}
 	if (dir)
 		closedir(dir);
+	if (k > *n) {
+		*n = k;
+		return NVML_ERROR_INSUFFICIENT_SIZE;
+	}
+	*n = k;
+	return NVML_SUCCESS;
+}
+
+/* The pids in graphics.<k>, one a line: a display server or a compositor on GPU k. */
+EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t d, unsigned *n,
+							     nvmlProcessInfo_t *p)
+{
+	char path[4200];
+	unsigned k = 0;
+	FILE *f;
+	int pid;
+
+	snprintf(path, sizeof(path), "%s/graphics.%d", fake_dir(), (int)(intptr_t)d - 1);
+	f = fopen(path, "re");
+	while (f && fscanf(f, "%d", &pid) == 1) {
+		if (k < *n) {
+			p[k].pid = (unsigned)pid;
+			p[k].usedGpuMemory = 64ull << 20;
+		}
+		k++;
+	}
+	if (f)
+		fclose(f);
 	if (k > *n) {
 		*n = k;
 		return NVML_ERROR_INSUFFICIENT_SIZE;

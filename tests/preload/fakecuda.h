@@ -38,6 +38,8 @@ nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char *s, unsigned len);
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m);
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned *n,
 						     nvmlProcessInfo_t *p);
+nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t d, unsigned *n,
+						      nvmlProcessInfo_t *p);
 
 /* The entry points an application reaches (fakeapi.c). */
 typedef void *CUstream;

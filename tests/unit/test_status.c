@@ -23,6 +23,7 @@ static void sample(struct cn_status *s)
 	s->restores = 7;
 	snprintf(s->nccl, sizeof(s->nccl), "sockets: 2 communicators (NCCL 2.28.9)");
 	snprintf(s->nccl_keys, sizeof(s->nccl_keys), "00000000000000a1,b200000000000000");
+	snprintf(s->beside, sizeof(s->beside), "GPU 0 runs pid 4242, GPU 1 runs pid 4243");
 	s->action = CN_ACTION_SUSPEND;
 	s->result = CN_RES_OK;
 	snprintf(s->message, sizeof(s->message), "line one\nline \"two\"");
@@ -64,6 +65,8 @@ static void test_round_trip(void)
 	is_str(b.nccl_keys, "00000000000000a1,b200000000000000", "the job's communicator keys");
 	is_str(b.nccl, "sockets: 2 communicators (NCCL 2.28.9)",
 	       "how its communicators are handled");
+	is_str(b.beside, "GPU 0 runs pid 4242, GPU 1 runs pid 4243",
+	       "the other job's processes on a restored rank's GPUs");
 	ok(b.state == CN_STATE_CHECKPOINTED && b.action == CN_ACTION_SUSPEND &&
 		   b.result == CN_RES_OK,
 	   "state, action and result come back as numbers");

@@ -31,10 +31,11 @@ const char usage_status[] =
 	"GPU memory now, on all its GPUs; SUSPEND says yes, no, asleep, no-cuda or busy, with the\n"
 	"estimated suspend and resume times in seconds (from this machine's past suspends of its "
 	"GPU\n"
-	"model, else defaults); a line after the table says why for each 'no'. --json adds the\n"
-	"GPUs' UUIDs (gpus, home_gpus, restore_gpus), the NCCL version, the answer's fields\n"
-	"(suspendable, why_not, gpu_now, gpu_now_mib, host_need_mib, host_room_mib, host_bound,\n"
-	"est_suspend_s, est_resume_s, est_source, inside, query_time) and every other field.\n"
+	"model, else defaults); a line after the table says why for each 'no', and names the\n"
+	"processes of another job on a restored NCCL rank's GPUs. --json adds the GPUs' UUIDs\n"
+	"(gpus, home_gpus, restore_gpus), the NCCL version, the answer's fields (suspendable,\n"
+	"why_not, gpu_now, gpu_now_mib, host_need_mib, host_room_mib, host_bound, est_suspend_s,\n"
+	"est_resume_s, est_source, inside, beside, query_time) and every other field.\n"
 	"Status files of processes that are gone are removed.\n"
 	"\n"
 	"  -c, --config FILE   where to find the status files (default: $CUDANAP_CONFIG, else the\n"
@@ -228,6 +229,11 @@ static void print_table(const struct rows *r)
 			printf("%d: would refuse: %s\n", s->pid, s->why_not);
 		else if (s->peer[0])
 			printf("%d: peer access %s\n", s->pid, s->peer);
+		if (s->state == CN_STATE_RUNNING && s->beside[0])
+			printf("%d: beside another job: %s, not of its NCCL job: a restored rank's "
+			       "collective waiting there beside that work is stopped by the driver "
+			       "after ~5 s\n",
+			       s->pid, s->beside);
 		if (s->state == CN_STATE_CHECKPOINTED && s->nap == CN_NAP_NAPPING &&
 		    s->nap_for_pid > 0 && s->nap_for_mib >= 0)
 			printf("%d: napped for %d: %.1f GiB\n", s->pid, s->nap_for_pid,
