@@ -112,7 +112,7 @@ void cn_beside_describe(const struct cn_resp *r)
 					r->use[i].uuid);
 
 		if (k >= 0 && k < CN_MAX_GPUS && r->gpu_beside[k] && o < len)
-			o += (size_t)snprintf(out + o, len - o, "%sGPU %d runs pid %d", o ? ", " : "",
-					      k, (int)r->gpu_beside[k]);
+			o += (size_t)snprintf(out + o, len - o, "%sGPU %d runs pid %d",
+					      o ? ", " : "", k, (int)r->gpu_beside[k]);
 	}
 }

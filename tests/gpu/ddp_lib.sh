@@ -33,6 +33,8 @@ gpus_of() { # gpus_of PID...: the GPUs each holds memory on (01 for both 0 and 1
 	echo "${out% }"
 }
 gpus_are() { [ "$(gpus_of "$1")" = "$2" ]; } # gpus_are PID GPUS: gpus_of says GPUS (to poll for)
+# status_names WORDS: cudanap status has a line naming another job's process beside a restored rank
+status_names() { "$CUDANAP" status -c "$T/job.ini" | grep -q "beside another job: $1, not of its NCCL job"; }
 states_of() { local p out=; for p in "$@"; do out="$out$(field "$p" state) "; done; echo "${out% }"; }
 secs() { sed -n 's/^total: .*, \([0-9.]*\) s$/\1/p' <<< "$1"; }
 kill_tree() { pkill -9 -P "$1" 2> /dev/null; kill -9 "$1" 2> /dev/null; wait "$1" 2> /dev/null; }
@@ -171,12 +173,13 @@ small_checks() {
 # beside_check PORT: a restored NCCL job shares no GPU with another job's process
 # (docs/DISTRIBUTED.md). A small DDP and a small FSDP job on the same two GPUs, both suspended; a
 # plain PyTorch program (no cudanap) busy on GPU 0: the DDP job's resume where it slept is refused
-# in one line naming it (BESIDE_RESTORED); once it has ended, the DDP job resumes; the FSDP one's
+# in one line naming it (BESIDE_RESTORED); once it has ended, the DDP job resumes; an idle program
+# started on GPU 1 after that is named by the rank's status; the FSDP one's
 # resume where it slept, beside the restored DDP ranks, refused, and with its ranks swapped too,
 # its ranks still asleep; once the DDP job has finished it resumes, and both jobs end with every
 # loss identical to an uninterrupted run. PORT and PORT+1: their rendezvous ports.
 beside_check() {
-	local port=$1 n=150 k out rc f0 f1 busy
+	local port=$1 n=250 k out rc f0 f1 busy idle
 	local -A root=() args=([ddp]="" [fsdp]="--fsdp") at=([ddp]=$port [fsdp]=$((port + 1)))
 	local refused="^1:.*resume failed: BESIDE_RESTORED: restore: GPU [01] \(GPU-[^)]*\) runs pid [0-9]+, not of this NCCL job"
 	for k in ddp fsdp; do
@@ -201,8 +204,24 @@ while True: (a @ a).sum().item()' &
 	kill "$busy"
 	wait "$busy" 2> /dev/null
 	check "it ends and leaves GPU 0" eventually 30 gpus_are "$busy" -
+	# a program that starts on a restored rank's GPU asks cudanap nothing: the rank's status
+	# names it (idle: it launches no kernel the rank's collectives would wait beside). Python
+	# and torch loaded now, its CUDA once the job runs again (the job has ~25 s left).
+	python3 -c 'import os, sys, time, torch
+while not os.path.exists(sys.argv[1]): time.sleep(0.02)
+a = torch.ones(1 << 20, device="cuda:1")
+torch.cuda.synchronize()
+time.sleep(600)' "$T/idle.go" &
+	idle=$!
 	"$CUDANAP" resume -t 120 --tree "${root[ddp]}" > /dev/null; rc=$?
 	is "$rc" 0 "then the DDP job resumes where it slept"
+	touch "$T/idle.go"
+	busy=$idle
+	check "an idle program starts on GPU 1, beside a restored DDP rank" eventually 60 gpus_are "$busy" 1
+	check "cudanap status names it on that rank's line" eventually 20 status_names "GPU 1 runs pid $busy"
+	kill "$busy"
+	wait "$busy" 2> /dev/null
+	check "it ends and leaves GPU 1" eventually 30 gpus_are "$busy" -
 	out=$("$CUDANAP" resume -t 120 --tree "${root[fsdp]}"); rc=$?
 	like "$rc:$out" "$refused" "the FSDP job's resume where it slept, beside the restored DDP ranks: refused in one line"
 	out=$("$CUDANAP" resume -t 120 --gpu-map '0=1, 1=0' --tree "${root[fsdp]}"); rc=$?
