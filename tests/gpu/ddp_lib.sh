@@ -219,6 +219,7 @@ time.sleep(600)' "$T/idle.go" &
 	busy=$idle
 	check "an idle program starts on GPU 1, beside a restored DDP rank" eventually 60 gpus_are "$busy" 1
 	check "cudanap status names it on that rank's line" eventually 20 status_names "GPU 1 runs pid $busy"
+	diag "$("$CUDANAP" status -c "$T/job.ini" | grep -m1 'beside another job')"
 	kill "$busy"
 	wait "$busy" 2> /dev/null
 	check "it ends and leaves GPU 1" eventually 30 gpus_are "$busy" -
