@@ -209,7 +209,8 @@ while True: (a @ a).sum().item()' &
 	# and torch loaded now, its CUDA once the job runs again (the job has ~25 s left).
 	python3 -c 'import os, sys, time, torch
 while not os.path.exists(sys.argv[1]): time.sleep(0.02)
-a = torch.ones(1 << 20, device="cuda:1")
+torch.cuda.set_device(1)
+a = torch.ones(1 << 20, device="cuda")
 torch.cuda.synchronize()
 time.sleep(600)' "$T/idle.go" &
 	idle=$!
