@@ -918,6 +918,15 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m)
 	return NVML_SUCCESS;
 }
 
+/* NVML's answer for a list of k processes given room for *n: *n becomes k. */
+static nvmlReturn_t listed(unsigned k, unsigned *n)
+{
+	nvmlReturn_t r = k > *n ? NVML_ERROR_INSUFFICIENT_SIZE : NVML_SUCCESS;
+
+	*n = k;
+	return r;
+}
+
 /* Every fake process whose memory is on this GPU now. */
 EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned *n,
 							    nvmlProcessInfo_t *p)
@@ -950,12 +959,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsi
 	}
 	if (dir)
 		closedir(dir);
-	if (k > *n) {
-		*n = k;
-		return NVML_ERROR_INSUFFICIENT_SIZE;
-	}
-	*n = k;
-	return NVML_SUCCESS;
+	return listed(k, n);
 }
 
 /* The pids in graphics.<k>, one a line: a display server or a compositor on GPU k. */
@@ -978,12 +982,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t d, uns
 	}
 	if (f)
 		fclose(f);
-	if (k > *n) {
-		*n = k;
-		return NVML_ERROR_INSUFFICIENT_SIZE;
-	}
-	*n = k;
-	return NVML_SUCCESS;
+	return listed(k, n);
 }
 
 /* ---- the target's "CUDA calls": each blocks while the process is not RUNNING ---- */
