@@ -134,8 +134,8 @@ int cn_nvml_procs(const unsigned char uuid[16], int32_t *pids, int max, char *wh
 	if (load(why, len) < 0)
 		return -1;
 	cn_gpumap_uuid_format(uuid, s);
-	/* Compute contexts and graphics ones (a display server, a desktop's compositor): the GPU's
-	 * time is sliced between both kinds. */
+	/* Compute contexts and graphics ones (a display server, a desktop's compositor): the GPU
+	 * time-slices both kinds (inferred; the missing preemption was measured with compute). */
 	if (nv.by_uuid(s, &d) != NVML_SUCCESS || nv.procs(d, &nc, p) != NVML_SUCCESS ||
 	    nv.graphics(d, &ng, p + nc) != NVML_SUCCESS) {
 		snprintf(why, len, "NVML cannot list the processes on %s", s);
