@@ -1,15 +1,21 @@
 /* slowkill: a test shim preloaded into the cudanap command. A signal (not 0) that kill() sends to
  * a pid named in CN_SLOW_KILL ("PID:MS,PID:MS") leaves MS milliseconds later from a thread of its
  * own, and kill() returns at once: one rank of a job whose signal arrives late, as from a node that
- * answers late. */
+ * answers late. With CN_HOLD_KILL=FILE the first signal kill() sends is held: it writes the pid to
+ * FILE.held, waits until FILE exists (30 s at most), then goes: the command stopped between two
+ * processes of a group, for a test to change the world there. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
 #include <time.h>
+#include <unistd.h>
 
 struct late {
 	pid_t pid;
@@ -48,6 +54,26 @@ static void *send_late(void *arg)
 	return NULL;
 }
 
+/* CN_HOLD_KILL: the first signal waits for the test's word. */
+static void hold(pid_t pid)
+{
+	static atomic_bool held;
+	const char *go = getenv("CN_HOLD_KILL");
+	char path[4096];
+	FILE *f;
+
+	if (!go || atomic_exchange(&held, true))
+		return;
+	snprintf(path, sizeof(path), "%s.held", go);
+	f = fopen(path, "we");
+	if (f) {
+		fprintf(f, "%d\n", (int)pid);
+		fclose(f);
+	}
+	for (int i = 0; i < 3000 && access(go, F_OK) != 0; i++)
+		usleep(10000);
+}
+
 __attribute__((visibility("default"))) int kill(pid_t pid, int sig)
 {
 	unsigned ms = sig ? delay_for(pid) : 0;
@@ -56,6 +82,8 @@ __attribute__((visibility("default"))) int kill(pid_t pid, int sig)
 
 	if (!real_kill)
 		real_kill = (int (*)(pid_t, int))dlsym(RTLD_NEXT, "kill");
+	if (sig)
+		hold(pid);
 	if (!ms || !(l = malloc(sizeof(*l))))
 		return real_kill(pid, sig);
 	*l = (struct late){ pid, sig, ms };

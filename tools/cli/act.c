@@ -65,8 +65,9 @@ const char usage_suspend[] =
 	"                      every one would suspend\n"
 	"\n"
 	"--all, --tree and --slurm leave out the processes that started this command (a job's\n"
-	"shell running it from a trap). A PID already in the asked-for state is reported as\n"
-	"such and counts as success. Options go anywhere, before or after the PIDs; --tree and\n"
+	"shell running it from a trap), and one that exits between their pick and its signal\n"
+	"(said; not counted). A PID already in the asked-for state is reported as such and\n"
+	"counts as success. Options go anywhere, before or after the PIDs; --tree and\n"
 	"--slurm take the value next to them (or after '=') unless an option follows, and are\n"
 	"then flags whose values are the other arguments: --tree --gpu-map 0=1,1=0 4711.\n"
 	"Exit status: 0 if every PID succeeded, 1 if any failed or timed out, 2 on usage errors.\n"
@@ -146,8 +147,8 @@ static void print_json(const struct job *jobs, int n, const struct plan *p,
 		printf("null");
 	printf(",\n \"total\":{\"processes\":%d,\"ok\":%d,\"without_cuda\":%d,\"failed\":%d,"
 	       "\"rolled_back\":%s,\"seconds\":%.3f}}\n",
-	       n, r->n_ok, r->n_none, n - r->n_ok - r->n_none, r->rolled_back ? "true" : "false",
-	       r->seconds);
+	       n - r->n_gone, r->n_ok, r->n_none, n - r->n_gone - r->n_ok - r->n_none,
+	       r->rolled_back ? "true" : "false", r->seconds);
 }
 
 static void print_text(const struct job *jobs, int n, const struct plan *p,
@@ -158,15 +159,15 @@ static void print_text(const struct job *jobs, int n, const struct plan *p,
 	if (r->rolled_back)
 		printf("%s\n", r->rollback);
 	if (n > 1 || p->group)
-		printf("total: %d process%s, %d %s, %d without CUDA, %d failed%s, %.2f s\n", n,
-		       n == 1 ? "" : "es", r->n_ok,
+		printf("total: %d process%s, %d %s, %d without CUDA, %d failed%s, %.2f s\n",
+		       n - r->n_gone, n - r->n_gone == 1 ? "" : "es", r->n_ok,
 		       !p->wait			 ? "signalled"
 		       : p->verb == VERB_SUSPEND ? "suspended"
 		       : p->verb == VERB_RESUME	 ? "resumed"
 		       : p->verb == VERB_NAP	 ? "napping"
 						 : "prepared",
-		       r->n_none, n - r->n_ok - r->n_none, r->rolled_back ? " (rolled back)" : "",
-		       r->seconds);
+		       r->n_none, n - r->n_gone - r->n_ok - r->n_none,
+		       r->rolled_back ? " (rolled back)" : "", r->seconds);
 }
 
 static void say_attempt(const char *line)

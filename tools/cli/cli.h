@@ -97,6 +97,7 @@ struct job {
 	unsigned long seq0;
 	bool sent, done, ok;
 	bool no_cuda; /* answered that it has no CUDA state */
+	bool gone;    /* of a whole job, exited before its signal: left out */
 	bool have_st; /* st holds its status file: its outcome, or as it was when sent */
 	struct cn_status st;
 	const char *outcome; /* suspended, resumed, prepared, already, failed, no-cuda, gone, ... */
@@ -118,6 +119,7 @@ struct plan {
 #define MAX_ATTEMPTS 101
 struct group_result {
 	int n_ok, n_none;
+	int n_gone; /* of a whole job, exited before their signals: not counted in the totals */
 	bool all_ok;
 	int rolled_back;     /* processes the last rollback resumed (0: none) */
 	char rollback[2048]; /* its line, "" when there was none */

@@ -109,8 +109,16 @@ static void send_one(struct job *j, const struct plan *p)
 	procs_status_dir(j->pid, p->cfg, j->dir, sizeof(j->dir));
 	r = cn_status_read_why(j->dir, j->pid, &s, untrusted, sizeof(untrusted));
 	if (r < 0 || !procs_alive(&s)) {
+		bool exited = kill(j->pid, 0) < 0 && errno == ESRCH;
+
 		j->done = true;
-		if (kill(j->pid, 0) < 0 && errno == ESRCH)
+		/* A whole job's processes were picked a moment ago, and its members come and go (a
+		 * data loader's workers, a rank at its end): one that exited since holds no GPU and
+		 * is left out, not failing the others' suspend. A PID named is a failure. */
+		if (exited && p->group) {
+			j->ok = j->gone = true;
+			say(j, "gone", "exited before its signal: left out");
+		} else if (exited)
 			say(j, "gone", "no such process");
 		else if (r < 0 && r != -ENOENT)
 			say(j, "not-cudanap", "its status is not believed: %s; nothing sent",
@@ -323,6 +331,10 @@ void group_run(struct job *jobs, int n, const struct plan *p, struct group_resul
 	for (int i = 0; i < n; i++) {
 		struct job *j = &jobs[i];
 
+		if (j->gone) {
+			r->n_gone++;
+			continue;
+		}
 		/* In a whole job, launcher shells and workers without CUDA are nothing to do. */
 		if (j->no_cuda && p->group) {
 			say(j, "no-cuda", "no CUDA state, nothing to do");
