@@ -132,6 +132,7 @@ static void print_json(const struct job *jobs, int n, const struct plan *p,
 		       const struct group_result *r)
 {
 	char line[sizeof(r->rollback) * 6 + 3];
+	int counted = n - r->n_gone; /* processes gone before their signals are not counted */
 
 	printf("{\"action\":\"%s\",\"processes\":[", verb_name[p->verb]);
 	for (int i = 0; i < n; i++)
@@ -147,26 +148,28 @@ static void print_json(const struct job *jobs, int n, const struct plan *p,
 		printf("null");
 	printf(",\n \"total\":{\"processes\":%d,\"ok\":%d,\"without_cuda\":%d,\"failed\":%d,"
 	       "\"rolled_back\":%s,\"seconds\":%.3f}}\n",
-	       n - r->n_gone, r->n_ok, r->n_none, n - r->n_gone - r->n_ok - r->n_none,
+	       counted, r->n_ok, r->n_none, counted - r->n_ok - r->n_none,
 	       r->rolled_back ? "true" : "false", r->seconds);
 }
 
 static void print_text(const struct job *jobs, int n, const struct plan *p,
 		       const struct group_result *r)
 {
+	int counted = n - r->n_gone;
+
 	for (int i = 0; i < n; i++)
 		printf("%s\n", jobs[i].line);
 	if (r->rolled_back)
 		printf("%s\n", r->rollback);
 	if (n > 1 || p->group)
 		printf("total: %d process%s, %d %s, %d without CUDA, %d failed%s, %.2f s\n",
-		       n - r->n_gone, n - r->n_gone == 1 ? "" : "es", r->n_ok,
+		       counted, counted == 1 ? "" : "es", r->n_ok,
 		       !p->wait			 ? "signalled"
 		       : p->verb == VERB_SUSPEND ? "suspended"
 		       : p->verb == VERB_RESUME	 ? "resumed"
 		       : p->verb == VERB_NAP	 ? "napping"
 						 : "prepared",
-		       r->n_none, n - r->n_gone - r->n_ok - r->n_none,
+		       r->n_none, counted - r->n_ok - r->n_none,
 		       r->rolled_back ? " (rolled back)" : "", r->seconds);
 }
 
