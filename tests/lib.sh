@@ -116,6 +116,26 @@ field() {
 	echo "${v%\"}"
 }
 
+# fields PID KEYS: the values of KEYS ("state:wakes") from PID's status file, joined by ':'.
+fields() {
+	local k out= sep=
+	local -a ks
+	IFS=: read -ra ks <<< "$2"
+	for k in "${ks[@]}"; do
+		out+=$sep$(field "$1" "$k")
+		sep=:
+	done
+	echo "$out"
+}
+fields_are() { [ "$(fields "$1" "$2")" = "$3" ]; }
+# is_field PID KEYS WANT DESCRIPTION [SECONDS]: the check of a status file's values. The file is
+# rewritten after what the test saw (a call answered once the gate opened, a cell's reply), so the
+# check waits for WANT (10 s at most) before it compares: a value read too early is no failure.
+is_field() {
+	eventually "${5:-10}" fields_are "$1" "$2" "$3"
+	is "$(fields "$1" "$2")" "$3" "$4"
+}
+
 # eventually SECONDS COMMAND...: run COMMAND every 20 ms until it succeeds, for SECONDS at most.
 # Every wait for something to happen polls for it this way; a fixed sleep is left only where a test
 # shows that something does NOT happen, and says so.

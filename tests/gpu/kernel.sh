@@ -42,7 +42,7 @@ is "$REPLY" "cell torch_verify ok ${sum% *} same True" "the next cell wakes it: 
 diag "the cell that woke it: $(took) s, of which the wake $(in_s "$(field "$pid" last_wake_ms)") s"
 say "cell torch_verify"
 diag "the same cell, awake: $(took) s"
-is "$(field "$pid" naps):$(field "$pid" wakes)" "1:1" "one nap, one wake"
+is_field "$pid" naps:wakes "1:1" "one nap, one wake"
 check "napped again when idle" napped "$pid" 60
 say shutdown
 is "$REPLY" "exited 0" "a shutdown asleep: the kernel exits 0"

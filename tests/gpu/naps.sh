@@ -30,7 +30,7 @@ if has torch; then
 	ms=$((($(date +%s%N) - t0) / 1000000))
 	is "$REPLY" "$ref" "its next cell wakes it and answers as before"
 	woke "$pid"
-	is "$(field "$pid" wakes):$(field "$pid" state)" "1:running" "one wake"
+	is_field "$pid" wakes:state "1:running" "one wake"
 	diag "PyTorch $gib GiB: napped in $(grep -o 'napped ([^)]*): [0-9]* MiB of GPU memory freed in [0-9.]* ms' "$T/nb.err" | head -n 1 | sed 's/.* in //'); the cell after it answered in $ms ms, of which the wake $(in_s "$(field "$pid" last_wake_ms)") s"
 	check "and it naps again when idle" napped "$pid" 60
 	ask nb compute 300

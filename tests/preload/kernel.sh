@@ -59,10 +59,10 @@ t0=$(date +%s%3N)
 say interrupt
 like "$REPLY" "^interrupt KeyboardInterrupt [0-9.]+$" "an interrupt stops a running cell (KeyboardInterrupt, ${REPLY##* } s)"
 check "idle a second, the kernel naps" napped "$pid" 20
-is "$(field "$pid" nap):$(field "$pid" naps)" "napping:1" "its status says so"
+is_field "$pid" nap:naps "napping:1" "its status says so"
 say "cell fake_verify"
 is "$REPLY" "cell fake_verify ok launch 0 verify True" "the next cell wakes it, its memory intact"
-is "$(field "$pid" wakes)" 1 "one wake"
+is_field "$pid" wakes 1 "one wake"
 got_wake_line() { say "cell settle"; say stderr; [[ $REPLY =~ cudanap\[$pid\]:\ woke\ for\ a\ driver\ call ]]; }
 tries=0
 until got_wake_line || [ $((tries += 1)) -ge 10 ]; do :; done
