@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /* Who may own it: uid (CN_ANYONE: whoever), and root as well when root_ok. */
@@ -37,6 +38,15 @@ int cn_safe_mkdir(int at, const char *name, mode_t mode, uid_t uid, gid_t gid, c
 ssize_t cn_safe_read(int at, const char *path, struct cn_owner o, char *buf, size_t len, char *why,
 		     size_t wlen);
 
+/* cn_safe_read, with what fstat said of the file read in *st. */
+ssize_t cn_safe_read_st(int at, const char *path, struct cn_owner o, char *buf, size_t len,
+			struct stat *st, char *why, size_t wlen);
+
+/* name in the directory at removed only if it is still the file was describes (device and inode):
+ * the directory is used by its fd, never by a path resolved again, so no link swapped in since
+ * the check can send the removal elsewhere. 0, -ESTALE when it is another file now, or -errno. */
+int cn_safe_unlink_same(int at, const char *name, const struct stat *was);
+
 /* The regular file at path, opened with the rights of uid and gid (this process's filesystem ids
  * and groups switched for the open when it is root and they are another user's), never blocking,
  * read as cn_safe_read: what another user's environment names is opened as that user would open
@@ -59,5 +69,17 @@ int cn_safe_lock_file(int at, const char *name);
 int cn_safe_replace(int at, const char *name, const char *buf, size_t n);
 /* The same, the file made with mode (before the umask) instead of 0600. */
 int cn_safe_replace_mode(int at, const char *name, const char *buf, size_t n, mode_t mode);
+
+/* A program or script that root (or anyone) may run without running another user's code: path
+ * resolved (real, len), a regular file (executable when exec), owned by root or by this process's
+ * user and writable by no one else, in directories of the same owners that no one else may write
+ * to (a sticky one, as /tmp, excepted: nobody else may rename what is in it). 0, or -errno with
+ * why in one line. */
+int cn_safe_trusted(const char *path, bool exec, char *real, size_t len, char *why, size_t wlen);
+
+/* name found as a shell would run it, but only in PATH's absolute directories (an empty or
+ * relative entry is the working directory, which may be anyone's), then cn_safe_trusted: the first
+ * found decides. A name with a '/' is taken as it is. 0, or -errno with why in one line. */
+int cn_safe_find_exec(const char *name, char *real, size_t len, char *why, size_t wlen);
 
 #endif

@@ -8,10 +8,13 @@
 #include <stddef.h>
 
 #include "cn_outcome.h"
+#include "cn_safe.h"
 
 /* Room for the worst case: every character of command and message escaped as \u00XX. */
-#define CN_STATUS_MAX  16384
-#define CN_STATUS_GPUS 720 /* 16 GPUs of "63=GPU-...," */
+#define CN_STATUS_MAX 16384
+/* The largest number a status file may hold, in magnitude: a 64-bit count or clock fits. */
+#define CN_STATUS_NUM_MAX 1.8e19
+#define CN_STATUS_GPUS	  720 /* 16 GPUs of "63=GPU-...," */
 
 /* The steps of an action, in the order they run. prepare: the host copy faulted in ahead (the
  * prepare action's only step); hibernate: the host copy written to disk and dropped from memory
@@ -92,8 +95,8 @@ struct cn_status {
 	char est_source[160]; /* where the estimate comes from */
 	char inside[200];     /* a thread inside a driver call, and for how long at least */
 	/* Access between its GPUs: "GPU 0->1 by cuCtxEnablePeerAccess in libc10_cuda.so", what a
-	 * suspend turned off and stays off, memory mapped to another GPU; "" when none (also kept by
-	 * every action). */
+	 * suspend turned off and stays off, memory mapped to another GPU; "" when none (also kept
+	 * by every action). */
 	char peer[400];
 	/* A restored NCCL rank running: the processes of another job on its GPUs, "GPU 0 runs pid
 	 * 4242" (the driver no longer preempts a restored context, preload/agent/beside.c); "" when
@@ -106,7 +109,8 @@ struct cn_status {
 	unsigned long naps, wakes;
 	double last_wake_ms; /* the delay the last waking call saw; < 0 before the first */
 	/* The naps by cause: idle ([nap] idle_s), asked (cudanap nap), and to make room for another
-	 * process; and for which process and how much it needed, the last time (0 and < 0: never). */
+	 * process; and for which process and how much it needed, the last time (0 and < 0: never).
+	 */
 	unsigned long naps_idle, naps_asked, naps_room;
 	int nap_for_pid;
 	double nap_for_mib;
@@ -147,7 +151,15 @@ int cn_status_write(const char *dir, const struct cn_status *s);
  * sends. 0, or -errno (-ESTALE: it names another pid) with why in one line. */
 int cn_status_read(const char *dir, int pid, struct cn_status *s);
 int cn_status_read_why(const char *dir, int pid, struct cn_status *s, char *why, size_t len);
+/* <pid>.json in the directory dirfd (already judged by its caller), the file owned as o says:
+ * as cn_status_read_why, with what fstat said of the file in *st. */
+int cn_status_read_in(int dirfd, int pid, struct cn_owner o, struct cn_status *s, struct stat *st,
+		      char *why, size_t len);
+/* <dir>/<pid>.json removed: the process's own, at its exit. */
 int cn_status_remove(const char *dir, int pid);
+/* <pid>.json in the directory dirfd removed if it is still the file *was describes: another
+ * process's file, gone stale, removed by the command line (cn_safe_unlink_same). */
+int cn_status_remove_in(int dirfd, int pid, const struct stat *was);
 void cn_status_path(const char *dir, int pid, char *out, size_t len);
 
 #endif

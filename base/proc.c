@@ -1,13 +1,23 @@
 /* proc: what /proc says of another process (see cn_proc.h). */
+#define _GNU_SOURCE
 #include "cn_proc.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
 
 unsigned long long cn_proc_starttime(int pid)
 {
@@ -34,6 +44,47 @@ unsigned long long cn_proc_starttime(int pid)
 	if (p)
 		v = strtoull(p + 1, NULL, 10);
 	return v;
+}
+
+static int send_now(int pidfd, int pid, int sig, const union sigval *val)
+{
+	siginfo_t si;
+
+	if (pidfd < 0)
+		return (val ? sigqueue(pid, sig, *val) : kill(pid, sig)) < 0 ? -errno : 0;
+	if (!val)
+		return syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) < 0 ? -errno : 0;
+	/* What sigqueue() sends: the kernel takes SI_QUEUE from another process as it is. */
+	memset(&si, 0, sizeof(si));
+	si.si_signo = sig;
+	si.si_code = SI_QUEUE;
+	si.si_pid = getpid();
+	si.si_uid = getuid();
+	si.si_value = *val;
+	return syscall(SYS_pidfd_send_signal, pidfd, sig, &si, 0) < 0 ? -errno : 0;
+}
+
+int cn_proc_signal(int pid, unsigned long long starttime, int sig, const union sigval *val)
+{
+	int pidfd, r;
+
+	if (pid <= 0 || !starttime)
+		return -ESRCH;
+	/* The pidfd first, then the start time: if it still matches, the pidfd is that process. */
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pidfd < 0 && errno == ESRCH)
+		return -ESRCH;
+	if (pidfd < 0 && errno != ENOSYS)
+		return -errno;
+	if (cn_proc_starttime(pid) != starttime) {
+		if (pidfd >= 0)
+			close(pidfd);
+		return -ESRCH;
+	}
+	r = send_now(pidfd, pid, sig, val);
+	if (pidfd >= 0)
+		close(pidfd);
+	return r;
 }
 
 /* At most len - 1 bytes of a file under /proc, NUL-terminated: the length, or -1. */

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <grp.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/fsuid.h>
@@ -138,15 +139,33 @@ int cn_safe_mkdir(int at, const char *name, mode_t mode, uid_t uid, gid_t gid, c
 ssize_t cn_safe_read(int at, const char *path, struct cn_owner o, char *buf, size_t len, char *why,
 		     size_t wlen)
 {
-	int fd = openat(at, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	struct stat st;
+
+	return cn_safe_read_st(at, path, o, buf, len, &st, why, wlen);
+}
+
+ssize_t cn_safe_read_st(int at, const char *path, struct cn_owner o, char *buf, size_t len,
+			struct stat *st, char *why, size_t wlen)
+{
+	int fd = openat(at, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 
 	if (fd < 0)
 		return open_failed(at, path, why, wlen);
-	fd = judge(fd, path, false, o, false, why, wlen, &st);
+	fd = judge(fd, path, false, o, false, why, wlen, st);
 	if (fd < 0)
 		return fd;
 	return read_all(fd, buf, len);
+}
+
+int cn_safe_unlink_same(int at, const char *name, const struct stat *was)
+{
+	struct stat st;
+
+	if (fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	if (st.st_dev != was->st_dev || st.st_ino != was->st_ino)
+		return -ESTALE;
+	return unlinkat(at, name, 0) < 0 ? -errno : 0;
 }
 
 ssize_t cn_safe_read_as(const char *path, uid_t uid, gid_t gid, char *buf, size_t len, char *why,
@@ -242,4 +261,68 @@ int cn_safe_lock_file(int at, const char *name)
 		fd = -1;
 	}
 	return fd;
+}
+
+/* Owned by root or by us, and writable by nobody else (a sticky directory excepted). */
+static bool ours_alone(const struct stat *st)
+{
+	return (st->st_uid == 0 || st->st_uid == geteuid()) &&
+	       (!(st->st_mode & 022) || (S_ISDIR(st->st_mode) && (st->st_mode & S_ISVTX)));
+}
+
+int cn_safe_trusted(const char *path, bool exec, char *real, size_t len, char *why, size_t wlen)
+{
+	char buf[PATH_MAX], *slash;
+	struct stat st;
+
+	if (!realpath(path, buf)) {
+		int e = errno;
+
+		snprintf(why, wlen, "%s: %s", path, strerror(e));
+		return -e;
+	}
+	snprintf(real, len, "%s", buf);
+	if (stat(buf, &st) < 0 || !S_ISREG(st.st_mode) || (exec && !(st.st_mode & 0111))) {
+		snprintf(why, wlen, "%s: not %s", buf,
+			 exec ? "an executable file" : "a regular file");
+		return -EINVAL;
+	}
+	if (!ours_alone(&st)) {
+		snprintf(why, wlen,
+			 "%s: owned by uid %u, mode %03o: another user could change it; "
+			 "not run",
+			 buf, (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777));
+		return -EPERM;
+	}
+	while ((slash = strrchr(buf, '/'))) {
+		slash[slash == buf] = '\0'; /* the parent; "/" last */
+		if (stat(buf, &st) < 0 || !ours_alone(&st)) {
+			snprintf(why, wlen, "%s: in %s, which another user may write to; not run",
+				 real, buf);
+			return -EPERM;
+		}
+		if (slash == buf)
+			break;
+	}
+	return 0;
+}
+
+int cn_safe_find_exec(const char *name, char *real, size_t len, char *why, size_t wlen)
+{
+	const char *path = getenv("PATH");
+	char file[PATH_MAX];
+
+	if (strchr(name, '/'))
+		return cn_safe_trusted(name, true, real, len, why, wlen);
+	for (const char *d = path ? path : ""; *d; d += strcspn(d, ":"), d += *d == ':') {
+		int n = (int)strcspn(d, ":");
+
+		if (d[0] != '/')
+			continue;
+		snprintf(file, sizeof(file), "%.*s/%s", n, d, name);
+		if (access(file, X_OK) == 0)
+			return cn_safe_trusted(file, true, real, len, why, wlen);
+	}
+	snprintf(why, wlen, "%s: not found in PATH's absolute directories", name);
+	return -ENOENT;
 }

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,8 +103,8 @@ static const struct {
 	const char *key;
 	size_t off, len;
 } qnums[] = {
-	FIELD(gpu_now_mib),   FIELD(host_need_mib),	FIELD(host_room_mib),
-	FIELD(est_suspend_s), FIELD(est_resume_s),	FIELD(last_wake_ms),
+	FIELD(gpu_now_mib),    FIELD(host_need_mib),   FIELD(host_room_mib),
+	FIELD(est_suspend_s),  FIELD(est_resume_s),    FIELD(last_wake_ms),
 	FIELD(released_since), FIELD(released_byte_s), FIELD(nap_for_mib),
 };
 #undef FIELD
@@ -210,7 +211,7 @@ int cn_status_format(const struct cn_status *s, char *buf, size_t len)
 	for (size_t i = 0; i < N_NUMS; i++) {
 		double v = *num(s, i);
 
-		if (v < 0)
+		if (v < 0 || !isfinite(v) || v > CN_STATUS_NUM_MAX)
 			n = snprintf(buf + o, len - o, ",\"%s\":null", nums[i].key);
 		else
 			n = snprintf(buf + o, len - o, ",\"%s\":%.3f", nums[i].key, v);
@@ -258,8 +259,9 @@ int cn_status_format(const struct cn_status *s, char *buf, size_t len)
 	for (size_t i = 0; i < N_QNUMS; i++) {
 		double v = *(const double *)((const char *)s + qnums[i].off);
 
-		n = v < 0 ? snprintf(buf + o, len - o, ",\"%s\":null", qnums[i].key)
-			  : snprintf(buf + o, len - o, ",\"%s\":%.3f", qnums[i].key, v);
+		n = v < 0 || !isfinite(v) || v > CN_STATUS_NUM_MAX
+			    ? snprintf(buf + o, len - o, ",\"%s\":null", qnums[i].key)
+			    : snprintf(buf + o, len - o, ",\"%s\":%.3f", qnums[i].key, v);
 		if (n < 0 || (size_t)n >= len - o)
 			return -ENOSPC;
 		o += (size_t)n;
@@ -411,6 +413,32 @@ static void set_field(struct cn_status *s, const char *key, const char *v, bool 
 			*(double *)((char *)s + qnums[i].off) = is_null ? -1 : strtod(v, NULL);
 }
 
+/* A number as JSON writes one, finite and of a size a status file can hold: a file another user
+ * wrote is read by root, whose --json and metrics must stay valid (nan, inf, 1e999 are not). */
+static bool number_ok(const char *v)
+{
+	const char *p = v + (*v == '-');
+	char *end;
+	double d;
+
+	/* JSON's grammar: digits, a fraction, an exponent; no hex, no words. */
+	if (!isdigit((unsigned char)*p))
+		return false;
+	p += strspn(p, "0123456789");
+	if (*p == '.' && isdigit((unsigned char)p[1]))
+		p += 1 + strspn(p + 1, "0123456789");
+	if (*p == 'e' || *p == 'E') {
+		p += 1 + (p[1] == '+' || p[1] == '-');
+		if (!isdigit((unsigned char)*p))
+			return false;
+		p += strspn(p, "0123456789");
+	}
+	if (*p)
+		return false;
+	d = strtod(v, &end);
+	return isfinite(d) && fabs(d) <= CN_STATUS_NUM_MAX;
+}
+
 int cn_status_parse(const char *buf, struct cn_status *s)
 {
 	const char *p = skip_ws(buf);
@@ -441,6 +469,9 @@ int cn_status_parse(const char *buf, struct cn_status *s)
 			memcpy(val, p, n);
 			val[n] = '\0';
 			is_null = strcmp(val, "null") == 0;
+			if (!is_null && strcmp(val, "true") != 0 && strcmp(val, "false") != 0 &&
+			    !number_ok(val))
+				return -EINVAL;
 			p += n;
 		}
 		set_field(s, key, val, is_null);
@@ -484,28 +515,47 @@ int cn_status_read(const char *dir, int pid, struct cn_status *s)
 	return cn_status_read_why(dir, pid, s, why, sizeof(why));
 }
 
-int cn_status_read_why(const char *dir, int pid, struct cn_status *s, char *why, size_t len)
+int cn_status_read_in(int dirfd, int pid, struct cn_owner o, struct cn_status *s, struct stat *st,
+		      char *why, size_t len)
 {
 	char name[32], buf[CN_STATUS_MAX];
-	struct cn_owner o;
 	ssize_t n;
-	int fd = cn_safe_dir_of(dir, pid, &o, why, len);
 
-	if (fd < 0)
-		return fd;
 	snprintf(name, sizeof(name), "%d.json", pid);
-	n = cn_safe_read(fd, name, o, buf, sizeof(buf), why, len);
-	close(fd);
+	n = cn_safe_read_st(dirfd, name, o, buf, sizeof(buf), st, why, len);
 	if (n < 0)
 		return (int)n;
 	n = cn_status_parse(buf, s);
 	if (n < 0)
-		snprintf(why, len, "%s/%s: not a status file of cudanap's, or one naming a signal it "
-			 "never sends; not believed", dir, name);
+		snprintf(why, len,
+			 "%s: not a status file of cudanap's, or one naming a signal it "
+			 "never sends; not believed",
+			 name);
 	/* A file counts for the process it names only if that is the one asked for. */
 	else if (s->pid != pid)
-		snprintf(why, len, "%s/%s: names process %d; not believed", dir, name, s->pid);
+		snprintf(why, len, "%s: names process %d; not believed", name, s->pid);
 	return n < 0 ? (int)n : s->pid == pid ? 0 : -ESTALE;
+}
+
+int cn_status_read_why(const char *dir, int pid, struct cn_status *s, char *why, size_t len)
+{
+	struct cn_owner o;
+	struct stat st;
+	int fd = cn_safe_dir_of(dir, pid, &o, why, len), r;
+	size_t n;
+
+	if (fd < 0)
+		return fd;
+	r = cn_status_read_in(fd, pid, o, s, &st, why, len);
+	close(fd);
+	/* The directory's name in front of what the file's check says. */
+	if (r < 0 && (n = strlen(dir)) + 2 < len && why[0] != '/') {
+		memmove(why + n + 1, why, len - n - 1);
+		why[len - 1] = '\0';
+		memcpy(why, dir, n);
+		why[n] = '/';
+	}
+	return r;
 }
 
 void cn_status_path(const char *dir, int pid, char *out, size_t len)
@@ -519,6 +569,14 @@ int cn_status_remove(const char *dir, int pid)
 
 	cn_status_path(dir, pid, path, sizeof(path));
 	return unlink(path) < 0 ? -errno : 0;
+}
+
+int cn_status_remove_in(int dirfd, int pid, const struct stat *was)
+{
+	char name[32];
+
+	snprintf(name, sizeof(name), "%d.json", pid);
+	return cn_safe_unlink_same(dirfd, name, was);
 }
 
 double cn_status_since_s(const char *utc)

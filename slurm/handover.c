@@ -25,6 +25,7 @@
 
 #include <slurm/spank.h>
 
+#include "cn_safe.h"
 #include "jobdirs.h"
 
 #define MAX_JOBS 64
@@ -52,17 +53,23 @@ static int suspended_jobs(const char *node, struct job *jobs, int max, double de
 		"squeue", "-h", "-t", "SUSPENDED", "-w", (char *)node, "-o", "%A %U", NULL
 	};
 	posix_spawn_file_actions_t fa;
-	char buf[4096];
+	char buf[4096], exe[PATH_MAX], why[PATH_MAX + 100];
 	size_t got = 0;
 	int p[2], n = 0, status = -1;
 	pid_t pid;
 
+	/* Root runs only a squeue that root alone could have written, from "/" (cn_safe.h). */
+	if (cn_safe_find_exec("squeue", exe, sizeof(exe), why, sizeof(why)) < 0) {
+		slurm_info("cudanap: handover: %s", why);
+		return -1;
+	}
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -1;
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, p[1], STDOUT_FILENO);
 	posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-	if (posix_spawnp(&pid, "squeue", &fa, NULL, argv, environ) != 0) {
+	posix_spawn_file_actions_addchdir_np(&fa, "/");
+	if (posix_spawn(&pid, exe, &fa, NULL, argv, environ) != 0) {
 		posix_spawn_file_actions_destroy(&fa);
 		close(p[0]);
 		close(p[1]);

@@ -35,6 +35,7 @@
 #include "channel.h"
 #include "clock.h"
 #include "cn_notes.h"
+#include "cn_proc.h"
 #include "cn_safe.h"
 #include "cn_words.h"
 #include "cuda_abi.h"
@@ -130,6 +131,7 @@ void cn_room_release(void)
 
 struct cand {
 	int pid, sig;
+	unsigned long long starttime;
 	unsigned long seq;
 	double idle_s;
 	uint64_t bytes;
@@ -157,7 +159,7 @@ static bool take(const struct cn_status *s, void *arg)
 	if (s->state != CN_STATE_RUNNING || s->busy || cn_outcome_nap_asleep(s->nap) ||
 	    s->nap == CN_NAP_REFUSED || idle < 0 || idle < cn_ag.cfg.nap_min_idle_s)
 		return true;
-	cs->c[cs->n++] = (struct cand){ s->pid, s->suspend_signal, s->seq, idle, 0 };
+	cs->c[cs->n++] = (struct cand){ s->pid, s->suspend_signal, s->starttime, s->seq, idle, 0 };
 	return cs->n < cs->max;
 }
 
@@ -196,32 +198,39 @@ static int users(const unsigned char uuid[16], struct cand *c, int n, uint64_t *
 	return 0;
 }
 
-/* Nap one candidate for this process, and wait for it: true when it naps. */
+/* Nap one candidate for this process, and wait for it: true when it naps. The candidates were
+ * read a while ago (each nap before this one waited up to [lock] timeout_ms + 60 s): the signal
+ * goes only to the process that wrote the status file (cn_proc_signal), never to one that got its
+ * pid since, and a note it does not take (gone, or too late) is taken back. */
 static bool nap_one(const struct cand *c, uint64_t need, int gpu)
 {
 	double until = cn_clock_ms() + cn_ag.cfg.lock_timeout_ms + NAP_WAIT_MS;
-	char note[64];
+	char note[64], back[64];
 	union sigval v = { .sival_int = CN_SIGVAL_NAP };
 	struct cn_status s;
+	bool napped = false;
 
 	snprintf(note, sizeof(note), "%d %llu %d %u\n", (int)getpid(),
 		 (unsigned long long)(need >> 20), gpu, cn_ag.cfg.nap_min_idle_s);
 	if (cn_notes_put(cn_ag.cfg.status_dir, c->pid, CN_NOTE_NAP_FOR, note) < 0)
 		return false;
-	if (sigqueue(c->pid, c->sig, v) < 0) {
-		cn_notes_take(cn_ag.cfg.status_dir, c->pid, CN_NOTE_NAP_FOR, note, sizeof(note));
-		return false;
-	}
+	if (cn_proc_signal(c->pid, c->starttime, c->sig, &v) < 0)
+		goto take_back;
 	while (cn_clock_ms() < until) {
 		struct timespec ts = { 0, 50 * 1000000L };
 
 		nanosleep(&ts, NULL);
-		if (cn_status_read(cn_ag.cfg.status_dir, c->pid, &s) < 0)
-			return false; /* gone */
-		if (s.seq > c->seq && !s.busy)
-			return s.state == CN_STATE_CHECKPOINTED;
+		if (cn_status_read(cn_ag.cfg.status_dir, c->pid, &s) < 0 ||
+		    s.starttime != c->starttime)
+			break; /* gone */
+		if (s.seq > c->seq && !s.busy) {
+			napped = s.state == CN_STATE_CHECKPOINTED;
+			break;
+		}
 	}
-	return false;
+take_back:
+	cn_notes_take(cn_ag.cfg.status_dir, c->pid, CN_NOTE_NAP_FOR, back, sizeof(back));
+	return napped;
 }
 
 /* The room made on one GPU: 0 (room there), -1 (none to be made now). */

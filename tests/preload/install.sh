@@ -51,6 +51,7 @@ check "the kernelspec helper installed" test -n "$(find "$T/inst" -path '*/share
 printf '#!/bin/sh\necho "$@"\n' > "$T/showpy"
 chmod +x "$T/showpy"
 out=$(CUDANAP_PYTHON=$T/showpy "$cli" kernel list)
-is "$out" "$(readlink -f "$(find "$T/inst" -path '*/share/cudanap/kernelspec.py')") list" "cudanap kernel runs it with the Python that runs Jupyter"
+is "$out" "-I $(readlink -f "$(find "$T/inst" -path '*/share/cudanap/kernelspec.py')") list" \
+	"cudanap kernel runs it with the Python that runs Jupyter, isolated (-I)"
 kill "$p"
 finish

@@ -100,18 +100,18 @@ printf '[nap]\nidle_s = soon\n' > "$T/bad.ini"
 out=$("$CUDANAP" kernel install --from fakepy -c "$T/bad.ini" 2>&1)
 like "$?:$out" "^78:.*bad.ini" "a broken INI is refused before anything is written"
 out=$(CUDANAP_PYTHON=$T/nopython "$CUDANAP" kernel list 2>&1)
-is "$?:$out" "69:cudanap kernel: cannot run $T/nopython: No such file or directory" "CUDANAP_PYTHON that is not there"
+is "$?:$out" "69:cudanap kernel: CUDANAP_PYTHON: $T/nopython: No such file or directory" "CUDANAP_PYTHON that is not there"
 # a Python without Jupyter (its site packages off), and the one `jupyter` on PATH runs first
 printf '#!/bin/sh\nexec %s -S "$@"\n' "$py" > "$T/barepy"
-printf '#!/bin/sh\necho "$*" >> %s/pywrap.log\nexec %s "$@"\n' "$T" "$py" > "$T/pywrap"
+printf '#!/bin/sh\necho "$*" >> %s/python-wrap.log\nexec %s "$@"\n' "$T" "$py" > "$T/python-wrap"
 mkdir "$T/bin"
-printf '#!/usr/bin/env %s\n' "$T/pywrap" > "$T/bin/jupyter"
-chmod +x "$T/barepy" "$T/pywrap" "$T/bin/jupyter"
+printf '#!/usr/bin/env %s\n' "$T/python-wrap" > "$T/bin/jupyter"
+chmod +x "$T/barepy" "$T/python-wrap" "$T/bin/jupyter"
 out=$(CUDANAP_PYTHON=$T/barepy "$CUDANAP" kernel list 2>&1)
 like "$?:$out" "^69:cudanap kernel: [^ ]+ cannot import jupyter_client \(.*\); set CUDANAP_PYTHON to the Python that runs Jupyter$" \
 	"a Python without jupyter_client: one line"
 out=$(PATH=$T/bin:$PATH "$CUDANAP" kernel list 2>&1)
-like "$(cat "$T/pywrap.log" 2> /dev/null)" "kernelspec.py list" "without CUDANAP_PYTHON, the Python of 'jupyter' on PATH is the one asked"
+like "$(cat "$T/python-wrap.log" 2> /dev/null)" "kernelspec.py list" "without CUDANAP_PYTHON, the Python of 'jupyter' on PATH is the one asked"
 out=$("$CUDANAP" kernel install --from fakepy --nap 5 --name other --prefix "$T/pfx" 2>&1)
 like "$out" "in $T/pfx/share/jupyter/kernels/other$" "--prefix DIR: under DIR/share/jupyter/kernels"
 out=$("$CUDANAP" kernel install --from fakepy --nap 30 2>&1)

@@ -55,7 +55,8 @@ static void test_round_trip(void)
 		for (char *c = want; *c; c++)
 			*c = *c == '\t' ? ' ' : *c == '\001' ? '?' : *c;
 		is_str(b.command, want,
-		       "command with quotes and backslash survives, its tab a space and \\001 a '?'");
+		       "command with quotes and backslash survives, its tab a space and \\001 a "
+		       "'?'");
 	}
 	is_str(b.message, "line one line \"two\"",
 	       "message with quotes survives, its newline a space");
@@ -86,7 +87,9 @@ static void test_round_trip(void)
 	ok(n > 0 && cn_status_parse(buf, &b) == 0 && strlen(b.command) == strlen(a.command) &&
 		   strspn(b.command, " ") == strlen(a.command) &&
 		   strspn(b.message, "?") == strlen(a.message),
-	   "all-control-character command and message format and parse back, as spaces and '?' (%d bytes)", n);
+	   "all-control-character command and message format and parse back, as spaces and '?' (%d "
+	   "bytes)",
+	   n);
 	sample(&a);
 	/* What another user's process could put in its own fields: quotes to end the string and
 	 * add keys, escape sequences for root's terminal. */
@@ -112,6 +115,24 @@ static void test_round_trip(void)
 	ok(cn_status_parse("{\"pid\":7,\"future_key\":\"x\",\"state\":\"running\"}", &b) == 0 &&
 		   b.state == CN_STATE_RUNNING,
 	   "unknown keys are skipped");
+	ok(cn_status_parse("{\"pid\":7,\"lock_ms\":nan}", &b) < 0 &&
+		   cn_status_parse("{\"pid\":7,\"lock_ms\":inf}", &b) < 0 &&
+		   cn_status_parse("{\"pid\":7,\"lock_ms\":-Infinity}", &b) < 0 &&
+		   cn_status_parse("{\"pid\":7,\"lock_ms\":1e308}", &b) < 0 &&
+		   cn_status_parse("{\"pid\":7,\"naps\":0x10}", &b) < 0 &&
+		   cn_status_parse("{\"pid\":7,\"wakes\":12abc}", &b) < 0,
+	   "a number that is not finite, too large or not JSON's: the file is not believed");
+	ok(cn_status_parse("{\"pid\":7,\"lock_ms\":2.5e3,\"starttime\":18446744073709,"
+			   "\"busy\":true,\"restore_ms\":null}",
+			   &b) == 0 &&
+		   b.step_ms[CN_STEP_LOCK] == 2500,
+	   "finite numbers, booleans and null are taken");
+	b.step_ms[CN_STEP_LOCK] = 1.0 / 0.0;
+	b.step_ms[CN_STEP_CHECKPOINT] = 0.0 / 0.0;
+	ok(cn_status_format(&b, buf, sizeof(buf)) > 0 && !strstr(buf, "inf") &&
+		   !strstr(buf, "nan") && strstr(buf, "\"lock_ms\":null") &&
+		   cn_status_parse(buf, &b) == 0,
+	   "and what is written is JSON whatever the numbers held: null for one not finite");
 }
 
 /* The words of the typed fields are made here and nowhere else: each value and its word, both

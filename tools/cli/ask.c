@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cn_proc.h"
 #include "cn_words.h"
 
 void ask_all(struct job *jobs, int n, const char *cfg, double timeout)
@@ -30,7 +31,7 @@ void ask_all(struct job *jobs, int n, const char *cfg, double timeout)
 			j->outcome = "busy"; /* it would answer after the action: not now */
 		else if (procs_stopped(j->pid))
 			j->outcome = "stopped";
-		else if (sigqueue(j->pid, j->st.suspend_signal, q) < 0)
+		else if (cn_proc_signal(j->pid, j->st.starttime, j->st.suspend_signal, &q) < 0)
 			j->outcome = "error";
 		else {
 			j->done = false;

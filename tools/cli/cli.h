@@ -14,8 +14,8 @@
 extern const char *prog;
 
 _Noreturn void cli_die_usage(const char *text);
-/* getopt_long's '?' or ':' for `cudanap VERB` (the optstring starts with ':', or "+:"): one line naming the
- * option and the help to read, exit 2. */
+/* getopt_long's '?' or ':' for `cudanap VERB` (the optstring starts with ':', or "+:"): one line
+ * naming the option and the help to read, exit 2. */
 _Noreturn void cli_die_option(const char *verb, char **argv, int c);
 /* The value of an option that is a flag or takes one (--tree, --slurm; optional_argument in
  * getopt_long's table): attached (--tree=PID), or the next argument when it is not an option; NULL
@@ -59,8 +59,14 @@ void procs_all_users(bool on);
 /* This user's processes whose environment has name=value. *out is allocated; the count or -1. */
 int procs_with_env(const char *name, const char *value, int **out);
 
-/* Every status dir in use by this user's preloaded processes, added to dirs[0..n). */
-int procs_add_job_dirs(char (*dirs)[4096], int n, int max);
+/* A status dir in use, and the user whose processes use it. */
+struct procs_dir {
+	char path[4096];
+	uid_t uid;
+};
+/* Every status dir in use by this user's preloaded processes (root's: every user's), each once
+ * per user, however many: *out is allocated; returns the count. */
+int procs_job_dirs(struct procs_dir **out);
 
 /* ---- status.c ---- */
 

@@ -20,6 +20,7 @@
 
 #include "cli.h"
 #include "cn_notes.h"
+#include "cn_proc.h"
 #include "cn_words.h"
 #include "cuda_abi.h"
 
@@ -169,11 +170,19 @@ static void send_one(struct job *j, const struct plan *p)
 		say(j, "error", "cannot write in %s: %s; nothing sent", j->dir, strerror(errno));
 		return;
 	}
-	if ((v == VERB_PREPARE || v == VERB_NAP
-		     ? sigqueue(j->pid, s.suspend_signal, prep)
-		     : kill(j->pid, v == VERB_SUSPEND ? s.suspend_signal : s.resume_signal)) < 0) {
+	/* Only to the process the status file is of: its pid may have been reused since. */
+	r = cn_proc_signal(j->pid, s.starttime,
+			   v == VERB_RESUME ? s.resume_signal : s.suspend_signal,
+			   v == VERB_PREPARE || v == VERB_NAP ? &prep : NULL);
+	if (r == -ESRCH && p->group) {
+		j->done = j->ok = j->gone = true;
+		say(j, "gone", "exited before its signal: left out");
+		return;
+	}
+	if (r < 0) {
 		j->done = true;
-		say(j, "error", "cannot signal: %s", strerror(errno));
+		say(j, r == -ESRCH ? "gone" : "error", "cannot signal: %s",
+		    r == -ESRCH ? "no such process (exited)" : strerror(-r));
 		return;
 	}
 	j->sent = true;

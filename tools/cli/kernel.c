@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cn_safe.h"
 
 const char usage_kernel[] =
 	"usage: cudanap kernel install [--from NAME] [--name NAME] [--nap N] [-c FILE]\n"
@@ -44,15 +45,33 @@ const char usage_kernel[] =
 	"\n"
 	"Jupyter is asked through the Python that runs it: $CUDANAP_PYTHON, else the\n"
 	"first of the interpreter of 'jupyter' on PATH, python3 and /usr/bin/python3 that\n"
-	"imports jupyter_client.\n"
+	"imports jupyter_client. It runs isolated (python -I, from /), and only a Python\n"
+	"that root or you alone could have written is run.\n"
 	"\n"
 	"Exit status: 0; 1 when an action failed; 2 for bad usage; 69 when no Python\n"
 	"imports jupyter_client; 78 if FILE is broken.\n"
 	"Example: cudanap kernel install --from python3 --nap 900\n";
 
-/* Does py import jupyter_client? Run quietly, with its exit status as the answer. */
-static bool imports_jupyter(const char *py)
+/* Every Python this command starts runs isolated (-I: no working directory, no PYTHON* variables
+ * on sys.path) from "/", and is a file only root or this user could have written, as is the
+ * helper it runs (cn_safe_trusted): root running `cudanap kernel` in a directory another user can
+ * write imports nothing of theirs. In a child: never returns. */
+static void exec_python(const char *py, const char *helper, const char *const *args)
 {
+	const char *full[24] = { py, "-I", helper };
+	int n = 3;
+
+	for (; *args && n < 23; args++)
+		full[n++] = *args;
+	full[n] = NULL;
+	if (chdir("/") == 0)
+		execv(py, (char **)full);
+}
+
+/* Does py import jupyter_client? The helper's probe, quietly, its exit status the answer. */
+static bool imports_jupyter(const char *py, const char *helper)
+{
+	static const char *const probe[] = { "probe", NULL };
 	int st, null;
 	pid_t pid = fork();
 
@@ -64,7 +83,7 @@ static bool imports_jupyter(const char *py)
 			dup2(null, 1);
 			dup2(null, 2);
 		}
-		execlp(py, py, "-c", "import jupyter_client.kernelspec", (char *)NULL);
+		exec_python(py, helper, probe);
 		_exit(127);
 	}
 	while (waitpid(pid, &st, 0) < 0)
@@ -73,22 +92,23 @@ static bool imports_jupyter(const char *py)
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
+/* A Python interpreter's name, as a shebang gives it. */
+static bool pythonish(const char *path)
+{
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+
+	return strncmp(base, "python", 6) == 0;
+}
+
 /* The interpreter of the script `jupyter` on PATH ("#!/x/python3", or "#!/usr/bin/env
- * python3"), into out; false when there is none. */
+ * python3"), as a trusted absolute path into out; false when there is none. */
 static bool jupyter_python(char *out, size_t len)
 {
-	const char *path = getenv("PATH");
-	char file[PATH_MAX], line[PATH_MAX], *p, *end;
-	FILE *f = NULL;
+	char file[PATH_MAX], line[PATH_MAX], name[PATH_MAX], why[PATH_MAX + 100], *p, *end;
+	FILE *f;
 
-	for (const char *d = path; d && *d; d = strchr(d, ':') ? strchr(d, ':') + 1 : "") {
-		int n = (int)strcspn(d, ":");
-
-		snprintf(file, sizeof(file), "%.*s/jupyter", n ? n : 1, n ? d : ".");
-		if (access(file, X_OK) == 0 && (f = fopen(file, "re")))
-			break;
-	}
-	if (!f)
+	if (cn_safe_find_exec("jupyter", file, sizeof(file), why, sizeof(why)) < 0 ||
+	    !(f = fopen(file, "re")))
 		return false;
 	p = fgets(line, sizeof(line), f);
 	fclose(f);
@@ -100,28 +120,33 @@ static bool jupyter_python(char *out, size_t len)
 		p = end + strspn(end, " \t");
 		end = p + strcspn(p, " \t\n");
 	}
-	if (end == p)
-		return false;
-	snprintf(out, len, "%.*s", (int)(end - p), p);
-	return true;
+	snprintf(name, sizeof(name), "%.*s", (int)(end - p), p);
+	return name[0] && pythonish(name) &&
+	       cn_safe_find_exec(name, out, len, why, sizeof(why)) == 0;
 }
 
-static void find_python(char *out, size_t len)
+/* The Python that runs Jupyter, into out (an absolute path); exits 69 when there is none. */
+static void find_python(const char *helper, char *out, size_t len)
 {
 	const char *env = getenv("CUDANAP_PYTHON");
-	char cand[3][PATH_MAX], tried[3 * PATH_MAX + 8] = "";
+	char cand[3][PATH_MAX], tried[3 * PATH_MAX + 8] = "", why[PATH_MAX + 100];
 	int n = 0;
 
 	if (env && *env) {
-		snprintf(out, len, "%s", env);
-		return;
+		if (cn_safe_find_exec(env, out, len, why, sizeof(why)) == 0)
+			return;
+		fprintf(stderr, "%s kernel: CUDANAP_PYTHON: %s\n", prog, why);
+		exit(69);
 	}
 	if (jupyter_python(cand[n], sizeof(cand[n])))
 		n++;
-	snprintf(cand[n++], sizeof(cand[0]), "python3");
-	snprintf(cand[n++], sizeof(cand[0]), "/usr/bin/python3");
+	if (cn_safe_find_exec("python3", cand[n], sizeof(cand[n]), why, sizeof(why)) == 0)
+		n++;
+	if (cn_safe_trusted("/usr/bin/python3", true, cand[n], sizeof(cand[n]), why, sizeof(why)) ==
+	    0)
+		n++;
 	for (int i = 0; i < n; i++) {
-		if (imports_jupyter(cand[i])) {
+		if (imports_jupyter(cand[i], helper)) {
 			snprintf(out, len, "%s", cand[i]);
 			return;
 		}
@@ -131,8 +156,19 @@ static void find_python(char *out, size_t len)
 	fprintf(stderr,
 		"%s kernel: no Python here imports jupyter_client (tried %s); install Jupyter, or "
 		"set CUDANAP_PYTHON to the Python that runs it\n",
-		prog, tried);
+		prog, n ? tried : "none: none found that only root or you could have written");
 	exit(69);
+}
+
+/* path made absolute against the working directory (the helper runs from "/"). */
+static const char *absolute(const char *path, char *out, size_t len)
+{
+	char cwd[PATH_MAX];
+
+	if (path[0] == '/' || !getcwd(cwd, sizeof(cwd)))
+		return path;
+	snprintf(out, len, "%s/%s", cwd, path);
+	return out;
 }
 
 /* Jupyter's rule for a kernel's name. */
@@ -159,7 +195,7 @@ int kernel_main(int argc, char **argv)
 	const char *from = "python3", *name = NULL, *nap = "600", *cfg = NULL, *where = NULL;
 	const char *prefix = "", *action, *args[16];
 	char py[PATH_MAX], helper[PATH_MAX], found[PATH_MAX], self[PATH_MAX], config[PATH_MAX] = "";
-	char defname[128], *end;
+	char defname[128], why[PATH_MAX + 100], abs_prefix[PATH_MAX], *end;
 	struct cn_config conf;
 	bool install_opts = false;
 	int c, n = 0;
@@ -194,7 +230,7 @@ int kernel_main(int argc, char **argv)
 					"one choice\n");
 			where = w;
 			if (c == 'p')
-				prefix = optarg;
+				prefix = absolute(optarg, abs_prefix, sizeof(abs_prefix));
 		} else {
 			cli_die_option("kernel", argv, c);
 		}
@@ -260,22 +296,19 @@ int kernel_main(int argc, char **argv)
 	args[n] = NULL;
 
 	if (cli_find_file("../kernel/kernelspec.py", CN_DATA_REL, "kernelspec.py",
-			  CN_KERNELSPEC_ABS, helper, sizeof(helper)) < 0) {
+			  CN_KERNELSPEC_ABS, found, sizeof(found)) < 0) {
 		fprintf(stderr,
 			"%s kernel: cannot find kernelspec.py (tried %s): cudanap is not "
 			"installed whole\n",
-			prog, helper);
+			prog, found);
 		return 1;
 	}
-	if (realpath(helper, found))
-		snprintf(helper, sizeof(helper), "%s", found);
-	find_python(py, sizeof(py));
-	{
-		const char *full[20] = { py, helper };
-
-		memcpy(full + 2, args, sizeof(args[0]) * ((size_t)n + 1));
-		execvp(py, (char **)full);
+	if (cn_safe_trusted(found, false, helper, sizeof(helper), why, sizeof(why)) < 0) {
+		fprintf(stderr, "%s kernel: %s\n", prog, why);
+		return 1;
 	}
+	find_python(helper, py, sizeof(py));
+	exec_python(py, helper, args);
 	fprintf(stderr, "%s kernel: cannot run %s: %s\n", prog, py, strerror(errno));
 	return 69;
 }

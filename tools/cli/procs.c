@@ -98,7 +98,8 @@ const char *procs_stopped(int pid)
 
 struct proc {
 	int pid, ppid;
-	bool preloaded; /* libcudanap in its environment */
+	uid_t uid;
+	bool preloaded; /* libcudanap.so mapped */
 };
 
 static bool all_users;
@@ -108,9 +109,29 @@ void procs_all_users(bool on)
 	all_users = on;
 }
 
-/* Every process of this user (every user's, after procs_all_users) but this one, with its parent
- * and whether cudanap is preloaded.
- * The caller frees the array. */
+/* Whether pid has cudanap's library mapped: what it runs, not what its environment says (any
+ * process may put "libcudanap" there, and a decoy must cost its maker a process of its own). */
+static bool preloaded(int pid)
+{
+	static char line[4096];
+	char path[64];
+	bool hit = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	while (f && !hit && fgets(line, sizeof(line), f)) {
+		const char *lib = strstr(line, "/libcudanap.so");
+
+		hit = lib && (lib[14] == '\n' || lib[14] == '.');
+	}
+	if (f)
+		fclose(f);
+	return hit;
+}
+
+/* Every process of this user (every user's, after procs_all_users) but this one, with its parent,
+ * its user and whether cudanap is preloaded. The caller frees the array. */
 static int scan_procs(struct proc **out)
 {
 	DIR *d = opendir("/proc");
@@ -119,10 +140,8 @@ static int scan_procs(struct proc **out)
 	int n = 0, cap = 0;
 
 	while (d && (e = readdir(d))) {
-		static char env[65536];
 		char path[300], line[1024], *rp;
 		int pid = cli_parse_pid(e->d_name);
-		size_t len;
 		struct stat st;
 
 		if (pid <= 0 || pid == getpid())
@@ -144,9 +163,9 @@ static int scan_procs(struct proc **out)
 		}
 		v[n].pid = pid;
 		v[n].ppid = 0;
+		v[n].uid = st.st_uid;
 		sscanf(rp + 1, " %*c %d", &v[n].ppid);
-		len = read_environ(pid, env, sizeof(env));
-		v[n].preloaded = len > 0 && memmem(env, len, "libcudanap", 10);
+		v[n].preloaded = preloaded(pid);
 		n++;
 	}
 	if (d)
@@ -172,24 +191,35 @@ static bool in_tree(const struct proc *v, int n, int pid, int root)
 	return pid == root;
 }
 
-int procs_add_job_dirs(char (*dirs)[4096], int n, int max)
+int procs_job_dirs(struct procs_dir **out)
 {
 	struct proc *v;
-	int np = scan_procs(&v);
+	struct procs_dir *d = NULL;
+	int np = scan_procs(&v), n = 0;
 
-	for (int p = 0; p < np && n < max; p++) {
+	for (int p = 0; p < np; p++) {
 		char dir[PATH_MAX];
-		int dup = 0;
+		bool dup = false;
 
 		if (!v[p].preloaded)
 			continue;
 		procs_status_dir(v[p].pid, NULL, dir, sizeof(dir));
-		for (int i = 0; i < n; i++)
-			dup |= strcmp(dirs[i], dir) == 0;
-		if (!dup)
-			snprintf(dirs[n++], PATH_MAX, "%s", dir);
+		for (int i = 0; i < n && !dup; i++)
+			dup = d[i].uid == v[p].uid && strcmp(d[i].path, dir) == 0;
+		if (dup)
+			continue;
+		if (!(n & (n - 1))) { /* 0, 1, 2, 4, ...: room for twice as many */
+			struct procs_dir *nd = realloc(d, (size_t)(n ? 2 * n : 1) * sizeof(*d));
+
+			if (!nd)
+				break;
+			d = nd;
+		}
+		snprintf(d[n].path, sizeof(d[n].path), "%s", dir);
+		d[n++].uid = v[p].uid;
 	}
 	free(v);
+	*out = d;
 	return n;
 }
 

@@ -3,13 +3,21 @@
  * every process of a job inherits. */
 #define _GNU_SOURCE
 #include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "cn_proc.h"
+#include "cn_safe.h"
+
+extern char **environ;
 
 /* A job id as Slurm writes one: 1234, 1234_7 (array task) or 1234+1 (heterogeneous part). */
 static bool job_id_ok(const char *s)
@@ -22,20 +30,54 @@ static bool job_id_ok(const char *s)
 	return i > 0 && isdigit((unsigned char)s[i - 1]);
 }
 
+/* scontrol's output and errors, read through *f; its pid in *pid. Only a scontrol that root or
+ * this user alone could have written is run, from "/" (cn_safe.h): no shell in between. */
+static int run_scontrol(const char *jobid, FILE **f, pid_t *pid, char *err, size_t len)
+{
+	char exe[PATH_MAX], why[PATH_MAX + 100];
+	char *argv[] = { "scontrol", "listpids", (char *)jobid, NULL };
+	posix_spawn_file_actions_t fa;
+	int p[2], r;
+
+	if (cn_safe_find_exec("scontrol", exe, sizeof(exe), why, sizeof(why)) < 0) {
+		snprintf(err, len, "%s", why);
+		return -1;
+	}
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		snprintf(err, len, "cannot run scontrol: %s", strerror(errno));
+		return -1;
+	}
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, p[1], STDOUT_FILENO);
+	posix_spawn_file_actions_adddup2(&fa, p[1], STDERR_FILENO);
+	posix_spawn_file_actions_addchdir_np(&fa, "/");
+	r = posix_spawn(pid, exe, &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(p[1]);
+	if (r != 0 || !(*f = fdopen(p[0], "re"))) {
+		snprintf(err, len, "cannot run %s: %s", exe, strerror(r ? r : errno));
+		close(p[0]);
+		if (r == 0)
+			waitpid(*pid, NULL, 0);
+		return -1;
+	}
+	return 0;
+}
+
 /* `scontrol listpids JOBID`: "PID JOBID STEPID LOCALID GLOBALID" under a header line. */
 static int listpids(const char *jobid, int **out, char *err, size_t len)
 {
-	char cmd[128], line[512];
-	int n = 0, cap = 64, rc;
+	char line[512];
+	int n = 0, cap = 64, rc = 0;
 	int *v = malloc((size_t)cap * sizeof(int));
-	FILE *f;
+	FILE *f = NULL;
+	pid_t child;
 
 	err[0] = '\0';
-	snprintf(cmd, sizeof(cmd), "scontrol listpids %s 2>&1", jobid);
-	f = v ? popen(cmd, "re") : NULL;
-	if (!f) {
+	if (!v || run_scontrol(jobid, &f, &child, err, len) < 0) {
 		free(v);
-		snprintf(err, len, "cannot run scontrol");
+		if (!err[0])
+			snprintf(err, len, "cannot run scontrol");
 		return -1;
 	}
 	while (fgets(line, sizeof(line), f)) {
@@ -56,7 +98,9 @@ static int listpids(const char *jobid, int **out, char *err, size_t len)
 		}
 		v[n++] = pid;
 	}
-	rc = pclose(f);
+	fclose(f);
+	while (waitpid(child, &rc, 0) < 0 && errno == EINTR)
+		;
 	if (rc != 0 && n == 0) {
 		if (!err[0])
 			snprintf(err, len, "scontrol exited with status %d", WEXITSTATUS(rc));

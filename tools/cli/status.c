@@ -3,14 +3,16 @@
  * would do now (ask.c). It removes the files of processes gone. */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -56,8 +58,12 @@ struct rows {
 	const char *node; /* --slurm: this node's name, in a column of its own */
 };
 
+/* A process once, however many directories hold a file of it. */
 static void add(struct rows *r, const struct cn_status *s)
 {
+	for (int i = 0; i < r->n; i++)
+		if (r->s[i].pid == s->pid)
+			return;
 	if (r->n == r->cap) {
 		int cap = r->cap ? 2 * r->cap : 16;
 		struct cn_status *m = realloc(r->s, (size_t)cap * sizeof(*m));
@@ -264,50 +270,79 @@ static void print_json(const struct rows *r)
 	printf("]\n");
 }
 
-static void list_dir(const char *dir, struct rows *r)
+/* The file <pid>.json just read, in the directory dirfd (dir_uid's): a row when its process runs
+ * and the file may be believed for it (the directory and the file its user's or root's, as
+ * cn_status_read asks); removed when its process is gone or the pid is another's now, and the file
+ * is the directory owner's own (which that user could remove anyway), through the directory's fd
+ * and only if it is still the file read (cn_status_remove_in): no path is resolved again. */
+static void take_file(int dirfd, uid_t dir_uid, int pid, struct rows *r)
 {
-	DIR *d = opendir(dir);
-	struct dirent *e;
+	struct cn_status s;
+	struct cn_owner o;
+	struct stat st;
+	char why[300];
 
+	if (cn_status_read_in(dirfd, pid, CN_OWNER_ANY, &s, &st, why, sizeof(why)) < 0)
+		return;
+	if (procs_alive(&s)) {
+		if (cn_safe_owner_of(pid, true, &o) == 0 && (dir_uid == o.uid || dir_uid == 0) &&
+		    (st.st_uid == o.uid || st.st_uid == 0))
+			add(r, &s);
+	} else if (st.st_uid == dir_uid) {
+		cn_status_remove_in(dirfd, pid, &st);
+	}
+}
+
+/* The status files in dir, a directory of uid's (or root's) that nobody else may write to: the
+ * check the preload made at its start, made again and the directory used by its fd from there. */
+static void list_dir(const char *dir, uid_t uid, struct rows *r)
+{
+	char why[300];
+	int fd =
+		cn_safe_dir(AT_FDCWD, dir, (struct cn_owner){ uid, true }, false, why, sizeof(why));
+	int fd2 = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : -1;
+	DIR *d = fd2 >= 0 ? fdopendir(fd2) : NULL;
+	struct dirent *e;
+	struct stat st;
+
+	if (fd2 >= 0 && !d)
+		close(fd2);
+	if (d && fstat(fd, &st) < 0)
+		st.st_uid = uid;
 	while (d && (e = readdir(d))) {
-		struct cn_status s;
 		int pid = atoi(e->d_name);
 		char name[64];
 
 		snprintf(name, sizeof(name), "%d.json", pid);
-		if (pid <= 0 || strcmp(name, e->d_name) != 0)
-			continue;
-		if (cn_status_read(dir, pid, &s) < 0)
-			continue;
-		if (!procs_alive(&s)) {
-			cn_status_remove(dir, pid);
-			continue;
-		}
-		add(r, &s);
+		if (pid > 0 && strcmp(name, e->d_name) == 0)
+			take_file(fd, st.st_uid, pid, r);
 	}
 	if (d)
 		closedir(d);
+	if (fd >= 0)
+		close(fd);
 }
 
 int status_gather(const char *cfg, struct cn_status **out)
 {
-	char dirs[16][PATH_MAX], err[CN_ERR_LEN];
+	char err[CN_ERR_LEN];
 	struct rows rows = { 0 };
 	struct cn_config conf;
+	struct procs_dir *dirs = NULL;
 	int n = 0;
 
 	if (cfg) {
 		cli_load_config(cfg, &conf);
-		snprintf(dirs[n++], PATH_MAX, "%s", conf.status_dir);
 	} else {
 		if (cn_config_load_env(&conf, err, sizeof(err)) < 0)
 			cn_config_defaults(&conf);
-		snprintf(dirs[n++], PATH_MAX, "%s", conf.status_dir);
 		procs_all_users(geteuid() == 0); /* root's: every user's */
-		n = procs_add_job_dirs(dirs, n, 16);
+		n = procs_job_dirs(&dirs);
 	}
+	list_dir(conf.status_dir, geteuid(), &rows);
 	for (int i = 0; i < n; i++)
-		list_dir(dirs[i], &rows);
+		list_dir(dirs[i].path, dirs[i].uid, &rows);
+	free(dirs);
 	*out = rows.s;
 	return rows.n;
 }

@@ -7,6 +7,11 @@ that jupyter_client's KernelSpecManager decides where kernels are found and inst
     kernelspec.py install CUDANAP FROM NAME NAP_S CONFIG WHERE PREFIX
     kernelspec.py list
     kernelspec.py remove NAME...
+    kernelspec.py probe           (exit 0 when jupyter_client imports here)
+
+It runs isolated (python -I, from /): neither the working directory nor PYTHON* variables put
+anything on sys.path, so that root running it from a directory another user can write imports
+nothing of theirs. A caller other than root gets its own user site back (pip install --user).
 
 WHERE is user, sys-prefix or prefix (then PREFIX is the directory); CONFIG is "" for none. A
 kernelspec is cudanap's when its metadata has a "cudanap" object; install and remove touch no
@@ -17,6 +22,11 @@ import os
 import shutil
 import sys
 import tempfile
+
+if sys.flags.isolated and os.getuid() != 0:
+    import site
+    if os.path.isdir(site.getusersitepackages()):
+        site.addsitedir(site.getusersitepackages())
 
 # jupyter_client imports ipykernel to describe the default kernel, and ipykernel's debugger
 # warns about frozen modules on every import: not this command's business
@@ -35,8 +45,21 @@ def fail(msg):
 
 
 def ours(spec):
+    """cudanap's settings of a kernelspec (a dict or a KernelSpec), or None."""
     meta = spec.get("metadata") if isinstance(spec, dict) else spec.metadata
-    return (meta or {}).get("cudanap")
+    mine = meta.get("cudanap") if isinstance(meta, dict) else None
+    return mine if isinstance(mine, dict) else None
+
+
+def claims_ours(spec):
+    """Whether a kernelspec says it is cudanap's, well-formed or not."""
+    meta = spec.get("metadata") if isinstance(spec, dict) else spec.metadata
+    return isinstance(meta, dict) and "cudanap" in meta
+
+
+def shown(text):
+    """A kernelspec's words as a terminal may show them: control characters (C0, DEL, C1) as '?'."""
+    return "".join("?" if ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f else c for c in str(text))
 
 
 def wrapped_argv(cudanap, nap_s, config, argv):
@@ -52,18 +75,19 @@ def install(ksm, cudanap, src_name, name, nap_s, config, where, prefix):
     except NoSuchKernel:
         names = ", ".join(sorted(ksm.find_kernel_specs())) or "none"
         return fail(f"no kernel named '{src_name}' (kernels here: {names})")
-    mine = ours(src)
-    if mine:
+    if claims_ours(src):
+        wraps = shown((ours(src) or {}).get("from", "?"))
         return fail(f"kernel '{src_name}' already runs under cudanap (it wraps "
-                    f"'{mine.get('from', '?')}'); install from that one")
+                    f"'{wraps}'); install from that one")
     if name == src_name:
         return fail(f"the wrapper needs a name of its own, not '{src_name}' (the kernel it wraps)")
     try:
         old = ksm.get_kernel_spec(name)
     except NoSuchKernel:
         old = None
-    if old is not None and not ours(old):
-        return fail(f"a kernel named '{name}' exists and is not cudanap's ({old.resource_dir}); "
+    if old is not None and not claims_ours(old):
+        return fail(f"a kernel named '{name}' exists and is not cudanap's "
+                    f"({shown(old.resource_dir)}); "
                     "choose another --name")
     meta = dict(src.metadata or {})
     meta["cudanap"] = {"from": src_name, "nap_s": nap_s, "config": config or None}
@@ -95,24 +119,36 @@ def install(ksm, cudanap, src_name, name, nap_s, config, where, prefix):
         except (OSError, ValueError) as e:
             return fail(f"cannot install kernel '{name}': {e}")
     nap = f"naps after {nap_s} s idle" if nap_s else "never naps by itself"
-    print(f"installed kernel '{name}' ({src.display_name} under cudanap, {nap}) in {dest}")
+    print(f"installed kernel '{name}' ({shown(src.display_name)} under cudanap, {nap}) in "
+          f"{shown(dest)}")
     return 0
+
+
+def list_row(name, spec, where):
+    """One row of the listing; a kernelspec cudanap's in name only is said in one line."""
+    mine = ours(spec)
+    if not claims_ours(spec):
+        return (name, "-", "-", where)
+    nap_s = mine.get("nap_s") if mine else None
+    argv = spec.get("argv")
+    if not mine or not isinstance(nap_s, int) or isinstance(nap_s, bool) or nap_s < 0 \
+            or not isinstance(argv, list) or not argv or not isinstance(argv[0], str):
+        fail(f"kernel '{shown(name)}': {shown(where)}/kernel.json is not one cudanap wrote "
+             "(metadata.cudanap, its nap_s or its argv malformed); listed as broken")
+        return (name, "broken", "?", where)
+    nap = f"{nap_s} s" if nap_s else "off"
+    if not os.access(argv[0], os.X_OK):
+        nap = f"broken: {argv[0]} missing"
+    return (name, nap, str(mine.get("from", "?")), where)
 
 
 def list_all(ksm):
     specs = ksm.get_all_specs()
     rows = [("NAME", "NAP", "WRAPS", "DIRECTORY")]
     for name in sorted(specs):
-        spec, where = specs[name]["spec"], specs[name]["resource_dir"]
-        mine = ours(spec)
-        if not mine:
-            rows.append((name, "-", "-", where))
-            continue
-        nap = f"{mine.get('nap_s', 0)} s" if mine.get("nap_s") else "off"
-        exe = (spec.get("argv") or ["?"])[0]
-        if not os.access(exe, os.X_OK):
-            nap = f"broken: {exe} missing"
-        rows.append((name, nap, mine.get("from", "?"), where))
+        entry = specs[name] if isinstance(specs[name], dict) else {}
+        spec = entry.get("spec") if isinstance(entry.get("spec"), dict) else {}
+        rows.append(tuple(shown(c) for c in list_row(name, spec, entry.get("resource_dir", "?"))))
     width = [max(len(r[i]) for r in rows) for i in range(3)]
     for r in rows:
         print("  ".join(r[i].ljust(width[i]) for i in range(3)) + "  " + r[3])
@@ -127,8 +163,8 @@ def remove(ksm, names):
         except NoSuchKernel:
             rc = fail(f"no kernel named '{name}'")
             continue
-        if not ours(spec):
-            rc = fail(f"kernel '{name}' is not cudanap's ({spec.resource_dir}); "
+        if not claims_ours(spec):
+            rc = fail(f"kernel '{name}' is not cudanap's ({shown(spec.resource_dir)}); "
                       "'jupyter kernelspec remove' removes it")
             continue
         try:
@@ -136,7 +172,7 @@ def remove(ksm, names):
         except OSError as e:
             rc = fail(f"cannot remove kernel '{name}': {e}")
             continue
-        print(f"removed kernel '{name}' ({where})")
+        print(f"removed kernel '{name}' ({shown(where)})")
     return rc
 
 
@@ -144,6 +180,8 @@ def main(argv):
     ksm = KernelSpecManager()
     if argv[0] == "install" and len(argv) == 8:
         return install(ksm, argv[1], argv[2], argv[3], int(argv[4]), argv[5], argv[6], argv[7])
+    if argv[0] == "probe" and len(argv) == 1:
+        return 0
     if argv[0] == "list" and len(argv) == 1:
         return list_all(ksm)
     if argv[0] == "remove" and len(argv) > 1:

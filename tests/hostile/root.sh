@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# Root's own commands against what a user planted (a third round): root's `cudanap kernel` run in
+# a directory the attacker can write imports none of the attacker's Python, runs no `jupyter` or
+# python3 found there through PATH, nor a Python the attacker could change; root's status and
+# metrics, while the attacker flips a link in its status directory's path between its own
+# directory and the victim's, remove nothing of the victim's (and still remove a stale file of
+# the victim's own in a directory root visits for the victim); twenty decoy processes with status
+# directories of their own hide no one from root's table or metrics; a number no status file may
+# hold makes the file unbelieved, and root's --json stays JSON; a kernel.json with escape
+# sequences or a malformed cudanap entry is listed with its control characters replaced, in one
+# line, and the listing goes on.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/users.sh"
+
+json_ok() { python3 -c 'import json, sys; json.loads(sys.stdin.read())' 2> /dev/null; }
+
+# -- 1. root's cudanap kernel in the attacker's project directory
+py=
+for p in python3 /usr/bin/python3; do
+	if "$p" -c 'import jupyter_client' 2> /dev/null; then
+		py=$(command -v "$p")
+		break
+	fi
+done
+proj=$T/pub/proj
+"${AS_A[@]}" mkdir -m 755 "$proj" "$proj/jupyter_client"
+"${AS_A[@]}" sh -c 'printf "import os\nopen(\"%s/ran-import\", \"w\").write(str(os.getuid()))\n" "$1" > "$2/jupyter_client/__init__.py"' _ "$T/pub" "$proj"
+"${AS_A[@]}" sh -c 'printf "#!/bin/sh\nid -u > %s/ran-exec\n" "$1" > "$2/python3" && cp "$2/python3" "$2/jupyter" && chmod 755 "$2/python3" "$2/jupyter"' _ "$T/pub" "$proj"
+export JUPYTER_DATA_DIR=$T/jupyter JUPYTER_CONFIG_DIR=$T/jupyter-config JUPYTER_PATH=$T/jupyter
+export JUPYTER_RUNTIME_DIR=$T/jupyter-run IPYTHONDIR=$T/ipython PYDEVD_DISABLE_FILE_VALIDATION=1
+mkdir -p "$T/jupyter/kernels"
+if [ -n "$py" ]; then
+	out=$(cd "$proj" && "$CUDANAP" kernel list 2>&1); rc=$?
+	like "$rc:$out" "^0:NAME +NAP +WRAPS +DIRECTORY" "root's kernel list in the attacker's directory answers"
+	check "and imports no jupyter_client planted there (python -I, from /)" test ! -e "$T/pub/ran-import"
+	out=$(cd "$proj" && PATH=":/usr/local/bin:/usr/bin:/bin" "$CUDANAP" kernel list 2>&1); rc=$?
+	check "PATH with an empty entry: the jupyter and python3 planted in the working directory are not run (rc $rc)" \
+		test ! -e "$T/pub/ran-exec" -a ! -e "$T/pub/ran-import"
+	out=$(cd "$proj" && CUDANAP_PYTHON="$proj/python3" "$CUDANAP" kernel list 2>&1); rc=$?
+	like "$rc:$out" "^69:cudanap kernel: CUDANAP_PYTHON: $proj/python3: owned by uid $A, mode 755: another user could change it; not run$" \
+		"a Python the attacker owns is not run, even when named, in one line"
+	check "and it did not run" test ! -e "$T/pub/ran-exec"
+else
+	skip "root's kernel list in the attacker's directory" "no Python here imports jupyter_client"
+fi
+
+# -- 6. kernel.json with escape sequences, and one whose cudanap entry is not an object
+mkdir -p "$T/jupyter/kernels/evil" "$T/jupyter/kernels/odd"
+printf '{"argv": ["/bin/true\\u001b]0;owned\\u0007"], "display_name": "x", "language": "python", "metadata": {"cudanap": {"from": "a\\u001b[31mb", "nap_s": 5}}}\n' \
+	> "$T/jupyter/kernels/evil/kernel.json"
+printf '{"argv": ["/bin/true"], "display_name": "y", "language": "python", "metadata": {"cudanap": "str"}}\n' \
+	> "$T/jupyter/kernels/odd/kernel.json"
+if [ -n "$py" ]; then
+	out=$("$CUDANAP" kernel list 2> "$T/klist.err"); rc=$?
+	check "kernel list: no escape character reaches the terminal" test -z "$(printf %s "$out" | tr -d -c '\033\007\233')"
+	like "$rc:$out" "^0:.*"$'\n'"evil +broken: /bin/true\?\]0;owned\? missing +a\?\[31mb " \
+		"the hostile entry's words shown with '?' for its control characters"
+	like "$out" $'\n'"odd +broken +\? " "the malformed one listed as broken, the listing goes on"
+	is "$(cat "$T/klist.err")" "cudanap kernel: kernel 'odd': $T/jupyter/kernels/odd/kernel.json is not one cudanap wrote (metadata.cudanap, its nap_s or its argv malformed); listed as broken" \
+		"and said in one line"
+else
+	skip "kernel list of hostile kernel.json files" "no Python here imports jupyter_client"
+fi
+
+# -- 2. a link in the attacker's status directory's path, flipped between its own directory and
+# the victim's while root's status and metrics look: nothing of the victim's is removed
+ad=$T/pub/ad vroot=$T/pub/vroot
+"${AS_A[@]}" mkdir -m 755 "$ad" "$ad/real"
+"${AS_A[@]}" mkdir -m 700 "$ad/real/st"
+"${AS_V[@]}" mkdir -m 711 "$vroot"
+"${AS_V[@]}" mkdir -m 700 "$vroot/st"
+"${AS_A[@]}" ln -s real "$ad/cur"
+"${AS_A[@]}" LD_PRELOAD="$lib" CUDANAP_STATUS_DIR="$ad/cur/st" /bin/sleep 300 &
+ap=$!
+eventually 20 test -e "$ad/real/st/$ap.json"
+sleepers=()
+for i in 1 2 3 4 5; do
+	"${AS_A[@]}" /bin/sleep 300 &
+	sleepers+=($!)
+done
+for s in "${sleepers[@]}"; do
+	# the victim's file and the attacker's stale one share a name: an attacker's pid
+	"${AS_V[@]}" sh -c 'echo data > "$1/$2.json"' _ "$vroot/st" "$s"
+	"${AS_A[@]}" sh -c 'printf "{\"pid\":%d,\"starttime\":1,\"state\":\"running\"}" "$2" > "$1/$2.json"' _ "$ad/real/st" "$s"
+done
+# the attacker flips the link as fast as it can, and puts back each stale file root removes
+"${AS_A[@]}" python3 -c '
+import os, sys
+d, other, pids = sys.argv[1], sys.argv[2], sys.argv[3:]
+while True:
+    for t in (other, "real"):
+        os.symlink(t, d + "/cur.new")
+        os.rename(d + "/cur.new", d + "/cur")
+    for p in pids:
+        f = d + "/real/st/" + p + ".json"
+        if not os.path.exists(f):
+            open(f, "w").write("{\"pid\":%s,\"starttime\":1,\"state\":\"running\"}" % p)
+' "$ad" "$vroot" "${sleepers[@]}" &
+flipper=$!
+for _ in $(seq 30); do "$CUDANAP" status --no-query > /dev/null 2>&1; done
+"$CUDANAP" metrics > /dev/null 2>&1
+kill "$flipper"
+wait "$flipper" 2> /dev/null
+left=$(ls "$vroot/st" | wc -l)
+is "$left" 5 "30 root status runs and a metrics while the attacker flips a link: the victim's 5 files all there"
+kill "$ap" "${sleepers[@]}"
+
+# a stale file of the victim's own (a process gone) in a directory root visits for the victim is
+# removed; one root made there is left alone (not the directory owner's)
+"${AS_V[@]}" mkdir -m 700 "$T/pub/v2"
+"${AS_V[@]}" LD_PRELOAD="$lib" CUDANAP_STATUS_DIR="$T/pub/v2" /bin/sleep 300 &
+vp=$!
+eventually 20 test -e "$T/pub/v2/$vp.json"
+"${AS_V[@]}" /bin/true &
+gone=$!
+wait "$gone"
+"${AS_V[@]}" sh -c 'printf "{\"pid\":%d,\"starttime\":5,\"state\":\"running\"}" "$2" > "$1/$2.json"' _ "$T/pub/v2" "$gone"
+printf '{"pid":%d,"starttime":5,"state":"running"}' 2 > "$T/pub/v2/2.json"
+"$CUDANAP" status --no-query > /dev/null 2>&1
+check "root's status removes the victim's stale file of a process gone, in the victim's directory" \
+	test ! -e "$T/pub/v2/$gone.json"
+check "and leaves the victim's living process's file, and a stale one not the directory owner's" \
+	test -e "$T/pub/v2/$vp.json" -a -e "$T/pub/v2/2.json"
+
+# -- 3. twenty decoys with status directories of their own hide no one from root
+decoys=()
+for i in $(seq 20); do
+	"${AS_A[@]}" mkdir -m 700 "$T/pub/dec$i"
+	"${AS_A[@]}" LD_PRELOAD="$lib" CUDANAP_STATUS_DIR="$T/pub/dec$i" /bin/sleep 300 &
+	decoys+=($!)
+done
+"${AS_V[@]}" mkdir -m 700 "$T/pub/v3"
+"${AS_V[@]}" LD_PRELOAD="$lib" CUDANAP_STATUS_DIR="$T/pub/v3" /bin/sleep 300 &
+vq=$!
+eventually 20 test -e "$T/pub/v3/$vq.json"
+eventually 20 test -e "$T/pub/dec20/${decoys[19]}.json"
+table=$("$CUDANAP" status --no-query 2>&1)
+like "$table" $'\n'"$vq " "root's status shows the victim's process beside 20 decoys"
+like "$table" $'\n'"${decoys[0]} " "and the decoys (a decoy costs its maker a process)"
+like "$("$CUDANAP" metrics 2>&1)" "pid=\"$vq\"" "root's metrics too"
+"${AS_A[@]}" env CUDANAP_LIBCUDA=libcudanap.so /bin/sleep 300 &
+fake=$!
+eventually 20 test -e "/proc/$fake/environ"
+"$CUDANAP" status --no-query --json > "$T/all.json" 2>&1
+check "a process with libcudanap only in its environment is not taken for one preloaded" \
+	test -z "$(grep -o "\"pid\":$fake," "$T/all.json")"
+kill "${decoys[@]}" "$fake"
+
+# -- 5. a number no status file may hold: the file is not believed, root's JSON stays JSON
+for bad in nan inf 1e308 -Infinity; do
+	"${AS_V[@]}" sh -c 'printf "{\"pid\":%d,\"starttime\":%s,\"state\":\"running\",\"lock_ms\":%s}" "$1" "$2" "$4" > "$3/.x" && mv "$3/.x" "$3/$1.json"' \
+		_ "$vq" "$(awk '{ print $22 }' "/proc/$vq/stat")" "$T/pub/v3" "$bad"
+	json=$("$CUDANAP" status --no-query --json 2>&1)
+	check "lock_ms $bad: root's status --json is valid JSON" json_ok <<< "$json"
+	check "and the file is not believed" test -z "$(grep -o "\"pid\":$vq," <<< "$json")"
+	check "root's metrics print no nan or inf" test -z "$("$CUDANAP" metrics 2>&1 | grep -i -E ' [-+]?(nan|inf)')"
+done
+kill "$vp" "$vq"
+finish
