@@ -87,6 +87,9 @@ struct cn_config {
 	 * turned off (and off after the resume, where the driver cannot give it back), instead of
 	 * refused. */
 	bool peer_off;
+	/* [memory] own: large device memory served by cudanap in pieces the driver restores
+	 * (preload/cuda/owned.c); auto: in a process that sees more than one GPU. */
+	enum cn_own { CN_OWN_AUTO, CN_OWN_ALWAYS, CN_OWN_NEVER } own;
 };
 
 /* Defaults for every key; the status dir from the environment (cn_dirs_status_default). */

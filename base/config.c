@@ -394,6 +394,19 @@ static int k_peer_mode(struct cn_config *c, const char *v, char *why, size_t len
 	return -EINVAL;
 }
 
+static int k_memory_own(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	static const char *const words[] = { "auto", "always", "never" };
+
+	for (int i = 0; i < 3; i++)
+		if (strcasecmp(v, words[i]) == 0) {
+			c->own = (enum cn_own)i;
+			return 0;
+		}
+	snprintf(why, len, "'%s' is not auto, always or never", v);
+	return -EINVAL;
+}
+
 static const struct {
 	const char *section, *key;
 	key_parser parse; /* NULL: a true/false key, stored at offset */
@@ -437,6 +450,7 @@ static const struct {
 	{ "nap", "make_room", NULL, offsetof(struct cn_config, nap_make_room) },
 	{ "nap", "min_idle_s", k_nap_min_idle, 0 },
 	{ "peer", "mode", k_peer_mode, 0 },
+	{ "memory", "own", k_memory_own, 0 },
 };
 #define N_KEYS (sizeof(key_table) / sizeof(key_table[0]))
 _Static_assert(N_KEYS <= 64, "one bit per key in load_ctx.seen");

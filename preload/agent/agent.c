@@ -23,6 +23,7 @@
 #include "log.h"
 #include "nap.h"
 #include "nccl.h"
+#include "owned.h"
 #include "room.h"
 #include "prepare.h"
 #include "query.h"
@@ -200,6 +201,7 @@ int cn_agent_start(const struct cn_config *cfg)
 {
 	cn_ag.cfg = *cfg;
 	cn_room_config();
+	cn_owned_config(cfg->own);
 	cn_wrap_on_oom(cn_room_oom, cn_room_done);
 	cn_ag.thp = cn_staging_thp_available();
 	reset();

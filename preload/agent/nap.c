@@ -53,6 +53,7 @@ static struct {
 	bool napping;	    /* asleep by a nap: a call that needs the GPU wakes it */
 	double try_ms; /* when the last wake began: a failed one is tried again ROOM_WAIT_MS on */
 	bool retry;    /* a wake that failed: tried again */
+	bool stuck;    /* a wake failed, not for room: tried again only when asked */
 	bool refusal_said; /* the reason it is not napped was logged */
 	bool room_said;	   /* make_room's failure for this wake was logged */
 } nap = { .backoff = 1 };
@@ -93,7 +94,7 @@ int cn_nap_timeout_ms(void)
 	int tick = s ? (int)(s * 1000 / 4) : watched() ? 250 : -1;
 
 	if (nap.napping)
-		return nap.retry ? retry_in() : -1;
+		return nap.retry && !nap.stuck ? retry_in() : -1;
 	if (tick < 0)
 		return -1;
 	return tick < 100 ? 100 : tick > 1000 ? 1000 : tick;
@@ -220,7 +221,7 @@ void cn_nap_tick(void)
 	double was;
 
 	if (nap.napping) {
-		if (nap.retry && retry_in() == 0)
+		if (nap.retry && !nap.stuck && retry_in() == 0)
 			cn_nap_wake();
 		return;
 	}
@@ -354,9 +355,18 @@ void cn_nap_wake(void)
 	else
 		say(o.result == CN_RES_BESIDE ? CN_NAP_BESIDE : CN_NAP_WAITING, cn_ag.st.message);
 	cn_report_write();
-	if (!nap.retry) /* said once */
+	/* A restore that failed for another reason than room is not tried again on a clock: one the
+	 * driver did not roll back fails every time after (docs/DRIVER.md). Said once; the next
+	 * call that needs the GPU, or a resume, tries again. */
+	if (!room && !nap.stuck)
+		cn_log(&cn_ag.cfg, CN_LOG_ERROR,
+		       "its wake failed: %s; the calls that need the GPU wait, and it is tried "
+		       "again only at the next one or at cudanap resume",
+		       why);
+	else if (room && !nap.retry)
 		cn_log(&cn_ag.cfg, CN_LOG_INFO,
 		       "a call waits for the GPU: %s; room checked every 100 ms", why);
+	nap.stuck = !room;
 	nap.retry = true;
 }
 
@@ -367,7 +377,7 @@ void cn_nap_woken(double asked)
 
 	if (!nap.napping)
 		return;
-	nap.napping = nap.idle = nap.retry = false;
+	nap.napping = nap.idle = nap.retry = nap.stuck = false;
 	nap.active_ms = now;
 	cn_ag.st.idle_since[0] = '\0';
 	cn_ag.st.wakes++;

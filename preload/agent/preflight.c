@@ -17,6 +17,7 @@
 #include "cn_ncclenv.h"
 #include "ipc.h"
 #include "managed.h"
+#include "owned.h"
 #include "peers.h"
 #include "requests.h"
 #include "state.h"
@@ -165,21 +166,26 @@ int cn_preflight_suspend(const struct cn_config *c, const struct cn_nccl_facts *
 
 int cn_preflight_peers(const struct cn_config *c, char *why, size_t len)
 {
-	char peers[300], large[200];
+	char what[600];
 	struct cn_resp r;
+	int kind;
 
-	if (c->peer_off || !cn_peers_unrestorable(large, sizeof(large)))
-		return 0;
 	/* The GPUs by the machine's numbers, as everything else of cudanap names them. */
 	if (!cn_ag.n_gpus && cn_requests_call(CN_OP_QUERY, &r) == 0)
 		cn_state_machine(&r);
-	cn_peers_describe((const unsigned char(*)[16])cn_ag.gpus, (int)cn_ag.n_gpus, peers,
-			  sizeof(peers));
-	snprintf(why, len,
-		 "refusing to suspend a process with peer access between its GPUs (%s) and an "
-		 "allocation over 256 MiB (%s): the driver cannot restore it; [peer] mode = off "
-		 "suspends it with that access turned off",
-		 peers, large);
+	kind = cn_peers_unrestorable((const unsigned char(*)[16])cn_ag.gpus, (int)cn_ag.n_gpus,
+				     c->peer_off, what, sizeof(what));
+	if (!kind)
+		return 0;
+	snprintf(why, len, "refusing to suspend a process with %s; %s", what,
+		 kind == CN_PEERS_POOL	 ? "free its memory or take the access back first"
+		 : c->own == CN_OWN_NEVER ? kind == CN_PEERS_LARGE
+						    ? "[memory] own = auto owns such memory, "
+						      "[peer] mode = off turns the access off"
+						    : "[memory] own = auto owns such memory"
+		 : kind == CN_PEERS_LARGE ? "[peer] mode = off suspends it with that access "
+					    "turned off"
+					  : "it is memory to export, which cudanap does not own");
 	return -1;
 }
 

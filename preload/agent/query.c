@@ -206,9 +206,8 @@ void cn_query(void)
 		return;
 	}
 	cn_state_machine(&r);
-	cn_peers_describe((const unsigned char(*)[16])cn_ag.gpus, (int)cn_ag.n_gpus, st->peer,
-			  sizeof(st->peer));
-	if (cn_ag.cfg.peer_off && cn_peers_unrestorable(why, sizeof(why)) > 0)
+	cn_report_shared(st);
+	if (cn_ag.cfg.peer_off && cn_peers_large(why, sizeof(why)) > 0)
 		snprintf(st->peer + strlen(st->peer), sizeof(st->peer) - strlen(st->peer),
 			 " (a suspend turns it off, and it stays off after the resume: [peer] mode "
 			 "= "

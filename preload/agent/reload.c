@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "report.h"
+#include "owned.h"
 #include "room.h"
 #include "state.h"
 
@@ -26,6 +27,7 @@ bool cn_reload_quietly(char *err, size_t len)
 	memcpy(fresh.status_dir, cn_ag.cfg.status_dir, sizeof(fresh.status_dir));
 	cn_ag.cfg = fresh;
 	cn_room_config();
+	cn_owned_config(fresh.own);
 	return true;
 }
 

@@ -22,9 +22,23 @@
 #include "hooks.h"
 #include "log.h"
 #include "nccl.h"
+#include "owned.h"
 #include "peers.h"
 #include "staging.h"
 #include "state.h"
+
+
+void cn_report_shared(struct cn_status *st)
+{
+	size_t o;
+
+	cn_peers_describe((const unsigned char(*)[16])cn_ag.gpus, (int)cn_ag.n_gpus, st->peer,
+			  sizeof(st->peer));
+	o = strlen(st->peer);
+	if (o + 3 < sizeof(st->peer) &&
+	    cn_owned_describe(st->peer + o + (o ? 2 : 0), sizeof(st->peer) - o - 2) && o)
+		memcpy(st->peer + o, "; ", 2);
+}
 
 static pthread_mutex_t publishing; /* a status write and the removal at exit exclude each other */
 static double t_begin;		   /* CLOCK_MONOTONIC ms when the action began */
@@ -276,8 +290,7 @@ static struct cn_outcome finish(const struct cn_resp *r, const char *message, bo
 	st->seq++;
 	count_release(st);
 	cn_nccl_describe(st);
-	cn_peers_describe((const unsigned char(*)[16])cn_ag.gpus, (int)cn_ag.n_gpus, st->peer,
-			  sizeof(st->peer));
+	cn_report_shared(st);
 	st->result = o.result;
 	snprintf(st->result_name, sizeof(st->result_name), "%s", o.result > 0 ? r->name : "");
 	snprintf(st->message, sizeof(st->message), "%s", message);

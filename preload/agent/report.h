@@ -52,4 +52,8 @@ void cn_report_exit(void);
 /* The same from _exit(), which may be called anywhere, a signal handler included: unlink only. */
 void cn_report_exit_now(void);
 
+/* The status's peer field: the access the process's GPUs have to each other's memory, then what
+ * cudanap owns of it (cuda/peers.c, cuda/owned.c). */
+void cn_report_shared(struct cn_status *st);
+
 #endif

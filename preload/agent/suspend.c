@@ -215,7 +215,7 @@ static int peers(struct cn_resp *r, char *msg, size_t len)
 		r->result = CN_RES_REFUSED;
 		return -1;
 	}
-	if (!cn_peers_unrestorable(why, sizeof(why)))
+	if (!cn_peers_large(why, sizeof(why)))
 		return 0;
 	cn_peers_describe((const unsigned char(*)[16])cn_ag.gpus, (int)cn_ag.n_gpus, which,
 			  sizeof(which));

@@ -53,6 +53,7 @@ enum cn_kind {
 	CN_KIND_POOL_ACCESS, /* a pool's memory to other GPUs (cuMemPoolSetAccess): noted */
 	CN_KIND_ROOM,	     /* a context or cuMemCreate: out of memory, room is made (as ALLOC) */
 	CN_KIND_QUERY,	     /* an event's or a stream's query: when its work was not done, noted */
+	CN_KIND_OWNED,	     /* asks about memory (a range, a handle): answered for owned memory */
 };
 
 /* How the app first got a function: the debug line of a suspend says which paths it used. */
@@ -124,8 +125,12 @@ void *cn_lookup_wrap(void *fn, const char *name, int how);
 
 /* The frees (CN_KIND_FREE) take the slow path out while someone watches them (who: CN_WATCH_*),
  * and only then. */
-enum { CN_WATCH_MANAGED = 1, CN_WATCH_LARGE = 2 };
+enum { CN_WATCH_MANAGED = 1, CN_WATCH_LARGE = 2, CN_WATCH_OWNED = 4 };
 void cn_lookup_watch_frees(unsigned who, bool want);
+
+/* The calls of CN_KIND_OWNED take the slow path while someone watches them (who: CN_WATCH_OWNED,
+ * memory cudanap owns; CN_WATCH_LARGE, a large mapping another GPU may access), only then. */
+void cn_lookup_watch_owned(unsigned who, bool want);
 
 /* cuGetExportTable handed out the table with this UUID (16 bytes): noted, for the debug line. */
 void cn_lookup_note_export(const void *uuid);

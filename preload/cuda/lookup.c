@@ -81,6 +81,14 @@ static const struct {
 	{ "cuDevicePrimaryCtxRetain", CN_KIND_ROOM },
 	{ "cuEventQuery", CN_KIND_QUERY },
 	{ "cuStreamQuery", CN_KIND_QUERY },
+	{ "cuMemMap", CN_KIND_OWNED },
+	{ "cuMemUnmap", CN_KIND_OWNED },
+	{ "cuMemRelease", CN_KIND_OWNED },
+	{ "cuMemGetAllocationPropertiesFromHandle", CN_KIND_OWNED },
+	{ "cuMemExportToShareableHandle", CN_KIND_OWNED },
+	{ "cuMemGetAddressRange", CN_KIND_OWNED },
+	{ "cuPointerGetAttribute", CN_KIND_OWNED },
+	{ "cuIpcGetMemHandle", CN_KIND_OWNED },
 };
 
 /* Calls that do not work the GPU, for the naps' idleness: queries, getters, context switches. */
@@ -105,7 +113,7 @@ static uint8_t kind_of(const char *name)
 	return CN_KIND_PLAIN;
 }
 
-static bool watching_frees;
+static bool watching_frees, watching_owned;
 static unsigned free_watchers; /* CN_WATCH_* */
 
 /* The flags of an entry, set before its function is published (and for the frees, again when
@@ -115,7 +123,8 @@ static void classify(struct cn_fn *e)
 	e->kind = kind_of(e->name);
 	e->work = !quiet(e->name);
 	e->counted = cn_lookup_counting || !e->known;
-	e->after = e->kind != CN_KIND_PLAIN && (e->kind != CN_KIND_FREE || watching_frees);
+	e->after = e->kind != CN_KIND_PLAIN && (e->kind != CN_KIND_FREE || watching_frees) &&
+		   (e->kind != CN_KIND_OWNED || watching_owned);
 	/* A query's after looks at its answer alone, which the fast path keeps too. */
 	e->slow = e->counted || (e->after && e->kind != CN_KIND_QUERY);
 }
@@ -182,6 +191,38 @@ void cn_lookup_watch_frees(unsigned who, bool want)
 			struct cn_fn *e = &cn_fns[i];
 
 			if (e->kind != CN_KIND_FREE)
+				continue;
+			if (on) {
+				__atomic_store_n(&e->slow, true, __ATOMIC_RELEASE);
+				__atomic_store_n(&e->after, true, __ATOMIC_RELEASE);
+			} else {
+				__atomic_store_n(&e->after, false, __ATOMIC_RELEASE);
+				__atomic_store_n(&e->slow, e->counted, __ATOMIC_RELEASE);
+			}
+		}
+	}
+	pthread_mutex_unlock(&mu);
+}
+
+/* As the frees: slow on before after, off after it. A call that passed on the fast path just then
+ * goes to the driver: a question about owned memory while the first allocation is being made. */
+void cn_lookup_watch_owned(unsigned who, bool want)
+{
+	static unsigned watchers;
+	bool on;
+
+	if (who == CN_WATCH_OWNED)
+		cn_lookup_watch_frees(CN_WATCH_OWNED, want);
+	pthread_once(&once, init);
+	pthread_mutex_lock(&mu);
+	watchers = want ? watchers | who : watchers & ~who;
+	on = watchers != 0;
+	if (watching_owned != on) {
+		watching_owned = on;
+		for (unsigned i = 0; i < CN_FNS_KNOWN + n_spare; i++) {
+			struct cn_fn *e = &cn_fns[i];
+
+			if (e->kind != CN_KIND_OWNED)
 				continue;
 			if (on) {
 				__atomic_store_n(&e->slow, true, __ATOMIC_RELEASE);

@@ -67,6 +67,16 @@ static struct {
 } large[MAX_LARGE];
 static int n_large, n_large_lost; /* lost: more than MAX_LARGE, never forgotten */
 static char large_who[160];
+/* The mappings over the line another GPU may access: the first GPU (dev[0]) may access the
+ * other's (dev[1]) memory there. */
+struct mapping {
+	uint64_t base, bytes;
+	int dev[2];
+	unsigned char uuid[2][16];
+	char who[120];
+};
+static struct mapping mapped[MAX_LARGE];
+static int n_mapped;
 
 typedef CUresult (*fn_ptr)(void *);
 typedef CUresult (*enable_fn)(void *, unsigned);
@@ -138,7 +148,7 @@ static int find(void *from, void *to)
 	return -1;
 }
 
-void cn_peers_enable(void *peer, const void *caller, uint64_t *result)
+bool cn_peers_enable(void *peer, const void *caller, uint64_t *result, int dev[2])
 {
 	struct pair p = { .to = peer };
 	char obj[96];
@@ -146,10 +156,10 @@ void cn_peers_enable(void *peer, const void *caller, uint64_t *result)
 
 	if (atomic_load(&restored) && *result == CUDA_ERROR_INVALID_HANDLE) {
 		*result = CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
-		return;
+		return false;
 	}
 	if (*result != CUDA_SUCCESS && *result != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
-		return;
+		return false;
 	p.from = current(&p.dev[0]);
 	p.dev[1] = device_of(peer);
 	uuid_of(p.dev[0], p.uuid[0]);
@@ -163,21 +173,26 @@ void cn_peers_enable(void *peer, const void *caller, uint64_t *result)
 	else if (n_pairs < MAX_PAIRS)
 		pairs[n_pairs++] = p;
 	pthread_mutex_unlock(&lock);
+	dev[0] = p.dev[0];
+	dev[1] = p.dev[1];
+	return true;
 }
 
-void cn_peers_disable(void *peer, uint64_t *result)
+bool cn_peers_disable(void *peer, uint64_t *result, int dev[2])
 {
-	int dev, i;
+	int i;
 	void *from;
 
 	if (*result != CUDA_SUCCESS && *result != CUDA_ERROR_PEER_ACCESS_NOT_ENABLED)
-		return;
-	from = current(&dev);
+		return false;
+	from = current(&dev[0]);
+	dev[1] = device_of(peer);
 	pthread_mutex_lock(&lock);
 	i = find(from, peer);
 	if (i >= 0)
 		pairs[i] = pairs[--n_pairs];
 	pthread_mutex_unlock(&lock);
+	return true;
 }
 
 void cn_peers_can(int *can, int dev, int peer, uint64_t *result)
@@ -199,6 +214,10 @@ void cn_peers_alloc(const char *name, const uint64_t *args, const void *caller)
 	uint64_t ptr, bytes;
 	char obj[96];
 
+	/* A pool's memory is reached by the access the pool grants, not by peer access: a pool's
+	 * allocation over the line restores (docs/DRIVER.md); its grants are looked at instead. */
+	if (strstr(name, "Async"))
+		return;
 	if (strncmp(name, "cuMemAllocPitch", 15) == 0) {
 		ptr = *(const uint64_t *)args[0];
 		bytes = *(const uint64_t *)args[1] * args[3];
@@ -242,6 +261,7 @@ void cn_peers_free(uint64_t ptr)
 		cn_lookup_watch_frees(CN_WATCH_LARGE, false);
 }
 
+
 /* A grant of memory of owner's to each device of descs that is not owner. */
 static void grant(int owner, const void *descs, size_t n, bool pool, const void *caller)
 {
@@ -253,9 +273,15 @@ static void grant(int owner, const void *descs, size_t n, bool pool, const void 
 	for (size_t k = 0; d && k < n; k++) {
 		bool seen = false;
 
-		if (d[k].location.type != CU_MEM_LOCATION_TYPE_DEVICE || !d[k].flags ||
-		    d[k].location.id == owner)
+		if (d[k].location.type != CU_MEM_LOCATION_TYPE_DEVICE || d[k].location.id == owner)
 			continue;
+		if (!d[k].flags) { /* taken back */
+			for (int i = 0; i < n_grants; i++)
+				if (grants[i].dev[1] == owner && grants[i].dev[0] == d[k].location.id &&
+				    grants[i].pool == pool)
+					grants[i--] = grants[--n_grants];
+			continue;
+		}
 		for (int i = 0; i < n_grants; i++)
 			seen |= grants[i].dev[1] == owner && grants[i].dev[0] == d[k].location.id &&
 				grants[i].pool == pool;
@@ -292,10 +318,83 @@ static int owner_of(uint64_t ptr)
 	return owner;
 }
 
-void cn_peers_map(uint64_t ptr, const void *descs, size_t n, const void *caller, uint64_t *result)
+/* Whether descs give a device other than owner access. */
+static int other_device(int owner, const void *descs, size_t n)
 {
-	if (*result == CUDA_SUCCESS)
-		grant(owner_of(ptr), descs, n, false, caller);
+	const CUmemAccessDesc *d = descs;
+
+	for (size_t k = 0; d && k < n; k++)
+		if (d[k].location.type == CU_MEM_LOCATION_TYPE_DEVICE && d[k].flags &&
+		    d[k].location.id != owner)
+			return d[k].location.id;
+	return -1;
+}
+
+/* Each mapping in [ptr, ptr + size) over the line that descs give another GPU access to is
+ * noted: the driver cannot restore it (docs/DRIVER.md, One process on several GPUs). */
+static void note_mapped(uint64_t ptr, uint64_t size, const void *descs, size_t n,
+			const void *caller)
+{
+	CUresult (*range)(uint64_t *, size_t *, uint64_t) = drv(CN_FN_IDX_cuMemGetAddressRange_v2);
+	uint64_t at = ptr;
+
+	while (range && at < ptr + size) {
+		uint64_t base = 0;
+		size_t bytes = 0;
+		int owner, to;
+
+		if (range(&base, &bytes, at) != CUDA_SUCCESS || !bytes || base + bytes <= at)
+			break;
+		owner = owner_of(base);
+		to = other_device(owner, descs, n);
+		if (bytes > LARGE && owner >= 0 && to >= 0) {
+			char obj[96];
+			int i;
+
+			cn_lookup_object(caller, obj, sizeof(obj));
+			pthread_mutex_lock(&lock);
+			for (i = 0; i < n_mapped && mapped[i].base != base; i++)
+				;
+			if (i == n_mapped && n_mapped < MAX_LARGE) {
+				mapped[n_mapped] = (struct mapping){ .base = base,
+								     .bytes = bytes,
+								     .dev = { to, owner } };
+				uuid_of(to, mapped[n_mapped].uuid[0]);
+				uuid_of(owner, mapped[n_mapped].uuid[1]);
+				snprintf(mapped[n_mapped++].who, sizeof(mapped[0].who),
+					 "%llu MiB of cuMemCreate's in %s",
+					 (unsigned long long)(bytes >> 20), obj);
+			}
+			pthread_mutex_unlock(&lock);
+			cn_lookup_watch_owned(CN_WATCH_LARGE, true);
+		}
+		at = base + bytes;
+	}
+}
+
+void cn_peers_map(uint64_t ptr, uint64_t size, const void *descs, size_t n, const void *caller,
+		  uint64_t *result)
+{
+	if (*result != CUDA_SUCCESS)
+		return;
+	grant(owner_of(ptr), descs, n, false, caller);
+	note_mapped(ptr, size, descs, n, caller);
+}
+
+void cn_peers_unmap(uint64_t ptr, uint64_t size)
+{
+	bool none;
+
+	pthread_mutex_lock(&lock);
+	for (int i = 0; i < n_mapped;)
+		if (mapped[i].base >= ptr && mapped[i].base < ptr + size)
+			mapped[i] = mapped[--n_mapped];
+		else
+			i++;
+	none = !n_mapped;
+	pthread_mutex_unlock(&lock);
+	if (none)
+		cn_lookup_watch_owned(CN_WATCH_LARGE, false);
 }
 
 void cn_peers_pool(const void *descs, size_t n, const void *caller, uint64_t *result)
@@ -321,7 +420,7 @@ int cn_peers_dropped(void)
 	return n;
 }
 
-int cn_peers_unrestorable(char *why, size_t len)
+int cn_peers_large(char *why, size_t len)
 {
 	int n;
 
@@ -385,6 +484,46 @@ static size_t directions(bool dropped, const char *head, const unsigned char (*g
 	if (who && o + 1 < len)
 		o += (size_t)snprintf(out + o, len - o, " by %s", who);
 	return o < len ? o : len - 1;
+}
+
+int cn_peers_unrestorable(const unsigned char (*gpus)[16], int n, bool peer_off, char *why,
+			  size_t len)
+{
+	char dirs[300], first[200];
+	size_t o = 0;
+
+	if (!peer_off && cn_peers_large(first, sizeof(first))) {
+		cn_peers_describe(gpus, n, dirs, sizeof(dirs));
+		snprintf(why, len,
+			 "peer access between its GPUs (%s) and an allocation over 256 MiB (%s): "
+			 "the driver cannot restore it",
+			 dirs, first);
+		return CN_PEERS_LARGE;
+	}
+	pthread_mutex_lock(&lock);
+	if (n_mapped) {
+		o = (size_t)snprintf(why, len, "an allocation over 256 MiB mapped to another GPU (");
+		/* "GPU 1->0: 16804 MiB of cuMemCreate's in xla_cuda_plugin.so" */
+		o += direction(mapped[0].uuid, mapped[0].dev, gpus, n, why + o, len - o);
+		snprintf(why + o, len - o, ": %s%s): the driver cannot restore it", mapped[0].who,
+			 n_mapped > 1 ? ", and more" : "");
+		pthread_mutex_unlock(&lock);
+		return CN_PEERS_MAPPED;
+	}
+	for (int i = 0; i < n_grants; i++) {
+		if (!grants[i].pool)
+			continue;
+		o = (size_t)snprintf(why, len, "a memory pool another GPU may access (");
+		o += direction(grants[i].uuid, grants[i].dev, gpus, n, why + o, len - o);
+		snprintf(why + o, len - o,
+			 " by %s): the driver restores the pool without that access, and that "
+			 "GPU's next use of it faults",
+			 grants[i].who);
+		pthread_mutex_unlock(&lock);
+		return CN_PEERS_POOL;
+	}
+	pthread_mutex_unlock(&lock);
+	return 0;
 }
 
 void cn_peers_describe(const unsigned char (*gpus)[16], int n, char *out, size_t len)
@@ -499,12 +638,15 @@ void cn_peers_moved(const unsigned char (*was)[16], const unsigned char (*now)[1
 	for (int i = 0; i < n_grants; i++)
 		for (int j = 0; j < 2; j++)
 			relocate(grants[i].uuid[j], was, now, n);
+	for (int i = 0; i < n_mapped; i++)
+		for (int j = 0; j < 2; j++)
+			relocate(mapped[i].uuid[j], was, now, n);
 	pthread_mutex_unlock(&lock);
 }
 
 void cn_peers_after_fork(void)
 {
 	pthread_mutex_init(&lock, NULL);
-	n_pairs = n_grants = n_large = n_large_lost = 0;
+	n_pairs = n_grants = n_large = n_large_lost = n_mapped = 0;
 	atomic_store(&restored, false);
 }

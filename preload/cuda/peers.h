@@ -9,18 +9,22 @@
 /* ---- at the gate, in the app's threads, after the call (wrap.c); result is the call's, which
  * may be changed ---- */
 
-/* cuCtxEnablePeerAccess(peer, flags) and cuCtxDisablePeerAccess(peer), from caller. */
-void cn_peers_enable(void *peer, const void *caller, uint64_t *result);
-void cn_peers_disable(void *peer, uint64_t *result);
-/* Device memory allocated by name (cuMemAlloc*, cuMemAllocPitch*, cuMemAllocAsync*,
- * cuMemAllocFromPoolAsync*: its arguments), and any freed (cuMemFree*). */
+/* cuCtxEnablePeerAccess(peer, flags) and cuCtxDisablePeerAccess(peer), from caller: true when
+ * the access is on (off) now, with dev[0] the current context's device and dev[1] peer's. */
+bool cn_peers_enable(void *peer, const void *caller, uint64_t *result, int dev[2]);
+bool cn_peers_disable(void *peer, uint64_t *result, int dev[2]);
+/* Device memory allocated by name (cuMemAlloc*, cuMemAllocPitch*; a pool's allocations are
+ * not looked at: its arguments), and any freed (cuMemFree*). */
 void cn_peers_alloc(const char *name, const uint64_t *args, const void *caller);
 void cn_peers_free(uint64_t ptr);
 /* cuDeviceCanAccessPeer(can, dev, peer). */
 void cn_peers_can(int *can, int dev, int peer, uint64_t *result);
-/* cuMemSetAccess(ptr, size, descs, n) and cuMemPoolSetAccess(pool, descs, n), from caller. */
-void cn_peers_map(uint64_t ptr, const void *descs, size_t n, const void *caller, uint64_t *result);
+/* cuMemSetAccess(ptr, size, descs, n) and cuMemPoolSetAccess(pool, descs, n), from caller; and
+ * cuMemUnmap(ptr, size), done. */
+void cn_peers_map(uint64_t ptr, uint64_t size, const void *descs, size_t n, const void *caller,
+		  uint64_t *result);
 void cn_peers_pool(const void *descs, size_t n, const void *caller, uint64_t *result);
+void cn_peers_unmap(uint64_t ptr, uint64_t size);
 
 /* ---- for the agent ---- */
 
@@ -31,10 +35,19 @@ int cn_peers_held(void);
 /* The directions a suspend turned off, not on again yet. */
 int cn_peers_dropped(void);
 
-/* Whether the driver could not restore the process now: peer access on, and an allocation that
- * large (its count; 0: it could). why: the first such allocation ("512 MiB by cuMemAlloc_v2 in
- * libc10_cuda.so"). */
-int cn_peers_unrestorable(char *why, size_t len);
+/* Peer access on and an allocation of cuMemAlloc's over the line held (its count; 0: none, or no
+ * access on). why: the first such allocation ("512 MiB by cuMemAlloc_v2 in libc10_cuda.so"). */
+int cn_peers_large(char *why, size_t len);
+
+/* What the driver could not restore now, of the memory the process's GPUs share (docs/DRIVER.md,
+ * One process on several GPUs): CN_PEERS_LARGE (the above; not counted with peer_off: a suspend
+ * turns the access off), CN_PEERS_MAPPED (a mapping of cuMemCreate's over the line another GPU
+ * may access), CN_PEERS_POOL (a pool another GPU may access, restored without that access); 0
+ * when none. why: the first, in words, its GPUs by their index among gpus as
+ * cn_peers_describe names them. */
+enum { CN_PEERS_LARGE = 1, CN_PEERS_MAPPED, CN_PEERS_POOL };
+int cn_peers_unrestorable(const unsigned char (*gpus)[16], int n, bool peer_off, char *why,
+			  size_t len);
 
 /* "GPU 0->1, GPU 1->0 by cuCtxEnablePeerAccess in libc10_cuda.so" for the live directions (0->1:
  * GPU 0 may access GPU 1's memory), then "; off since the resume: ..." for those a suspend turned

@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "answers.h"
 #include "clock.h"
@@ -22,6 +23,7 @@
 #include "gate.h"
 #include "ipc.h"
 #include "managed.h"
+#include "owned.h"
 #include "peers.h"
 
 /* What the trampoline keeps on its stack during a call (stubs.S knows these offsets). */
@@ -62,6 +64,13 @@ static CUresult missing(void)
 	return 500;
 }
 
+/* The kinds whose calls owned.c may serve. */
+static bool routed(const struct cn_fn *e)
+{
+	return e->kind == CN_KIND_ALLOC || e->kind == CN_KIND_FREE || e->kind == CN_KIND_ROOM ||
+	       e->kind == CN_KIND_OWNED;
+}
+
 __attribute__((visibility("hidden"))) struct cn_wrap_call
 cn_wrap_enter_slow(unsigned idx, const struct cn_frame *f);
 struct cn_wrap_call cn_wrap_enter_slow(unsigned idx, const struct cn_frame *f)
@@ -95,6 +104,9 @@ struct cn_wrap_call cn_wrap_enter_slow(unsigned idx, const struct cn_frame *f)
 	}
 	if (!real)
 		return (struct cn_wrap_call){ (void *)missing, 0 };
+	/* Memory cudanap owns, or is to own, is served in the driver's place (owned.c). */
+	if (routed(e) && !passes(f) && (answer = cn_owned_route(real)))
+		return (struct cn_wrap_call){ answer, e->words };
 	return (struct cn_wrap_call){ real, e->words };
 }
 
@@ -154,6 +166,7 @@ void cn_wrap_after(unsigned idx, struct cn_frame *f)
 {
 	const struct cn_fn *e = &cn_fns[idx];
 	bool ok = (CUresult)f->ret[0] == CUDA_SUCCESS;
+	int dev[2];
 
 	if ((e->kind == CN_KIND_ALLOC || e->kind == CN_KIND_ROOM) &&
 	    (CUresult)f->ret[0] == CUDA_ERROR_OUT_OF_MEMORY && retry_oom(idx, f))
@@ -186,7 +199,7 @@ void cn_wrap_after(unsigned idx, struct cn_frame *f)
 		}
 		break;
 	case CN_KIND_ALLOC:
-		if (ok && f->gp[0])
+		if (ok && f->gp[0] && !cn_owned_has(*(const uint64_t *)f->gp[0]))
 			cn_peers_alloc(e->name, f->gp, f->caller);
 		break;
 	case CN_KIND_CAPTURE:
@@ -195,16 +208,19 @@ void cn_wrap_after(unsigned idx, struct cn_frame *f)
 			cn_answers_capture(e->kind == CN_KIND_CAPTURE ? 1 : -1);
 		break;
 	case CN_KIND_PEER_ON:
-		cn_peers_enable((void *)f->gp[0], f->caller, &f->ret[0]);
+		if (cn_peers_enable((void *)f->gp[0], f->caller, &f->ret[0], dev))
+			cn_owned_peer(dev[0], dev[1], true);
 		break;
 	case CN_KIND_PEER_OFF:
-		cn_peers_disable((void *)f->gp[0], &f->ret[0]);
+		if (cn_peers_disable((void *)f->gp[0], &f->ret[0], dev))
+			cn_owned_peer(dev[0], dev[1], false);
 		break;
 	case CN_KIND_PEER_CAN:
 		cn_peers_can((int *)f->gp[0], (int)f->gp[1], (int)f->gp[2], &f->ret[0]);
 		break;
 	case CN_KIND_MAP_ACCESS:
-		cn_peers_map(f->gp[0], (const void *)f->gp[2], f->gp[3], f->caller, &f->ret[0]);
+		cn_peers_map(f->gp[0], f->gp[1], (const void *)f->gp[2], f->gp[3], f->caller,
+			     &f->ret[0]);
 		break;
 	case CN_KIND_POOL_ACCESS:
 		cn_peers_pool((const void *)f->gp[1], f->gp[2], f->caller, &f->ret[0]);
@@ -214,6 +230,10 @@ void cn_wrap_after(unsigned idx, struct cn_frame *f)
 	case CN_KIND_QUERY:
 		if ((CUresult)f->ret[0] == CUDA_ERROR_NOT_READY)
 			atomic_store(&busy_us, (long long)(cn_clock_ms() * 1000));
+		break;
+	case CN_KIND_OWNED: /* only served (cn_owned_route), or a large mapping noted */
+		if (e->name && strncmp(e->name, "cuMemUnmap", 10) == 0 && ok)
+			cn_peers_unmap(f->gp[0], f->gp[1]);
 		break;
 	}
 }

@@ -233,17 +233,102 @@ EXPORT CUresult cuMemAllocManaged(CUdeviceptr *p, size_t bytes, unsigned flags)
 	return CUDA_SUCCESS;
 }
 
+/* The allocation of cuMemAlloc_v2's that p lies in: its start and MiB; 0 when none. */
+static CUdeviceptr holder(CUdeviceptr p, long long *mib)
+{
+	CUdeviceptr base = 0;
+
+	pthread_mutex_lock(&sizes_mu);
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		if (sizes[i].p && p >= sizes[i].p && p < sizes[i].p + ((CUdeviceptr)sizes[i].mib << 20)) {
+			base = sizes[i].p;
+			*mib = sizes[i].mib;
+		}
+	pthread_mutex_unlock(&sizes_mu);
+	return base;
+}
+
+/* As driver 580 answers (measured): an interior pointer, one freed already, or memory of
+ * cuMemCreate's is INVALID_VALUE. */
 EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
 {
-	entered("cuMemFree_v2");
-	fake_large(p, 0);
-	if (p) {
-		long long mib = sized(p, 0);
+	CUdeviceptr base;
+	size_t bytes;
+	long long mib = 0;
 
-		if (mib)
-			fake_account(-mib);
+	entered("cuMemFree_v2");
+	if (!p || fake_vmm_range(p, &base, &bytes) == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	base = holder(p, &mib);
+	if (base && base != p)
+		return CUDA_ERROR_INVALID_VALUE;
+	fake_large(p, 0);
+	mib = sized(p, 0);
+	if (mib)
+		fake_account(-mib);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t width, size_t height,
+				   unsigned elem)
+{
+	(void)elem;
+	entered("cuMemAllocPitch_v2");
+	if (!p || !pitch || !width || !height)
+		return CUDA_ERROR_INVALID_VALUE;
+	*pitch = (width + 511) / 512 * 512;
+	return cuMemAlloc_v2(p, *pitch * height);
+}
+
+EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *bytes, CUdeviceptr p)
+{
+	long long mib = 0;
+	CUdeviceptr b;
+	size_t n;
+
+	entered("cuMemGetAddressRange_v2");
+	if (fake_vmm_range(p, &b, &n) != 0) {
+		b = holder(p, &mib);
+		n = (size_t)mib << 20;
 	}
-	return p ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	if (!b)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (base)
+		*base = b;
+	if (bytes)
+		*bytes = n;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuPointerGetAttribute(void *data, int attr, CUdeviceptr p)
+{
+	CUdeviceptr base;
+	size_t bytes;
+	CUresult r;
+
+	entered("cuPointerGetAttribute");
+	if (attr != 11 && attr != 12) /* RANGE_START_ADDR, RANGE_SIZE */
+		return CUDA_ERROR_INVALID_VALUE;
+	r = cuMemGetAddressRange_v2(&base, &bytes, p);
+	if (r == CUDA_SUCCESS && attr == 11)
+		*(CUdeviceptr *)data = base;
+	else if (r == CUDA_SUCCESS)
+		*(size_t *)data = bytes;
+	return r;
+}
+
+/* Memory of cuMemCreate's cannot be exported by CUDA IPC; cuMemAlloc_v2's can. */
+EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *h, CUdeviceptr p)
+{
+	CUdeviceptr base;
+	size_t bytes;
+	long long mib;
+
+	entered("cuIpcGetMemHandle");
+	if (!h || fake_vmm_range(p, &base, &bytes) == 0 || !holder(p, &mib))
+		return CUDA_ERROR_INVALID_VALUE;
+	memset(h, 0, sizeof(*h));
+	return CUDA_SUCCESS;
 }
 
 /* The calling thread's current context, and stream captures begun and not ended. */
@@ -432,6 +517,24 @@ static void *pick(const char *s, int version, uint64_t flags)
 		{ "cuDeviceCanAccessPeer", (void *)cuDeviceCanAccessPeer },
 		{ "cuDeviceGetUuid", (void *)cuDeviceGetUuid_v2 },
 		{ "cuGetErrorName", (void *)cuGetErrorName },
+		{ "cuMemAllocPitch", (void *)cuMemAllocPitch_v2 },
+		{ "cuMemGetAddressRange", (void *)cuMemGetAddressRange_v2 },
+		{ "cuPointerGetAttribute", (void *)cuPointerGetAttribute },
+		{ "cuIpcGetMemHandle", (void *)cuIpcGetMemHandle },
+		{ "cuMemCreate", (void *)cuMemCreate },
+		{ "cuMemRelease", (void *)cuMemRelease },
+		{ "cuMemAddressReserve", (void *)cuMemAddressReserve },
+		{ "cuMemAddressFree", (void *)cuMemAddressFree },
+		{ "cuMemMap", (void *)cuMemMap },
+		{ "cuMemUnmap", (void *)cuMemUnmap },
+		{ "cuMemSetAccess", (void *)cuMemSetAccess },
+		{ "cuMemPoolSetAccess", (void *)cuMemPoolSetAccess },
+		{ "cuMemGetAllocationGranularity", (void *)cuMemGetAllocationGranularity },
+		{ "cuMemGetAllocationPropertiesFromHandle",
+		  (void *)cuMemGetAllocationPropertiesFromHandle },
+		{ "cuMemRetainAllocationHandle", (void *)cuMemRetainAllocationHandle },
+		{ "cuDeviceGetCount", (void *)cuDeviceGetCount },
+		{ "cuDeviceGetAttribute", (void *)cuDeviceGetAttribute },
 	};
 	int ptds = (flags & 2) != 0;
 

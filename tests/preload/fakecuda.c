@@ -13,6 +13,8 @@
  *                 driver's does
  *   <pid>.peers   peer access between its GPUs (fakepeer.c): on at the checkpoint, the restore
  *                 fails with INVALID_VALUE and wedges it, as driver 580's does
+ *   <pid>.vmmlarge  memory of cuMemCreate's over 256 MiB that another GPU may access (fakevmm.c):
+ *                 the same
  *   fail_checkpoint, fail_restore   if present, that call fails with the CUresult written inside
  *   delay_checkpoint, delay_restore if present, that call first sleeps the milliseconds written
  *                                   inside, with nothing changed yet: a slow driver to kill (the
@@ -491,6 +493,14 @@ static CUresult ask_driver(int pid, char what)
 	return CUDA_ERROR_UNKNOWN;
 }
 
+/* This process is a test target (fake_register): its handles are its memory. */
+static bool registered;
+
+bool fake_is_target(void)
+{
+	return registered;
+}
+
 EXPORT CUresult fake_register(void)
 {
 	char p[4200];
@@ -501,6 +511,7 @@ EXPORT CUresult fake_register(void)
 	for (const char *c = g ? strchr(g, ',') : NULL; c; c = strchr(c + 1, ','))
 		st.also |= 1u << atoi(c + 1);
 
+	registered = true;
 	path_of(p, sizeof(p), getpid(), "gpu");
 	fd = open(p, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
@@ -599,7 +610,9 @@ EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *u, CUdevice d)
 
 EXPORT CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d)
 {
-	*v = attr == CU_DEVICE_ATTRIBUTE_PCI_BUS_ID ? 0x10 + gpu_of_ordinal(d) : 0;
+	*v = attr == CU_DEVICE_ATTRIBUTE_PCI_BUS_ID ? 0x10 + gpu_of_ordinal(d)
+	     : attr == 102 /* CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED */ ? 1
+										: 0;
 	return CUDA_SUCCESS;
 }
 
@@ -786,6 +799,8 @@ EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t bytes,
 		return CUDA_ERROR_INVALID_VALUE;
 	if (prop->location.id < 0 || prop->location.id >= n_gpus())
 		return CUDA_ERROR_INVALID_DEVICE;
+	if (registered) /* the target's own memory (fakevmm.c), not a hold for a restore */
+		return fake_vmm_create(h, bytes, prop->location.id);
 	k = gpu_of_ordinal(prop->location.id);
 	if (injected("fail_alloc"))
 		return injected("fail_alloc");
@@ -798,6 +813,8 @@ EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t bytes,
 
 EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h)
 {
+	if (registered)
+		return fake_vmm_release(h) == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 	event("release %d", (int)(h >> 32) - 1);
 	return CUDA_SUCCESS;
 }

@@ -2,6 +2,7 @@
 #ifndef CN_FAKECUDA_H
 #define CN_FAKECUDA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "cuda_abi.h"
@@ -102,5 +103,32 @@ CUresult fake_sync(void);
 int fake_current_gpu(void);
 void *fake_copy(void *dst, const void *src, size_t n);
 void *fake_move(void *dst, const void *src, size_t n);
+
+CUresult cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t width, size_t height,
+			    unsigned elem);
+CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *bytes, CUdeviceptr p);
+CUresult cuPointerGetAttribute(void *data, int attr, CUdeviceptr p);
+CUresult cuIpcGetMemHandle(CUipcMemHandle *h, CUdeviceptr p);
+CUresult cuMemAddressReserve(CUdeviceptr *p, size_t bytes, size_t align, CUdeviceptr addr,
+			     unsigned long long flags);
+CUresult cuMemAddressFree(CUdeviceptr p, size_t bytes);
+CUresult cuMemMap(CUdeviceptr va, size_t bytes, size_t offset, CUmemGenericAllocationHandle id,
+		  unsigned long long flags);
+CUresult cuMemUnmap(CUdeviceptr va, size_t bytes);
+CUresult cuMemSetAccess(CUdeviceptr va, size_t bytes, const CUmemAccessDesc *d, size_t n);
+CUresult cuMemPoolSetAccess(void *pool, const CUmemAccessDesc *d, size_t n);
+CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
+						CUmemGenericAllocationHandle id);
+CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *out, void *addr);
+CUresult cuMemExportToShareableHandle(void *out, CUmemGenericAllocationHandle id, int type,
+				      unsigned long long flags);
+/* fakevmm.c: the target's handles (0, or -1 for one not the target's), a mapping's range, a word
+ * of a mapping written or read, a device's read of one. */
+CUresult fake_vmm_create(CUmemGenericAllocationHandle *out, size_t bytes, int dev);
+int fake_vmm_release(CUmemGenericAllocationHandle id);
+int fake_vmm_range(CUdeviceptr p, CUdeviceptr *base, size_t *bytes);
+CUresult fake_vmm_word(CUdeviceptr p, bool w, unsigned *value);
+CUresult fake_vmm_touch(int dev, CUdeviceptr p);
+bool fake_is_target(void);
 
 #endif

@@ -123,6 +123,14 @@ static void *get(const char *path, const char *name)
 
 static CUdeviceptr managed;   /* the last managed allocation, which cuMemFree frees */
 static CUdeviceptr allocated; /* the last of the alloc command's */
+
+CUdeviceptr *paths_allocated(void);
+CUdeviceptr *paths_allocated(void)
+{
+	return &allocated;
+}
+
+bool vmm_command(const char *line); /* vmmcmds.c */
 #define CTX 0x1234 /* the context cuCtxSetCurrent makes current, and cuCtxGetCurrent expects */
 
 /* One call of name with the arguments fakeapi.c checks. */
@@ -426,7 +434,7 @@ void paths_command(const char *line)
 			printf("nexter %s %s %s %d %d\n", strrchr(a.dli_fname, '/') + 1,
 			       strrchr(b.dli_fname, '/') + 1, b.dli_sname ? b.dli_sname : "?",
 			       ((query_fn)early())(NULL), (int)getppid());
-	} else {
+	} else if (!vmm_command(line)) {
 		printf("unknown\n");
 	}
 }

@@ -7,8 +7,10 @@
 # it suspends with its peer access on, which stays on. With [peer] mode = off the suspend turns it off after the gate closes,
 # the resume asks for it again, which the driver refuses after a restore, so it stays off, said in
 # the log and the status; a suspend that fails turns it on again. Once restored, a process is told
-# its GPUs cannot access each other, whichever the mode.
+# its GPUs cannot access each other, whichever the mode. All of it with [memory] own = never: the
+# memory is the driver's own (owned.sh has what cudanap owns).
 . "$(dirname "$0")/../lib.sh"
+INI_EXTRA=("[memory]" "own = never")
 export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake CUDANAP_FAKE_GPUS=2
 mkdir "$T/fake"
 drv_state() { "$FAKECTL" "$FAKECUDA" state "$1"; }
@@ -69,7 +71,7 @@ seq=$(field "$pid" seq)
 kill -USR1 "$pid"
 settle "$pid" $((seq + 1))
 is "$(field "$pid" state):$(field "$pid" result)" running:REFUSED "a signal: refused, running"
-like "$(field "$pid" message)" "^$refusal; \[peer\] mode = off suspends it with that access turned off$" \
+like "$(field "$pid" message)" "^$refusal; \[memory\] own = auto owns such memory, \[peer\] mode = off turns the access off$" \
 	"the status's message: the GPUs, the call and its library, the way out"
 out=$("$CUDANAP" suspend "$pid"); rc=$?
 like "$rc:$out" "^1:$pid: suspend failed: REFUSED: $refusal.* \(state running\)$" "cudanap suspend: refused in one line, exit 1"

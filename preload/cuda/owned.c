@@ -1,0 +1,754 @@
+/* owned: large device memory served by cudanap in pieces the driver can restore. App threads, at
+ * their allocation calls, inside the gate; the driver's functions are called directly.
+ *
+ * An allocation of cuMemAlloc's over CN_OWNED_LINE is made of handles of cuMemCreate's of that
+ * size at most, mapped one after another in one reserved range: the address and size the app
+ * sees, its GPUs' access mirrored from the peer access the app turns on. A cuMemCreate handle over
+ * the line (not one to export) is made of such pieces too, under a handle of ours that cuMemMap,
+ * cuMemRelease and the property query take. The driver checkpoints and restores the pieces as it
+ * would the app's own memory, onto other GPUs too: nothing is copied by cudanap. What the app can
+ * ask of an owned allocation (its range, a free of an interior pointer) is answered as the driver
+ * answers for its own; a CUDA IPC export is refused, as the driver refuses one of its own pieces. */
+#define _GNU_SOURCE
+#include "owned.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_abi.h"
+#include "fns.h"
+
+#define MAX_PEERS 64
+#define SPLIT_TAG (0xc0daull << 48) /* our handles: never one of the driver's */
+
+enum {
+	CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11,
+	CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12,
+	CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3,
+	CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102,
+};
+
+/* An allocation of cuMemAlloc's (or pitched) served from pieces. */
+struct alloc {
+	CUdeviceptr base;
+	size_t bytes, span; /* what the app asked for, and what is mapped (whole pieces) */
+	int dev;
+	void *ctx; /* current at the allocation: synchronized before the free */
+};
+
+/* A handle of cuMemCreate's made of pieces. */
+struct split {
+	CUmemGenericAllocationHandle id;
+	size_t bytes;
+	CUmemAllocationProp prop;
+	unsigned n;
+	CUmemGenericAllocationHandle piece[];
+};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static struct alloc *allocs; /* sorted by base */
+static size_t n_allocs, cap_allocs;
+static struct split **splits;
+static size_t n_splits, cap_splits;
+static int peers[MAX_PEERS][2]; /* {from, to}: from may access to's memory */
+static int n_peers;
+static atomic_int mode = CN_OWN_AUTO;
+static atomic_int many_gpus = -1; /* whether the process sees more than one GPU; -1: not known */
+static atomic_bool any;		  /* something owned: the calls that ask about memory are routed */
+static atomic_ulong ipc_refused;
+static unsigned long long pieces_made;
+
+typedef CUresult (*alloc_fn)(CUdeviceptr *, size_t);
+typedef CUresult (*pitch_fn)(CUdeviceptr *, size_t *, size_t, size_t, unsigned);
+typedef CUresult (*free_fn)(CUdeviceptr);
+typedef CUresult (*create_fn)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *,
+			      unsigned long long);
+typedef CUresult (*map_fn)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,
+			   unsigned long long);
+typedef CUresult (*unmap_fn)(CUdeviceptr, size_t);
+typedef CUresult (*release_fn)(CUmemGenericAllocationHandle);
+typedef CUresult (*access_fn)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
+typedef CUresult (*reserve_fn)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
+typedef CUresult (*addr_free_fn)(CUdeviceptr, size_t);
+typedef CUresult (*gran_fn)(size_t *, const CUmemAllocationProp *, int);
+typedef CUresult (*ctx_fn)(void *);
+
+static void *drv(unsigned idx)
+{
+	return cn_lookup_resolve(idx);
+}
+
+void cn_owned_config(enum cn_own m)
+{
+	atomic_store(&mode, m);
+}
+
+static bool owning(void)
+{
+	int m = atomic_load(&mode), many = atomic_load(&many_gpus);
+
+	if (m != CN_OWN_AUTO)
+		return m == CN_OWN_ALWAYS;
+	if (many < 0) {
+		CUresult (*count)(int *) = drv(CN_FN_IDX_cuDeviceGetCount);
+		int n = 0;
+
+		if (!count || count(&n) != CUDA_SUCCESS)
+			return false; /* asked again at the next */
+		many = n > 1;
+		atomic_store(&many_gpus, many);
+	}
+	return many;
+}
+
+/* ---- the registry ---- */
+
+/* The allocation ptr lies in, under mu; NULL when none. */
+static struct alloc *find(CUdeviceptr ptr)
+{
+	size_t lo = 0, hi = n_allocs;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (ptr < allocs[mid].base)
+			hi = mid;
+		else if (ptr >= allocs[mid].base + allocs[mid].bytes)
+			lo = mid + 1;
+		else
+			return &allocs[mid];
+	}
+	return NULL;
+}
+
+static bool add(const struct alloc *a)
+{
+	size_t i = 0;
+
+	pthread_mutex_lock(&mu);
+	if (n_allocs == cap_allocs) {
+		size_t cap = cap_allocs ? 2 * cap_allocs : 64;
+		struct alloc *m = realloc(allocs, cap * sizeof(*m));
+
+		if (!m) {
+			pthread_mutex_unlock(&mu);
+			return false;
+		}
+		allocs = m;
+		cap_allocs = cap;
+	}
+	while (i < n_allocs && allocs[i].base < a->base)
+		i++;
+	memmove(&allocs[i + 1], &allocs[i], (n_allocs - i) * sizeof(*allocs));
+	allocs[i] = *a;
+	n_allocs++;
+	atomic_store(&any, true);
+	pthread_mutex_unlock(&mu);
+	cn_lookup_watch_owned(CN_WATCH_OWNED, true);
+	return true;
+}
+
+/* The split handle id, under mu; NULL when it is not ours. */
+static struct split *split_of(CUmemGenericAllocationHandle id)
+{
+	if ((id & SPLIT_TAG) != SPLIT_TAG)
+		return NULL;
+	for (size_t i = 0; i < n_splits; i++)
+		if (splits[i]->id == id)
+			return splits[i];
+	return NULL;
+}
+
+/* Whether anything is owned still, after a removal (under mu). */
+static void settle(void)
+{
+	bool some = n_allocs || n_splits;
+
+	atomic_store(&any, some);
+	if (!some)
+		cn_lookup_watch_owned(CN_WATCH_OWNED, false);
+}
+
+bool cn_owned_has(uint64_t ptr)
+{
+	bool hit;
+
+	if (!atomic_load(&any))
+		return false;
+	pthread_mutex_lock(&mu);
+	hit = find(ptr) != NULL;
+	pthread_mutex_unlock(&mu);
+	return hit;
+}
+
+/* ---- pieces ---- */
+
+/* The devices that may access dev's memory, dev first, as access descriptors; their count. */
+static size_t accessors(int dev, CUmemAccessDesc *d, size_t max)
+{
+	size_t n = 0;
+
+	d[n++] = (CUmemAccessDesc){ { CU_MEM_LOCATION_TYPE_DEVICE, dev },
+				    CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < n_peers && n < max; i++)
+		if (peers[i][1] == dev && peers[i][0] != dev)
+			d[n++] = (CUmemAccessDesc){ { CU_MEM_LOCATION_TYPE_DEVICE, peers[i][0] },
+						    CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
+	pthread_mutex_unlock(&mu);
+	return n;
+}
+
+/* Handles of at most the line for bytes (a multiple of the granularity) of prop, into h[]; 0, or
+ * the driver's answer with none left made. */
+static CUresult make_pieces(size_t bytes, const CUmemAllocationProp *prop,
+			    CUmemGenericAllocationHandle *h, unsigned n)
+{
+	create_fn create = drv(CN_FN_IDX_cuMemCreate);
+	release_fn release = drv(CN_FN_IDX_cuMemRelease);
+	CUresult r = CUDA_SUCCESS;
+	unsigned k;
+
+	for (k = 0; k < n && r == CUDA_SUCCESS; k++) {
+		size_t off = (size_t)k * CN_OWNED_LINE;
+
+		r = create(&h[k], bytes - off < CN_OWNED_LINE ? bytes - off : CN_OWNED_LINE, prop,
+			   0);
+	}
+	if (r != CUDA_SUCCESS)
+		for (unsigned j = 0; j + 1 < k; j++)
+			release(h[j]);
+	else
+		__atomic_add_fetch(&pieces_made, n, __ATOMIC_RELAXED);
+	return r;
+}
+
+static unsigned pieces_for(size_t bytes)
+{
+	return (unsigned)((bytes + CN_OWNED_LINE - 1) / CN_OWNED_LINE);
+}
+
+/* bytes of pieces at va, made, mapped and released (the mappings keep them), the access given. */
+static CUresult map_new(CUdeviceptr va, size_t bytes, const CUmemAllocationProp *prop, int dev)
+{
+	map_fn map = drv(CN_FN_IDX_cuMemMap);
+	unmap_fn unmap = drv(CN_FN_IDX_cuMemUnmap);
+	release_fn release = drv(CN_FN_IDX_cuMemRelease);
+	access_fn access = drv(CN_FN_IDX_cuMemSetAccess);
+	unsigned n = pieces_for(bytes);
+	CUmemGenericAllocationHandle *h = calloc(n, sizeof(*h));
+	CUmemAccessDesc d[MAX_PEERS + 1];
+	CUresult r;
+	unsigned k = 0;
+
+	size_t mapped = 0;
+	bool made;
+
+	if (!h)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	r = make_pieces(bytes, prop, h, n);
+	made = r == CUDA_SUCCESS;
+	for (; r == CUDA_SUCCESS && k < n; k++) {
+		size_t len = bytes - mapped < CN_OWNED_LINE ? bytes - mapped : CN_OWNED_LINE;
+
+		r = map(va + mapped, len, 0, h[k], 0);
+		if (r == CUDA_SUCCESS)
+			mapped += len;
+	}
+	if (r == CUDA_SUCCESS)
+		r = access(va, bytes, d, accessors(dev, d, MAX_PEERS + 1));
+	if (r != CUDA_SUCCESS && mapped)
+		unmap(va, mapped);
+	for (unsigned j = 0; made && j < n; j++)
+		release(h[j]);
+	free(h);
+	return r;
+}
+
+/* ---- cuMemAlloc's, served ---- */
+
+/* The current context's device, and whether it may have memory of cuMemCreate's. */
+static bool vmm_device(int *dev, void **ctx)
+{
+	CUresult (*get_dev)(int *) = drv(CN_FN_IDX_cuCtxGetDevice);
+	CUresult (*get_ctx)(void **) = drv(CN_FN_IDX_cuCtxGetCurrent);
+	CUresult (*attr)(int *, int, int) = drv(CN_FN_IDX_cuDeviceGetAttribute);
+	int vmm = 0;
+
+	return get_dev && get_ctx && attr && get_ctx(ctx) == CUDA_SUCCESS && *ctx &&
+	       get_dev(dev) == CUDA_SUCCESS &&
+	       attr(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, *dev) ==
+		       CUDA_SUCCESS &&
+	       vmm;
+}
+
+/* bytes served from pieces at a new range into *dptr: 0, the driver's answer for pieces it would
+ * not make (out of memory, as its own allocation would), or -1: not served here, the driver's
+ * own function is to be called. */
+static int serve(CUdeviceptr *dptr, size_t bytes, CUresult *r)
+{
+	reserve_fn reserve = drv(CN_FN_IDX_cuMemAddressReserve);
+	addr_free_fn addr_free = drv(CN_FN_IDX_cuMemAddressFree);
+	gran_fn gran = drv(CN_FN_IDX_cuMemGetAllocationGranularity);
+	CUmemAllocationProp prop = { .type = CU_MEM_ALLOCATION_TYPE_PINNED };
+	struct alloc a = { .bytes = bytes };
+	size_t g = 0;
+
+	if (!dptr || !vmm_device(&a.dev, &a.ctx))
+		return -1;
+	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	prop.location.id = a.dev;
+	if (!reserve || !addr_free || !gran ||
+	    gran(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS || !g ||
+	    CN_OWNED_LINE % g)
+		return -1;
+	a.span = (bytes + g - 1) / g * g;
+	if (reserve(&a.base, a.span, g, 0, 0) != CUDA_SUCCESS)
+		return -1;
+	*r = map_new(a.base, a.span, &prop, a.dev);
+	if (*r == CUDA_SUCCESS && !add(&a)) {
+		((unmap_fn)drv(CN_FN_IDX_cuMemUnmap))(a.base, a.span);
+		*r = CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	if (*r != CUDA_SUCCESS) {
+		addr_free(a.base, a.span);
+		return 0;
+	}
+	*dptr = a.base;
+	return 0;
+}
+
+static CUresult own_alloc(CUdeviceptr *dptr, size_t bytes)
+{
+	CUresult r;
+
+	if (bytes > CN_OWNED_LINE && owning() && serve(dptr, bytes, &r) == 0)
+		return r;
+	return ((alloc_fn)drv(CN_FN_IDX_cuMemAlloc_v2))(dptr, bytes);
+}
+
+/* The pitch is the driver's for that width (asked of it with one row), the rows served here. */
+static CUresult own_pitch(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height,
+			  unsigned elem)
+{
+	pitch_fn real = drv(CN_FN_IDX_cuMemAllocPitch_v2);
+	CUdeviceptr probe;
+	size_t p = 0;
+	CUresult r;
+
+	if (!owning() || !pitch || height < 2 || width * height <= CN_OWNED_LINE)
+		return real(dptr, pitch, width, height, elem);
+	r = real(&probe, &p, width, 1, elem);
+	if (r != CUDA_SUCCESS)
+		return r;
+	((free_fn)drv(CN_FN_IDX_cuMemFree_v2))(probe);
+	if (p * height > CN_OWNED_LINE && serve(dptr, p * height, &r) == 0) {
+		if (r == CUDA_SUCCESS)
+			*pitch = p;
+		return r;
+	}
+	return real(dptr, pitch, width, height, elem);
+}
+
+/* The owned allocation at base taken out of the registry into *out: 1, 0 when ptr is not owned,
+ * -1 when it lies inside one but not at its start (the driver refuses such a free). */
+static int take(CUdeviceptr ptr, struct alloc *out)
+{
+	struct alloc *a;
+	int r = 0;
+
+	pthread_mutex_lock(&mu);
+	a = find(ptr);
+	if (a && a->base != ptr) {
+		r = -1;
+	} else if (a) {
+		*out = *a;
+		memmove(a, a + 1, (size_t)(allocs + n_allocs - a - 1) * sizeof(*a));
+		n_allocs--;
+		settle();
+		r = 1;
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+/* Its work done first, as the driver's free waits for it. */
+static CUresult unmake(const struct alloc *a)
+{
+	ctx_fn push = drv(CN_FN_IDX_cuCtxPushCurrent_v2);
+	CUresult (*pop)(void **) = drv(CN_FN_IDX_cuCtxPopCurrent_v2);
+	CUresult (*sync)(void) = drv(CN_FN_IDX_cuCtxSynchronize);
+	void *was;
+	CUresult r;
+
+	if (push && pop && sync && push(a->ctx) == CUDA_SUCCESS) {
+		sync();
+		pop(&was);
+	}
+	r = ((unmap_fn)drv(CN_FN_IDX_cuMemUnmap))(a->base, a->span);
+	if (r == CUDA_SUCCESS)
+		r = ((addr_free_fn)drv(CN_FN_IDX_cuMemAddressFree))(a->base, a->span);
+	return r;
+}
+
+static CUresult own_free(CUdeviceptr ptr)
+{
+	struct alloc a;
+	int t = take(ptr, &a);
+
+	if (t < 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	return t ? unmake(&a) : ((free_fn)drv(CN_FN_IDX_cuMemFree_v2))(ptr);
+}
+
+/* A stream-ordered free of owned memory: the stream's work done, then freed. */
+static CUresult free_async(unsigned idx, CUdeviceptr ptr, void *stream)
+{
+	CUresult (*real)(CUdeviceptr, void *) = drv(idx);
+	CUresult (*sync)(void *) = drv(CN_FN_IDX_cuStreamSynchronize);
+	struct alloc a;
+	int t = take(ptr, &a);
+
+	if (t < 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!t)
+		return real(ptr, stream);
+	if (sync)
+		sync(stream);
+	return unmake(&a);
+}
+
+static CUresult own_free_async(CUdeviceptr ptr, void *stream)
+{
+	return free_async(CN_FN_IDX_cuMemFreeAsync, ptr, stream);
+}
+
+static CUresult own_free_async_ptsz(CUdeviceptr ptr, void *stream)
+{
+	return free_async(CN_FN_IDX_cuMemFreeAsync_ptsz, ptr, stream);
+}
+
+/* ---- what the app asks of its memory ---- */
+
+static CUresult own_range(CUdeviceptr *base, size_t *size, CUdeviceptr ptr)
+{
+	struct alloc *a;
+
+	pthread_mutex_lock(&mu);
+	a = find(ptr);
+	if (a) {
+		if (base)
+			*base = a->base;
+		if (size)
+			*size = a->bytes;
+	}
+	pthread_mutex_unlock(&mu);
+	if (a)
+		return CUDA_SUCCESS;
+	return ((CUresult(*)(CUdeviceptr *, size_t *, CUdeviceptr))drv(
+		CN_FN_IDX_cuMemGetAddressRange_v2))(base, size, ptr);
+}
+
+/* A range attribute of an owned pointer into data: true when answered here. */
+static bool range_attr(int attr, void *data, CUdeviceptr ptr)
+{
+	struct alloc *a;
+	bool hit = false;
+
+	if (attr != CU_POINTER_ATTRIBUTE_RANGE_START_ADDR && attr != CU_POINTER_ATTRIBUTE_RANGE_SIZE)
+		return false;
+	pthread_mutex_lock(&mu);
+	a = find(ptr);
+	if (a && data) {
+		if (attr == CU_POINTER_ATTRIBUTE_RANGE_START_ADDR)
+			*(CUdeviceptr *)data = a->base;
+		else
+			*(size_t *)data = a->bytes;
+		hit = true;
+	}
+	pthread_mutex_unlock(&mu);
+	return hit;
+}
+
+static CUresult own_attr(void *data, int attr, CUdeviceptr ptr)
+{
+	if (range_attr(attr, data, ptr))
+		return CUDA_SUCCESS;
+	return ((CUresult(*)(void *, int, CUdeviceptr))drv(CN_FN_IDX_cuPointerGetAttribute))(
+		data, attr, ptr);
+}
+
+static CUresult own_attrs(unsigned n, int *attrs, void **data, CUdeviceptr ptr)
+{
+	CUresult r = ((CUresult(*)(unsigned, int *, void **, CUdeviceptr))drv(
+		CN_FN_IDX_cuPointerGetAttributes))(n, attrs, data, ptr);
+
+	for (unsigned i = 0; r == CUDA_SUCCESS && attrs && data && i < n; i++)
+		range_attr(attrs[i], data[i], ptr);
+	return r;
+}
+
+/* The driver cannot export memory of cuMemCreate's through CUDA IPC: counted, for the status. */
+static CUresult own_ipc_get(CUipcMemHandle *h, CUdeviceptr ptr)
+{
+	CUresult r = ((CUresult(*)(CUipcMemHandle *, CUdeviceptr))drv(
+		CN_FN_IDX_cuIpcGetMemHandle))(h, ptr);
+
+	if (r != CUDA_SUCCESS && cn_owned_has(ptr))
+		atomic_fetch_add(&ipc_refused, 1);
+	return r;
+}
+
+/* ---- handles of cuMemCreate's over the line, split ---- */
+
+static CUresult own_create(CUmemGenericAllocationHandle *h, size_t bytes,
+			   const CUmemAllocationProp *prop, unsigned long long flags)
+{
+	static atomic_ullong next_id;
+	create_fn real = drv(CN_FN_IDX_cuMemCreate);
+	struct split *s;
+	unsigned n = pieces_for(bytes);
+	CUresult r;
+
+	/* Memory to export keeps its one handle: the importer is another process, which the
+	 * driver cannot restore anyway (the preflight refuses it). */
+	if (bytes <= CN_OWNED_LINE || !h || !prop || prop->requestedHandleTypes || flags ||
+	    prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
+	    prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE || !owning())
+		return real(h, bytes, prop, flags);
+	s = calloc(1, sizeof(*s) + n * sizeof(s->piece[0]));
+	if (!s)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	r = make_pieces(bytes, prop, s->piece, n);
+	if (r != CUDA_SUCCESS) {
+		free(s);
+		return r;
+	}
+	s->id = SPLIT_TAG | (atomic_fetch_add(&next_id, 1) + 1);
+	s->bytes = bytes;
+	s->prop = *prop;
+	s->n = n;
+	pthread_mutex_lock(&mu);
+	if (n_splits == cap_splits) {
+		size_t cap = cap_splits ? 2 * cap_splits : 16;
+		struct split **m = realloc(splits, cap * sizeof(*m));
+
+		if (m) {
+			splits = m;
+			cap_splits = cap;
+		}
+	}
+	if (n_splits < cap_splits)
+		splits[n_splits++] = s;
+	else
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	atomic_store(&any, n_splits || n_allocs);
+	pthread_mutex_unlock(&mu);
+	if (r != CUDA_SUCCESS) {
+		for (unsigned k = 0; k < n; k++)
+			((release_fn)drv(CN_FN_IDX_cuMemRelease))(s->piece[k]);
+		free(s);
+		return r;
+	}
+	cn_lookup_watch_owned(CN_WATCH_OWNED, true);
+	*h = s->id;
+	return CUDA_SUCCESS;
+}
+
+/* The part [offset, offset + size) of a split handle mapped at va, piece by piece. */
+static CUresult map_split(const struct split *s, CUdeviceptr va, size_t size, size_t offset,
+			  unsigned long long flags)
+{
+	map_fn map = drv(CN_FN_IDX_cuMemMap);
+	unmap_fn unmap = drv(CN_FN_IDX_cuMemUnmap);
+	size_t done = 0;
+	CUresult r = CUDA_SUCCESS;
+
+	if (offset > s->bytes || size > s->bytes - offset)
+		return CUDA_ERROR_INVALID_VALUE;
+	while (r == CUDA_SUCCESS && done < size) {
+		size_t at = offset + done, k = at / CN_OWNED_LINE, in = at % CN_OWNED_LINE;
+		size_t piece = s->bytes - k * CN_OWNED_LINE < CN_OWNED_LINE
+				       ? s->bytes - k * CN_OWNED_LINE
+				       : CN_OWNED_LINE;
+		size_t len = piece - in < size - done ? piece - in : size - done;
+
+		r = map(va + done, len, in, s->piece[k], flags);
+		if (r == CUDA_SUCCESS)
+			done += len;
+	}
+	if (r != CUDA_SUCCESS && done)
+		unmap(va, done);
+	return r;
+}
+
+static CUresult own_map(CUdeviceptr va, size_t size, size_t offset, CUmemGenericAllocationHandle h,
+			unsigned long long flags)
+{
+	struct split *s;
+	CUresult r;
+
+	pthread_mutex_lock(&mu);
+	s = split_of(h);
+	r = s ? map_split(s, va, size, offset, flags) : CUDA_SUCCESS;
+	pthread_mutex_unlock(&mu);
+	if (s)
+		return r;
+	return ((map_fn)drv(CN_FN_IDX_cuMemMap))(va, size, offset, h, flags);
+}
+
+static CUresult own_release(CUmemGenericAllocationHandle h)
+{
+	struct split *s = NULL;
+
+	pthread_mutex_lock(&mu);
+	for (size_t i = 0; i < n_splits; i++)
+		if (splits[i]->id == h) {
+			s = splits[i];
+			splits[i] = splits[--n_splits];
+			break;
+		}
+	settle();
+	pthread_mutex_unlock(&mu);
+	if (!s)
+		return ((release_fn)drv(CN_FN_IDX_cuMemRelease))(h);
+	/* The pieces mapped stay until they are unmapped, as the driver keeps a released handle's. */
+	for (unsigned k = 0; k < s->n; k++)
+		((release_fn)drv(CN_FN_IDX_cuMemRelease))(s->piece[k]);
+	free(s);
+	return CUDA_SUCCESS;
+}
+
+static CUresult own_props(CUmemAllocationProp *prop, CUmemGenericAllocationHandle h)
+{
+	struct split *s;
+
+	pthread_mutex_lock(&mu);
+	s = split_of(h);
+	if (s && prop)
+		*prop = s->prop;
+	pthread_mutex_unlock(&mu);
+	if (s)
+		return prop ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	return ((CUresult(*)(CUmemAllocationProp *, CUmemGenericAllocationHandle))drv(
+		CN_FN_IDX_cuMemGetAllocationPropertiesFromHandle))(prop, h);
+}
+
+/* A split handle was made without a handle type to export: the driver's answer for its pieces. */
+static CUresult own_export(void *out, CUmemGenericAllocationHandle h, int type,
+			   unsigned long long flags)
+{
+	CUresult (*real)(void *, CUmemGenericAllocationHandle, int, unsigned long long) =
+		drv(CN_FN_IDX_cuMemExportToShareableHandle);
+	struct split *s;
+	CUmemGenericAllocationHandle first = 0;
+
+	pthread_mutex_lock(&mu);
+	s = split_of(h);
+	if (s)
+		first = s->piece[0];
+	pthread_mutex_unlock(&mu);
+	return real(out, s ? first : h, type, flags);
+}
+
+/* ---- the routes ---- */
+
+void *cn_owned_route(void *real)
+{
+	static const struct {
+		unsigned idx;
+		void *fn;
+		bool always; /* taken whenever memory is to be owned, not only once some is */
+	} routes[] = {
+		{ CN_FN_IDX_cuMemAlloc_v2, (void *)own_alloc, true },
+		{ CN_FN_IDX_cuMemAllocPitch_v2, (void *)own_pitch, true },
+		{ CN_FN_IDX_cuMemCreate, (void *)own_create, true },
+		{ CN_FN_IDX_cuMemFree_v2, (void *)own_free, false },
+		{ CN_FN_IDX_cuMemFreeAsync, (void *)own_free_async, false },
+		{ CN_FN_IDX_cuMemFreeAsync_ptsz, (void *)own_free_async_ptsz, false },
+		{ CN_FN_IDX_cuMemMap, (void *)own_map, false },
+		{ CN_FN_IDX_cuMemRelease, (void *)own_release, false },
+		{ CN_FN_IDX_cuMemGetAllocationPropertiesFromHandle, (void *)own_props, false },
+		{ CN_FN_IDX_cuMemExportToShareableHandle, (void *)own_export, false },
+		{ CN_FN_IDX_cuMemGetAddressRange_v2, (void *)own_range, false },
+		{ CN_FN_IDX_cuPointerGetAttribute, (void *)own_attr, false },
+		{ CN_FN_IDX_cuPointerGetAttributes, (void *)own_attrs, false },
+		{ CN_FN_IDX_cuIpcGetMemHandle, (void *)own_ipc_get, false },
+	};
+	bool some = atomic_load(&any);
+
+	if (!real || (!some && atomic_load(&mode) == CN_OWN_NEVER))
+		return NULL;
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
+		if ((routes[i].always || some) && drv(routes[i].idx) == real)
+			return routes[i].fn;
+	return NULL;
+}
+
+/* ---- peer access, mirrored ---- */
+
+void cn_owned_peer(int from, int to, bool on)
+{
+	access_fn access = drv(CN_FN_IDX_cuMemSetAccess);
+	CUmemAccessDesc d = { { CU_MEM_LOCATION_TYPE_DEVICE, from },
+			      CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
+	int i;
+
+	if (from < 0 || to < 0 || from == to)
+		return;
+	pthread_mutex_lock(&mu);
+	for (i = 0; i < n_peers && !(peers[i][0] == from && peers[i][1] == to); i++)
+		;
+	if (on && i == n_peers && n_peers < MAX_PEERS) {
+		peers[n_peers][0] = from;
+		peers[n_peers++][1] = to;
+	} else if (!on && i < n_peers) {
+		/* Memory owned from now on is not mapped to it; what is mapped stays. */
+		peers[i][0] = peers[--n_peers][0];
+		peers[i][1] = peers[n_peers][1];
+	}
+	for (size_t k = 0; on && access && k < n_allocs; k++)
+		if (allocs[k].dev == to)
+			access(allocs[k].base, allocs[k].span, &d, 1);
+	pthread_mutex_unlock(&mu);
+}
+
+size_t cn_owned_describe(char *out, size_t len)
+{
+	unsigned long long bytes = 0, pieces = 0;
+	size_t n, m;
+	int w;
+
+	pthread_mutex_lock(&mu);
+	for (size_t i = 0; i < n_allocs; i++) {
+		bytes += allocs[i].span;
+		pieces += pieces_for(allocs[i].span);
+	}
+	for (size_t i = 0; i < n_splits; i++) {
+		bytes += splits[i]->bytes;
+		pieces += splits[i]->n;
+	}
+	n = n_allocs;
+	m = n_splits;
+	pthread_mutex_unlock(&mu);
+	out[0] = '\0';
+	if (!n && !m && !atomic_load(&ipc_refused))
+		return 0;
+	w = snprintf(out, len, "owned: %llu MiB in %llu pieces of %llu MiB at most (%zu allocation%s, %zu handle%s)",
+		     bytes >> 20, pieces, CN_OWNED_LINE >> 20, n, n == 1 ? "" : "s", m,
+		     m == 1 ? "" : "s");
+	if (w > 0 && (size_t)w < len && atomic_load(&ipc_refused))
+		w += snprintf(out + w, len - (size_t)w,
+			      "; %lu CUDA IPC export%s of owned memory refused ([memory] own = "
+			      "never keeps allocations the driver's own)",
+			      atomic_load(&ipc_refused), atomic_load(&ipc_refused) == 1 ? "" : "s");
+	return w > 0 ? ((size_t)w < len ? (size_t)w : len - 1) : 0;
+}
+
+void cn_owned_after_fork(void)
+{
+	pthread_mutex_init(&mu, NULL);
+}

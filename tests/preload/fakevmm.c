@@ -1,0 +1,368 @@
+/* fakevmm: the driver's virtual memory management, as the test target's process sees it, and its
+ * rule for a checkpoint (docs/DRIVER.md, One process on several GPUs): address ranges reserved and
+ * freed, physical handles made (cuMemCreate, counted against the GPU's size like cuMemAlloc_v2's)
+ * and released, mapped into ranges and unmapped, access set per device; a handle over 256 MiB
+ * mapped where another GPU may access it makes the process's restore fail with INVALID_VALUE, and
+ * every later one with OPERATING_SYSTEM. What a mapping holds is kept per handle (a few words
+ * written by the target, read back through any mapping of it), and a device reading a mapping it
+ * has no access to gets ILLEGAL_ADDRESS: what an owner of memory must keep right across a suspend.
+ * Part of libfakecuda; the handles and mappings live in the process, the rule in a file the
+ * controller's side reads:
+ *   <pid>.vmmlarge   a line per mapping over 256 MiB that another GPU may access */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fakecuda.h"
+
+#define EXPORT	    __attribute__((visibility("default")))
+#define MAX	    4096
+#define WORDS	    16
+#define LINE	    (256ull << 20)
+#define GRANULE	    (2ull << 20)
+#define ILLEGAL	    700 /* CUDA_ERROR_ILLEGAL_ADDRESS */
+#define NOT_FOUND   500 /* CUDA_ERROR_NOT_FOUND */
+
+CUresult fake_account(long long mib) __attribute__((visibility("hidden")));
+
+struct handle {
+	CUmemGenericAllocationHandle id;
+	size_t bytes;
+	int dev, maps;
+	bool released, used;
+	struct {
+		size_t off;
+		unsigned value;
+	} word[WORDS];
+};
+
+struct mapping {
+	CUdeviceptr va;
+	size_t bytes, offset;
+	CUmemGenericAllocationHandle h;
+	unsigned access; /* a bit per device */
+	bool used;
+};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static struct handle handles[MAX];
+static struct mapping maps[MAX];
+static struct {
+	CUdeviceptr base;
+	size_t bytes;
+} reserved[MAX];
+static CUdeviceptr next_va = 0x600000000000ull;
+static unsigned long long next_id = 1;
+
+static struct handle *handle(CUmemGenericAllocationHandle id)
+{
+	for (int i = 0; i < MAX; i++)
+		if (handles[i].used && handles[i].id == id)
+			return &handles[i];
+	return NULL;
+}
+
+static struct mapping *mapping_at(CUdeviceptr p)
+{
+	for (int i = 0; i < MAX; i++)
+		if (maps[i].used && p >= maps[i].va && p < maps[i].va + maps[i].bytes)
+			return &maps[i];
+	return NULL;
+}
+
+static bool in_reservation(CUdeviceptr va, size_t bytes)
+{
+	for (int i = 0; i < MAX; i++)
+		if (reserved[i].bytes && va >= reserved[i].base &&
+		    va + bytes <= reserved[i].base + reserved[i].bytes)
+			return true;
+	return false;
+}
+
+/* The mappings over the line another GPU may access, written out for the checkpoint (mu held). */
+static void write_large(void)
+{
+	char path[4200];
+	const char *dir = getenv("CUDANAP_FAKE_DIR");
+	FILE *f;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "%s/%d.vmmlarge", dir ? dir : "/tmp", (int)getpid());
+	f = fopen(path, "we");
+	for (int i = 0; f && i < MAX; i++) {
+		struct handle *h = maps[i].used ? handle(maps[i].h) : NULL;
+
+		if (h && h->bytes > LINE && (maps[i].access & ~(1u << h->dev))) {
+			fprintf(f, "%llx %zu\n", (unsigned long long)maps[i].va, h->bytes);
+			n++;
+		}
+	}
+	if (f)
+		fclose(f);
+	if (!n)
+		unlink(path);
+}
+
+EXPORT CUresult cuMemAddressReserve(CUdeviceptr *p, size_t bytes, size_t align, CUdeviceptr addr,
+				    unsigned long long flags)
+{
+	(void)addr, (void)flags;
+	fake_entered("cuMemAddressReserve");
+	if (!p || !bytes || bytes % GRANULE || (align && align % GRANULE))
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < MAX; i++)
+		if (!reserved[i].bytes) {
+			reserved[i].base = *p = next_va;
+			reserved[i].bytes = bytes;
+			next_va += (bytes + (1ull << 30)) & ~((1ull << 30) - 1); /* a gap after each */
+			pthread_mutex_unlock(&mu);
+			return CUDA_SUCCESS;
+		}
+	pthread_mutex_unlock(&mu);
+	return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+EXPORT CUresult cuMemAddressFree(CUdeviceptr p, size_t bytes)
+{
+	CUresult r = CUDA_ERROR_INVALID_VALUE;
+
+	fake_entered("cuMemAddressFree");
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < MAX; i++)
+		if (reserved[i].bytes && reserved[i].base == p && reserved[i].bytes == bytes) {
+			reserved[i].bytes = 0;
+			r = CUDA_SUCCESS;
+		}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+/* A handle of the target's; the controller's holds for a restore go to fake_hold instead. */
+CUresult fake_vmm_create(CUmemGenericAllocationHandle *out, size_t bytes, int dev)
+{
+	long long mib = (long long)(bytes >> 20);
+
+	if (fake_account(mib) != CUDA_SUCCESS)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < MAX; i++)
+		if (!handles[i].used) {
+			handles[i] = (struct handle){ .id = (next_id++ << 8) | 0x5, .bytes = bytes,
+						      .dev = dev, .used = true };
+			*out = handles[i].id;
+			pthread_mutex_unlock(&mu);
+			return CUDA_SUCCESS;
+		}
+	pthread_mutex_unlock(&mu);
+	fake_account(-mib);
+	return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+/* Released and unmapped: the memory goes (mu held). */
+static void settle(struct handle *h)
+{
+	if (h->released && !h->maps) {
+		fake_account(-(long long)(h->bytes >> 20));
+		h->used = false;
+	}
+}
+
+/* 0 when id is one of the target's handles (released: 1 more if it was), -1 when not. */
+int fake_vmm_release(CUmemGenericAllocationHandle id)
+{
+	struct handle *h;
+
+	pthread_mutex_lock(&mu);
+	h = handle(id);
+	if (h && !h->released) {
+		h->released = true;
+		settle(h);
+	}
+	pthread_mutex_unlock(&mu);
+	return h ? 0 : -1;
+}
+
+EXPORT CUresult cuMemMap(CUdeviceptr va, size_t bytes, size_t offset,
+			 CUmemGenericAllocationHandle id, unsigned long long flags)
+{
+	struct handle *h;
+	CUresult r = CUDA_ERROR_INVALID_VALUE;
+
+	fake_entered("cuMemMap");
+	pthread_mutex_lock(&mu);
+	h = handle(id);
+	if (h && !h->released && !flags && bytes && !(bytes % GRANULE) && !(offset % GRANULE) &&
+	    offset + bytes <= h->bytes && in_reservation(va, bytes) && !mapping_at(va) &&
+	    !mapping_at(va + bytes - 1))
+		for (int i = 0; i < MAX; i++)
+			if (!maps[i].used) {
+				maps[i] = (struct mapping){ va, bytes, offset, id, 0, true };
+				h->maps++;
+				r = CUDA_SUCCESS;
+				break;
+			}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+/* Every mapping inside [va, va + bytes) is undone, as the driver's does for a range of several. */
+EXPORT CUresult cuMemUnmap(CUdeviceptr va, size_t bytes)
+{
+	int n = 0;
+
+	fake_entered("cuMemUnmap");
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < MAX; i++)
+		if (maps[i].used && maps[i].va >= va && maps[i].va + maps[i].bytes <= va + bytes) {
+			struct handle *h = handle(maps[i].h);
+
+			maps[i].used = false;
+			if (h) {
+				h->maps--;
+				settle(h);
+			}
+			n++;
+		}
+	write_large();
+	pthread_mutex_unlock(&mu);
+	return n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuMemSetAccess(CUdeviceptr va, size_t bytes, const CUmemAccessDesc *d, size_t n)
+{
+	CUresult r = CUDA_SUCCESS;
+	size_t done = 0;
+
+	fake_entered("cuMemSetAccess");
+	pthread_mutex_lock(&mu);
+	while (r == CUDA_SUCCESS && done < bytes) {
+		struct mapping *m = mapping_at(va + done);
+
+		if (!m || m->va != va + done) {
+			r = CUDA_ERROR_INVALID_VALUE;
+			break;
+		}
+		for (size_t k = 0; k < n; k++)
+			if (d[k].flags)
+				m->access |= 1u << d[k].location.id;
+			else
+				m->access &= ~(1u << d[k].location.id);
+		done += m->bytes;
+	}
+	write_large();
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+/* For memory of cuMemCreate's: the mapping's range, as the driver answers for its own. */
+int fake_vmm_range(CUdeviceptr p, CUdeviceptr *base, size_t *bytes)
+{
+	struct mapping *m;
+
+	pthread_mutex_lock(&mu);
+	m = mapping_at(p);
+	if (m) {
+		*base = m->va;
+		*bytes = m->bytes;
+	}
+	pthread_mutex_unlock(&mu);
+	return m ? 0 : -1;
+}
+
+EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
+							CUmemGenericAllocationHandle id)
+{
+	struct handle *h;
+
+	fake_entered("cuMemGetAllocationPropertiesFromHandle");
+	pthread_mutex_lock(&mu);
+	h = handle(id);
+	if (h && prop) {
+		memset(prop, 0, sizeof(*prop));
+		prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
+		prop->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+		prop->location.id = h->dev;
+	}
+	pthread_mutex_unlock(&mu);
+	return h && prop ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *out, void *addr)
+{
+	struct mapping *m;
+
+	fake_entered("cuMemRetainAllocationHandle");
+	pthread_mutex_lock(&mu);
+	m = mapping_at((CUdeviceptr)addr);
+	if (m && out)
+		*out = m->h;
+	pthread_mutex_unlock(&mu);
+	return m && out ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* A handle made without a type to export cannot be exported. */
+EXPORT CUresult cuMemExportToShareableHandle(void *out, CUmemGenericAllocationHandle id, int type,
+					     unsigned long long flags)
+{
+	(void)out, (void)type, (void)flags;
+	fake_entered("cuMemExportToShareableHandle");
+	return handle(id) ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuMemPoolSetAccess(void *pool, const CUmemAccessDesc *d, size_t n)
+{
+	(void)pool, (void)d, (void)n;
+	fake_entered("cuMemPoolSetAccess");
+	return CUDA_SUCCESS;
+}
+
+/* ---- the target's look at its memory (target.c's commands) ---- */
+
+/* A word at p, through its mapping, into the handle's store: written (w) or read. */
+EXPORT CUresult fake_vmm_word(CUdeviceptr p, bool w, unsigned *value)
+{
+	struct mapping *m;
+	struct handle *h;
+	CUresult r = CUDA_ERROR_INVALID_VALUE;
+
+	pthread_mutex_lock(&mu);
+	m = mapping_at(p);
+	h = m ? handle(m->h) : NULL;
+	if (h) {
+		size_t off = m->offset + (p - m->va);
+		int free_slot = -1, i;
+
+		for (i = 0; i < WORDS && !(h->word[i].off == off + 1); i++)
+			if (free_slot < 0 && !h->word[i].off)
+				free_slot = i;
+		if (w && (i < WORDS || free_slot >= 0)) {
+			i = i < WORDS ? i : free_slot;
+			h->word[i].off = off + 1;
+			h->word[i].value = *value;
+			r = CUDA_SUCCESS;
+		} else if (!w) {
+			*value = i < WORDS ? h->word[i].value : 0;
+			r = CUDA_SUCCESS;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+/* A "kernel" of device dev reading p: 0, ILLEGAL_ADDRESS where dev has no access to its
+ * mapping; memory not of cuMemCreate's is the driver's peer access's (fakepeer.c). */
+EXPORT CUresult fake_vmm_touch(int dev, CUdeviceptr p)
+{
+	struct mapping *m;
+	CUresult r;
+
+	pthread_mutex_lock(&mu);
+	m = mapping_at(p);
+	r = !m ? NOT_FOUND : (m->access >> dev & 1) ? CUDA_SUCCESS : ILLEGAL;
+	pthread_mutex_unlock(&mu);
+	return r;
+}
