@@ -16,9 +16,9 @@ unsigned long long cn_proc_starttime(int pid);
 int cn_proc_signal(int pid, unsigned long long starttime, int sig, const union sigval *val);
 
 /* Whether pid is a process of Slurm job job, as Slurm made it, not as its environment says (any
- * process may set SLURM_JOB_ID): in the job's cgroup (".../job_<J>/..." in /proc/PID/cgroup,
- * Slurm's cgroup plugins), or a descendant of the job's step daemon (a process of root's whose
- * title is "slurmstepd: [<J>.<step>]", which proctrack/linuxproc follows). */
+ * process may set SLURM_JOB_ID): in the job's cgroup (".../job_<J>/..." in /proc/PID/cgroup, a
+ * directory root owns: Slurm's cgroup plugins), or a descendant of the job's step daemon
+ * (slurmstepd, root's, titled "slurmstepd: [<J>.<step>]", which proctrack/linuxproc follows). */
 bool cn_proc_in_job(int pid, unsigned long job);
 
 #endif

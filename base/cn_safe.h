@@ -55,9 +55,10 @@ int cn_safe_unlink_same(int at, const char *name, const struct stat *was);
 ssize_t cn_safe_read_as(const char *path, uid_t uid, gid_t gid, char *buf, size_t len, char *why,
 			size_t wlen);
 
-/* The directory of pid's status files, as far as anyone may trust it: owned by pid's user (or
- * root) and nobody else may write to it, whoever asks: the preload's own check at its start. Never
- * through a link. Its fd, with *o the owner its files must have, or -errno with why in one line. */
+/* The directory of pid's status files, as far as anyone may trust it: owned by pid's user (root
+ * only for a process of root's) and nobody else may write to it, whoever asks: the preload's own
+ * check at its start. Never through a link. Its fd, with *o the owner its files must have (pid's
+ * user, or root), or -errno with why in one line. */
 int cn_safe_dir_of(const char *dir, int pid, struct cn_owner *o, char *why, size_t len);
 
 /* name in the directory at, opened for reading and writing, made (0600) if missing: a regular
@@ -73,8 +74,8 @@ int cn_safe_replace_mode(int at, const char *name, const char *buf, size_t n, mo
 /* A program or script that root (or anyone) may run without running another user's code: path
  * resolved (real, len), a regular file (executable when exec), owned by root or by this process's
  * user and writable by no one else, in directories of the same owners that no one else may write
- * to (a sticky one, as /tmp, excepted: nobody else may rename what is in it). 0, or -errno with
- * why in one line. */
+ * to (a sticky one, as /tmp, excepted above the file's directory and its parent, where an
+ * interpreter looks for files of its own). 0, or -errno with why in one line. */
 int cn_safe_trusted(const char *path, bool exec, char *real, size_t len, char *why, size_t wlen);
 
 /* name found as a shell would run it, but only in PATH's absolute directories (an empty or

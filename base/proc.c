@@ -115,27 +115,100 @@ static int parent_of(int pid)
 	return ppid;
 }
 
+/* Where the hierarchy of ctl is mounted (ctl "": cgroup v2; else a v1 controller or "name=X"),
+ * from /proc/self/mountinfo: "... MOUNT_POINT ... - cgroup2 SOURCE OPTIONS". */
+static bool cgroup_root(const char *ctl, size_t n, char *out, size_t len)
+{
+	char line[1024];
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	bool hit = false;
+
+	while (f && !hit && fgets(line, sizeof(line), f)) {
+		char mnt[512], type[32], opts[512];
+		const char *dash = strstr(line, " - ");
+
+		if (!dash || sscanf(line, "%*s %*s %*s %*s %511s", mnt) != 1 ||
+		    sscanf(dash + 3, "%31s %*s %511s", type, opts) != 2)
+			continue;
+		if (!n) {
+			hit = strcmp(type, "cgroup2") == 0;
+		} else if (strcmp(type, "cgroup") == 0) {
+			for (char *save, *o = strtok_r(opts, ",", &save); o && !hit;
+			     o = strtok_r(NULL, ",", &save))
+				hit = strlen(o) == n && strncmp(o, ctl, n) == 0;
+		}
+		if (hit)
+			snprintf(out, len, "%s", mnt);
+	}
+	if (f)
+		fclose(f);
+	return hit;
+}
+
+/* Whether line, one of /proc/PID/cgroup's ("ID:CONTROLLERS:PATH"), puts the process below a
+ * cgroup directory job_<J> that root owns: Slurm's cgroup plugins make one per job; a directory a
+ * user made in a subtree delegated to them (systemd's user@.service) is theirs, whatever its name.
+ */
+static bool in_job_cgroup(const char *line, const char *want)
+{
+	const char *ctl = strchr(line, ':'), *path = ctl ? strchr(ctl + 1, ':') : NULL, *p;
+	char root[512], dir[4200];
+	struct stat st;
+	size_t k = strlen(want);
+
+	if (!path)
+		return false;
+	for (p = path + 1; (p = strstr(p, want)); p += k) {
+		if (p[k] != '/' && p[k] != '\0')
+			continue;
+		/* The first controller names a v1 hierarchy ("cpu,cpuacct" is mounted once). */
+		if (!cgroup_root(ctl + 1, strcspn(ctl + 1, ",:"), root, sizeof(root)))
+			return false;
+		snprintf(dir, sizeof(dir), "%s%.*s", root, (int)(p + k - path - 1), path + 1);
+		return stat(dir, &st) == 0 && st.st_uid == 0;
+	}
+	return false;
+}
+
+/* Whether pid is a step daemon of job's: root's, slurmstepd itself (its executable, not a title
+ * any program could take), titled "slurmstepd: [<J>.<step>]". */
+static bool step_daemon(int pid, const char *want, size_t k)
+{
+	char path[64], buf[4096], exe[4096];
+	struct stat st;
+	ssize_t n;
+	const char *base;
+
+	snprintf(path, sizeof(path), "/proc/%d", pid);
+	if (stat(path, &st) < 0 || st.st_uid != 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	n = readlink(path, exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return false;
+	exe[n] = '\0';
+	base = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
+	if (strncmp(base, "slurmstepd", 10) != 0) /* Debian's is slurmstepd-wlm */
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	return read_proc(path, buf, sizeof(buf)) >= (ssize_t)k && memcmp(buf, want, k) == 0;
+}
+
 bool cn_proc_in_job(int pid, unsigned long job)
 {
 	char path[64], buf[4096], want[48];
 	size_t k;
 
 	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
-	k = (size_t)snprintf(want, sizeof(want), "/job_%lu", job);
+	snprintf(want, sizeof(want), "/job_%lu", job);
 	if (read_proc(path, buf, sizeof(buf)) > 0)
-		for (char *p = buf; (p = strstr(p, want)); p += k)
-			if (p[k] == '/' || p[k] == '\n' || p[k] == '\0')
+		for (char *save, *line = strtok_r(buf, "\n", &save); line;
+		     line = strtok_r(NULL, "\n", &save))
+			if (in_job_cgroup(line, want))
 				return true;
 	k = (size_t)snprintf(want, sizeof(want), "slurmstepd: [%lu.", job);
-	for (int depth = 0; pid > 1 && depth < 64; depth++, pid = parent_of(pid)) {
-		struct stat st;
-
-		snprintf(path, sizeof(path), "/proc/%d", pid);
-		if (stat(path, &st) < 0 || st.st_uid != 0)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
-		if (read_proc(path, buf, sizeof(buf)) >= (ssize_t)k && memcmp(buf, want, k) == 0)
+	for (int depth = 0; pid > 1 && depth < 64; depth++, pid = parent_of(pid))
+		if (step_daemon(pid, want, k))
 			return true;
-	}
 	return false;
 }

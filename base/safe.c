@@ -217,7 +217,12 @@ int cn_safe_dir_of(const char *dir, int pid, struct cn_owner *o, char *why, size
 		snprintf(why, len, "process %d: gone", pid);
 		return -ESRCH;
 	}
-	return cn_safe_dir(AT_FDCWD, dir, *o, false, why, len);
+	/* The directory is the process's user's, root's only for a process of root's: a directory
+	 * root owns is no user's to name, nor to have root write notes in, however the path is
+	 * turned meanwhile. Files in it may be root's too (the notes root's command line writes).
+	 */
+	return cn_safe_dir(AT_FDCWD, dir, (struct cn_owner){ o->uid, o->uid == 0 }, false, why,
+			   len);
 }
 
 /* name in the directory at replaced atomically by buf, written first to a temporary name made
@@ -263,11 +268,13 @@ int cn_safe_lock_file(int at, const char *name)
 	return fd;
 }
 
-/* Owned by root or by us, and writable by nobody else (a sticky directory excepted). */
-static bool ours_alone(const struct stat *st)
+/* Owned by root or by us, and writable by nobody else; a sticky directory (as /tmp) when sticky
+ * is allowed: nobody else may rename what is in it. */
+static bool ours_alone(const struct stat *st, bool sticky)
 {
 	return (st->st_uid == 0 || st->st_uid == geteuid()) &&
-	       (!(st->st_mode & 022) || (S_ISDIR(st->st_mode) && (st->st_mode & S_ISVTX)));
+	       (!(st->st_mode & 022) ||
+		(sticky && S_ISDIR(st->st_mode) && (st->st_mode & S_ISVTX)));
 }
 
 int cn_safe_trusted(const char *path, bool exec, char *real, size_t len, char *why, size_t wlen)
@@ -287,16 +294,18 @@ int cn_safe_trusted(const char *path, bool exec, char *real, size_t len, char *w
 			 exec ? "an executable file" : "a regular file");
 		return -EINVAL;
 	}
-	if (!ours_alone(&st)) {
+	if (!ours_alone(&st, false)) {
 		snprintf(why, wlen,
 			 "%s: owned by uid %u, mode %03o: another user could change it; "
 			 "not run",
 			 buf, (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777));
 		return -EPERM;
 	}
-	while ((slash = strrchr(buf, '/'))) {
+	/* Not sticky for the file's directory and the one above it: an interpreter looks there for
+	 * files of its own (Python's pyvenv.cfg and lib/), which anyone could make in /tmp. */
+	for (int up = 0; (slash = strrchr(buf, '/')); up++) {
 		slash[slash == buf] = '\0'; /* the parent; "/" last */
-		if (stat(buf, &st) < 0 || !ours_alone(&st)) {
+		if (stat(buf, &st) < 0 || !ours_alone(&st, up >= 2)) {
 			snprintf(why, wlen, "%s: in %s, which another user may write to; not run",
 				 real, buf);
 			return -EPERM;

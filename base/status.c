@@ -298,7 +298,11 @@ static const char *get_str(const char *p, char *out, size_t len)
 				if (strlen(p) < 4)
 					return NULL;
 				memcpy(hex, p, 4);
-				ch = (char)strtol(hex, NULL, 16);
+				/* What cudanap writes escaped is a control character; anything
+				 * else is no byte of a string of ours, and no half of a UTF-8
+				 * sequence to hand a terminal or a JSON reader. */
+				ch = strtol(hex, NULL, 16) < 0x80 ? (char)strtol(hex, NULL, 16)
+								  : '?';
 				p += 4;
 			} else if (ch == 'n') {
 				ch = '\n';
@@ -317,6 +321,51 @@ static const char *get_str(const char *p, char *out, size_t len)
 	return p + 1;
 }
 
+/* A number as JSON writes one, finite and of a size a status file can hold: a file another user
+ * wrote is read by root, whose --json and metrics must stay valid (nan, inf, 1e999 are not). */
+static bool number_ok(const char *v)
+{
+	const char *p = v + (*v == '-');
+	char *end;
+	double d;
+
+	/* JSON's grammar: digits, a fraction, an exponent; no hex, no words. */
+	if (!isdigit((unsigned char)*p))
+		return false;
+	p += strspn(p, "0123456789");
+	if (*p == '.' && isdigit((unsigned char)p[1]))
+		p += 1 + strspn(p + 1, "0123456789");
+	if (*p == 'e' || *p == 'E') {
+		p += 1 + (p[1] == '+' || p[1] == '-');
+		if (!isdigit((unsigned char)*p))
+			return false;
+		p += strspn(p, "0123456789");
+	}
+	if (*p)
+		return false;
+	d = strtod(v, &end);
+	return isfinite(d) && fabs(d) <= CN_STATUS_NUM_MAX;
+}
+
+/* The length of the UTF-8 sequence of a character at p (at most n bytes there), 0 when it is
+ * none (a stray continuation byte, an overlong or cut one). */
+static size_t utf8_len(const char *p, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)p;
+	size_t len = u[0] < 0x80	     ? 1
+		     : (u[0] & 0xe0) == 0xc0 ? 2
+		     : (u[0] & 0xf0) == 0xe0 ? 3
+		     : (u[0] & 0xf8) == 0xf0 ? 4
+					     : 0;
+
+	if (!len || len > n || (len == 2 && u[0] < 0xc2) || (len == 4 && u[0] > 0xf4))
+		return 0;
+	for (size_t i = 1; i < len; i++)
+		if ((u[i] & 0xc0) != 0x80)
+			return 0;
+	return len;
+}
+
 /* Truncating copy: a too-long field from an edited file must not break the reader. Control
  * characters become a space (tab, newline, return) or '?': what a reader prints goes to a terminal,
  * and a file another user wrote could otherwise set its colours or title (C0, DEL, C1 as UTF-8, and
@@ -329,18 +378,24 @@ static void copy_field(char *dst, size_t len, const char *v)
 	dst[n] = '\0';
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)dst[i];
+		size_t k = utf8_len(dst + i, n - i);
 
 		if (c == '\t' || c == '\n' || c == '\r')
 			dst[i] = ' ';
-		else if (c < 0x20 || c == 0x7f || c == 0x9b)
+		else if (c < 0x20 || c == 0x7f ||
+			 !k) /* no UTF-8: root's --json must stay readable */
 			dst[i] = '?';
-		else if (c == 0xc2 && i + 1 < n && (unsigned char)dst[i + 1] >= 0x80 &&
-			 (unsigned char)dst[i + 1] <= 0x9f)
+		else if (c == 0xc2 && (unsigned char)dst[i + 1] <= 0x9f) /* a C1 control */
 			dst[i] = dst[i + 1] = '?';
+		if (k > 1)
+			i += k - 1;
 	}
 }
 
-static void set_field(struct cn_status *s, const char *key, const char *v, bool is_null)
+/* One key's value into s; false when the file is not to be believed for it: a number of ours
+ * given as a string, or as one not finite and bounded (number_ok). */
+static bool set_field(struct cn_status *s, const char *key, const char *v, bool is_null,
+		      bool quoted)
 {
 	if (strcmp(key, "pid") == 0)
 		s->pid = atoi(v);
@@ -401,42 +456,23 @@ static void set_field(struct cn_status *s, const char *key, const char *v, bool 
 	else if (strcmp(key, "rooms_made") == 0)
 		s->rooms_made = strtoul(v, NULL, 10);
 	for (size_t i = 0; i < N_NUMS; i++)
-		if (strcmp(key, nums[i].key) == 0)
+		if (strcmp(key, nums[i].key) == 0) {
+			if (!is_null && (quoted || !number_ok(v)))
+				return false;
 			*num(s, i) = is_null ? -1 : strtod(v, NULL);
+		}
 	for (size_t i = 0; i < N_QSTRS; i++)
 		if (strcmp(key, qstrs[i].key) == 0 && qstrs[i].kind >= 0)
 			*(int *)((char *)s + qstrs[i].off) = cn_outcome_of(qstrs[i].kind, v);
 		else if (strcmp(key, qstrs[i].key) == 0)
 			copy_field((char *)s + qstrs[i].off, qstrs[i].len, v);
 	for (size_t i = 0; i < N_QNUMS; i++)
-		if (strcmp(key, qnums[i].key) == 0)
+		if (strcmp(key, qnums[i].key) == 0) {
+			if (!is_null && (quoted || !number_ok(v)))
+				return false;
 			*(double *)((char *)s + qnums[i].off) = is_null ? -1 : strtod(v, NULL);
-}
-
-/* A number as JSON writes one, finite and of a size a status file can hold: a file another user
- * wrote is read by root, whose --json and metrics must stay valid (nan, inf, 1e999 are not). */
-static bool number_ok(const char *v)
-{
-	const char *p = v + (*v == '-');
-	char *end;
-	double d;
-
-	/* JSON's grammar: digits, a fraction, an exponent; no hex, no words. */
-	if (!isdigit((unsigned char)*p))
-		return false;
-	p += strspn(p, "0123456789");
-	if (*p == '.' && isdigit((unsigned char)p[1]))
-		p += 1 + strspn(p + 1, "0123456789");
-	if (*p == 'e' || *p == 'E') {
-		p += 1 + (p[1] == '+' || p[1] == '-');
-		if (!isdigit((unsigned char)*p))
-			return false;
-		p += strspn(p, "0123456789");
-	}
-	if (*p)
-		return false;
-	d = strtod(v, &end);
-	return isfinite(d) && fabs(d) <= CN_STATUS_NUM_MAX;
+		}
+	return true;
 }
 
 int cn_status_parse(const char *buf, struct cn_status *s)
@@ -448,7 +484,7 @@ int cn_status_parse(const char *buf, struct cn_status *s)
 	if (*p++ != '{')
 		return -EINVAL;
 	for (p = skip_ws(p); *p != '}'; p = skip_ws(p)) {
-		bool is_null = false;
+		bool is_null = false, quoted = false;
 
 		p = get_str(p, key, sizeof(key));
 		if (!p)
@@ -458,6 +494,7 @@ int cn_status_parse(const char *buf, struct cn_status *s)
 			return -EINVAL;
 		p = skip_ws(p);
 		if (*p == '"') {
+			quoted = true;
 			p = get_str(p, val, sizeof(val));
 			if (!p)
 				return -EINVAL;
@@ -474,7 +511,8 @@ int cn_status_parse(const char *buf, struct cn_status *s)
 				return -EINVAL;
 			p += n;
 		}
-		set_field(s, key, val, is_null);
+		if (!set_field(s, key, val, is_null, quoted))
+			return -EINVAL;
 		p = skip_ws(p);
 		if (*p == ',')
 			p++;

@@ -44,6 +44,27 @@ else
 	skip "root's kernel list in the attacker's directory" "no Python here imports jupyter_client"
 fi
 
+# -- 1b. a Python of root's whose site directory the attacker can write (a shared environment):
+# no .pth file there runs; one in a sticky directory anyone can write in (its pyvenv.cfg and lib/
+# beside it): not run at all
+sysp=$(readlink -f /usr/bin/python3 2> /dev/null)
+if [ -x "$sysp" ] && "$sysp" -m venv --copies --without-pip "$T/pub/venv" > /dev/null 2>&1; then
+	sp=$("$T/pub/venv/bin/python3" -c 'import site; print(site.getsitepackages()[0])')
+	chmod 777 "$sp"
+	"${AS_A[@]}" sh -c 'printf "import os; open(\"%s/ran-pth\", \"w\").write(str(os.getuid()))\n" "$1" > "$2/evil.pth"' _ "$T/pub" "$sp"
+	out=$(cd "$proj" && CUDANAP_PYTHON="$T/pub/venv/bin/python3" "$CUDANAP" kernel list 2>&1); rc=$?
+	check "a .pth file the attacker put in a Python's site directory is not run by root (rc $rc)" test ! -e "$T/pub/ran-pth"
+	mkdir -m 1777 "$T/pub/scr"
+	mkdir -m 755 "$T/pub/scr/bin"
+	cp "$sysp" "$T/pub/scr/bin/python3"
+	"${AS_A[@]}" sh -c 'printf "home = /usr/bin\ninclude-system-site-packages = true\n" > "$1/pyvenv.cfg"' _ "$T/pub/scr"
+	out=$(cd "$proj" && CUDANAP_PYTHON="$T/pub/scr/bin/python3" "$CUDANAP" kernel list 2>&1); rc=$?
+	is "$rc:$out" "69:cudanap kernel: CUDANAP_PYTHON: $T/pub/scr/bin/python3: in $T/pub/scr, which another user may write to; not run" \
+		"a Python beside a directory anyone can write in (its pyvenv.cfg): not run, in one line"
+else
+	skip "a Python of root's with a site directory the attacker can write" "no /usr/bin/python3 that makes a venv"
+fi
+
 # -- 6. kernel.json with escape sequences, and one whose cudanap entry is not an object
 mkdir -p "$T/jupyter/kernels/evil" "$T/jupyter/kernels/odd"
 printf '{"argv": ["/bin/true\\u001b]0;owned\\u0007"], "display_name": "x", "language": "python", "metadata": {"cudanap": {"from": "a\\u001b[31mb", "nap_s": 5}}}\n' \
@@ -147,7 +168,7 @@ check "a process with libcudanap only in its environment is not taken for one pr
 kill "${decoys[@]}" "$fake"
 
 # -- 5. a number no status file may hold: the file is not believed, root's JSON stays JSON
-for bad in nan inf 1e308 -Infinity; do
+for bad in nan inf 1e308 -Infinity '"nan"' '"1e999"'; do
 	"${AS_V[@]}" sh -c 'printf "{\"pid\":%d,\"starttime\":%s,\"state\":\"running\",\"lock_ms\":%s}" "$1" "$2" "$4" > "$3/.x" && mv "$3/.x" "$3/$1.json"' \
 		_ "$vq" "$(awk '{ print $22 }' "/proc/$vq/stat")" "$T/pub/v3" "$bad"
 	json=$("$CUDANAP" status --no-query --json 2>&1)
@@ -155,5 +176,30 @@ for bad in nan inf 1e308 -Infinity; do
 	check "and the file is not believed" test -z "$(grep -o "\"pid\":$vq," <<< "$json")"
 	check "root's metrics print no nan or inf" test -z "$("$CUDANAP" metrics 2>&1 | grep -i -E ' [-+]?(nan|inf)')"
 done
+"${AS_V[@]}" sh -c 'printf "{\"pid\":%d,\"starttime\":%s,\"state\":\"running\",\"gpu_now\":\"0:inf,1:nan,2:1e999\",\"command\":\"a\\\\u00ffb\377c\"}" "$1" "$2" > "$3/.x" && mv "$3/.x" "$3/$1.json"' \
+	_ "$vq" "$(awk '{ print $22 }' "/proc/$vq/stat")" "$T/pub/v3"
+check "a GPU list of inf and nan and a command of bytes that are not UTF-8: root's --json is valid UTF-8 JSON" \
+	json_ok <<< "$("$CUDANAP" status --no-query --json 2>&1)"
+check "and root's metrics print no nan or inf" test -z "$("$CUDANAP" metrics 2>&1 | grep -i -E ' [-+]?(nan|inf)')"
 kill "$vp" "$vq"
+
+# -- M. the victim's status directory, named through a link it turns toward a directory of root's
+# while root's suspend waits for its (forged) busy action: root writes no note there
+"${AS_V[@]}" mkdir -m 755 "$T/pub/ml" "$T/pub/ml/real"
+"${AS_V[@]}" mkdir -m 700 "$T/pub/ml/real/st"
+"${AS_V[@]}" ln -s real "$T/pub/ml/cur"
+mkdir -m 755 "$T/pub/rootdir"
+mkdir -m 700 "$T/pub/rootdir/st"
+"${AS_V[@]}" LD_PRELOAD="$lib" CUDANAP_STATUS_DIR="$T/pub/ml/cur/st" /bin/sleep 300 &
+vm=$!
+eventually 20 test -e "$T/pub/ml/real/st/$vm.json"
+"${AS_V[@]}" sh -c 'printf "{\"pid\":%d,\"starttime\":%s,\"state\":\"running\",\"busy\":true}" "$1" "$2" > "$3/.x" && mv "$3/.x" "$3/$1.json"' \
+	_ "$vm" "$(awk '{ print $22 }' "/proc/$vm/stat")" "$T/pub/ml/real/st"
+"$CUDANAP" suspend --timeout 6 "$vm" > "$T/m.out" 2>&1 &
+act=$!
+sleep 1 # root's suspend waits for the busy action: the link is turned then
+"${AS_V[@]}" sh -c 'ln -sfn "$2" "$1/cur.new" && mv -T "$1/cur.new" "$1/cur"' _ "$T/pub/ml" "$T/pub/rootdir"
+wait "$act"
+is "$(ls -A "$T/pub/rootdir/st")" "" "root's suspend wrote nothing in root's directory the victim's link turned to ($(head -c 200 "$T/m.out"))"
+kill "$vm"
 finish

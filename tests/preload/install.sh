@@ -48,10 +48,11 @@ like "$(PATH=$(dirname "$cli"):$PATH complete_words "$cli" suspend "")" "(^| )$p
 
 # -- the Jupyter helper: the installed CLI runs the installed one (a stand-in Python says which)
 check "the kernelspec helper installed" test -n "$(find "$T/inst" -path '*/share/cudanap/kernelspec.py')"
-printf '#!/bin/sh\necho "$@"\n' > "$T/showpy"
-chmod +x "$T/showpy"
-out=$(CUDANAP_PYTHON=$T/showpy "$cli" kernel list)
-is "$out" "-I $(readlink -f "$(find "$T/inst" -path '*/share/cudanap/kernelspec.py')") list" \
-	"cudanap kernel runs it with the Python that runs Jupyter, isolated (-I)"
+mkdir -p "$T/bin" # (not in /tmp itself: anyone's to write in)
+printf '#!/bin/sh\necho "$@"\n' > "$T/bin/showpy"
+chmod +x "$T/bin/showpy"
+out=$(CUDANAP_PYTHON=$T/bin/showpy "$cli" kernel list)
+is "$out" "-I -S $(readlink -f "$(find "$T/inst" -path '*/share/cudanap/kernelspec.py')") list" \
+	"cudanap kernel runs it with the Python that runs Jupyter, isolated (-I -S)"
 kill "$p"
 finish

@@ -102,12 +102,17 @@ like "$?:$out" "^78:.*bad.ini" "a broken INI is refused before anything is writt
 out=$(CUDANAP_PYTHON=$T/nopython "$CUDANAP" kernel list 2>&1)
 is "$?:$out" "69:cudanap kernel: CUDANAP_PYTHON: $T/nopython: No such file or directory" "CUDANAP_PYTHON that is not there"
 # a Python without Jupyter (its site packages off), and the one `jupyter` on PATH runs first
-printf '#!/bin/sh\nexec %s -S "$@"\n' "$py" > "$T/barepy"
-printf '#!/bin/sh\necho "$*" >> %s/python-wrap.log\nexec %s "$@"\n' "$T" "$py" > "$T/python-wrap"
+# (in a directory of the test's: one in /tmp itself is not run, /tmp being anyone's to write in)
 mkdir "$T/bin"
-printf '#!/usr/bin/env %s\n' "$T/python-wrap" > "$T/bin/jupyter"
-chmod +x "$T/barepy" "$T/python-wrap" "$T/bin/jupyter"
-out=$(CUDANAP_PYTHON=$T/barepy "$CUDANAP" kernel list 2>&1)
+cat > "$T/bin/barepy" << EOF
+#!/bin/sh
+shift 2 # -I -S: the helper's path and its arguments follow
+exec $py -c 'import sys; sys.modules["jupyter_client"] = None; sys.argv = sys.argv[1:]; exec(compile(open(sys.argv[0]).read(), sys.argv[0], "exec"))' "\$@"
+EOF
+printf '#!/bin/sh\necho "$*" >> %s/python-wrap.log\nexec %s "$@"\n' "$T" "$py" > "$T/bin/python-wrap"
+printf '#!/usr/bin/env %s\n' "$T/bin/python-wrap" > "$T/bin/jupyter"
+chmod +x "$T/bin/barepy" "$T/bin/python-wrap" "$T/bin/jupyter"
+out=$(CUDANAP_PYTHON=$T/bin/barepy "$CUDANAP" kernel list 2>&1)
 like "$?:$out" "^69:cudanap kernel: [^ ]+ cannot import jupyter_client \(.*\); set CUDANAP_PYTHON to the Python that runs Jupyter$" \
 	"a Python without jupyter_client: one line"
 out=$(PATH=$T/bin:$PATH "$CUDANAP" kernel list 2>&1)

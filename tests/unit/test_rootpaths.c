@@ -76,9 +76,18 @@ static pid_t sleeper(uid_t uid, const char *env)
 	return p;
 }
 
-/* A process of job 4242 as Slurm makes one: uid's sleep under a process of root's titled as the
- * job's step daemon ("slurmstepd: [4242.0]"); its pid. The step's pid in *stepd. */
+/* A process of job 4242 as Slurm makes one: uid's sleep under a process of root's that is the
+ * job's step daemon (a copy of sleep named slurmstepd, titled "slurmstepd: [4242.0]"); its pid.
+ * The step's pid in *stepd. */
+static pid_t job_sleeper_as(uid_t uid, pid_t *stepd, bool real);
 static pid_t job_sleeper(uid_t uid, pid_t *stepd)
+{
+	return job_sleeper_as(uid, stepd, true);
+}
+
+/* The same under a process of root's that only takes the step daemon's title (real false): a
+ * set-user-ID program started with that argv[0]. */
+static pid_t job_sleeper_as(uid_t uid, pid_t *stepd, bool real)
 {
 	int fds[2];
 	pid_t p = -1;
@@ -88,11 +97,14 @@ static pid_t job_sleeper(uid_t uid, pid_t *stepd)
 	*stepd = fork();
 	if (*stepd == 0) {
 		char *argv[] = { "slurmstepd: [4242.0]", "30", NULL }, *envp[] = { NULL };
+		char exe[300], cmd[700];
 
+		snprintf(exe, sizeof(exe), "%s/slurmstepd", base);
+		snprintf(cmd, sizeof(cmd), "cp /bin/sleep %s", exe);
 		p = sleeper(uid, "PATH=/bin");
-		if (write(fds[1], &p, sizeof(p)) != sizeof(p))
+		if (write(fds[1], &p, sizeof(p)) != sizeof(p) || (access(exe, X_OK) && system(cmd)))
 			_exit(1);
-		execve("/bin/sleep", argv, envp);
+		execve(real ? exe : "/bin/sleep", argv, envp);
 		_exit(1);
 	}
 	close(fds[1]);
@@ -218,6 +230,16 @@ static void test_handover(void)
 	status_of(mine, OTHER);
 	ok(holding(&took) == 0,
 	   "one of the job's processes, in a file another user owns: not believed");
+	{
+		pid_t titled_stepd, titled = job_sleeper_as(OWNER, &titled_stepd, false);
+
+		usleep(200 * 1000);
+		status_of(titled, OWNER);
+		ok(holding(&took) == 0,
+		   "nor one under a process of root's that only takes the step daemon's title");
+		kill(titled, SIGKILL);
+		kill(titled_stepd, SIGKILL);
+	}
 	status_of(mine, OWNER);
 	n = holding(&took);
 	ok(n == 1 && took < 1, "one of the job's, by its user: held (%d, %.3f s)", n, took);
@@ -354,7 +376,8 @@ static void test_readers(void)
 	put(sdir, "/somewhere", 0);
 	if (chown(dir, OTHER, OTHER) < 0)
 		perror(dir);
-	ok(cn_notes_take(dir, me, "hibernate", buf, sizeof(buf)) == -EPERM && access(sdir, F_OK) == 0,
+	ok(cn_notes_take(dir, me, "hibernate", buf, sizeof(buf)) == -EPERM &&
+		   access(sdir, F_OK) == 0,
 	   "a note in a directory that is not the process's user's: not taken, not removed");
 	if (chown(dir, 0, 0) < 0)
 		perror(dir);

@@ -127,6 +127,16 @@ static void test_round_trip(void)
 			   &b) == 0 &&
 		   b.step_ms[CN_STEP_LOCK] == 2500,
 	   "finite numbers, booleans and null are taken");
+	ok(cn_status_parse("{\"pid\":7,\"released_byte_s\":\"nan\"}", &b) < 0 &&
+		   cn_status_parse("{\"pid\":7,\"lock_ms\":\"1e999\"}", &b) < 0 &&
+		   cn_status_parse("{\"pid\":7,\"lock_ms\":\"0x1p900\"}", &b) < 0,
+	   "a number of ours given as a string: the file is not believed");
+	ok(cn_status_parse("{\"pid\":7,\"command\":\"a\\u00ffb\\u2603c\"}", &b) == 0 &&
+		   strcmp(b.command, "a?b?c") == 0,
+	   "an escape of a byte above 0x7f reads as '?': no stray byte for a JSON reader");
+	ok(cn_status_parse("{\"pid\":7,\"command\":\"\xc3\xa9t\xe9\xff\xc3\"}", &b) == 0 &&
+		   strcmp(b.command, "\xc3\xa9t???") == 0,
+	   "UTF-8 kept, bytes that are not UTF-8 read as '?'");
 	b.step_ms[CN_STEP_LOCK] = 1.0 / 0.0;
 	b.step_ms[CN_STEP_CHECKPOINT] = 0.0 / 0.0;
 	ok(cn_status_format(&b, buf, sizeof(buf)) > 0 && !strstr(buf, "inf") &&

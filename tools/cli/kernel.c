@@ -45,21 +45,22 @@ const char usage_kernel[] =
 	"\n"
 	"Jupyter is asked through the Python that runs it: $CUDANAP_PYTHON, else the\n"
 	"first of the interpreter of 'jupyter' on PATH, python3 and /usr/bin/python3 that\n"
-	"imports jupyter_client. It runs isolated (python -I, from /), and only a Python\n"
-	"that root or you alone could have written is run.\n"
+	"imports jupyter_client. It runs isolated (python -I -S, from /), and only a Python\n"
+	"and site directories that root or you alone could have written are used.\n"
 	"\n"
 	"Exit status: 0; 1 when an action failed; 2 for bad usage; 69 when no Python\n"
 	"imports jupyter_client; 78 if FILE is broken.\n"
 	"Example: cudanap kernel install --from python3 --nap 900\n";
 
-/* Every Python this command starts runs isolated (-I: no working directory, no PYTHON* variables
- * on sys.path) from "/", and is a file only root or this user could have written, as is the
- * helper it runs (cn_safe_trusted): root running `cudanap kernel` in a directory another user can
- * write imports nothing of theirs. In a child: never returns. */
+/* Every Python this command starts runs isolated and without site (-I -S: no working directory,
+ * no PYTHON* variables, no site directory or .pth file on its own) from "/", and is a file only
+ * root or this user could have written, as is the helper it runs (cn_safe_trusted), which adds
+ * the site directories that pass the same check: root running `cudanap kernel` in a directory
+ * another user can write imports nothing of theirs. In a child: never returns. */
 static void exec_python(const char *py, const char *helper, const char *const *args)
 {
-	const char *full[24] = { py, "-I", helper };
-	int n = 3;
+	const char *full[24] = { py, "-I", "-S", helper };
+	int n = 4;
 
 	for (; *args && n < 23; args++)
 		full[n++] = *args;

@@ -77,7 +77,9 @@ static double memory(FILE *f, const struct cn_status *s, const char *list, const
 		double mib;
 		char uuid[64], labels[160];
 
-		if (sscanf(p, "%d:%lf", &k, &mib) != 2 || k < 0)
+		/* A list another user's file holds: only a GPU's index and a size it could be. */
+		if (sscanf(p, "%d:%lf", &k, &mib) != 2 || k < 0 || k >= 1024 || !(mib >= 0) ||
+		    mib > 1e9)
 			continue;
 		uuid_of(s->gpus, k, uuid, sizeof(uuid));
 		snprintf(labels, sizeof(labels), "pid=\"%d\",gpu=\"%d\",UUID=\"%s\",state=\"%s\"",

@@ -127,8 +127,13 @@ int slurm_job_pids(const char *jobid, int **out, char *note, size_t len)
 	/* Slurm's tools missing or not answering: every process of a job inherits its id, but any
 	 * process may set it; those Slurm did not make (its cgroup, or its step daemon above it)
 	 * are left out. */
-	n = procs_with_env("SLURM_JOB_ID", jobid, out);
-	if (n > 0 && strspn(jobid, "0123456789") == strlen(jobid)) {
+	/* A job's processes have its own numeric id there; an array task's or a part's name
+	 * ("1234_7", "1234+1") is no process's to claim. */
+	*out = NULL;
+	n = strspn(jobid, "0123456789") == strlen(jobid)
+		    ? procs_with_env("SLURM_JOB_ID", jobid, out)
+		    : 0;
+	if (n > 0) {
 		int k = 0;
 
 		for (int i = 0; i < n; i++)

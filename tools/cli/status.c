@@ -271,10 +271,10 @@ static void print_json(const struct rows *r)
 }
 
 /* The file <pid>.json just read, in the directory dirfd (dir_uid's): a row when its process runs
- * and the file may be believed for it (the directory and the file its user's or root's, as
- * cn_status_read asks); removed when its process is gone or the pid is another's now, and the file
- * is the directory owner's own (which that user could remove anyway), through the directory's fd
- * and only if it is still the file read (cn_status_remove_in): no path is resolved again. */
+ * and the file may be believed for it (the directory its user's, the file its user's or root's,
+ * as cn_status_read asks); removed when its process is gone or the pid is another's now, and the
+ * file is the directory owner's own (which that user could remove anyway), through the directory's
+ * fd and only if it is still the file read (cn_status_remove_in): no path is resolved again. */
 static void take_file(int dirfd, uid_t dir_uid, int pid, struct rows *r)
 {
 	struct cn_status s;
@@ -285,7 +285,7 @@ static void take_file(int dirfd, uid_t dir_uid, int pid, struct rows *r)
 	if (cn_status_read_in(dirfd, pid, CN_OWNER_ANY, &s, &st, why, sizeof(why)) < 0)
 		return;
 	if (procs_alive(&s)) {
-		if (cn_safe_owner_of(pid, true, &o) == 0 && (dir_uid == o.uid || dir_uid == 0) &&
+		if (cn_safe_owner_of(pid, true, &o) == 0 && dir_uid == o.uid &&
 		    (st.st_uid == o.uid || st.st_uid == 0))
 			add(r, &s);
 	} else if (st.st_uid == dir_uid) {
@@ -293,13 +293,13 @@ static void take_file(int dirfd, uid_t dir_uid, int pid, struct rows *r)
 	}
 }
 
-/* The status files in dir, a directory of uid's (or root's) that nobody else may write to: the
- * check the preload made at its start, made again and the directory used by its fd from there. */
+/* The status files in dir, a directory of uid's that nobody else may write to: the check the
+ * preload made at its start, made again and the directory used by its fd from there. */
 static void list_dir(const char *dir, uid_t uid, struct rows *r)
 {
 	char why[300];
-	int fd =
-		cn_safe_dir(AT_FDCWD, dir, (struct cn_owner){ uid, true }, false, why, sizeof(why));
+	int fd = cn_safe_dir(AT_FDCWD, dir, (struct cn_owner){ uid, uid == 0 }, false, why,
+			     sizeof(why));
 	int fd2 = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : -1;
 	DIR *d = fd2 >= 0 ? fdopendir(fd2) : NULL;
 	struct dirent *e;

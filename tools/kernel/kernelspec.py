@@ -9,9 +9,12 @@ that jupyter_client's KernelSpecManager decides where kernels are found and inst
     kernelspec.py remove NAME...
     kernelspec.py probe           (exit 0 when jupyter_client imports here)
 
-It runs isolated (python -I, from /): neither the working directory nor PYTHON* variables put
-anything on sys.path, so that root running it from a directory another user can write imports
-nothing of theirs. A caller other than root gets its own user site back (pip install --user).
+It runs isolated and without site (python -I -S, from /): neither the working directory nor
+PYTHON* variables put anything on sys.path, and no site directory is added, nor its .pth files
+run, until it is checked here: only one that root or the caller alone could have written (the
+directory, every directory above it and every .pth file in it), so that root running it imports
+nothing another user wrote. A caller other than root gets its own user site back (pip install
+--user).
 
 WHERE is user, sys-prefix or prefix (then PREFIX is the directory); CONFIG is "" for none. A
 kernelspec is cudanap's when its metadata has a "cudanap" object; install and remove touch no
@@ -23,10 +26,38 @@ import shutil
 import sys
 import tempfile
 
-if sys.flags.isolated and os.getuid() != 0:
-    import site
-    if os.path.isdir(site.getusersitepackages()):
-        site.addsitedir(site.getusersitepackages())
+import site  # noqa: E402 (its directories are added below, once checked)
+
+
+def ours_alone(path):
+    """Whether path, and every directory above it, only root or this user could have written."""
+    path = os.path.realpath(path)
+    while True:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return False
+        if st.st_uid not in (0, os.getuid()) or st.st_mode & 0o022:
+            return False
+        if path == "/":
+            return True
+        path = os.path.dirname(path)
+
+
+def add_site(d):
+    """d on sys.path with its .pth files, if it and they are ours alone."""
+    if not os.path.isdir(d) or not ours_alone(d):
+        return
+    pth = [os.path.join(d, f) for f in os.listdir(d) if f.endswith(".pth")]
+    if all(ours_alone(f) for f in pth):
+        site.addsitedir(d)
+
+
+if sys.flags.no_site:
+    for d in site.getsitepackages():
+        add_site(d)
+    if os.getuid() != 0:
+        add_site(site.getusersitepackages())
 
 # jupyter_client imports ipykernel to describe the default kernel, and ipykernel's debugger
 # warns about frozen modules on every import: not this command's business
