@@ -178,14 +178,14 @@ int cn_preflight_peers(const struct cn_config *c, char *why, size_t len)
 	if (!kind)
 		return 0;
 	snprintf(why, len, "refusing to suspend a process with %s; %s", what,
-		 kind == CN_PEERS_POOL	 ? "free its memory or take the access back first"
+		 kind == CN_PEERS_POOL	  ? "free its memory or take the access back first"
 		 : c->own == CN_OWN_NEVER ? kind == CN_PEERS_LARGE
 						    ? "[memory] own = auto owns such memory, "
 						      "[peer] mode = off turns the access off"
 						    : "[memory] own = auto owns such memory"
 		 : kind == CN_PEERS_LARGE ? "[peer] mode = off suspends it with that access "
 					    "turned off"
-					  : "it is memory to export, which cudanap does not own");
+					  : "cudanap did not own it when it was made");
 	return -1;
 }
 

@@ -8,7 +8,8 @@
  * cuMemRelease and the property query take. The driver checkpoints and restores the pieces as it
  * would the app's own memory, onto other GPUs too: nothing is copied by cudanap. What the app can
  * ask of an owned allocation (its range, a free of an interior pointer) is answered as the driver
- * answers for its own; a CUDA IPC export is refused, as the driver refuses one of its own pieces. */
+ * answers for its own; a CUDA IPC export is refused, as the driver refuses one of its own pieces,
+ * and so is an export of a split handle, which is no one handle. */
 #define _GNU_SOURCE
 #include "owned.h"
 
@@ -458,7 +459,8 @@ static bool range_attr(int attr, void *data, CUdeviceptr ptr)
 	struct alloc *a;
 	bool hit = false;
 
-	if (attr != CU_POINTER_ATTRIBUTE_RANGE_START_ADDR && attr != CU_POINTER_ATTRIBUTE_RANGE_SIZE)
+	if (attr != CU_POINTER_ATTRIBUTE_RANGE_START_ADDR &&
+	    attr != CU_POINTER_ATTRIBUTE_RANGE_SIZE)
 		return false;
 	pthread_mutex_lock(&mu);
 	a = find(ptr);
@@ -494,8 +496,8 @@ static CUresult own_attrs(unsigned n, int *attrs, void **data, CUdeviceptr ptr)
 /* The driver cannot export memory of cuMemCreate's through CUDA IPC: counted, for the status. */
 static CUresult own_ipc_get(CUipcMemHandle *h, CUdeviceptr ptr)
 {
-	CUresult r = ((CUresult(*)(CUipcMemHandle *, CUdeviceptr))drv(
-		CN_FN_IDX_cuIpcGetMemHandle))(h, ptr);
+	CUresult r = ((CUresult(*)(CUipcMemHandle *, CUdeviceptr))drv(CN_FN_IDX_cuIpcGetMemHandle))(
+		h, ptr);
 
 	if (r != CUDA_SUCCESS && cn_owned_has(ptr))
 		atomic_fetch_add(&ipc_refused, 1);
@@ -513,9 +515,10 @@ static CUresult own_create(CUmemGenericAllocationHandle *h, size_t bytes,
 	unsigned n = pieces_for(bytes);
 	CUresult r;
 
-	/* Memory to export keeps its one handle: the importer is another process, which the
-	 * driver cannot restore anyway (the preflight refuses it). */
-	if (bytes <= CN_OWNED_LINE || !h || !prop || prop->requestedHandleTypes || flags ||
+	/* One made to be exported is split too: allocators ask for a type to export by habit (a
+	 * process on several GPUs shares its memory within itself); an export of it is refused
+	 * (own_export), and counted for the status. */
+	if (bytes <= CN_OWNED_LINE || !h || !prop || flags ||
 	    prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
 	    prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE || !owning())
 		return real(h, bytes, prop, flags);
@@ -615,7 +618,8 @@ static CUresult own_release(CUmemGenericAllocationHandle h)
 	pthread_mutex_unlock(&mu);
 	if (!s)
 		return ((release_fn)drv(CN_FN_IDX_cuMemRelease))(h);
-	/* The pieces mapped stay until they are unmapped, as the driver keeps a released handle's. */
+	/* The pieces mapped stay until they are unmapped, as the driver keeps a released handle's.
+	 */
 	for (unsigned k = 0; k < s->n; k++)
 		((release_fn)drv(CN_FN_IDX_cuMemRelease))(s->piece[k]);
 	free(s);
@@ -637,21 +641,20 @@ static CUresult own_props(CUmemAllocationProp *prop, CUmemGenericAllocationHandl
 		CN_FN_IDX_cuMemGetAllocationPropertiesFromHandle))(prop, h);
 }
 
-/* A split handle was made without a handle type to export: the driver's answer for its pieces. */
+/* A split handle is no one handle to export: refused, and counted for the status. */
 static CUresult own_export(void *out, CUmemGenericAllocationHandle h, int type,
 			   unsigned long long flags)
 {
-	CUresult (*real)(void *, CUmemGenericAllocationHandle, int, unsigned long long) =
-		drv(CN_FN_IDX_cuMemExportToShareableHandle);
-	struct split *s;
-	CUmemGenericAllocationHandle first = 0;
+	bool split;
 
 	pthread_mutex_lock(&mu);
-	s = split_of(h);
-	if (s)
-		first = s->piece[0];
+	split = split_of(h) != NULL;
 	pthread_mutex_unlock(&mu);
-	return real(out, s ? first : h, type, flags);
+	if (!split)
+		return ((CUresult(*)(void *, CUmemGenericAllocationHandle, int, unsigned long long))
+				drv(CN_FN_IDX_cuMemExportToShareableHandle))(out, h, type, flags);
+	atomic_fetch_add(&ipc_refused, 1);
+	return CUDA_ERROR_NOT_SUPPORTED;
 }
 
 /* ---- the routes ---- */
@@ -737,13 +740,15 @@ size_t cn_owned_describe(char *out, size_t len)
 	out[0] = '\0';
 	if (!n && !m && !atomic_load(&ipc_refused))
 		return 0;
-	w = snprintf(out, len, "owned: %llu MiB in %llu pieces of %llu MiB at most (%zu allocation%s, %zu handle%s)",
+	w = snprintf(out, len,
+		     "owned: %llu MiB in %llu pieces of %llu MiB at most (%zu allocation%s, %zu "
+		     "handle%s)",
 		     bytes >> 20, pieces, CN_OWNED_LINE >> 20, n, n == 1 ? "" : "s", m,
 		     m == 1 ? "" : "s");
 	if (w > 0 && (size_t)w < len && atomic_load(&ipc_refused))
 		w += snprintf(out + w, len - (size_t)w,
-			      "; %lu CUDA IPC export%s of owned memory refused ([memory] own = "
-			      "never keeps allocations the driver's own)",
+			      "; %lu export%s of owned memory refused ([memory] own = never keeps "
+			      "allocations the driver's own)",
 			      atomic_load(&ipc_refused), atomic_load(&ipc_refused) == 1 ? "" : "s");
 	return w > 0 ? ((size_t)w < len ? (size_t)w : len - 1) : 0;
 }

@@ -1,27 +1,51 @@
-"""Holds GIB GiB of GPU memory on each of the GPUs listed, in allocations of 256 MiB (PyTorch's
-caching allocator keeps each as a segment of its own), with peer access on between the first two
-(a copy from one to the other turns it on), for tools/bench/bench-peer.sh.
+"""Holds GIB GiB of GPU memory on each of the GPUs listed, in allocations of CHUNK MiB (default
+256; PyTorch's caching allocator keeps each as a segment of its own, one of cudaMalloc's), with
+peer access on between the first two (a copy from one to the other turns it on), for
+tools/bench/bench-peer.sh.
 
-usage: hold_gpus.py GIB DEVICES   e.g. hold_gpus.py 8 0,1; prints "ready PID", then answers
-                                  "verify" ("verify ok|bad": every 65536th byte as written) and "quit\""""
+usage: hold_gpus.py GIB DEVICES [CHUNK]   e.g. hold_gpus.py 8 0,1; prints "ready PID", then
+answers "verify" ("verify ok|bad": every 65536th byte as written), "bw" ("bw GB/S": a copy of one
+chunk from the first GPU to the second) and "quit\""""
 import os
 import sys
+import time
 
 import torch
 
 gib, devices = float(sys.argv[1]), [int(d) for d in sys.argv[2].split(",")]
+chunk = int(sys.argv[3]) if len(sys.argv) > 3 else 256
 chunks = []
 for d in devices:
-    for i in range(int(gib * 4)):
-        chunks.append(torch.full((256 << 20,), (7 * i + d) % 251, dtype=torch.uint8,
+    for i in range(int(gib * 1024 / chunk)):
+        chunks.append(torch.full((chunk << 20,), (7 * i + d) % 251, dtype=torch.uint8,
                                  device=f"cuda:{d}"))
 if len(devices) > 1:
     torch.ones(1024, device=f"cuda:{devices[0]}").to(f"cuda:{devices[1]}")
-sums = [int(c[::65536].sum()) for c in chunks]  # sampled: a whole sum would take a 2 GiB temporary
+sums = [int(c[::65536].sum()) for c in chunks]  # sampled: a whole sum would take a big temporary
+
+
+def bandwidth():
+    a, b = chunks[0], chunks[-1]
+    if a.device == b.device:
+        return 0.0
+    n = min(a.numel(), b.numel(), 256 << 20)
+    b[:n].copy_(a[:n])
+    torch.cuda.synchronize(a.device)
+    torch.cuda.synchronize(b.device)
+    t = time.perf_counter()
+    for _ in range(10):
+        b[:n].copy_(a[:n])
+    torch.cuda.synchronize(a.device)
+    torch.cuda.synchronize(b.device)
+    return 10 * n / (time.perf_counter() - t) / 1e9
+
+
 print("ready", os.getpid(), flush=True)
 for line in sys.stdin:
     if line.strip() == "verify":
         ok = [int(c[::65536].sum()) for c in chunks] == sums
         print("verify", "ok" if ok else "bad", flush=True)
+    elif line.strip() == "bw":
+        print(f"bw {bandwidth():.1f}", flush=True)
     elif line.strip() == "quit":
         break

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# One process on two GPUs with peer access between them (PyTorch's model split across the GPUs,
-# JAX with both visible). Without an allocation over 256 MiB it is suspended and resumed with its
-# peer access on (the GPUs swapped at every other resume), every loss equal to an uninterrupted
-# run's; with one, by default ([peer] mode = refuse) its suspend and nap are refused before the
-# lock, in one line naming the GPUs, the allocation and the libraries, and it trains on; with
-# [peer] mode = off it is suspended, resumed and napped, its peer access off after the first
-# resume. Prints the copy bandwidth between the GPUs with peer access and without.
+# One process on two GPUs with peer access between them, run with the frameworks' defaults. A
+# physical allocation over 256 MiB that another GPU may reach is lost at the driver's restore
+# (docs/DRIVER.md, One process on several GPUs); cudanap owns such memory ([memory] own = auto, the
+# default) in pieces the driver restores. A PyTorch model split across the GPUs (its default
+# allocator, then expandable segments), CuPy with a kernel of one GPU reading the other's memory
+# directly, and JAX with its defaults (its pool preallocated, one handle of cuMemCreate's a GPU
+# mapped to the other) are suspended and resumed CYCLES (20) times, the GPUs swapped at every other
+# resume, and napped and woken by their next step: every loss and sum equal to an uninterrupted
+# run's, and the copies between the GPUs as fast after as before (printed). With [memory] own =
+# never the same PyTorch process is refused in one line, before the lock.
 . "$(dirname "$0")/../lib.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 || skip_all "no NVIDIA GPU or driver"
@@ -19,148 +22,157 @@ export CUDA_VISIBLE_DEVICES=0,1
 steps() { ask "$1" losses 60; echo "${REPLY#losses }"; } # every loss so far
 first() { echo "$2" | cut -d' ' -f1-"$1"; }               # first N of the losses
 : > "$T/times"
-# swapped N STEPS: N suspends and resumes of S (its pid in $pid), the GPUs swapped at every other
-# resume, its memory off the GPUs while suspended, 2 steps after each (STEPS before the first);
+# swapped NAME N BASE: N suspends and resumes of NAME's process, the GPUs swapped at every other
+# resume, its memory off the GPUs while suspended, 2 steps after each (BASE before the first);
 # sets ok to how many went through
 swapped() {
-	local c map
+	local c map p
+	eval "p=\$${1}_pid"
 	ok=0
-	for c in $(seq "$1"); do
-		"$CUDANAP" suspend "$pid" >> "$T/times" || break
-		[ "$(gpu_mib "$pid")" -le 8 ] || { diag "cycle $c: $(gpu_mib "$pid") MiB left on the GPUs"; break; }
+	for c in $(seq "$2"); do
+		"$CUDANAP" suspend "$p" >> "$T/times" || break
+		[ "$(gpu_mib "$p")" -le 8 ] || { diag "cycle $c: $(gpu_mib "$p") MiB left on the GPUs"; break; }
 		map=""
 		[ $((c % 2)) = 1 ] && map="0=1, 1=0"
-		"$CUDANAP" resume --gpu-map "$map" "$pid" >> "$T/times" || break
-		ask S "train 2" 120
-		[ "$REPLY" = "trained $(($2 + 2 * c))" ] || { diag "cycle $c: $REPLY"; break; }
+		"$CUDANAP" resume --gpu-map "$map" "$p" >> "$T/times" || break
+		ask "$1" "train 2" 300
+		[ "$REPLY" = "trained $(($3 + 2 * c))" ] || { diag "cycle $c: $REPLY"; break; }
 		ok=$c
 	done
 }
+spread() { grep -o "$1 in [0-9.]* m\?s" "$T/times" | awk '{ v = $3 * ($4 == "s" ? 1000 : 1); if (NR == 1 || v < lo) lo = v; if (v > hi) hi = v } END { printf "%.0f-%.0f ms", lo, hi }'; }
+bw_of() { ask "$1" bw 120; echo "${REPLY#bw }"; }
+# kept BEFORE AFTER: the copies as fast after, within noise: at least half (through the host they
+# are about ten times slower), both printed
+kept() { awk -v b="$1" -v a="$2" 'BEGIN { exit !(b > 0 && a >= b / 2) }'; }
+ratio() { awk -v b="$1" -v a="$2" 'BEGIN { printf "%.2fx", a / b }'; }
 
-# -- the reference: the same training, uninterrupted
-ref=$("$py" "$here/split_train.py" $((2 * cycles + 22)))
+# -- PyTorch, a model split across the GPUs, its default allocator
+ref=$("$py" "$here/split_train.py" $((2 * cycles + 2)))
 ref=${ref#losses }
-
-# -- peer access on, no allocation over 256 MiB: suspended and resumed with it on, at full speed
 write_ini "[log]" "level = info"
 start S "$py" "$here/split_train.py" --serve
-pid=$S_pid
 ask S peer
 is "$REPLY" "peer YES" "PyTorch uses peer access between the GPUs"
-like "$("$CUDANAP" status --json "$pid" | tr -d '\n')" "\"peer\":\"GPU 0->1, GPU 1->0 by cuCtxEnablePeerAccess in [^\"]*\"" \
-	"status: peer access GPU 0->1 and 1->0, and who turned it on"
-swapped "$cycles" 0
-is "$ok" "$cycles" "$cycles suspends and resumes with its peer access on, the GPUs swapped at every other, 2 steps after each"
+bw0=$(bw_of S) # its 512 MiB tensors: allocations over the line, owned
+"$CUDANAP" status "$S_pid" > /dev/null
+like "$(field "$S_pid" peer)" "^GPU 0->1, GPU 1->0 by cuCtxEnablePeerAccess in [^;]*; owned: [0-9]+ MiB in [0-9]+ pieces of 256 MiB at most" \
+	"status: its peer access on, and what cudanap owns ($(field "$S_pid" peer | sed 's/.*owned: //'))"
+swapped S "$cycles" 0
+is "$ok" "$cycles" "$cycles suspends and resumes, the GPUs swapped at every other, 2 steps after each"
 is "$(steps S)" "$(first $((2 * cycles)) "$ref")" "every loss equal to the uninterrupted run's"
-like "$(field "$pid" peer)" "^GPU [01]->[01], GPU [01]->[01] by cuCtxEnablePeerAccess" "status: its peer access still on"
-spread() { grep -o "$1 in [0-9.]* m\?s" "$T/times" | awk '{ v = $3 * ($4 == "s" ? 1000 : 1); if (NR == 1 || v < lo) lo = v; if (v > hi) hi = v } END { printf "%.0f-%.0f ms", lo, hi }'; }
-diag "suspend $(spread suspended), resume $(spread resumed) (the first resume pays for the controller's cuInit if it comes at once)"
-: > "$T/times"
-n=$((2 * cycles)) # steps trained so far
-# train: 2 more steps, woken first if it naps; says whether they went through
-train() { ask S "train 2" 120; n=$((n + 2)); [ "$REPLY" = "trained $n" ]; }
-
-# -- napped, woken by its next step: at home (wake_on = home)
-est=$("$CUDANAP" suspend --dry-run "$pid" | grep -o 'about [0-9.]* s')
-out=$("$CUDANAP" nap "$pid"); rc=$?
-is "$rc" 0 "napped with its peer access on ($out; the dry run said ${est#about })"
-train
-woke "$pid"
-is "$REPLY" "trained $n" "its next step wakes it"
-like "$(mib_on "$pid" 0) $(mib_on "$pid" 1)" "^[1-9][0-9]* [1-9][0-9]*$" "at home, on GPUs 0 and 1"
-if [ "$(nvidia-smi -L | wc -l)" -ge 4 ]; then
-	# -- four GPUs: moved 0,1 -> 2,3 and home again; napped beside a full GPU 0 with wake_on = any
-	"$CUDANAP" suspend "$pid" > /dev/null && "$CUDANAP" resume --gpu-map "0=2, 1=3, 2=0, 3=1" "$pid" > /dev/null
-	train
-	is "$REPLY" "trained $n" "gpu_map 0=2, 1=3, 2=0, 3=1: resumed, it trains on"
-	is "$(mib_on "$pid" 0) $(mib_on "$pid" 1)" "0 0" "off GPUs 0 and 1"
-	like "$(mib_on "$pid" 2) $(mib_on "$pid" 3)" "^[1-9][0-9]* [1-9][0-9]*$" "on GPUs 2 and 3"
-	like "$(field "$pid" peer)" "^GPU 2->3, GPU 3->2 by cuCtxEnablePeerAccess in " "its peer access on between them, the status says"
-	"$CUDANAP" suspend "$pid" > /dev/null && "$CUDANAP" resume --gpu-map "" "$pid" > /dev/null
-	train
-	is "$REPLY:$(mib_on "$pid" 2)" "trained $n:0" "and home again"
-	write_ini "[nap]" "wake_on = any" "[log]" "level = info"
-	"$CUDANAP" nap "$pid" > /dev/null
-	free=$(nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits -i 0)
-	CUDA_VISIBLE_DEVICES=0 start F "$HOLDMEM" "$(awk -v f="$free" 'BEGIN { print (f - 700) / 1024 }')"
-	train
-	woke "$pid"
-	is "$REPLY" "trained $n" "wake_on = any, GPU 0 filled while it napped: its next step wakes it"
-	is "$(mib_on "$pid" 0)" 0 "not on GPU 0"
-	like "$(mib_on "$pid" 1) $(mib_on "$pid" 2)" "^[1-9][0-9]* [1-9][0-9]*$" "its part there on GPU 2, the other still on GPU 1"
-	like "$(field "$pid" peer)" "^GPU [12]->[12], GPU [12]->[12] by cuCtxEnablePeerAccess" "its peer access on between GPUs 1 and 2"
-	ask F quit 10
-	wait "$F_pid"
-	write_ini "[log]" "level = info"
-	"$CUDANAP" suspend "$pid" > /dev/null && "$CUDANAP" resume --gpu-map "" "$pid" > /dev/null
-	train
-	is "$REPLY:$(mib_on "$pid" 2)" "trained $n:0" "home again"
-else
-	skip "four GPUs: 0,1 -> 2,3 and home; wake_on = any beside a full GPU 0" "needs four GPUs"
-	n=$((n + 8))
-	ask S "train 8" 120
-fi
-is "$(steps S)" "$(first "$n" "$ref")" "every loss equal to the uninterrupted run's"
-
-# -- with an allocation over 256 MiB (a 512 MiB copy's, kept by PyTorch's allocator): refused
-ask S bw 120
-bw_peer=${REPLY#bw }
-out=$("$CUDANAP" suspend --dry-run "$pid"); rc=$?
-like "$rc:$out" "^1:$pid: would refuse: refusing to suspend a process with peer access between its GPUs .* and an allocation over 256 MiB \(512 MiB by cuMemAlloc" \
-	"then suspend --dry-run: would refuse"
-out=$("$CUDANAP" suspend "$pid"); rc=$?
-like "$rc:$out" "^1:$pid: suspend failed: REFUSED: refusing to suspend a process with peer access between its GPUs \(GPU 0->1, GPU 1->0 by cuCtxEnablePeerAccess in [^)]*\) and an allocation over 256 MiB \(512 MiB by cuMemAlloc[^)]*\): the driver cannot restore it;.*\(state running\)$" \
-	"cudanap suspend: refused in one line, naming the GPUs, the allocation and the libraries"
-out=$("$CUDANAP" nap "$pid"); rc=$?
-like "$rc:$out" "^1:$pid: nap failed: REFUSED" "cudanap nap: refused"
-train
-is "$REPLY" "trained $n" "it trains on"
-
-# -- [peer] mode = off: its peer access turned off for the suspend, and off after the resume
-write_ini "[peer]" "mode = off" "[log]" "level = info"
-swapped 4 "$n"
-n=$((n + 8))
-is "$ok" 4 "[peer] mode = off: 4 suspends and resumes, swapped at every other"
-is "$(steps S)" "$(first "$n" "$ref")" "every loss equal to the uninterrupted run's"
-like "$(field "$pid" peer)" "^off since the resume: GPU [01]->[01], GPU [01]->[01] by cuCtxEnablePeerAccess" \
-	"status: peer access off since the resume"
-like "$(cat "$T/S.err")" "peer access between its GPUs stays off after the resume \(.*\): cuCtxEnablePeerAccess: CUDA_ERROR_INVALID_HANDLE" \
-	"the log says so, with the driver's answer"
-ask S peer
-is "$REPLY" "peer NO" "PyTorch is told the GPUs cannot access each other"
-ask S bw 120
-bw_host=${REPLY#bw }
-diag "copy cuda:0 -> cuda:1, 512 MiB: $bw_peer GB/s with peer access (after $cycles resumes with it on), $bw_host GB/s with it off (through the host)"
-out=$("$CUDANAP" nap "$pid"); rc=$?
+bw1=$(bw_of S)
+check "its copies between the GPUs as fast after as before: $bw0 GB/s before, $bw1 GB/s after ($(ratio "$bw0" "$bw1"))" kept "$bw0" "$bw1"
+diag "split model: suspend $(spread suspended), resume $(spread resumed)"
+n=$((2 * cycles))
+out=$("$CUDANAP" nap "$S_pid"); rc=$?
 is "$rc" 0 "napped ($out)"
-train
-woke "$pid"
+ask S "train 2" 300
+n=$((n + 2))
+woke "$S_pid"
 is "$REPLY" "trained $n" "its next step wakes it"
-is "$(steps S)" "$(first "$n" "$ref")" "every loss still equal"
+like "$(mib_on "$S_pid" 0) $(mib_on "$S_pid" 1)" "^[1-9][0-9]* [1-9][0-9]*$" "on GPUs 0 and 1"
+is "$(steps S)" "$(first "$n" "$ref")" "every loss equal"
 ask S quit 30
 
-# -- JAX with both GPUs: XLA turns peer access on at its start
+# -- the same with PyTorch's expandable segments (cuMemCreate chunks of 20 MiB, mapped to the peer)
+export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+ref=$("$py" "$here/split_train.py" $((2 * cycles)))
+ref=${ref#losses }
+: > "$T/times"
+start E "$py" "$here/split_train.py" --serve
+bw0=$(bw_of E)
+swapped E "$cycles" 0
+is "$ok" "$cycles" "expandable segments: $cycles suspends and resumes, swapped at every other"
+is "$(steps E)" "$ref" "every loss equal to the uninterrupted run's"
+bw1=$(bw_of E)
+check "its copies as fast after: $bw0 GB/s before, $bw1 GB/s after ($(ratio "$bw0" "$bw1"))" kept "$bw0" "$bw1"
+diag "expandable segments: suspend $(spread suspended), resume $(spread resumed)"
+ask E quit 30
+unset PYTORCH_CUDA_ALLOC_CONF
+
+# -- [memory] own = never: the driver's own allocation over the line, peer access on: refused
+write_ini "[memory]" "own = never" "[log]" "level = info"
+start N "$py" "$here/split_train.py" --serve
+bw_of N > /dev/null
+out=$("$CUDANAP" suspend --dry-run "$N_pid"); rc=$?
+like "$rc:$out" "^1:$N_pid: would refuse: refusing to suspend a process with peer access between its GPUs .* and an allocation over 256 MiB \(512 MiB by cuMemAlloc" \
+	"own = never: suspend --dry-run would refuse"
+out=$("$CUDANAP" suspend "$N_pid"); rc=$?
+like "$rc:$out" "^1:$N_pid: suspend failed: REFUSED: refusing to suspend a process with peer access between its GPUs \(GPU 0->1, GPU 1->0 by cuCtxEnablePeerAccess in [^)]*\) and an allocation over 256 MiB \(512 MiB by cuMemAlloc[^)]*\): the driver cannot restore it; \[memory\] own = auto owns such memory.*\(state running\)$" \
+	"cudanap suspend: refused in one line, naming the GPUs, the allocation and the libraries"
+out=$("$CUDANAP" nap "$N_pid"); rc=$?
+like "$rc:$out" "^1:$N_pid: nap failed: REFUSED" "cudanap nap: refused"
+ask N "train 2" 120
+is "$REPLY" "trained 2" "it trains on"
+ask N quit 30
+
+# -- CuPy: a kernel of GPU 1 reads GPU 0's memory directly, across resumes
+if "$py" -c 'import cupy' 2> /dev/null; then
+	write_ini "[log]" "level = info"
+	start K "$py" "$here/peer_kernel.py"
+	ask K sum 120
+	sum=$REPLY
+	like "$sum" "^sum [0-9a-f]+$" "CuPy: a kernel of GPU 1 sums 1 GiB of GPU 0's ($sum)"
+	bw0=$(bw_of K)
+	ok=0
+	for c in $(seq "$cycles"); do
+		map=""
+		[ $((c % 2)) = 1 ] && map="0=1, 1=0"
+		"$CUDANAP" suspend "$K_pid" > /dev/null && "$CUDANAP" resume --gpu-map "$map" "$K_pid" > /dev/null || break
+		ask K sum 120
+		[ "$REPLY" = "$sum" ] || { diag "cycle $c: $REPLY"; break; }
+		ok=$c
+	done
+	is "$ok" "$cycles" "$cycles suspends and resumes, swapped at every other: the kernel reads the other GPU's memory, the same sum each time"
+	bw1=$(bw_of K)
+	check "its peer copies as fast after: $bw0 GB/s before, $bw1 GB/s after ($(ratio "$bw0" "$bw1"))" kept "$bw0" "$bw1"
+	ask K quit 30
+else
+	skip "CuPy with peer access" "no CuPy"
+fi
+
+# -- JAX with its defaults on both GPUs: XLA turns peer access on and preallocates its pool, one
+# handle of cuMemCreate's a GPU mapped to the other. The pool's fraction is cut to 20 % to keep
+# twenty cycles short; it is still one handle over the line a GPU (the full 75 % is tried below).
 if "$py" -c 'import jax; assert len(jax.devices("gpu")) >= 2' 2> /dev/null; then
 	# XLA's sum across the GPUs is not bit for bit the same from run to run without this (two
 	# plain runs differed in the last bits; with it they did not).
-	export XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_FLAGS=--xla_gpu_deterministic_ops=true
-	jref=$("$py" "$here/jax_shard.py" $((2 * cycles)))
+	export XLA_FLAGS=--xla_gpu_deterministic_ops=true XLA_PYTHON_CLIENT_MEM_FRACTION=.2
+	jref=$("$py" "$here/jax_shard.py" $((2 * cycles + 2)))
 	jref=${jref#losses }
+	: > "$T/times"
 	write_ini "[log]" "level = info"
 	start J "$py" "$here/jax_shard.py" --serve
-	like "$(field "$J_pid" peer)$("$CUDANAP" status --json "$J_pid" | grep -o '"peer":"[^"]*"')" "GPU 0->1, GPU 1->0 by cuCtxEnablePeerAccess in xla_cuda_plugin.so" \
-		"JAX on two GPUs: XLA turned peer access on"
-	ok=0
-	for c in $(seq "$cycles"); do
-		"$CUDANAP" suspend "$J_pid" > /dev/null && "$CUDANAP" resume "$J_pid" > /dev/null || break
-		ask J "train 2" 120
-		[ "$REPLY" = "trained $((2 * c))" ] || { diag "cycle $c: $REPLY"; break; }
-		ok=$c
+	"$CUDANAP" status "$J_pid" > /dev/null
+	like "$(field "$J_pid" peer)" "^GPU 0->1, GPU 1->0 by cuCtxEnablePeerAccess in xla_cuda_plugin.so; mapped: .*; owned: [0-9]+ MiB in [0-9]+ pieces of 256 MiB at most \(0 allocations, 2 handles\)" \
+		"JAX: XLA's pool, a handle a GPU over the line, owned in pieces ($(field "$J_pid" peer | sed 's/.*owned: //'))"
+	swapped J "$cycles" 0
+	is "$ok" "$cycles" "JAX with its pool preallocated: $cycles suspends and resumes, swapped at every other"
+	is "$(steps J)" "$(first $((2 * cycles)) "$jref")" "every loss equal to the uninterrupted run's"
+	diag "JAX, pool of 20 %: suspend $(spread suspended), resume $(spread resumed)"
+	out=$("$CUDANAP" nap "$J_pid"); rc=$?
+	is "$rc" 0 "napped ($out)"
+	ask J "train 2" 300
+	woke "$J_pid"
+	is "$REPLY" "trained $((2 * cycles + 2))" "its next step wakes it"
+	is "$(steps J)" "$jref" "every loss equal"
+	ask J quit 60
+	# the full default (75 % of each GPU), and without preallocation: a few cycles each
+	for variant in "XLA_PYTHON_CLIENT_MEM_FRACTION" "XLA_PYTHON_CLIENT_PREALLOCATE=false"; do
+		unset XLA_PYTHON_CLIENT_MEM_FRACTION
+		[ "$variant" = XLA_PYTHON_CLIENT_MEM_FRACTION ] || export "$variant"
+		jref=$("$py" "$here/jax_shard.py" 8)
+		jref=${jref#losses }
+		: > "$T/times"
+		start V "$py" "$here/jax_shard.py" --serve
+		swapped V 4 0
+		is "$ok:$(steps V)" "4:$jref" "JAX, ${variant/XLA_PYTHON_CLIENT_MEM_FRACTION/its full default pool}: 4 cycles, swapped, every loss equal"
+		diag "JAX, ${variant/XLA_PYTHON_CLIENT_MEM_FRACTION/full default}: suspend $(spread suspended), resume $(spread resumed)"
+		ask V quit 60
+		wait "$V_pid" 2> /dev/null
 	done
-	is "$ok" "$cycles" "JAX (its memory is cuMemCreate's): suspended and resumed $cycles times with its peer access on, 2 steps after each"
-	is "$(steps J)" "$jref" "every loss equal to the uninterrupted run's"
-	ask J quit 30
-	unset XLA_PYTHON_CLIENT_PREALLOCATE XLA_FLAGS
+	unset XLA_FLAGS XLA_PYTHON_CLIENT_PREALLOCATE
 else
 	skip "JAX on two GPUs" "no JAX seeing two GPUs"
 fi

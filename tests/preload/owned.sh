@@ -6,7 +6,7 @@
 # resumed (onto swapped GPUs too) and napped with peer access on, its memory at the same addresses,
 # intact, the other GPU's access kept, and what the app asks of it (its range, a free inside it, a
 # CUDA IPC export) answered as the driver answers for its own. What cudanap does not own and the
-# driver cannot restore (own = never, memory made to be exported, a pool another GPU may access) is
+# driver cannot restore (own = never, a pool another GPU may access) is
 # refused before the lock by the suspend, the nap and the dry run alike, in one line; the fake
 # driver shows what the refusal saves: the same process checkpointed anyway is lost.
 . "$(dirname "$0")/../lib.sh"
@@ -94,7 +94,7 @@ ask A "drv vmm ipc"
 is "$REPLY" "vmm ipc 1" "a CUDA IPC export of owned memory: refused, as the driver refuses its own pieces'"
 ask A "drv free export"
 is "$REPLY" "free 0" "the 700 MiB freed"
-like "$(field "$pid" peer)$("$CUDANAP" status --json "$pid" | grep -o '"peer":"[^"]*"')" "1 CUDA IPC export of owned memory refused" \
+like "$(field "$pid" peer)$("$CUDANAP" status --json "$pid" | grep -o '"peer":"[^"]*"')" "1 export of owned memory refused" \
 	"the status says the refused export"
 
 # a nap: napped, woken by the next call that works the GPU
@@ -119,6 +119,8 @@ ask B "drv vmm create 600"
 is "$REPLY" "vmm create 0" "a handle of 600 MiB by cuMemCreate"
 ask B "drv vmm props"
 is "$REPLY" "vmm props 0 0" "its properties: GPU 0"
+ask B "drv vmm export"
+is "$REPLY" "vmm export 801" "an export of it: NOT_SUPPORTED (it is no one handle now)"
 ask B "drv vmm map"
 is "$REPLY" "vmm map 0" "mapped whole into a range"
 ask B "drv vmm release"

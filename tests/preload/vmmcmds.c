@@ -14,6 +14,7 @@
  *                        from the allocation's); vmm attr A|V OFF the same by cuPointerGetAttribute
  *   vmm freeat OFF       cuMemFree of the last allocation OFF MiB in: "vmm freeat RC"
  *   vmm ipc              cuIpcGetMemHandle of the last allocation: "vmm ipc RC"
+ *   vmm export           cuMemExportToShareableHandle of the kept handle: "vmm export RC"
  *   vmm pool DEV on|off  cuMemPoolSetAccess for DEV: "vmm pool RC"
  *   vmm pitch WIDTH ROWS cuMemAllocPitch_v2, as the last allocation: "vmm pitch RC PITCH" */
 #define _GNU_SOURCE
@@ -89,7 +90,8 @@ static void make(unsigned mib)
 
 static void look(const char *what, char which, unsigned off)
 {
-	CUdeviceptr p = at(which, off), base = 0, start = which == 'A' ? *paths_allocated() : range_va;
+	CUdeviceptr p = at(which, off), base = 0,
+		    start = which == 'A' ? *paths_allocated() : range_va;
 	size_t bytes = 0;
 	CUresult r;
 
@@ -100,7 +102,8 @@ static void look(const char *what, char which, unsigned off)
 		if (r == CUDA_SUCCESS)
 			r = FN(cuPointerGetAttribute)(&bytes, 12, p);
 	}
-	printf("vmm %s %d %lld %zu\n", what, r, ((long long)base - (long long)start) >> 20, bytes >> 20);
+	printf("vmm %s %d %lld %zu\n", what, r, ((long long)base - (long long)start) >> 20,
+	       bytes >> 20);
 }
 
 bool vmm_command(const char *line)
@@ -150,6 +153,10 @@ bool vmm_command(const char *line)
 		look(what, which, a);
 	} else if (sscanf(line, "vmm freeat %u", &a) == 1) {
 		printf("vmm freeat %d\n", FN(cuMemFree_v2)(at('A', a)));
+	} else if (strcmp(line, "vmm export") == 0) {
+		int fd = -1;
+
+		printf("vmm export %d\n", FN(cuMemExportToShareableHandle)(&fd, kept, 1, 0));
 	} else if (strcmp(line, "vmm ipc") == 0) {
 		printf("vmm ipc %d\n", FN(cuIpcGetMemHandle)(&ih, at('A', 0)));
 	} else if (sscanf(line, "vmm pool %u %7s", &a, onoff) == 2) {
