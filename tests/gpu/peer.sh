@@ -158,16 +158,16 @@ if "$py" -c 'import jax; assert len(jax.devices("gpu")) >= 2' 2> /dev/null; then
 	is "$REPLY" "trained $((2 * cycles + 2))" "its next step wakes it"
 	is "$(steps J)" "$jref" "every loss equal"
 	ask J quit 60
-	# the full default (75 % of each GPU), and without preallocation: a few cycles each
+	# the full default (75 % of each GPU), and without preallocation: two cycles each
 	for variant in "XLA_PYTHON_CLIENT_MEM_FRACTION" "XLA_PYTHON_CLIENT_PREALLOCATE=false"; do
 		unset XLA_PYTHON_CLIENT_MEM_FRACTION
 		[ "$variant" = XLA_PYTHON_CLIENT_MEM_FRACTION ] || export "$variant"
-		jref=$("$py" "$here/jax_shard.py" 8)
+		jref=$("$py" "$here/jax_shard.py" 4)
 		jref=${jref#losses }
 		: > "$T/times"
 		start V "$py" "$here/jax_shard.py" --serve
-		swapped V 4 0
-		is "$ok:$(steps V)" "4:$jref" "JAX, ${variant/XLA_PYTHON_CLIENT_MEM_FRACTION/its full default pool}: 4 cycles, swapped, every loss equal"
+		swapped V 2 0
+		is "$ok:$(steps V)" "2:$jref" "JAX, ${variant/XLA_PYTHON_CLIENT_MEM_FRACTION/its full default pool}: 2 cycles, swapped, every loss equal"
 		diag "JAX, ${variant/XLA_PYTHON_CLIENT_MEM_FRACTION/full default}: suspend $(spread suspended), resume $(spread resumed)"
 		ask V quit 60
 		wait "$V_pid" 2> /dev/null
