@@ -17,7 +17,15 @@ bench_job
 [ "$(nvidia-smi -L 2> /dev/null | wc -l)" -ge 2 ] || { echo "bench-peer: needs two GPUs" >&2; exit 1; }
 mib=$((GIB * 1024))
 ini() { printf '[status]\ndir = %s\n[lock]\ntimeout_ms = 0\n[memory]\nown = %s\n' "$T/status" "$1" > "$T/job.ini"; }
-ask_bw() { echo bw >&$fd; until grep -q "^bw" "$T/out"; do sleep 0.1; done; sed -n 's/^bw //p' "$T/out" | tail -n 1; sed -i '/^bw/d' "$T/out"; }
+# ask_bw: the holder's copy between the GPUs, GB/s (the holder's output is only appended to: it
+# writes on through its descriptor, so the file is never replaced)
+ask_bw() {
+	local n
+	n=$(grep -c '^bw' "$T/out")
+	echo bw >&$fd
+	until [ "$(grep -c '^bw' "$T/out")" -gt "$n" ]; do sleep 0.1; done
+	grep '^bw' "$T/out" | tail -n 1 | cut -d' ' -f2
+}
 base_s= base_r=
 row() { # row NAME SUSPENDS RESUMES BW_BEFORE BW_AFTER
 	local s r
