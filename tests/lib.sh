@@ -158,9 +158,9 @@ nap_is() { [ "$(field "$1" nap)" = "$2" ]; }
 # so a call can answer first.
 awake_is() { state_is "$1" running && [[ $(field "$1" nap) =~ ^(awake|off)$ ]]; }
 woke() { eventually 5 awake_is "$1"; }
-# napped PID [SECONDS]: until a nap is all in PID's status, checkpointed and its nap napping (20 s at
+# napped PID [SECONDS]: until a nap is all in PID's status, its state and its nap napping (20 s at
 # most): the nap's outcome is written first, then its nap state and count.
-nap_whole() { state_is "$1" checkpointed && nap_is "$1" napping; }
+nap_whole() { state_is "$1" napping && nap_is "$1" napping; }
 napped() { eventually "${2:-20}" nap_whole "$1"; }
 
 # has FILE REGEX: FILE exists and its text matches REGEX.

@@ -208,7 +208,7 @@ static void run_hook(const struct cn_outcome *o)
 		hook = cfg->on_resumed, event = done_word(action);
 	if (!hook || !hook[0])
 		return;
-	rc = cn_hooks_run(cfg, hook, event, cn_outcome_word(CN_OUTCOME_STATE, cn_ag.st.state),
+	rc = cn_hooks_run(cfg, hook, event, cn_status_state(&cn_ag.st),
 			  cn_status_result(&cn_ag.st));
 	if (rc == -ETIMEDOUT)
 		cn_log(cfg, CN_LOG_ERROR, "%s hook killed after %u ms", event,
@@ -297,7 +297,7 @@ static struct cn_outcome finish(const struct cn_resp *r, const char *message, bo
 	else
 		cn_log(&cn_ag.cfg, CN_LOG_ERROR, "%s failed: %s: %s; state %s",
 		       cn_outcome_word(CN_OUTCOME_ACTION, st->action), cn_status_result(st),
-		       message, cn_outcome_word(CN_OUTCOME_STATE, st->state));
+		       message, cn_status_state(st));
 	/* The host copy a restore gave back is unmapped now that the outcome is out. */
 	cn_staging_free_retired_soon();
 	if (!already)

@@ -148,6 +148,18 @@ static void test_words(void)
 		   b.suspendable == CN_ASK_NO_CUDA,
 	   "wake, a driver's result, waiting for room and no-cuda round-trip");
 	is_str(cn_status_result(&b), "CUDA_ERROR_NOT_SUPPORTED", "the driver's name kept");
+	ok(strstr(buf, "\"state\":\"napping\"") && b.state == CN_STATE_CHECKPOINTED,
+	   "checkpointed, its wake waiting: the word napping, read back as checkpointed");
+	a.nap = CN_NAP_AWAKE;
+	a.action = CN_ACTION_NAP;
+	is_str(cn_status_state(&a), "napping", "the nap that checkpointed it just ended: napping");
+	a.action = CN_ACTION_SUSPEND;
+	is_str(cn_status_state(&a), "checkpointed", "suspended: checkpointed");
+	a.state = CN_STATE_RUNNING;
+	a.action = CN_ACTION_NAP;
+	is_str(cn_status_state(&a), "running", "a nap that failed: running");
+	a.state = CN_STATE_CHECKPOINTED;
+	a.action = CN_ACTION_WAKE;
 	a.busy = true;
 	a.result = CN_RES_NONE;
 	ok(cn_status_format(&a, buf, sizeof(buf)) > 0 && strstr(buf, "\"result\":\"\","),

@@ -78,8 +78,7 @@ static void outcome(struct job *j, const struct cn_status *s, enum verb v)
 		say(j, "already", "%s", s->message);
 	else
 		say(j, j->no_cuda ? "no-cuda" : "failed", "%s failed: %s: %s (state %s)",
-		    verb_name[v], cn_status_result(s), s->message,
-		    cn_outcome_word(CN_OUTCOME_STATE, s->state));
+		    verb_name[v], cn_status_result(s), s->message, cn_status_state(s));
 }
 
 /* What an action asks for beyond the INI, in a note <status dir>/<pid>.<what> read once (and

@@ -102,7 +102,7 @@ static void write_all(FILE *f, const struct cn_status *v, int n)
 		char labels[96];
 
 		snprintf(labels, sizeof(labels), "pid=\"%d\",state=\"%s\"", v[i].pid,
-			 cn_outcome_word(CN_OUTCOME_STATE, v[i].state));
+			 cn_status_state(&v[i]));
 		sample(f, "cudanap_process_state", labels, 1);
 	}
 	help(f, "cudanap_gpu_memory_bytes", "gauge",
