@@ -107,24 +107,13 @@ static void one_line(const char *in, char *out, size_t len)
 	out[i] = '\0';
 }
 
-/* "0,1" from "0=GPU-...,1=GPU-..." */
-static void indices(const char *list, char *out, size_t len)
-{
-	size_t o = 0;
-
-	out[0] = '\0';
-	for (const char *p = list; *p && o + 1 < len; p = strchr(p, ',') ? strchr(p, ',') + 1 : "")
-		o += (size_t)snprintf(out + o, len - o, "%s%.*s", o ? "," : "",
-				      (int)strcspn(p, "="), p);
-}
-
 /* The GPUS column: where the process is; asleep, "0>1" when a resume puts it elsewhere. */
 static void gpus_col(const struct cn_status *s, char *out, size_t len)
 {
 	char now[64], to[64];
 
-	indices(s->gpus, now, sizeof(now));
-	indices(s->restore_gpus, to, sizeof(to));
+	cli_gpu_indices(s->gpus, now, sizeof(now));
+	cli_gpu_indices(s->restore_gpus, to, sizeof(to));
 	if (!now[0])
 		snprintf(out, len, "-");
 	else if (to[0] && strcmp(to, now) != 0)
