@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "cn_counts.h"
 #include "cn_outcome.h"
 
 /* Room for the worst case: every character of command and message escaped as \u00XX. */
@@ -119,6 +120,9 @@ struct cn_status {
 	double released_since;
 	char released_gpus[160];
 	double released_byte_s;
+	/* The actions it ended, by result, and how long they took (cudanap metrics), kept across
+	 * actions: "actions", "suspend_buckets" and "suspend_sum_s", ... in the file. */
+	struct cn_counts counts;
 };
 
 extern const char *const cn_step_names[CN_STEPS];

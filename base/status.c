@@ -273,6 +273,10 @@ int cn_status_format(const struct cn_status *s, char *buf, size_t len)
 			return -ENOSPC;
 		o += (size_t)n;
 	}
+	n = cn_counts_json(&s->counts, buf + o, len - o);
+	if (n < 0)
+		return -ENOSPC;
+	o += (size_t)n;
 	n = snprintf(buf + o, len - o, "}\n");
 	if (n < 0 || (size_t)n >= len - o)
 		return -ENOSPC;
@@ -420,6 +424,7 @@ static void set_field(struct cn_status *s, const char *key, const char *v, bool 
 	for (size_t i = 0; i < N_QNUMS; i++)
 		if (strcmp(key, qnums[i].key) == 0)
 			*(double *)((char *)s + qnums[i].off) = is_null ? -1 : strtod(v, NULL);
+	cn_counts_field(&s->counts, key, v);
 }
 
 int cn_status_parse(const char *buf, struct cn_status *s)

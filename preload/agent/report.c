@@ -262,6 +262,26 @@ static void count_release(struct cn_status *st)
 	}
 }
 
+/* The action counted by its result, and a success's time in its histogram (cudanap metrics). Not
+ * counted: what found nothing to do (already there, no CUDA), and a wake's try that waits for
+ * room or for a restored NCCL job to leave (the wake goes on: it counts when it ends). */
+static void count_action(struct cn_status *st, const struct cn_outcome *o, bool already)
+{
+	int a = st->action;
+	bool waits =
+		a == CN_ACTION_WAKE && (o->result == CN_RES_NO_ROOM || o->result == CN_RES_BESIDE);
+
+	if (already || o->state == CN_STATE_NO_CUDA || waits || a == CN_ACTION_START)
+		return;
+	cn_counts_add(&st->counts, a, cn_status_result(st));
+	if (o->result != CN_RES_OK)
+		return;
+	if (a == CN_ACTION_SUSPEND || a == CN_ACTION_NAP)
+		cn_counts_observe(&st->counts.suspend, st->total_ms / 1000);
+	else if (a == CN_ACTION_RESUME || a == CN_ACTION_WAKE)
+		cn_counts_observe(&st->counts.resume, st->total_ms / 1000);
+}
+
 /* The status file, then the log line; the hook when asked. */
 static struct cn_outcome finish(const struct cn_resp *r, const char *message, bool already)
 {
@@ -284,6 +304,7 @@ static struct cn_outcome finish(const struct cn_resp *r, const char *message, bo
 	/* From the agent's wake to now: what the user waited for, the steps and the rest. */
 	st->total_ms = cn_clock_ms() - t_begin;
 	n = cn_status_steps(st, steps, sizeof(steps));
+	count_action(st, &o, already);
 	cn_report_publish();
 
 	fmt_secs(st->total_ms, total, sizeof(total));
