@@ -54,10 +54,15 @@ real_python() { python3 -c 'import sys; print(sys.executable)'; }
 T=$(mktemp -d "${TMPDIR:-/tmp}/cudanap-test.XXXXXX")
 mkdir -m 700 "$T/xdg" "$T/status"
 export XDG_RUNTIME_DIR=$T/xdg XDG_STATE_HOME=$T/state # its own estimates (preload/rates.c)
+# at_exit FUNCTION: run FUNCTION at the test's end, after its processes are gone (a cgroup it made,
+# a user), whatever the end; a suite that traps EXIT itself calls cleanup.
+exit_hooks=()
+at_exit() { exit_hooks+=("$1"); }
 cleanup() {
-	local p
+	local p f
 	for p in $(jobs -p); do kill -9 "$p" 2>/dev/null; done
 	wait 2>/dev/null
+	for f in ${exit_hooks[@]+"${exit_hooks[@]}"}; do "$f"; done
 	rm -rf "$T"
 }
 trap cleanup EXIT
