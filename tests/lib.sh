@@ -168,6 +168,18 @@ woke() { eventually 5 awake_is "$1"; }
 nap_whole() { state_is "$1" napping && nap_is "$1" napping; }
 napped() { eventually "${2:-20}" nap_whole "$1"; }
 
+# free_port: a TCP port nobody listens on, from a range away from Slurm's own 6817-6819 and the
+# daemons' defaults (Prometheus 9090, node_exporter 9100).
+free_port() {
+	local p hex
+	for _ in $(seq 50); do
+		p=$((20000 + RANDOM % 30000))
+		printf -v hex '%04X' "$p"
+		grep -q ":$hex " /proc/net/tcp /proc/net/tcp6 2> /dev/null || { echo "$p"; return; }
+	done
+	echo 26817
+}
+
 # has FILE REGEX: FILE exists and its text matches REGEX.
 has() { [ -e "$1" ] && [[ $(cat "$1" 2> /dev/null) =~ $2 ]]; }
 

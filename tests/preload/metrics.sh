@@ -63,14 +63,14 @@ else
 fi
 user=$(id -un)
 if [ -n "$job" ]; then
-	is "$(labels_of cudanap_process_state "$A_pid")" "pid=\"$A_pid\",user=\"$user\",job=\"4242\",command=\"$TARGET\",state=\"checkpointed\"" \
+	is "$(labels_of cudanap_process_state "$A_pid")" "pid=\"$A_pid\",user=\"$user\",slurm_job=\"4242\",command=\"$TARGET\",state=\"checkpointed\"" \
 		"A's labels: pid, user, its Slurm job from its cgroup, command, and its state"
 else
 	skip "A's labels with a Slurm job" "no cgroup root may make here"
-	is "$(labels_of cudanap_process_state "$A_pid")" "pid=\"$A_pid\",user=\"$user\",job=\"\",command=\"$TARGET\",state=\"checkpointed\"" \
+	is "$(labels_of cudanap_process_state "$A_pid")" "pid=\"$A_pid\",user=\"$user\",slurm_job=\"\",command=\"$TARGET\",state=\"checkpointed\"" \
 		"A's labels: pid, user, no job, command, and its state"
 fi
-is "$(labels_of cudanap_process_state "$B_pid")" "pid=\"$B_pid\",user=\"$user\",job=\"\",command=\"$TARGET a\\\"b\\\\c\",state=\"running\"" \
+is "$(labels_of cudanap_process_state "$B_pid")" "pid=\"$B_pid\",user=\"$user\",slurm_job=\"\",command=\"$TARGET a\\\"b\\\\c\",state=\"running\"" \
 	"B's: outside a job, its command's quote and backslash escaped"
 is "$(value cudanap_process_state "pid=\"$A_pid\"" 'state="checkpointed"'):$(value cudanap_process_state "pid=\"$B_pid\"" 'state="running"')" \
 	1:1 "each process's state"

@@ -24,8 +24,8 @@ const char usage_metrics[] =
 	"\n"
 	"Print the cudanap processes of this user (root: of every user) in Prometheus' text\n"
 	"format, from their status files (no process is asked anything). Every series has the\n"
-	"labels pid, user, job (Slurm's job id from the process's cgroup, \"\" outside Slurm) and\n"
-	"command:\n"
+	"labels pid, user, slurm_job (Slurm's job id from the process's cgroup, \"\" outside\n"
+	"Slurm) and command:\n"
 	"  cudanap_process_state{state}      1, for its state: running, locked, checkpointed,\n"
 	"                                    napping, failed or no-cuda\n"
 	"  cudanap_gpu_memory_bytes{gpu,UUID,state=held|released}\n"
@@ -48,7 +48,9 @@ const char usage_metrics[] =
 	"\n"
 	"Exit status: 0, 1 if DIR cannot be written, 2 on usage errors.\n";
 
-/* A process's labels: pid, user, job, command, each value escaped. */
+/* A process's labels: pid, user, slurm_job, command, each value escaped. The job's label is not
+ * "job": Prometheus gives every series of a scrape its own job label, and renames a clashing one
+ * to exported_job. */
 #define WHO_LEN 1200
 
 /* One sample line: name{labels[,more]} value. */
@@ -124,7 +126,8 @@ static void who_of(const struct cn_status *s, char *out, size_t len)
 	job_of(s->pid, job, sizeof(job));
 	escaped(s->command, cmd, sizeof(cmd));
 	escaped(user, e, sizeof(e));
-	snprintf(out, len, "pid=\"%d\",user=\"%s\",job=\"%s\",command=\"%s\"", s->pid, e, job, cmd);
+	snprintf(out, len, "pid=\"%d\",user=\"%s\",slurm_job=\"%s\",command=\"%s\"", s->pid, e, job,
+		 cmd);
 }
 
 /* The UUID of GPU index k in a status's "INDEX=UUID,..." list; "" when absent. */
