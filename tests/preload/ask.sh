@@ -92,6 +92,9 @@ $pid +checkpointed .* asleep +" "asked again: asleep"
 check "and nothing marked" test "${out//\?/}" = "$out"
 like "$(dry "$pid")" "^$pid: suspended already:0$" "a dry run of a sleeper: nothing to do"
 "$CUDANAP" resume "$pid" > /dev/null
+like "$("$CUDANAP" status --no-query "$pid")" "
+$pid +running .* asleep\? .*
+\?: as answered before" "resumed, status --no-query: running, and the old 'asleep' marked, not a contradiction"
 
 # -- refused, each with the reason, and yes again once it is gone
 ask A "drv call gpa2 cuMemAllocManaged"
