@@ -15,6 +15,10 @@ enum cn_state {
 	CN_STATE_CHECKPOINTED = 2,
 	CN_STATE_FAILED = 3,
 	CN_STATE_NO_CUDA = 4, /* no CUDA in the process, or no driver on the machine */
+	/* Checkpointed by a nap: it wakes by itself at its next CUDA call that needs the GPU. A
+	 * word of the status file and of what the command line prints (cn_status_state), never
+	 * the driver's state: read back, it is CN_STATE_CHECKPOINTED. */
+	CN_STATE_NAPPING = 5,
 };
 
 /* The action a status file tells of. */

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "cn_counts.h"
 #include "cn_outcome.h"
 #include "cn_safe.h"
 
@@ -123,6 +124,9 @@ struct cn_status {
 	double released_since;
 	char released_gpus[160];
 	double released_byte_s;
+	/* The actions it ended, by result, and how long they took (cudanap metrics), kept across
+	 * actions: "actions", "suspend_buckets" and "suspend_sum_s", ... in the file. */
+	struct cn_counts counts;
 };
 
 extern const char *const cn_step_names[CN_STEPS];
@@ -131,6 +135,9 @@ void cn_status_init(struct cn_status *s, int pid);
 /* Start a new action: busy, no result yet, every step and measurement cleared. */
 void cn_status_new_action(struct cn_status *s, int action);
 int cn_status_format(const struct cn_status *s, char *buf, size_t len);
+/* The state's word, as every output says it: the driver's state, but "napping" for a process
+ * checkpointed by a nap (cn_outcome.h). */
+const char *cn_status_state(const struct cn_status *s);
 /* The result's name, as the file says it: "ok", cudanap's own, the driver's name of a CUDA result
  * (as the process was told it, or read), "" while the action runs. */
 const char *cn_status_result(const struct cn_status *s);

@@ -8,7 +8,8 @@
 
 #define N(a) (int)(sizeof(a) / sizeof((a)[0]))
 
-static const char *const states[] = { "running", "locked", "checkpointed", "failed", "no-cuda" };
+static const char *const states[] = { "running", "locked",  "checkpointed",
+				      "failed",	 "no-cuda", "napping" };
 static const char *const actions[] = { "start", "prepare", "suspend", "resume", "nap", "wake" };
 static const char *const naps[] = { "",		  "off",
 				    "awake",	  "napping",

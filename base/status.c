@@ -175,6 +175,16 @@ static bool cuda_name(const char *n)
 	return true;
 }
 
+const char *cn_status_state(const struct cn_status *s)
+{
+	/* Asleep by a nap: its nap says so, or the nap that checkpointed it just ended (its nap
+	 * state is written right after). */
+	bool napping = s->state == CN_STATE_CHECKPOINTED &&
+		       (cn_outcome_nap_asleep(s->nap) || s->action == CN_ACTION_NAP);
+
+	return cn_outcome_word(CN_OUTCOME_STATE, napping ? CN_STATE_NAPPING : s->state);
+}
+
 const char *cn_status_result(const struct cn_status *s)
 {
 	const char *name = cn_outcome_result_name(s->result);
@@ -202,9 +212,8 @@ int cn_status_format(const struct cn_status *s, char *buf, size_t len)
 		buf, len,
 		"{\"pid\":%d,\"starttime\":%llu,\"command\":%s,\"state\":\"%s\",\"busy\":%s,"
 		"\"seq\":%lu,\"action\":\"%s\",\"result\":%s,\"result_code\":%d,\"message\":%s",
-		s->pid, s->starttime, cmd, cn_outcome_word(CN_OUTCOME_STATE, s->state),
-		s->busy ? "true" : "false", s->seq, cn_outcome_word(CN_OUTCOME_ACTION, s->action),
-		res, s->result, msg);
+		s->pid, s->starttime, cmd, cn_status_state(s), s->busy ? "true" : "false", s->seq,
+		cn_outcome_word(CN_OUTCOME_ACTION, s->action), res, s->result, msg);
 	if (n < 0 || (size_t)n >= len)
 		return -ENOSPC;
 	o = (size_t)n;
@@ -266,6 +275,10 @@ int cn_status_format(const struct cn_status *s, char *buf, size_t len)
 			return -ENOSPC;
 		o += (size_t)n;
 	}
+	n = cn_counts_json(&s->counts, buf + o, len - o);
+	if (n < 0)
+		return -ENOSPC;
+	o += (size_t)n;
 	n = snprintf(buf + o, len - o, "}\n");
 	if (n < 0 || (size_t)n >= len - o)
 		return -ENOSPC;
@@ -404,7 +417,9 @@ static bool set_field(struct cn_status *s, const char *key, const char *v, bool 
 	else if (strcmp(key, "command") == 0)
 		copy_field(s->command, sizeof(s->command), v);
 	else if (strcmp(key, "state") == 0)
-		s->state = cn_outcome_of(CN_OUTCOME_STATE, v);
+		s->state = cn_outcome_of(CN_OUTCOME_STATE, v) == CN_STATE_NAPPING
+				   ? CN_STATE_CHECKPOINTED
+				   : cn_outcome_of(CN_OUTCOME_STATE, v);
 	else if (strcmp(key, "busy") == 0)
 		s->busy = strcmp(v, "true") == 0;
 	else if (strcmp(key, "prepared") == 0)
@@ -472,6 +487,7 @@ static bool set_field(struct cn_status *s, const char *key, const char *v, bool 
 				return false;
 			*(double *)((char *)s + qnums[i].off) = is_null ? -1 : strtod(v, NULL);
 		}
+	cn_counts_field(&s->counts, key, v); /* its own checks: left out when not well formed */
 	return true;
 }
 

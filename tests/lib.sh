@@ -54,10 +54,15 @@ real_python() { python3 -c 'import sys; print(sys.executable)'; }
 T=$(mktemp -d "${TMPDIR:-/tmp}/cudanap-test.XXXXXX")
 mkdir -m 700 "$T/xdg" "$T/status"
 export XDG_RUNTIME_DIR=$T/xdg XDG_STATE_HOME=$T/state # its own estimates (preload/rates.c)
+# at_exit FUNCTION: run FUNCTION at the test's end, after its processes are gone (a cgroup it made,
+# a user), whatever the end; a suite that traps EXIT itself calls cleanup.
+exit_hooks=()
+at_exit() { exit_hooks+=("$1"); }
 cleanup() {
-	local p
+	local p f
 	for p in $(jobs -p); do kill -9 "$p" 2>/dev/null; done
 	wait 2>/dev/null
+	for f in ${exit_hooks[@]+"${exit_hooks[@]}"}; do "$f"; done
 	rm -rf "$T"
 }
 trap cleanup EXIT
@@ -158,10 +163,22 @@ nap_is() { [ "$(field "$1" nap)" = "$2" ]; }
 # so a call can answer first.
 awake_is() { state_is "$1" running && [[ $(field "$1" nap) =~ ^(awake|off)$ ]]; }
 woke() { eventually 5 awake_is "$1"; }
-# napped PID [SECONDS]: until a nap is all in PID's status, checkpointed and its nap napping (20 s at
+# napped PID [SECONDS]: until a nap is all in PID's status, its state and its nap napping (20 s at
 # most): the nap's outcome is written first, then its nap state and count.
-nap_whole() { state_is "$1" checkpointed && nap_is "$1" napping; }
+nap_whole() { state_is "$1" napping && nap_is "$1" napping; }
 napped() { eventually "${2:-20}" nap_whole "$1"; }
+
+# free_port: a TCP port nobody listens on, from a range away from Slurm's own 6817-6819 and the
+# daemons' defaults (Prometheus 9090, node_exporter 9100).
+free_port() {
+	local p hex
+	for _ in $(seq 50); do
+		p=$((20000 + RANDOM % 30000))
+		printf -v hex '%04X' "$p"
+		grep -q ":$hex " /proc/net/tcp /proc/net/tcp6 2> /dev/null || { echo "$p"; return; }
+	done
+	echo 26817
+}
 
 # has FILE REGEX: FILE exists and its text matches REGEX.
 has() { [ -e "$1" ] && [[ $(cat "$1" 2> /dev/null) =~ $2 ]]; }

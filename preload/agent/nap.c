@@ -381,8 +381,10 @@ void cn_nap_woken(double asked)
 	nap.active_ms = now;
 	cn_ag.st.idle_since[0] = '\0';
 	cn_ag.st.wakes++;
-	if (asked > 0)
+	if (asked > 0) {
 		cn_ag.st.last_wake_ms = now - asked;
+		cn_counts_observe(&cn_ag.st.counts.wake, cn_ag.st.last_wake_ms / 1000);
+	}
 	say(watched() ? CN_NAP_AWAKE : CN_NAP_OFF, "");
 	cn_report_write();
 	cn_status_steps(&cn_ag.st, steps, sizeof(steps));

@@ -222,7 +222,7 @@ static void run_hook(const struct cn_outcome *o)
 		hook = cfg->on_resumed, event = done_word(action);
 	if (!hook || !hook[0])
 		return;
-	rc = cn_hooks_run(cfg, hook, event, cn_outcome_word(CN_OUTCOME_STATE, cn_ag.st.state),
+	rc = cn_hooks_run(cfg, hook, event, cn_status_state(&cn_ag.st),
 			  cn_status_result(&cn_ag.st));
 	if (rc == -ETIMEDOUT)
 		cn_log(cfg, CN_LOG_ERROR, "%s hook killed after %u ms", event,
@@ -276,6 +276,26 @@ static void count_release(struct cn_status *st)
 	}
 }
 
+/* The action counted by its result, and a success's time in its histogram (cudanap metrics). Not
+ * counted: what found nothing to do (already there, no CUDA), and a wake's try that waits for
+ * room or for a restored NCCL job to leave (the wake goes on: it counts when it ends). */
+static void count_action(struct cn_status *st, const struct cn_outcome *o, bool already)
+{
+	int a = st->action;
+	bool waits =
+		a == CN_ACTION_WAKE && (o->result == CN_RES_NO_ROOM || o->result == CN_RES_BESIDE);
+
+	if (already || o->state == CN_STATE_NO_CUDA || waits || a == CN_ACTION_START)
+		return;
+	cn_counts_add(&st->counts, a, cn_status_result(st));
+	if (o->result != CN_RES_OK)
+		return;
+	if (a == CN_ACTION_SUSPEND || a == CN_ACTION_NAP)
+		cn_counts_observe(&st->counts.suspend, st->total_ms / 1000);
+	else if (a == CN_ACTION_RESUME || a == CN_ACTION_WAKE)
+		cn_counts_observe(&st->counts.resume, st->total_ms / 1000);
+}
+
 /* The status file, then the log line; the hook when asked. */
 static struct cn_outcome finish(const struct cn_resp *r, const char *message, bool already)
 {
@@ -297,6 +317,7 @@ static struct cn_outcome finish(const struct cn_resp *r, const char *message, bo
 	/* From the agent's wake to now: what the user waited for, the steps and the rest. */
 	st->total_ms = cn_clock_ms() - t_begin;
 	n = cn_status_steps(st, steps, sizeof(steps));
+	count_action(st, &o, already);
 	cn_report_publish();
 
 	fmt_secs(st->total_ms, total, sizeof(total));
@@ -310,7 +331,7 @@ static struct cn_outcome finish(const struct cn_resp *r, const char *message, bo
 	else
 		cn_log(&cn_ag.cfg, CN_LOG_ERROR, "%s failed: %s: %s; state %s",
 		       cn_outcome_word(CN_OUTCOME_ACTION, st->action), cn_status_result(st),
-		       message, cn_outcome_word(CN_OUTCOME_STATE, st->state));
+		       message, cn_status_state(st));
 	/* The host copy a restore gave back is unmapped now that the outcome is out. */
 	cn_staging_free_retired_soon();
 	if (!already)

@@ -48,7 +48,7 @@ if has jax; then
 	start jx "$py" "$here/nap_session.py" jax
 	check "idle JAX naps, its poller running" napped "$jx_pid" 60
 	sleep 12 # nothing is to happen: XLA's poller runs every ~5 s, answered at the gate
-	is "$(field "$jx_pid" state):$(field "$jx_pid" wakes)" "checkpointed:0" "12 s later it still naps: the poller did not wake it"
+	is "$(field "$jx_pid" state):$(field "$jx_pid" wakes)" "napping:0" "12 s later it still naps: the poller did not wake it"
 	ask jx compute 120
 	is "$REPLY" "$ref" "JAX: the next computation wakes it and answers bit for bit"
 	check "and it naps again" napped "$jx_pid" 60

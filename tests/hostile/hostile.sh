@@ -15,7 +15,9 @@
 
 # -- the victim's default status directory, made first by the attacker
 squat=/tmp/cudanap-$V
-rm -rf "$squat"
+squat_gone() { rm -rf "$squat"; }
+at_exit squat_gone # whatever the end: the victim's uid may be gone with the user after it
+squat_gone
 "${AS_A[@]}" mkdir -m 777 "$squat"
 out=$("${AS_V[@]}" LD_PRELOAD="$lib" /bin/echo hello 2>&1); rc=$?
 is "$rc:$(head -n 1 <<< "$out")" "0:cudanap: status dir $squat: owned by uid $A, not by you (uid $V): another user made it; name another ([status] dir, CUDANAP_STATUS_DIR or XDG_RUNTIME_DIR) or have it removed; running without cudanap ([status] if_unusable = run)" \

@@ -1,18 +1,35 @@
 # Sourced by the hostile suite after lib.sh: two users of this machine, made here if missing (as
-# root, which the suite needs), a victim (uid V) and an attacker (uid A); "${AS_V[@]}" CMD and
-# "${AS_A[@]}" CMD run CMD as one of them, with a small environment of its own, in the same
-# process (so that $! is CMD's pid); $T/pub a directory both reach.
+# root, which the suite needs), a victim (uid V) and an attacker (uid A), and removed at the end if
+# this test made them (the machine left as it was found: no home, no mail spool, nothing of theirs
+# left); "${AS_V[@]}" CMD and "${AS_A[@]}" CMD run CMD as one of them, with a small environment of
+# its own, in the same process (so that $! is CMD's pid); $T/pub a directory both reach. They are
+# real users, in /etc/passwd, because Slurm's daemons (hostile-slurm.sh) run jobs as them.
 [ "$(id -u)" = 0 ] || skip_all "needs root: it makes two users and runs root's code"
-command -v useradd > /dev/null && command -v setpriv > /dev/null || skip_all "no useradd or setpriv"
-for u in cnvictim cnattacker; do
-	id "$u" > /dev/null 2>&1 || useradd -M -d /nonexistent -s /usr/sbin/nologin "$u" ||
-		skip_all "cannot make the user $u"
+for b in useradd userdel setpriv; do
+	command -v "$b" > /dev/null || skip_all "no $b"
 done
 # One hostile test per host at a time: the users, and the victim's default status directory
 # (/tmp/cudanap-UID) that hostile.sh squats, are the host's. A second run beside this one (another
-# build, CI) waits here; always taken before the Slurm cluster's lock.
+# build, CI) waits here, before the users are made, and the lock is held until they are removed
+# (the test's end); always taken before the Slurm cluster's lock.
 exec {users_lock}> "${TMPDIR:-/tmp}/cudanap-test-users.lock"
 flock -w 500 "$users_lock" || { ok 1 "the test users not free after 500 s"; finish; }
+users_made=()
+# After the test's processes are gone (lib.sh's cleanup); a Slurm job's may take a moment more.
+user_gone() { userdel "$1" 2> /dev/null; }
+users_remove() {
+	local u
+	for u in ${users_made[@]+"${users_made[@]}"}; do
+		eventually 20 user_gone "$u" || echo "# the test user $u could not be removed: userdel $u"
+	done
+}
+at_exit users_remove
+for u in cnvictim cnattacker; do
+	if ! id "$u" > /dev/null 2>&1; then
+		useradd -M -d /nonexistent -s /usr/sbin/nologin "$u" || skip_all "cannot make the user $u"
+		users_made+=("$u")
+	fi
+done
 V=$(id -u cnvictim) A=$(id -u cnattacker)
 # $lib: what the victim preloads; under the sanitize setup the ASan runtime first, and the
 # sanitizers' options kept through env -i.

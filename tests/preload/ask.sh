@@ -79,9 +79,22 @@ like "$(key "$pid" est_source)" "^this machine: 1 suspend \(Fake GPU 80GB\)$" \
 	"after three suspends the estimate is this machine's: the process's first and the boot's first left out"
 is "$(grep -c '^resume ' "$T/state/cudanap/rates")" 2 "two of three resumes kept: the process's first left out"
 "$CUDANAP" suspend "$pid" > /dev/null
+out=$("$CUDANAP" status --no-query "$pid")
+like "$out" "
+$pid +checkpointed .* 1000\? +yes 0\.[0-9]/0\.[0-9]\? .*
+\?: as answered before the process's last action" \
+	"status --no-query after a suspend: the answer from before it marked stale, not taken for now"
+like "$("$CUDANAP" status --no-query --json "$pid")" '"query_stale":true\}' "--json: query_stale"
 is "$(key "$pid" suspendable)" asleep "asleep: suspendable says so"
+out=$("$CUDANAP" status "$pid")
+like "$out" "
+$pid +checkpointed .* asleep +" "asked again: asleep"
+check "and nothing marked" test "${out//\?/}" = "$out"
 like "$(dry "$pid")" "^$pid: suspended already:0$" "a dry run of a sleeper: nothing to do"
 "$CUDANAP" resume "$pid" > /dev/null
+like "$("$CUDANAP" status --no-query "$pid")" "
+$pid +running .* asleep\? .*
+\?: as answered before" "resumed, status --no-query: running, and the old 'asleep' marked, not a contradiction"
 
 # -- refused, each with the reason, and yes again once it is gone
 ask A "drv call gpa2 cuMemAllocManaged"
@@ -114,6 +127,13 @@ like "$(dry "$pid")" "^$pid: would refuse: its host copy needs [0-9]+ MiB with t
 cp "$T/good.ini" "$T/job.ini"
 kill -STOP "$pid"
 like "$(dry "$pid")" "^$pid: would refuse: .*stopped.*:1$" "a stopped process: would refuse, at once"
+like "$("$CUDANAP" status "$pid")" "
+$pid +running .* 1000\? +no .*
+$pid: would refuse: it is stopped \(SIGSTOP or a debugger\); continue it first \(kill -CONT\)
+\?: as answered before" \
+	"cudanap status of a stopped process: no, as the dry run says; its NOW_MIB as last asked, marked"
+like "$(json "$pid")" '"suspendable":"no","why_not":"it is stopped .*"query_stale":true\}' \
+	"--json: suspendable no, why_not, query_stale"
 kill -CONT "$pid"
 before=$(snapshot "$pid")
 like "$(dry "$pid")" "would suspend.*:0$" "all well again"

@@ -155,8 +155,8 @@ echo "drv launch export 5" >&"$E_in"
 check "E's call waits for its wake" eventually 10 nap_is "$E_pid" "waiting for an NCCL job to sleep"
 like "$(field "$E_pid" nap_why)" "^restore: $(refused 0 "$X_pid" | sed 's/^resume failed: BESIDE_RESTORED: restore: //')" \
 	"its status says it waits beside X, a restored NCCL rank"
-like "$("$CUDANAP" status "$E_pid")" " nccl-job .*
-$E_pid: waiting for an NCCL job to sleep: restore: GPU 0 " "cudanap status: nccl-job, and what it waits for"
+like "$("$CUDANAP" status "$E_pid")" " napping\\*? .* waiting for an NCCL job to sleep .*
+$E_pid: waiting for an NCCL job to sleep: restore: GPU 0 " "cudanap status: napping, waiting for an NCCL job to sleep, and what it waits for"
 "$CUDANAP" suspend "$X_pid" > /dev/null
 answer E 20
 said=$REPLY

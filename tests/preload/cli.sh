@@ -57,6 +57,20 @@ is "$("$CUDANAP" help suspend)" "$("$CUDANAP" suspend --help)" "cudanap help sus
 like "$("$CUDANAP" help suspend)" "--json" "which lists --json"
 like "$("$CUDANAP" help)" "--version" "the main help lists --version"
 like "$("$CUDANAP" help)" "  help \[COMMAND\] " "and help"
+
+# -- one vocabulary of states: the words the status file writes (base/outcome.c, the only place
+# they are made), each named by status's help, the man page and the README, the napping one too
+src=$(dirname "$0")/../..
+words=$(sed -n '/states\[\] = {/,/};/p' "$src/base/outcome.c" | grep -o '"[a-z-]*"' | tr -d '"' | xargs)
+is "$words" "running locked checkpointed failed no-cuda napping" "the states' words, napping its own"
+help=$("$CUDANAP" status --help | tr '\n' ' ')
+man=$(tr '\n' ' ' < "$src/docs/cudanap.1.scd")
+readme=$(tr '\n' ' ' < "$src/README.md")
+for w in $words; do
+	check "status --help names the state $w" grep -qw -- "$w" <<< "$help"
+	check "so do the man page's status and status file" test "$(grep -o "\*$w\*" <<< "$man" | wc -l)" -ge 2
+	check "and the README's status file" grep -q "\`$w\`" <<< "$readme"
+done
 out=$("$CUDANAP" help | grep -E '^  (run|suspend|resume|prepare|status|check-config|help|--version) ' |
 	awk '{ print substr($0, 37, 1) == " " && substr($0, 38, 1) != " " }' | sort -u)
 is "$out" 1 "the main help's descriptions start in one column"

@@ -88,6 +88,39 @@ is "$rc" 2 "--all with pids is a usage error"
 like "$out" "not several of them" "and says so"
 is "$(field "$A_pid" state)" running "the job was not touched"
 
+# -- every process checked before any is signalled: a PID that is not a cudanap process (mistyped,
+# gone) or a stopped one refuses the whole command, nothing sent to the others
+sleep 0 &
+gone=$!
+wait "$gone"
+seqs="$(field "$A_pid" seq):$(field "$B_pid" seq)"
+out=$("$CUDANAP" suspend "$A_pid" "$gone" 2>&1); rc=$?
+like "$rc:$out" "^1:$A_pid: nothing sent: the job is refused \($gone\)
+$gone: no such process
+refused: 1 of 2 processes cannot suspend \($gone\); nothing was signalled: leave it out, or act on each with --each
+total: 2 processes, 0 suspended, 0 without CUDA, 2 failed, [0-9.]+ s$" \
+	"suspend GOOD GONE: refused before any signal, in one line, exit 1"
+is "$(field "$A_pid" state):$(field "$A_pid" seq):$(field "$A_pid" busy)" "running:${seqs%%:*}:false" \
+	"the good one untouched: no action, no rollback"
+like "$("$CUDANAP" suspend --json "$A_pid" "$gone" | tr -d '\n')" '"refused":"refused: 1 of 2 processes cannot suspend' \
+	"--json: refused"
+"$CUDANAP" suspend "$B_pid" > /dev/null
+out=$("$CUDANAP" resume "$B_pid" "$gone" 2>&1); rc=$?
+like "$rc:$out" "^1:.*refused: 1 of 2 processes cannot resume \($gone\); nothing was signalled" "resume too"
+is "$(field "$B_pid" state)" checkpointed "the sleeper left asleep"
+"$CUDANAP" resume "$B_pid" > /dev/null
+kill -STOP "$B_pid"
+seqs="$(field "$A_pid" seq):$(field "$B_pid" seq)"
+out=$("$CUDANAP" suspend "$A_pid" "$B_pid" 2>&1); rc=$?
+like "$rc:$out" "^1:.*$B_pid: cannot suspend: it is stopped .*; nothing sent
+refused: 1 of 2 processes cannot suspend \($B_pid\)" "a stopped one refuses the job, as the dry run would"
+is "$(fields "$A_pid" state:seq):$(field "$B_pid" seq)" "running:$seqs" "neither was touched"
+kill -CONT "$B_pid"
+out=$("$CUDANAP" suspend --each "$A_pid" "$gone" 2>&1); rc=$?
+like "$rc:$out" "^1:$A_pid: suspended in .*
+$gone: no such process" "--each: the good one acted on, the bad one fails"
+"$CUDANAP" resume "$A_pid" > /dev/null
+
 # -- all or nothing: a suspend of several processes ends with all suspended or all running
 write_ini "[lock]" "timeout_ms = 300"
 ask B "kernel 3000" # B's GPU is busy for 3 s: its lock times out, as a rank's in a collective

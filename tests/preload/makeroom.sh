@@ -73,14 +73,14 @@ read -r -t 30 -u "$A_out" REPLY || REPLY=
 is "$REPLY" "launch 0" "once they are idle long enough, room is made and A's call goes on"
 ask A verify
 is "$REPLY" "verify ok" "A's memory intact"
-napped_one() { [ "$(field "$B_pid" state)" = checkpointed ] || [ "$(field "$C_pid" state)" = checkpointed ]; }
+napped_one() { [ "$(field "$B_pid" state)" = napping ] || [ "$(field "$C_pid" state)" = napping ]; }
 check "B or C napped for it" napped_one
 
 # -- two wakes at once take turns
 asleep=() ; awake=()
 for p in B C; do
 	eval "pid=\$${p}_pid"
-	if [ "$(field "$pid" state)" = checkpointed ]; then asleep+=("$p"); else awake+=("$p"); fi
+	if [ "$(field "$pid" state)" = napping ]; then asleep+=("$p"); else awake+=("$p"); fi
 done
 "$CUDANAP" nap -c "$T/job.ini" "$A_pid" > /dev/null
 check "A napped by hand" napped "$A_pid" 10
@@ -98,7 +98,7 @@ ask "${asleep[0]}" verify
 is "$REPLY" "verify ok" "${asleep[0]} intact"
 
 # -- a process with a thread inside a driver call is not napped, however old its last call
-[ "$(field "$B_pid" state)" = checkpointed ] && Y=B || Y=C
+[ "$(field "$B_pid" state)" = napping ] && Y=B || Y=C
 [ "$Y" = B ] && X=C || X=B
 eval "x_pid=\$${X}_pid y_pid=\$${Y}_pid"
 ask A "drv launch export 6000"
@@ -108,7 +108,7 @@ sleep 0.3
 works "$X" "$x_pid" "$X works, then is idle for a second"
 ask "$Y" "drv launch export 5" 30
 is "$REPLY" "launch 0" "$Y's wake needs room"
-is "$(field "$A_pid" state):$(field "$x_pid" state)" "running:checkpointed" \
+is "$(field "$A_pid" state):$(field "$x_pid" state)" "running:napping" \
 	"$X was napped for it; A, whose last call is older but whose thread is inside one, was not"
 synced_done() { ask A "drv synced"; [[ $REPLY =~ ^synced\ 0 ]]; }
 check "A's call ends, right" eventually 15 synced_done
@@ -120,7 +120,7 @@ sleep 1.2
 works "$Y" "$y_pid" "$Y works, then is idle for a second (A the longer)"
 ask "$X" "drv launch export 5" 60
 is "$REPLY" "launch 0" "$X's wake needs room"
-is "$(field "$A_pid" state):$(field "$y_pid" state)" "running:checkpointed" \
+is "$(field "$A_pid" state):$(field "$y_pid" state)" "running:napping" \
 	"A, idle the longest, refused (managed memory); $Y was napped instead"
 like "$(cat "$T/$X.err")" "made room on GPU 0 for [0-9]+ MiB \(its wake\): napped $A_pid did not nap, $y_pid \(" \
 	"$X's log names the one that did not nap"
@@ -131,7 +131,7 @@ check "$X idle for a second" eventually 20 idle_for "$x_pid" 1
 CUDANAP_FAKE_CTX_MIB=500 start E "$TARGET"
 ask E "drv call export cuDevicePrimaryCtxRetain" 60
 is "$REPLY" "call 0" "E's first context (500 MiB), refused as out of memory, is made once room is"
-is "$(field "$x_pid" state):$(field "$x_pid" nap_for_pid)" "checkpointed:$E_pid" "$X napped for it"
+is "$(field "$x_pid" state):$(field "$x_pid" nap_for_pid)" "napping:$E_pid" "$X napped for it"
 like "$(cat "$T/E.err")" "made room on GPU 0 for 512 MiB \(cuDevicePrimaryCtxRetain\): napped $x_pid" \
 	"E's log: a context is asked 512 MiB"
 
@@ -145,7 +145,7 @@ start D "$TARGET"
 ask D "drv alloc export 3000" 20
 is "$REPLY" "alloc 2" "without make_room an allocation beyond the GPU fails (CUDA_ERROR_OUT_OF_MEMORY)"
 naps=0
-for p in "$A_pid" "$B_pid" "$C_pid"; do [ "$(field "$p" state)" = checkpointed ] && naps=$((naps + 1)); done
+for p in "$A_pid" "$B_pid" "$C_pid"; do [ "$(field "$p" state)" = napping ] && naps=$((naps + 1)); done
 is "$naps" 2 "and no one else napped for it (B and C napped before)"
 for p in A B C D E; do ask "$p" quit 10; done
 finish

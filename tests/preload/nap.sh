@@ -34,6 +34,9 @@ is "$(field "$pid" nap):$(field "$pid" action):$(field "$pid" naps)" "napping:na
 	"the status: nap napping, the action a nap, one nap"
 like "$("$CUDANAP" status --no-query "$pid")" "
 $pid +napping +nap +ok .* napping +1/0 " "cudanap status: STATE napping, NAP napping, NAPS 1/0"
+like "$("$CUDANAP" status --no-query --json "$pid")" '"state":"napping"' "--json: the same word, napping"
+like "$("$CUDANAP" metrics -c "$T/job.ini")" "cudanap_process_state\{pid=\"$pid\",[^}]*state=\"napping\"\} 1" \
+	"metrics: the same word, napping"
 like "$(cat "$T/A.err")" "cudanap\[$pid\]: napped \(after 1 s idle\): 1000 MiB of GPU memory freed in [0-9.]+ ms \(lock .*checkpoint .*\); it wakes at its next CUDA call that needs the GPU" \
 	"one log line for the nap, with its figures"
 ask A "drv launch export 5"
@@ -55,7 +58,7 @@ for fn in cuStreamQuery cuEventQuery cuCtxSetCurrent cuCtxGetCurrent cuStreamIsC
 	answers+="${REPLY#call } "
 done
 is "$answers" "0 0 0 0 0 " "cuStreamQuery, cuEventQuery, cuCtxSetCurrent, cuCtxGetCurrent (the kept context), cuStreamIsCapturing: answered"
-is "$(field "$pid" state):$(field "$pid" wakes)" "checkpointed:1" "without waking it"
+is "$(field "$pid" state):$(field "$pid" wakes)" "napping:1" "without waking it"
 ask A "drv launch export 5"
 ask A "drv call gpa2 cuCtxGetCurrent"
 is "$REPLY" "call 0" "after the wake the driver itself has the context the thread made current while it napped"
@@ -71,7 +74,7 @@ p1=$(xla A)
 sleep 1 # nothing is to happen: the poller's calls are answered at the gate
 p2=$(xla A)
 check "the poller went on while it napped ($p1 -> $p2 rounds, none failed)" test "${p2%% *}" -gt "${p1%% *}" -a "${p2#* }" = 0
-is "$(field "$pid" state):$(field "$pid" wakes)" "checkpointed:2" "and did not wake it"
+is "$(field "$pid" state):$(field "$pid" wakes)" "napping:2" "and did not wake it"
 is "$(entered)" 0 "none of its calls entered the driver"
 # an open capture: cuStreamIsCapturing needs the driver, and wakes it
 ask A "drv call export cuStreamBeginCapture"
@@ -113,7 +116,7 @@ like "$REPLY:$(field "$pid" wakes)" "^synced 0 [0-9.]+:8$" "a synchronize in one
 seq=$(field "$pid" seq)
 kill -USR1 "$pid"
 eventually 20 seq_above "$pid" "$seq"
-is "$(field "$pid" state):$(field "$pid" nap)" "checkpointed:napping" "a suspend signal changes nothing"
+is "$(field "$pid" state):$(field "$pid" nap)" "napping:napping" "a suspend signal changes nothing"
 like "$(cat "$T/B.err")" "cudanap\[$pid\]: napping already: it wakes at its next CUDA call" "and says so"
 out=$("$CUDANAP" suspend "$pid"); rc=$?
 is "$rc" 0 "cudanap suspend of a napping process: already asleep ($out)"
@@ -166,7 +169,7 @@ ask C "drv launch export 5" 1
 is "$REPLY" "" "no room on its GPU: the waking call waits"
 check "status: waiting for room" eventually 20 nap_is "$pid" "waiting for room"
 like "$("$CUDANAP" status --no-query "$pid")" "
-$pid +napping\*? .* no-room .*
+$pid +napping\*? .* waiting for room .*
 $pid: waiting for room: restore: GPU 0 .*has 500 MiB free" "cudanap status says what it waits for"
 like "$(cat "$T/C.err")" "a call waits for the GPU: NO_GPU_MEMORY: restore: GPU 0 .*; room checked every 100 ms" "a log line says so once"
 rm "$T/fake/free.0"
@@ -260,7 +263,7 @@ ask W "drv launch export 5"
 check "it naps" napped "$W_pid" 20
 printf '[lock]\ntimeout_ms = soon\n' >> "$T/job.ini"
 echo "drv launch export 5" >&"$W_in"
-wake_failed() { [ "$(field "$W_pid" action):$(field "$W_pid" result):$(field "$W_pid" state)" = wake:CONFIG_ERROR:checkpointed ]; }
+wake_failed() { [ "$(field "$W_pid" action):$(field "$W_pid" result):$(field "$W_pid" state)" = wake:CONFIG_ERROR:napping ]; }
 check "a call wakes it, the INI is broken: the wake fails with CONFIG_ERROR" eventually 10 wake_failed
 like "$(field "$W_pid" message)" "lock.timeout_ms: .*; still napping$" "and says that it is still napping"
 write_ini "[nap]" "idle_s = 1" "[log]" "level = info"

@@ -22,6 +22,7 @@ resume_with() { # resume_with GPU_MAP: suspend, set the map, resume; prints cuda
 
 out=$(resume_with "0=1, 1=0"); rc=$?
 is "$rc" 0 "resume with gpu_map = 0=1, 1=0"
+like "$out" "^$pid: resumed in .*\) on GPU 1 \(it started on GPU 0\)$" "its line names where it went"
 ask A gpu
 is "$REPLY" "gpu 1" "now on GPU 1 (PCI order, not CUDA order)"
 ask A verify
@@ -74,12 +75,14 @@ is "$REPLY" "gpu 0" "brings the job home to GPU 0"
 out=$(resume_with ""); rc=$?
 ask A gpu
 is "$rc:$REPLY" "0:gpu 0" "and keeps it there"
+like "$out" "^$pid: resumed in [^)]*\)$" "home, no map given: nothing to say of where"
 
 # -- one resume elsewhere, for a scheduler: the INI unchanged
 "$CUDANAP" suspend "$pid" > /dev/null
 out=$("$CUDANAP" resume --gpu-map "0=2, 2=0" "$pid"); rc=$?
 ask A gpu
 is "$rc:$REPLY" "0:gpu 2" "resume --gpu-map 0=2,2=0 moves it for this resume"
+like "$out" "^$pid: resumed in .*\) on GPU 2 \(it started on GPU 0\)$" "its line names where it went"
 check "the request is taken" test ! -e "$T/status/$pid.gpu-map"
 out=$(resume_with ""); rc=$?
 ask A gpu
@@ -89,6 +92,7 @@ write_ini "[restore]" "gpu_map = 0=1, 1=0"
 out=$("$CUDANAP" resume --gpu-map "" "$pid"); rc=$?
 ask A gpu
 is "$rc:$REPLY" "0:gpu 0" "resume --gpu-map '' keeps the job home whatever the INI says"
+like "$out" "^$pid: resumed in .*\) on GPU 0 \(it started on GPU 0\)$" "a map given: the line says where, home too"
 "$CUDANAP" suspend "$pid" > /dev/null
 printf '0=x\n' > "$T/status/$pid.gpu-map"
 out=$("$CUDANAP" resume "$pid"); rc=$?

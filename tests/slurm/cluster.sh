@@ -14,17 +14,6 @@ export SLURM_CONF=$S/slurm.conf
 NODE=$(hostname -s)
 cluster_pids=() cluster_slices=()
 
-# A TCP port nobody listens on, from a range away from Slurm's own 6817-6819.
-free_port() {
-	local p hex
-	for _ in $(seq 50); do
-		p=$((20000 + RANDOM % 30000))
-		printf -v hex '%04X' "$p"
-		grep -q ":$hex " /proc/net/tcp /proc/net/tcp6 2> /dev/null || { echo "$p"; return; }
-	done
-	echo 26817
-}
-
 # daemon_failed NAME LOG: skip the suite with the daemon's last error line.
 daemon_failed() {
 	local why

@@ -179,6 +179,18 @@ static void test_words(void)
 		   b.suspendable == CN_ASK_NO_CUDA,
 	   "wake, a driver's result, waiting for room and no-cuda round-trip");
 	is_str(cn_status_result(&b), "CUDA_ERROR_NOT_SUPPORTED", "the driver's name kept");
+	ok(strstr(buf, "\"state\":\"napping\"") && b.state == CN_STATE_CHECKPOINTED,
+	   "checkpointed, its wake waiting: the word napping, read back as checkpointed");
+	a.nap = CN_NAP_AWAKE;
+	a.action = CN_ACTION_NAP;
+	is_str(cn_status_state(&a), "napping", "the nap that checkpointed it just ended: napping");
+	a.action = CN_ACTION_SUSPEND;
+	is_str(cn_status_state(&a), "checkpointed", "suspended: checkpointed");
+	a.state = CN_STATE_RUNNING;
+	a.action = CN_ACTION_NAP;
+	is_str(cn_status_state(&a), "running", "a nap that failed: running");
+	a.state = CN_STATE_CHECKPOINTED;
+	a.action = CN_ACTION_WAKE;
 	a.busy = true;
 	a.result = CN_RES_NONE;
 	ok(cn_status_format(&a, buf, sizeof(buf)) > 0 && strstr(buf, "\"result\":\"\","),
@@ -280,6 +292,62 @@ static void test_notes(void)
 	ok(cn_notes_put("/nonexistent-dir", 7, "x", "y") == -ENOENT, "a missing dir: -ENOENT");
 }
 
+/* The counts and histograms kept across actions: counted, written, read back; and what a file
+ * another process wrote may not put in them (control characters, huge or broken numbers). */
+static void test_counts(void)
+{
+	struct cn_status a, b;
+	char buf[CN_STATUS_MAX];
+	const struct cn_count *e;
+
+	sample(&a);
+	cn_counts_add(&a.counts, CN_ACTION_SUSPEND, "ok");
+	cn_counts_add(&a.counts, CN_ACTION_SUSPEND, "ok");
+	cn_counts_add(&a.counts, CN_ACTION_SUSPEND, "CUDA_ERROR_NOT_READY");
+	cn_counts_add(&a.counts, CN_ACTION_WAKE, "bad\033]0;name");
+	cn_counts_observe(&a.counts.suspend, 0.3);
+	cn_counts_observe(&a.counts.suspend, 0.5);
+	cn_counts_observe(&a.counts.suspend, 400);
+	cn_counts_observe(&a.counts.wake, -1);
+	ok(cn_status_format(&a, buf, sizeof(buf)) > 0 &&
+		   strstr(buf, "\"actions\":\"suspend ok 2,suspend CUDA_ERROR_NOT_READY 1,wake "
+			       "OTHER 1\",\"suspend_buckets\":\"0,0,2,0,0,0,0,0,0,0,0,1\","
+			       "\"suspend_sum_s\":400.800,\"resume_buckets\":\"0,0,0,0,0,0,0,0,0,0,"
+			       "0,0\""),
+	   "counts by action and result (a result that is no name is OTHER), buckets up to 0.5 s "
+	   "and "
+	   "above 120 s, the sum");
+	ok(cn_status_parse(buf, &b) == 0 && b.counts.n_by == 3 && b.counts.by[1].n == 1 &&
+		   strcmp(b.counts.by[1].result, "CUDA_ERROR_NOT_READY") == 0 &&
+		   b.counts.suspend.n[2] == 2 && b.counts.suspend.n[11] == 1 &&
+		   b.counts.suspend.sum_s > 400.7 && b.counts.wake.n[0] == 0 &&
+		   b.counts.wake.sum_s == 0,
+	   "and read back; a negative duration was not counted");
+	for (int i = 0; i < 40; i++) {
+		snprintf(buf, sizeof(buf), "CUDA_ERROR_%d", i);
+		cn_counts_add(&a.counts, CN_ACTION_RESUME, buf);
+	}
+	e = &a.counts.by[CN_COUNTS_MAX - 1];
+	ok(a.counts.n_by == CN_COUNTS_MAX && e->action == CN_ACTION_RESUME &&
+		   strcmp(e->result, "OTHER") == 0 && e->n == 40 - (CN_COUNTS_MAX - 1 - 3),
+	   "more results than it keeps: the rest counted as OTHER (%llu)", e->n);
+	ok(cn_status_parse(
+		   "{\"pid\":7,\"actions\":\"suspend ok 5,nap ok 99999999999999999999,"
+		   "teleport ok 1,wake ok -1,resume ok 2 3,resume \\u001b 1,resume ok 4\","
+		   "\"suspend_buckets\":\"1,2,3\",\"resume_buckets\":\"1,1,1,1,1,1,1,1,1,1,1,1,1\","
+		   "\"wake_buckets\":\"1,0,0,0,0,0,0,0,0,0,0,x\",\"suspend_sum_s\":nan,"
+		   "\"resume_sum_s\":1e400,\"wake_sum_s\":-3}",
+		   &b) == 0 &&
+		   b.counts.n_by == 2 && b.counts.by[0].n == 5 &&
+		   b.counts.by[1].action == CN_ACTION_RESUME && b.counts.by[1].n == 4 &&
+		   b.counts.suspend.n[0] == 0 && b.counts.resume.n[0] == 0 &&
+		   b.counts.wake.n[0] == 0 && b.counts.suspend.sum_s == 0 &&
+		   b.counts.resume.sum_s == 0 && b.counts.wake.sum_s == 0,
+	   "a file's broken counts are left out: huge, negative, unknown actions, results that are "
+	   "no "
+	   "name, buckets too few, too many or not numbers, sums not finite or below 0");
+}
+
 int main(void)
 {
 	char cmd[300];
@@ -291,6 +359,7 @@ int main(void)
 	test_files();
 	test_steps();
 	test_notes();
+	test_counts();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		return 1;

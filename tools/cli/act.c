@@ -33,10 +33,14 @@ const char usage_suspend[] =
 	"on and its CUDA calls wait. Resume re-reads the INI, restores the memory (onto the GPUs\n"
 	"that [restore] gpu_map names) and lets the CUDA calls go on.\n"
 	"\n"
-	"A suspend of several processes (the ranks of a distributed job) is all or nothing: if\n"
-	"one fails, those it did suspend are resumed, the line 'rollback: ...' says so, and the\n"
-	"exit status is 1. When every failure was a lock that timed out (a rank waiting in a\n"
-	"collective), the whole job is tried again, after 0.5 s, then 1 s, ...\n"
+	"A suspend of several processes (the ranks of a distributed job) is all or nothing. Every\n"
+	"process is checked before any is signalled: one that is not a running cudanap process\n"
+	"(a mistyped PID, one that exited) or is stopped refuses the whole command, nothing sent\n"
+	"(the line 'refused: ...'), for resume too. If one fails once signalled, those it did\n"
+	"suspend are resumed, the line 'rollback: ...' says so, and the exit status is 1. When\n"
+	"every failure was a lock that timed out (a rank waiting in a collective), the whole job\n"
+	"is tried again, after 0.5 s, then 1 s, ... A resume's line names the GPUs a process went\n"
+	"to when they are not those it started on, or --gpu-map was given.\n"
 	"\n"
 	"  -c, --config FILE   where to find the status files (default: read from each PID's own\n"
 	"                      environment, else the built-in default directory)\n"
@@ -141,7 +145,12 @@ static void print_json(const struct job *jobs, int n, const struct plan *p,
 	for (int i = 0; i < r->n_attempts; i++)
 		if (cn_json_str(line, sizeof(line), r->attempts[i]) > 0)
 			printf("%s%s", i ? "," : "", line);
-	printf("],\n \"rollback\":");
+	printf("],\n \"refused\":");
+	if (r->refused[0] && cn_json_str(line, sizeof(line), r->refused) > 0)
+		printf("%s", line);
+	else
+		printf("null");
+	printf(",\n \"rollback\":");
 	if (r->rolled_back && cn_json_str(line, sizeof(line), r->rollback) > 0)
 		printf("{\"processes\":%d,\"line\":%s}", r->rolled_back, line);
 	else
@@ -159,6 +168,8 @@ static void print_text(const struct job *jobs, int n, const struct plan *p,
 
 	for (int i = 0; i < n; i++)
 		printf("%s\n", jobs[i].line);
+	if (r->refused[0])
+		printf("%s\n", r->refused);
 	if (r->rolled_back)
 		printf("%s\n", r->rollback);
 	if (n > 1 || p->group)
@@ -437,6 +448,7 @@ int act_main(int argc, char **argv, enum verb verb)
 	p.timeout = timeout;
 	p.deadline = cli_now_s() + timeout;
 	p.atomic = verb == VERB_SUSPEND && p.wait && !each && n > 1;
+	p.whole = (verb == VERB_SUSPEND || verb == VERB_RESUME) && !each && n > 1;
 	group_run(jobs, n, &p, &r);
 	if (json)
 		print_json(jobs, n, &p, &r);

@@ -66,6 +66,16 @@ void cli_fmt_ms(double ms, char *buf, size_t len)
 		snprintf(buf, len, "%.2f s", ms / 1000);
 }
 
+void cli_gpu_indices(const char *list, char *out, size_t len)
+{
+	size_t o = 0;
+
+	out[0] = '\0';
+	for (const char *p = list; *p && o + 1 < len; p = strchr(p, ',') ? strchr(p, ',') + 1 : "")
+		o += (size_t)snprintf(out + o, len - o, "%s%.*s", o ? "," : "",
+				      (int)strcspn(p, "="), p);
+}
+
 double cli_now_s(void)
 {
 	struct timespec ts;

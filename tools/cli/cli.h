@@ -24,6 +24,8 @@ const char *cli_flag_value(int argc, char **argv);
 void cli_load_config(const char *path, struct cn_config *c);
 double cli_now_s(void);
 void cli_fmt_ms(double ms, char *buf, size_t len);
+/* "0,1" from a status's "0=GPU-...,1=GPU-..." (gpus, home_gpus, restore_gpus); "" from "". */
+void cli_gpu_indices(const char *list, char *out, size_t len);
 int cli_parse_pid(const char *s);			    /* a positive pid, or -1 */
 int cli_read_file(const char *path, char *buf, size_t len); /* bytes read (NUL added), or -1 */
 /* A file cudanap ships, into out: in_build relative to this program's directory (a build tree),
@@ -114,6 +116,7 @@ struct plan {
 	const char *cfg; /* -c: where the status files are; NULL: each process's own */
 	enum verb verb;
 	bool wait, group, atomic;
+	bool whole; /* check every process before any is signalled; one that fails refuses all */
 	unsigned retries;
 	double timeout, deadline;
 	const char
@@ -127,6 +130,7 @@ struct group_result {
 	int n_ok, n_none;
 	int n_gone; /* of a whole job, exited before their signals: not counted in the totals */
 	bool all_ok;
+	char refused[400];   /* a whole job refused before any signal: its line ("" when not) */
 	int rolled_back;     /* processes the last rollback resumed (0: none) */
 	char rollback[2048]; /* its line, "" when there was none */
 	int n_attempts;	     /* failed attempts that were tried again */

@@ -51,9 +51,25 @@ static void say(struct job *j, const char *outcome, const char *fmt, ...)
 	va_end(ap);
 }
 
-static void outcome(struct job *j, const struct cn_status *s, enum verb v)
+/* Where a resumed process went, when that is news: " on GPU 1 (it started on GPU 0)" when it is
+ * not on the GPUs it started on, or the command gave a map; "" otherwise. */
+static void went(const struct cn_status *s, const struct plan *p, char *out, size_t len)
 {
-	char total[32], steps[200];
+	char now[140], home[140];
+
+	cli_gpu_indices(s->gpus, now, sizeof(now));
+	cli_gpu_indices(s->home_gpus, home, sizeof(home));
+	out[0] = '\0';
+	if (p->verb != VERB_RESUME || !now[0] || (!p->gpu_map && strcmp(now, home) == 0))
+		return;
+	snprintf(out, len, " on GPU%s %s (it started on GPU%s %s)", strchr(now, ',') ? "s" : "",
+		 now, strchr(home, ',') ? "s" : "", home);
+}
+
+static void outcome(struct job *j, const struct cn_status *s, const struct plan *p)
+{
+	enum verb v = p->verb;
+	char total[32], steps[200], where[300];
 	size_t o = cn_status_steps(s, steps, sizeof(steps));
 
 	j->done = true;
@@ -63,6 +79,7 @@ static void outcome(struct job *j, const struct cn_status *s, enum verb v)
 	j->ok = s->result == CN_RES_OK && s->state == goal(v) &&
 		!(v == VERB_RESUME && comms_suspended(s));
 	cli_fmt_ms(s->total_ms, total, sizeof(total));
+	went(s, p, where, sizeof(where));
 	if (j->ok && v == VERB_PREPARE && s->prepared)
 		say(j, "prepared", "%s in %s", s->message, total);
 	else if (j->ok && o)
@@ -70,17 +87,16 @@ static void outcome(struct job *j, const struct cn_status *s, enum verb v)
 		    v == VERB_RESUME ? "resumed"
 		    : v == VERB_NAP  ? "napped"
 				     : "suspended",
-		    "%s in %s (%s)",
+		    "%s in %s (%s)%s",
 		    v == VERB_RESUME ? "resumed"
 		    : v == VERB_NAP  ? "napping: woken by its next CUDA call; napped"
 				     : "suspended",
-		    total, steps);
+		    total, steps, where);
 	else if (j->ok)
 		say(j, "already", "%s", s->message);
 	else
 		say(j, j->no_cuda ? "no-cuda" : "failed", "%s failed: %s: %s (state %s)",
-		    verb_name[v], cn_status_result(s), s->message,
-		    cn_outcome_word(CN_OUTCOME_STATE, s->state));
+		    verb_name[v], cn_status_result(s), s->message, cn_status_state(s));
 }
 
 /* What an action asks for beyond the INI, in a note <status dir>/<pid>.<what> read once (and
@@ -94,19 +110,18 @@ static int ask(const struct job *j, const char *what, const char *text)
 	return r < 0 ? -1 : 0;
 }
 
-/* Send one process its signal. In a whole job, a process that never loaded the driver (a shell,
- * srun, a data loader) is nothing to do and gets no signal: srun, for one, takes SIGUSR1 for its
- * own and forwards it to its tasks, so its answer would never come. */
-static void send_one(struct job *j, const struct plan *p)
+/* Whether one process can be sent its signal, before any is sent: false when it is done with
+ * (its line says why, j->ok whether that is a success). In a whole job, a process that never
+ * loaded the driver (a shell, srun, a data loader) is nothing to do and gets no signal: srun, for
+ * one, takes SIGUSR1 for its own and forwards it to its tasks, so its answer would never come. */
+static bool check_one(struct job *j, const struct plan *p)
 {
 	enum verb v = p->verb;
-	union sigval prep = { .sival_int = v == VERB_NAP ? CN_SIGVAL_NAP : CN_SIGVAL_PREPARE };
 	const char *why;
-	char untrusted[300], led[32];
+	char untrusted[300];
 	struct cn_status s;
 	int r;
 
-	snprintf(led, sizeof(led), "%d\n", (int)getpid());
 	procs_status_dir(j->pid, p->cfg, j->dir, sizeof(j->dir));
 	r = cn_status_read_why(j->dir, j->pid, &s, untrusted, sizeof(untrusted));
 	if (r < 0 || !procs_alive(&s)) {
@@ -128,24 +143,49 @@ static void send_one(struct job *j, const struct plan *p)
 			say(j, "not-cudanap",
 			    "not running under cudanap (no status file); start it with 'cudanap "
 			    "run' or give its INI with -c");
-		return;
+		return false;
 	}
 	j->st = s;
 	j->have_st = true;
 	if (p->group && !procs_cuda_loaded(j->pid)) {
 		j->done = j->ok = j->no_cuda = true;
 		say(j, "no-cuda", "no CUDA state, nothing to do");
-		return;
+		return false;
 	}
 	if ((why = procs_stopped(j->pid))) {
 		j->done = true;
 		say(j, "stopped", "cannot %s: %s; nothing sent", verb_name[v], why);
-		return;
+		return false;
 	}
+	return true;
+}
+
+/* Of a whole job, a process gone since its check holds no GPU: left out, as one gone before it. */
+static bool left_out(struct job *j, const struct plan *p)
+{
+	if (!p->group || kill(j->pid, 0) == 0 || errno != ESRCH)
+		return false;
+	j->done = j->ok = j->gone = true;
+	say(j, "gone", "exited before its signal: left out");
+	return true;
+}
+
+/* Send one process that passed check_one its signal. */
+static void send_one(struct job *j, const struct plan *p)
+{
+	enum verb v = p->verb;
+	union sigval prep = { .sival_int = v == VERB_NAP ? CN_SIGVAL_NAP : CN_SIGVAL_PREPARE };
+	struct cn_status s = j->st;
+	char led[32];
+	int r;
+
+	snprintf(led, sizeof(led), "%d\n", (int)getpid());
 	/* Let an action under way finish, so that its outcome is not taken for ours. */
 	while (s.busy && cli_now_s() < p->deadline && cn_status_read(j->dir, j->pid, &s) == 0)
 		usleep(5000);
 	j->st = s;
+	if (left_out(j, p))
+		return;
 	/* Running with its NCCL communicators suspended (a resume that did not meet all the job's
 	 * ranks, a suspend that failed after them) is not yet resumed. */
 	if (s.state == (v == VERB_PREPARE ? CN_STATE_CHECKPOINTED : goal(v)) && !s.busy &&
@@ -188,16 +228,49 @@ static void send_one(struct job *j, const struct plan *p)
 	j->sent = true;
 }
 
-/* Send every job its signal, all at once, then wait for each outcome until the deadline. */
-static void act(struct job *jobs, int n, const struct plan *p)
+/* A whole job with a process that cannot be signalled is refused before any is: its line says
+ * why, the others' that nothing was sent, and the refusal line which to leave out. True when it
+ * was refused. */
+static bool refuse(struct job *jobs, int n, const struct plan *p, char *line, size_t len)
+{
+	char bad[200] = "";
+	int k = 0;
+	size_t o = 0;
+
+	for (int i = 0; i < n; i++)
+		if (jobs[i].done && !jobs[i].ok && ++k <= 8)
+			o += (size_t)snprintf(bad + o, o < sizeof(bad) ? sizeof(bad) - o : 0,
+					      "%s%d", o ? ", " : "", jobs[i].pid);
+	if (!k)
+		return false;
+	for (int i = 0; i < n; i++)
+		if (!jobs[i].done) {
+			jobs[i].done = true;
+			say(&jobs[i], "refused", "nothing sent: the job is refused (%s)", bad);
+		}
+	snprintf(line, len,
+		 "refused: %d of %d processes cannot %s (%s%s); nothing was signalled: leave %s "
+		 "out, or act on each with --each",
+		 k, n, verb_name[p->verb], bad, k > 8 ? ", ..." : "", k > 1 ? "them" : "it");
+	return true;
+}
+
+/* Send every job its signal, all at once, then wait for each outcome until the deadline. A whole
+ * job (p->whole) is checked first, and refused as a whole (refused says why). */
+static void act(struct job *jobs, int n, const struct plan *p, char *refused, size_t len)
 {
 	for (int i = 0; i < n; i++) {
 		int pid = jobs[i].pid;
 
 		memset(&jobs[i], 0, sizeof(jobs[i]));
 		jobs[i].pid = pid;
-		send_one(&jobs[i], p);
+		check_one(&jobs[i], p);
 	}
+	if (p->whole && refuse(jobs, n, p, refused, len))
+		return;
+	for (int i = 0; i < n; i++)
+		if (!jobs[i].done)
+			send_one(&jobs[i], p);
 	/* The ranks of an NCCL job meet at a cut before their communicators go (ncclcut.c). */
 	if (p->wait)
 		ncclcut_run(jobs, n, p->verb, p->deadline);
@@ -214,7 +287,7 @@ static void act(struct job *jobs, int n, const struct plan *p)
 				j->done = true;
 				say(j, "gone", "process exited");
 			} else if (s.seq > j->seq0 && !s.busy) {
-				outcome(j, &s, p->verb);
+				outcome(j, &s, p);
 			} else if ((why = procs_stopped(j->pid))) {
 				/* Stopped after the signal: it acts once let go. */
 				j->done = true;
@@ -289,7 +362,7 @@ static int roll_back(const struct job *jobs, int n, const struct plan *p, struct
 		return 0;
 	}
 	back_plan.deadline = t0 + p->timeout;
-	act(back, m, &back_plan);
+	act(back, m, &back_plan, NULL, 0);
 	r->rolled_back = m;
 	o = (size_t)snprintf(r->rollback, len, "rollback: %d process%s resumed in %.2f s", m,
 			     m == 1 ? "" : "es", cli_now_s() - t0);
@@ -318,8 +391,8 @@ void group_run(struct job *jobs, int n, const struct plan *p, struct group_resul
 		const struct job *f;
 		bool transient;
 
-		act(jobs, n, p);
-		f = p->atomic ? first_failure(jobs, n, &transient) : NULL;
+		act(jobs, n, p, r->refused, sizeof(r->refused));
+		f = p->atomic && !r->refused[0] ? first_failure(jobs, n, &transient) : NULL;
 		if (!f)
 			break;
 		rest = roll_back(jobs, n, p, r);

@@ -1,18 +1,21 @@
 /* metrics: cudanap metrics, the status files of this user's processes (root: everyone's) in
  * Prometheus' text format, on stdout or, with --textfile DIR, replaced atomically in
- * DIR/cudanap.prom for node_exporter's textfile collector. It reads status files only: it sends
- * no signal. */
+ * DIR/cudanap.prom for node_exporter's textfile collector. It reads status files, and /proc for
+ * each process's user and Slurm job: it sends no signal. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "cn_counts.h"
 #include "cn_outcome.h"
 #include "cn_safe.h"
 
@@ -20,15 +23,23 @@ const char usage_metrics[] =
 	"usage: cudanap metrics [-c FILE] [--textfile DIR]\n"
 	"\n"
 	"Print the cudanap processes of this user (root: of every user) in Prometheus' text\n"
-	"format, from their status files (no process is asked anything):\n"
-	"  cudanap_process_state{pid,state}         1, for the state it is in\n"
-	"  cudanap_gpu_memory_bytes{pid,gpu,UUID,state=held|released}\n"
-	"                                            GPU memory it holds on each GPU (as last\n"
-	"                                            asked), or gave back while it sleeps\n"
-	"  cudanap_released_byte_seconds_total{pid}  GPU memory given back times the seconds it\n"
-	"                                            stayed given back, since the process started\n"
-	"  cudanap_naps_total{pid}, cudanap_wakes_total{pid}\n"
-	"  cudanap_wake_seconds{pid}                 the delay the last waking call saw\n"
+	"format, from their status files (no process is asked anything). Every series has the\n"
+	"labels pid, user, slurm_job (Slurm's job id from the process's cgroup, \"\" outside\n"
+	"Slurm) and command:\n"
+	"  cudanap_process_state{state}      1, for its state: running, locked, checkpointed,\n"
+	"                                    napping, failed or no-cuda\n"
+	"  cudanap_gpu_memory_bytes{gpu,UUID,state=held|released}\n"
+	"                                    GPU memory it holds on each GPU (as last asked), or\n"
+	"                                    gave back while it sleeps\n"
+	"  cudanap_released_byte_seconds_total\n"
+	"                                    GPU memory given back times the seconds it stayed\n"
+	"                                    given back, since the process started\n"
+	"  cudanap_actions_total{action,result}\n"
+	"                                    its suspends, resumes, naps, wakes and prepares that\n"
+	"                                    ended, by result (ok, or the failure's name)\n"
+	"  cudanap_suspend_seconds           histogram: its suspends and naps that succeeded\n"
+	"  cudanap_resume_seconds            histogram: its resumes and wakes that succeeded\n"
+	"  cudanap_wake_seconds              histogram: what the calls that woke it waited\n"
 	"gpu and UUID are the labels dcgm-exporter gives a GPU: nvidia-smi's index and its UUID.\n"
 	"\n"
 	"  -c, --config FILE     where to find the status files (default: each process's own)\n"
@@ -37,15 +48,86 @@ const char usage_metrics[] =
 	"\n"
 	"Exit status: 0, 1 if DIR cannot be written, 2 on usage errors.\n";
 
-/* One sample line: name{labels} value. */
-static void sample(FILE *f, const char *name, const char *labels, double v)
+/* A process's labels: pid, user, slurm_job, command, each value escaped. The job's label is not
+ * "job": Prometheus gives every series of a scrape its own job label, and renames a clashing one
+ * to exported_job. */
+#define WHO_LEN 1200
+
+/* One sample line: name{labels[,more]} value. */
+static void sample(FILE *f, const char *name, const char *who, const char *more, double v)
 {
-	fprintf(f, "%s{%s} %.10g\n", name, labels, v);
+	fprintf(f, "%s{%s%s%s} %.10g\n", name, who, more[0] ? "," : "", more, v);
 }
 
 static void help(FILE *f, const char *name, const char *type, const char *text)
 {
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, text, name, type);
+}
+
+/* A label's value as the text format wants it: backslash, quote and newline escaped. */
+static void escaped(const char *in, char *out, size_t len)
+{
+	size_t o = 0;
+
+	for (; *in && o + 3 < len; in++) {
+		if (*in == '\\' || *in == '"' || *in == '\n')
+			out[o++] = '\\';
+		out[o++] = *in == '\n' ? 'n' : *in;
+	}
+	out[o] = '\0';
+}
+
+/* The Slurm job pid runs in, as Slurm made it: ".../job_<J>/..." in /proc/PID/cgroup (the cgroup
+ * plugins'); "" when none. The process's environment is not believed (anyone may set
+ * SLURM_JOB_ID). */
+static void job_of(int pid, char *out, size_t len)
+{
+	char path[64], buf[4096];
+	const char *p;
+
+	out[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+	if (cli_read_file(path, buf, sizeof(buf)) <= 0)
+		return;
+	for (p = buf; (p = strstr(p, "/job_")); p += 5) {
+		size_t n = strspn(p + 5, "0123456789");
+
+		if (n && n < 20 && (p[5 + n] == '/' || p[5 + n] == '\n' || p[5 + n] == '\0')) {
+			snprintf(out, len, "%.*s", (int)n, p + 5);
+			return;
+		}
+	}
+}
+
+/* The user pid runs as (the owner of /proc/PID): its name, else its number. */
+static void user_of(int pid, char *out, size_t len)
+{
+	char path[64];
+	struct stat st;
+	struct passwd *pw;
+
+	snprintf(path, sizeof(path), "/proc/%d", pid);
+	if (stat(path, &st) < 0) {
+		snprintf(out, len, "%s", "");
+		return;
+	}
+	pw = getpwuid(st.st_uid);
+	if (pw)
+		snprintf(out, len, "%s", pw->pw_name);
+	else
+		snprintf(out, len, "%u", (unsigned)st.st_uid);
+}
+
+static void who_of(const struct cn_status *s, char *out, size_t len)
+{
+	char user[128], job[24], cmd[sizeof(s->command) * 2], e[sizeof(user) * 2];
+
+	user_of(s->pid, user, sizeof(user));
+	job_of(s->pid, job, sizeof(job));
+	escaped(s->command, cmd, sizeof(cmd));
+	escaped(user, e, sizeof(e));
+	snprintf(out, len, "pid=\"%d\",user=\"%s\",slurm_job=\"%s\",command=\"%s\"", s->pid, e, job,
+		 cmd);
 }
 
 /* The UUID of GPU index k in a status's "INDEX=UUID,..." list; "" when absent. */
@@ -68,90 +150,132 @@ static void uuid_of(const char *gpus, int k, char *out, size_t len)
 
 /* For each "INDEX:MiB" of list, a cudanap_gpu_memory_bytes sample in state state (none when f is
  * NULL). The bytes. */
-static double memory(FILE *f, const struct cn_status *s, const char *list, const char *state)
+static double memory(FILE *f, const struct cn_status *s, const char *who, const char *list,
+		     const char *state)
 {
 	double total = 0;
 
 	for (const char *p = list; p && *p; p = strchr(p, ','), p = p ? p + 1 : NULL) {
 		int k;
 		double mib;
-		char uuid[64], labels[160];
+		char uuid[64], more[160];
 
 		/* A list another user's file holds: only a GPU's index and a size it could be. */
 		if (sscanf(p, "%d:%lf", &k, &mib) != 2 || k < 0 || k >= 1024 || !(mib >= 0) ||
 		    mib > 1e9)
 			continue;
 		uuid_of(s->gpus, k, uuid, sizeof(uuid));
-		snprintf(labels, sizeof(labels), "pid=\"%d\",gpu=\"%d\",UUID=\"%s\",state=\"%s\"",
-			 s->pid, k, uuid, state);
+		snprintf(more, sizeof(more), "gpu=\"%d\",UUID=\"%s\",state=\"%s\"", k, uuid, state);
 		if (f)
-			sample(f, "cudanap_gpu_memory_bytes", labels, mib * 1048576);
+			sample(f, "cudanap_gpu_memory_bytes", who, more, mib * 1048576);
 		total += mib * 1048576;
 	}
 	return total;
 }
 
-static void write_all(FILE *f, const struct cn_status *v, int n)
+/* GPU memory given back times the seconds it stayed given back; asleep now, the release under
+ * way counts up to now. */
+static double released_byte_s(const struct cn_status *s, double now)
+{
+	double total = s->released_byte_s > 0 ? s->released_byte_s : 0;
+
+	if (s->released_since >= 0 && now > s->released_since)
+		total += memory(NULL, s, "", s->released_gpus, "released") *
+			 (now - s->released_since);
+	return total;
+}
+
+/* Its actions by result: a success of each of the four kinds always (0 before the first, so that
+ * a rate sees the first), then what its status counts. */
+static void actions(FILE *f, const struct cn_status *s, const char *who)
+{
+	static const int kinds[] = { CN_ACTION_SUSPEND, CN_ACTION_RESUME, CN_ACTION_NAP,
+				     CN_ACTION_WAKE };
+	const struct cn_counts *c = &s->counts;
+	char more[120];
+
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		double n = 0;
+
+		for (int i = 0; i < c->n_by; i++)
+			if (c->by[i].action == kinds[k] && strcmp(c->by[i].result, "ok") == 0)
+				n = (double)c->by[i].n;
+		snprintf(more, sizeof(more), "action=\"%s\",result=\"ok\"",
+			 cn_outcome_word(CN_OUTCOME_ACTION, kinds[k]));
+		sample(f, "cudanap_actions_total", who, more, n);
+	}
+	for (int i = 0; i < c->n_by; i++) {
+		int a = c->by[i].action;
+
+		if (strcmp(c->by[i].result, "ok") == 0 && a != CN_ACTION_PREPARE)
+			continue; /* said above */
+		snprintf(more, sizeof(more), "action=\"%s\",result=\"%s\"",
+			 cn_outcome_word(CN_OUTCOME_ACTION, a), c->by[i].result);
+		sample(f, "cudanap_actions_total", who, more, (double)c->by[i].n);
+	}
+}
+
+/* A histogram's samples: cumulative buckets, +Inf, the sum and the count. */
+static void histogram(FILE *f, const char *name, const struct cn_hist *h, const char *who)
+{
+	char bucket[96], le[32];
+	double cum = 0;
+
+	snprintf(bucket, sizeof(bucket), "%s_bucket", name);
+	for (int k = 0; k < CN_COUNTS_BUCKETS; k++) {
+		cum += (double)h->n[k];
+		if (k < CN_COUNTS_BUCKETS - 1)
+			snprintf(le, sizeof(le), "le=\"%g\"", cn_counts_bounds[k]);
+		else
+			snprintf(le, sizeof(le), "le=\"+Inf\"");
+		sample(f, bucket, who, le, cum);
+	}
+	fprintf(f, "%s_sum{%s} %.10g\n%s_count{%s} %.10g\n", name, who, h->sum_s, name, who, cum);
+}
+
+static void write_all(FILE *f, const struct cn_status *v, int n, char (*who)[WHO_LEN])
 {
 	struct timespec ts;
 	double now;
+	char more[64];
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 	help(f, "cudanap_process_state", "gauge",
 	     "1 for the state the process is in under cudanap.");
 	for (int i = 0; i < n; i++) {
-		char labels[96];
-
-		snprintf(labels, sizeof(labels), "pid=\"%d\",state=\"%s\"", v[i].pid,
-			 cn_outcome_word(CN_OUTCOME_STATE, v[i].state));
-		sample(f, "cudanap_process_state", labels, 1);
+		snprintf(more, sizeof(more), "state=\"%s\"", cn_status_state(&v[i]));
+		sample(f, "cudanap_process_state", who[i], more, 1);
 	}
 	help(f, "cudanap_gpu_memory_bytes", "gauge",
 	     "GPU memory of the process on each GPU: held there (as last asked), or released "
 	     "into host memory while it sleeps.");
 	for (int i = 0; i < n; i++)
 		if (v[i].state == CN_STATE_CHECKPOINTED)
-			memory(f, &v[i], v[i].released_gpus, "released");
+			memory(f, &v[i], who[i], v[i].released_gpus, "released");
 		else
-			memory(f, &v[i], v[i].gpu_now, "held");
+			memory(f, &v[i], who[i], v[i].gpu_now, "held");
 	help(f, "cudanap_released_byte_seconds_total", "counter",
 	     "GPU memory the process gave back times the seconds it stayed given back.");
-	for (int i = 0; i < n; i++) {
-		char labels[32];
-		double total = v[i].released_byte_s > 0 ? v[i].released_byte_s : 0;
-
-		/* Asleep now: the release under way counts up to now. */
-		if (v[i].released_since >= 0 && now > v[i].released_since)
-			total += memory(NULL, &v[i], v[i].released_gpus, "released") *
-				 (now - v[i].released_since);
-		snprintf(labels, sizeof(labels), "pid=\"%d\"", v[i].pid);
-		sample(f, "cudanap_released_byte_seconds_total", labels, total);
-	}
-	help(f, "cudanap_naps_total", "counter", "Naps the process took.");
-	for (int i = 0; i < n; i++) {
-		char labels[32];
-
-		snprintf(labels, sizeof(labels), "pid=\"%d\"", v[i].pid);
-		sample(f, "cudanap_naps_total", labels, (double)v[i].naps);
-	}
-	help(f, "cudanap_wakes_total", "counter", "Wakes of the process from its naps.");
-	for (int i = 0; i < n; i++) {
-		char labels[32];
-
-		snprintf(labels, sizeof(labels), "pid=\"%d\"", v[i].pid);
-		sample(f, "cudanap_wakes_total", labels, (double)v[i].wakes);
-	}
-	help(f, "cudanap_wake_seconds", "gauge",
-	     "The delay the last call that woke the process from a nap saw.");
-	for (int i = 0; i < n; i++) {
-		char labels[32];
-
-		if (v[i].last_wake_ms < 0)
-			continue;
-		snprintf(labels, sizeof(labels), "pid=\"%d\"", v[i].pid);
-		sample(f, "cudanap_wake_seconds", labels, v[i].last_wake_ms / 1000);
-	}
+	for (int i = 0; i < n; i++)
+		sample(f, "cudanap_released_byte_seconds_total", who[i], "",
+		       released_byte_s(&v[i], now));
+	help(f, "cudanap_actions_total", "counter",
+	     "Suspends, resumes, naps, wakes and prepares of the process that ended, by result.");
+	for (int i = 0; i < n; i++)
+		actions(f, &v[i], who[i]);
+	help(f, "cudanap_suspend_seconds", "histogram",
+	     "How long the process's suspends and naps that succeeded took.");
+	for (int i = 0; i < n; i++)
+		histogram(f, "cudanap_suspend_seconds", &v[i].counts.suspend, who[i]);
+	help(f, "cudanap_resume_seconds", "histogram",
+	     "How long the process's resumes and wakes that succeeded took.");
+	for (int i = 0; i < n; i++)
+		histogram(f, "cudanap_resume_seconds", &v[i].counts.resume, who[i]);
+	help(f, "cudanap_wake_seconds", "histogram",
+	     "How long the calls that woke the process from a nap waited.");
+	for (int i = 0; i < n; i++)
+		histogram(f, "cudanap_wake_seconds", &v[i].counts.wake, who[i]);
 }
 
 int metrics_main(int argc, char **argv)
@@ -164,7 +288,7 @@ int metrics_main(int argc, char **argv)
 	};
 	const char *cfg = NULL, *dir = NULL;
 	struct cn_status *v;
-	char *text = NULL;
+	char *text = NULL, (*who)[WHO_LEN];
 	size_t len = 0;
 	int c, n, fd, r;
 	FILE *f;
@@ -180,18 +304,28 @@ int metrics_main(int argc, char **argv)
 	if (optind < argc)
 		cli_die_usage("usage: cudanap metrics [-c FILE] [--textfile DIR]\n");
 	n = status_gather(cfg, &v);
-	if (!dir) {
-		write_all(stdout, v, n);
+	who = calloc((size_t)(n ? n : 1), sizeof(*who));
+	if (!who) {
 		free(v);
+		return 1;
+	}
+	for (int i = 0; i < n; i++)
+		who_of(&v[i], who[i], sizeof(who[i]));
+	if (!dir) {
+		write_all(stdout, v, n, who);
+		free(v);
+		free(who);
 		return fflush(stdout) == 0 ? 0 : 1;
 	}
 	f = open_memstream(&text, &len);
 	if (!f) {
 		free(v);
+		free(who);
 		return 1;
 	}
-	write_all(f, v, n);
+	write_all(f, v, n, who);
 	free(v);
+	free(who);
 	fclose(f);
 	/* A temporary name node_exporter skips (it reads *.prom), renamed over the file. */
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

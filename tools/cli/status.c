@@ -19,32 +19,38 @@
 const char usage_status[] =
 	"usage: cudanap status [-c FILE] [--json] [--no-query] [PID... | --slurm JOBID]\n"
 	"\n"
-	"Show the state of every cudanap process of this user (root: of every user), or of the\n"
-	"PIDs given: running, locked, checkpointed, failed or no-cuda ('+prep' when a prepared\n"
-	"host copy waits, '*' while an action is under way), the last action and its result and\n"
-	"time, the GPUs it is on by nvidia-smi's index ('0>1': asleep, and a resume puts it on\n"
-	"GPU 1; '-' before its first suspend), the GPU memory it held at its last suspend, and\n"
-	"the host memory and disk space its host copy holds now, and how its NCCL communicators\n"
-	"are handled at a suspend (api: NCCL's suspend API; suspended: they are; sockets;\n"
-	"refused: its NCCL has no such API and its transports share memory; '-': none).\n"
+	"Show every cudanap process of this user (root: of every user), or the PIDs given: its\n"
+	"STATE, one of running, locked, checkpointed (suspended: cudanap suspend, a signal),\n"
+	"napping (checkpointed by a nap: it wakes at its next CUDA call that needs the GPU),\n"
+	"failed or no-cuda ('+prep' when a prepared host copy waits, '*' while an action is under\n"
+	"way); the last ACTION, its RESULT and TIME; the GPUS it is on by nvidia-smi's index\n"
+	"('0>1': asleep, and a resume puts it on GPU 1; '-' before its first suspend); the GPU\n"
+	"memory it held at its last suspend, and the host memory and disk space its host copy\n"
+	"holds now; its NAP (off, awake or 'idle 42s', napping, waking, waiting for room, not\n"
+	"napped, waiting for an NCCL job to sleep) and NAPS (naps/wakes, the last wake's delay);\n"
+	"how its NCCL communicators are handled at a suspend (api: NCCL's suspend API;\n"
+	"suspended: they are; sockets; refused: its NCCL has no such API and its transports share\n"
+	"memory; '-': none).\n"
 	"\n"
 	"Each process not busy with an action is first asked what a suspend would do now, as\n"
 	"'cudanap suspend --dry-run' asks (nothing changes; 5 s at most for all): NOW_MIB is its\n"
 	"GPU memory now, on all its GPUs; SUSPEND says yes, no, asleep, no-cuda or busy, with the\n"
-	"estimated suspend and resume times in seconds (from this machine's past suspends of its "
-	"GPU\n"
-	"model, else defaults); a line after the table says why for each 'no', and names the\n"
-	"processes of another job on a restored NCCL rank's GPUs. --json adds the GPUs' UUIDs\n"
-	"(gpus, home_gpus, restore_gpus), the NCCL version, the answer's fields (suspendable,\n"
-	"why_not, gpu_now, gpu_now_mib, host_need_mib, host_room_mib, host_bound, est_suspend_s,\n"
-	"est_resume_s, est_source, inside, beside, query_time) and every other field.\n"
+	"estimated suspend and resume times in seconds (from this machine's past suspends of its\n"
+	"GPU model, else defaults); one that cannot be asked (stopped, frozen, not answering) is\n"
+	"'no'. A line after the table says why for each 'no', and names the processes of another\n"
+	"job on a restored NCCL rank's GPUs. A '?' marks NOW_MIB and SUSPEND answered before the\n"
+	"process's last action (or not answered now): they say what was, not what is. --json\n"
+	"adds the GPUs' UUIDs (gpus, home_gpus, restore_gpus), the NCCL version, the answer's\n"
+	"fields (suspendable, why_not, gpu_now, gpu_now_mib, host_need_mib, host_room_mib,\n"
+	"host_bound, est_suspend_s, est_resume_s, est_source, inside, beside, query_time),\n"
+	"query_stale (true where the table has '?') and every other field.\n"
 	"Status files of processes that are gone are removed.\n"
 	"\n"
 	"  -c, --config FILE   where to find the status files (default: $CUDANAP_CONFIG, else the\n"
 	"                      built-in default directory)\n"
 	"  -j, --json          print a JSON array of the status objects\n"
-	"  -S, --slurm JOBID   the processes of Slurm job JOBID on this node, with the node's "
-	"name\n"
+	"  -S, --slurm JOBID   the processes of Slurm job JOBID on this node, with the node's\n"
+	"                      name\n"
 	"  -n, --no-query      read the status files only: NOW_MIB and SUSPEND as last asked\n"
 	"\n"
 	"Options go anywhere, before or after the PIDs; --slurm followed by an option takes the\n"
@@ -55,7 +61,19 @@ const char usage_status[] =
 struct rows {
 	struct cn_status *s;
 	int n, cap;
-	const char *node; /* --slurm: this node's name, in a column of its own */
+	const char *node;    /* --slurm: this node's name, in a column of its own */
+	unsigned char *mark; /* each row's marks (below), once every row is in */
+};
+
+/* What NOW_MIB and SUSPEND may claim. An answer given before the process's last action says
+ * nothing of it now (a suspend since, or a wake), nor one it could not give now (stopped, not
+ * answering): its columns are marked, lest a sleeper show 'yes' or a stopped process 'yes
+ * 0.3/0.2'. A process that could not be asked would refuse a suspend now, as the dry run says:
+ * its SUSPEND is this command's 'no'. */
+enum {
+	STALE_NOW = 1, /* NOW_MIB is as last asked */
+	STALE_ASK = 2, /* so is SUSPEND */
+	TOLD_NO = 4,   /* SUSPEND is 'no' because it could not be asked now */
 };
 
 /* A process once, however many directories hold a file of it. */
@@ -95,24 +113,13 @@ static void one_line(const char *in, char *out, size_t len)
 	out[i] = '\0';
 }
 
-/* "0,1" from "0=GPU-...,1=GPU-..." */
-static void indices(const char *list, char *out, size_t len)
-{
-	size_t o = 0;
-
-	out[0] = '\0';
-	for (const char *p = list; *p && o + 1 < len; p = strchr(p, ',') ? strchr(p, ',') + 1 : "")
-		o += (size_t)snprintf(out + o, len - o, "%s%.*s", o ? "," : "",
-				      (int)strcspn(p, "="), p);
-}
-
 /* The GPUS column: where the process is; asleep, "0>1" when a resume puts it elsewhere. */
 static void gpus_col(const struct cn_status *s, char *out, size_t len)
 {
 	char now[64], to[64];
 
-	indices(s->gpus, now, sizeof(now));
-	indices(s->restore_gpus, to, sizeof(to));
+	cli_gpu_indices(s->gpus, now, sizeof(now));
+	cli_gpu_indices(s->restore_gpus, to, sizeof(to));
 	if (!now[0])
 		snprintf(out, len, "-");
 	else if (to[0] && strcmp(to, now) != 0)
@@ -139,16 +146,18 @@ static const char *nccl_col(const struct cn_status *s)
 
 /* The SUSPEND column: what a suspend would do, as last asked: "yes 0.9/0.5" with the estimated
  * suspend and resume seconds; no, asleep, no-cuda; busy while an action is under way. */
-static void suspend_col(const struct cn_status *s, char *out, size_t len)
+static void suspend_col(const struct cn_status *s, unsigned char mark, char *out, size_t len)
 {
+	const char *stale = mark & STALE_ASK ? "?" : "";
+
 	if (s->busy)
 		snprintf(out, len, "busy");
 	else if (s->suspendable == CN_ASK_UNASKED)
 		snprintf(out, len, "-");
 	else if (s->suspendable == CN_ASK_YES && s->est_suspend_s >= 0)
-		snprintf(out, len, "yes %.1f/%.1f", s->est_suspend_s, s->est_resume_s);
+		snprintf(out, len, "yes %.1f/%.1f%s", s->est_suspend_s, s->est_resume_s, stale);
 	else
-		snprintf(out, len, "%s", cn_outcome_word(CN_OUTCOME_ASK, s->suspendable));
+		snprintf(out, len, "%s%s", cn_outcome_word(CN_OUTCOME_ASK, s->suspendable), stale);
 }
 
 /* The NAP column: where its naps stand. */
@@ -156,26 +165,13 @@ static void nap_col(const struct cn_status *s, char *out, size_t len)
 {
 	double idle = cn_status_since_s(s->idle_since);
 
-	switch (s->nap) {
-	case CN_NAP_AWAKE:
-		snprintf(out, len, idle >= 0 ? "idle %.0fs" : "awake", idle);
-		break;
-	case CN_NAP_NAPPING:
-	case CN_NAP_WAKING:
+	/* The nap's own words, as --json and the lines after the table say them. */
+	if (s->nap == CN_NAP_AWAKE && idle >= 0)
+		snprintf(out, len, "idle %.0fs", idle);
+	else if (s->nap != CN_NAP_UNSAID)
 		snprintf(out, len, "%s", cn_outcome_word(CN_OUTCOME_NAP, s->nap));
-		break;
-	case CN_NAP_WAITING:
-		snprintf(out, len, "no-room");
-		break;
-	case CN_NAP_BESIDE:
-		snprintf(out, len, "nccl-job");
-		break;
-	case CN_NAP_REFUSED:
-		snprintf(out, len, "refused");
-		break;
-	default:
+	else
 		snprintf(out, len, "-");
-	}
 }
 
 /* The NAPS column: naps/wakes and the last wake's delay. */
@@ -192,7 +188,8 @@ static void naps_col(const struct cn_status *s, char *out, size_t len)
 static void print_table(const struct rows *r)
 {
 	int wres = (int)strlen("RESULT");
-	char total[32], state[24], gpu[24], host[24], disk[24], now[24], sus[40], nap[24], naps[48];
+	char total[32], state[24], gpu[24], host[24], disk[24], now[24], sus[40], nap[48], naps[48];
+	bool stale = false;
 	char cmd[sizeof(r->s->command)], on[140];
 
 	for (int i = 0; i < r->n; i++)
@@ -207,17 +204,17 @@ static void print_table(const struct rows *r)
 		const struct cn_status *s = &r->s[i];
 
 		cli_fmt_ms(s->total_ms, total, sizeof(total));
-		snprintf(state, sizeof(state), "%s%s%s",
-			 s->state == CN_STATE_CHECKPOINTED && cn_outcome_nap_asleep(s->nap)
-				 ? "napping"
-				 : cn_outcome_word(CN_OUTCOME_STATE, s->state),
+		snprintf(state, sizeof(state), "%s%s%s", cn_status_state(s),
 			 s->prepared ? "+prep" : "", s->busy ? "*" : "");
 		mib(s->footprint_mib, gpu, sizeof(gpu));
 		mib(s->host_mib, host, sizeof(host));
 		mib(s->disk_mib, disk, sizeof(disk));
 		one_line(s->command, cmd, sizeof(cmd));
 		mib(s->gpu_now_mib, now, sizeof(now));
-		suspend_col(s, sus, sizeof(sus));
+		if (r->mark[i] & STALE_NOW && s->gpu_now_mib >= 0)
+			strcat(now, "?");
+		stale |= r->mark[i] & (STALE_NOW | STALE_ASK);
+		suspend_col(s, r->mark[i], sus, sizeof(sus));
 		gpus_col(s, on, sizeof(on));
 		if (r->node)
 			printf("%-12s ", r->node);
@@ -232,7 +229,8 @@ static void print_table(const struct rows *r)
 		const struct cn_status *s = &r->s[i];
 
 		if (s->suspendable == CN_ASK_NO)
-			printf("%d: would refuse: %s\n", s->pid, s->why_not);
+			printf("%d: would refuse%s: %s\n", s->pid,
+			       r->mark[i] & STALE_ASK ? " (as last asked)" : "", s->why_not);
 		else if (s->peer[0])
 			printf("%d: peer access %s\n", s->pid, s->peer);
 		if (s->state == CN_STATE_RUNNING && s->beside[0])
@@ -250,18 +248,25 @@ static void print_table(const struct rows *r)
 			printf("%d: %s: %s\n", s->pid, cn_outcome_word(CN_OUTCOME_NAP, s->nap),
 			       s->nap_why);
 	}
+	if (stale)
+		printf("?: as answered before the process's last action, or not answered now: what "
+		       "was, not what is (cudanap status asks again)\n");
 }
 
-/* A JSON array of the status objects, each with "node" first under --slurm. */
+/* A JSON array of the status objects, each with "node" first under --slurm, and query_stale
+ * last. */
 static void print_json(const struct rows *r)
 {
-	char buf[CN_STATUS_MAX];
+	char buf[CN_STATUS_MAX + 32];
 
 	printf("[");
 	for (int i = 0; i < r->n; i++) {
-		if (cn_status_format(&r->s[i], buf, sizeof(buf)) <= 0)
+		int n = cn_status_format(&r->s[i], buf, CN_STATUS_MAX);
+
+		if (n <= 1)
 			continue;
-		buf[strcspn(buf, "\n")] = '\0';
+		snprintf(buf + strcspn(buf, "\n") - 1, 32, ",\"query_stale\":%s}",
+			 r->mark[i] & (STALE_NOW | STALE_ASK) ? "true" : "false");
 		if (r->node)
 			printf("%s{\"node\":\"%s\",%s", i ? ",\n" : "", r->node, buf + 1);
 		else
@@ -347,6 +352,27 @@ int status_gather(const char *cfg, struct cn_status **out)
 	return rows.n;
 }
 
+/* A row whose answer is older than its last action: both UTC to the millisecond, in the same
+ * form, so that their order is the strings'. */
+static bool older_than_action(const struct cn_status *s)
+{
+	return s->query_time[0] && strcmp(s->query_time, s->timestamp) < 0;
+}
+
+/* One that could not be asked now: SUSPEND is no, why as the dry run says it. */
+static void told_no(struct cn_status *row, const struct job *j)
+{
+	char line[sizeof(j->line)];
+	const char *why = line;
+
+	ask_line(j, line, sizeof(line));
+	why += strcspn(why, ":") + (why[strcspn(why, ":")] ? 2 : 0); /* past "PID: " */
+	if (strncmp(why, "would refuse: ", 14) == 0)
+		why += 14;
+	row->suspendable = CN_ASK_NO;
+	snprintf(row->why_not, sizeof(row->why_not), "%s", why);
+}
+
 /* Each row not busy with an action asked what a suspend would do now; its answer replaces it. */
 static void ask_rows(struct rows *r, const char *cfg)
 {
@@ -359,12 +385,22 @@ static void ask_rows(struct rows *r, const char *cfg)
 		if (!r->s[i].busy)
 			jobs[n++].pid = r->s[i].pid;
 	ask_all(jobs, n, cfg, 5);
-	for (int i = 0, k = 0; i < r->n && k < n; i++)
-		if (r->s[i].pid == jobs[k].pid) {
-			if (jobs[k].have_st)
-				r->s[i] = jobs[k].st;
-			k++;
-		}
+	for (int i = 0, k = 0; i < r->n && k < n; i++) {
+		const struct job *j = &jobs[k];
+
+		if (r->s[i].pid != j->pid)
+			continue;
+		k++;
+		if (j->have_st)
+			r->s[i] = j->st;
+		if (strcmp(j->outcome, "answered") == 0 || strcmp(j->outcome, "gone") == 0)
+			continue;
+		r->mark[i] |= STALE_NOW;
+		if (r->s[i].busy)
+			continue; /* SUSPEND says busy */
+		told_no(&r->s[i], j);
+		r->mark[i] |= TOLD_NO;
+	}
 	free(jobs);
 }
 
@@ -451,12 +487,19 @@ int status_main(int argc, char **argv)
 		rows.n = status_gather(cfg, &rows.s);
 		rows.cap = rows.n;
 	}
+	rows.mark = calloc((size_t)(rows.n ? rows.n : 1), 1); /* once every row is in */
+	if (!rows.mark)
+		return 1;
 	if (query)
 		ask_rows(&rows, cfg);
+	for (int i = 0; i < rows.n; i++)
+		if (older_than_action(&rows.s[i]))
+			rows.mark[i] |= rows.mark[i] & TOLD_NO ? STALE_NOW : STALE_NOW | STALE_ASK;
 	if (json)
 		print_json(&rows);
 	else if (rows.n || rc == 0) /* not a bare header under the errors */
 		print_table(&rows);
 	free(rows.s);
+	free(rows.mark);
 	return rc;
 }

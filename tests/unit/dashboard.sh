@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The Grafana dashboard in docs/: JSON Grafana can import (a Prometheus data source to pick, panels
+# with queries), with the panels operators ask for, whose queries name only metrics that cudanap
+# metrics exports (a histogram's by its _bucket, _sum or _count series). prometheus.sh runs its
+# queries against a real Prometheus.
+. "$(dirname "$0")/../lib.sh"
+command -v python3 > /dev/null || skip_all "no python3 to read the dashboard's JSON"
+dash=$(dirname "$0")/../../docs/grafana-dashboard.json
+write_ini
+# Every family cudanap metrics exports, and its type: printed whether or not a process runs.
+exported=$("$CUDANAP" metrics -c "$T/job.ini" | sed -n 's/^# TYPE \([^ ]*\) \([a-z]*\)$/\1 \2/p')
+like "$exported" "cudanap_wake_seconds histogram" "cudanap metrics says its families and their types"
+
+# dashboard.py DASHBOARD EXPORTED: one line per finding, "key value".
+out=$(python3 - "$dash" "$exported" << 'PY' 2>&1
+import json, re, sys
+
+try:
+    d = json.load(open(sys.argv[1]))
+except ValueError as e:
+    print("parse", e)
+    sys.exit(0)
+print("parse ok")
+types = dict(line.split() for line in sys.argv[2].splitlines())
+names = set(types)
+for n, t in types.items():
+    if t == "histogram":
+        names |= {n + "_bucket", n + "_sum", n + "_count"}
+print("import", "ok" if any(i.get("pluginId") == "prometheus" for i in d.get("__inputs", [])) else "no data source input")
+panels = d.get("panels", [])
+exprs = [t["expr"] for p in panels for t in p.get("targets", [])]
+exprs += [v["definition"] for v in d.get("templating", {}).get("list", [])]
+print("queries", len(exprs), "in", len(panels), "panels")
+print("titles", "|".join(p["title"] for p in panels))
+words = {"by", "without", "on", "ignoring", "group_left", "group_right", "bool", "and", "or", "unless",
+         "offset", "sum", "min", "max", "avg", "count", "topk", "bottomk", "quantile", "rate", "irate",
+         "increase", "delta", "histogram_quantile", "label_values", "clamp_min", "clamp_max"}
+unknown = set()
+for e in exprs:
+    s = re.sub(r'"[^"]*"', "", e)                     # strings
+    s = re.sub(r"\{[^}]*\}", "", s)                   # label matchers
+    s = re.sub(r"\b(by|without)\s*\([^)]*\)", "", s)  # groupings
+    s = re.sub(r"\[[^\]]*\]", "", s)                  # ranges
+    s = re.sub(r"label_values\(\s*([a-z_:]+)\s*,\s*[a-z_]+\s*\)", r"\1", s)  # Grafana's
+    for w in re.findall(r"[A-Za-z_:][A-Za-z0-9_:]*", s):
+        if w not in words and w not in names:
+            unknown.add(w)
+print("unknown", " ".join(sorted(unknown)) or "none")
+used = set(re.findall(r"cudanap_[a-z_]+", " ".join(exprs)))
+print("used", " ".join(sorted(used)))
+PY
+)
+is "$(sed -n 's/^parse //p' <<< "$out")" ok "docs/grafana-dashboard.json parses"
+is "$(sed -n 's/^import //p' <<< "$out")" ok "a Prometheus data source for Grafana's import to ask for"
+like "$(sed -n 's/^queries //p' <<< "$out")" "^[0-9]+ in [0-9]+ panels$" "panels with queries"
+is "$(sed -n 's/^unknown //p' <<< "$out")" none "its queries name only metrics cudanap exports"
+titles=$(sed -n 's/^titles //p' <<< "$out")
+for want in "GPU memory given back, by user" "GPU memory given back, by Slurm job" "Naps and wakes" "Wake time"; do
+	check "a panel: $want" grep -qF "$want" <<< "$titles"
+done
+used=$(sed -n 's/^used //p' <<< "$out")
+for m in cudanap_gpu_memory_bytes cudanap_released_byte_seconds_total cudanap_actions_total cudanap_wake_seconds_bucket; do
+	check "it reads $m" grep -qw "$m" <<< "$used"
+done
+finish
