@@ -53,7 +53,7 @@ static struct {
 	bool napping;	    /* asleep by a nap: a call that needs the GPU wakes it */
 	double try_ms; /* when the last wake began: a failed one is tried again ROOM_WAIT_MS on */
 	bool retry;    /* a wake that failed: tried again */
-	bool stuck;    /* a wake failed, not for room: tried again only when asked */
+	bool stuck;    /* the driver failed a wake's restore: tried again only when asked */
 	bool refusal_said; /* the reason it is not napped was logged */
 	bool room_said;	   /* make_room's failure for this wake was logged */
 } nap = { .backoff = 1 };
@@ -322,7 +322,7 @@ void cn_nap_wake(void)
 	double asked = atomic_load(&asked_ms);
 	char map[CN_MAX_GPUS * 8], why[420];
 	struct cn_outcome o;
-	bool room;
+	bool room, stuck;
 
 	if (!nap.napping)
 		return;
@@ -355,18 +355,19 @@ void cn_nap_wake(void)
 	else
 		say(o.result == CN_RES_BESIDE ? CN_NAP_BESIDE : CN_NAP_WAITING, cn_ag.st.message);
 	cn_report_write();
-	/* A restore that failed for another reason than room is not tried again on a clock: one the
-	 * driver did not roll back fails every time after (docs/DRIVER.md). Said once; the next
-	 * call that needs the GPU, or a resume, tries again. */
-	if (!room && !nap.stuck)
+	/* A restore the driver failed is not tried again on a clock: one it did not roll back fails
+	 * every time after (docs/DRIVER.md). Said once; the next call that needs the GPU, or a
+	 * resume, tries again. cudanap's own failures (a broken INI) are tried again as before. */
+	stuck = !room && o.result > 0;
+	if (stuck && !nap.stuck)
 		cn_log(&cn_ag.cfg, CN_LOG_ERROR,
 		       "its wake failed: %s; the calls that need the GPU wait, and it is tried "
 		       "again only at the next one or at cudanap resume",
 		       why);
-	else if (room && !nap.retry)
+	else if (!stuck && !nap.retry)
 		cn_log(&cn_ag.cfg, CN_LOG_INFO,
 		       "a call waits for the GPU: %s; room checked every 100 ms", why);
-	nap.stuck = !room;
+	nap.stuck = stuck;
 	nap.retry = true;
 }
 

@@ -70,8 +70,7 @@ static void test_full_file(void)
 	ok(c.suspend_signal == SIGUSR1 && c.resume_signal == SIGUSR2 &&
 		   c.lock_timeout_ms == 10000 && c.n_pairs == 0 && c.hook_timeout_ms == 30000 &&
 		   c.margin_mib == 256 && c.reserve && c.take_turns && !c.beside_restored &&
-		   !c.allow_nccl &&
-		   !c.nccl_suspendable,
+		   !c.allow_nccl && !c.nccl_suspendable,
 	   "the example INI states the defaults");
 	ok(load_text("; comment\n[signals]\nsuspend = SIGRTMIN+3\nresume = 40\n"
 		     "[lock]\ntimeout_ms = 0\n[restore]\ngpu_map = 0=1, 1 = 0\nmargin_mib = 1024\n"
@@ -163,6 +162,12 @@ static void test_errors(void)
 		"[performance]\nprefault_threads = 257\n",
 		"2: performance.prefault_threads: '257' is not a number of threads from 0 to 256");
 	expect_error("[nope]\nx = 1\n", "2: nope.x: unknown section");
+	expect_error("[memory]\nown = sometimes\n",
+		     "2: memory.own: 'sometimes' is not auto, always or never");
+	ok(load_text("[memory]\nown = ALWAYS\n", &c, err) == 0 && c.own == CN_OWN_ALWAYS &&
+		   load_text("[memory]\nown = never\n", &c, err) == 0 && c.own == CN_OWN_NEVER &&
+		   load_text("[log]\nlevel = info\n", &c, err) == 0 && c.own == CN_OWN_AUTO,
+	   "[memory] own: always, never, and auto by default");
 	expect_error("[signals]\nsuspend\n", "2: syntax error: expected [section] or key = value");
 	expect_error("[signals\n", "1: syntax error: expected [section] or key = value");
 	{

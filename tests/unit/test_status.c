@@ -335,8 +335,8 @@ static void test_counts(void)
 		   "{\"pid\":7,\"actions\":\"suspend ok 5,nap ok 99999999999999999999,"
 		   "teleport ok 1,wake ok -1,resume ok 2 3,resume \\u001b 1,resume ok 4\","
 		   "\"suspend_buckets\":\"1,2,3\",\"resume_buckets\":\"1,1,1,1,1,1,1,1,1,1,1,1,1\","
-		   "\"wake_buckets\":\"1,0,0,0,0,0,0,0,0,0,0,x\",\"suspend_sum_s\":nan,"
-		   "\"resume_sum_s\":1e400,\"wake_sum_s\":-3}",
+		   "\"wake_buckets\":\"1,0,0,0,0,0,0,0,0,0,0,x\",\"suspend_sum_s\":\"nan\","
+		   "\"resume_sum_s\":1e18,\"wake_sum_s\":-3}",
 		   &b) == 0 &&
 		   b.counts.n_by == 2 && b.counts.by[0].n == 5 &&
 		   b.counts.by[1].action == CN_ACTION_RESUME && b.counts.by[1].n == 4 &&
@@ -346,6 +346,9 @@ static void test_counts(void)
 	   "a file's broken counts are left out: huge, negative, unknown actions, results that are "
 	   "no "
 	   "name, buckets too few, too many or not numbers, sums not finite or below 0");
+	ok(cn_status_parse("{\"pid\":7,\"suspend_sum_s\":nan}", &b) < 0 &&
+		   cn_status_parse("{\"pid\":7,\"resume_sum_s\":1e400}", &b) < 0,
+	   "a sum that is no JSON number, or too large for one: the file is not believed");
 }
 
 int main(void)
