@@ -31,7 +31,7 @@ row() { # row NAME SUSPENDS RESUMES BW_BEFORE BW_AFTER
 	local s r
 	s=$(median <<< "$2") r=$(median <<< "$3")
 	[ -n "$base_s" ] || { base_s=$s base_r=$r; }
-	printf '%-58s %8.2f %7s %8.2f %7s %9s %9s\n' "$1" "$s" "$(ratio "$base_s" "$s")" "$r" \
+	printf '%-70s %8.2f %7s %8.2f %7s %9s %9s\n' "$1" "$s" "$(ratio "$base_s" "$s")" "$r" \
 		"$(ratio "$base_r" "$r")" "${4:--}" "${5:--}"
 }
 # cycles PID: a warm-up, then REPS timed suspends and resumes by cudanap; sets sus and res
@@ -63,14 +63,14 @@ by_driver() {
 }
 
 echo "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n1); $GIB GiB a GPU; after one warm-up, the median of $REPS"
-printf '%-58s %8s %7s %8s %7s %9s %9s\n' "" "suspend" ratio "resume" ratio "GB/s bef" "GB/s aft"
+printf '%-70s %8s %7s %8s %7s %9s %9s\n' "" "suspend" ratio "resume" ratio "GB/s bef" "GB/s aft"
 
 lost=
 by_driver "$GIB" 0,1 256
 row "the driver alone, 2 GPUs, allocations of 256 MiB" "$sus" "$res" "$b0" "$([ -z "$lost" ] && ask_bw)"
 release "driver, 256 MiB"
 
-for layout in "$mib owned, in pieces of 256 MiB" "256 the driver's own"; do
+for layout in "$mib owned, 256 MiB pieces" "256 the driver's own"; do
 	ini auto
 	hold "$py" "$here/hold_gpus.py" "$GIB" 0,1 "${layout%% *}"
 	b0=$(ask_bw)
