@@ -30,6 +30,7 @@
 #include "ipc.h"
 #include "launch.h"
 #include "managed.h"
+#include "owned.h"
 #include "peers.h"
 #include "signals.h"
 #include "staging.h"
@@ -92,6 +93,7 @@ static void after_fork_child(void)
 	cn_managed_after_fork();
 	cn_answers_after_fork();
 	cn_peers_after_fork();
+	cn_owned_after_fork();
 	if (cn_wake_open() < 0) {
 		cn_agent_fork_child(false);
 	} else if (cn_agent_fork_child(true) < 0) {

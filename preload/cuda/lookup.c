@@ -89,6 +89,10 @@ static const struct {
 	{ "cuMemGetAddressRange", CN_KIND_OWNED },
 	{ "cuPointerGetAttribute", CN_KIND_OWNED },
 	{ "cuIpcGetMemHandle", CN_KIND_OWNED },
+	{ "cuMemRetainAllocationHandle", CN_KIND_OWNED },
+	{ "cuMulticastBindMem", CN_KIND_OWNED },
+	{ "cuCtxDestroy", CN_KIND_OWNED },
+	{ "cuDevicePrimaryCtxReset", CN_KIND_OWNED },
 };
 
 /* Calls that do not work the GPU, for the naps' idleness: queries, getters, context switches. */

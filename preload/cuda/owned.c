@@ -22,7 +22,7 @@
 #include "cuda_abi.h"
 #include "fns.h"
 
-#define MAX_PEERS 64
+#define MAX_PEERS 256		    /* every direction between 16 GPUs */
 #define SPLIT_TAG (0xc0daull << 48) /* our handles: never one of the driver's */
 
 enum {
@@ -40,13 +40,22 @@ struct alloc {
 	void *ctx; /* current at the allocation: synchronized before the free */
 };
 
-/* A handle of cuMemCreate's made of pieces. */
+/* A handle of cuMemCreate's made of pieces, alive while the app holds a reference to it (refs:
+ * its creation and each cuMemRetainAllocationHandle) or a mapping of it (maps), as the driver keeps
+ * a handle's memory. */
 struct split {
 	CUmemGenericAllocationHandle id;
 	size_t bytes;
 	CUmemAllocationProp prop;
-	unsigned n;
+	unsigned refs, maps, n;
 	CUmemGenericAllocationHandle piece[];
+};
+
+/* A mapping of a split handle, whole or a part: what the driver would answer for one handle. */
+struct smap {
+	CUdeviceptr va;
+	size_t bytes;
+	struct split *s;
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -54,6 +63,8 @@ static struct alloc *allocs; /* sorted by base */
 static size_t n_allocs, cap_allocs;
 static struct split **splits;
 static size_t n_splits, cap_splits;
+static struct smap *smaps;
+static size_t n_smaps, cap_smaps;
 static int peers[MAX_PEERS][2]; /* {from, to}: from may access to's memory */
 static int n_peers;
 static atomic_int mode = CN_OWN_AUTO;
@@ -163,10 +174,34 @@ static struct split *split_of(CUmemGenericAllocationHandle id)
 	return NULL;
 }
 
+/* The mapping of a split handle ptr lies in, under mu; NULL when none. */
+static struct smap *smap_at(CUdeviceptr ptr)
+{
+	for (size_t i = 0; i < n_smaps; i++)
+		if (ptr >= smaps[i].va && ptr < smaps[i].va + smaps[i].bytes)
+			return &smaps[i];
+	return NULL;
+}
+
+/* The split's pieces released and its record freed once nothing holds it (under mu). */
+static void drop_split(struct split *s)
+{
+	if (s->refs || s->maps)
+		return;
+	for (size_t i = 0; i < n_splits; i++)
+		if (splits[i] == s) {
+			splits[i] = splits[--n_splits];
+			break;
+		}
+	for (unsigned k = 0; k < s->n; k++)
+		((release_fn)drv(CN_FN_IDX_cuMemRelease))(s->piece[k]);
+	free(s);
+}
+
 /* Whether anything is owned still, after a removal (under mu). */
 static void settle(void)
 {
-	bool some = n_allocs || n_splits;
+	bool some = n_allocs || n_splits || n_smaps;
 
 	atomic_store(&any, some);
 	if (!some)
@@ -314,6 +349,14 @@ static int serve(CUdeviceptr *dptr, size_t bytes, CUresult *r)
 		((unmap_fn)drv(CN_FN_IDX_cuMemUnmap))(a.base, a.span);
 		*r = CUDA_ERROR_OUT_OF_MEMORY;
 	}
+	if (*r == CUDA_SUCCESS) {
+		/* Access turned on by another thread between the mapping and the registry: given
+		 * now (from here on, cn_owned_peer finds the allocation itself). */
+		CUmemAccessDesc d[MAX_PEERS + 1];
+
+		((access_fn)drv(CN_FN_IDX_cuMemSetAccess))(a.base, a.span, d,
+							   accessors(a.dev, d, MAX_PEERS + 1));
+	}
 	if (*r != CUDA_SUCCESS) {
 		addr_free(a.base, a.span);
 		return 0;
@@ -340,11 +383,9 @@ static CUresult own_pitch(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t
 	size_t p = 0;
 	CUresult r;
 
-	if (!owning() || !pitch || height < 2 || width * height <= CN_OWNED_LINE)
+	/* The pitch first: the rows, padded to it, are what crosses the line or not. */
+	if (!owning() || !pitch || height < 2 || real(&probe, &p, width, 1, elem) != CUDA_SUCCESS)
 		return real(dptr, pitch, width, height, elem);
-	r = real(&probe, &p, width, 1, elem);
-	if (r != CUDA_SUCCESS)
-		return r;
 	((free_fn)drv(CN_FN_IDX_cuMemFree_v2))(probe);
 	if (p * height > CN_OWNED_LINE && serve(dptr, p * height, &r) == 0) {
 		if (r == CUDA_SUCCESS)
@@ -434,21 +475,40 @@ static CUresult own_free_async_ptsz(CUdeviceptr ptr, void *stream)
 
 /* ---- what the app asks of its memory ---- */
 
-static CUresult own_range(CUdeviceptr *base, size_t *size, CUdeviceptr ptr)
+/* The range the driver would answer for ptr in memory cudanap owns: an allocation's, or a split
+ * handle's mapping's; false when ptr is not in one. */
+static bool range_of(CUdeviceptr ptr, CUdeviceptr *base, size_t *bytes)
 {
 	struct alloc *a;
+	struct smap *m = NULL;
 
 	pthread_mutex_lock(&mu);
 	a = find(ptr);
 	if (a) {
-		if (base)
-			*base = a->base;
-		if (size)
-			*size = a->bytes;
+		*base = a->base;
+		*bytes = a->bytes;
+	} else if ((m = smap_at(ptr))) {
+		*base = m->va;
+		*bytes = m->bytes;
 	}
 	pthread_mutex_unlock(&mu);
-	if (a)
+	return a || m;
+}
+
+static CUresult own_range(CUdeviceptr *base, size_t *size, CUdeviceptr ptr)
+{
+
+	CUdeviceptr b = 0;
+	size_t n = 0;
+	bool hit = range_of(ptr, &b, &n);
+
+	if (hit) {
+		if (base)
+			*base = b;
+		if (size)
+			*size = n;
 		return CUDA_SUCCESS;
+	}
 	return ((CUresult(*)(CUdeviceptr *, size_t *, CUdeviceptr))drv(
 		CN_FN_IDX_cuMemGetAddressRange_v2))(base, size, ptr);
 }
@@ -456,23 +516,18 @@ static CUresult own_range(CUdeviceptr *base, size_t *size, CUdeviceptr ptr)
 /* A range attribute of an owned pointer into data: true when answered here. */
 static bool range_attr(int attr, void *data, CUdeviceptr ptr)
 {
-	struct alloc *a;
-	bool hit = false;
+	CUdeviceptr base;
+	size_t bytes;
 
-	if (attr != CU_POINTER_ATTRIBUTE_RANGE_START_ADDR &&
-	    attr != CU_POINTER_ATTRIBUTE_RANGE_SIZE)
+	if ((attr != CU_POINTER_ATTRIBUTE_RANGE_START_ADDR &&
+	     attr != CU_POINTER_ATTRIBUTE_RANGE_SIZE) ||
+	    !data || !range_of(ptr, &base, &bytes))
 		return false;
-	pthread_mutex_lock(&mu);
-	a = find(ptr);
-	if (a && data) {
-		if (attr == CU_POINTER_ATTRIBUTE_RANGE_START_ADDR)
-			*(CUdeviceptr *)data = a->base;
-		else
-			*(size_t *)data = a->bytes;
-		hit = true;
-	}
-	pthread_mutex_unlock(&mu);
-	return hit;
+	if (attr == CU_POINTER_ATTRIBUTE_RANGE_START_ADDR)
+		*(CUdeviceptr *)data = base;
+	else
+		*(size_t *)data = bytes;
+	return true;
 }
 
 static CUresult own_attr(void *data, int attr, CUdeviceptr ptr)
@@ -533,6 +588,7 @@ static CUresult own_create(CUmemGenericAllocationHandle *h, size_t bytes,
 	s->id = SPLIT_TAG | (atomic_fetch_add(&next_id, 1) + 1);
 	s->bytes = bytes;
 	s->prop = *prop;
+	s->refs = 1;
 	s->n = n;
 	pthread_mutex_lock(&mu);
 	if (n_splits == cap_splits) {
@@ -588,6 +644,67 @@ static CUresult map_split(const struct split *s, CUdeviceptr va, size_t size, si
 	return r;
 }
 
+/* A mapping of split s kept (under mu): false when there is no room for it. */
+static bool keep_smap(CUdeviceptr va, size_t bytes, struct split *s)
+{
+	if (n_smaps == cap_smaps) {
+		size_t cap = cap_smaps ? 2 * cap_smaps : 16;
+		struct smap *m = realloc(smaps, cap * sizeof(*m));
+
+		if (!m)
+			return false;
+		smaps = m;
+		cap_smaps = cap;
+	}
+	smaps[n_smaps++] = (struct smap){ va, bytes, s };
+	s->maps++;
+	return true;
+}
+
+/* The driver unmaps a range of several mappings at once; the split ones in it are forgotten, and
+ * a split nothing holds any more released. */
+static CUresult own_unmap(CUdeviceptr va, size_t size)
+{
+	CUresult r = ((unmap_fn)drv(CN_FN_IDX_cuMemUnmap))(va, size);
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	pthread_mutex_lock(&mu);
+	for (size_t i = 0; i < n_smaps;) {
+		struct split *sp = smaps[i].s;
+
+		if (smaps[i].va < va || smaps[i].va >= va + size) {
+			i++;
+			continue;
+		}
+		smaps[i] = smaps[--n_smaps];
+		sp->maps--;
+		drop_split(sp);
+	}
+	settle();
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+/* Retained at an address of a split mapping: the split handle, one more reference to it (NCCL's
+ * free takes the handle this way, then the range, unmaps it and releases twice). */
+static CUresult own_retain(CUmemGenericAllocationHandle *h, void *addr)
+{
+	struct smap *m;
+
+	pthread_mutex_lock(&mu);
+	m = smap_at((CUdeviceptr)addr);
+	if (m && h) {
+		m->s->refs++;
+		*h = m->s->id;
+	}
+	pthread_mutex_unlock(&mu);
+	if (m)
+		return h ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	return ((CUresult(*)(CUmemGenericAllocationHandle *, void *))drv(
+		CN_FN_IDX_cuMemRetainAllocationHandle))(h, addr);
+}
+
 static CUresult own_map(CUdeviceptr va, size_t size, size_t offset, CUmemGenericAllocationHandle h,
 			unsigned long long flags)
 {
@@ -597,6 +714,10 @@ static CUresult own_map(CUdeviceptr va, size_t size, size_t offset, CUmemGeneric
 	pthread_mutex_lock(&mu);
 	s = split_of(h);
 	r = s ? map_split(s, va, size, offset, flags) : CUDA_SUCCESS;
+	if (s && r == CUDA_SUCCESS && !keep_smap(va, size, s)) {
+		((unmap_fn)drv(CN_FN_IDX_cuMemUnmap))(va, size);
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	}
 	pthread_mutex_unlock(&mu);
 	if (s)
 		return r;
@@ -605,25 +726,19 @@ static CUresult own_map(CUdeviceptr va, size_t size, size_t offset, CUmemGeneric
 
 static CUresult own_release(CUmemGenericAllocationHandle h)
 {
-	struct split *s = NULL;
+	struct split *sp;
 
 	pthread_mutex_lock(&mu);
-	for (size_t i = 0; i < n_splits; i++)
-		if (splits[i]->id == h) {
-			s = splits[i];
-			splits[i] = splits[--n_splits];
-			break;
-		}
-	settle();
+	sp = split_of(h);
+	if (sp && sp->refs) {
+		/* Mapped, its pieces stay until they are unmapped, as the driver keeps a released
+		 * handle's memory. */
+		sp->refs--;
+		drop_split(sp);
+		settle();
+	}
 	pthread_mutex_unlock(&mu);
-	if (!s)
-		return ((release_fn)drv(CN_FN_IDX_cuMemRelease))(h);
-	/* The pieces mapped stay until they are unmapped, as the driver keeps a released handle's.
-	 */
-	for (unsigned k = 0; k < s->n; k++)
-		((release_fn)drv(CN_FN_IDX_cuMemRelease))(s->piece[k]);
-	free(s);
-	return CUDA_SUCCESS;
+	return sp ? CUDA_SUCCESS : ((release_fn)drv(CN_FN_IDX_cuMemRelease))(h);
 }
 
 static CUresult own_props(CUmemAllocationProp *prop, CUmemGenericAllocationHandle h)
@@ -657,43 +772,9 @@ static CUresult own_export(void *out, CUmemGenericAllocationHandle h, int type,
 	return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-/* ---- the routes ---- */
-
-void *cn_owned_route(void *real)
-{
-	static const struct {
-		unsigned idx;
-		void *fn;
-		bool always; /* taken whenever memory is to be owned, not only once some is */
-	} routes[] = {
-		{ CN_FN_IDX_cuMemAlloc_v2, (void *)own_alloc, true },
-		{ CN_FN_IDX_cuMemAllocPitch_v2, (void *)own_pitch, true },
-		{ CN_FN_IDX_cuMemCreate, (void *)own_create, true },
-		{ CN_FN_IDX_cuMemFree_v2, (void *)own_free, false },
-		{ CN_FN_IDX_cuMemFreeAsync, (void *)own_free_async, false },
-		{ CN_FN_IDX_cuMemFreeAsync_ptsz, (void *)own_free_async_ptsz, false },
-		{ CN_FN_IDX_cuMemMap, (void *)own_map, false },
-		{ CN_FN_IDX_cuMemRelease, (void *)own_release, false },
-		{ CN_FN_IDX_cuMemGetAllocationPropertiesFromHandle, (void *)own_props, false },
-		{ CN_FN_IDX_cuMemExportToShareableHandle, (void *)own_export, false },
-		{ CN_FN_IDX_cuMemGetAddressRange_v2, (void *)own_range, false },
-		{ CN_FN_IDX_cuPointerGetAttribute, (void *)own_attr, false },
-		{ CN_FN_IDX_cuPointerGetAttributes, (void *)own_attrs, false },
-		{ CN_FN_IDX_cuIpcGetMemHandle, (void *)own_ipc_get, false },
-	};
-	bool some = atomic_load(&any);
-
-	if (!real || (!some && atomic_load(&mode) == CN_OWN_NEVER))
-		return NULL;
-	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
-		if ((routes[i].always || some) && drv(routes[i].idx) == real)
-			return routes[i].fn;
-	return NULL;
-}
-
 /* ---- peer access, mirrored ---- */
 
-void cn_owned_peer(int from, int to, bool on)
+static void peer_mirror(int from, int to, bool on)
 {
 	access_fn access = drv(CN_FN_IDX_cuMemSetAccess);
 	CUmemAccessDesc d = { { CU_MEM_LOCATION_TYPE_DEVICE, from },
@@ -717,6 +798,157 @@ void cn_owned_peer(int from, int to, bool on)
 		if (allocs[k].dev == to)
 			access(allocs[k].base, allocs[k].span, &d, 1);
 	pthread_mutex_unlock(&mu);
+}
+
+/* The part [off, off + size) of split s bound to a multicast object at mc_off, piece by piece. */
+static CUresult own_bind(CUmemGenericAllocationHandle mc, size_t mc_off,
+			 CUmemGenericAllocationHandle h, size_t off, size_t size,
+			 unsigned long long flags)
+{
+	CUresult (*real)(CUmemGenericAllocationHandle, size_t, CUmemGenericAllocationHandle, size_t,
+			 size_t, unsigned long long) = drv(CN_FN_IDX_cuMulticastBindMem);
+	struct split *sp;
+	size_t done = 0;
+	CUresult r = CUDA_SUCCESS;
+
+	pthread_mutex_lock(&mu);
+	sp = split_of(h);
+	if (sp && (off > sp->bytes || size > sp->bytes - off))
+		r = CUDA_ERROR_INVALID_VALUE;
+	while (sp && r == CUDA_SUCCESS && done < size) {
+		size_t at = off + done, k = at / CN_OWNED_LINE, in = at % CN_OWNED_LINE;
+		size_t piece = sp->bytes - k * CN_OWNED_LINE < CN_OWNED_LINE
+				       ? sp->bytes - k * CN_OWNED_LINE
+				       : CN_OWNED_LINE;
+		size_t len = piece - in < size - done ? piece - in : size - done;
+
+		r = real(mc, mc_off + done, sp->piece[k], in, len, flags);
+		done += len;
+	}
+	pthread_mutex_unlock(&mu);
+	return sp ? r : real(mc, mc_off, h, off, size, flags);
+}
+
+/* The owned allocations of a context going away (ctx) or of a device's primary context reset
+ * (dev >= 0, ctx NULL): freed with it, as the driver frees its own memory of that context. */
+static void free_with(void *ctx, int dev)
+{
+	struct alloc gone[64];
+	size_t n = 0;
+
+	do {
+		n = 0;
+		pthread_mutex_lock(&mu);
+		for (size_t i = 0; i < n_allocs && n < 64;)
+			if (ctx ? allocs[i].ctx == ctx : allocs[i].dev == dev) {
+				gone[n++] = allocs[i];
+				memmove(&allocs[i], &allocs[i + 1],
+					(n_allocs - i - 1) * sizeof(*allocs));
+				n_allocs--;
+			} else {
+				i++;
+			}
+		settle();
+		pthread_mutex_unlock(&mu);
+		for (size_t i = 0; i < n; i++)
+			unmake(&gone[i]);
+	} while (n == 64);
+}
+
+static CUresult own_ctx_destroy(void *ctx)
+{
+	free_with(ctx, -1);
+	return ((ctx_fn)drv(CN_FN_IDX_cuCtxDestroy_v2))(ctx);
+}
+
+static CUresult own_ctx_reset(int dev)
+{
+	free_with(NULL, dev);
+	return ((CUresult(*)(int))drv(CN_FN_IDX_cuDevicePrimaryCtxReset_v2))(dev);
+}
+
+/* The device of context ctx, asked with it made current a moment; -1 when not known. */
+static int device_of(void *ctx)
+{
+	ctx_fn push = drv(CN_FN_IDX_cuCtxPushCurrent_v2);
+	CUresult (*pop)(void **) = drv(CN_FN_IDX_cuCtxPopCurrent_v2);
+	CUresult (*get)(int *) = drv(CN_FN_IDX_cuCtxGetDevice);
+	void *was;
+	int dev = -1;
+
+	if (push && pop && get && push(ctx) == CUDA_SUCCESS) {
+		if (get(&dev) != CUDA_SUCCESS)
+			dev = -1;
+		pop(&was);
+	}
+	return dev;
+}
+
+/* Peer access turned on or off: mirrored into the owned allocations inside the call, while the
+ * gate counts the thread in it (a suspend waits for it). */
+static CUresult peer_call(unsigned idx, void *peer, unsigned flags, bool on)
+{
+	CUresult (*get)(int *) = drv(CN_FN_IDX_cuCtxGetDevice);
+	CUresult r = on ? ((CUresult(*)(void *, unsigned))drv(idx))(peer, flags)
+			: ((ctx_fn)drv(idx))(peer);
+	int from = -1;
+
+	if ((on && (r == CUDA_SUCCESS || r == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)) ||
+	    (!on && (r == CUDA_SUCCESS || r == CUDA_ERROR_PEER_ACCESS_NOT_ENABLED)))
+		if (get && get(&from) == CUDA_SUCCESS)
+			peer_mirror(from, device_of(peer), on);
+	return r;
+}
+
+static CUresult own_peer_on(void *peer, unsigned flags)
+{
+	return peer_call(CN_FN_IDX_cuCtxEnablePeerAccess, peer, flags, true);
+}
+
+static CUresult own_peer_off(void *peer)
+{
+	return peer_call(CN_FN_IDX_cuCtxDisablePeerAccess, peer, 0, false);
+}
+
+/* ---- the routes ---- */
+
+void *cn_owned_route(void *real)
+{
+	static const struct {
+		unsigned idx;
+		void *fn;
+		bool always; /* taken whenever memory is to be owned, not only once some is */
+	} routes[] = {
+		{ CN_FN_IDX_cuMemAlloc_v2, (void *)own_alloc, true },
+		{ CN_FN_IDX_cuMemAllocPitch_v2, (void *)own_pitch, true },
+		{ CN_FN_IDX_cuMemCreate, (void *)own_create, true },
+		{ CN_FN_IDX_cuMemFree_v2, (void *)own_free, false },
+		{ CN_FN_IDX_cuMemFreeAsync, (void *)own_free_async, false },
+		{ CN_FN_IDX_cuMemFreeAsync_ptsz, (void *)own_free_async_ptsz, false },
+		{ CN_FN_IDX_cuMemMap, (void *)own_map, false },
+		{ CN_FN_IDX_cuMemUnmap, (void *)own_unmap, false },
+		{ CN_FN_IDX_cuMemRetainAllocationHandle, (void *)own_retain, false },
+		{ CN_FN_IDX_cuMulticastBindMem, (void *)own_bind, false },
+		{ CN_FN_IDX_cuCtxDestroy_v2, (void *)own_ctx_destroy, false },
+		{ CN_FN_IDX_cuDevicePrimaryCtxReset_v2, (void *)own_ctx_reset, false },
+		{ CN_FN_IDX_cuCtxEnablePeerAccess, (void *)own_peer_on, true },
+		{ CN_FN_IDX_cuCtxDisablePeerAccess, (void *)own_peer_off, true },
+		{ CN_FN_IDX_cuMemRelease, (void *)own_release, false },
+		{ CN_FN_IDX_cuMemGetAllocationPropertiesFromHandle, (void *)own_props, false },
+		{ CN_FN_IDX_cuMemExportToShareableHandle, (void *)own_export, false },
+		{ CN_FN_IDX_cuMemGetAddressRange_v2, (void *)own_range, false },
+		{ CN_FN_IDX_cuPointerGetAttribute, (void *)own_attr, false },
+		{ CN_FN_IDX_cuPointerGetAttributes, (void *)own_attrs, false },
+		{ CN_FN_IDX_cuIpcGetMemHandle, (void *)own_ipc_get, false },
+	};
+	bool some = atomic_load(&any);
+
+	if (!real || (!some && atomic_load(&mode) == CN_OWN_NEVER))
+		return NULL;
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
+		if ((routes[i].always || some) && drv(routes[i].idx) == real)
+			return routes[i].fn;
+	return NULL;
 }
 
 size_t cn_owned_describe(char *out, size_t len)
@@ -755,5 +987,9 @@ size_t cn_owned_describe(char *out, size_t len)
 
 void cn_owned_after_fork(void)
 {
+	/* The parent's GPU memory is not the child's to answer for, nor to free. */
 	pthread_mutex_init(&mu, NULL);
+	n_allocs = n_splits = n_smaps = 0;
+	n_peers = 0;
+	atomic_store(&any, false);
 }

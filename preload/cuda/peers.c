@@ -1,22 +1,22 @@
 /* peers: the access the app's GPUs have to each other's memory, seen at the gate, and what the
  * agent does with it around a suspend.
  *
- * Peer access turned on with cuCtxEnablePeerAccess (hence the runtime's
+ * The driver cannot restore one physical allocation over 256 MiB that another GPU may reach: one
+ * of cuMemAlloc's with peer access on (cuCtxEnablePeerAccess, hence the runtime's
  * cudaDeviceEnablePeerAccess: XLA between every pair of GPUs at its start, PyTorch at its first
- * copy from one GPU to another) and an allocation of cuMemAlloc's over 256 MiB make a process the
- * driver checkpoints and then cannot restore: the restore answers CUDA_ERROR_INVALID_VALUE, then
- * CUDA_ERROR_OPERATING_SYSTEM for good. With smaller allocations it restores, its peer access on.
- * Turned off before the checkpoint, the restore works, but the driver then refuses to turn it on
- * again toward a context that holds memory the restore brought back (INVALID_HANDLE). Memory
- * mapped to another GPU with cuMemSetAccess, and a pool's access (cuMemPoolSetAccess), survive a
- * checkpoint and are only noted here. docs/DRIVER.md, Peer access, has the measurements.
+ * copy from one GPU to another), or a mapping of cuMemCreate's that cuMemSetAccess gives another
+ * GPU; and it restores a pool without the access cuMemPoolSetAccess gave another GPU. Turned off
+ * before the checkpoint, peer access cannot be turned on again toward memory the restore brought
+ * back (INVALID_HANDLE). docs/DRIVER.md, One process on several GPUs, has the measurements.
  *
- * So this room keeps each direction the app turned on (its contexts, their GPUs, and who asked)
- * and the large allocations held; with both, the preflight refuses the suspend or the suspend
- * turns the access off ([peer] mode), and the resume asks for it again. Once the process has been
- * restored, the app is told its GPUs cannot access each other where it had not turned access on,
- * as the driver would refuse it anyway: cuDeviceCanAccessPeer answers 0, and
- * cuCtxEnablePeerAccess CUDA_ERROR_PEER_ACCESS_UNSUPPORTED instead of the driver's
+ * So this room keeps each direction the app turned on (its contexts, their GPUs, and who asked),
+ * the large allocations of cuMemAlloc's held, the large mappings other GPUs may reach and the
+ * pools' grants; what the driver cannot restore the preflight refuses, or, for peer access with
+ * [memory] own = never, the suspend turns the access off ([peer] mode) and the resume asks for it
+ * again. Memory cudanap owns (owned.c) is in pieces under the line and never counts here. Once
+ * the process has been restored, the app is told its GPUs cannot access each other where it had
+ * not turned access on, as the driver would refuse it anyway: cuDeviceCanAccessPeer answers 0,
+ * and cuCtxEnablePeerAccess CUDA_ERROR_PEER_ACCESS_UNSUPPORTED instead of the driver's
  * INVALID_HANDLE. The app's threads record; the agent drops, raises and describes. */
 #define _GNU_SOURCE
 #include "peers.h"
@@ -32,9 +32,8 @@
 #define MAX_PAIRS  64
 #define MAX_GRANTS 32
 #define MAX_LARGE  1024
-/* An allocation of cuMemAlloc's (or pitched, or from a pool) larger than this, with peer access
- * on, makes the restore fail: on two H200s with driver 580 one of 512 MiB did, and one of 2 to 256
- * MiB, sixteen of 64 MiB, memory of cuMemCreate's, did not (docs/DRIVER.md, Peer access). */
+/* A physical allocation larger than this that another GPU may reach makes the restore fail
+ * (docs/DRIVER.md, One process on several GPUs). */
 #define LARGE (256ull << 20)
 
 /* One direction of peer access: the context that may access, the context whose memory it may. */
@@ -76,7 +75,7 @@ struct mapping {
 	char who[120];
 };
 static struct mapping mapped[MAX_LARGE];
-static int n_mapped;
+static int n_mapped, n_mapped_lost; /* lost: more than MAX_LARGE, never forgotten */
 
 typedef CUresult (*fn_ptr)(void *);
 typedef CUresult (*enable_fn)(void *, unsigned);
@@ -261,7 +260,6 @@ void cn_peers_free(uint64_t ptr)
 		cn_lookup_watch_frees(CN_WATCH_LARGE, false);
 }
 
-
 /* A grant of memory of owner's to each device of descs that is not owner. */
 static void grant(int owner, const void *descs, size_t n, bool pool, const void *caller)
 {
@@ -277,8 +275,8 @@ static void grant(int owner, const void *descs, size_t n, bool pool, const void 
 			continue;
 		if (!d[k].flags) { /* taken back */
 			for (int i = 0; i < n_grants; i++)
-				if (grants[i].dev[1] == owner && grants[i].dev[0] == d[k].location.id &&
-				    grants[i].pool == pool)
+				if (grants[i].dev[1] == owner &&
+				    grants[i].dev[0] == d[k].location.id && grants[i].pool == pool)
 					grants[i--] = grants[--n_grants];
 			continue;
 		}
@@ -355,7 +353,9 @@ static void note_mapped(uint64_t ptr, uint64_t size, const void *descs, size_t n
 			pthread_mutex_lock(&lock);
 			for (i = 0; i < n_mapped && mapped[i].base != base; i++)
 				;
-			if (i == n_mapped && n_mapped < MAX_LARGE) {
+			if (i == n_mapped && n_mapped == MAX_LARGE)
+				n_mapped_lost++;
+			else if (i == n_mapped) {
 				mapped[n_mapped] = (struct mapping){ .base = base,
 								     .bytes = bytes,
 								     .dev = { to, owner } };
@@ -372,12 +372,30 @@ static void note_mapped(uint64_t ptr, uint64_t size, const void *descs, size_t n
 	}
 }
 
+/* Access taken back from a device (flags 0): the large mappings in the range it reached are no
+ * longer another GPU's. */
+static void note_revoked(uint64_t ptr, uint64_t size, const void *descs, size_t n)
+{
+	const CUmemAccessDesc *d = descs;
+
+	pthread_mutex_lock(&lock);
+	for (size_t k = 0; d && k < n; k++)
+		for (int i = 0; !d[k].flags && i < n_mapped;)
+			if (mapped[i].base >= ptr && mapped[i].base < ptr + size &&
+			    mapped[i].dev[0] == d[k].location.id)
+				mapped[i] = mapped[--n_mapped];
+			else
+				i++;
+	pthread_mutex_unlock(&lock);
+}
+
 void cn_peers_map(uint64_t ptr, uint64_t size, const void *descs, size_t n, const void *caller,
 		  uint64_t *result)
 {
 	if (*result != CUDA_SUCCESS)
 		return;
 	grant(owner_of(ptr), descs, n, false, caller);
+	note_revoked(ptr, size, descs, n);
 	note_mapped(ptr, size, descs, n, caller);
 }
 
@@ -501,12 +519,16 @@ int cn_peers_unrestorable(const unsigned char (*gpus)[16], int n, bool peer_off,
 		return CN_PEERS_LARGE;
 	}
 	pthread_mutex_lock(&lock);
-	if (n_mapped) {
-		o = (size_t)snprintf(why, len, "an allocation over 256 MiB mapped to another GPU (");
+	if (n_mapped || n_mapped_lost) {
+		o = (size_t)snprintf(why, len,
+				     "an allocation over 256 MiB mapped to another GPU (");
 		/* "GPU 1->0: 16804 MiB of cuMemCreate's in xla_cuda_plugin.so" */
-		o += direction(mapped[0].uuid, mapped[0].dev, gpus, n, why + o, len - o);
-		snprintf(why + o, len - o, ": %s%s): the driver cannot restore it", mapped[0].who,
-			 n_mapped > 1 ? ", and more" : "");
+		if (n_mapped) {
+			o += direction(mapped[0].uuid, mapped[0].dev, gpus, n, why + o, len - o);
+			o += (size_t)snprintf(why + o, len - o, ": %s", mapped[0].who);
+		}
+		snprintf(why + o, len - o, "%s): the driver cannot restore it",
+			 n_mapped + n_mapped_lost > 1 ? ", and more" : "");
 		pthread_mutex_unlock(&lock);
 		return CN_PEERS_MAPPED;
 	}
@@ -647,6 +669,6 @@ void cn_peers_moved(const unsigned char (*was)[16], const unsigned char (*now)[1
 void cn_peers_after_fork(void)
 {
 	pthread_mutex_init(&lock, NULL);
-	n_pairs = n_grants = n_large = n_large_lost = n_mapped = 0;
+	n_pairs = n_grants = n_large = n_large_lost = n_mapped = n_mapped_lost = 0;
 	atomic_store(&restored, false);
 }

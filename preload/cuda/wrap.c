@@ -68,7 +68,8 @@ static CUresult missing(void)
 static bool routed(const struct cn_fn *e)
 {
 	return e->kind == CN_KIND_ALLOC || e->kind == CN_KIND_FREE || e->kind == CN_KIND_ROOM ||
-	       e->kind == CN_KIND_OWNED;
+	       e->kind == CN_KIND_OWNED || e->kind == CN_KIND_PEER_ON ||
+	       e->kind == CN_KIND_PEER_OFF;
 }
 
 __attribute__((visibility("hidden"))) struct cn_wrap_call
@@ -207,13 +208,11 @@ void cn_wrap_after(unsigned idx, struct cn_frame *f)
 		if (ok)
 			cn_answers_capture(e->kind == CN_KIND_CAPTURE ? 1 : -1);
 		break;
-	case CN_KIND_PEER_ON:
-		if (cn_peers_enable((void *)f->gp[0], f->caller, &f->ret[0], dev))
-			cn_owned_peer(dev[0], dev[1], true);
+	case CN_KIND_PEER_ON: /* owned.c mirrored it into its memory, inside the call */
+		cn_peers_enable((void *)f->gp[0], f->caller, &f->ret[0], dev);
 		break;
 	case CN_KIND_PEER_OFF:
-		if (cn_peers_disable((void *)f->gp[0], &f->ret[0], dev))
-			cn_owned_peer(dev[0], dev[1], false);
+		cn_peers_disable((void *)f->gp[0], &f->ret[0], dev);
 		break;
 	case CN_KIND_PEER_CAN:
 		cn_peers_can((int *)f->gp[0], (int)f->gp[1], (int)f->gp[2], &f->ret[0]);

@@ -1,9 +1,9 @@
-/* fakepeer: peer access between the fake GPUs, as driver 580 has it (docs/DRIVER.md, Peer access):
- * turned on and off per direction between primary contexts; a process checkpointed with any on
- * and an allocation of cuMemAlloc's over 256 MiB fails its restore with INVALID_VALUE, then with
- * OPERATING_SYSTEM for good (the checkpoint API in fakecuda.c asks here); a process once restored
- * cannot turn it on any more (INVALID_HANDLE: every context of a fake process holds memory the
- * restore brought back). Part of libfakecuda. The state is in files beside the process's, so
+/* fakepeer: peer access between the fake GPUs, as driver 580 has it (docs/DRIVER.md, One process on
+ * several GPUs): turned on and off per direction between primary contexts; a process checkpointed
+ * with any on and an allocation of cuMemAlloc's over 256 MiB fails its restore with INVALID_VALUE,
+ * then with OPERATING_SYSTEM for good (the checkpoint API in fakecuda.c asks here); a process once
+ * restored cannot turn it on any more (INVALID_HANDLE: every context of a fake process holds memory
+ * the restore brought back). Part of libfakecuda. The state is in files beside the process's, so
  * that the controller's side sees it:
  *   <pid>.peers       "FROM TO" per direction on (CUDA ordinals)
  *   <pid>.large       "ADDRESS" per allocation over 256 MiB held

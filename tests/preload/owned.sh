@@ -11,6 +11,7 @@
 # driver shows what the refusal saves: the same process checkpointed anyway is lost.
 . "$(dirname "$0")/../lib.sh"
 export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake CUDANAP_FAKE_GPUS=2
+export CUDANAP_FAKE_GPU_MIB=80000 # memory counted: what is freed shows
 mkdir "$T/fake"
 run_cli() { out=$("$CUDANAP" "$@" 2>&1); rc=$?; }
 owned_of() { field "$1" peer | grep -o 'owned: [^(;]*'; }
@@ -94,6 +95,8 @@ ask A "drv vmm ipc"
 is "$REPLY" "vmm ipc 1" "a CUDA IPC export of owned memory: refused, as the driver refuses its own pieces'"
 ask A "drv free export"
 is "$REPLY" "free 0" "the 700 MiB freed"
+"$CUDANAP" status "$pid" > /dev/null
+like "$(owned_of "$pid")" "^owned: 600 MiB in 3 pieces" "and no longer owned"
 like "$(field "$pid" peer)$("$CUDANAP" status --json "$pid" | grep -o '"peer":"[^"]*"')" "1 export of owned memory refused" \
 	"the status says the refused export"
 
@@ -140,6 +143,17 @@ ask B "drv vmm touch V 1 599"
 is "$REPLY" "vmm touch 0" "GPU 1 reaches it"
 ask B "drv vmm drop"
 is "$REPLY" "vmm drop 0" "unmapped and freed"
+"$CUDANAP" status "$B_pid" > /dev/null
+like "$(field "$B_pid" peer)" "owned: 392 MiB in 2 pieces of 256 MiB at most \(1 allocation, 0 handles\)" \
+	"the handle's pieces gone, the pitched allocation left (390 MiB, in whole 2 MiB granules)"
+held() { cat "$T/fake/$1.alloc" 2> /dev/null || echo 0; }
+before=$(held "$B_pid")
+ask B "drv vmm create 600"
+ask B "drv vmm map"
+is "$(held "$B_pid")" $((before + 600)) "another handle of 600 MiB, mapped: 600 MiB more on the GPU"
+ask B "drv vmm ncclfree"
+is "$REPLY" "vmm ncclfree 0 600" "freed as NCCL frees its own: retained at its address, its range 600 MiB, unmapped, released, the range freed"
+is "$(held "$B_pid")" "$before" "every piece given back"
 
 # -- a pool another GPU may access: refused until the access is taken back
 ask B "drv vmm pool 1 on"

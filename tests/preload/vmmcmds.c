@@ -15,6 +15,9 @@
  *   vmm freeat OFF       cuMemFree of the last allocation OFF MiB in: "vmm freeat RC"
  *   vmm ipc              cuIpcGetMemHandle of the last allocation: "vmm ipc RC"
  *   vmm export           cuMemExportToShareableHandle of the kept handle: "vmm export RC"
+ *   vmm ncclfree         the last range freed as NCCL frees its memory of cuMemCreate's: the handle
+ *                        retained at its address and released, its size asked, unmapped, the
+ *                        handle released, the range freed: "vmm ncclfree RC SIZE" (MiB)
  *   vmm pool DEV on|off  cuMemPoolSetAccess for DEV: "vmm pool RC"
  *   vmm pitch WIDTH ROWS cuMemAllocPitch_v2, as the last allocation: "vmm pitch RC PITCH" */
 #define _GNU_SOURCE
@@ -157,6 +160,23 @@ bool vmm_command(const char *line)
 		int fd = -1;
 
 		printf("vmm export %d\n", FN(cuMemExportToShareableHandle)(&fd, kept, 1, 0));
+	} else if (strcmp(line, "vmm ncclfree") == 0) {
+		CUmemGenericAllocationHandle h;
+		CUdeviceptr base;
+		size_t bytes = 0;
+		CUresult r = FN(cuMemRetainAllocationHandle)(&h, (void *)range_va);
+
+		if (r == CUDA_SUCCESS)
+			r = FN(cuMemRelease)(h);
+		if (r == CUDA_SUCCESS)
+			r = FN(cuMemGetAddressRange_v2)(&base, &bytes, range_va);
+		if (r == CUDA_SUCCESS)
+			r = FN(cuMemUnmap)(range_va, bytes);
+		if (r == CUDA_SUCCESS)
+			r = FN(cuMemRelease)(h);
+		if (r == CUDA_SUCCESS)
+			r = FN(cuMemAddressFree)(range_va, bytes);
+		printf("vmm ncclfree %d %zu\n", r, bytes >> 20);
 	} else if (strcmp(line, "vmm ipc") == 0) {
 		printf("vmm ipc %d\n", FN(cuIpcGetMemHandle)(&ih, at('A', 0)));
 	} else if (sscanf(line, "vmm pool %u %7s", &a, onoff) == 2) {
