@@ -178,66 +178,57 @@ void cn_lookup_setup(void)
 	pthread_once(&once, init);
 }
 
-/* The free entries' flags flip while other threads read them: slow (the arguments saved) goes
- * on before after (they are looked at), and off after it. A free that passed on the fast path
- * just then is looked at with its arguments unsaved: a lookup of a pointer that matches nothing. */
-void cn_lookup_watch_frees(unsigned who, bool want)
+/* The flags of every entry of kind flip while other threads read them (under mu): slow (the
+ * arguments saved) goes on before after (they are looked at), and off after it. A free that passed
+ * on the fast path just then is looked at with its arguments unsaved: a lookup of a pointer that
+ * matches nothing; a question about owned memory then goes to the driver, while the first
+ * allocation is being made. */
+static void flip(uint8_t kind, bool on)
+{
+	for (unsigned i = 0; i < CN_FNS_KNOWN + n_spare; i++) {
+		struct cn_fn *e = &cn_fns[i];
+
+		if (e->kind != kind)
+			continue;
+		if (on) {
+			__atomic_store_n(&e->slow, true, __ATOMIC_RELEASE);
+			__atomic_store_n(&e->after, true, __ATOMIC_RELEASE);
+		} else {
+			__atomic_store_n(&e->after, false, __ATOMIC_RELEASE);
+			__atomic_store_n(&e->slow, e->counted, __ATOMIC_RELEASE);
+		}
+	}
+}
+
+/* who wants (or no longer wants) the calls of kind looked at; *watching says whether anyone does.
+ */
+static void watch(uint8_t kind, unsigned *watchers, bool *watching, unsigned who, bool want)
 {
 	bool on;
 
 	pthread_once(&once, init);
 	pthread_mutex_lock(&mu);
-	free_watchers = want ? free_watchers | who : free_watchers & ~who;
-	on = free_watchers != 0;
-	if (watching_frees != on) {
-		watching_frees = on;
-		for (unsigned i = 0; i < CN_FNS_KNOWN + n_spare; i++) {
-			struct cn_fn *e = &cn_fns[i];
-
-			if (e->kind != CN_KIND_FREE)
-				continue;
-			if (on) {
-				__atomic_store_n(&e->slow, true, __ATOMIC_RELEASE);
-				__atomic_store_n(&e->after, true, __ATOMIC_RELEASE);
-			} else {
-				__atomic_store_n(&e->after, false, __ATOMIC_RELEASE);
-				__atomic_store_n(&e->slow, e->counted, __ATOMIC_RELEASE);
-			}
-		}
+	*watchers = want ? *watchers | who : *watchers & ~who;
+	on = *watchers != 0;
+	if (*watching != on) {
+		*watching = on;
+		flip(kind, on);
 	}
 	pthread_mutex_unlock(&mu);
 }
 
-/* As the frees: slow on before after, off after it. A call that passed on the fast path just then
- * goes to the driver: a question about owned memory while the first allocation is being made. */
+void cn_lookup_watch_frees(unsigned who, bool want)
+{
+	watch(CN_KIND_FREE, &free_watchers, &watching_frees, who, want);
+}
+
 void cn_lookup_watch_owned(unsigned who, bool want)
 {
 	static unsigned watchers;
-	bool on;
 
-	if (who == CN_WATCH_OWNED)
+	if (who == CN_WATCH_OWNED) /* owned memory is freed by the driver's names too */
 		cn_lookup_watch_frees(CN_WATCH_OWNED, want);
-	pthread_once(&once, init);
-	pthread_mutex_lock(&mu);
-	watchers = want ? watchers | who : watchers & ~who;
-	on = watchers != 0;
-	if (watching_owned != on) {
-		watching_owned = on;
-		for (unsigned i = 0; i < CN_FNS_KNOWN + n_spare; i++) {
-			struct cn_fn *e = &cn_fns[i];
-
-			if (e->kind != CN_KIND_OWNED)
-				continue;
-			if (on) {
-				__atomic_store_n(&e->slow, true, __ATOMIC_RELEASE);
-				__atomic_store_n(&e->after, true, __ATOMIC_RELEASE);
-			} else {
-				__atomic_store_n(&e->after, false, __ATOMIC_RELEASE);
-				__atomic_store_n(&e->slow, e->counted, __ATOMIC_RELEASE);
-			}
-		}
-	}
-	pthread_mutex_unlock(&mu);
+	watch(CN_KIND_OWNED, &watchers, &watching_owned, who, want);
 }
 
 void cn_lookup_object(const void *addr, char *out, size_t len)
