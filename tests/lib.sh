@@ -45,6 +45,18 @@ if [ -n "${CN_SANITIZER_RUNTIME:-}" ]; then
 	PRELOAD=$CN_SANITIZER_RUNTIME:${PRELOAD:-}
 fi
 
+# python_with MODULE...: the first of python3 and /usr/bin/python3 that imports every MODULE (a
+# command name or path), or "" when neither does.
+python_with() {
+	local p mods="$*"
+	for p in python3 /usr/bin/python3; do
+		if "$p" -c "import ${mods// /, }" 2> /dev/null; then
+			command -v "$p"
+			return
+		fi
+	done
+}
+
 # real_python: the interpreter itself, not a version manager's shim in front of it. pyenv's is a
 # bash script that forks a dozen times under the preload, and under the sanitize setup a fork
 # while another thread (the preload's agent, starting) holds the ASan runtime's allocator lock

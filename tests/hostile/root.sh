@@ -15,13 +15,7 @@
 json_ok() { python3 -c 'import json, sys; json.loads(sys.stdin.read())' 2> /dev/null; }
 
 # -- 1. root's cudanap kernel in the attacker's project directory
-py=
-for p in python3 /usr/bin/python3; do
-	if "$p" -c 'import jupyter_client' 2> /dev/null; then
-		py=$(command -v "$p")
-		break
-	fi
-done
+py=$(python_with jupyter_client)
 proj=$T/pub/proj
 "${AS_A[@]}" mkdir -m 755 "$proj" "$proj/jupyter_client"
 "${AS_A[@]}" sh -c 'printf "import os\nopen(\"%s/ran-import\", \"w\").write(str(os.getuid()))\n" "$1" > "$2/jupyter_client/__init__.py"' _ "$T/pub" "$proj"

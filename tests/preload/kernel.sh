@@ -5,13 +5,7 @@
 # and shuts it down; `cudanap run` is the kernel itself (same pid, SIGINT and SIGTERM reach it,
 # its exit status); list and remove; the refusals.
 . "$(dirname "$0")/../lib.sh"
-py=
-for p in python3 /usr/bin/python3; do
-	if "$p" -c 'import jupyter_client, ipykernel' 2> /dev/null; then
-		py=$(command -v "$p")
-		break
-	fi
-done
+py=$(python_with jupyter_client ipykernel)
 [ -n "$py" ] || skip_all "no Python here imports jupyter_client and ipykernel"
 export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake FAKECUDA
 export JUPYTER_DATA_DIR=$T/jupyter JUPYTER_CONFIG_DIR=$T/jupyter-config JUPYTER_RUNTIME_DIR=$T/jupyter-run
