@@ -200,7 +200,10 @@ void cn_wrap_after(unsigned idx, struct cn_frame *f)
 		}
 		break;
 	case CN_KIND_ALLOC:
-		if (ok && f->gp[0] && !cn_owned_has(*(const uint64_t *)f->gp[0]))
+		/* cuMemAlloc before CUDA 3.2 writes a 32-bit pointer: never owned */
+		if (ok && f->gp[0] &&
+		    (strcmp(e->name, "cuMemAlloc") == 0 ||
+		     !cn_owned_has(*(const uint64_t *)f->gp[0])))
 			cn_peers_alloc(e->name, f->gp, f->caller);
 		break;
 	case CN_KIND_CAPTURE:
