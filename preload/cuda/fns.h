@@ -42,14 +42,14 @@ enum cn_kind {
 	CN_KIND_IPC_CLOSE,  /* ... and given back */
 	CN_KIND_IPC_IMPORT, /* a shareable handle imported: counted for good */
 	CN_KIND_MANAGED,    /* managed memory allocated: counted for the preflight */
-	CN_KIND_FREE,	    /* device memory freed: looked at while managed or large memory is held */
-	CN_KIND_ALLOC,	    /* device memory allocated (cuMemAlloc, pitch, async): the large noted */
-	CN_KIND_CAPTURE,    /* a stream capture begun: counted, for the answers during a nap */
-	CN_KIND_CAPTURED,   /* ... and ended */
-	CN_KIND_PEER_ON,    /* peer access turned on (cuCtxEnablePeerAccess): kept, peers.c */
-	CN_KIND_PEER_OFF,   /* ... and off */
-	CN_KIND_PEER_CAN,   /* whether a GPU may access another's memory: 0 once restored */
-	CN_KIND_MAP_ACCESS, /* memory mapped to other GPUs (cuMemSetAccess): noted */
+	CN_KIND_FREE,	  /* device memory freed: looked at while managed or large memory is held */
+	CN_KIND_ALLOC,	  /* device memory allocated (cuMemAlloc, pitch, async): the large noted */
+	CN_KIND_CAPTURE,  /* a stream capture begun: counted, for the answers during a nap */
+	CN_KIND_CAPTURED, /* ... and ended */
+	CN_KIND_PEER_ON,  /* peer access turned on (cuCtxEnablePeerAccess): kept, peers.c */
+	CN_KIND_PEER_OFF, /* ... and off */
+	CN_KIND_PEER_CAN, /* whether a GPU may access another's memory: 0 once restored */
+	CN_KIND_MAP_ACCESS,  /* memory mapped to other GPUs (cuMemSetAccess): noted */
 	CN_KIND_POOL_ACCESS, /* a pool's memory to other GPUs (cuMemPoolSetAccess): noted */
 	CN_KIND_ROOM,	     /* a context or cuMemCreate: out of memory, room is made (as ALLOC) */
 	CN_KIND_QUERY,	     /* an event's or a stream's query: when its work was not done, noted */
@@ -97,6 +97,10 @@ static inline int cn_fns_index(const void *p)
 		       ? (int)(off / CN_STUB_SIZE)
 		       : -1;
 }
+
+/* The app's return address of the call this thread is making on the slow path (wrap.c), for the
+ * functions that serve a call in the driver's place and say who made it. */
+extern __thread const void *cn_wrap_caller __attribute__((tls_model("initial-exec")));
 
 const char *cn_lookup_name(unsigned idx);
 

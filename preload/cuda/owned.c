@@ -774,7 +774,7 @@ static CUresult own_export(void *out, CUmemGenericAllocationHandle h, int type,
 
 /* ---- peer access, mirrored ---- */
 
-static void peer_mirror(int from, int to, bool on)
+void cn_owned_peer(int from, int to, bool on)
 {
 	access_fn access = drv(CN_FN_IDX_cuMemSetAccess);
 	CUmemAccessDesc d = { { CU_MEM_LOCATION_TYPE_DEVICE, from },
@@ -867,49 +867,6 @@ static CUresult own_ctx_reset(int dev)
 	return ((CUresult(*)(int))drv(CN_FN_IDX_cuDevicePrimaryCtxReset_v2))(dev);
 }
 
-/* The device of context ctx, asked with it made current a moment; -1 when not known. */
-static int device_of(void *ctx)
-{
-	ctx_fn push = drv(CN_FN_IDX_cuCtxPushCurrent_v2);
-	CUresult (*pop)(void **) = drv(CN_FN_IDX_cuCtxPopCurrent_v2);
-	CUresult (*get)(int *) = drv(CN_FN_IDX_cuCtxGetDevice);
-	void *was;
-	int dev = -1;
-
-	if (push && pop && get && push(ctx) == CUDA_SUCCESS) {
-		if (get(&dev) != CUDA_SUCCESS)
-			dev = -1;
-		pop(&was);
-	}
-	return dev;
-}
-
-/* Peer access turned on or off: mirrored into the owned allocations inside the call, while the
- * gate counts the thread in it (a suspend waits for it). */
-static CUresult peer_call(unsigned idx, void *peer, unsigned flags, bool on)
-{
-	CUresult (*get)(int *) = drv(CN_FN_IDX_cuCtxGetDevice);
-	CUresult r = on ? ((CUresult(*)(void *, unsigned))drv(idx))(peer, flags)
-			: ((ctx_fn)drv(idx))(peer);
-	int from = -1;
-
-	if ((on && (r == CUDA_SUCCESS || r == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)) ||
-	    (!on && (r == CUDA_SUCCESS || r == CUDA_ERROR_PEER_ACCESS_NOT_ENABLED)))
-		if (get && get(&from) == CUDA_SUCCESS)
-			peer_mirror(from, device_of(peer), on);
-	return r;
-}
-
-static CUresult own_peer_on(void *peer, unsigned flags)
-{
-	return peer_call(CN_FN_IDX_cuCtxEnablePeerAccess, peer, flags, true);
-}
-
-static CUresult own_peer_off(void *peer)
-{
-	return peer_call(CN_FN_IDX_cuCtxDisablePeerAccess, peer, 0, false);
-}
-
 /* ---- the routes ---- */
 
 void *cn_owned_route(void *real)
@@ -931,8 +888,6 @@ void *cn_owned_route(void *real)
 		{ CN_FN_IDX_cuMulticastBindMem, (void *)own_bind, false },
 		{ CN_FN_IDX_cuCtxDestroy_v2, (void *)own_ctx_destroy, false },
 		{ CN_FN_IDX_cuDevicePrimaryCtxReset_v2, (void *)own_ctx_reset, false },
-		{ CN_FN_IDX_cuCtxEnablePeerAccess, (void *)own_peer_on, true },
-		{ CN_FN_IDX_cuCtxDisablePeerAccess, (void *)own_peer_off, true },
 		{ CN_FN_IDX_cuMemRelease, (void *)own_release, false },
 		{ CN_FN_IDX_cuMemGetAllocationPropertiesFromHandle, (void *)own_props, false },
 		{ CN_FN_IDX_cuMemExportToShareableHandle, (void *)own_export, false },

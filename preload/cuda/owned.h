@@ -25,6 +25,12 @@ void *cn_owned_route(void *real);
 /* Whether ptr lies in an allocation cudanap owns. */
 bool cn_owned_has(uint64_t ptr);
 
+/* GPU from (a CUDA ordinal) was given access to GPU to's memory (cuCtxEnablePeerAccess), or it
+ * was taken back (off): the allocations cudanap owns on to are mapped to from as well, those made
+ * from now on too, as the driver's peer access lets from reach memory of cuMemAlloc's; taken back,
+ * what is mapped stays. Called inside the app's call (peers.c). */
+void cn_owned_peer(int from, int to, bool on);
+
 /* For the status: what is owned now ("33608 MiB in 132 pieces of 256 MiB at most, 2
  * allocations"), and the CUDA IPC exports of owned memory refused; the length written. */
 size_t cn_owned_describe(char *out, size_t len);

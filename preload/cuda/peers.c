@@ -28,6 +28,7 @@
 
 #include "cuda_abi.h"
 #include "fns.h"
+#include "owned.h"
 
 #define MAX_PAIRS  64
 #define MAX_GRANTS 32
@@ -147,7 +148,7 @@ static int find(void *from, void *to)
 	return -1;
 }
 
-bool cn_peers_enable(void *peer, const void *caller, uint64_t *result, int dev[2])
+static bool note_enable(void *peer, const void *caller, CUresult *result, int dev[2])
 {
 	struct pair p = { .to = peer };
 	char obj[96];
@@ -177,7 +178,7 @@ bool cn_peers_enable(void *peer, const void *caller, uint64_t *result, int dev[2
 	return true;
 }
 
-bool cn_peers_disable(void *peer, uint64_t *result, int dev[2])
+static bool note_disable(void *peer, CUresult *result, int dev[2])
 {
 	int i;
 	void *from;
@@ -389,14 +390,72 @@ static void note_revoked(uint64_t ptr, uint64_t size, const void *descs, size_t 
 	pthread_mutex_unlock(&lock);
 }
 
-void cn_peers_map(uint64_t ptr, uint64_t size, const void *descs, size_t n, const void *caller,
-		  uint64_t *result)
+/* ---- the calls that change access, made here: what they change is noted inside the call, while
+ * the gate counts the thread in it (a suspend waits for it before its lock) ---- */
+
+typedef CUresult (*set_access_fn)(uint64_t, size_t, const CUmemAccessDesc *, size_t);
+typedef CUresult (*pool_access_fn)(void *, const CUmemAccessDesc *, size_t);
+
+static CUresult peer_on(void *peer, unsigned flags)
 {
-	if (*result != CUDA_SUCCESS)
-		return;
-	grant(owner_of(ptr), descs, n, false, caller);
-	note_revoked(ptr, size, descs, n);
-	note_mapped(ptr, size, descs, n, caller);
+	CUresult r = ((enable_fn)drv(CN_FN_IDX_cuCtxEnablePeerAccess))(peer, flags);
+	int dev[2];
+
+	if (note_enable(peer, cn_wrap_caller, &r, dev))
+		cn_owned_peer(dev[0], dev[1], true);
+	return r;
+}
+
+static CUresult peer_off(void *peer)
+{
+	CUresult r = ((fn_ptr)drv(CN_FN_IDX_cuCtxDisablePeerAccess))(peer);
+	int dev[2];
+
+	if (note_disable(peer, &r, dev))
+		cn_owned_peer(dev[0], dev[1], false);
+	return r;
+}
+
+static CUresult set_access(uint64_t ptr, size_t size, const CUmemAccessDesc *descs, size_t n)
+{
+	CUresult r = ((set_access_fn)drv(CN_FN_IDX_cuMemSetAccess))(ptr, size, descs, n);
+
+	if (r == CUDA_SUCCESS) {
+		grant(owner_of(ptr), descs, n, false, cn_wrap_caller);
+		note_revoked(ptr, size, descs, n);
+		note_mapped(ptr, size, descs, n, cn_wrap_caller);
+	}
+	return r;
+}
+
+static CUresult pool_access(void *pool, const CUmemAccessDesc *descs, size_t n)
+{
+	CUresult r = ((pool_access_fn)drv(CN_FN_IDX_cuMemPoolSetAccess))(pool, descs, n);
+	int dev;
+
+	/* A pool's device is not asked for: the caller's is the likely owner. */
+	current(&dev);
+	if (r == CUDA_SUCCESS)
+		grant(dev, descs, n, true, cn_wrap_caller);
+	return r;
+}
+
+void *cn_peers_route(void *real)
+{
+	static const struct {
+		unsigned idx;
+		void *fn;
+	} routes[] = {
+		{ CN_FN_IDX_cuCtxEnablePeerAccess, (void *)peer_on },
+		{ CN_FN_IDX_cuCtxDisablePeerAccess, (void *)peer_off },
+		{ CN_FN_IDX_cuMemSetAccess, (void *)set_access },
+		{ CN_FN_IDX_cuMemPoolSetAccess, (void *)pool_access },
+	};
+
+	for (size_t i = 0; real && i < sizeof(routes) / sizeof(routes[0]); i++)
+		if (drv(routes[i].idx) == real)
+			return routes[i].fn;
+	return NULL;
 }
 
 void cn_peers_unmap(uint64_t ptr, uint64_t size)
@@ -413,16 +472,6 @@ void cn_peers_unmap(uint64_t ptr, uint64_t size)
 	pthread_mutex_unlock(&lock);
 	if (none)
 		cn_lookup_watch_owned(CN_WATCH_LARGE, false);
-}
-
-void cn_peers_pool(const void *descs, size_t n, const void *caller, uint64_t *result)
-{
-	int dev;
-
-	/* A pool's device is not asked for: the caller's is the likely owner. */
-	current(&dev);
-	if (*result == CUDA_SUCCESS)
-		grant(dev, descs, n, true, caller);
 }
 
 /* ---- the agent ---- */

@@ -9,21 +9,17 @@
 /* ---- at the gate, in the app's threads, after the call (wrap.c); result is the call's, which
  * may be changed ---- */
 
-/* cuCtxEnablePeerAccess(peer, flags) and cuCtxDisablePeerAccess(peer), from caller: true when
- * the access is on (off) now, with dev[0] the current context's device and dev[1] peer's. */
-bool cn_peers_enable(void *peer, const void *caller, uint64_t *result, int dev[2]);
-bool cn_peers_disable(void *peer, uint64_t *result, int dev[2]);
+/* The function that makes a call changing access in the driver's place (cuCtxEnablePeerAccess,
+ * cuCtxDisablePeerAccess, cuMemSetAccess, cuMemPoolSetAccess): it calls the driver, then notes
+ * what changed (and tells owned.c), inside the call; NULL for any other function. */
+void *cn_peers_route(void *real);
 /* Device memory allocated by name (cuMemAlloc*, cuMemAllocPitch*; a pool's allocations are
  * not looked at: its arguments), and any freed (cuMemFree*). */
 void cn_peers_alloc(const char *name, const uint64_t *args, const void *caller);
 void cn_peers_free(uint64_t ptr);
 /* cuDeviceCanAccessPeer(can, dev, peer). */
 void cn_peers_can(int *can, int dev, int peer, uint64_t *result);
-/* cuMemSetAccess(ptr, size, descs, n) and cuMemPoolSetAccess(pool, descs, n), from caller; and
- * cuMemUnmap(ptr, size), done. */
-void cn_peers_map(uint64_t ptr, uint64_t size, const void *descs, size_t n, const void *caller,
-		  uint64_t *result);
-void cn_peers_pool(const void *descs, size_t n, const void *caller, uint64_t *result);
+/* cuMemUnmap(ptr, size), done: the large mappings in it are forgotten. */
 void cn_peers_unmap(uint64_t ptr, uint64_t size);
 
 /* ---- for the agent ---- */
@@ -67,7 +63,8 @@ int cn_peers_raise(char *why, size_t len);
 void cn_peers_restored(void);
 
 /* The process was restored onto other GPUs: the GPU with UUID was[k] is now[k], for k < n. The
- * directions and grants follow their GPUs (the driver answers a device's new UUID after the move). */
+ * directions and grants follow their GPUs (the driver answers a device's new UUID after the move).
+ */
 void cn_peers_moved(const unsigned char (*was)[16], const unsigned char (*now)[16], int n);
 
 /* In a forked child: the parent's contexts are not its own. */

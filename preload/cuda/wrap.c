@@ -26,6 +26,8 @@
 #include "owned.h"
 #include "peers.h"
 
+__thread const void *cn_wrap_caller __attribute__((tls_model("initial-exec")));
+
 /* What the trampoline keeps on its stack during a call (stubs.S knows these offsets). */
 struct cn_frame {
 	uint64_t gp[6]; /* rdi, rsi, rdx, rcx, r8, r9: the first six integer arguments */
@@ -69,7 +71,8 @@ static bool routed(const struct cn_fn *e)
 {
 	return e->kind == CN_KIND_ALLOC || e->kind == CN_KIND_FREE || e->kind == CN_KIND_ROOM ||
 	       e->kind == CN_KIND_OWNED || e->kind == CN_KIND_PEER_ON ||
-	       e->kind == CN_KIND_PEER_OFF;
+	       e->kind == CN_KIND_PEER_OFF || e->kind == CN_KIND_MAP_ACCESS ||
+	       e->kind == CN_KIND_POOL_ACCESS;
 }
 
 __attribute__((visibility("hidden"))) struct cn_wrap_call
@@ -105,9 +108,13 @@ struct cn_wrap_call cn_wrap_enter_slow(unsigned idx, const struct cn_frame *f)
 	}
 	if (!real)
 		return (struct cn_wrap_call){ (void *)missing, 0 };
-	/* Memory cudanap owns, or is to own, is served in the driver's place (owned.c). */
-	if (routed(e) && !passes(f) && (answer = cn_owned_route(real)))
-		return (struct cn_wrap_call){ answer, e->words };
+	/* Memory cudanap owns, or is to own, is served in the driver's place (owned.c), and the
+	 * calls that change the GPUs' access are made with what they change noted (peers.c). */
+	if (routed(e) && !passes(f)) {
+		cn_wrap_caller = f->caller;
+		if ((answer = cn_owned_route(real)) || (answer = cn_peers_route(real)))
+			return (struct cn_wrap_call){ answer, e->words };
+	}
 	return (struct cn_wrap_call){ real, e->words };
 }
 
@@ -167,7 +174,6 @@ void cn_wrap_after(unsigned idx, struct cn_frame *f)
 {
 	const struct cn_fn *e = &cn_fns[idx];
 	bool ok = (CUresult)f->ret[0] == CUDA_SUCCESS;
-	int dev[2];
 
 	if ((e->kind == CN_KIND_ALLOC || e->kind == CN_KIND_ROOM) &&
 	    (CUresult)f->ret[0] == CUDA_ERROR_OUT_OF_MEMORY && retry_oom(idx, f))
@@ -211,21 +217,13 @@ void cn_wrap_after(unsigned idx, struct cn_frame *f)
 		if (ok)
 			cn_answers_capture(e->kind == CN_KIND_CAPTURE ? 1 : -1);
 		break;
-	case CN_KIND_PEER_ON: /* owned.c mirrored it into its memory, inside the call */
-		cn_peers_enable((void *)f->gp[0], f->caller, &f->ret[0], dev);
-		break;
+	case CN_KIND_PEER_ON: /* noted inside the call (peers.c) */
 	case CN_KIND_PEER_OFF:
-		cn_peers_disable((void *)f->gp[0], &f->ret[0], dev);
+	case CN_KIND_MAP_ACCESS:
+	case CN_KIND_POOL_ACCESS:
 		break;
 	case CN_KIND_PEER_CAN:
 		cn_peers_can((int *)f->gp[0], (int)f->gp[1], (int)f->gp[2], &f->ret[0]);
-		break;
-	case CN_KIND_MAP_ACCESS:
-		cn_peers_map(f->gp[0], f->gp[1], (const void *)f->gp[2], f->gp[3], f->caller,
-			     &f->ret[0]);
-		break;
-	case CN_KIND_POOL_ACCESS:
-		cn_peers_pool((const void *)f->gp[1], f->gp[2], f->caller, &f->ret[0]);
 		break;
 	case CN_KIND_ROOM: /* only its failure (above) */
 		break;
