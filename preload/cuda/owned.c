@@ -71,7 +71,6 @@ static atomic_int mode = CN_OWN_AUTO;
 static atomic_int many_gpus = -1; /* whether the process sees more than one GPU; -1: not known */
 static atomic_bool any;		  /* something owned: the calls that ask about memory are routed */
 static atomic_ulong ipc_refused;
-static unsigned long long pieces_made;
 
 typedef CUresult (*alloc_fn)(CUdeviceptr *, size_t);
 typedef CUresult (*pitch_fn)(CUdeviceptr *, size_t *, size_t, size_t, unsigned);
@@ -136,21 +135,31 @@ static struct alloc *find(CUdeviceptr ptr)
 	return NULL;
 }
 
+/* Room for one more in the array *v of n items of size bytes (its capacity *cap, twice as much
+ * each time, first at first); false when there is none. Under mu. */
+static bool grow(void **v, size_t *cap, size_t n, size_t size, size_t first)
+{
+	size_t c = *cap ? 2 * *cap : first;
+	void *m;
+
+	if (n < *cap)
+		return true;
+	m = realloc(*v, c * size);
+	if (!m)
+		return false;
+	*v = m;
+	*cap = c;
+	return true;
+}
+
 static bool add(const struct alloc *a)
 {
 	size_t i = 0;
 
 	pthread_mutex_lock(&mu);
-	if (n_allocs == cap_allocs) {
-		size_t cap = cap_allocs ? 2 * cap_allocs : 64;
-		struct alloc *m = realloc(allocs, cap * sizeof(*m));
-
-		if (!m) {
-			pthread_mutex_unlock(&mu);
-			return false;
-		}
-		allocs = m;
-		cap_allocs = cap;
+	if (!grow((void **)&allocs, &cap_allocs, n_allocs, sizeof(*allocs), 64)) {
+		pthread_mutex_unlock(&mu);
+		return false;
 	}
 	while (i < n_allocs && allocs[i].base < a->base)
 		i++;
@@ -238,6 +247,14 @@ static size_t accessors(int dev, CUmemAccessDesc *d, size_t max)
 	return n;
 }
 
+/* Piece k of bytes cut at the line: its length. */
+static size_t piece_len(size_t bytes, size_t k)
+{
+	size_t off = k * CN_OWNED_LINE;
+
+	return bytes - off < CN_OWNED_LINE ? bytes - off : CN_OWNED_LINE;
+}
+
 /* Handles of at most the line for bytes (a multiple of the granularity) of prop, into h[]; 0, or
  * the driver's answer with none left made. */
 static CUresult make_pieces(size_t bytes, const CUmemAllocationProp *prop,
@@ -248,17 +265,11 @@ static CUresult make_pieces(size_t bytes, const CUmemAllocationProp *prop,
 	CUresult r = CUDA_SUCCESS;
 	unsigned k;
 
-	for (k = 0; k < n && r == CUDA_SUCCESS; k++) {
-		size_t off = (size_t)k * CN_OWNED_LINE;
-
-		r = create(&h[k], bytes - off < CN_OWNED_LINE ? bytes - off : CN_OWNED_LINE, prop,
-			   0);
-	}
+	for (k = 0; k < n && r == CUDA_SUCCESS; k++)
+		r = create(&h[k], piece_len(bytes, k), prop, 0);
 	if (r != CUDA_SUCCESS)
 		for (unsigned j = 0; j + 1 < k; j++)
 			release(h[j]);
-	else
-		__atomic_add_fetch(&pieces_made, n, __ATOMIC_RELAXED);
 	return r;
 }
 
@@ -288,7 +299,7 @@ static CUresult map_new(CUdeviceptr va, size_t bytes, const CUmemAllocationProp 
 	r = make_pieces(bytes, prop, h, n);
 	made = r == CUDA_SUCCESS;
 	for (; r == CUDA_SUCCESS && k < n; k++) {
-		size_t len = bytes - mapped < CN_OWNED_LINE ? bytes - mapped : CN_OWNED_LINE;
+		size_t len = piece_len(bytes, k);
 
 		r = map(va + mapped, len, 0, h[k], 0);
 		if (r == CUDA_SUCCESS)
@@ -591,20 +602,11 @@ static CUresult own_create(CUmemGenericAllocationHandle *h, size_t bytes,
 	s->refs = 1;
 	s->n = n;
 	pthread_mutex_lock(&mu);
-	if (n_splits == cap_splits) {
-		size_t cap = cap_splits ? 2 * cap_splits : 16;
-		struct split **m = realloc(splits, cap * sizeof(*m));
-
-		if (m) {
-			splits = m;
-			cap_splits = cap;
-		}
-	}
-	if (n_splits < cap_splits)
+	if (grow((void **)&splits, &cap_splits, n_splits, sizeof(*splits), 16))
 		splits[n_splits++] = s;
 	else
 		r = CUDA_ERROR_OUT_OF_MEMORY;
-	atomic_store(&any, n_splits || n_allocs);
+	settle();
 	pthread_mutex_unlock(&mu);
 	if (r != CUDA_SUCCESS) {
 		for (unsigned k = 0; k < n; k++)
@@ -615,6 +617,18 @@ static CUresult own_create(CUmemGenericAllocationHandle *h, size_t bytes,
 	cn_lookup_watch_owned(CN_WATCH_OWNED, true);
 	*h = s->id;
 	return CUDA_SUCCESS;
+}
+
+/* The piece of split s that byte at lies in (*k) and where in it (*in): how many of the left bytes
+ * from there lie in that piece. */
+static size_t piece_part(const struct split *s, size_t at, size_t left, size_t *k, size_t *in)
+{
+	size_t n;
+
+	*k = at / CN_OWNED_LINE;
+	*in = at % CN_OWNED_LINE;
+	n = piece_len(s->bytes, *k) - *in;
+	return n < left ? n : left;
 }
 
 /* The part [offset, offset + size) of a split handle mapped at va, piece by piece. */
@@ -629,11 +643,7 @@ static CUresult map_split(const struct split *s, CUdeviceptr va, size_t size, si
 	if (offset > s->bytes || size > s->bytes - offset)
 		return CUDA_ERROR_INVALID_VALUE;
 	while (r == CUDA_SUCCESS && done < size) {
-		size_t at = offset + done, k = at / CN_OWNED_LINE, in = at % CN_OWNED_LINE;
-		size_t piece = s->bytes - k * CN_OWNED_LINE < CN_OWNED_LINE
-				       ? s->bytes - k * CN_OWNED_LINE
-				       : CN_OWNED_LINE;
-		size_t len = piece - in < size - done ? piece - in : size - done;
+		size_t k, in, len = piece_part(s, offset + done, size - done, &k, &in);
 
 		r = map(va + done, len, in, s->piece[k], flags);
 		if (r == CUDA_SUCCESS)
@@ -647,15 +657,8 @@ static CUresult map_split(const struct split *s, CUdeviceptr va, size_t size, si
 /* A mapping of split s kept (under mu): false when there is no room for it. */
 static bool keep_smap(CUdeviceptr va, size_t bytes, struct split *s)
 {
-	if (n_smaps == cap_smaps) {
-		size_t cap = cap_smaps ? 2 * cap_smaps : 16;
-		struct smap *m = realloc(smaps, cap * sizeof(*m));
-
-		if (!m)
-			return false;
-		smaps = m;
-		cap_smaps = cap;
-	}
+	if (!grow((void **)&smaps, &cap_smaps, n_smaps, sizeof(*smaps), 16))
+		return false;
 	smaps[n_smaps++] = (struct smap){ va, bytes, s };
 	s->maps++;
 	return true;
@@ -816,11 +819,7 @@ static CUresult own_bind(CUmemGenericAllocationHandle mc, size_t mc_off,
 	if (sp && (off > sp->bytes || size > sp->bytes - off))
 		r = CUDA_ERROR_INVALID_VALUE;
 	while (sp && r == CUDA_SUCCESS && done < size) {
-		size_t at = off + done, k = at / CN_OWNED_LINE, in = at % CN_OWNED_LINE;
-		size_t piece = sp->bytes - k * CN_OWNED_LINE < CN_OWNED_LINE
-				       ? sp->bytes - k * CN_OWNED_LINE
-				       : CN_OWNED_LINE;
-		size_t len = piece - in < size - done ? piece - in : size - done;
+		size_t k, in, len = piece_part(sp, off + done, size - done, &k, &in);
 
 		r = real(mc, mc_off + done, sp->piece[k], in, len, flags);
 		done += len;
