@@ -345,8 +345,9 @@ int status_gather(const char *cfg, struct cn_status **out)
 		n = procs_job_dirs(&dirs);
 	}
 	list_dir(conf.status_dir, geteuid(), &rows);
-	for (int i = 0; i < n; i++)
-		list_dir(dirs[i].path, dirs[i].uid, &rows);
+	for (int i = 0; i < n; i++) /* the default dir, in use by processes too, read once */
+		if (dirs[i].uid != geteuid() || strcmp(dirs[i].path, conf.status_dir) != 0)
+			list_dir(dirs[i].path, dirs[i].uid, &rows);
 	free(dirs);
 	*out = rows.s;
 	return rows.n;
