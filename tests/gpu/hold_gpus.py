@@ -4,8 +4,8 @@ peer access on between the first two (a copy from one to the other turns it on),
 tools/bench/bench-peer.sh.
 
 usage: hold_gpus.py GIB DEVICES [CHUNK]   e.g. hold_gpus.py 8 0,1; prints "ready PID", then
-answers "verify" ("verify ok|bad": every 65536th byte as written), "bw" ("bw GB/S": a copy of one
-chunk from the first GPU to the second) and "quit\""""
+answers "verify" ("verify ok|bad": every 65536th byte as written), "bw" ("bw GB/S": a copy of
+the first chunk into a scratch buffer on the last GPU, outside what is verified) and "quit\""""
 import os
 import sys
 import time
@@ -19,16 +19,18 @@ for d in devices:
     for i in range(int(gib * 1024 / chunk)):
         chunks.append(torch.full((chunk << 20,), (7 * i + d) % 251, dtype=torch.uint8,
                                  device=f"cuda:{d}"))
+scratch = None
 if len(devices) > 1:
     torch.ones(1024, device=f"cuda:{devices[0]}").to(f"cuda:{devices[1]}")
+    scratch = torch.empty(min(chunk, 256) << 20, dtype=torch.uint8, device=f"cuda:{devices[-1]}")
 sums = [int(c[::65536].sum()) for c in chunks]  # sampled: a whole sum would take a big temporary
 
 
 def bandwidth():
-    a, b = chunks[0], chunks[-1]
-    if a.device == b.device:
+    if scratch is None:
         return 0.0
-    n = min(a.numel(), b.numel(), 256 << 20)
+    a, b = chunks[0], scratch
+    n = b.numel()
     b[:n].copy_(a[:n])
     torch.cuda.synchronize(a.device)
     torch.cuda.synchronize(b.device)
