@@ -83,6 +83,12 @@ struct cn_config {
 	 * for min_idle_s at least (preload/agent/room.c). */
 	bool nap_make_room;
 	unsigned nap_min_idle_s;
+	/* [nap] depth: full, the driver's checkpoint (the GPU left at 0 MiB); light, what cudanap
+	 * owns copied to host memory and released, the context kept (preload/cuda/light.c); auto,
+	 * light first, then full after full_after_s of the nap (0: never) or when the wake must go
+	 * to other GPUs. */
+	enum cn_depth { CN_DEPTH_FULL, CN_DEPTH_LIGHT, CN_DEPTH_AUTO } nap_depth;
+	unsigned nap_full_after_s;
 	/* [peer] mode: a process with peer access between its GPUs is suspended with that access
 	 * turned off (and off after the resume, where the driver cannot give it back), instead of
 	 * refused. */

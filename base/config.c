@@ -83,6 +83,7 @@ void cn_config_defaults(struct cn_config *c)
 	c->host_margin_mib = 1024;
 	c->watchdog_ms = 60000;
 	c->nap_min_idle_s = 30;
+	c->nap_full_after_s = 600;
 	nap_from_env(c);
 	cn_dirs_status_default(secure_getenv("CUDANAP_STATUS_DIR"), xdg, getuid(), c->status_dir,
 			       sizeof(c->status_dir));
@@ -384,6 +385,24 @@ static int k_nap_wake_on(struct cn_config *c, const char *v, char *why, size_t l
 	return -EINVAL;
 }
 
+static int k_nap_depth(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	static const char *const words[] = { "full", "light", "auto" };
+
+	for (int i = 0; i < 3; i++)
+		if (strcasecmp(v, words[i]) == 0) {
+			c->nap_depth = (enum cn_depth)i;
+			return 0;
+		}
+	snprintf(why, len, "'%s' is not full, light or auto", v);
+	return -EINVAL;
+}
+
+static int k_nap_full_after(struct cn_config *c, const char *v, char *why, size_t len)
+{
+	return set_count(&c->nap_full_after_s, 24 * 3600, "seconds", v, why, len);
+}
+
 static int k_peer_mode(struct cn_config *c, const char *v, char *why, size_t len)
 {
 	if (strcasecmp(v, "refuse") == 0 || strcasecmp(v, "off") == 0) {
@@ -449,6 +468,8 @@ static const struct {
 	{ "nap", "wake_on", k_nap_wake_on, 0 },
 	{ "nap", "make_room", NULL, offsetof(struct cn_config, nap_make_room) },
 	{ "nap", "min_idle_s", k_nap_min_idle, 0 },
+	{ "nap", "depth", k_nap_depth, 0 },
+	{ "nap", "full_after_s", k_nap_full_after, 0 },
 	{ "peer", "mode", k_peer_mode, 0 },
 	{ "memory", "own", k_memory_own, 0 },
 };
