@@ -104,8 +104,12 @@ struct cn_status {
 	 * none, or not such a rank. */
 	char beside[200];
 	/* Naps ([nap] idle_s, cudanap nap), also kept across actions. */
-	int nap;	     /* enum cn_nap */
-	char nap_why[300];   /* why it is not napped, or what its wake waits for */
+	int nap;	   /* enum cn_nap */
+	char nap_why[300]; /* why it is not napped, or what its wake waits for */
+	/* How the last nap went: "light" (what cudanap owns on the host, the context kept: its
+	 * light_mib moved out in light_ms), "full" (the driver's checkpoint), "" before any. */
+	char nap_depth[8];
+	double light_mib, light_ms;
 	char idle_since[32]; /* UTC: its CUDA idle since then; "" while it works */
 	unsigned long naps, wakes;
 	double last_wake_ms; /* the delay the last waking call saw; < 0 before the first */

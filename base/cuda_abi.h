@@ -80,13 +80,16 @@ enum {
 	CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0,
 };
 
+/* Where memory lies or who reaches it: cuMemGetAccess asks by one. */
+typedef struct {
+	int type; /* CUmemLocationType */
+	int id;	  /* a device ordinal for CU_MEM_LOCATION_TYPE_DEVICE */
+} CUmemLocation;
+
 typedef struct {
 	int type;		  /* CUmemAllocationType */
 	int requestedHandleTypes; /* CUmemAllocationHandleType */
-	struct {
-		int type; /* CUmemLocationType */
-		int id;	  /* a device ordinal for CU_MEM_LOCATION_TYPE_DEVICE */
-	} location;
+	CUmemLocation location;
 	void *win32HandleMetaData;
 	struct {
 		unsigned char compressionType;
@@ -98,10 +101,7 @@ typedef struct {
 
 /* Access to memory from a device: cuMemSetAccess and cuMemPoolSetAccess take a list of these. */
 typedef struct {
-	struct {
-		int type; /* CUmemLocationType */
-		int id;
-	} location;
+	CUmemLocation location;
 	int flags; /* CUmemAccess_flags: 0 none, 1 read, 3 read and write */
 } CUmemAccessDesc;
 

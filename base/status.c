@@ -94,6 +94,7 @@ static const struct {
 	TEXT(beside),
 	WORD(nap, CN_OUTCOME_NAP),
 	TEXT(nap_why),
+	TEXT(nap_depth),
 	TEXT(idle_since),
 	TEXT(released_gpus),
 };
@@ -103,9 +104,9 @@ static const struct {
 	const char *key;
 	size_t off, len;
 } qnums[] = {
-	FIELD(gpu_now_mib),    FIELD(host_need_mib),   FIELD(host_room_mib),
-	FIELD(est_suspend_s),  FIELD(est_resume_s),    FIELD(last_wake_ms),
-	FIELD(released_since), FIELD(released_byte_s), FIELD(nap_for_mib),
+	FIELD(gpu_now_mib),  FIELD(host_need_mib), FIELD(host_room_mib),  FIELD(est_suspend_s),
+	FIELD(est_resume_s), FIELD(last_wake_ms),  FIELD(released_since), FIELD(released_byte_s),
+	FIELD(nap_for_mib),  FIELD(light_mib),	   FIELD(light_ms),
 };
 #undef FIELD
 #define N_QSTRS (sizeof(qstrs) / sizeof(qstrs[0]))
@@ -179,8 +180,10 @@ const char *cn_status_state(const struct cn_status *s)
 {
 	/* Asleep by a nap: its nap says so, or the nap that checkpointed it just ended (its nap
 	 * state is written right after). */
-	bool napping = s->state == CN_STATE_CHECKPOINTED &&
-		       (cn_outcome_nap_asleep(s->nap) || s->action == CN_ACTION_NAP);
+	bool napping = (s->state == CN_STATE_CHECKPOINTED &&
+			(cn_outcome_nap_asleep(s->nap) || s->action == CN_ACTION_NAP)) ||
+		       (s->state == CN_STATE_RUNNING && cn_outcome_nap_asleep(s->nap) &&
+			strcmp(s->nap_depth, "light") == 0);
 
 	return cn_outcome_word(CN_OUTCOME_STATE, napping ? CN_STATE_NAPPING : s->state);
 }

@@ -30,6 +30,7 @@
 #include "ipc.h"
 #include "launch.h"
 #include "managed.h"
+#include "light.h"
 #include "owned.h"
 #include "peers.h"
 #include "signals.h"
@@ -94,6 +95,7 @@ static void after_fork_child(void)
 	cn_answers_after_fork();
 	cn_peers_after_fork();
 	cn_owned_after_fork();
+	cn_light_after_fork();
 	if (cn_wake_open() < 0) {
 		cn_agent_fork_child(false);
 	} else if (cn_agent_fork_child(true) < 0) {

@@ -20,6 +20,7 @@
 #include "cn_words.h"
 #include "fns.h"
 #include "gate.h"
+#include "light.h"
 #include "log.h"
 #include "nap.h"
 #include "nccl.h"
@@ -97,7 +98,7 @@ static void publish_calls(void)
 static void settle_gate(void)
 {
 	if (cn_ag.st.state != CN_STATE_LOCKED && cn_ag.st.state != CN_STATE_CHECKPOINTED &&
-	    !cn_nccl_hold_app())
+	    !cn_light_holding() && !cn_nccl_hold_app())
 		cn_gate_open();
 }
 
@@ -201,7 +202,7 @@ int cn_agent_start(const struct cn_config *cfg)
 {
 	cn_ag.cfg = *cfg;
 	cn_room_config();
-	cn_owned_config(cfg->own);
+	cn_owned_config(cfg->own, cfg->nap_depth != CN_DEPTH_FULL);
 	cn_wrap_on_oom(cn_room_oom, cn_room_done);
 	cn_ag.thp = cn_staging_thp_available();
 	reset();
@@ -214,7 +215,8 @@ int cn_agent_fork_child(bool start)
 	 * close when the parent exits, whatever the child does. */
 	cn_channel_close();
 	if (!start) {
-		/* no agent in this child: nobody to make room, and the parent's request is not its */
+		/* no agent in this child: nobody to make room, and the parent's request is not its
+		 */
 		cn_wrap_on_oom(NULL, NULL);
 		cn_room_reset();
 		return -EBADF;

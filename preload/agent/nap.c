@@ -31,6 +31,10 @@
 #include "cn_words.h"
 #include "cn_gpumap.h"
 #include "gate.h"
+#include "cuda_abi.h"
+#include "fns.h"
+#include "light.h"
+#include "owned.h"
 #include "log.h"
 #include "report.h"
 #include "requests.h"
@@ -56,6 +60,7 @@ static struct {
 	bool stuck;    /* the driver failed a wake's restore: tried again only when asked */
 	bool refusal_said; /* the reason it is not napped was logged */
 	bool room_said;	   /* make_room's failure for this wake was logged */
+	double asleep_ms;  /* when it fell asleep: [nap] full_after_s counts from there */
 } nap = { .backoff = 1 };
 
 /* When the call that woke the process asked (monotonic ns, from an app thread). */
@@ -88,16 +93,55 @@ static bool watched(void)
 	return cn_ag.cfg.nap_idle_s || cn_ag.cfg.nap_make_room;
 }
 
+/* [nap] depth = auto: a light nap that has lasted full_after_s is deepened to the driver's
+ * checkpoint (its context given back too). */
+static bool deepen_due(double now)
+{
+	return cn_light_holding() && cn_ag.st.state == CN_STATE_RUNNING &&
+	       cn_ag.cfg.nap_depth == CN_DEPTH_AUTO && cn_ag.cfg.nap_full_after_s &&
+	       now - nap.asleep_ms >= cn_ag.cfg.nap_full_after_s * 1000.0;
+}
+
+static void deepen(void)
+{
+	struct cn_outcome o = cn_suspend_as(true, NAP_LOCK_MS);
+
+	cn_gate_nap(CN_GATE_NAP_ASLEEP, wake_asked);
+	if (o.state == CN_STATE_CHECKPOINTED) {
+		say(CN_NAP_NAPPING, "");
+		cn_report_write();
+		cn_log(&cn_ag.cfg, CN_LOG_INFO,
+		       "its light nap deepened after %u s ([nap] full_after_s): the rest of its "
+		       "GPU "
+		       "memory freed in %.1f ms",
+		       cn_ag.cfg.nap_full_after_s, cn_ag.st.total_ms);
+		return;
+	}
+	nap.asleep_ms = cn_clock_ms(); /* tried again after as long */
+	say(CN_NAP_NAPPING, "");
+	cn_report_write();
+	cn_log(&cn_ag.cfg, CN_LOG_INFO, "its light nap was not deepened: %s", cn_ag.st.message);
+}
+
 int cn_nap_timeout_ms(void)
 {
 	unsigned s = cn_ag.cfg.nap_idle_s;
 	int tick = s ? (int)(s * 1000 / 4) : watched() ? 250 : -1;
 
+	if (nap.napping && !nap.retry && cn_light_holding() &&
+	    cn_ag.cfg.nap_depth == CN_DEPTH_AUTO && cn_ag.cfg.nap_full_after_s)
+		return 1000;
 	if (nap.napping)
 		return nap.retry && !nap.stuck ? retry_in() : -1;
 	if (tick < 0)
 		return -1;
 	return tick < 100 ? 100 : tick > 1000 ? 1000 : tick;
+}
+
+/* A light nap first ([nap] depth light or auto): when it owns memory and its copy stays in RAM. */
+static bool light(void)
+{
+	return cn_ag.cfg.nap_depth != CN_DEPTH_FULL && !cn_ag.cfg.nap_to_disk && cn_owned_some();
 }
 
 /* The nap, asked or idle, or asked to make room for another process (for_whom: its note, "PID
@@ -111,8 +155,12 @@ static bool go(bool asked, const char *for_whom)
 	unsigned long long mib = 0;
 
 	cn_gate_nap(CN_GATE_NAP_CLOSING, wake_asked);
-	o = cn_suspend_as(true, asked ? 0 : NAP_LOCK_MS);
-	if (o.state == CN_STATE_CHECKPOINTED) {
+	o = light() ? cn_suspend_light(asked ? 0 : NAP_LOCK_MS)
+		    : cn_suspend_as(true, asked ? 0 : NAP_LOCK_MS);
+	if (o.state == CN_STATE_CHECKPOINTED && !cn_light_holding())
+		snprintf(cn_ag.st.nap_depth, sizeof(cn_ag.st.nap_depth), "full");
+	if (o.state == CN_STATE_CHECKPOINTED || cn_light_holding()) {
+		nap.asleep_ms = cn_clock_ms();
 		cn_gate_nap(CN_GATE_NAP_ASLEEP, wake_asked);
 		nap.napping = true;
 		nap.backoff = 1;
@@ -138,10 +186,19 @@ static bool go(bool asked, const char *for_whom)
 		say(CN_NAP_NAPPING, "");
 		cn_report_write();
 		cn_status_steps(&cn_ag.st, steps, sizeof(steps));
-		cn_log(&cn_ag.cfg, CN_LOG_INFO,
-		       "napped (%s): %.0f MiB of GPU memory freed in %.1f ms (%s); it wakes at its "
-		       "next CUDA call that needs the GPU",
-		       why, cn_ag.st.footprint_mib, cn_ag.st.total_ms, steps);
+		if (cn_light_holding())
+			cn_log(&cn_ag.cfg, CN_LOG_INFO,
+			       "napped lightly (%s): %.0f MiB it owns moved to the host in %.1f "
+			       "ms, "
+			       "its context kept; it wakes at its next CUDA call that needs the "
+			       "GPU",
+			       why, cn_ag.st.light_mib, cn_ag.st.total_ms);
+		else
+			cn_log(&cn_ag.cfg, CN_LOG_INFO,
+			       "napped (%s): %.0f MiB of GPU memory freed in %.1f ms (%s); it "
+			       "wakes "
+			       "at its next CUDA call that needs the GPU",
+			       why, cn_ag.st.footprint_mib, cn_ag.st.total_ms, steps);
 		return true;
 	}
 	cn_gate_nap(CN_GATE_NAP_NONE, NULL);
@@ -209,7 +266,10 @@ void cn_nap_now(void)
 		return;
 	nap.active_ms = cn_clock_ms();
 	if (nap.napping) {
-		cn_suspend_as(true, 0); /* says it naps already */
+		if (cn_light_holding()) /* says it naps already */
+			cn_suspend_light(0);
+		else
+			cn_suspend_as(true, 0);
 		return;
 	}
 	go(true, room ? for_whom : NULL);
@@ -223,6 +283,8 @@ void cn_nap_tick(void)
 	if (nap.napping) {
 		if (nap.retry && !nap.stuck && retry_in() == 0)
 			cn_nap_wake();
+		else if (!nap.retry && deepen_due(now))
+			deepen();
 		return;
 	}
 	if (!watched() || cn_ag.st.state != CN_STATE_RUNNING) {
@@ -293,19 +355,37 @@ static bool elsewhere(char *map, size_t len)
 	return true;
 }
 
+/* A light nap's wake: the room it needs, what of its host copy is not back yet on each GPU; -1
+ * when it is not one (the checkpoint's footprint is the need). */
+static int light_needs(struct cn_room_need *need)
+{
+	CUresult (*uuid)(void *, int) = cn_lookup_resolve(CN_FN_IDX_cuDeviceGetUuid_v2);
+	int n = 0;
+
+	if (!cn_light_holding() || cn_ag.st.state != CN_STATE_RUNNING || !uuid)
+		return -1;
+	for (int dev = 0; dev < 64 && n < CN_MAX_GPUS; dev++) {
+		unsigned long long b = cn_light_left(dev);
+
+		if (b && uuid(need[n].uuid, dev) == CUDA_SUCCESS)
+			need[n++].bytes = b;
+	}
+	return n;
+}
+
 /* [nap] make_room: room made on the GPUs it napped from, by napping idle processes there (room.c),
  * and the wake tried again there; the turn held until it is done. */
 static struct cn_outcome make_room(struct cn_outcome o)
 {
 	struct cn_room_need need[CN_MAX_GPUS];
 	char why[600];
-	int r;
+	int r, n = light_needs(need);
 
-	for (uint32_t u = 0; u < cn_ag.n_use; u++) {
+	for (uint32_t u = 0; n < 0 && u < cn_ag.n_use; u++) {
 		memcpy(need[u].uuid, cn_ag.use[u].uuid, 16);
 		need[u].bytes = cn_ag.use[u].bytes;
 	}
-	r = cn_room_make(need, (int)cn_ag.n_use, "its wake", why, sizeof(why));
+	r = cn_room_make(need, n < 0 ? (int)cn_ag.n_use : n, "its wake", why, sizeof(why));
 	if (r == 0) {
 		o = cn_resume_as(true, NULL, 0);
 		cn_room_release();
@@ -315,6 +395,13 @@ static struct cn_outcome make_room(struct cn_outcome o)
 		nap.room_said = true;
 	}
 	return o;
+}
+
+/* Still asleep after a wake's try: checkpointed, or running with its light nap's copy held. */
+static bool asleep(struct cn_outcome o)
+{
+	return o.state == CN_STATE_CHECKPOINTED ||
+	       (o.state == CN_STATE_RUNNING && cn_light_holding());
 }
 
 void cn_nap_wake(void)
@@ -331,14 +418,14 @@ void cn_nap_wake(void)
 		say(CN_NAP_WAKING, "");
 	nap.try_ms = cn_clock_ms();
 	o = cn_resume_as(true, NULL, nap.retry && !cn_ag.cfg.nap_make_room ? ROOM_WAIT_MS : 0);
-	if (o.state == CN_STATE_CHECKPOINTED && o.result == CN_RES_NO_ROOM &&
-	    cn_ag.cfg.nap_make_room && cn_ag.n_use)
+	if (asleep(o) && o.result == CN_RES_NO_ROOM && cn_ag.cfg.nap_make_room &&
+	    (cn_ag.n_use || cn_light_holding()))
 		o = make_room(o);
 	if (o.state == CN_STATE_CHECKPOINTED &&
 	    (o.result == CN_RES_NO_ROOM || o.result == CN_RES_BESIDE) &&
 	    elsewhere(map, sizeof(map)))
 		o = cn_resume_as(true, map, 0);
-	if (o.state == CN_STATE_RUNNING) {
+	if (!asleep(o)) {
 		cn_nap_woken(asked);
 		return;
 	}

@@ -17,6 +17,7 @@
 #include "cuda_abi.h"
 #include "gate.h"
 #include "hibernate.h"
+#include "light.h"
 #include "log.h"
 #include "nccl.h"
 #include "peers.h"
@@ -208,6 +209,30 @@ static void running_again(bool restored)
 	cn_report_gpus(false);
 }
 
+/* A light nap's host copy put back (after the restore of a deepened one too): the app's calls
+ * go on once it is all back. Without room for all of it, the result says so and the gate stays
+ * closed: what is back stays, the rest waits for the next try. */
+static struct cn_outcome light_back(struct cn_resp *r, unsigned wait_ms, bool restored)
+{
+	struct cn_light_stats ls;
+	char why[300], msg[420];
+	int rc = cn_light_in(wait_ms, &ls, why, sizeof(why));
+
+	r->state = CN_STATE_RUNNING;
+	if (rc != 0) {
+		r->result = rc > 0 ? CN_RES_NO_ROOM : CN_RES_REFUSED;
+		snprintf(msg, sizeof(msg), "%s", why);
+		return cn_report_finish(r, msg);
+	}
+	cn_ag.st.light_mib = -1;
+	r->result = CUDA_SUCCESS;
+	running_again(restored);
+	snprintf(msg, sizeof(msg), "woken: %.0f MiB back from the host in %.1f ms (%.1f GB/s)",
+		 (double)ls.bytes / (1 << 20), ls.ms,
+		 ls.ms > 0 ? (double)ls.bytes / ls.ms / 1e6 : 0.0);
+	return cn_report_finish(r, msg);
+}
+
 struct cn_outcome cn_resume(void)
 {
 	return cn_resume_as(false, NULL, 0);
@@ -230,6 +255,10 @@ struct cn_outcome cn_resume_as(bool wake, const char *map, unsigned wake_wait_ms
 		cn_report_publish();
 		return comms_resume(&r, wake);
 	}
+	if (r.state == CN_STATE_RUNNING && cn_light_holding()) {
+		cn_report_publish();
+		return light_back(&r, wake ? wake_wait_ms : cn_ag.cfg.room_wait_s * 1000, false);
+	}
 	if (r.state == CN_STATE_RUNNING) {
 		if (cn_report_redundant(&before, &r, "already running"))
 			return cn_report_outcome();
@@ -247,6 +276,8 @@ struct cn_outcome cn_resume_as(bool wake, const char *map, unsigned wake_wait_ms
 		return cn_report_finish(&r, msg);
 	}
 	cn_report_step(CN_STEP_UNLOCK, &r);
+	if (cn_light_holding()) /* a deepened light nap: its host copy goes back too */
+		return light_back(&r, wake ? wake_wait_ms : cn_ag.cfg.room_wait_s * 1000, true);
 	running_again(restored);
 	o = comms_resume(&r, wake);
 	if (o.result == CN_RES_OK)

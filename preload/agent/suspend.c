@@ -23,6 +23,7 @@
 #include "fns.h"
 #include "gate.h"
 #include "hibernate.h"
+#include "light.h"
 #include "log.h"
 #include "nccl.h"
 #include "preflight.h"
@@ -353,6 +354,59 @@ static struct cn_outcome already(const struct cn_status *before, const struct cn
 	return cn_report_already(r, why);
 }
 
+struct cn_outcome cn_suspend_light(unsigned lock_limit)
+{
+	struct cn_status before = cn_ag.st;
+	struct cn_light_stats ls;
+	struct cn_resp r, u;
+	char msg[420], why[300];
+	int rc;
+
+	as_nap = true;
+	lock_limit_ms = lock_limit;
+	cn_report_begin(CN_ACTION_NAP);
+	cn_ag.hib = false;
+	if (!cn_reload() || !cn_requests_state(&r))
+		return cn_report_outcome();
+	if (r.state == CN_STATE_CHECKPOINTED || cn_light_holding())
+		return already(&before, &r);
+	if (r.state == CN_STATE_RUNNING && refused(true, msg, sizeof(msg)) < 0) {
+		r.result = CN_RES_REFUSED;
+		return cn_report_finish(&r, msg);
+	}
+	cn_report_publish();
+	if (r.state != CN_STATE_RUNNING) {
+		snprintf(msg, sizeof(msg), "its CUDA is not running: not napped");
+		return cn_report_finish(&r, msg);
+	}
+	/* The lock waits for its GPU work, as a nap's does; let go at once, the gate holds the
+	 * app's calls. */
+	if (close_gate(&r, msg, sizeof(msg)) < 0 || lock(true, &r, msg, sizeof(msg)) < 0)
+		return cn_report_finish(&r, msg);
+	cn_requests_call(CN_OP_UNLOCK, &u);
+	cn_report_step(CN_STEP_UNLOCK, &u);
+	r.state = u.state;
+	if (u.result != CUDA_SUCCESS) {
+		snprintf(msg, sizeof(msg), "unlock after the lock: %s", u.message);
+		return cn_report_finish(&r, msg);
+	}
+	rc = cn_light_out((unsigned long long)cn_ag.cfg.host_margin_mib << 20, &ls, why,
+			  sizeof(why));
+	if (rc < 0) {
+		r.result = CN_RES_REFUSED;
+		snprintf(msg, sizeof(msg), "light nap: %s; the process keeps running", why);
+		return cn_report_finish(&r, msg);
+	}
+	snprintf(cn_ag.st.nap_depth, sizeof(cn_ag.st.nap_depth), "light");
+	cn_ag.st.light_mib = (double)ls.bytes / (1 << 20);
+	cn_ag.st.light_ms = ls.ms;
+	snprintf(msg, sizeof(msg),
+		 "napped lightly: %.0f MiB it owns copied to the host in %.1f ms (%.1f GB/s)%s",
+		 cn_ag.st.light_mib, ls.ms, ls.ms > 0 ? (double)ls.bytes / ls.ms / 1e6 : 0.0,
+		 ls.kept ? "; a handle it maps twice or in part stays on the GPU" : "");
+	return cn_report_finish(&r, msg);
+}
+
 struct cn_outcome cn_suspend_as(bool nap, unsigned lock_limit)
 {
 	struct cn_status before = cn_ag.st;
@@ -385,6 +439,12 @@ struct cn_outcome cn_suspend_as(bool nap, unsigned lock_limit)
 	}
 	if (r.state == CN_STATE_RUNNING && lock(nap, &r, msg, sizeof(msg)) < 0)
 		return cn_report_finish(&r, msg);
+	if (cn_light_holding()) {
+		/* A light nap deepened: its host copy is plain memory to the driver's checkpoint.
+		 */
+		cn_light_unpin();
+		snprintf(cn_ag.st.nap_depth, sizeof(cn_ag.st.nap_depth), "full");
+	}
 	was_prepared = cn_ag.prepared_bytes != 0;
 	rc = checkpoint(&r);
 	if (cn_ag.prepared_bytes)

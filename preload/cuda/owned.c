@@ -9,7 +9,9 @@
  * would the app's own memory, onto other GPUs too: nothing is copied by cudanap. What the app can
  * ask of an owned allocation (its range, a free of an interior pointer) is answered as the driver
  * answers for its own; a CUDA IPC export is refused, as the driver refuses one of its own pieces,
- * and so is an export of a split handle, which is no one handle. */
+ * and so is an export of a split handle, which is no one handle. Where light naps are allowed
+ * ([nap] depth), every allocation of LIGHT_MIN or more is owned, on one GPU too: a light nap
+ * (light.c) moves what is owned, through cn_owned_spans, cn_owned_give and cn_owned_take. */
 #define _GNU_SOURCE
 #include "owned.h"
 
@@ -24,6 +26,7 @@
 
 #define MAX_PEERS 256		    /* every direction between 16 GPUs */
 #define SPLIT_TAG (0xc0daull << 48) /* our handles: never one of the driver's */
+#define LIGHT_MIN (2ull << 20)	    /* owned for light naps: the granularity and up */
 
 enum {
 	CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11,
@@ -46,6 +49,7 @@ struct alloc {
 struct split {
 	CUmemGenericAllocationHandle id;
 	size_t bytes;
+	void *ctx; /* current at its creation: the light nap copies through it */
 	CUmemAllocationProp prop;
 	unsigned refs, maps, n;
 	CUmemGenericAllocationHandle piece[];
@@ -54,7 +58,7 @@ struct split {
 /* A mapping of a split handle, whole or a part: what the driver would answer for one handle. */
 struct smap {
 	CUdeviceptr va;
-	size_t bytes;
+	size_t bytes, off;
 	struct split *s;
 };
 
@@ -68,6 +72,7 @@ static size_t n_smaps, cap_smaps;
 static int peers[MAX_PEERS][2]; /* {from, to}: from may access to's memory */
 static int n_peers;
 static atomic_int mode = CN_OWN_AUTO;
+static atomic_bool light;	  /* light naps allowed: owned from LIGHT_MIN, on one GPU too */
 static atomic_int many_gpus = -1; /* whether the process sees more than one GPU; -1: not known */
 static atomic_bool any;		  /* something owned: the calls that ask about memory are routed */
 static atomic_ulong ipc_refused;
@@ -92,9 +97,16 @@ static void *drv(unsigned idx)
 	return cn_lookup_resolve(idx);
 }
 
-void cn_owned_config(enum cn_own m)
+void cn_owned_config(enum cn_own m, bool light_naps)
 {
 	atomic_store(&mode, m);
+	atomic_store(&light, light_naps && m != CN_OWN_NEVER);
+}
+
+/* Owned when larger than this: the driver's line, or for light naps all but the smallest. */
+static size_t line(void)
+{
+	return atomic_load(&light) ? LIGHT_MIN - 1 : CN_OWNED_LINE;
 }
 
 static bool owning(void)
@@ -103,6 +115,8 @@ static bool owning(void)
 
 	if (m != CN_OWN_AUTO)
 		return m == CN_OWN_ALWAYS;
+	if (atomic_load(&light))
+		return true;
 	if (many < 0) {
 		CUresult (*count)(int *) = drv(CN_FN_IDX_cuDeviceGetCount);
 		int n = 0;
@@ -215,6 +229,11 @@ static void settle(void)
 	atomic_store(&any, some);
 	if (!some)
 		cn_lookup_watch_owned(CN_WATCH_OWNED, false);
+}
+
+bool cn_owned_some(void)
+{
+	return atomic_load(&any);
 }
 
 bool cn_owned_has(uint64_t ptr)
@@ -380,7 +399,7 @@ static CUresult own_alloc(CUdeviceptr *dptr, size_t bytes)
 {
 	CUresult r;
 
-	if (bytes > CN_OWNED_LINE && owning() && serve(dptr, bytes, &r) == 0)
+	if (bytes > line() && owning() && serve(dptr, bytes, &r) == 0)
 		return r;
 	return ((alloc_fn)drv(CN_FN_IDX_cuMemAlloc_v2))(dptr, bytes);
 }
@@ -398,7 +417,7 @@ static CUresult own_pitch(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t
 	if (!owning() || !pitch || height < 2 || real(&probe, &p, width, 1, elem) != CUDA_SUCCESS)
 		return real(dptr, pitch, width, height, elem);
 	((free_fn)drv(CN_FN_IDX_cuMemFree_v2))(probe);
-	if (p * height > CN_OWNED_LINE && serve(dptr, p * height, &r) == 0) {
+	if (p * height > line() && serve(dptr, p * height, &r) == 0) {
 		if (r == CUDA_SUCCESS)
 			*pitch = p;
 		return r;
@@ -584,7 +603,7 @@ static CUresult own_create(CUmemGenericAllocationHandle *h, size_t bytes,
 	/* One made to be exported is split too: allocators ask for a type to export by habit (a
 	 * process on several GPUs shares its memory within itself); an export of it is refused
 	 * (own_export), and counted for the status. */
-	if (bytes <= CN_OWNED_LINE || !h || !prop || flags ||
+	if (bytes <= line() || !h || !prop || flags ||
 	    prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
 	    prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE || !owning())
 		return real(h, bytes, prop, flags);
@@ -596,6 +615,7 @@ static CUresult own_create(CUmemGenericAllocationHandle *h, size_t bytes,
 		free(s);
 		return r;
 	}
+	((CUresult(*)(void **))drv(CN_FN_IDX_cuCtxGetCurrent))(&s->ctx);
 	s->id = SPLIT_TAG | (atomic_fetch_add(&next_id, 1) + 1);
 	s->bytes = bytes;
 	s->prop = *prop;
@@ -655,11 +675,11 @@ static CUresult map_split(const struct split *s, CUdeviceptr va, size_t size, si
 }
 
 /* A mapping of split s kept (under mu): false when there is no room for it. */
-static bool keep_smap(CUdeviceptr va, size_t bytes, struct split *s)
+static bool keep_smap(CUdeviceptr va, size_t bytes, size_t off, struct split *s)
 {
 	if (!grow((void **)&smaps, &cap_smaps, n_smaps, sizeof(*smaps), 16))
 		return false;
-	smaps[n_smaps++] = (struct smap){ va, bytes, s };
+	smaps[n_smaps++] = (struct smap){ va, bytes, off, s };
 	s->maps++;
 	return true;
 }
@@ -717,7 +737,7 @@ static CUresult own_map(CUdeviceptr va, size_t size, size_t offset, CUmemGeneric
 	pthread_mutex_lock(&mu);
 	s = split_of(h);
 	r = s ? map_split(s, va, size, offset, flags) : CUDA_SUCCESS;
-	if (s && r == CUDA_SUCCESS && !keep_smap(va, size, s)) {
+	if (s && r == CUDA_SUCCESS && !keep_smap(va, size, offset, s)) {
 		((unmap_fn)drv(CN_FN_IDX_cuMemUnmap))(va, size);
 		r = CUDA_ERROR_OUT_OF_MEMORY;
 	}
@@ -903,6 +923,142 @@ void *cn_owned_route(void *real)
 		if ((routes[i].always || some) && drv(routes[i].idx) == real)
 			return routes[i].fn;
 	return NULL;
+}
+
+/* ---- what a light nap moves (light.c), in the agent thread, the gate closed ---- */
+
+/* Split s's pieces as spans of its one whole mapping m, into out from n; the new count. */
+static size_t split_spans(const struct split *s, const struct smap *m, struct cn_owned_span *out,
+			  size_t n)
+{
+	for (unsigned k = 0; k < s->n; k++)
+		out[n++] = (struct cn_owned_span){ .va = m->va + (CUdeviceptr)k * CN_OWNED_LINE,
+						   .bytes = piece_len(s->bytes, k),
+						   .dev = s->prop.location.id,
+						   .ctx = s->ctx,
+						   .split = s->id,
+						   .piece = k };
+	return n;
+}
+
+struct cn_owned_span *cn_owned_spans(size_t *count, unsigned long long *kept)
+{
+	struct cn_owned_span *out;
+	size_t n = 0, max = 0;
+
+	*count = 0;
+	*kept = 0;
+	pthread_mutex_lock(&mu);
+	for (size_t i = 0; i < n_allocs; i++)
+		max += pieces_for(allocs[i].span);
+	for (size_t i = 0; i < n_splits; i++)
+		max += splits[i]->n;
+	out = calloc(max ? max : 1, sizeof(*out));
+	for (size_t i = 0; out && i < n_allocs; i++)
+		for (unsigned k = 0; k < pieces_for(allocs[i].span); k++)
+			out[n++] = (struct cn_owned_span){
+				.va = allocs[i].base + (CUdeviceptr)k * CN_OWNED_LINE,
+				.bytes = piece_len(allocs[i].span, k),
+				.dev = allocs[i].dev,
+				.ctx = allocs[i].ctx,
+			};
+	/* A split handle's memory is moved through its one mapping of the whole; mapped twice, in
+	 * part or not at all, it stays on the GPU. */
+	for (size_t i = 0; out && i < n_splits; i++) {
+		struct split *sp = splits[i];
+		struct smap *m = NULL;
+
+		for (size_t j = 0; sp->maps == 1 && j < n_smaps; j++)
+			if (smaps[j].s == sp)
+				m = &smaps[j];
+		if (m && m->off == 0 && m->bytes == sp->bytes)
+			n = split_spans(sp, m, out, n);
+		else
+			*kept += sp->bytes;
+	}
+	pthread_mutex_unlock(&mu);
+	*count = n;
+	return out;
+}
+
+/* The devices with read-write access to the span, as the driver answers (cuMemGetAccess). */
+static uint64_t access_of(CUdeviceptr va)
+{
+	CUresult (*get)(unsigned long long *, const CUmemLocation *, CUdeviceptr) =
+		drv(CN_FN_IDX_cuMemGetAccess);
+	CUresult (*count)(int *) = drv(CN_FN_IDX_cuDeviceGetCount);
+	int n = 0;
+	uint64_t rw = 0;
+
+	if (!get || !count || count(&n) != CUDA_SUCCESS)
+		return 0;
+	for (int d = 0; d < n && d < 64; d++) {
+		CUmemLocation loc = { CU_MEM_LOCATION_TYPE_DEVICE, d };
+		unsigned long long flags = 0;
+
+		if (get(&flags, &loc, va) == CUDA_SUCCESS &&
+		    flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+			rw |= 1ull << d;
+	}
+	return rw;
+}
+
+CUresult cn_owned_give(struct cn_owned_span *sp)
+{
+	CUresult r;
+
+	sp->rw = access_of(sp->va);
+	r = ((unmap_fn)drv(CN_FN_IDX_cuMemUnmap))(sp->va, sp->bytes);
+	if (r != CUDA_SUCCESS || !sp->split)
+		return r;
+	pthread_mutex_lock(&mu);
+	{
+		struct split *s = split_of(sp->split);
+
+		if (s) {
+			((release_fn)drv(CN_FN_IDX_cuMemRelease))(s->piece[sp->piece]);
+			s->piece[sp->piece] = 0;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+CUresult cn_owned_take(const struct cn_owned_span *sp)
+{
+	CUmemAllocationProp prop = { .type = CU_MEM_ALLOCATION_TYPE_PINNED };
+	CUmemAccessDesc d[64];
+	CUmemGenericAllocationHandle h;
+	size_t n = 0;
+	CUresult r;
+
+	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	prop.location.id = sp->dev;
+	r = ((create_fn)drv(CN_FN_IDX_cuMemCreate))(&h, sp->bytes, &prop, 0);
+	if (r != CUDA_SUCCESS)
+		return r;
+	r = ((map_fn)drv(CN_FN_IDX_cuMemMap))(sp->va, sp->bytes, 0, h, 0);
+	if (r != CUDA_SUCCESS) {
+		((release_fn)drv(CN_FN_IDX_cuMemRelease))(h);
+		return r;
+	}
+	if (sp->split) {
+		struct split *s;
+
+		pthread_mutex_lock(&mu);
+		s = split_of(sp->split);
+		if (s)
+			s->piece[sp->piece] = h;
+		pthread_mutex_unlock(&mu);
+	} else {
+		((release_fn)drv(CN_FN_IDX_cuMemRelease))(h); /* the mapping keeps it */
+	}
+	for (int dev = 0; dev < 64; dev++)
+		if (sp->rw >> dev & 1)
+			d[n++] = (CUmemAccessDesc){ { CU_MEM_LOCATION_TYPE_DEVICE, dev },
+						    CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
+	return n ? ((access_fn)drv(CN_FN_IDX_cuMemSetAccess))(sp->va, sp->bytes, d, n)
+		 : CUDA_SUCCESS;
 }
 
 size_t cn_owned_describe(char *out, size_t len)

@@ -117,6 +117,17 @@ CUresult cuMemMap(CUdeviceptr va, size_t bytes, size_t offset, CUmemGenericAlloc
 CUresult cuMemUnmap(CUdeviceptr va, size_t bytes);
 CUresult cuMemSetAccess(CUdeviceptr va, size_t bytes, const CUmemAccessDesc *d, size_t n);
 CUresult cuMemPoolSetAccess(void *pool, const CUmemAccessDesc *d, size_t n);
+/* What a light nap calls (fakevmm.c). */
+CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *loc, CUdeviceptr p);
+CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, void *stream);
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, void *stream);
+CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned flags);
+CUresult cuMemHostUnregister(void *p);
+CUresult cuStreamCreate(void **s, unsigned flags);
+CUresult cuStreamDestroy_v2(void *s);
+CUresult cuEventCreate(void **e, unsigned flags);
+CUresult cuEventSynchronize(void *e);
+CUresult cuEventDestroy_v2(void *e);
 CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
 						CUmemGenericAllocationHandle id);
 CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *out, void *addr);

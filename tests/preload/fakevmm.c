@@ -18,13 +18,13 @@
 
 #include "fakecuda.h"
 
-#define EXPORT	    __attribute__((visibility("default")))
-#define MAX	    4096
-#define WORDS	    16
-#define LINE	    (256ull << 20)
-#define GRANULE	    (2ull << 20)
-#define ILLEGAL	    700 /* CUDA_ERROR_ILLEGAL_ADDRESS */
-#define NOT_FOUND   500 /* CUDA_ERROR_NOT_FOUND */
+#define EXPORT	  __attribute__((visibility("default")))
+#define MAX	  4096
+#define WORDS	  16
+#define LINE	  (256ull << 20)
+#define GRANULE	  (2ull << 20)
+#define ILLEGAL	  700 /* CUDA_ERROR_ILLEGAL_ADDRESS */
+#define NOT_FOUND 500 /* CUDA_ERROR_NOT_FOUND */
 
 CUresult fake_account(long long mib) __attribute__((visibility("hidden")));
 
@@ -118,7 +118,8 @@ EXPORT CUresult cuMemAddressReserve(CUdeviceptr *p, size_t bytes, size_t align, 
 		if (!reserved[i].bytes) {
 			reserved[i].base = *p = next_va;
 			reserved[i].bytes = bytes;
-			next_va += (bytes + (1ull << 30)) & ~((1ull << 30) - 1); /* a gap after each */
+			next_va +=
+				(bytes + (1ull << 30)) & ~((1ull << 30) - 1); /* a gap after each */
 			pthread_mutex_unlock(&mu);
 			return CUDA_SUCCESS;
 		}
@@ -151,8 +152,10 @@ CUresult fake_vmm_create(CUmemGenericAllocationHandle *out, size_t bytes, int de
 	pthread_mutex_lock(&mu);
 	for (int i = 0; i < MAX; i++)
 		if (!handles[i].used) {
-			handles[i] = (struct handle){ .id = (next_id++ << 8) | 0x5, .bytes = bytes,
-						      .dev = dev, .used = true };
+			handles[i] = (struct handle){ .id = (next_id++ << 8) | 0x5,
+						      .bytes = bytes,
+						      .dev = dev,
+						      .used = true };
 			*out = handles[i].id;
 			pthread_mutex_unlock(&mu);
 			return CUDA_SUCCESS;
@@ -274,7 +277,7 @@ int fake_vmm_range(CUdeviceptr p, CUdeviceptr *base, size_t *bytes)
 }
 
 EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
-							CUmemGenericAllocationHandle id)
+						       CUmemGenericAllocationHandle id)
 {
 	struct handle *h;
 
@@ -365,4 +368,198 @@ EXPORT CUresult fake_vmm_touch(int dev, CUdeviceptr p)
 	r = !m ? NOT_FOUND : (m->access >> dev & 1) ? CUDA_SUCCESS : ILLEGAL;
 	pthread_mutex_unlock(&mu);
 	return r;
+}
+
+/* ---- what a light nap calls (cuda/light.c): copies, pinning, streams and events ---- */
+
+/* The host bytes a copy to the host wrote a word into, for the copy back to read them (the
+ * words live in the handles; the host copy holds each at its place). */
+#define CARRIED MAX
+static uintptr_t carried[CARRIED];
+
+EXPORT CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *loc, CUdeviceptr p)
+{
+	struct mapping *m;
+
+	fake_entered("cuMemGetAccess");
+	pthread_mutex_lock(&mu);
+	m = mapping_at(p);
+	if (m && flags && loc)
+		*flags = (m->access >> loc->id & 1) ? 3 : 0;
+	pthread_mutex_unlock(&mu);
+	return m && flags && loc ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* Whether [va, va + n) is all mapped (mu held). */
+static bool all_mapped(CUdeviceptr va, size_t n)
+{
+	for (size_t done = 0; done < n;) {
+		struct mapping *m = mapping_at(va + done);
+
+		if (!m)
+			return false;
+		done = m->va + m->bytes - va;
+	}
+	return true;
+}
+
+EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, void *stream)
+{
+	CUresult r = CUDA_ERROR_INVALID_VALUE;
+
+	(void)stream;
+	fake_entered("cuMemcpyDtoHAsync_v2");
+	pthread_mutex_lock(&mu);
+	if (all_mapped(src, n)) {
+		r = CUDA_SUCCESS;
+		for (int i = 0; i < MAX; i++) {
+			struct handle *h = maps[i].used ? handle(maps[i].h) : NULL;
+
+			for (int w = 0; h && w < WORDS; w++) {
+				size_t off = h->word[w].off - 1;
+				CUdeviceptr va = maps[i].va + (off - maps[i].offset);
+
+				if (!h->word[w].off || off < maps[i].offset ||
+				    off >= maps[i].offset + maps[i].bytes || va < src ||
+				    va >= src + n)
+					continue;
+				memcpy((char *)dst + (va - src), &h->word[w].value,
+				       sizeof(unsigned));
+				for (int k = 0; k < CARRIED; k++)
+					if (!carried[k] ||
+					    carried[k] == (uintptr_t)dst + (va - src)) {
+						carried[k] = (uintptr_t)dst + (va - src);
+						break;
+					}
+			}
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+/* Each word the host copy carries in [src, src + n), read from the host memory itself. */
+EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, void *stream)
+{
+	CUresult r = CUDA_ERROR_INVALID_VALUE;
+
+	(void)stream;
+	fake_entered("cuMemcpyHtoDAsync_v2");
+	pthread_mutex_lock(&mu);
+	if (all_mapped(dst, n)) {
+		r = CUDA_SUCCESS;
+		for (int k = 0; k < CARRIED; k++) {
+			uintptr_t p = carried[k];
+			unsigned value;
+
+			if (!p || p < (uintptr_t)src || p >= (uintptr_t)src + n)
+				continue;
+			memcpy(&value, (const void *)p, sizeof(value));
+			carried[k] = 0;
+			pthread_mutex_unlock(&mu);
+			fake_vmm_word(dst + (p - (uintptr_t)src), true, &value);
+			pthread_mutex_lock(&mu);
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+/* Pinned host memory: counted, for the tests' look (<pid>.pinned beside the status files). */
+static long long pinned_bytes;
+
+static void write_pinned(void)
+{
+	char path[4200];
+	const char *dir = getenv("CUDANAP_FAKE_DIR");
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%d.pinned", dir ? dir : "/tmp", (int)getpid());
+	f = fopen(path, "we");
+	if (f) {
+		fprintf(f, "%lld\n", pinned_bytes);
+		fclose(f);
+	}
+}
+
+static struct {
+	void *p;
+	size_t n;
+} regs[MAX];
+
+EXPORT CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned flags)
+{
+	CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+
+	(void)flags;
+	fake_entered("cuMemHostRegister_v2");
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < MAX; i++)
+		if (!regs[i].p) {
+			regs[i].p = p;
+			regs[i].n = n;
+			pinned_bytes += (long long)n;
+			r = CUDA_SUCCESS;
+			break;
+		}
+	write_pinned();
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+EXPORT CUresult cuMemHostUnregister(void *p)
+{
+	CUresult r = CUDA_ERROR_INVALID_VALUE;
+
+	fake_entered("cuMemHostUnregister");
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < MAX; i++)
+		if (regs[i].p == p) {
+			pinned_bytes -= (long long)regs[i].n;
+			regs[i].p = NULL;
+			r = CUDA_SUCCESS;
+			break;
+		}
+	write_pinned();
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+/* Streams and events: the fake's work is synchronous, so they only need to exist. */
+static char objects[MAX];
+
+EXPORT CUresult cuStreamCreate(void **s, unsigned flags)
+{
+	static int next;
+
+	(void)flags;
+	fake_entered("cuStreamCreate");
+	*s = &objects[__atomic_fetch_add(&next, 1, __ATOMIC_RELAXED) % MAX];
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamDestroy_v2(void *s)
+{
+	(void)s;
+	fake_entered("cuStreamDestroy_v2");
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuEventCreate(void **e, unsigned flags)
+{
+	return cuStreamCreate(e, flags);
+}
+
+EXPORT CUresult cuEventSynchronize(void *e)
+{
+	(void)e;
+	fake_entered("cuEventSynchronize");
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuEventDestroy_v2(void *e)
+{
+	(void)e;
+	fake_entered("cuEventDestroy_v2");
+	return CUDA_SUCCESS;
 }

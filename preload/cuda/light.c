@@ -1,0 +1,469 @@
+/* light: a light nap's memory: what cudanap owns copied into pinned host memory and released, its
+ * addresses kept, and put back at the wake. The agent thread, the gate closed; fault threads. */
+#define _GNU_SOURCE
+#include "light.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "cuda_abi.h"
+#include "fns.h"
+#include "owned.h"
+
+#define CHUNK	    (256ull << 20) /* the host copy is faulted in and pinned by chunks of this */
+#define LAG	    2		   /* spans copied before the oldest of them is released */
+#define FAULTERS    8		   /* threads that fault the host copy in, at most */
+#define MAX_STREAMS 16		   /* contexts copied through at once */
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+enum { CU_MEMHOSTREGISTER_PORTABLE = 1, CU_STREAM_NON_BLOCKING = 1, CU_EVENT_DISABLE_TIMING = 2 };
+
+typedef CUresult (*copy_out_fn)(void *, CUdeviceptr, size_t, void *);
+typedef CUresult (*copy_in_fn)(CUdeviceptr, const void *, size_t, void *);
+
+/* The nap's host copy: its spans (owned.c), where each lies in it, which chunks are pinned. */
+static struct {
+	struct cn_owned_span *span;
+	size_t *at;
+	size_t n, given, taken;
+	char *host;
+	size_t bytes, chunks;
+	bool *pinned;
+	atomic_bool *faulted;
+	unsigned long long kept;
+} L;
+
+/* The contexts the spans are copied through, a stream each. */
+static struct {
+	void *ctx, *stream;
+} S[MAX_STREAMS];
+static int n_streams;
+
+static void *drv(unsigned idx)
+{
+	return cn_lookup_resolve(idx);
+}
+
+static CUresult set_ctx(void *ctx)
+{
+	return ((CUresult(*)(void *))drv(CN_FN_IDX_cuCtxSetCurrent))(ctx);
+}
+
+/* ctx's stream (made at its first use), current: NULL when none could be made. */
+static void *stream_of(void *ctx)
+{
+	CUresult (*create)(void **, unsigned) = drv(CN_FN_IDX_cuStreamCreate);
+	int i;
+
+	if (set_ctx(ctx) != CUDA_SUCCESS)
+		return NULL;
+	for (i = 0; i < n_streams; i++)
+		if (S[i].ctx == ctx)
+			return S[i].stream;
+	if (n_streams == MAX_STREAMS || !create ||
+	    create(&S[i].stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+		return NULL;
+	S[i].ctx = ctx;
+	n_streams++;
+	return S[i].stream;
+}
+
+/* Every stream's copies done, the streams gone, no context current: the driver's first error. */
+static CUresult streams_done(void)
+{
+	CUresult (*sync)(void *) = drv(CN_FN_IDX_cuStreamSynchronize);
+	CUresult (*destroy)(void *) = drv(CN_FN_IDX_cuStreamDestroy_v2);
+	CUresult r = CUDA_SUCCESS;
+
+	for (int i = 0; i < n_streams; i++) {
+		CUresult e = set_ctx(S[i].ctx);
+
+		if (e == CUDA_SUCCESS)
+			e = sync(S[i].stream);
+		if (r == CUDA_SUCCESS)
+			r = e;
+		destroy(S[i].stream);
+	}
+	n_streams = 0;
+	set_ctx(NULL);
+	return r;
+}
+
+/* ---- the host copy ---- */
+
+static size_t chunk_len(size_t c)
+{
+	return L.bytes - c * CHUNK < CHUNK ? L.bytes - c * CHUNK : CHUNK;
+}
+
+static atomic_size_t next_fault;
+
+/* Chunk c's pages made (the kernel's zeroing is the cost: several threads share it). */
+static void fault_chunk(size_t c)
+{
+	char *p = L.host + c * CHUNK;
+	size_t len = chunk_len(c);
+
+	if (madvise(p, len, MADV_POPULATE_WRITE) != 0)
+		for (size_t o = 0; o < len; o += 4096)
+			p[o] = 0;
+	atomic_store(&L.faulted[c], true);
+}
+
+/* A fault thread: the next chunk not taken yet, until none is left. */
+static void *fault(void *arg)
+{
+	size_t c;
+
+	(void)arg;
+	while ((c = atomic_fetch_add(&next_fault, 1)) < L.chunks)
+		fault_chunk(c);
+	return NULL;
+}
+
+/* Chunk c faulted in (by the threads, or here without them) and pinned. */
+static CUresult pin(size_t c, bool threads)
+{
+	CUresult (*reg)(void *, size_t, unsigned) = drv(CN_FN_IDX_cuMemHostRegister_v2);
+	struct timespec nap = { 0, 20000 };
+	CUresult r;
+
+	if (L.pinned[c])
+		return CUDA_SUCCESS;
+	while (threads && !atomic_load(&L.faulted[c]))
+		nanosleep(&nap, NULL);
+	if (!atomic_load(&L.faulted[c]))
+		fault_chunk(c);
+	r = reg(L.host + c * CHUNK, chunk_len(c), CU_MEMHOSTREGISTER_PORTABLE);
+	L.pinned[c] = r == CUDA_SUCCESS;
+	return r;
+}
+
+/* Through a context of the app's (the driver asks for one). */
+static void unpin_all(void)
+{
+	CUresult (*unreg)(void *) = drv(CN_FN_IDX_cuMemHostUnregister);
+
+	if (!L.pinned || !L.n || set_ctx(L.span[0].ctx) != CUDA_SUCCESS)
+		return;
+	for (size_t c = 0; c < L.chunks; c++)
+		if (L.pinned[c] && unreg(L.host + c * CHUNK) == CUDA_SUCCESS)
+			L.pinned[c] = false;
+	set_ctx(NULL);
+}
+
+static void forget(void)
+{
+	unpin_all();
+	if (L.host)
+		munmap(L.host, L.bytes);
+	free(L.span);
+	free(L.at);
+	free(L.pinned);
+	free((void *)L.faulted);
+	memset(&L, 0, sizeof(L));
+}
+
+/* MemAvailable of /proc/meminfo in bytes; 0 when it cannot be read. */
+static unsigned long long host_available(void)
+{
+	char buf[4096];
+	int fd = open("/proc/meminfo", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	const char *p;
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	p = strstr(buf, "MemAvailable:");
+	return p ? strtoull(p + 13, NULL, 10) << 10 : 0;
+}
+
+/* The spans read, their places in the host copy laid out, the host copy mapped. -1 with why. */
+static int lay_out(unsigned long long margin, char *why, size_t len)
+{
+	unsigned long long avail;
+	size_t total = 0;
+
+	L.span = cn_owned_spans(&L.n, &L.kept);
+	if (!L.span || !L.n) {
+		snprintf(why, len, L.span ? "it owns no GPU memory to give back" : "out of memory");
+		return -1;
+	}
+	L.at = calloc(L.n, sizeof(*L.at));
+	for (size_t i = 0; L.at && i < L.n; i++) {
+		L.at[i] = total;
+		total += L.span[i].bytes;
+	}
+	avail = host_available();
+	if (avail && avail < total + margin) {
+		snprintf(why, len,
+			 "the host has %llu MiB available, the copy needs %zu MiB and [preflight] "
+			 "host_margin_mib %llu",
+			 avail >> 20, total >> 20, margin >> 20);
+		return -1;
+	}
+	L.bytes = total;
+	L.chunks = (total + CHUNK - 1) / CHUNK;
+	L.pinned = calloc(L.chunks, sizeof(*L.pinned));
+	L.faulted = calloc(L.chunks, sizeof(*L.faulted));
+	L.host = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (L.host == MAP_FAILED)
+		L.host = NULL;
+	if (!L.at || !L.pinned || !L.faulted || !L.host) {
+		snprintf(why, len, "no host memory for a copy of %zu MiB", total >> 20);
+		return -1;
+	}
+	madvise(L.host, total, MADV_HUGEPAGE);
+	return 0;
+}
+
+/* Span i's copy between the GPU and the host copy, cut where the host copy's chunks are, on its
+ * context's stream (out: to the host). */
+static CUresult copy(size_t i, bool out, bool threads)
+{
+	copy_out_fn to_host = drv(CN_FN_IDX_cuMemcpyDtoHAsync_v2);
+	copy_in_fn to_gpu = drv(CN_FN_IDX_cuMemcpyHtoDAsync_v2);
+	const struct cn_owned_span *sp = &L.span[i];
+	void *s = stream_of(sp->ctx);
+	CUresult r = s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+
+	for (size_t done = 0; r == CUDA_SUCCESS && done < sp->bytes;) {
+		size_t at = L.at[i] + done, c = at / CHUNK;
+		size_t n = (c + 1) * CHUNK - at;
+
+		n = n < sp->bytes - done ? n : sp->bytes - done;
+		r = pin(c, threads);
+		if (r == CUDA_SUCCESS)
+			r = out ? to_host(L.host + at, sp->va + done, n, s)
+				: to_gpu(sp->va + done, L.host + at, n, s);
+		done += n;
+	}
+	return r;
+}
+
+/* Span i's copy done: its stream's work up to now waited for through an event. */
+static CUresult copied(size_t i)
+{
+	CUresult (*create)(void **, unsigned) = drv(CN_FN_IDX_cuEventCreate);
+	CUresult (*record)(void *, void *) = drv(CN_FN_IDX_cuEventRecord);
+	CUresult (*wait)(void *) = drv(CN_FN_IDX_cuEventSynchronize);
+	CUresult (*destroy)(void *) = drv(CN_FN_IDX_cuEventDestroy_v2);
+	void *s = stream_of(L.span[i].ctx), *ev = NULL;
+	CUresult r = s ? create(&ev, CU_EVENT_DISABLE_TIMING) : CUDA_ERROR_INVALID_VALUE;
+
+	if (r == CUDA_SUCCESS)
+		r = record(ev, s);
+	if (r == CUDA_SUCCESS)
+		r = wait(ev);
+	if (ev)
+		destroy(ev);
+	return r;
+}
+
+/* The driver's functions a light nap needs: the name of one missing, or NULL. */
+static const char *missing(void)
+{
+	static const struct {
+		unsigned idx;
+		const char *name;
+	} need[] = {
+		{ CN_FN_IDX_cuMemcpyDtoHAsync_v2, "cuMemcpyDtoHAsync" },
+		{ CN_FN_IDX_cuMemcpyHtoDAsync_v2, "cuMemcpyHtoDAsync" },
+		{ CN_FN_IDX_cuMemHostRegister_v2, "cuMemHostRegister" },
+		{ CN_FN_IDX_cuMemHostUnregister, "cuMemHostUnregister" },
+		{ CN_FN_IDX_cuStreamCreate, "cuStreamCreate" },
+		{ CN_FN_IDX_cuStreamSynchronize, "cuStreamSynchronize" },
+		{ CN_FN_IDX_cuStreamDestroy_v2, "cuStreamDestroy" },
+		{ CN_FN_IDX_cuEventCreate, "cuEventCreate" },
+		{ CN_FN_IDX_cuEventRecord, "cuEventRecord" },
+		{ CN_FN_IDX_cuEventSynchronize, "cuEventSynchronize" },
+		{ CN_FN_IDX_cuEventDestroy_v2, "cuEventDestroy" },
+		{ CN_FN_IDX_cuCtxSetCurrent, "cuCtxSetCurrent" },
+		{ CN_FN_IDX_cuMemGetAccess, "cuMemGetAccess" },
+	};
+
+	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++)
+		if (!drv(need[i].idx))
+			return need[i].name;
+	return NULL;
+}
+
+static void name_error(CUresult r, const char *what, char *why, size_t len)
+{
+	const char *name = NULL;
+	CUresult (*get)(CUresult, const char **) = drv(CN_FN_IDX_cuGetErrorName);
+
+	if (!get || get(r, &name) != CUDA_SUCCESS || !name)
+		name = "a CUDA error";
+	snprintf(why, len, "%s: %s (%d)", what, name, r);
+}
+
+/* ---- the nap and the wake ---- */
+
+/* After a failure of the copy out: what was given back is taken back and copied in, the host copy
+ * dropped. -1 when something could not be put back (it stays on the host, for a wake to try). */
+static int undo(void)
+{
+	CUresult r = streams_done();
+
+	for (size_t i = 0; r == CUDA_SUCCESS && i < L.given; i++) {
+		r = cn_owned_take(&L.span[i]);
+		if (r == CUDA_SUCCESS)
+			r = copy(i, false, false);
+		L.taken = i + (r == CUDA_SUCCESS);
+	}
+	if (streams_done() != CUDA_SUCCESS || r != CUDA_SUCCESS)
+		return -1;
+	forget();
+	return 0;
+}
+
+int cn_light_out(unsigned long long margin, struct cn_light_stats *st, char *why, size_t len)
+{
+	pthread_t th[FAULTERS];
+	unsigned n_th = 0;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	const char *lack = missing();
+	double t0 = cn_clock_ms();
+	CUresult r = CUDA_SUCCESS;
+	size_t i;
+
+	memset(st, 0, sizeof(*st));
+	if (L.host) {
+		snprintf(why, len, "its owned memory is on the host already");
+		return -1;
+	}
+	if (lack) {
+		snprintf(why, len, "the driver has no %s", lack);
+		return -1;
+	}
+	if (lay_out(margin, why, len) < 0) {
+		forget();
+		return -1;
+	}
+	atomic_store(&next_fault, 0);
+	while (n_th < FAULTERS && n_th + 1 < (unsigned)(cpus > 1 ? cpus : 2) && n_th < L.chunks &&
+	       pthread_create(&th[n_th], NULL, fault, NULL) == 0)
+		n_th++;
+	/* Span i copied out while the one LAG before it, copied, is released: the copy engine
+	 * never waits for a release. */
+	for (i = 0; r == CUDA_SUCCESS && i < L.n + LAG; i++) {
+		if (i < L.n)
+			r = copy(i, true, n_th > 0);
+		if (r == CUDA_SUCCESS && i >= LAG) {
+			r = copied(i - LAG);
+			if (r == CUDA_SUCCESS)
+				r = cn_owned_give(&L.span[i - LAG]);
+			if (r == CUDA_SUCCESS)
+				L.given = i - LAG + 1;
+		}
+	}
+	atomic_store(&next_fault, L.chunks); /* the fault threads stop at their next chunk */
+	for (unsigned k = 0; k < n_th; k++)
+		pthread_join(th[k], NULL);
+	if (r == CUDA_SUCCESS)
+		r = streams_done();
+	if (r != CUDA_SUCCESS) {
+		name_error(r, "copying its memory to the host", why, len);
+		if (undo() < 0)
+			snprintf(why + strlen(why), len - strlen(why),
+				 "; part of it stays on the host until its wake");
+		return -1;
+	}
+	st->bytes = L.bytes;
+	st->kept = L.kept;
+	st->spans = L.n;
+	st->ms = cn_clock_ms() - t0;
+	return 0;
+}
+
+int cn_light_in(unsigned wait_ms, struct cn_light_stats *st, char *why, size_t len)
+{
+	const char *lack = missing();
+	double t0 = cn_clock_ms(), until = t0 + wait_ms;
+	struct timespec nap = { 0, 2000000 };
+	CUresult r = CUDA_SUCCESS;
+
+	memset(st, 0, sizeof(*st));
+	if (!L.host)
+		return 0;
+	if (lack) {
+		snprintf(why, len, "the driver has no %s", lack);
+		return -1;
+	}
+	while (L.taken < L.n) {
+		r = cn_owned_take(&L.span[L.taken]);
+		if (r == CUDA_ERROR_OUT_OF_MEMORY && cn_clock_ms() < until) {
+			nanosleep(&nap, NULL);
+			continue;
+		}
+		if (r == CUDA_SUCCESS)
+			r = copy(L.taken, false, false);
+		if (r != CUDA_SUCCESS)
+			break;
+		L.taken++;
+	}
+	if (streams_done() != CUDA_SUCCESS && r == CUDA_SUCCESS)
+		r = CUDA_ERROR_UNKNOWN;
+	if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+		snprintf(why, len, "no room on GPU %d for its %zu MiB still on the host",
+			 L.span[L.taken].dev, (size_t)(cn_light_left(L.span[L.taken].dev) >> 20));
+		return 1;
+	}
+	if (r != CUDA_SUCCESS) {
+		name_error(r, "copying its memory back to the GPU", why, len);
+		return -1;
+	}
+	st->bytes = L.bytes;
+	st->spans = L.n;
+	st->ms = cn_clock_ms() - t0;
+	forget();
+	return 0;
+}
+
+bool cn_light_holding(void)
+{
+	return L.host != NULL;
+}
+
+unsigned long long cn_light_left(int dev)
+{
+	unsigned long long b = 0;
+
+	for (size_t i = L.taken; i < L.n; i++)
+		if (dev < 0 || L.span[i].dev == dev)
+			b += L.span[i].bytes;
+	return b;
+}
+
+void cn_light_unpin(void)
+{
+	unpin_all();
+}
+
+void cn_light_after_fork(void)
+{
+	/* The parent's host copy is not the child's: its pinning is the parent's too. */
+	if (L.host)
+		munmap(L.host, L.bytes);
+	free(L.span);
+	free(L.at);
+	free(L.pinned);
+	free((void *)L.faulted);
+	memset(&L, 0, sizeof(L));
+	n_streams = 0;
+}

@@ -1,0 +1,39 @@
+/* light: a light nap's memory: what cudanap owns copied to host memory and released, the context
+ * kept, and put back at the wake (the agent thread, the gate closed). See light.c. */
+#ifndef CN_LIGHT_H
+#define CN_LIGHT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* What one move took: bytes moved, bytes owned that stay on the GPU (a split handle mapped twice
+ * or in part), its pieces, and the time. */
+struct cn_light_stats {
+	unsigned long long bytes, kept;
+	size_t spans;
+	double ms;
+};
+
+/* The memory cudanap owns copied into host memory (faulted in by threads of its own, pinned by
+ * chunks) and given back to the driver, piece by piece as each is copied; its work done first
+ * by the caller. 0; -1 with why when it could not be (the host lacks the copy and margin bytes,
+ * nothing is owned, a copy failed: what was given back is put back, the process runs on). */
+int cn_light_out(unsigned long long margin, struct cn_light_stats *st, char *why, size_t len);
+
+/* The host copy put back: new memory at the same addresses, with the same access, copied in.
+ * 0 (nothing was held counts); 1 with why when the GPU has no room, after trying for wait_ms
+ * (what was put back stays, the rest waits for the next try); -1 with why on an error. */
+int cn_light_in(unsigned wait_ms, struct cn_light_stats *st, char *why, size_t len);
+
+/* Whether a light nap's host copy is held; what of it is not back on device dev yet (-1: any). */
+bool cn_light_holding(void);
+unsigned long long cn_light_left(int dev);
+
+/* The host copy unpinned, before the driver's checkpoint takes the rest of the process (the
+ * wake pins it again). */
+void cn_light_unpin(void);
+
+/* In a forked child: the parent's host copy is not its own. */
+void cn_light_after_fork(void);
+
+#endif

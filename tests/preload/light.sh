@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# Light naps ([nap] depth), with the fake driver: what cudanap owns (every allocation of 2 MiB or
+# more where light naps are allowed, on one GPU too) is copied into pinned host memory and given
+# back, the context and the driver's own small allocations kept; the next call that needs the GPU
+# puts it back at the same addresses, intact, with the access it had (another GPU's too). auto
+# deepens a light nap to the driver's checkpoint after [nap] full_after_s, a suspend signal does
+# at once, and either wakes whole. Without room on its GPU the wake waits and says so; without the
+# host memory for the copy the nap is refused and the process runs on, its memory untouched.
+. "$(dirname "$0")/../lib.sh"
+export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake CUDANAP_FAKE_GPUS=2
+export CUDANAP_FAKE_GPU_MIB=4000 # memory counted: what is freed shows
+mkdir "$T/fake"
+run_cli() { out=$("$CUDANAP" "$@" 2>&1); rc=$?; }
+held() { cat "$T/fake/$1.alloc" 2> /dev/null || echo 0; }
+pinned_mib() { echo $(($(cat "$T/fake/$1.pinned" 2> /dev/null || echo 0) >> 20)); }
+owned_of() { field "$1" peer | grep -o 'owned: [^(;]*'; }
+# words NAME: the words the target wrote, read back through its allocation (A) and its range (V)
+words() {
+	local got= w
+	for w in "A 0" "A 300" "A 599" "V 100"; do
+		ask "$1" "drv vmm word $w"
+		got+="${REPLY#vmm word 0 } "
+	done
+	echo "${got% }"
+}
+# fill NAME: 600 MiB by cuMemAlloc and a range of 300 MiB as XLA makes its pool's (both owned),
+# 1 MiB by cuMemAlloc (the driver's own), words written into both, GPU 1 given access to both
+fill() {
+	ask "$1" "drv vmm use 0"
+	ask "$1" "drv alloc export 1"
+	ask "$1" "drv vmm make 300"
+	ask "$1" "drv vmm word V 100 42"
+	ask "$1" "drv vmm share 1"
+	ask "$1" "drv alloc export 600"
+	local off
+	for off in 0 300 599; do ask "$1" "drv vmm word A $off $((off + 7))"; done
+	ask "$1" "drv peer export on 1 0"
+}
+light_napped() { nap_whole "$1" && [ "$(field "$1" nap_depth)" = light ]; }
+
+# -- depth = light: the owned memory on the host, the rest kept
+write_ini "[nap]" "depth = light" "[log]" "level = info"
+start A "$TARGET"
+pid=$A_pid
+fill A
+"$CUDANAP" status "$pid" > /dev/null
+like "$(owned_of "$pid")" "^owned: 900 MiB in 5 pieces" "light naps allowed: 600 MiB of cuMemAlloc's and a handle of 300 MiB owned, 1 MiB left to the driver"
+before=$(held "$pid")
+run_cli nap "$pid"
+is "$rc" 0 "napped ($out)"
+check "its status: napping, lightly" eventually 10 light_napped "$pid"
+like "$(field "$pid" light_mib)" "^900(\.0+)?$" "900 MiB on the host"
+is "$(held "$pid")" $((before - 900)) "the GPU has the owned 900 MiB back; the context and the 1 MiB stay"
+is "$(pinned_mib "$pid")" 900 "the host copy pinned"
+run_cli status "$pid"
+like "$out" $'\n'"$pid +napping" "cudanap status: napping"
+like "$(cat "$T/A.err")" "napped lightly \(cudanap nap\): 900 MiB it owns moved to the host" "its log says so"
+ask A "drv launch export 5" 30
+is "$REPLY" "launch 0" "its next call wakes it and works"
+check "woken" woke "$pid"
+is "$(words A)" "7 307 606 42" "every word back at the same addresses"
+is "$(held "$pid")" "$before" "its memory back on the GPU"
+is "$(pinned_mib "$pid")" 0 "the host copy let go"
+ask A "drv vmm touch A 1 300"
+is "$REPLY" "vmm touch 0" "GPU 1 reaches the allocation again"
+ask A "drv vmm touch V 1 100"
+is "$REPLY" "vmm touch 0" "and the range"
+like "$(field "$pid" message)" "^woken: 900 MiB back from the host" "the wake's line"
+
+# cudanap resume wakes it too; a second nap asked while it naps says so
+run_cli nap "$pid"
+check "napped again" eventually 10 light_napped "$pid"
+run_cli nap "$pid"
+like "$rc:$out" "^0:$pid: already" "a nap of a napping process: asleep already"
+run_cli resume "$pid"
+is "$rc" 0 "cudanap resume wakes it ($out)"
+check "running" woke "$pid"
+is "$(words A)" "7 307 606 42" "intact"
+
+# a suspend signal deepens it: the driver's checkpoint takes the rest, the resume brings all back
+run_cli nap "$pid"
+check "napped lightly" eventually 10 light_napped "$pid"
+run_cli suspend "$pid"
+is "$rc" 0 "suspended from the light nap ($out)"
+is "$(field "$pid" nap_depth)" full "deepened to the driver's checkpoint"
+is "$(pinned_mib "$pid")" 0 "the host copy unpinned for the checkpoint"
+run_cli resume "$pid"
+is "$rc" 0 "resumed ($out)"
+is "$(words A)" "7 307 606 42" "restored and put back: every word"
+is "$(held "$pid")" "$before" "all of it on the GPU"
+ask A quit
+wait "$pid" 2> /dev/null
+rm -f "$T/fake/$pid".* # the fake counts a process's memory on its GPU while its files stay
+
+# -- depth = auto: light first, the driver's checkpoint after full_after_s
+write_ini "[nap]" "depth = auto" "full_after_s = 2" "[log]" "level = info"
+start B "$TARGET"
+pid=$B_pid
+fill B
+before=$(held "$pid")
+run_cli nap "$pid"
+check "auto: napped lightly first" eventually 10 light_napped "$pid"
+is_field "$pid" nap_depth full "deepened after full_after_s (2 s)"
+is "$(pinned_mib "$pid")" 0 "its host copy unpinned for the checkpoint"
+like "$(cat "$T/B.err")" "its light nap deepened after 2 s" "the log says it"
+ask B "drv launch export 5" 30
+is "$REPLY" "launch 0" "its next call wakes it"
+check "woken" woke "$pid"
+is "$(words B)" "7 307 606 42" "every word back"
+is "$(held "$pid")" "$before" "its memory back"
+
+# -- no room on its GPU: the wake waits, says so, and goes on once there is room (4000 MiB: its
+# context's 1000 and 1 MiB, another process's 1000 and 1500 leave 499)
+write_ini "[nap]" "depth = light" "[log]" "level = info"
+run_cli nap "$pid"
+check "napped lightly" eventually 10 light_napped "$pid"
+start C "$TARGET"
+ask C "drv vmm use 0"
+ask C "drv alloc export 1500"
+is "$REPLY" "alloc 0" "another process takes the GPU's room"
+ask B "drv launch export 5" 1
+is "$REPLY" "" "the call that wakes it waits"
+check "its status says what the wake waits for" eventually 10 nap_is "$pid" "waiting for room"
+like "$(field "$pid" nap_why)" "no room on GPU 0 for its [0-9]+ MiB still on the host" "in one line"
+ask C "drv free export"
+is "$REPLY" "free 0" "the other process frees its 1500 MiB"
+answer B 30
+is "$REPLY" "launch 0" "the room freed: it wakes and the call answers"
+check "running" woke "$pid"
+is "$(words B)" "7 307 606 42" "intact"
+ask C quit
+ask B quit
+wait "$pid" "$C_pid" 2> /dev/null
+rm -f "$T/fake/$pid".* "$T/fake/$C_pid".*
+
+# -- the host lacks room for the copy: refused, nothing moved
+write_ini "[nap]" "depth = light" "[preflight]" "host_margin_mib = 16000000"
+start D "$TARGET"
+pid=$D_pid
+fill D
+before=$(held "$pid")
+run_cli nap "$pid"
+like "$rc:$out" "^1:$pid: nap failed: NO_HOST_MEMORY: .*host_margin_mib.*; the process keeps running" \
+	"a nap whose copy the host cannot hold: refused in one line"
+is "$(held "$pid")" "$before" "nothing moved"
+ask D "drv launch export 5" 10
+is "$REPLY" "launch 0" "it runs on"
+is "$(words D)" "7 307 606 42" "its memory untouched"
+ask D quit
+wait "$pid" 2> /dev/null
+
+# -- depth = full (the default): the driver's checkpoint; a bad value is one line
+write_ini "[log]" "level = info"
+start E "$TARGET"
+pid=$E_pid
+ask E "drv vmm use 0"
+ask E "drv alloc export 100"
+run_cli nap "$pid"
+is "$rc" 0 "the default: napped ($out)"
+is_field "$pid" nap_depth full "by the driver's checkpoint"
+ask E quit
+wait "$pid" 2> /dev/null
+printf '[nap]\ndepth = deep\n' > "$T/bad.ini"
+run_cli check-config "$T/bad.ini"
+is "$rc:$out" "78:cudanap: $T/bad.ini:2: nap.depth: 'deep' is not full, light or auto" "check-config: a bad depth, in one line"
+finish
