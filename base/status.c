@@ -183,7 +183,7 @@ const char *cn_status_state(const struct cn_status *s)
 	bool napping = (s->state == CN_STATE_CHECKPOINTED &&
 			(cn_outcome_nap_asleep(s->nap) || s->action == CN_ACTION_NAP)) ||
 		       (s->state == CN_STATE_RUNNING && cn_outcome_nap_asleep(s->nap) &&
-			strcmp(s->nap_depth, "light") == 0);
+			strcmp(s->nap_depth, "light") == 0 && s->light_mib > 0);
 
 	return cn_outcome_word(CN_OUTCOME_STATE, napping ? CN_STATE_NAPPING : s->state);
 }

@@ -36,6 +36,7 @@
 #include "light.h"
 #include "owned.h"
 #include "log.h"
+#include "reload.h"
 #include "report.h"
 #include "requests.h"
 #include "resume.h"
@@ -155,6 +156,8 @@ static bool go(bool asked, const char *for_whom)
 	unsigned long long mib = 0;
 
 	cn_gate_nap(CN_GATE_NAP_CLOSING, wake_asked);
+	cn_reload(); /* its depth as the INI says now (the nap reads it again, and says a failure)
+		      */
 	o = light() ? cn_suspend_light(asked ? 0 : NAP_LOCK_MS)
 		    : cn_suspend_as(true, asked ? 0 : NAP_LOCK_MS);
 	if (o.state == CN_STATE_CHECKPOINTED && !cn_light_holding())

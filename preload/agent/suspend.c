@@ -398,6 +398,10 @@ struct cn_outcome cn_suspend_light(unsigned lock_limit)
 		return cn_report_finish(&r, msg);
 	}
 	snprintf(cn_ag.st.nap_depth, sizeof(cn_ag.st.nap_depth), "light");
+	cn_log(&cn_ag.cfg, CN_LOG_INFO,
+	       "light nap: %.0f MiB in %zu pieces to the host in %.1f ms: %.1f ms waiting for %u "
+	       "threads to fault the host copy in, %.1f ms pinning it",
+	       (double)ls.bytes / (1 << 20), ls.spans, ls.ms, ls.wait_ms, ls.threads, ls.pin_ms);
 	cn_ag.st.light_mib = (double)ls.bytes / (1 << 20);
 	cn_ag.st.light_ms = ls.ms;
 	snprintf(msg, sizeof(msg),

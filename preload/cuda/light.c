@@ -42,6 +42,7 @@ static struct {
 	bool *pinned;
 	atomic_bool *faulted;
 	unsigned long long kept;
+	double wait_ms, pin_ms; /* the copy's waits for host pages, and its pinning */
 } L;
 
 /* The contexts the spans are copied through, a stream each. */
@@ -139,14 +140,19 @@ static CUresult pin(size_t c, bool threads)
 	struct timespec nap = { 0, 20000 };
 	CUresult r;
 
+	double t0 = cn_clock_ms(), t1;
+
 	if (L.pinned[c])
 		return CUDA_SUCCESS;
 	while (threads && !atomic_load(&L.faulted[c]))
 		nanosleep(&nap, NULL);
 	if (!atomic_load(&L.faulted[c]))
 		fault_chunk(c);
+	t1 = cn_clock_ms();
 	r = reg(L.host + c * CHUNK, chunk_len(c), CU_MEMHOSTREGISTER_PORTABLE);
 	L.pinned[c] = r == CUDA_SUCCESS;
+	L.wait_ms += t1 - t0;
+	L.pin_ms += cn_clock_ms() - t1;
 	return r;
 }
 
@@ -387,6 +393,9 @@ int cn_light_out(unsigned long long margin, struct cn_light_stats *st, char *why
 	st->bytes = L.bytes;
 	st->kept = L.kept;
 	st->spans = L.n;
+	st->threads = n_th;
+	st->wait_ms = L.wait_ms;
+	st->pin_ms = L.pin_ms;
 	st->ms = cn_clock_ms() - t0;
 	return 0;
 }

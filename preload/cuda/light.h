@@ -7,11 +7,13 @@
 #include <stddef.h>
 
 /* What one move took: bytes moved, bytes owned that stay on the GPU (a split handle mapped twice
- * or in part), its pieces, and the time. */
+ * or in part), its pieces, the time; of a copy out, the threads that faulted the host copy in, the
+ * copy's waits for them, and the pinning. */
 struct cn_light_stats {
 	unsigned long long bytes, kept;
 	size_t spans;
-	double ms;
+	unsigned threads;
+	double ms, wait_ms, pin_ms;
 };
 
 /* The memory cudanap owns copied into host memory (faulted in by threads of its own, pinned by

@@ -5,7 +5,9 @@ for bit); between lines only the framework's own threads run.
 usage: nap_session.py torch GIB   GIB GiB of tensors; the result: their checksums
        nap_session.py hf          a small GPT-2 (random weights, seeded) as a server; the result:
                                   8 tokens generated greedily from one prompt
-       nap_session.py jax         a jitted matmul; XLA's poller runs between lines"""
+       nap_session.py cupy GIB    the same with CuPy's memory pool
+       nap_session.py jax [GIB]   a jitted matmul (and GIB GiB of arrays); XLA's poller runs
+                                  between lines"""
 import os
 import sys
 
@@ -33,15 +35,28 @@ elif kind == "hf":
         with torch.no_grad():
             out = model.generate(ids, max_new_tokens=8, do_sample=False, pad_token_id=0)
         return " ".join(str(t) for t in out[0].tolist())
+elif kind == "cupy":
+    import cupy as cp
+
+    gib = int(sys.argv[2])
+    chunks = [(cp.arange(1 << 28, dtype=cp.float32) * (i + 1)) % 977 for i in range(gib)]
+
+    def work():
+        total = sum(float(c.sum(dtype=cp.float64)) for c in chunks)
+        x = chunks[0][:4096].reshape(64, 64)
+        return f"{total:.1f} {float((x @ x).sum()):.1f}"
 else:
     import jax
     import jax.numpy as jnp
 
     a = jax.random.normal(jax.random.PRNGKey(0), (2048, 2048))
     f = jax.jit(lambda m: (m @ m).sum())
+    gib = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+    held = [jnp.arange(1 << 28, dtype=jnp.float32) * (i + 1) % 977 for i in range(gib)]
 
     def work():
-        return float(f(a)).hex()
+        total = sum(float(h.sum(dtype=jnp.float32)) for h in held)
+        return float(f(a)).hex() + f" {total:.1f}"
 
 work()
 print("ready", os.getpid(), flush=True)

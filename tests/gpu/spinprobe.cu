@@ -88,7 +88,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (cudaMalloc(&d, 1 << 20) != cudaSuccess || cudaGetDeviceProperties(&p, 0) != cudaSuccess) {
+	if (cudaMalloc(&d, 64 << 20) != cudaSuccess || cudaGetDeviceProperties(&p, 0) != cudaSuccess) {
 		fprintf(stderr, "spinprobe: no GPU\n");
 		return 1;
 	}

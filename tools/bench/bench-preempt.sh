@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bench-preempt: whether the GPU still takes turns between a restored process and another one. A
 # spins kernels of MS (1000) ms each; B launches tiny kernels and prints, each second, the longest
-# it waited for one. Each case acts on A (nothing; cudanap suspend and resume; the driver's calls
-# alone: lock, checkpoint, restore, unlock; lock and unlock only), then takes B's longest wait over
+# it waited for one. Each case acts on A (nothing; cudanap suspend and resume; a light nap and its
+# wake, [nap] depth = light; the driver's calls alone: lock, checkpoint, restore, unlock; lock and
+# unlock only), then takes B's longest wait over
 # the next WINDOW (5) seconds, against the first case's in the same run. A context the GPU still
 # preempts keeps B's wait at a time slice (milliseconds); one it does not makes B wait for A's
 # whole kernel (docs/DISTRIBUTED.md). Run through `ninja -C build bench-preempt`.
@@ -12,14 +13,17 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../tests/lib.sh"
 nvidia-smi -L > /dev/null 2>&1 || { echo "bench-preempt: needs a GPU" >&2; exit 1; }
 [ -x "${SPINPROBE:-}" ] || { echo "bench-preempt: spinprobe not built (no nvcc at meson setup)" >&2; exit 1; }
+write_ini "[nap]" "depth = light" "[lock]" "timeout_ms = $((MS * 3))"
+mv "$T/job.ini" "$T/light.ini"
 write_ini "[lock]" "timeout_ms = $((MS * 3))"
 lines() { grep -c '^probe ' "$1" 2> /dev/null; }
 probing() { [ "$(lines "$1")" -ge 3 ]; } # B has printed its first three seconds
 # one NAME ACTION: A and B started, B's first seconds let by, ACTION on A, B's longest wait after
 one() {
 	local a b n0 worst failed
-	if [ "$2" = cudanap ]; then
-		"$CUDANAP" run -c "$T/job.ini" -- "$SPINPROBE" spin "$MS" > "$T/$1.a" 2>&1 &
+	if [ "$2" = cudanap ] || [ "$2" = light ]; then
+		"$CUDANAP" run -c "$T/$([ "$2" = light ] && echo light || echo job).ini" -- \
+			"$SPINPROBE" spin "$MS" > "$T/$1.a" 2>&1 &
 	else
 		"$SPINPROBE" spin "$MS" > "$T/$1.a" 2>&1 &
 	fi
@@ -30,6 +34,8 @@ one() {
 	n0=$(lines "$T/$1.b")
 	case $2 in
 	cudanap) "$CUDANAP" suspend -t 60 "$a" > /dev/null && "$CUDANAP" resume -t 60 "$a" > /dev/null ;;
+	light) "$CUDANAP" nap -c "$T/light.ini" -t 60 "$a" > /dev/null &&
+		"$CUDANAP" resume -c "$T/light.ini" -t 60 "$a" > /dev/null ;;
 	restore | lock) "$SPINPROBE" "$2" "$a" ;;
 	esac || echo "$1: the $2 on A failed" >&2
 	sleep "$WINDOW" # the window B's waits are taken over
@@ -43,7 +49,8 @@ one() {
 echo "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1); A's kernels $MS ms, B's waits over $WINDOW s"
 base=$(one plain none)
 printf '%-40s %9s ms\n' "nothing done to A" "$base"
-for c in "cudanap suspend and resume:cudanap" "the driver's restore alone:restore" "the driver's lock and unlock:lock"; do
+for c in "cudanap suspend and resume:cudanap" "cudanap light nap and wake:light" \
+	"the driver's restore alone:restore" "the driver's lock and unlock:lock"; do
 	w=$(one "${c##*:}" "${c##*:}")
 	printf '%-40s %9s ms  (%s x)\n' "${c%%:*}" "$w" "$(awk -v w="$w" -v b="$base" 'BEGIN { printf "%.0f", (b > 0 ? w / b : 0) }')"
 done

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Light naps on a real GPU ([nap] depth = light): a notebook-like session of each framework with
+# its defaults (PyTorch's caching allocator, CuPy's pool, JAX with its pool preallocated, and JAX
+# without preallocation) naps lightly when idle: what cudanap owns goes to the host, nvidia-smi
+# shows only its context left, and its next cell wakes it and answers bit for bit. Then the same
+# session naps fully (the INI says depth = full, read again at the nap) and wakes, for the figures
+# beside each other. CUDANAP_GPU_TEST_GIB (default 8) GiB of arrays each.
+. "$(dirname "$0")/../lib.sh"
+here=$(cd "$(dirname "$0")" && pwd)
+command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 || skip_all "no NVIDIA GPU or driver"
+py=${PYTHON:-python3}
+gib=${CUDANAP_GPU_TEST_GIB:-8}
+has() { "$py" -c "import $1" > /dev/null 2>&1; }
+light_napped() { nap_whole "$1" && [ "$(field "$1" nap_depth)" = light ]; }
+full_napped() { nap_whole "$1" && [ "$(field "$1" nap_depth)" = full ]; }
+# cell NAME: one cell, its time in ms in $ms
+cell() {
+	local t0
+	t0=$(date +%s%N)
+	ask "$1" compute 300
+	ms=$((($(date +%s%N) - t0) / 1000000))
+}
+
+# session NAME ARGS...: the session napped lightly, woken, napped fully, woken
+session() {
+	local name=$1 ref pid held left lm napms full_ms
+	shift
+	write_ini "[nap]" "idle_s = 3" "depth = light" "[log]" "level = info"
+	ref=$(echo compute | "$py" "$here/nap_session.py" "$@" | grep '^result')
+	start s "$py" "$here/nap_session.py" "$@"
+	pid=$s_pid
+	cell s
+	is "$REPLY" "$ref" "$name: its first cell"
+	held=$(gpu_mib "$pid")
+	check "$name: idle 3 s, it naps lightly (it held $held MiB)" eventually 60 light_napped "$pid"
+	left=$(gpu_mib "$pid")
+	lm=$(field "$pid" light_mib)
+	napms=$(field "$pid" total_ms)
+	check "$name: nvidia-smi shows $left MiB left of $held (its context and what cudanap does not own)" \
+		test "$left" -lt $((held - ${lm%.*} + 64))
+	cell s
+	is "$REPLY" "$ref" "$name: its next cell wakes it and answers bit for bit"
+	woke "$pid"
+	diag "$(grep -o 'light nap: .*' "$T/s.err" | tail -n 1)"
+	diag "$name light: $held MiB held, ${lm%.*} MiB to the host in $(in_s "$napms") s (light_ms $(field "$pid" light_ms)), $left MiB kept; the next cell answered in $ms ms, the wake $(in_s "$(field "$pid" last_wake_ms)") s"
+	write_ini "[nap]" "idle_s = 3" "depth = full" "[log]" "level = info"
+	check "$name: with depth = full, it naps to the driver's checkpoint" eventually 60 full_napped "$pid"
+	full_ms=$(field "$pid" total_ms)
+	check "$name: nvidia-smi shows its GPU memory free" test "$(gpu_mib "$pid")" -le 4
+	cell s
+	is "$REPLY" "$ref" "$name: its next cell wakes it, right"
+	woke "$pid"
+	diag "$name full: napped in $(in_s "$full_ms") s; the next cell answered in $ms ms, the wake $(in_s "$(field "$pid" last_wake_ms)") s"
+	exec {s_in}>&- # its input ends: the session ends
+	timeout 60 tail --pid="$pid" -f /dev/null
+}
+
+if has torch; then session PyTorch torch "$gib"; else skip "PyTorch" "torch not installed"; fi
+if has cupy; then session CuPy cupy "$gib"; else skip "CuPy" "cupy not installed"; fi
+if has jax; then
+	session "JAX, its pool preallocated" jax "$gib"
+	export XLA_PYTHON_CLIENT_PREALLOCATE=false
+	session "JAX, XLA_PYTHON_CLIENT_PREALLOCATE=false" jax "$gib"
+	unset XLA_PYTHON_CLIENT_PREALLOCATE
+else
+	skip "JAX" "jax not installed"
+fi
+finish
