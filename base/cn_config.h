@@ -11,10 +11,11 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define CN_MAX_GPUS	64
-#define CN_ERR_LEN	512
-#define CN_HOOK_LEN	2048
-#define CN_UUID_STR_LEN 41 /* "GPU-" + 36 + NUL */
+#include "cn_uuid.h"
+
+#define CN_MAX_GPUS 64
+#define CN_ERR_LEN  512
+#define CN_HOOK_LEN 2048
 
 enum cn_log_level { CN_LOG_ERROR = 0, CN_LOG_INFO = 1, CN_LOG_DEBUG = 2 };
 
@@ -29,7 +30,7 @@ enum cn_nccl_mode {
 /* One side of a gpu_map pair: a device index as nvidia-smi numbers GPUs, or a UUID. */
 struct cn_gpu_ref {
 	int index; /* -1 when uuid holds the GPU */
-	unsigned char uuid[16];
+	struct cn_uuid uuid;
 };
 
 struct cn_gpu_pair {

@@ -12,22 +12,22 @@
 
 /* A GPU the job started on (home), and the GPU it is on now. */
 struct cn_gpu_move {
-	unsigned char home[16], now[16];
+	struct cn_uuid home, now;
 };
 
 /* want[h]: the index of the GPU that home GPU h goes to, for each of the n GPUs. Pairs name home
  * GPUs by index or UUID; an unnamed GPU stays home, unless another goes there: then the map is
  * ambiguous. 0, or -1 with why. */
-int cn_gpumap_want(const struct cn_gpu_pair *pairs, unsigned n_pairs,
-		   const unsigned char (*gpus)[16], int n, int *want, char *why, size_t len);
+int cn_gpumap_want(const struct cn_gpu_pair *pairs, unsigned n_pairs, const struct cn_uuid *gpus,
+		   int n, int *want, char *why, size_t len);
 
 /* cur[h]: the index where home GPU h is now, from the moves so far. 0, or -1 with why when a move
  * names a GPU this machine does not have. */
-int cn_gpumap_now(const struct cn_gpu_move *moves, unsigned n_moves,
-		  const unsigned char (*gpus)[16], int n, int *cur, char *why, size_t len);
+int cn_gpumap_now(const struct cn_gpu_move *moves, unsigned n_moves, const struct cn_uuid *gpus,
+		  int n, int *cur, char *why, size_t len);
 
 /* The moves once every home GPU h is on GPU want[h]: those not at home. Returns their count. */
-unsigned cn_gpumap_moves(const int *want, const unsigned char (*gpus)[16], int n,
+unsigned cn_gpumap_moves(const int *want, const struct cn_uuid *gpus, int n,
 			 struct cn_gpu_move *out);
 
 /* [nap] wake_on = any: where a process goes whose memory did not fit back where it is. The k parts
@@ -44,17 +44,14 @@ int cn_gpumap_elsewhere(const int *cur, int n, const int *at, const unsigned lon
 void cn_gpumap_format(const int *want, int n, char *out, size_t len);
 
 /* The home GPU of the GPU now (the identity when it never moved). */
-void cn_gpumap_home_of(const struct cn_gpu_move *moves, unsigned n_moves,
-		       const unsigned char now[16], unsigned char home[16]);
-
-/* The index of uuid among the n GPUs, -1 if absent. */
-int cn_gpumap_index(const unsigned char (*gpus)[16], int n, const unsigned char uuid[16]);
+void cn_gpumap_home_of(const struct cn_gpu_move *moves, unsigned n_moves, const struct cn_uuid *now,
+		       struct cn_uuid *home);
 
 /* "0=GPU-...,1=GPU-..." for k UUIDs, each with its index among the n GPUs ('?' when absent);
  * at most CN_GPU_LIST_MAX of them. */
 #define CN_GPU_LIST_MAX 16
 #define CN_GPU_LIST_LEN (CN_GPU_LIST_MAX * 45)
-void cn_gpumap_list(const unsigned char (*uuids)[16], int k, const unsigned char (*gpus)[16], int n,
+void cn_gpumap_list(const struct cn_uuid *uuids, int k, const struct cn_uuid *gpus, int n,
 		    char *out, size_t len);
 
 /* ---- the map's text ---- */
@@ -63,8 +60,6 @@ void cn_gpumap_list(const unsigned char (*uuids)[16], int k, const unsigned char
  * sources or targets written the same way are refused; the controller checks the rest. */
 int cn_gpumap_parse(const char *s, struct cn_gpu_pair *pairs, unsigned *n, char *err,
 		    size_t errlen);
-int cn_gpumap_uuid_parse(const char *s, unsigned char uuid[16]);
-void cn_gpumap_uuid_format(const unsigned char uuid[16], char out[CN_UUID_STR_LEN]);
 void cn_gpumap_ref_format(const struct cn_gpu_ref *r, char *out, size_t len);
 
 #endif

@@ -127,161 +127,105 @@ static char *counting_reader(char *str, int num, void *stream)
 	return r;
 }
 
-typedef int (*key_parser)(struct cn_config *c, const char *v, char *why, size_t len);
+/* How a key's value is read, and where it goes (struct key below). */
+enum key_kind {
+	K_BOOL,	  /* true/false, yes/no, on/off, 1/0: a bool */
+	K_SIGNAL, /* a signal's name or number: an int */
+	K_MS,	  /* milliseconds, 0 to CN_TIMEOUT_MAX_MS, at least min: an unsigned */
+	K_COUNT,  /* a number of unit, 0 to max: an unsigned */
+	K_WORD,	  /* one of words, by its index: an int (or an enum of int's size) */
+	K_FLAG,	  /* one of two words: a bool, true for the second */
+	K_PATH,	  /* an absolute path, or the word off for none ("") */
+	K_HOOK,	  /* a command of fewer than CN_HOOK_LEN characters */
+	K_GPU_MAP /* [restore] gpu_map, into pairs and n_pairs */
+};
 
-static int set_signal(int *dst, const char *v, char *why, size_t len)
+/* One key of the INI: its kind, where it goes in struct cn_config (size: a string's room), and
+ * its bounds. */
+struct key {
+	const char *section, *key;
+	enum key_kind kind;
+	size_t offset, size;
+	unsigned long min, max;	  /* K_MS: min (why says it when under); K_COUNT: max */
+	const char *unit;	  /* K_COUNT: what is counted */
+	const char *const *words; /* K_WORD (n_words), K_FLAG (2); K_PATH: the word for none */
+	unsigned n_words;
+	const char *why; /* K_WORD, K_FLAG: what a value must be; K_MS: why at least min */
+};
+
+#define AT(field)                                                                                  \
+	.offset = offsetof(struct cn_config, field), .size = sizeof(((struct cn_config *)0)->field)
+#define WORDS(...)                                                                                 \
+	.words = (const char *const[]){ __VA_ARGS__ },                                             \
+	.n_words = sizeof((const char *const[]){ __VA_ARGS__ }) / sizeof(char *)
+#define KEY(s, k, how, field) .section = s, .key = k, .kind = how, AT(field)
+
+_Static_assert(sizeof(enum cn_depth) == sizeof(int) && sizeof(enum cn_own) == sizeof(int),
+	       "K_WORD stores an int");
+_Static_assert(sizeof(((struct cn_config *)0)->on_suspended) == CN_HOOK_LEN, "a hook's room");
+
+static const struct key key_table[] = {
+	{ KEY("signals", "suspend", K_SIGNAL, suspend_signal) },
+	{ KEY("signals", "resume", K_SIGNAL, resume_signal) },
+	{ KEY("signals", "prepare", K_SIGNAL, prepare_signal) },
+	{ KEY("signals", "chain", K_BOOL, chain) },
+	{ KEY("lock", "timeout_ms", K_MS, lock_timeout_ms) },
+	{ KEY("restore", "gpu_map", K_GPU_MAP, pairs) },
+	{ KEY("restore", "margin_mib", K_COUNT, margin_mib), .max = 1ul << 20, .unit = "MiB" },
+	{ KEY("restore", "reserve", K_BOOL, reserve) },
+	{ KEY("restore", "take_turns", K_BOOL, take_turns) },
+	{ KEY("restore", "beside_restored", K_BOOL, beside_restored) },
+	{ KEY("restore", "room_wait_s", K_COUNT, room_wait_s), .max = 3600, .unit = "seconds" },
+	{ KEY("status", "dir", K_PATH, status_dir) },
+	{ KEY("status", "if_unusable", K_FLAG, status_refuse), WORDS("run", "refuse"),
+	  .why = "one of run, refuse" },
+	{ KEY("hibernate", "dir", K_PATH, hibernate_dir), WORDS("") },
+	{ KEY("log", "level", K_WORD, log_level), WORDS("error", "info", "debug"),
+	  .why = "one of error, info, debug" },
+	{ KEY("log", "target", K_PATH, log_target), WORDS("stderr") },
+	{ KEY("hooks", "on_suspended", K_HOOK, on_suspended) },
+	{ KEY("hooks", "on_resumed", K_HOOK, on_resumed) },
+	{ KEY("hooks", "on_failure", K_HOOK, on_failure) },
+	{ KEY("hooks", "timeout_ms", K_MS, hook_timeout_ms), .min = 1,
+	  .why = "must be at least 1 ms: hooks always run under a timeout" },
+	{ KEY("performance", "hugepages", K_BOOL, hugepages) },
+	{ KEY("performance", "prefault_threads", K_COUNT, prefault_threads), .max = 256,
+	  .unit = "threads" },
+	{ KEY("performance", "keep_host_buffer", K_BOOL, keep_host_buffer) },
+	{ KEY("performance", "copy_threads", K_COUNT, copy_threads), .max = 64, .unit = "threads" },
+	{ KEY("performance", "prepare_s", K_COUNT, prepare_s), .max = 86400, .unit = "seconds" },
+	{ KEY("preflight", "allow_jax", K_BOOL, allow_jax) },
+	{ KEY("preflight", "allow_nccl", K_BOOL, allow_nccl) },
+	{ KEY("preflight", "host_memory", K_BOOL, host_check) },
+	{ KEY("preflight", "host_margin_mib", K_COUNT, host_margin_mib), .max = 1ul << 24,
+	  .unit = "MiB" },
+	{ KEY("controller", "watchdog_ms", K_MS, watchdog_ms), .min = 1000,
+	  .why = "must be at least 1000 ms" },
+	{ KEY("nccl", "suspendable", K_BOOL, nccl_suspendable) },
+	{ KEY("nccl", "mode", K_WORD, nccl_mode), WORDS("auto", "suspend-api", "sockets", "off"),
+	  .why = "one of auto, suspend-api, sockets, off" },
+	{ KEY("nap", "idle_s", K_COUNT, nap_idle_s), .max = 24 * 3600, .unit = "seconds" },
+	{ KEY("nap", "to", K_FLAG, nap_to_disk), WORDS("ram", "disk"), .why = "ram or disk" },
+	{ KEY("nap", "wake_on", K_FLAG, nap_wake_any), WORDS("home", "any"), .why = "home or any" },
+	{ KEY("nap", "make_room", K_BOOL, nap_make_room) },
+	{ KEY("nap", "min_idle_s", K_COUNT, nap_min_idle_s), .max = 24 * 3600, .unit = "seconds" },
+	{ KEY("nap", "depth", K_WORD, nap_depth), WORDS("full", "light", "auto"),
+	  .why = "full, light or auto" },
+	{ KEY("nap", "full_after_s", K_COUNT, nap_full_after_s), .max = 24 * 3600,
+	  .unit = "seconds" },
+	{ KEY("peer", "mode", K_FLAG, peer_off), WORDS("refuse", "off"), .why = "refuse or off" },
+	{ KEY("memory", "own", K_WORD, own), WORDS("auto", "always", "never"),
+	  .why = "auto, always or never" },
+};
+#define N_KEYS (sizeof(key_table) / sizeof(key_table[0]))
+_Static_assert(N_KEYS <= 64, "one bit per key in load_ctx.seen");
+
+static int word_index(const struct key *k, const char *v)
 {
-	if (cn_signame_parse(v, dst) == 0)
-		return 0;
-	snprintf(
-		why, len,
-		"'%s' is not a signal that can be used (try SIGUSR1, USR2, SIGRTMIN+3 or a number)",
-		v);
-	return -EINVAL;
-}
-
-static int set_timeout(unsigned *dst, const char *v, char *why, size_t len)
-{
-	unsigned long n;
-
-	if (cn_config_uint(v, CN_TIMEOUT_MAX_MS, &n) == 0) {
-		*dst = (unsigned)n;
-		return 0;
-	}
-	snprintf(why, len, "'%s' is not a number of milliseconds from 0 to %u", v,
-		 CN_TIMEOUT_MAX_MS);
-	return -EINVAL;
-}
-
-static int set_abs_path(char *dst, size_t dstlen, const char *v, char *why, size_t len)
-{
-	if (v[0] != '/' || strlen(v) >= dstlen) {
-		snprintf(why, len, "'%s' must be an absolute path", v);
-		return -EINVAL;
-	}
-	strcpy(dst, v);
-	return 0;
-}
-
-static int set_hook(char *dst, const char *v, char *why, size_t len)
-{
-	if (strlen(v) >= CN_HOOK_LEN) {
-		snprintf(why, len, "command longer than %d characters", CN_HOOK_LEN - 1);
-		return -EINVAL;
-	}
-	strcpy(dst, v);
-	return 0;
-}
-
-static int k_suspend(struct cn_config *c, const char *v, char *why, size_t len)
-{
-	return set_signal(&c->suspend_signal, v, why, len);
-}
-
-static int k_resume(struct cn_config *c, const char *v, char *why, size_t len)
-{
-	return set_signal(&c->resume_signal, v, why, len);
-}
-
-static int k_prepare(struct cn_config *c, const char *v, char *why, size_t len)
-{
-	return set_signal(&c->prepare_signal, v, why, len);
-}
-
-static int k_lock_timeout(struct cn_config *c, const char *v, char *why, size_t len)
-{
-	return set_timeout(&c->lock_timeout_ms, v, why, len);
-}
-
-static int k_gpu_map(struct cn_config *c, const char *v, char *why, size_t len)
-{
-	return cn_gpumap_parse(v, c->pairs, &c->n_pairs, why, len);
-}
-
-static int k_status_dir(struct cn_config *c, const char *v, char *why, size_t len)
-{
-	return set_abs_path(c->status_dir, sizeof(c->status_dir), v, why, len);
-}
-
-/* Empty: off. */
-static int k_hibernate_dir(struct cn_config *c, const char *v, char *why, size_t len)
-{
-	if (!*v) {
-		c->hibernate_dir[0] = '\0';
-		return 0;
-	}
-	return set_abs_path(c->hibernate_dir, sizeof(c->hibernate_dir), v, why, len);
-}
-
-static int k_if_unusable(struct cn_config *c, const char *v, char *why, size_t len)
-{
-	if (strcasecmp(v, "run") == 0 || strcasecmp(v, "refuse") == 0) {
-		c->status_refuse = strcasecmp(v, "refuse") == 0;
-		return 0;
-	}
-	snprintf(why, len, "'%s' is not one of run, refuse", v);
-	return -EINVAL;
-}
-
-static int k_nccl_mode(struct cn_config *c, const char *v, char *why, size_t len)
-{
-	static const char *const modes[] = { "auto", "suspend-api", "sockets", "off" };
-
-	for (int i = 0; i < 4; i++)
-		if (strcasecmp(v, modes[i]) == 0) {
-			c->nccl_mode = i;
-			return 0;
-		}
-	snprintf(why, len, "'%s' is not one of auto, suspend-api, sockets, off", v);
-	return -EINVAL;
-}
-
-static int k_log_level(struct cn_config *c, const char *v, char *why, size_t len)
-{
-	static const char *const levels[] = { "error", "info", "debug" };
-
-	for (int i = 0; i < 3; i++)
-		if (strcasecmp(v, levels[i]) == 0) {
-			c->log_level = i;
-			return 0;
-		}
-	snprintf(why, len, "'%s' is not one of error, info, debug", v);
-	return -EINVAL;
-}
-
-static int k_log_target(struct cn_config *c, const char *v, char *why, size_t len)
-{
-	if (strcmp(v, "stderr") == 0) {
-		c->log_target[0] = '\0';
-		return 0;
-	}
-	return set_abs_path(c->log_target, sizeof(c->log_target), v, why, len);
-}
-
-static int k_on_suspended(struct cn_config *c, const char *v, char *why, size_t len)
-{
-	return set_hook(c->on_suspended, v, why, len);
-}
-
-static int k_on_resumed(struct cn_config *c, const char *v, char *why, size_t len)
-{
-	return set_hook(c->on_resumed, v, why, len);
-}
-
-static int k_on_failure(struct cn_config *c, const char *v, char *why, size_t len)
-{
-	return set_hook(c->on_failure, v, why, len);
-}
-
-static int k_hook_timeout(struct cn_config *c, const char *v, char *why, size_t len)
-{
-	int r = set_timeout(&c->hook_timeout_ms, v, why, len);
-
-	if (r == 0 && c->hook_timeout_ms == 0) {
-		snprintf(why, len, "must be at least 1 ms: hooks always run under a timeout");
-		return -EINVAL;
-	}
-	return r;
+	for (unsigned i = 0; i < k->n_words; i++)
+		if (strcasecmp(v, k->words[i]) == 0)
+			return (int)i;
+	return -1;
 }
 
 static int set_bool(bool *dst, const char *v, char *why, size_t len)
@@ -300,181 +244,89 @@ static int set_bool(bool *dst, const char *v, char *why, size_t len)
 	return -EINVAL;
 }
 
-/* A count of threads, MiB, ...: unit names it in the error. */
-static int set_count(unsigned *dst, unsigned long max, const char *unit, const char *v, char *why,
-		     size_t len)
+static int set_signal(int *dst, const char *v, char *why, size_t len)
 {
-	unsigned long n;
-
-	if (cn_config_uint(v, max, &n) == 0) {
-		*dst = (unsigned)n;
+	if (cn_signame_parse(v, dst) == 0)
 		return 0;
-	}
-	snprintf(why, len, "'%s' is not a number of %s from 0 to %lu", v, unit, max);
+	snprintf(
+		why, len,
+		"'%s' is not a signal that can be used (try SIGUSR1, USR2, SIGRTMIN+3 or a number)",
+		v);
 	return -EINVAL;
 }
 
-static int k_prefault_threads(struct cn_config *c, const char *v, char *why, size_t len)
+static int set_number(const struct key *k, unsigned *dst, const char *v, char *why, size_t len)
 {
-	return set_count(&c->prefault_threads, 256, "threads", v, why, len);
-}
+	unsigned long n, max = k->kind == K_MS ? CN_TIMEOUT_MAX_MS : k->max;
 
-static int k_copy_threads(struct cn_config *c, const char *v, char *why, size_t len)
-{
-	return set_count(&c->copy_threads, 64, "threads", v, why, len);
-}
-
-static int k_prepare_s(struct cn_config *c, const char *v, char *why, size_t len)
-{
-	return set_count(&c->prepare_s, 86400, "seconds", v, why, len);
-}
-
-static int k_margin(struct cn_config *c, const char *v, char *why, size_t len)
-{
-	return set_count(&c->margin_mib, 1ul << 20, "MiB", v, why, len);
-}
-
-static int k_room_wait(struct cn_config *c, const char *v, char *why, size_t len)
-{
-	return set_count(&c->room_wait_s, 3600, "seconds", v, why, len);
-}
-
-static int k_host_margin(struct cn_config *c, const char *v, char *why, size_t len)
-{
-	return set_count(&c->host_margin_mib, 1ul << 24, "MiB", v, why, len);
-}
-
-static int k_watchdog(struct cn_config *c, const char *v, char *why, size_t len)
-{
-	int r = set_timeout(&c->watchdog_ms, v, why, len);
-
-	if (r == 0 && c->watchdog_ms < 1000) {
-		snprintf(why, len, "must be at least 1000 ms");
+	if (cn_config_uint(v, max, &n) < 0) {
+		if (k->kind == K_MS)
+			snprintf(why, len, "'%s' is not a number of milliseconds from 0 to %u", v,
+				 CN_TIMEOUT_MAX_MS);
+		else
+			snprintf(why, len, "'%s' is not a number of %s from 0 to %lu", v, k->unit,
+				 max);
 		return -EINVAL;
 	}
-	return r;
+	*dst = (unsigned)n;
+	if (n < k->min) {
+		snprintf(why, len, "%s", k->why);
+		return -EINVAL;
+	}
+	return 0;
 }
 
-static int k_nap_idle(struct cn_config *c, const char *v, char *why, size_t len)
+static int set_string(const struct key *k, char *dst, const char *v, char *why, size_t len)
 {
-	return set_count(&c->nap_idle_s, 24 * 3600, "seconds", v, why, len);
-}
-
-static int k_nap_min_idle(struct cn_config *c, const char *v, char *why, size_t len)
-{
-	return set_count(&c->nap_min_idle_s, 24 * 3600, "seconds", v, why, len);
-}
-
-static int k_nap_to(struct cn_config *c, const char *v, char *why, size_t len)
-{
-	if (strcasecmp(v, "ram") == 0 || strcasecmp(v, "disk") == 0) {
-		c->nap_to_disk = strcasecmp(v, "disk") == 0;
+	if (k->kind == K_PATH && k->words && strcmp(v, k->words[0]) == 0) {
+		dst[0] = '\0';
 		return 0;
 	}
-	snprintf(why, len, "'%s' is not ram or disk", v);
-	return -EINVAL;
-}
-
-static int k_nap_wake_on(struct cn_config *c, const char *v, char *why, size_t len)
-{
-	if (strcasecmp(v, "home") == 0 || strcasecmp(v, "any") == 0) {
-		c->nap_wake_any = strcasecmp(v, "any") == 0;
-		return 0;
+	if (k->kind == K_HOOK && strlen(v) >= k->size) {
+		snprintf(why, len, "command longer than %zu characters", k->size - 1);
+		return -EINVAL;
 	}
-	snprintf(why, len, "'%s' is not home or any", v);
-	return -EINVAL;
+	if (k->kind == K_PATH && (v[0] != '/' || strlen(v) >= k->size)) {
+		snprintf(why, len, "'%s' must be an absolute path", v);
+		return -EINVAL;
+	}
+	strcpy(dst, v);
+	return 0;
 }
 
-static int k_nap_depth(struct cn_config *c, const char *v, char *why, size_t len)
+/* The value v of key k, into c: 0, or -EINVAL with why. */
+static int set_key(const struct key *k, struct cn_config *c, const char *v, char *why, size_t len)
 {
-	static const char *const words[] = { "full", "light", "auto" };
+	void *dst = (char *)c + k->offset;
+	int i;
 
-	for (int i = 0; i < 3; i++)
-		if (strcasecmp(v, words[i]) == 0) {
-			c->nap_depth = (enum cn_depth)i;
-			return 0;
+	switch (k->kind) {
+	case K_BOOL:
+		return set_bool(dst, v, why, len);
+	case K_SIGNAL:
+		return set_signal(dst, v, why, len);
+	case K_MS:
+	case K_COUNT:
+		return set_number(k, dst, v, why, len);
+	case K_WORD:
+	case K_FLAG:
+		if ((i = word_index(k, v)) < 0) {
+			snprintf(why, len, "'%s' is not %s", v, k->why);
+			return -EINVAL;
 		}
-	snprintf(why, len, "'%s' is not full, light or auto", v);
-	return -EINVAL;
-}
-
-static int k_nap_full_after(struct cn_config *c, const char *v, char *why, size_t len)
-{
-	return set_count(&c->nap_full_after_s, 24 * 3600, "seconds", v, why, len);
-}
-
-static int k_peer_mode(struct cn_config *c, const char *v, char *why, size_t len)
-{
-	if (strcasecmp(v, "refuse") == 0 || strcasecmp(v, "off") == 0) {
-		c->peer_off = strcasecmp(v, "off") == 0;
+		if (k->kind == K_FLAG)
+			*(bool *)dst = i == 1;
+		else
+			*(int *)dst = i;
 		return 0;
+	case K_PATH:
+	case K_HOOK:
+		return set_string(k, dst, v, why, len);
+	case K_GPU_MAP:
+		return cn_gpumap_parse(v, c->pairs, &c->n_pairs, why, len);
 	}
-	snprintf(why, len, "'%s' is not refuse or off", v);
 	return -EINVAL;
 }
-
-static int k_memory_own(struct cn_config *c, const char *v, char *why, size_t len)
-{
-	static const char *const words[] = { "auto", "always", "never" };
-
-	for (int i = 0; i < 3; i++)
-		if (strcasecmp(v, words[i]) == 0) {
-			c->own = (enum cn_own)i;
-			return 0;
-		}
-	snprintf(why, len, "'%s' is not auto, always or never", v);
-	return -EINVAL;
-}
-
-static const struct {
-	const char *section, *key;
-	key_parser parse; /* NULL: a true/false key, stored at offset */
-	size_t offset;
-} key_table[] = {
-	{ "signals", "suspend", k_suspend, 0 },
-	{ "signals", "resume", k_resume, 0 },
-	{ "signals", "prepare", k_prepare, 0 },
-	{ "signals", "chain", NULL, offsetof(struct cn_config, chain) },
-	{ "lock", "timeout_ms", k_lock_timeout, 0 },
-	{ "restore", "gpu_map", k_gpu_map, 0 },
-	{ "restore", "margin_mib", k_margin, 0 },
-	{ "restore", "reserve", NULL, offsetof(struct cn_config, reserve) },
-	{ "restore", "take_turns", NULL, offsetof(struct cn_config, take_turns) },
-	{ "restore", "beside_restored", NULL, offsetof(struct cn_config, beside_restored) },
-	{ "restore", "room_wait_s", k_room_wait, 0 },
-	{ "status", "dir", k_status_dir, 0 },
-	{ "status", "if_unusable", k_if_unusable, 0 },
-	{ "hibernate", "dir", k_hibernate_dir, 0 },
-	{ "log", "level", k_log_level, 0 },
-	{ "log", "target", k_log_target, 0 },
-	{ "hooks", "on_suspended", k_on_suspended, 0 },
-	{ "hooks", "on_resumed", k_on_resumed, 0 },
-	{ "hooks", "on_failure", k_on_failure, 0 },
-	{ "hooks", "timeout_ms", k_hook_timeout, 0 },
-	{ "performance", "hugepages", NULL, offsetof(struct cn_config, hugepages) },
-	{ "performance", "prefault_threads", k_prefault_threads, 0 },
-	{ "performance", "keep_host_buffer", NULL, offsetof(struct cn_config, keep_host_buffer) },
-	{ "performance", "copy_threads", k_copy_threads, 0 },
-	{ "performance", "prepare_s", k_prepare_s, 0 },
-	{ "preflight", "allow_jax", NULL, offsetof(struct cn_config, allow_jax) },
-	{ "preflight", "allow_nccl", NULL, offsetof(struct cn_config, allow_nccl) },
-	{ "preflight", "host_memory", NULL, offsetof(struct cn_config, host_check) },
-	{ "preflight", "host_margin_mib", k_host_margin, 0 },
-	{ "controller", "watchdog_ms", k_watchdog, 0 },
-	{ "nccl", "suspendable", NULL, offsetof(struct cn_config, nccl_suspendable) },
-	{ "nccl", "mode", k_nccl_mode, 0 },
-	{ "nap", "idle_s", k_nap_idle, 0 },
-	{ "nap", "to", k_nap_to, 0 },
-	{ "nap", "wake_on", k_nap_wake_on, 0 },
-	{ "nap", "make_room", NULL, offsetof(struct cn_config, nap_make_room) },
-	{ "nap", "min_idle_s", k_nap_min_idle, 0 },
-	{ "nap", "depth", k_nap_depth, 0 },
-	{ "nap", "full_after_s", k_nap_full_after, 0 },
-	{ "peer", "mode", k_peer_mode, 0 },
-	{ "memory", "own", k_memory_own, 0 },
-};
-#define N_KEYS (sizeof(key_table) / sizeof(key_table[0]))
-_Static_assert(N_KEYS <= 64, "one bit per key in load_ctx.seen");
 
 static int on_ini_key(void *user, const char *section, const char *name, const char *value)
 {
@@ -493,16 +345,13 @@ static int on_ini_key(void *user, const char *section, const char *name, const c
 				 "given more than once (an indented line continues the key above)");
 		} else {
 			x->seen |= 1ull << i;
-			if (key_table[i].parse == k_prepare)
+			if (key_table[i].offset == offsetof(struct cn_config, prepare_signal))
 				x->prepare_line = x->line;
-			if (key_table[i].parse == k_nccl_mode)
+			if (key_table[i].offset == offsetof(struct cn_config, nccl_mode))
 				x->mode_line = x->line;
-			if (key_table[i].parse == k_nap_to)
+			if (key_table[i].offset == offsetof(struct cn_config, nap_to_disk))
 				x->nap_to_line = x->line;
-			if ((key_table[i].parse
-				     ? key_table[i].parse(x->c, value, why, sizeof(why))
-				     : set_bool((bool *)((char *)x->c + key_table[i].offset), value,
-						why, sizeof(why))) == 0)
+			if (set_key(&key_table[i], x->c, value, why, sizeof(why)) == 0)
 				return 1;
 		}
 		snprintf(x->msg, sizeof(x->msg), "%s.%s: %s", section, name, why);

@@ -4,11 +4,13 @@
 #ifndef CN_PROTO_H
 #define CN_PROTO_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "cn_config.h"
 #include "cn_gpumap.h"
 #include "cn_outcome.h"
+#include "cn_uuid.h"
 
 enum cn_op {
 	CN_OP_STATE = 1,
@@ -26,7 +28,7 @@ enum cn_op {
 
 /* What the process held on one GPU when it was checkpointed, as NVML counts it. */
 struct cn_gpu_use {
-	unsigned char uuid[16];
+	struct cn_uuid uuid;
 	uint64_t bytes;
 };
 
@@ -81,7 +83,7 @@ struct cn_resp {
 	/* The machine's GPUs in nvidia-smi order (CN_OP_CHECKPOINT and CN_OP_PREPARE: as NVML lists
 	 * them; CN_OP_RESTORE: as the driver does); n_gpus 0 when not known. */
 	uint32_t n_gpus;
-	unsigned char gpus[CN_MAX_GPUS][16];
+	struct cn_uuid gpus[CN_MAX_GPUS];
 	/* CN_OP_RESTORE, done: where the GPUs the process started on are now. */
 	uint32_t n_moves;
 	struct cn_gpu_move moves[CN_MAX_GPUS];
@@ -105,5 +107,13 @@ struct cn_resp {
 	uint64_t pid_bytes[CN_USERS_MAX];
 	uint64_t free_bytes;
 };
+
+/* The GPUs travel as their 16 bytes each: the layout of the raw byte arrays they were. */
+_Static_assert(sizeof(struct cn_gpu_use) == 24 && offsetof(struct cn_gpu_use, bytes) == 16,
+	       "struct cn_gpu_use's layout");
+_Static_assert(sizeof(struct cn_gpu_move) == 32 && sizeof(struct cn_gpu_pair) == 40,
+	       "struct cn_gpu_move's and cn_gpu_pair's layout");
+_Static_assert(sizeof(((struct cn_resp *)0)->gpus) == CN_MAX_GPUS * 16,
+	       "struct cn_resp's gpus: 16 bytes each");
 
 #endif

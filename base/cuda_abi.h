@@ -6,6 +6,9 @@
 #define CN_CUDA_ABI_H
 
 #include <stdint.h>
+#include <string.h>
+
+#include "cn_uuid.h"
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -14,6 +17,16 @@ typedef unsigned long long CUdeviceptr;
 typedef struct {
 	char bytes[16];
 } CUuuid;
+
+/* The driver's UUID of a GPU as cudanap's: the same 16 bytes, converted here alone. */
+_Static_assert(sizeof(CUuuid) == sizeof(struct cn_uuid), "CUuuid and struct cn_uuid");
+static inline struct cn_uuid cn_uuid_of_cu(const CUuuid *c)
+{
+	struct cn_uuid u;
+
+	memcpy(u.b, c->bytes, sizeof(u.b));
+	return u;
+}
 
 enum {
 	CUDA_SUCCESS = 0,

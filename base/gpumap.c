@@ -11,16 +11,8 @@
 #include <string.h>
 #include <strings.h>
 
-int cn_gpumap_index(const unsigned char (*gpus)[16], int n, const unsigned char uuid[16])
-{
-	for (int i = 0; i < n; i++)
-		if (memcmp(gpus[i], uuid, 16) == 0)
-			return i;
-	return -1;
-}
-
-static int resolve_ref(const struct cn_gpu_ref *r, const unsigned char (*gpus)[16], int n,
-		       char *why, size_t len)
+static int resolve_ref(const struct cn_gpu_ref *r, const struct cn_uuid *gpus, int n, char *why,
+		       size_t len)
 {
 	char s[CN_UUID_STR_LEN];
 	int i;
@@ -32,15 +24,15 @@ static int resolve_ref(const struct cn_gpu_ref *r, const unsigned char (*gpus)[1
 			 n - 1);
 		return -1;
 	}
-	if ((i = cn_gpumap_index(gpus, n, r->uuid)) >= 0)
+	if ((i = cn_uuid_index(gpus, n, &r->uuid)) >= 0)
 		return i;
-	cn_gpumap_uuid_format(r->uuid, s);
+	cn_uuid_fmt(&r->uuid, s);
 	snprintf(why, len, "gpu_map names %s, which this machine does not have", s);
 	return -1;
 }
 
-int cn_gpumap_want(const struct cn_gpu_pair *pairs, unsigned n_pairs,
-		   const unsigned char (*gpus)[16], int n, int *want, char *why, size_t len)
+int cn_gpumap_want(const struct cn_gpu_pair *pairs, unsigned n_pairs, const struct cn_uuid *gpus,
+		   int n, int *want, char *why, size_t len)
 {
 	int src_of[CN_MAX_GPUS];
 
@@ -77,19 +69,19 @@ int cn_gpumap_want(const struct cn_gpu_pair *pairs, unsigned n_pairs,
 	return 0;
 }
 
-int cn_gpumap_now(const struct cn_gpu_move *moves, unsigned n_moves,
-		  const unsigned char (*gpus)[16], int n, int *cur, char *why, size_t len)
+int cn_gpumap_now(const struct cn_gpu_move *moves, unsigned n_moves, const struct cn_uuid *gpus,
+		  int n, int *cur, char *why, size_t len)
 {
 	for (int i = 0; i < n; i++)
 		cur[i] = i;
 	for (unsigned m = 0; m < n_moves; m++) {
-		int h = cn_gpumap_index(gpus, n, moves[m].home);
-		int w = cn_gpumap_index(gpus, n, moves[m].now);
+		int h = cn_uuid_index(gpus, n, &moves[m].home);
+		int w = cn_uuid_index(gpus, n, &moves[m].now);
 
 		if (h < 0 || w < 0) {
 			char s[CN_UUID_STR_LEN];
 
-			cn_gpumap_uuid_format(h < 0 ? moves[m].home : moves[m].now, s);
+			cn_uuid_fmt(h < 0 ? &moves[m].home : &moves[m].now, s);
 			snprintf(why, len, "the job was on %s, which this machine does not have",
 				 s);
 			return -1;
@@ -99,15 +91,15 @@ int cn_gpumap_now(const struct cn_gpu_move *moves, unsigned n_moves,
 	return 0;
 }
 
-unsigned cn_gpumap_moves(const int *want, const unsigned char (*gpus)[16], int n,
+unsigned cn_gpumap_moves(const int *want, const struct cn_uuid *gpus, int n,
 			 struct cn_gpu_move *out)
 {
 	unsigned k = 0;
 
 	for (int h = 0; h < n; h++)
 		if (want[h] != h) {
-			memcpy(out[k].home, gpus[h], 16);
-			memcpy(out[k].now, gpus[want[h]], 16);
+			out[k].home = gpus[h];
+			out[k].now = gpus[want[h]];
 			k++;
 		}
 	return k;
@@ -174,16 +166,16 @@ void cn_gpumap_format(const int *want, int n, char *out, size_t len)
 					      want[h]);
 }
 
-void cn_gpumap_home_of(const struct cn_gpu_move *moves, unsigned n_moves,
-		       const unsigned char now[16], unsigned char home[16])
+void cn_gpumap_home_of(const struct cn_gpu_move *moves, unsigned n_moves, const struct cn_uuid *now,
+		       struct cn_uuid *home)
 {
-	memcpy(home, now, 16);
+	*home = *now;
 	for (unsigned m = 0; m < n_moves; m++)
-		if (memcmp(moves[m].now, now, 16) == 0)
-			memcpy(home, moves[m].home, 16);
+		if (cn_uuid_eq(&moves[m].now, now))
+			*home = moves[m].home;
 }
 
-void cn_gpumap_list(const unsigned char (*uuids)[16], int k, const unsigned char (*gpus)[16], int n,
+void cn_gpumap_list(const struct cn_uuid *uuids, int k, const struct cn_uuid *gpus, int n,
 		    char *out, size_t len)
 {
 	size_t o = 0;
@@ -192,48 +184,17 @@ void cn_gpumap_list(const unsigned char (*uuids)[16], int k, const unsigned char
 	for (int i = 0; i < k && i < CN_GPU_LIST_MAX && o < len; i++) {
 		char s[CN_UUID_STR_LEN];
 
-		int at = cn_gpumap_index(gpus, n, uuids[i]);
+		int at = cn_uuid_index(gpus, n, &uuids[i]);
 		char idx[8] = "?";
 
 		if (at >= 0)
 			snprintf(idx, sizeof(idx), "%d", at);
-		cn_gpumap_uuid_format(uuids[i], s);
+		cn_uuid_fmt(&uuids[i], s);
 		o += (size_t)snprintf(out + o, len - o, "%s%s=%s", i ? "," : "", idx, s);
 	}
 }
 
 /* ---- the text: GPU references and the map ---- */
-
-int cn_gpumap_uuid_parse(const char *s, unsigned char uuid[16])
-{
-	int nib = 0;
-
-	if (strncasecmp(s, "GPU-", 4) != 0)
-		return -EINVAL;
-	for (s += 4; *s; s++) {
-		int v;
-
-		if (*s == '-')
-			continue;
-		if (!isxdigit((unsigned char)*s) || nib >= 32)
-			return -EINVAL;
-		v = isdigit((unsigned char)*s) ? *s - '0' : (tolower((unsigned char)*s) - 'a' + 10);
-		if (nib % 2 == 0)
-			uuid[nib / 2] = (unsigned char)(v << 4);
-		else
-			uuid[nib / 2] |= (unsigned char)v;
-		nib++;
-	}
-	return nib == 32 ? 0 : -EINVAL;
-}
-
-void cn_gpumap_uuid_format(const unsigned char u[16], char out[CN_UUID_STR_LEN])
-{
-	snprintf(out, CN_UUID_STR_LEN,
-		 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
-		 u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
-		 u[14], u[15]);
-}
 
 void cn_gpumap_ref_format(const struct cn_gpu_ref *r, char *out, size_t len)
 {
@@ -242,7 +203,7 @@ void cn_gpumap_ref_format(const struct cn_gpu_ref *r, char *out, size_t len)
 	if (r->index >= 0) {
 		snprintf(out, len, "%d", r->index);
 	} else {
-		cn_gpumap_uuid_format(r->uuid, u);
+		cn_uuid_fmt(&r->uuid, u);
 		snprintf(out, len, "%s", u);
 	}
 }
@@ -272,14 +233,14 @@ static int gpu_ref_parse(char *s, struct cn_gpu_ref *r)
 		return 0;
 	}
 	r->index = -1;
-	return cn_gpumap_uuid_parse(s, r->uuid);
+	return cn_uuid_parse(s, &r->uuid);
 }
 
 static bool gpu_ref_same(const struct cn_gpu_ref *a, const struct cn_gpu_ref *b)
 {
 	if (a->index >= 0 || b->index >= 0)
 		return a->index == b->index;
-	return memcmp(a->uuid, b->uuid, 16) == 0;
+	return cn_uuid_eq(&a->uuid, &b->uuid);
 }
 
 int cn_gpumap_parse(const char *s, struct cn_gpu_pair *pairs, unsigned *n, char *err, size_t errlen)

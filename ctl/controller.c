@@ -109,12 +109,12 @@ static void users(const struct cn_req *req, struct cn_resp *resp)
 	for (uint32_t i = 0; i < n; i++) {
 		k = cn_nvml_footprint(req->pids[i], use, CN_MAX_GPUS, why, sizeof(why));
 		for (int j = 0; j < k; j++)
-			if (memcmp(use[j].uuid, req->use[0].uuid, 16) == 0)
+			if (cn_uuid_eq(&use[j].uuid, &req->use[0].uuid))
 				resp->pid_bytes[i] = use[j].bytes;
 	}
 	k = cn_nvml_gpus(resp->gpus, CN_MAX_GPUS, why, sizeof(why));
 	resp->n_gpus = k > 0 ? (uint32_t)k : 0;
-	if (cn_nvml_free(req->use[0].uuid, &resp->free_bytes, why, sizeof(why)) < 0) {
+	if (cn_nvml_free(&req->use[0].uuid, &resp->free_bytes, why, sizeof(why)) < 0) {
 		resp->result = CN_RES_NO_ROOM;
 		snprintf(resp->message, sizeof(resp->message), "%s", why);
 	}
@@ -149,17 +149,17 @@ static void serve(const struct cn_req *req, struct cn_resp *resp)
 		k = cn_nvml_gpus(resp->gpus, CN_MAX_GPUS, why, sizeof(why));
 		resp->n_gpus = k > 0 ? (uint32_t)k : 0;
 		if (n > 0)
-			cn_nvml_name(resp->use[0].uuid, resp->model, sizeof(resp->model));
+			cn_nvml_name(&resp->use[0].uuid, resp->model, sizeof(resp->model));
 		else if (req->op == CN_OP_QUERY && req->n_use)
-			cn_nvml_name(req->use[0].uuid, resp->model, sizeof(resp->model));
+			cn_nvml_name(&req->use[0].uuid, resp->model, sizeof(resp->model));
 		for (int i = 0; req->op == CN_OP_QUERY && resp->model[0] && i < k; i++) {
 			char m[sizeof(resp->model)];
 
-			resp->same_model[i] = cn_nvml_name(resp->gpus[i], m, sizeof(m)) == 0 &&
+			resp->same_model[i] = cn_nvml_name(&resp->gpus[i], m, sizeof(m)) == 0 &&
 					      strcmp(m, resp->model) == 0;
-			if (cn_nvml_free(resp->gpus[i], &resp->gpu_free[i], why, sizeof(why)) < 0)
+			if (cn_nvml_free(&resp->gpus[i], &resp->gpu_free[i], why, sizeof(why)) < 0)
 				resp->gpu_free[i] = 0;
-			resp->gpu_beside[i] = cn_placement_beside(req, resp->gpus[i]);
+			resp->gpu_beside[i] = cn_placement_beside(req, &resp->gpus[i]);
 		}
 	}
 	if (req->op == CN_OP_QUERY &&

@@ -112,7 +112,7 @@ int cn_nvml_footprint(int pid, struct cn_gpu_use *use, int max, char *why, size_
 			}
 			bytes += p[k].usedGpuMemory;
 		}
-		if (bytes && cn_gpumap_uuid_parse(s, use[n].uuid) == 0)
+		if (bytes && cn_uuid_parse(s, &use[n].uuid) == 0)
 			use[n++].bytes = bytes;
 	}
 	if (n == 0)
@@ -123,7 +123,7 @@ int cn_nvml_footprint(int pid, struct cn_gpu_use *use, int max, char *why, size_
 	return n;
 }
 
-int cn_nvml_procs(const unsigned char uuid[16], int32_t *pids, int max, char *why, size_t len)
+int cn_nvml_procs(const struct cn_uuid *uuid, int32_t *pids, int max, char *why, size_t len)
 {
 	static nvmlProcessInfo_t p[1024];
 	unsigned nc = sizeof(p) / sizeof(p[0]) / 2, ng = nc;
@@ -133,7 +133,7 @@ int cn_nvml_procs(const unsigned char uuid[16], int32_t *pids, int max, char *wh
 
 	if (load(why, len) < 0)
 		return -1;
-	cn_gpumap_uuid_format(uuid, s);
+	cn_uuid_fmt(uuid, s);
 	/* Compute contexts and graphics ones (a display server, a desktop's compositor): the GPU
 	 * time-slices both kinds (inferred; the missing preemption was measured with compute). */
 	if (nv.by_uuid(s, &d) != NVML_SUCCESS || nv.procs(d, &nc, p) != NVML_SUCCESS ||
@@ -152,7 +152,7 @@ int cn_nvml_procs(const unsigned char uuid[16], int32_t *pids, int max, char *wh
 	return n;
 }
 
-int cn_nvml_gpus(unsigned char (*gpus)[16], int max, char *why, size_t len)
+int cn_nvml_gpus(struct cn_uuid *gpus, int max, char *why, size_t len)
 {
 	unsigned count = 0;
 	int n = 0;
@@ -168,8 +168,7 @@ int cn_nvml_gpus(unsigned char (*gpus)[16], int max, char *why, size_t len)
 		nvmlDevice_t d;
 
 		if (nv.by_index(i, &d) != NVML_SUCCESS ||
-		    nv.uuid(d, s, sizeof(s)) != NVML_SUCCESS ||
-		    cn_gpumap_uuid_parse(s, gpus[n]) < 0) {
+		    nv.uuid(d, s, sizeof(s)) != NVML_SUCCESS || cn_uuid_parse(s, &gpus[n]) < 0) {
 			snprintf(why, len, "NVML cannot read the UUID of GPU %u", i);
 			return -1;
 		}
@@ -177,7 +176,7 @@ int cn_nvml_gpus(unsigned char (*gpus)[16], int max, char *why, size_t len)
 	return n;
 }
 
-int cn_nvml_name(const unsigned char uuid[16], char *name, size_t len)
+int cn_nvml_name(const struct cn_uuid *uuid, char *name, size_t len)
 {
 	char s[CN_UUID_STR_LEN], why[200];
 	nvmlDevice_t d;
@@ -185,7 +184,7 @@ int cn_nvml_name(const unsigned char uuid[16], char *name, size_t len)
 	name[0] = '\0';
 	if (load(why, sizeof(why)) < 0)
 		return -1;
-	cn_gpumap_uuid_format(uuid, s);
+	cn_uuid_fmt(uuid, s);
 	if (nv.by_uuid(s, &d) != NVML_SUCCESS || nv.name(d, name, (unsigned)len) != NVML_SUCCESS) {
 		name[0] = '\0';
 		return -1;
@@ -193,7 +192,7 @@ int cn_nvml_name(const unsigned char uuid[16], char *name, size_t len)
 	return 0;
 }
 
-int cn_nvml_free(const unsigned char uuid[16], uint64_t *free_bytes, char *why, size_t len)
+int cn_nvml_free(const struct cn_uuid *uuid, uint64_t *free_bytes, char *why, size_t len)
 {
 	char s[CN_UUID_STR_LEN];
 	nvmlMemory_t m;
@@ -201,7 +200,7 @@ int cn_nvml_free(const unsigned char uuid[16], uint64_t *free_bytes, char *why, 
 
 	if (load(why, len) < 0)
 		return -1;
-	cn_gpumap_uuid_format(uuid, s);
+	cn_uuid_fmt(uuid, s);
 	if (nv.by_uuid(s, &d) != NVML_SUCCESS || nv.memory(d, &m) != NVML_SUCCESS) {
 		snprintf(why, len, "NVML cannot read the free memory of %s", s);
 		return -1;

@@ -14,15 +14,15 @@ int cn_nvml_footprint(int pid, struct cn_gpu_use *use, int max, char *why, size_
 /* The processes with a context on the GPU with this UUID, compute or graphics (host pids, as NVML
  * gives them; each once), max at most: their count, or -1 with why filled when NVML cannot be
  * asked. */
-int cn_nvml_procs(const unsigned char uuid[16], int32_t *pids, int max, char *why, size_t len);
+int cn_nvml_procs(const struct cn_uuid *uuid, int32_t *pids, int max, char *why, size_t len);
 
 /* The machine's GPUs, in NVML's order (nvidia-smi's): their count, or -1 with why filled. */
-int cn_nvml_gpus(unsigned char (*gpus)[16], int max, char *why, size_t len);
+int cn_nvml_gpus(struct cn_uuid *gpus, int max, char *why, size_t len);
 
 /* The model of the GPU with this UUID ("NVIDIA H100 80GB HBM3"): 0, or -1 ("" in name). */
-int cn_nvml_name(const unsigned char uuid[16], char *name, size_t len);
+int cn_nvml_name(const struct cn_uuid *uuid, char *name, size_t len);
 
 /* Free memory on the GPU with this UUID, in bytes; -1 with why filled when it cannot be read. */
-int cn_nvml_free(const unsigned char uuid[16], uint64_t *free_bytes, char *why, size_t len);
+int cn_nvml_free(const struct cn_uuid *uuid, uint64_t *free_bytes, char *why, size_t len);
 
 #endif

@@ -72,39 +72,48 @@ static int list_gpus(struct gpu *g, int *n, char *why, size_t len)
 	return 0;
 }
 
+/* A restore's plan: the machine's GPUs, where each GPU the process started on goes, and where the
+ * memory it held on each GPU (req->use[u], where it slept) goes, resolved once. */
+struct plan {
+	struct gpu g[CN_MAX_GPUS];
+	int n;
+	const struct cn_uuid *uuids; /* g's UUIDs, in g's order (the response's gpus) */
+	int want[CN_MAX_GPUS];	     /* home GPU h goes to GPU want[h] */
+	int to[CN_MAX_GPUS]; /* req->use[u]'s memory goes to GPU to[u]; -1: not on this machine */
+};
+
 /* The pairs the driver wants, one for every GPU: each GPU the process started on, from where it is
- * now to where the map puts it. *n_list 0 when nothing moves. */
-static int pairs_for(const struct cn_req *req, const struct gpu *g, int n, CUcheckpointGpuPair *out,
-		     int *n_list, int *want, char *why, size_t len)
+ * now to where the map puts it. *n_list 0 when nothing moves. Fills p's want and to. */
+static int pairs_for(const struct cn_req *req, struct plan *p, CUcheckpointGpuPair *out,
+		     int *n_list, char *why, size_t len)
 {
-	unsigned char uuids[CN_MAX_GPUS][16];
-	int cur[CN_MAX_GPUS];
+	int cur[CN_MAX_GPUS], n = p->n;
 	bool moved = false;
 
-	for (int i = 0; i < n; i++)
-		memcpy(uuids[i], g[i].uuid.bytes, 16);
-	if (cn_gpumap_want(req->pairs, req->n_pairs, (const unsigned char(*)[16])uuids, n, want,
-			   why, len) < 0 ||
-	    cn_gpumap_now(req->moves, req->n_moves, (const unsigned char(*)[16])uuids, n, cur, why,
-			  len) < 0)
+	if (cn_gpumap_want(req->pairs, req->n_pairs, p->uuids, n, p->want, why, len) < 0 ||
+	    cn_gpumap_now(req->moves, req->n_moves, p->uuids, n, cur, why, len) < 0)
 		return -1;
 	for (int h = 0; h < n; h++) {
-		out[h].oldUuid = g[cur[h]].uuid;
-		out[h].newUuid = g[want[h]].uuid;
-		moved |= cur[h] != want[h];
+		out[h].oldUuid = p->g[cur[h]].uuid;
+		out[h].newUuid = p->g[p->want[h]].uuid;
+		moved |= cur[h] != p->want[h];
 	}
 	*n_list = moved ? n : 0;
+	/* The memory on GPU at goes with the home GPU now there, if the list moves it. */
+	for (uint32_t u = 0; u < req->n_use && u < CN_MAX_GPUS; u++) {
+		int at = cn_uuid_index(p->uuids, n, &req->use[u].uuid), h = 0;
+
+		while (moved && at >= 0 && h < n && cur[h] != at)
+			h++;
+		p->to[u] = moved && at >= 0 && h < n ? p->want[h] : at;
+	}
 	return 0;
 }
 
-/* Where the memory the process held on use u (req->use[u], where it slept) goes at the restore. */
-static const unsigned char *target(const struct cn_req *req, uint32_t u,
-				   const CUcheckpointGpuPair *list, int n_list)
+/* The GPU the memory of req->use[u] goes to. */
+static const struct cn_uuid *target(const struct cn_req *req, const struct plan *p, uint32_t u)
 {
-	for (int i = 0; i < n_list; i++)
-		if (memcmp(list[i].oldUuid.bytes, req->use[u].uuid, 16) == 0)
-			return (const unsigned char *)list[i].newUuid.bytes;
-	return req->use[u].uuid;
+	return p->to[u] >= 0 ? &p->uuids[p->to[u]] : &req->use[u].uuid;
 }
 
 /* ---- beside other processes ---- */
@@ -120,7 +129,7 @@ static bool listed(const struct cn_req *req, int32_t pid)
 	return false;
 }
 
-int32_t cn_placement_beside(const struct cn_req *req, const unsigned char uuid[16])
+int32_t cn_placement_beside(const struct cn_req *req, const struct cn_uuid *uuid)
 {
 	static int32_t on[1024];
 	char why[200];
@@ -137,20 +146,17 @@ int32_t cn_placement_beside(const struct cn_req *req, const unsigned char uuid[1
 
 /* A restore onto a GPU that cn_placement_beside refuses is refused before anything is held. 0,
  * or -1 with resp filled. */
-static int beside(const struct cn_req *req, const CUcheckpointGpuPair *list, int n_list,
-		  const struct gpu *g, int n_gpus, struct cn_resp *resp)
+static int beside(const struct cn_req *req, const struct plan *p, struct cn_resp *resp)
 {
 	for (uint32_t u = 0; u < req->n_use && u < CN_MAX_GPUS; u++) {
-		const unsigned char *to = target(req, u, list, n_list);
+		const struct cn_uuid *to = target(req, p, u);
 		int32_t pid = cn_placement_beside(req, to);
 		char why[240], s[CN_UUID_STR_LEN];
-		int at = 0;
+		int at = p->to[u] >= 0 ? p->to[u] : p->n;
 
 		if (!pid)
 			continue;
-		while (at < n_gpus && memcmp(g[at].uuid.bytes, to, 16) != 0)
-			at++;
-		cn_gpumap_uuid_format(to, s);
+		cn_uuid_fmt(to, s);
 		if (req->pids_only)
 			snprintf(why, sizeof(why), "GPU %d (%s) runs pid %d, %s%s", at, s, (int)pid,
 				 "not of this NCCL job: restored, a rank's ",
@@ -209,25 +215,21 @@ static CUresult hold(CUmemGenericAllocationHandle *h, CUdevice dev, uint64_t byt
  * of others' reach until the driver has cleared it, which the restore's own allocations wait for
  * too: its setup takes longer after a hold (H100: 110-131 ms for 32 GiB against 48-58 ms without,
  * 44-53 against 38-48 for 4 GiB). That is the hold's price, paid at every size. */
-static int make_room(const struct cn_req *req, const CUcheckpointGpuPair *list, int n_list,
-		     const struct gpu *g, int n_gpus, CUmemGenericAllocationHandle *h,
-		     struct cn_resp *resp)
+static int make_room(const struct cn_req *req, const struct plan *p,
+		     CUmemGenericAllocationHandle *h, struct cn_resp *resp)
 {
 	char why[200], s[CN_UUID_STR_LEN];
 	int n = 0;
 
 	for (uint32_t u = 0; u < req->n_use && u < CN_MAX_GPUS; u++) {
-		const unsigned char *to;
+		const struct cn_uuid *to = target(req, p, u);
 		uint64_t need = req->use[u].bytes, free_b;
 		CUresult r;
 		double t0;
-		int k, k_free;
+		int k = p->to[u], k_free;
 
-		to = target(req, u, list, n_list);
-		for (k = 0; k < n_gpus && memcmp(g[k].uuid.bytes, to, 16) != 0; k++)
-			;
-		cn_gpumap_uuid_format(to, s);
-		if (k == n_gpus) {
+		cn_uuid_fmt(to, s);
+		if (k < 0) {
 			snprintf(why, sizeof(why),
 				 "the GPU the job used, %s, is not on this machine", s);
 			cn_driver_fail(resp, CN_RES_BAD_MAP, why);
@@ -249,7 +251,7 @@ static int make_room(const struct cn_req *req, const CUcheckpointGpuPair *list, 
 		if (!req->reserve)
 			continue;
 		t0 = cn_clock_ms();
-		r = hold(&h[n], g[k].dev, need);
+		r = hold(&h[n], p->g[k].dev, need);
 		resp->hold_ms += cn_clock_ms() - t0;
 		if (r != CUDA_SUCCESS) {
 			const char *name = NULL;
@@ -273,8 +275,7 @@ undo:
 int cn_placement_place(const struct cn_req *req, struct cn_resp *resp, CUcheckpointGpuPair *list,
 		       int *n_list, CUmemGenericAllocationHandle *held, int *n_held)
 {
-	struct gpu g[CN_MAX_GPUS];
-	int n = 0, want[CN_MAX_GPUS];
+	struct plan p = { .n = 0, .uuids = resp->gpus };
 	char why[200];
 
 	*n_list = *n_held = 0;
@@ -284,26 +285,25 @@ int cn_placement_place(const struct cn_req *req, struct cn_resp *resp, CUcheckpo
 	}
 	if (!req->n_pairs && !req->n_moves && !req->n_use)
 		return 0;
-	if (list_gpus(g, &n, why, sizeof(why)) < 0) {
+	if (list_gpus(p.g, &p.n, why, sizeof(why)) < 0) {
 		cn_driver_fail(resp, req->n_pairs ? CN_RES_BAD_MAP : CN_RES_NO_ROOM, why);
 		return -1;
 	}
-	resp->n_gpus = (uint32_t)n;
-	for (int i = 0; i < n; i++)
-		memcpy(resp->gpus[i], g[i].uuid.bytes, 16);
-	if (pairs_for(req, g, n, list, n_list, want, why, sizeof(why)) < 0) {
+	resp->n_gpus = (uint32_t)p.n;
+	for (int i = 0; i < p.n; i++)
+		resp->gpus[i] = cn_uuid_of_cu(&p.g[i].uuid);
+	if (pairs_for(req, &p, list, n_list, why, sizeof(why)) < 0) {
 		cn_driver_fail(resp, CN_RES_BAD_MAP, why);
 		return -1;
 	}
-	if (beside(req, list, *n_list, g, n, resp) < 0)
+	if (beside(req, &p, resp) < 0)
 		return -1;
-	*n_held = make_room(req, list, *n_list, g, n, held, resp);
+	*n_held = make_room(req, &p, held, resp);
 	if (*n_held < 0) {
 		*n_held = 0;
 		return -1;
 	}
 	/* Where the GPUs the process started on will be, once restored. */
-	resp->n_moves =
-		cn_gpumap_moves(want, (const unsigned char(*)[16])resp->gpus, n, resp->moves);
+	resp->n_moves = cn_gpumap_moves(p.want, resp->gpus, p.n, resp->moves);
 	return 0;
 }

@@ -16,6 +16,6 @@ void cn_placement_release(CUmemGenericAllocationHandle *held, int n);
 /* Whether a restore onto the GPU with this UUID would put a restored NCCL rank beside another
  * job's process, as req->pids say (preload/agent/beside.c): the pid NVML shows there that
  * forbids it, or 0 (also when NVML cannot say who is there: the check is then not made). */
-int32_t cn_placement_beside(const struct cn_req *req, const unsigned char uuid[16]);
+int32_t cn_placement_beside(const struct cn_req *req, const struct cn_uuid *uuid);
 
 #endif

@@ -45,6 +45,11 @@ if [ -n "${CN_SANITIZER_RUNTIME:-}" ]; then
 	PRELOAD=$CN_SANITIZER_RUNTIME:${PRELOAD:-}
 fi
 
+# cli ARGS...: run the command line with ARGS, its output in $out and its exit status in $rc (the
+# caller's, when it declares them local); cli2 keeps its errors in $out too.
+cli() { out=$("$CUDANAP" "$@"); rc=$?; }
+cli2() { out=$("$CUDANAP" "$@" 2>&1); rc=$?; }
+
 # python_with MODULE...: the first of python3 and /usr/bin/python3 that imports every MODULE (a
 # command name or path), or "" when neither does.
 python_with() {
@@ -206,6 +211,27 @@ settle() {
 		i=$((i + 1))
 	done
 	return 1
+}
+
+# cycle NAME [SEQ]: suspend and resume NAME, started by start(), and its data must come back
+# intact: through the command line, or, given SEQ (the action the suspend is, in its status file),
+# through its signals.
+cycle() {
+	local pid out
+	eval "pid=\$${1}_pid"
+	if [ $# -ge 2 ]; then
+		kill -USR1 "$pid"
+		settle "$pid" "$2" || return 1
+		[ "$(field "$pid" state)" = checkpointed ] || return 1
+		kill -USR2 "$pid"
+		settle "$pid" $(($2 + 1)) || return 1
+		[ "$(field "$pid" state)" = running ] || return 1
+	else
+		out=$("$CUDANAP" suspend "$pid") || { diag "$out"; return 1; }
+		"$CUDANAP" resume "$pid" > /dev/null || return 1
+	fi
+	ask "$1" verify
+	[ "$REPLY" = "verify ok" ]
 }
 
 # quiet PID: until PID has no action under way and starts none for 0.3 s (20 s at most): after a

@@ -108,8 +108,7 @@ void cn_beside_describe(const struct cn_resp *r)
 	if (!cn_beside_watched() || r->state != CN_STATE_RUNNING)
 		return;
 	for (uint32_t i = 0; i < r->n_use && i < CN_MAX_GPUS; i++) {
-		int k = cn_gpumap_index((const unsigned char(*)[16])r->gpus, (int)r->n_gpus,
-					r->use[i].uuid);
+		int k = cn_uuid_index(r->gpus, (int)r->n_gpus, &r->use[i].uuid);
 
 		if (k >= 0 && k < CN_MAX_GPUS && r->gpu_beside[k] && o < len)
 			o += (size_t)snprintf(out + o, len - o, "%sGPU %d runs pid %d",

@@ -336,11 +336,10 @@ static bool elsewhere(char *map, size_t len)
 	if (!cn_ag.cfg.nap_wake_any || !cn_ag.n_use || cn_requests_call(CN_OP_QUERY, &q) < 0)
 		return false;
 	n = (int)q.n_gpus;
-	if (cn_gpumap_now(cn_ag.moves, cn_ag.n_moves, (const unsigned char(*)[16])q.gpus, n, cur,
-			  why, sizeof(why)) < 0)
+	if (cn_gpumap_now(cn_ag.moves, cn_ag.n_moves, q.gpus, n, cur, why, sizeof(why)) < 0)
 		return false;
 	for (uint32_t u = 0; u < cn_ag.n_use; u++) {
-		at[u] = cn_gpumap_index((const unsigned char(*)[16])q.gpus, n, cn_ag.use[u].uuid);
+		at[u] = cn_uuid_index(q.gpus, n, &cn_ag.use[u].uuid);
 		need[u] = cn_ag.use[u].bytes + ((unsigned long long)cn_ag.cfg.margin_mib << 20);
 		if (at[u] < 0)
 			return false;
@@ -370,7 +369,7 @@ static int light_needs(struct cn_room_need *need)
 	for (int dev = 0; dev < 64 && n < CN_MAX_GPUS; dev++) {
 		unsigned long long b = cn_light_left(dev);
 
-		if (b && uuid(need[n].uuid, dev) == CUDA_SUCCESS)
+		if (b && uuid(need[n].uuid.b, dev) == CUDA_SUCCESS)
 			need[n++].bytes = b;
 	}
 	return n;
@@ -385,7 +384,7 @@ static struct cn_outcome make_room(struct cn_outcome o)
 	int r, n = light_needs(need);
 
 	for (uint32_t u = 0; n < 0 && u < cn_ag.n_use; u++) {
-		memcpy(need[u].uuid, cn_ag.use[u].uuid, 16);
+		need[u].uuid = cn_ag.use[u].uuid;
 		need[u].bytes = cn_ag.use[u].bytes;
 	}
 	r = cn_room_make(need, n < 0 ? (int)cn_ag.n_use : n, "its wake", why, sizeof(why));

@@ -101,8 +101,7 @@ static double memory_now(const struct cn_resp *r)
 
 	st->gpu_now[0] = '\0';
 	for (uint32_t i = 0; i < r->n_use; i++) {
-		int k = cn_gpumap_index((const unsigned char(*)[16])r->gpus, (int)r->n_gpus,
-					r->use[i].uuid);
+		int k = cn_uuid_index(r->gpus, (int)r->n_gpus, &r->use[i].uuid);
 		double mib = (double)r->use[i].bytes / (1 << 20);
 
 		total += mib;

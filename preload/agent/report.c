@@ -27,13 +27,11 @@
 #include "staging.h"
 #include "state.h"
 
-
 void cn_report_shared(struct cn_status *st)
 {
 	size_t o;
 
-	cn_peers_describe((const unsigned char(*)[16])cn_ag.gpus, (int)cn_ag.n_gpus, st->peer,
-			  sizeof(st->peer));
+	cn_peers_describe(cn_ag.gpus, (int)cn_ag.n_gpus, st->peer, sizeof(st->peer));
 	o = strlen(st->peer);
 	if (o + 3 < sizeof(st->peer) &&
 	    cn_owned_describe(st->peer + o + (o ? 2 : 0), sizeof(st->peer) - o - 2) && o)
@@ -129,23 +127,21 @@ void cn_report_start(void)
 
 void cn_report_gpus(bool asleep)
 {
-	const unsigned char(*all)[16] = (const unsigned char(*)[16])cn_ag.gpus;
-	unsigned char now[CN_MAX_GPUS][16], home[CN_MAX_GPUS][16], to[CN_MAX_GPUS][16];
+	const struct cn_uuid *all = cn_ag.gpus;
+	struct cn_uuid now[CN_MAX_GPUS], home[CN_MAX_GPUS], to[CN_MAX_GPUS];
 	struct cn_status *st = &cn_ag.st;
 	int k = (int)cn_ag.n_use, n = (int)cn_ag.n_gpus;
 
 	for (int u = 0; u < k; u++) {
-		memcpy(now[u], cn_ag.use[u].uuid, 16);
-		cn_gpumap_home_of(cn_ag.moves, cn_ag.n_moves, now[u], home[u]);
+		now[u] = cn_ag.use[u].uuid;
+		cn_gpumap_home_of(cn_ag.moves, cn_ag.n_moves, &now[u], &home[u]);
 	}
-	cn_gpumap_list((const unsigned char(*)[16])now, k, all, n, st->gpus, sizeof(st->gpus));
-	cn_gpumap_list((const unsigned char(*)[16])home, k, all, n, st->home_gpus,
-		       sizeof(st->home_gpus));
+	cn_gpumap_list(now, k, all, n, st->gpus, sizeof(st->gpus));
+	cn_gpumap_list(home, k, all, n, st->home_gpus, sizeof(st->home_gpus));
 	st->restore_gpus[0] = '\0';
 	if (!asleep || cn_state_targets(cn_ag.cfg.pairs, cn_ag.cfg.n_pairs, to) < 0)
 		return;
-	cn_gpumap_list((const unsigned char(*)[16])to, k, all, n, st->restore_gpus,
-		       sizeof(st->restore_gpus));
+	cn_gpumap_list(to, k, all, n, st->restore_gpus, sizeof(st->restore_gpus));
 }
 
 void cn_report_begin(int action)
@@ -264,8 +260,7 @@ static void count_release(struct cn_status *st)
 			o += (size_t)snprintf(
 				st->released_gpus + o, sizeof(st->released_gpus) - o, "%s%d:%.0f",
 				o ? "," : "",
-				cn_gpumap_index((const unsigned char(*)[16])cn_ag.gpus,
-						(int)cn_ag.n_gpus, cn_ag.use[u].uuid),
+				cn_uuid_index(cn_ag.gpus, (int)cn_ag.n_gpus, &cn_ag.use[u].uuid),
 				(double)cn_ag.use[u].bytes / (1 << 20));
 	} else if (st->state != CN_STATE_CHECKPOINTED && st->released_since >= 0) {
 		st->released_byte_s =

@@ -114,15 +114,14 @@ static void copy_done(void)
  * it on, else those it slept on. */
 static void take_turn(void)
 {
-	unsigned char gpus[CN_MAX_GPUS][16];
+	struct cn_uuid gpus[CN_MAX_GPUS];
 	double waited;
 	int n = (int)(cn_ag.n_use < CN_MAX_GPUS ? cn_ag.n_use : CN_MAX_GPUS);
 
 	if (cn_state_targets(cn_ag.pairs, cn_ag.n_pairs, gpus) < 0)
 		for (int i = 0; i < n; i++)
-			memcpy(gpus[i], cn_ag.use[i].uuid, 16);
-	mv.turn = cn_turns_enter(cn_ag.cfg.status_dir, (const unsigned char(*)[16])gpus, n,
-				 TURN_MAX_MS, &waited) == 0;
+			gpus[i] = cn_ag.use[i].uuid;
+	mv.turn = cn_turns_enter(cn_ag.cfg.status_dir, gpus, n, TURN_MAX_MS, &waited) == 0;
 	if (waited >= 0.1)
 		cn_ag.st.step_ms[CN_STEP_WAIT] = waited;
 	if (!mv.turn)

@@ -122,16 +122,16 @@ static int read_back(struct cn_resp *r)
  * app turned on between them (cuda/peers.c), before the agent forgets where they were. */
 static void peers_follow(const struct cn_resp *r)
 {
-	unsigned char was[CN_MAX_GPUS][16], now[CN_MAX_GPUS][16];
+	struct cn_uuid was[CN_MAX_GPUS], now[CN_MAX_GPUS];
 	int n = 0;
 
 	for (uint32_t g = 0; g < r->n_gpus && g < CN_MAX_GPUS; g++) {
-		memcpy(was[n], r->gpus[g], 16);
-		cn_state_follow(r, r->gpus[g], now[n]);
-		n += memcmp(was[n], now[n], 16) != 0;
+		was[n] = r->gpus[g];
+		cn_state_follow(r, &r->gpus[g], &now[n]);
+		n += !cn_uuid_eq(&was[n], &now[n]);
 	}
 	if (n)
-		cn_peers_moved((const unsigned char(*)[16])was, (const unsigned char(*)[16])now, n);
+		cn_peers_moved(was, now, n);
 }
 
 /* The restore onto the map's GPUs. A controller that died mid-restore may have left the process
@@ -182,8 +182,7 @@ static void peers_again(bool restored)
 		cn_peers_restored();
 	if (!off)
 		return;
-	cn_peers_describe((const unsigned char(*)[16])cn_ag.gpus, (int)cn_ag.n_gpus, which,
-			  sizeof(which));
+	cn_peers_describe(cn_ag.gpus, (int)cn_ag.n_gpus, which, sizeof(which));
 	cn_log(&cn_ag.cfg, CN_LOG_INFO,
 	       "peer access between its GPUs stays off after the resume (%s): %s: the driver "
 	       "cannot "

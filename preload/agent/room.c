@@ -174,15 +174,14 @@ static int candidates(struct cand *c, int max)
 }
 
 /* What each candidate holds on the GPU, and what is free there; -1 when NVML cannot say. */
-static int users(const unsigned char uuid[16], struct cand *c, int n, uint64_t *free_bytes,
-		 int *gpu)
+static int users(const struct cn_uuid *uuid, struct cand *c, int n, uint64_t *free_bytes, int *gpu)
 {
 	static struct cn_req q;
 	struct cn_resp r;
 
 	memset(&q, 0, sizeof(q));
 	q.op = CN_OP_USERS;
-	memcpy(q.use[0].uuid, uuid, 16);
+	q.use[0].uuid = *uuid;
 	q.n_pids = (uint32_t)(n < CN_USERS_MAX ? n : CN_USERS_MAX);
 	for (uint32_t i = 0; i < q.n_pids; i++)
 		q.pids[i] = c[i].pid;
@@ -193,7 +192,7 @@ static int users(const unsigned char uuid[16], struct cand *c, int n, uint64_t *
 	*free_bytes = r.free_bytes;
 	*gpu = -1;
 	for (uint32_t g = 0; g < r.n_gpus && g < CN_MAX_GPUS; g++)
-		if (memcmp(r.gpus[g], uuid, 16) == 0)
+		if (cn_uuid_eq(&r.gpus[g], uuid))
 			*gpu = (int)g;
 	return 0;
 }
@@ -242,7 +241,7 @@ static int make_one(const struct cn_room_need *need, const char *what, char *sai
 	char napped[400] = "";
 	int n = candidates(c, CN_USERS_MAX), gpu, done = 0;
 
-	if (users(need->uuid, c, n, &free_bytes, &gpu) < 0) {
+	if (users(&need->uuid, c, n, &free_bytes, &gpu) < 0) {
 		snprintf(said, len, "NVML cannot say what is free on the GPU");
 		return -1;
 	}
@@ -263,7 +262,7 @@ static int make_one(const struct cn_room_need *need, const char *what, char *sai
 		snprintf(napped + o, sizeof(napped) - o, "%s%d (%llu MiB, idle %.0f s)",
 			 o ? ", " : "", c[i].pid, (unsigned long long)(c[i].bytes >> 20),
 			 c[i].idle_s);
-		if (users(need->uuid, c, 0, &free_bytes, &gpu) < 0)
+		if (users(&need->uuid, c, 0, &free_bytes, &gpu) < 0)
 			break;
 	}
 	if (free_bytes >= want) {
@@ -308,7 +307,7 @@ int cn_room_make(const struct cn_room_need *need, int n, const char *what, char 
 /* ---- an allocation refused: the app's side ---- */
 
 typedef CUresult (*dev_fn)(int *);
-typedef CUresult (*uuid_fn)(void *, int);
+typedef CUresult (*uuid_fn)(CUuuid *, int);
 
 /* The bytes the call wanted, and on which device (CUDA's ordinal); false when not known. */
 static bool call_need(const char *name, const uint64_t *gp, uint64_t *bytes, int *dev)
@@ -347,6 +346,7 @@ static bool call_need(const char *name, const uint64_t *gp, uint64_t *bytes, int
 bool cn_room_oom(unsigned idx, const uint64_t *gp)
 {
 	struct cn_room_need need;
+	CUuuid id;
 	uuid_fn uuid = (uuid_fn)cn_fns_stub(CN_FN_IDX_cuDeviceGetUuid_v2);
 	const char *name = cn_lookup_name(idx);
 	struct timespec until;
@@ -354,8 +354,9 @@ bool cn_room_oom(unsigned idx, const uint64_t *gp)
 	int dev;
 
 	if (!atomic_load(&on) || !name || !call_need(name, gp, &need.bytes, &dev) ||
-	    uuid(need.uuid, dev) != CUDA_SUCCESS)
+	    uuid(&id, dev) != CUDA_SUCCESS)
 		return false;
+	need.uuid = cn_uuid_of_cu(&id);
 	pthread_mutex_lock(&ask);
 	pthread_mutex_lock(&mu);
 	req = (typeof(req)){

@@ -7,9 +7,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cn_uuid.h"
+
 /* What is needed on one GPU. */
 struct cn_room_need {
-	unsigned char uuid[16];
+	struct cn_uuid uuid;
 	uint64_t bytes;
 };
 

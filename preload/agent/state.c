@@ -27,15 +27,15 @@ void cn_state_remember(const struct cn_resp *r)
 	cn_state_machine(r);
 }
 
-void cn_state_follow(const struct cn_resp *r, const unsigned char was[16], unsigned char now[16])
+void cn_state_follow(const struct cn_resp *r, const struct cn_uuid *was, struct cn_uuid *now)
 {
-	unsigned char home[16];
+	struct cn_uuid home;
 
-	cn_gpumap_home_of(cn_ag.moves, cn_ag.n_moves, was, home);
-	memcpy(now, home, 16);
+	cn_gpumap_home_of(cn_ag.moves, cn_ag.n_moves, was, &home);
+	*now = home;
 	for (uint32_t m = 0; m < r->n_moves; m++)
-		if (memcmp(r->moves[m].home, home, 16) == 0)
-			memcpy(now, r->moves[m].now, 16);
+		if (cn_uuid_eq(&r->moves[m].home, &home))
+			*now = r->moves[m].now;
 }
 
 /* After a restore: the GPUs the process started on are where the controller put them. The
@@ -43,31 +43,31 @@ void cn_state_follow(const struct cn_resp *r, const unsigned char was[16], unsig
 void cn_state_moved(const struct cn_resp *r)
 {
 	for (uint32_t u = 0; u < cn_ag.n_use; u++) {
-		unsigned char now[16];
+		struct cn_uuid now;
 
-		cn_state_follow(r, cn_ag.use[u].uuid, now);
-		memcpy(cn_ag.use[u].uuid, now, 16);
+		cn_state_follow(r, &cn_ag.use[u].uuid, &now);
+		cn_ag.use[u].uuid = now;
 	}
 	cn_ag.n_moves = r->n_moves;
 	memcpy(cn_ag.moves, r->moves, sizeof(cn_ag.moves));
 	cn_state_machine(r);
 }
 
-int cn_state_targets(const struct cn_gpu_pair *pairs, unsigned n_pairs, unsigned char (*to)[16])
+int cn_state_targets(const struct cn_gpu_pair *pairs, unsigned n_pairs, struct cn_uuid *to)
 {
-	const unsigned char(*all)[16] = (const unsigned char(*)[16])cn_ag.gpus;
+	const struct cn_uuid *all = cn_ag.gpus;
 	int n = (int)cn_ag.n_gpus, want[CN_MAX_GPUS];
 	char why[200];
 
 	if (!n || cn_gpumap_want(pairs, n_pairs, all, n, want, why, sizeof(why)) < 0)
 		return -1;
 	for (uint32_t u = 0; u < cn_ag.n_use; u++) {
-		unsigned char home[16];
+		struct cn_uuid home;
 		int h;
 
-		cn_gpumap_home_of(cn_ag.moves, cn_ag.n_moves, cn_ag.use[u].uuid, home);
-		h = cn_gpumap_index(all, n, home);
-		memcpy(to[u], h >= 0 ? cn_ag.gpus[want[h]] : home, 16);
+		cn_gpumap_home_of(cn_ag.moves, cn_ag.n_moves, &cn_ag.use[u].uuid, &home);
+		h = cn_uuid_index(all, n, &home);
+		to[u] = h >= 0 ? cn_ag.gpus[want[h]] : home;
 	}
 	return 0;
 }

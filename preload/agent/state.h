@@ -53,7 +53,7 @@ struct cn_agent {
 	uint32_t n_pairs;
 	struct cn_gpu_pair pairs[CN_MAX_GPUS];
 	uint32_t n_gpus;
-	unsigned char gpus[CN_MAX_GPUS][16];
+	struct cn_uuid gpus[CN_MAX_GPUS];
 	char model[96]; /* of its GPU at the last checkpoint, for the rates (rates.c): state.c */
 };
 
@@ -68,11 +68,11 @@ void cn_state_remember(const struct cn_resp *r);
  * process's own GPUs moved with them. */
 void cn_state_moved(const struct cn_resp *r);
 /* Where the restore r puts the GPU the process is on at was (before cn_state_moved takes r in). */
-void cn_state_follow(const struct cn_resp *r, const unsigned char was[16], unsigned char now[16]);
+void cn_state_follow(const struct cn_resp *r, const struct cn_uuid *was, struct cn_uuid *now);
 /* Where a restore under the map pairs puts the memory on each GPU of use (to[u] for use[u]), by
  * the machine's GPUs as last listed: 0, or -1 when those are not known or the map does not fit
  * them (the controller then says why). */
-int cn_state_targets(const struct cn_gpu_pair *pairs, unsigned n_pairs, unsigned char (*to)[16]);
+int cn_state_targets(const struct cn_gpu_pair *pairs, unsigned n_pairs, struct cn_uuid *to);
 /* The GPU memory of the last checkpoint, in MiB; -1 when not known. */
 double cn_state_footprint_mib(void);
 

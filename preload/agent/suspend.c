@@ -218,8 +218,7 @@ static int peers(struct cn_resp *r, char *msg, size_t len)
 	}
 	if (!cn_peers_large(why, sizeof(why)))
 		return 0;
-	cn_peers_describe((const unsigned char(*)[16])cn_ag.gpus, (int)cn_ag.n_gpus, which,
-			  sizeof(which));
+	cn_peers_describe(cn_ag.gpus, (int)cn_ag.n_gpus, which, sizeof(which));
 	if (cn_peers_drop(why, sizeof(why)) < 0) {
 		r->result = CN_RES_REFUSED;
 		snprintf(msg, len,

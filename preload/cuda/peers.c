@@ -40,17 +40,17 @@
 /* One direction of peer access: the context that may access, the context whose memory it may. */
 struct pair {
 	void *from, *to;
-	int dev[2];		   /* their CUDA ordinals in this process */
-	unsigned char uuid[2][16]; /* ... and UUIDs (zero when not known) */
-	char who[120];		   /* "cuCtxEnablePeerAccess in libc10_cuda.so" */
-	bool dropped;		   /* turned off by a suspend, to be asked for again */
+	int dev[2];		/* their CUDA ordinals in this process */
+	struct cn_uuid uuid[2]; /* ... and UUIDs (zero when not known) */
+	char who[120];		/* "cuCtxEnablePeerAccess in libc10_cuda.so" */
+	bool dropped;		/* turned off by a suspend, to be asked for again */
 };
 
 /* A GPU (dev[0]) that may access memory of another's (dev[1], -1: not known), mapped to it or by
  * a pool. */
 struct grant {
 	int dev[2];
-	unsigned char uuid[2][16];
+	struct cn_uuid uuid[2];
 	bool pool;
 	char who[120];
 };
@@ -72,7 +72,7 @@ static char large_who[160];
 struct mapping {
 	uint64_t base, bytes;
 	int dev[2];
-	unsigned char uuid[2][16];
+	struct cn_uuid uuid[2];
 	char who[120];
 };
 static struct mapping mapped[MAX_LARGE];
@@ -129,15 +129,16 @@ static int device_of(void *ctx)
 	return dev;
 }
 
-static void uuid_of(int dev, unsigned char out[16])
+static void uuid_of(int dev, struct cn_uuid *out)
 {
-	CUresult (*get)(unsigned char *, int) = drv(CN_FN_IDX_cuDeviceGetUuid_v2);
+	CUresult (*get)(CUuuid *, int) = drv(CN_FN_IDX_cuDeviceGetUuid_v2);
+	CUuuid u;
 
-	memset(out, 0, 16);
+	*out = (struct cn_uuid){ { 0 } };
 	if (!get)
 		get = drv(CN_FN_IDX_cuDeviceGetUuid);
-	if (dev < 0 || !get || get(out, dev) != CUDA_SUCCESS)
-		memset(out, 0, 16);
+	if (dev >= 0 && get && get(&u, dev) == CUDA_SUCCESS)
+		*out = cn_uuid_of_cu(&u);
 }
 
 static int find(void *from, void *to)
@@ -162,8 +163,8 @@ static bool note_enable(void *peer, const void *caller, CUresult *result, int de
 		return false;
 	p.from = current(&p.dev[0]);
 	p.dev[1] = device_of(peer);
-	uuid_of(p.dev[0], p.uuid[0]);
-	uuid_of(p.dev[1], p.uuid[1]);
+	uuid_of(p.dev[0], &p.uuid[0]);
+	uuid_of(p.dev[1], &p.uuid[1]);
 	cn_lookup_object(caller, obj, sizeof(obj));
 	snprintf(p.who, sizeof(p.who), "cuCtxEnablePeerAccess in %s", obj);
 	pthread_mutex_lock(&lock);
@@ -288,8 +289,8 @@ static void grant(int owner, const void *descs, size_t n, bool pool, const void 
 			continue;
 		grants[n_grants] =
 			(struct grant){ .dev = { d[k].location.id, owner }, .pool = pool };
-		uuid_of(d[k].location.id, grants[n_grants].uuid[0]);
-		uuid_of(owner, grants[n_grants].uuid[1]);
+		uuid_of(d[k].location.id, &grants[n_grants].uuid[0]);
+		uuid_of(owner, &grants[n_grants].uuid[1]);
 		snprintf(grants[n_grants++].who, sizeof(grants[0].who), "%s in %s",
 			 pool ? "cuMemPoolSetAccess" : "cuMemSetAccess", obj);
 	}
@@ -360,8 +361,8 @@ static void note_mapped(uint64_t ptr, uint64_t size, const void *descs, size_t n
 				mapped[n_mapped] = (struct mapping){ .base = base,
 								     .bytes = bytes,
 								     .dev = { to, owner } };
-				uuid_of(to, mapped[n_mapped].uuid[0]);
-				uuid_of(owner, mapped[n_mapped].uuid[1]);
+				uuid_of(to, &mapped[n_mapped].uuid[0]);
+				uuid_of(owner, &mapped[n_mapped].uuid[1]);
 				snprintf(mapped[n_mapped++].who, sizeof(mapped[0].who),
 					 "%llu MiB of cuMemCreate's in %s",
 					 (unsigned long long)(bytes >> 20), obj);
@@ -511,21 +512,18 @@ int cn_peers_held(void)
 }
 
 /* A GPU's index among the machine's (gpus, n of them), -1 when not among them. */
-static int index_of(const unsigned char uuid[16], const unsigned char (*gpus)[16], int n)
+static int index_of(const struct cn_uuid *uuid, const struct cn_uuid *gpus, int n)
 {
-	static const unsigned char zero[16];
+	static const struct cn_uuid zero;
 
-	for (int i = 0; i < n && memcmp(uuid, zero, 16) != 0; i++)
-		if (memcmp(gpus[i], uuid, 16) == 0)
-			return i;
-	return -1;
+	return cn_uuid_eq(uuid, &zero) ? -1 : cn_uuid_index(gpus, n, uuid);
 }
 
 /* "GPU 0->1" by the machine's indices, else "cuda:0->cuda:1" by the process's numbers. */
-static size_t direction(const unsigned char (*uuid)[16], const int *dev,
-			const unsigned char (*gpus)[16], int n, char *out, size_t len)
+static size_t direction(const struct cn_uuid *uuid, const int *dev, const struct cn_uuid *gpus,
+			int n, char *out, size_t len)
 {
-	int a = index_of(uuid[0], gpus, n), b = index_of(uuid[1], gpus, n);
+	int a = index_of(&uuid[0], gpus, n), b = index_of(&uuid[1], gpus, n);
 	int w = a >= 0 && b >= 0 ? snprintf(out, len, "GPU %d->%d", a, b)
 				 : snprintf(out, len, "cuda:%d->cuda:%d", dev[0], dev[1]);
 
@@ -534,7 +532,7 @@ static size_t direction(const unsigned char (*uuid)[16], const int *dev,
 
 /* The directions turned off or not, "GPU 0->1, GPU 1->0 by WHO", after "head" when there is any;
  * appended at o. */
-static size_t directions(bool dropped, const char *head, const unsigned char (*gpus)[16], int n,
+static size_t directions(bool dropped, const char *head, const struct cn_uuid *gpus, int n,
 			 char *out, size_t len, size_t o)
 {
 	const char *who = NULL;
@@ -553,8 +551,7 @@ static size_t directions(bool dropped, const char *head, const unsigned char (*g
 	return o < len ? o : len - 1;
 }
 
-int cn_peers_unrestorable(const unsigned char (*gpus)[16], int n, bool peer_off, char *why,
-			  size_t len)
+int cn_peers_unrestorable(const struct cn_uuid *gpus, int n, bool peer_off, char *why, size_t len)
 {
 	char dirs[300], first[200];
 	size_t o = 0;
@@ -597,7 +594,7 @@ int cn_peers_unrestorable(const unsigned char (*gpus)[16], int n, bool peer_off,
 	return 0;
 }
 
-void cn_peers_describe(const unsigned char (*gpus)[16], int n, char *out, size_t len)
+void cn_peers_describe(const struct cn_uuid *gpus, int n, char *out, size_t len)
 {
 	size_t o;
 
@@ -690,28 +687,27 @@ void cn_peers_restored(void)
 	atomic_store(&restored, true);
 }
 
-static void relocate(unsigned char uuid[16], const unsigned char (*was)[16],
-		     const unsigned char (*now)[16], int n)
+static void relocate(struct cn_uuid *uuid, const struct cn_uuid *was, const struct cn_uuid *now,
+		     int n)
 {
-	for (int k = 0; k < n; k++)
-		if (memcmp(uuid, was[k], 16) == 0) {
-			memcpy(uuid, now[k], 16);
-			return;
-		}
+	int k = cn_uuid_index(was, n, uuid);
+
+	if (k >= 0)
+		*uuid = now[k];
 }
 
-void cn_peers_moved(const unsigned char (*was)[16], const unsigned char (*now)[16], int n)
+void cn_peers_moved(const struct cn_uuid *was, const struct cn_uuid *now, int n)
 {
 	pthread_mutex_lock(&lock);
 	for (int i = 0; i < n_pairs; i++)
 		for (int j = 0; j < 2; j++)
-			relocate(pairs[i].uuid[j], was, now, n);
+			relocate(&pairs[i].uuid[j], was, now, n);
 	for (int i = 0; i < n_grants; i++)
 		for (int j = 0; j < 2; j++)
-			relocate(grants[i].uuid[j], was, now, n);
+			relocate(&grants[i].uuid[j], was, now, n);
 	for (int i = 0; i < n_mapped; i++)
 		for (int j = 0; j < 2; j++)
-			relocate(mapped[i].uuid[j], was, now, n);
+			relocate(&mapped[i].uuid[j], was, now, n);
 	pthread_mutex_unlock(&lock);
 }
 

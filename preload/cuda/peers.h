@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cn_uuid.h"
+
 /* ---- at the gate, in the app's threads, after the call (wrap.c); result is the call's, which
  * may be changed ---- */
 
@@ -42,15 +44,14 @@ int cn_peers_large(char *why, size_t len);
  * when none. why: the first, in words, its GPUs by their index among gpus as
  * cn_peers_describe names them. */
 enum { CN_PEERS_LARGE = 1, CN_PEERS_MAPPED, CN_PEERS_POOL };
-int cn_peers_unrestorable(const unsigned char (*gpus)[16], int n, bool peer_off, char *why,
-			  size_t len);
+int cn_peers_unrestorable(const struct cn_uuid *gpus, int n, bool peer_off, char *why, size_t len);
 
 /* "GPU 0->1, GPU 1->0 by cuCtxEnablePeerAccess in libc10_cuda.so" for the live directions (0->1:
  * GPU 0 may access GPU 1's memory), then "; off since the resume: ..." for those a suspend turned
  * off, then "; mapped: GPU 1->0 by cuMemSetAccess in libnccl.so.2" for the grants seen; "" when
  * there is none. GPUs by their index among gpus (the machine's, nvidia-smi order; n 0: not
  * known), else "cuda:0->cuda:1", the process's numbers. */
-void cn_peers_describe(const unsigned char (*gpus)[16], int n, char *out, size_t len);
+void cn_peers_describe(const struct cn_uuid *gpus, int n, char *out, size_t len);
 
 /* Turn off every live direction (the agent's thread, the gate closed): 0, or -1 with why when one
  * would not (those already off are turned on again first). */
@@ -65,7 +66,7 @@ void cn_peers_restored(void);
 /* The process was restored onto other GPUs: the GPU with UUID was[k] is now[k], for k < n. The
  * directions and grants follow their GPUs (the driver answers a device's new UUID after the move).
  */
-void cn_peers_moved(const unsigned char (*was)[16], const unsigned char (*now)[16], int n);
+void cn_peers_moved(const struct cn_uuid *was, const struct cn_uuid *now, int n);
 
 /* In a forked child: the parent's contexts are not its own. */
 void cn_peers_after_fork(void);

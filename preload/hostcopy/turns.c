@@ -49,7 +49,7 @@
 static struct {
 	int fd[CN_MAX_GPUS], slot[CN_MAX_GPUS];
 	int n, n_slots;
-	unsigned char uuid[CN_MAX_GPUS][16];
+	struct cn_uuid uuid[CN_MAX_GPUS];
 	int n_gpus;
 	char dir[4096];
 } g;
@@ -57,7 +57,9 @@ static atomic_bool inside, copying;
 
 static int by_uuid(const void *a, const void *b)
 {
-	return memcmp(a, b, 16);
+	const struct cn_uuid *x = a, *y = b;
+
+	return memcmp(x->b, y->b, sizeof(x->b));
 }
 
 static void close_fds(int *fd, int *n, bool unlock)
@@ -129,7 +131,7 @@ static int take_all(const char *kind, int count, int *fds, int *n, unsigned max_
 		return -1;
 	for (int i = 0; i < (g.n_gpus ? g.n_gpus : 1); i++) {
 		if (g.n_gpus)
-			cn_gpumap_uuid_format(g.uuid[i], s);
+			cn_uuid_fmt(&g.uuid[i], s);
 		if (snprintf(path, sizeof(path), ".restore-%s%s%s%s", kind, g.n_gpus ? "-" : "",
 			     g.n_gpus ? s : "", count > 1 ? "-" : "") >= (int)sizeof(path) ||
 		    (fd = take(dir, path, count, t0 + max_ms, &polled)) < 0) {
@@ -145,14 +147,14 @@ static int take_all(const char *kind, int count, int *fds, int *n, unsigned max_
 	return 0;
 }
 
-int cn_turns_enter(const char *dir, const unsigned char (*uuids)[16], int n, unsigned max_ms,
+int cn_turns_enter(const char *dir, const struct cn_uuid *uuids, int n, unsigned max_ms,
 		   double *waited_ms)
 {
 	cn_turns_leave();
 	n = n < 0 ? 0 : n > CN_MAX_GPUS ? CN_MAX_GPUS : n;
 	if (n)
-		memcpy(g.uuid, uuids, (size_t)n * 16);
-	qsort(g.uuid, (size_t)n, 16, by_uuid);
+		memcpy(g.uuid, uuids, (size_t)n * sizeof(g.uuid[0]));
+	qsort(g.uuid, (size_t)n, sizeof(g.uuid[0]), by_uuid);
 	g.n_gpus = n;
 	snprintf(g.dir, sizeof(g.dir), "%s", dir);
 	if (take_all("turn", 1, g.fd, &g.n, max_ms, waited_ms) < 0)

@@ -9,7 +9,7 @@
 /* Wait, at most max_ms, for the restore turns on the n GPUs (UUIDs; n == 0: the directory's one
  * turn). 0 once inside all of them; -1 when they could not be had, and the restore goes on
  * without. *waited_ms: the time it took. */
-int cn_turns_enter(const char *dir, const unsigned char (*uuids)[16], int n, unsigned max_ms,
+int cn_turns_enter(const char *dir, const struct cn_uuid *uuids, int n, unsigned max_ms,
 		   double *waited_ms);
 /* Out of the turn, into a place to copy in: wait at most max_ms for one on each GPU. 0 once had;
  * -1 when not inside, or none could be had (the copy goes on without). *waited_ms: the wait. */

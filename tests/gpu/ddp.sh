@@ -35,7 +35,7 @@ write_ini
 job 1000 > "$T/def.out" 2> "$T/def.err" &
 root=$!
 check "a DDP job with NCCL's default transports trains under cudanap" wait_step "$T/def.out" 3
-out=$("$CUDANAP" suspend --tree "$root"); rc=$?
+cli suspend --tree "$root"
 if [[ $(field "$(ranks_of "$T/def.out" | cut -d' ' -f1)" nccl) == suspend-api* ]]; then
 	ok 0 "# SKIP the NCCL PyTorch loads has the suspend API (ddpapi.sh)"
 	"$CUDANAP" resume --tree "$root" > /dev/null

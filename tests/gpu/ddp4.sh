@@ -18,7 +18,7 @@ read -r -a r4 <<< "$(ranks_of "$T/r4.out")"
 before=$(gpus_of "${r4[@]}")
 "$CUDANAP" suspend --tree "$root" > /dev/null
 nccl_ini "[restore]" "gpu_map = 0=1, 1=2, 2=3, 3=0"
-out=$("$CUDANAP" resume --tree "$root"); rc=$?
+cli resume --tree "$root"
 want=
 for g in $before; do
 	[[ $g =~ ^[0-3]$ ]] && want="$want$(( (g + 1) % 4 )) " || want="${want}? "
@@ -26,7 +26,7 @@ done
 is "$rc:$(gpus_of "${r4[@]}")" "0:${want% }" "4 ranks rotated one GPU over (from $before)"
 # the map names where the GPUs the ranks started on go: applied again, nothing moves
 "$CUDANAP" suspend --tree "$root" > /dev/null
-out=$("$CUDANAP" resume --tree "$root"); rc=$?
+cli resume --tree "$root"
 is "$rc:$(gpus_of "${r4[@]}")" "0:${want% }" "the same map again: the ranks stay where they are"
 nccl_ini
 check "the 4-rank job finishes" wait_done "$T/r4.out" "$root"

@@ -157,14 +157,14 @@ small_checks() {
 	job_cmd torchrun --nproc-per-node=2 --master-port=29531 "$py" $small > "$T/tr.out" 2> "$T/tr.err" &
 	root=$!
 	wait_step "$T/tr.out" 5
-	out=$("$CUDANAP" suspend -t 120 --tree "$root"); rc=$?
+	cli suspend -t 120 --tree "$root"
 	is "$rc" 0 "cudanap run -- torchrun: suspend --tree"
 	# The elastic agent loads torch and may initialise CUDA without a context: nothing to do, or
 	# an empty checkpoint; either way it must not fail the job's suspend.
 	like "$out" "total: 3 processes, [23] suspended, [01] without CUDA, 0 failed" \
 		"the elastic agent and both workers: none fails"
 	diag "$out"
-	out=$("$CUDANAP" resume -t 120 --tree "$root"); rc=$?
+	cli resume -t 120 --tree "$root"
 	is "$rc" 0 "resume --tree"
 	check "the torchrun job finishes" wait_done "$T/tr.out" "$root"
 	check "every loss bit-identical to the mp.spawn run" test "$(losses "$T/tr.out")" = "$(losses "$T/ddp.ref")"
@@ -198,7 +198,7 @@ a = torch.randn(2048, 2048, device="cuda:0")
 while True: (a @ a).sum().item()' &
 	busy=$!
 	check "a plain program busy on GPU 0" eventually 60 gpus_are "$busy" 0
-	out=$("$CUDANAP" resume -t 120 --tree "${root[ddp]}"); rc=$?
+	cli resume -t 120 --tree "${root[ddp]}"
 	like "$rc:$out" "^1:.*resume failed: BESIDE_RESTORED: restore: GPU 0 \(GPU-[^)]*\) runs pid $busy, not of this NCCL job" \
 		"the DDP job's resume where it slept, beside it: refused in one line naming it"
 	kill "$busy"
@@ -224,9 +224,9 @@ time.sleep(600)' "$T/idle.go" &
 	kill "$busy"
 	wait "$busy" 2> /dev/null
 	check "it ends and leaves GPU 1" eventually 30 gpus_are "$busy" -
-	out=$("$CUDANAP" resume -t 120 --tree "${root[fsdp]}"); rc=$?
+	cli resume -t 120 --tree "${root[fsdp]}"
 	like "$rc:$out" "$refused" "the FSDP job's resume where it slept, beside the restored DDP ranks: refused in one line"
-	out=$("$CUDANAP" resume -t 120 --gpu-map '0=1, 1=0' --tree "${root[fsdp]}"); rc=$?
+	cli resume -t 120 --gpu-map '0=1, 1=0' --tree "${root[fsdp]}"
 	like "$rc:$out" "$refused" "and with its ranks swapped"
 	is "$(states_of "$f0" "$f1")" "checkpointed checkpointed" "its ranks still asleep"
 	wait_done "$T/bsddp.out" "${root[ddp]}"; rc=$?

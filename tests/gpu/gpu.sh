@@ -38,7 +38,7 @@ like "$(field "$pid" host_need_mib):$(field "$pid" host_room_mib)" "^[0-9.]+:[0-
 est_s=$(field "$pid" est_suspend_s) est_r=$(field "$pid" est_resume_s)
 like "$est_s:$est_r" "^[0-9.]+:[0-9.]+$" "estimates printed: suspend $est_s s, resume $est_r s ($(field "$pid" est_source))"
 seq=$(field "$pid" seq) ts=$(field "$pid" timestamp)
-out=$("$CUDANAP" suspend --dry-run "$pid"); rc=$?
+cli suspend --dry-run "$pid"
 like "$rc:$out" "^0:$pid: would suspend: [0-9]+ MiB on GPU [0-9]+; host copy [0-9]+ MiB of [0-9]+ MiB free" "suspend --dry-run: $out"
 is "$(field "$pid" state):$(field "$pid" seq):$(field "$pid" timestamp)" "running:$seq:$ts" \
 	"the dry run changed nothing: state, actions, the last action's time"
@@ -76,10 +76,10 @@ like "$(cat "$T/A.err")" "cudanap\[$pid\]: suspended in .*cudanap\[$pid\]: resum
 
 # -- 2. identity gpu_map by index, through the CLI
 write_ini "[lock]" "timeout_ms = 2000" "[restore]" "gpu_map = 0=0" "${hooks[@]}"
-out=$("$CUDANAP" suspend --wait "$pid"); rc=$?
+cli suspend --wait "$pid"
 is "$rc" 0 "cudanap suspend --wait"
 diag "$out"
-out=$("$CUDANAP" resume --wait "$pid"); rc=$?
+cli resume --wait "$pid"
 is "$rc" 0 "cudanap resume with gpu_map = 0=0 (completed to every GPU)"
 diag "$out"
 ask A verify 120
@@ -87,17 +87,17 @@ is "$REPLY" "verify ok" "data intact after identity remap"
 
 # -- 2b. notice ahead: cudanap prepare faults the host copy in, the suspend then only copies
 write_ini "[lock]" "timeout_ms = 2000" "[log]" "level = debug" "${hooks[@]}"
-out=$("$CUDANAP" prepare "$pid"); rc=$?
+cli prepare "$pid"
 is "$rc:$(field "$pid" prepared):$(field "$pid" state)" "0:true:running" "cudanap prepare: prepared, still running"
 diag "$out"
 ask A work 60
 is "$REPLY" "work ok" "CUDA works while prepared"
-out=$("$CUDANAP" suspend "$pid"); rc=$?
+cli suspend "$pid"
 is "$rc" 0 "the prepared suspend"
 check "it frees the GPU (process <= 4 MiB)" test "$(gpu_mib "$pid")" -le 4
 diag "prepared suspend: $out"
 like "$(cat "$T/A.err")" "host copy: [0-9]+ MiB, in a kept or prepared buffer" "the driver's copy went into the prepared buffer"
-out=$("$CUDANAP" resume "$pid"); rc=$?
+cli resume "$pid"
 is "$rc" 0 "resume"
 diag "$out"
 ask A verify 120
@@ -105,7 +105,7 @@ is "$REPLY" "verify ok" "all $gib GiB intact after a prepared suspend"
 
 # -- 3. a long kernel: the lock times out, the program keeps running
 ask A "spin 8000"
-out=$("$CUDANAP" suspend "$pid"); rc=$?
+cli suspend "$pid"
 is "$rc" 1 "suspend during an 8 s kernel fails"
 like "$out" "CUDA_ERROR_NOT_READY: lock timed out after 2000 ms.*\(state running\)" "lock timed out, state running"
 diag "$out"

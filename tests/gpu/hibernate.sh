@@ -38,7 +38,7 @@ is "$REPLY" "verify ok" "in RAM: suspended and resumed ($ram_s s, $ram_r s)"
 
 write_ini "[hibernate]" "dir = $hib"
 base=$(rss_mib "$pid")
-out=$("$CUDANAP" suspend "$pid"); rc=$?
+cli suspend "$pid"
 is "$rc:$(field "$pid" message)" "0:suspended to $hib" "suspended to disk"
 diag "$out"
 disk_s=$(secs "$pid")
@@ -46,7 +46,7 @@ grew=$(( $(rss_mib "$pid") - base ))
 check "asleep: RSS +$grew MiB over the running process's, at most 2% of $held MiB" test "$grew" -le $((held * 2 / 100))
 diag "status: host_mib $(field "$pid" host_mib), disk_mib $(field "$pid" disk_mib), hibernate step $(field "$pid" hibernate_ms) ms"
 is "$(gpu_mib "$pid")" 0 "its GPU memory freed"
-out=$("$CUDANAP" resume "$pid"); rc=$?
+cli resume "$pid"
 is "$rc" 0 "resumed from disk"
 diag "$out"
 disk_r=$(secs "$pid")
@@ -68,13 +68,13 @@ if [ -f /sys/fs/cgroup/cgroup.controllers ] && grep -qw memory /sys/fs/cgroup/cg
 	echo 0 > "$cg/memory.swap.max" 2> /dev/null
 	write_ini
 	start B bash -c "echo \$\$ > $cg/cgroup.procs && exec $HOLDMEM $gib"
-	out=$("$CUDANAP" suspend "$B_pid"); rc=$?
+	cli suspend "$B_pid"
 	like "$rc:$out" "^1:.*NO_HOST_MEMORY" "a $gib GiB job under memory.max = $((gib / 2)) GiB: refused in RAM"
 	write_ini "[hibernate]" "dir = $hib"
-	out=$("$CUDANAP" suspend "$B_pid"); rc=$?
+	cli suspend "$B_pid"
 	is "$rc:$(field "$B_pid" message)" "0:suspended to $hib" "suspended to disk instead"
 	diag "$out; cgroup memory.peak $(( $(cat "$cg/memory.peak" 2> /dev/null || echo 0) >> 20 )) MiB"
-	out=$("$CUDANAP" resume "$B_pid"); rc=$?
+	cli resume "$B_pid"
 	is "$rc" 0 "resumed"
 	diag "$out"
 	ask B verify 120

@@ -39,7 +39,7 @@ like "$(field "$pid" state)" "^(running|checkpointed)$" "the state is a known on
 check "the job can be brought back to running" bring_back "$pid"
 ask A verify 120
 is "$REPLY" "verify ok" "all $gib GiB intact"
-out=$("$CUDANAP" suspend "$pid"); rc=$?
+cli suspend "$pid"
 like "$out:$rc" "suspended in .*:0" "a new controller suspends it"
 
 # -- mid-restore
@@ -85,12 +85,12 @@ PY
 	answer P 120
 	child=${REPLY#child }
 	held=$(gpu_mib "$child")
-	out=$("$CUDANAP" suspend "$child"); rc=$?
+	cli suspend "$child"
 	like "$out:$rc" "^$child: suspended in .*:0" "a fork child using CUDA under a PyTorch parent is suspended on its own"
 	diag "$out; it held $held MiB, now $(gpu_mib "$child") MiB"
 	check "its GPU memory is freed" test "$(gpu_mib "$child")" -le 4
 	is "$(field "$P_pid" seq)" 0 "the parent did nothing"
-	out=$("$CUDANAP" resume "$child"); rc=$?
+	cli resume "$child"
 	like "$out:$rc" "^$child: resumed in .*:0" "and resumed"
 	ask P go 120
 	is "$REPLY" "child says ok" "its tensor is intact"

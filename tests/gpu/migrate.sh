@@ -85,7 +85,7 @@ like "$(on "$C_pid")" "^[1-9][0-9]*:[1-9][0-9]*$" "a process holding memory on b
 "$CUDANAP" suspend "$C_pid" > /dev/null
 is "$(field "$C_pid" state):$(on "$C_pid")" "checkpointed:0:0" "suspended: both GPUs freed"
 write_ini "[restore]" "gpu_map = 0=1, 1=0"
-out=$("$CUDANAP" resume "$C_pid"); rc=$?
+cli resume "$C_pid"
 is "$rc" 0 "resumed with the two GPUs swapped"
 like "$(on "$C_pid")" "^[1-9][0-9]*:[1-9][0-9]*$" "memory on both again"
 ask C verify 120
@@ -105,14 +105,14 @@ hog_pid=$!
 exec {hog_fd}> "$T/hog.in"
 for _ in $(seq 600); do grep -q ready "$T/hog.out" && break; sleep 0.1; done
 diag "another process holds $hog GiB of GPU 0's $free0 MiB free: $(nvidia-smi --query-gpu=memory.free --format=csv,noheader -i 0) left"
-out=$("$CUDANAP" resume "$pid"); rc=$?
+cli resume "$pid"
 is "$rc" 1 "a move home onto a GPU without room is refused"
 like "$out" "NO_GPU_MEMORY: restore: GPU 0 \(GPU-[0-9a-f-]+\) has [0-9]+ MiB free; the job needs [0-9]+ MiB there.*\(state checkpointed\)" \
 	"in one line, and the job stays checkpointed"
 diag "$out"
 echo quit >&"$hog_fd"
 wait "$hog_pid"
-out=$("$CUDANAP" resume "$pid"); rc=$?
+cli resume "$pid"
 is "$rc" 0 "once the memory is free the same resume works"
 ask A verify 120
 is "$REPLY" "verify ok" "data intact after the refusal"

@@ -21,7 +21,7 @@ write_ini "[nap]" "wake_on = any" "[log]" "level = info"
 start A "$HOLDMEM" "$gib"
 pid=$A_pid
 like "$(mib_on "$pid" 0):$(mib_on "$pid" 1)" "^[1-9][0-9]*:0$" "the napper starts on GPU 0"
-out=$("$CUDANAP" nap "$pid"); rc=$?
+cli nap "$pid"
 is "$rc" 0 "it naps: $out"
 fill 0
 check "a filler takes GPU 0 ($(mib_on "$F_pid" 0) MiB)" test "$(mib_on "$F_pid" 0)" -gt 1024

@@ -100,7 +100,7 @@ hib=${CUDANAP_HIBERNATE_DIR:-/var/tmp}/cudanap-nap.$$
 mkdir -p "$hib"
 write_ini "[nap]" "to = disk" "[hibernate]" "dir = $hib"
 start H "$HOLDMEM" "$gib"
-out=$("$CUDANAP" nap "$H_pid"); rc=$?
+cli nap "$H_pid"
 is "$rc" 0 "cudanap nap to disk: $out"
 rss=$(awk '/^VmRSS/ { print int($2 / 1024) }' "/proc/$H_pid/status")
 foot=$(field "$H_pid" footprint_mib)

@@ -65,7 +65,7 @@ bw1=$(bw_of S)
 check "its copies between the GPUs as fast after as before: $bw0 GB/s before, $bw1 GB/s after ($(ratio "$bw0" "$bw1"))" kept "$bw0" "$bw1"
 diag "split model: suspend $(spread suspended), resume $(spread resumed)"
 n=$((2 * cycles))
-out=$("$CUDANAP" nap "$S_pid"); rc=$?
+cli nap "$S_pid"
 is "$rc" 0 "napped ($out)"
 ask S "train 2" 300
 n=$((n + 2))
@@ -95,13 +95,13 @@ unset PYTORCH_CUDA_ALLOC_CONF
 write_ini "[memory]" "own = never" "[log]" "level = info"
 start N "$py" "$here/split_train.py" --serve
 bw_of N > /dev/null
-out=$("$CUDANAP" suspend --dry-run "$N_pid"); rc=$?
+cli suspend --dry-run "$N_pid"
 like "$rc:$out" "^1:$N_pid: would refuse: refusing to suspend a process with peer access between its GPUs .* and an allocation over 256 MiB \(512 MiB by cuMemAlloc" \
 	"own = never: suspend --dry-run would refuse"
-out=$("$CUDANAP" suspend "$N_pid"); rc=$?
+cli suspend "$N_pid"
 like "$rc:$out" "^1:$N_pid: suspend failed: REFUSED: refusing to suspend a process with peer access between its GPUs \(GPU 0->1, GPU 1->0 by cuCtxEnablePeerAccess in [^)]*\) and an allocation over 256 MiB \(512 MiB by cuMemAlloc[^)]*\): the driver cannot restore it; \[memory\] own = auto owns such memory.*\(state running\)$" \
 	"cudanap suspend: refused in one line, naming the GPUs, the allocation and the libraries"
-out=$("$CUDANAP" nap "$N_pid"); rc=$?
+cli nap "$N_pid"
 like "$rc:$out" "^1:$N_pid: nap failed: REFUSED" "cudanap nap: refused"
 ask N "train 2" 120
 is "$REPLY" "trained 2" "it trains on"
@@ -151,7 +151,7 @@ if "$py" -c 'import jax; assert len(jax.devices("gpu")) >= 2' 2> /dev/null; then
 	is "$ok" "$cycles" "JAX with its pool preallocated: $cycles suspends and resumes, swapped at every other"
 	is "$(steps J)" "$(first $((2 * cycles)) "$jref")" "every loss equal to the uninterrupted run's"
 	diag "JAX, pool of 20 %: suspend $(spread suspended), resume $(spread resumed)"
-	out=$("$CUDANAP" nap "$J_pid"); rc=$?
+	cli nap "$J_pid"
 	is "$rc" 0 "napped ($out)"
 	ask J "train 2" 300
 	woke "$J_pid"

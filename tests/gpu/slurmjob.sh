@@ -22,14 +22,14 @@ check "sbatch --cudanap: a $gib GiB job starts" test -n "$g"
 STATUS_DIR=$(job_dir "$j")
 held=$(gpu_mib "$g")
 diag "job $j, pid $g, $held MiB on the GPU"
-out=$("$CUDANAP" suspend --slurm "$j"); rc=$?
+cli suspend --slurm "$j"
 is "$rc" 0 "cudanap suspend --slurm $j"
 diag "$out"
 is "$(field "$g" state):$(gpu_mib "$g")" checkpointed:0 "checkpointed, its GPU memory freed (nvidia-smi)"
 out=$("$CUDANAP" status --slurm "$j")
 like "$out" "$NODE +$g +checkpointed .* $held " "status --slurm: node, pid, state and the MiB it held"
 diag "$out"
-out=$("$CUDANAP" resume --slurm "$j"); rc=$?
+cli resume --slurm "$j"
 is "$rc" 0 "cudanap resume --slurm $j"
 diag "$out"
 ask G verify 120

@@ -96,7 +96,7 @@ if has jax; then
 	# JAX's default: a pool of 75 % of the GPU, all of which moves.
 	unset XLA_PYTHON_CLIENT_PREALLOCATE
 	start jaxpool "$py" "$here/jax_train.py" --idle 20
-	out=$("$CUDANAP" suspend "$jaxpool_pid"); rc=$?
+	cli suspend "$jaxpool_pid"
 	sleep 1
 	out="$out / $("$CUDANAP" resume "$jaxpool_pid")"; rc=$rc$?
 	is "$rc" 00 "JAX with its default pool (75 % of the GPU): suspended and resumed"
@@ -112,7 +112,7 @@ fi
 start feat "$FEATURES"
 ask feat prepare 60
 is "$REPLY" prepared "features: graph, pool, pinned memory, events ready; 4 streams busy"
-out=$("$CUDANAP" suspend "$feat_pid"); rc=$?
+cli suspend "$feat_pid"
 is "$rc" 0 "features: suspended with work in flight on 4 streams"
 diag "$out"
 sleep 2
@@ -126,7 +126,7 @@ ask feat quit
 # ---- what the driver cannot checkpoint: a clear line, and the program runs on
 start man "$UNSUPPORTED" managed
 diag "/dev/nvidia-uvm mappings: managed program $(grep -c nvidia-uvm /proc/"$man_pid"/maps), features program $(grep -c nvidia-uvm /proc/"$feat_pid"/maps 2>/dev/null || echo gone)"
-out=$("$CUDANAP" suspend "$man_pid"); rc=$?
+cli suspend "$man_pid"
 is "$rc" 1 "managed memory: the suspend fails"
 like "$out" "^$man_pid: suspend failed: [A-Z_]+: .*managed memory.*\(state running\)$" "managed memory: one clear line"
 diag "$out"
@@ -139,14 +139,14 @@ start exp "$UNSUPPORTED" ipc-export
 # suspends. (The exporter's own suspend, below, is what the driver supports.)
 refusal='REFUSED: refusing to suspend a process that holds GPU memory imported from another process'
 start imps "$UNSUPPORTED_SHARED" ipc-import "${exp_ready##* }"
-out=$("$CUDANAP" suspend "$imps_pid"); rc=$?
+cli suspend "$imps_pid"
 like "$out:$rc" "^$imps_pid: suspend failed: $refusal \(1 import, the first by cudaIpcOpenMemHandle in unsupported-shared\): .*\(state running\):1$" \
 	"CUDA IPC, importer on the shared runtime: refused before the lock, in one line naming it"
 diag "$out"
 ask imps verify 60
 is "$REPLY" "verify ok" "CUDA IPC: the refused importer runs on, reading the exporter's memory"
 ask imps close 60
-out=$("$CUDANAP" suspend "$imps_pid"); rc=$?
+cli suspend "$imps_pid"
 out="$out / $("$CUDANAP" resume "$imps_pid")"; rc=$rc$?
 is "$rc" 00 "CUDA IPC: with its import closed, the same program suspends and resumes"
 diag "$out"
@@ -158,11 +158,11 @@ if has torch; then
 	start tipc "$py" "$here/torch_ipc.py" || diag "torch_ipc did not start: $(tail -n 3 "$T/tipc.err")"
 	kid=${tipc_ready##* }
 	ask tipc sum 60; before=$REPLY
-	out=$("$CUDANAP" suspend "$kid"); rc=$?
+	cli suspend "$kid"
 	like "$out:$rc" "^$kid: suspend failed: $refusal \([0-9]+ imports?, the first by cudaIpcOpenMemHandle in lib[^ ]+\): .*:1$" \
 		"torch.multiprocessing: the child holding its parent's CUDA tensor is refused, naming the importer"
 	diag "$out"
-	out=$("$CUDANAP" suspend --tree "$tipc_pid" 2>&1); rc=$?
+	cli2 suspend --tree "$tipc_pid"
 	like "$out:$rc" "REFUSED.*rolled back.*:1$" "torch.multiprocessing: the whole job's suspend is refused and rolled back"
 	diag "$(echo "$out" | tail -n 2)"
 	ask tipc sum 60
@@ -179,7 +179,7 @@ out=$("$CUDANAP" suspend "$exp_pid") && out="$out / $("$CUDANAP" resume "$exp_pi
 diag "CUDA IPC, exporting side: $out"
 ask exp verify 60
 is "$REPLY" "verify ok" "CUDA IPC: the exporting program runs on with its data"
-out=$("$CUDANAP" suspend "$imp_pid"); rc=$?
+cli suspend "$imp_pid"
 like "$out:$rc" "^$imp_pid: suspend failed: $refusal \(1 import, the first by cuIpcOpenMemHandle[_a-z0-9]* in unsupported\): .*\(state running\):1$" \
 	"CUDA IPC, importer on the static runtime: refused before the lock, in one line naming it"
 diag "$out"

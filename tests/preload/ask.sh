@@ -106,7 +106,7 @@ $pid: would refuse: refusing to suspend a process that holds managed memory" \
 	"cudanap status: no, and a line after the table says why"
 ask A "drv call gpa2 cuMemFree"
 like "$(dry "$pid")" "would suspend.*:0$" "freed: would suspend again"
-out=$("$CUDANAP" suspend "$pid"); rc=$?
+cli suspend "$pid"
 is "$rc" 0 "and does ($out)"
 "$CUDANAP" resume "$pid" > /dev/null
 ask A "ipc open"
@@ -185,24 +185,24 @@ CUDANAP_FAKE_FOOTPRINT_MIB=9000 CUDANAP_FAKE_START_GPU=1 start S "$TARGET"
 ask S "ipc open"
 ask A quit
 wait "$A_pid" # gone, not exiting: pick would count it
-out=$("$CUDANAP" pick -c "$T/job.ini" --free 2G --gpu 0); rc=$?
+cli pick -c "$T/job.ini" --free 2G --gpu 0
 is "$rc:$out" "0:$P_pid: frees 3000 MiB on GPU 0, about 0.4 s
 total: 3000 MiB freed on GPU 0 in about 0.4 s
 cudanap suspend $P_pid" "pick --free 2G --gpu 0: the one that frees enough"
-out=$("$CUDANAP" pick -c "$T/job.ini" --free 3500 --gpu 0); rc=$?
+cli pick -c "$T/job.ini" --free 3500 --gpu 0
 like "$rc:$out" "^0:.*total: 4000 MiB freed on GPU 0 in about 0\.7 s
 cudanap suspend ($P_pid $Q_pid|$Q_pid $P_pid)$" "3500 MiB: both"
-out=$("$CUDANAP" pick -c "$T/job.ini" --free 2G); rc=$?
+cli pick -c "$T/job.ini" --free 2G
 like "$rc:$out" "^0:$S_pid: would refuse: refusing to suspend a process that holds GPU memory imported from another process.*
 $R_pid: frees 2500 MiB on GPU 1.*
 cudanap suspend $R_pid$" "any GPU: GPU 1's 2500 MiB cost less than GPU 0's 3000 (the importer of 9000 cannot suspend, and is said first)"
-out=$("$CUDANAP" pick -c "$T/job.ini" --free 8G --gpu 1); rc=$?
+cli pick -c "$T/job.ini" --free 8G --gpu 1
 like "$rc:$out" "^1:$S_pid: would refuse: .*
 cannot free 8192 MiB on GPU 1: the processes that would suspend hold less$" \
 	"more than the suspendable hold: exit 1"
 like "$("$CUDANAP" pick -c "$T/job.ini" --free 2G --json)" "^\{\"gpu\":1,\"free_mib\":2048,\"possible\":true,\"processes\":\[\{\"pid\":$R_pid,\"mib\":2500,\"est_s\":0\.3[0-9]+\}\],\"total_mib\":2500,\"total_s\":0\.3[0-9]+,\"command\":\"cudanap suspend $R_pid\"\}$" \
 	"pick --json"
-out=$("$CUDANAP" pick -c "$T/job.ini" --free x 2>&1); rc=$?
+cli2 pick -c "$T/job.ini" --free x
 like "$rc:$out" "^2:cudanap: --free wants a size" "a bad size: usage error"
 "$CUDANAP" suspend $("$CUDANAP" pick -c "$T/job.ini" --free 3500 --gpu 0 | tail -n 1 | cut -d' ' -f3-) > /dev/null
 is "$(field "$P_pid" state):$(field "$Q_pid" state)" checkpointed:checkpointed "its command suspends them"

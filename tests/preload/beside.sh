@@ -40,16 +40,16 @@ job X jx 0 1
 job Y jy 0 1
 is "$(field "$X_pid" restores)" 0 "a process never restored says restores 0"
 "$CUDANAP" suspend "$X_pid" "$Y_pid" > /dev/null
-out=$("$CUDANAP" resume "$X_pid"); rc=$?
+cli resume "$X_pid"
 is "$rc:$(gpu_of X):$(field "$X_pid" restores)" "0:0:1" "X resumed where it slept; its status counts the restore"
 
 # -- Y's resume where it slept, beside X: refused
-out=$("$CUDANAP" resume "$Y_pid"); rc=$?
+cli resume "$Y_pid"
 like "$out" "^$Y_pid: $(refusal 0 "$X_pid"): restored, a rank's collective waiting there beside another's work is stopped by the driver after ~5 s \(\[restore\] beside_restored\); still suspended: resume it once that process sleeps or has ended, or onto other GPUs \(state checkpointed\)$" \
 	"Y's resume where it slept, beside X, is refused in one line naming the GPU and the process"
 is "$rc:$(field "$Y_pid" state):$(field "$Y_pid" result)" "1:checkpointed:BESIDE_RESTORED" \
 	"it exits 1; Y stays suspended, its status says why"
-out=$("$CUDANAP" resume --gpu-map "0=1, 1=0" "$Y_pid"); rc=$?
+cli resume --gpu-map "0=1, 1=0" "$Y_pid"
 ask Y verify
 is "$rc:$(gpu_of Y):$REPLY" "0:1:verify ok" "onto another GPU, beside no one, it resumes: data intact"
 
@@ -57,7 +57,7 @@ is "$rc:$(gpu_of Y):$REPLY" "0:1:verify ok" "onto another GPU, beside no one, it
 out=$(again "$X_pid" "0=1, 1=0")
 like "$out" "^$X_pid: $(refusal 1 "$Y_pid"):" "X's move onto Y's GPU is refused"
 is "${out##*rc }:$(field "$X_pid" state)" "1:checkpointed" "X stays suspended"
-out=$("$CUDANAP" resume "$X_pid"); rc=$?
+cli resume "$X_pid"
 is "$rc:$(gpu_of X)" "0:0" "resumed where it slept, GPU 0 (Y is on GPU 1)"
 
 # -- a rank of the same job is not another job: R0 and R1, one job's two ranks, sharing GPU 2 (as a
@@ -89,18 +89,18 @@ out=$(again "$X_pid" ""); rc=$?
 like "$out" "^$X_pid: $(refusal 0 "$P_pid"):" \
 	"X's resume where it slept, beside P (no communicators, never restored), is refused"
 "$CUDANAP" suspend "$P_pid" > /dev/null
-out=$("$CUDANAP" resume "$X_pid"); rc=$?
+cli resume "$X_pid"
 is "$rc:$(gpu_of X)" "0:0" "with P asleep, X resumes where it slept"
 
 # -- and a process without communicators is not restored beside a restored NCCL rank
-out=$("$CUDANAP" resume "$P_pid"); rc=$?
+cli resume "$P_pid"
 like "$out" "^$P_pid: $(refused 0 "$X_pid"), whose collective waiting there beside this work is stopped by the driver after ~5 s \(\[restore\] beside_restored\); still suspended: resume it once that process sleeps or has ended, or onto other GPUs \(state checkpointed\)$" \
 	"P's resume where it slept, beside X, is refused in one line"
 is "$rc:$(field "$P_pid" state):$(field "$P_pid" result)" "1:checkpointed:BESIDE_RESTORED" "P stays suspended"
-out=$("$CUDANAP" resume --gpu-map "0=1, 1=0" "$P_pid"); rc=$?
+cli resume --gpu-map "0=1, 1=0" "$P_pid"
 like "$rc:$out" "^1:$P_pid: $(refused 1 "$Y_pid")," "nor moved beside Y"
 "$CUDANAP" suspend "$R0_pid" "$R1_pid" > /dev/null
-out=$("$CUDANAP" resume --gpu-map "0=2, 2=0" "$P_pid"); rc=$?
+cli resume --gpu-map "0=2, 2=0" "$P_pid"
 ask P verify
 is "$rc:$(gpu_of P):$REPLY" "0:2:verify ok" "onto GPU 2, whose NCCL ranks sleep, it resumes: data intact"
 
@@ -115,7 +115,7 @@ is "$(field "$N_pid" nccl)" "suspend-api: 1 communicator (NCCL 2.30.7)" "N's sta
 "$CUDANAP" suspend "$X_pid" > /dev/null
 out=$(again "$Q_pid" "")
 is "$(gpu_of Q):${out##*rc }" "0:0" "and comes home beside N, an NCCL job never restored"
-out=$("$CUDANAP" resume "$X_pid"); rc=$?
+cli resume "$X_pid"
 like "$rc:$out" "^1:$X_pid: resume failed: BESIDE_RESTORED: restore: GPU 0 \($(uuid 0)\) runs pid ($N_pid|$Q_pid), not of this NCCL job:" \
 	"X is not restored beside N (another NCCL job, never restored) and Q"
 
@@ -128,15 +128,15 @@ sed 's/"busy":false,\("seq":[0-9]*\),"action":"[a-z]*"/"busy":true,\1,"action":"
 mv "$T/status/$N_pid.json.new" "$T/status/$N_pid.json"
 is "$(field "$N_pid" busy):$(field "$N_pid" action):$(field "$N_pid" restores)" "true:resume:0" \
 	"N's status: busy with a resume, no restore behind it"
-out=$("$CUDANAP" resume "$Q_pid" 2>&1); rc=$?
+cli2 resume "$Q_pid"
 like "$rc:$out" "^1:$Q_pid: $(refused 0 "$N_pid")," "Q's resume beside N, restoring, is refused"
 mv "$T/N.json" "$T/status/$N_pid.json"
-out=$("$CUDANAP" resume "$Q_pid"); rc=$?
+cli resume "$Q_pid"
 is "$rc:$(gpu_of Q)" "0:0" "N's status as it is, running: Q resumes beside it"
 
 # -- [restore] beside_restored = true lets it through: X home to GPU 0 beside N and Q
 write_ini "[restore]" "beside_restored = true"
-out=$("$CUDANAP" resume "$X_pid"); rc=$?
+cli resume "$X_pid"
 ask X verify
 is "$rc:$(gpu_of X):$REPLY" "0:0:verify ok" "beside_restored = true: X resumes beside N and Q"
 write_ini
@@ -145,7 +145,7 @@ write_ini
 # communicators, napped on GPU 0; its next call waits while X, restored, runs there, and is
 # answered once X sleeps
 job F jf 0 1
-out=$("$CUDANAP" nap "$F_pid" 2>&1); rc=$?
+cli2 nap "$F_pid"
 like "$rc:$out" "^1:.*REFUSED: an NCCL rank: not napped alone" "an NCCL rank is not napped"
 ask F quit
 start E "$TARGET" || diag "E did not start"
@@ -168,7 +168,7 @@ is "$said:$(field "$E_pid" state):$(gpu_of E)" "launch 0:running:0" "X asleep, E
 "$CUDANAP" nap "$E_pid" > /dev/null
 check "E napped again" napped "$E_pid"
 write_ini "[restore]" "beside_restored = true"
-out=$("$CUDANAP" resume "$X_pid"); rc=$?
+cli resume "$X_pid"
 is "$rc:$(gpu_of X)" "0:0" "X restored on GPU 0 again (beside_restored = true: beside N and Q)"
 write_ini "[nap]" "wake_on = any"
 ask E "drv launch export 5" 20
@@ -184,10 +184,10 @@ write_ini
 for p in N Q E; do ask "$p" quit; done
 for p in N Q E; do eventually 10 test ! -e "$T/status/$(eval echo "\$${p}_pid").json" 2> /dev/null; done
 write_ini "[restore]" "room_wait_s = 1"
-out=$("$CUDANAP" resume "$X_pid"); rc=$?
+cli resume "$X_pid"
 is "$rc:$(gpu_of X)" "0:0" "X resumed on GPU 0, alone there"
 "$CUDANAP" suspend "$Y_pid" > /dev/null
-out=$("$CUDANAP" resume --gpu-map "" "$Y_pid"); rc=$?
+cli resume --gpu-map "" "$Y_pid"
 waited=$(field "$Y_pid" wait_ms)
 like "$rc:$out" "^1:$Y_pid: $(refusal 0 "$X_pid"):" "room_wait_s = 1: Y's resume beside X is refused"
 check "after waiting for X to sleep the whole second (wait_ms $waited)" \
@@ -226,10 +226,10 @@ echo 4242 > "$T/fake/graphics.0"
 "$CUDANAP" status "$Y_pid" > /dev/null
 is "$(field "$Y_pid" beside)" "GPU 0 runs pid 4242" "a graphics process on its GPU (a display server) is named too"
 "$CUDANAP" suspend "$Y_pid" > /dev/null
-out=$("$CUDANAP" resume "$Y_pid"); rc=$?
+cli resume "$Y_pid"
 like "$rc:$out" "^1:$Y_pid: $(refusal 0 4242):" "and Y's restore beside it is refused"
 rm "$T/fake/graphics.0"
-out=$("$CUDANAP" resume "$Y_pid"); rc=$?
+cli resume "$Y_pid"
 ask Y verify
 is "$rc:$(gpu_of Y):$REPLY" "0:0:verify ok" "the graphics process gone, Y resumes where it slept"
 

@@ -8,48 +8,48 @@ mkdir "$T/fake"
 write_ini
 
 # -- INI files that cannot be
-out=$("$CUDANAP" check-config "$T" 2>&1); rc=$?
+cli2 check-config "$T"
 is "$rc:$out" "78:cudanap: $T: a directory, not an INI file" "check-config DIR fails in one line"
-out=$("$CUDANAP" check-config /dev/null 2>&1); rc=$?
+cli2 check-config /dev/null
 like "$rc:$out" "^78:cudanap: /dev/null: not a regular file" "check-config /dev/null fails"
-out=$("$CUDANAP" run -c "$T" -- true 2>&1); rc=$?
+cli2 run -c "$T" -- true
 is "$rc:$out" "78:cudanap: $T: a directory, not an INI file" "run -c DIR fails before running anything"
 printf 'timeout_ms = 3\n[lock]\n' > "$T/nosect.ini"
-out=$("$CUDANAP" check-config "$T/nosect.ini" 2>&1); rc=$?
+cli2 check-config "$T/nosect.ini"
 is "$rc:$out" "78:cudanap: $T/nosect.ini:1: timeout_ms: a key before any [section]" \
 	"a key before any section says so"
 printf '[status]\ndir = /nonexistent/x\n' > "$T/nodir.ini"
-out=$("$CUDANAP" check-config "$T/nodir.ini" 2>&1); rc=$?
+cli2 check-config "$T/nodir.ini"
 is "$rc:$out" "78:cudanap: $T/nodir.ini: status dir /nonexistent/x: cannot be created: /nonexistent is not a directory" \
 	"check-config checks [status] dir as a start would"
-out=$("$CUDANAP" run -c "$T/nodir.ini" -- true 2>&1); rc=$?
+cli2 run -c "$T/nodir.ini" -- true
 like "$rc:$out" "^0:cudanap: status dir /nonexistent/x: cannot create: .*; running without cudanap \(\[status\] if_unusable = run\)$" \
 	"and a start runs the program without cudanap, saying why in one line"
 printf '[status]\ndir = /nonexistent/x\nif_unusable = refuse\n' > "$T/nodir-refuse.ini"
-out=$("$CUDANAP" run -c "$T/nodir-refuse.ini" -- true 2>&1); rc=$?
+cli2 run -c "$T/nodir-refuse.ini" -- true
 like "$rc:$out" "^78:cudanap: status dir /nonexistent/x: cannot create: .*; not starting \(\[status\] if_unusable = refuse\)$" \
 	"with [status] if_unusable = refuse it does not start"
 printf '[status]\ndir = %s/new\n' "$T" > "$T/newdir.ini"
-out=$("$CUDANAP" check-config "$T/newdir.ini" 2>&1); rc=$?
+cli2 check-config "$T/newdir.ini"
 is "$rc:$out" "0:$T/newdir.ini: ok" "a status dir that a start can make is ok"
 check "and check-config made nothing" test ! -e "$T/new"
 
 # -- usage errors: one line, the command's name, where the help is
-out=$("$CUDANAP" suspend --bogus 1 2>&1); rc=$?
+cli2 suspend --bogus 1
 is "$rc:$out" "2:cudanap suspend: unknown option '--bogus'; see 'cudanap suspend --help'" \
 	"an unknown long option"
-out=$("$CUDANAP" status -x 2>&1); rc=$?
+cli2 status -x
 is "$rc:$out" "2:cudanap status: unknown option '-x'; see 'cudanap status --help'" "an unknown short option"
-out=$("$CUDANAP" resume --timeout 2>&1); rc=$?
+cli2 resume --timeout
 is "$rc:$out" "2:cudanap resume: --timeout needs a value; see 'cudanap resume --help'" "a missing value"
-out=$("$CUDANAP" suspend 2>&1); rc=$?
+cli2 suspend
 like "$rc:$out" "^2:cudanap suspend: which processes\?" "no process given"
-out=$("$CUDANAP" suspend --to-disk /var/tmp 1234 2>&1); rc=$?
+cli2 suspend --to-disk /var/tmp 1234
 is "$rc:$out" "2:cudanap: '/var/tmp' is not a process id (a directory for --to-disk is given as --to-disk=/var/tmp)" \
 	"--to-disk DIR hints at --to-disk=DIR"
-out=$("$CUDANAP" resume --gpu-map 0=x 1 2>&1); rc=$?
+cli2 resume --gpu-map 0=x 1
 like "$rc:$out" "^2:cudanap: --gpu-map: '0=x': " "--gpu-map is checked before anything is sent"
-out=$("$CUDANAP" suspend --gpu-map 0=1 1 2>&1); rc=$?
+cli2 suspend --gpu-map 0=1 1
 is "$rc:$out" "2:cudanap: --gpu-map is for resume" "and is for resume only"
 
 # -- help
@@ -74,7 +74,7 @@ done
 out=$("$CUDANAP" help | grep -E '^  (run|suspend|resume|prepare|status|check-config|help|--version) ' |
 	awk '{ print substr($0, 37, 1) == " " && substr($0, 38, 1) != " " }' | sort -u)
 is "$out" 1 "the main help's descriptions start in one column"
-out=$("$CUDANAP" help nothing 2>&1); rc=$?
+cli2 help nothing
 is "$rc:$out" "2:cudanap: no command 'nothing'; see 'cudanap help'" "help for a command that does not exist"
 
 # -- a PID given twice is acted on once
@@ -84,11 +84,11 @@ keys() { grep -o '"[a-z_]*":' | sort -u | tr -d '":\n'; }
 readme=$(dirname "$0")/../../README.md
 is "$(sed -n '/^```json$/,/^```$/p' "$readme" | keys)" "$(keys < "$T/status/$A_pid.json")" \
 	"the README's status file example has the keys of a status file"
-out=$("$CUDANAP" suspend "$A_pid" "$A_pid"); rc=$?
+cli suspend "$A_pid" "$A_pid"
 like "$rc:$out" "^0:$A_pid: suspended in [^
 ]*$" "suspend PID PID: one line, one suspend"
 is "$(field "$A_pid" seq)" 1 "one action taken"
-out=$("$CUDANAP" suspend 1 1); rc=$?
+cli suspend 1 1
 is "$rc:$out" "1:1: not running under cudanap (no status file); start it with 'cudanap run' or give its INI with -c" \
 	"suspend 1 1: one line, no rollback of nothing"
 out=$("$CUDANAP" status 1 2> "$T/err"); rc=$?
@@ -101,7 +101,7 @@ is "$rc:$(wc -l <<< "$out"):$(cat "$T/err")" "1:2:cudanap: 1: not a running cuda
 # -- --json
 if command -v python3 > /dev/null; then
 	json() { python3 -c "import json, sys; d = json.load(sys.stdin); print($1)"; }
-	out=$("$CUDANAP" resume --json "$A_pid"); rc=$?
+	cli resume --json "$A_pid"
 	is "$rc" 0 "resume --json exits 0"
 	is "$(json 'd["action"], d["processes"][0]["pid"], d["processes"][0]["ok"], d["processes"][0]["outcome"], d["processes"][0]["status"]["state"], d["total"]["ok"], d["rollback"]' <<< "$out")" \
 		"resume $A_pid True resumed running 1 None" "one JSON object: the action, each process's outcome and status, the total"
@@ -113,7 +113,7 @@ if command -v python3 > /dev/null; then
 	"$CUDANAP" resume "$A_pid" "$B_pid" > /dev/null
 	ask B "kernel 3000"
 	write_ini "[lock]" "timeout_ms = 200"
-	out=$("$CUDANAP" suspend --json --retries 0 "$A_pid" "$B_pid" 2>&1); rc=$?
+	cli2 suspend --json --retries 0 "$A_pid" "$B_pid"
 	is "$rc:$(json '[p["outcome"] for p in d["processes"]], d["rollback"]["processes"], d["total"]["rolled_back"]' <<< "$out")" \
 		"1:['suspended', 'failed'] 1 True" "a rolled-back suspend in JSON: who failed, the rollback"
 	ask B sync 10

@@ -20,7 +20,7 @@ is "$("$FAKECTL" "$FAKECUDA" restore $pid)" CUDA_ERROR_ILLEGAL_STATE "fake: rest
 
 # -- a lock that times out leaves the process running
 ask A "kernel 3000"
-out=$("$CUDANAP" suspend "$pid"); rc=$?
+cli suspend "$pid"
 is "$rc" 1 "suspend during a long kernel fails"
 like "$out" "CUDA_ERROR_NOT_READY: lock timed out after 200 ms.*the process keeps running \(state running\)" \
 	"the lock timeout is reported in one line"
@@ -34,7 +34,7 @@ like "$(cat "$T/A.err")" "cudanap\[$pid\]: suspend failed: CUDA_ERROR_NOT_READY"
 # -- a failed checkpoint is followed by an unlock (the driver leaves the process LOCKED)
 ask A sync 10 # the kernel above ends
 echo 801 > "$T/fake/fail_checkpoint"
-out=$("$CUDANAP" suspend "$pid"); rc=$?
+cli suspend "$pid"
 rm -f "$T/fake/fail_checkpoint"
 is "$rc" 1 "a failed checkpoint fails the suspend"
 like "$out" "CUDA_ERROR_NOT_SUPPORTED: checkpoint: operation not supported \(the driver cannot checkpoint a process that uses managed memory, CUDA IPC, MIG or MPS\) \(state running\)" \
@@ -46,11 +46,11 @@ is "$REPLY" "verify ok" "the program runs on with its data"
 # -- a failed restore leaves the process checkpointed, and a later resume works
 "$CUDANAP" suspend "$pid" > /dev/null
 echo 2 > "$T/fake/fail_restore"
-out=$("$CUDANAP" resume "$pid"); rc=$?
+cli resume "$pid"
 rm -f "$T/fake/fail_restore"
 is "$rc" 1 "a failed restore fails the resume"
 like "$out" "resume failed: CUDA_ERROR_OUT_OF_MEMORY: restore: out of memory \(state checkpointed\)" "reported truthfully"
-out=$("$CUDANAP" resume "$pid"); rc=$?
+cli resume "$pid"
 is "$rc" 0 "a later resume succeeds"
 ask A verify 5
 is "$REPLY" "verify ok" "data intact after the retried resume"
@@ -58,28 +58,28 @@ is "$REPLY" "verify ok" "data intact after the retried resume"
 # -- a resume whose INI is now broken is refused and the process stays checkpointed
 "$CUDANAP" suspend "$pid" > /dev/null
 printf '[restore]\ngpu_map = 0=\n' >> "$T/job.ini"
-out=$("$CUDANAP" resume "$pid"); rc=$?
+cli resume "$pid"
 is "$rc" 1 "resume with a broken INI fails"
 like "$out" "CONFIG_ERROR: $T/job.ini:[0-9]+: restore.gpu_map: .* \(state checkpointed\)" "the INI error names file, line and key"
 is "$(field "$pid" state)" checkpointed "the process stays checkpointed"
 write_ini "[lock]" "timeout_ms = 0"
-out=$("$CUDANAP" resume "$pid"); rc=$?
+cli resume "$pid"
 is "$rc" 0 "resume works once the INI is fixed"
 ask A verify 5
 is "$REPLY" "verify ok" "data intact"
 
 # -- a suspend whose INI is now broken is refused and the process runs on
 printf '[lock]\ntimeout_ms = soon\n' >> "$T/job.ini"
-out=$("$CUDANAP" suspend "$pid"); rc=$?
+cli suspend "$pid"
 like "$out:$rc" "suspend failed: CONFIG_ERROR: $T/job.ini:[0-9]+: lock.timeout_ms: .*; the process keeps running \(state running\):1$" \
 	"a suspend re-reads the INI and refuses a broken one in one line"
 ask A verify 5
 is "$REPLY" "verify ok" "the process runs on"
 # ... and so are a prepare and a nap, which would have suspended it too
-out=$("$CUDANAP" prepare "$pid"); rc=$?
+cli prepare "$pid"
 like "$out:$rc" "prepare failed: CONFIG_ERROR: $T/job.ini:[0-9]+: lock.timeout_ms: .*; the process keeps running \(state running\):1$" \
 	"a prepare with a broken INI: the process keeps running, it says"
-out=$("$CUDANAP" nap "$pid"); rc=$?
+cli nap "$pid"
 like "$out:$rc" "nap failed: CONFIG_ERROR: $T/job.ini:[0-9]+: lock.timeout_ms: .*; the process keeps running \(state running\):1$" \
 	"a nap with a broken INI: the process keeps running, it says"
 is "$(field "$pid" state):$(field "$pid" result):$(field "$pid" result_code)" "running:CONFIG_ERROR:-4" \
@@ -90,7 +90,7 @@ write_ini "[lock]" "timeout_ms = 0"
 
 # -- lock without a timeout (read from the INI at that suspend) waits for the kernel
 ask A "kernel 700"
-out=$("$CUDANAP" suspend "$pid"); rc=$?
+cli suspend "$pid"
 is "$rc" 0 "with timeout_ms = 0 the lock waits for the kernel"
 like "$(field "$pid" lock_ms)" '^([5-9][0-9]{2}|[0-9]{4,})\.' "the lock took the kernel's time"
 "$CUDANAP" resume "$pid" > /dev/null
@@ -104,7 +104,7 @@ is "$(field "$B_pid" state)" no-cuda "no-cuda state"
 is "$(field "$B_pid" result)" CUDA_ERROR_NOT_INITIALIZED "result names the driver's answer"
 ask B ping
 is "$REPLY" pong "the process without CUDA keeps running"
-out=$("$CUDANAP" suspend "$B_pid"); rc=$?
+cli suspend "$B_pid"
 is "$rc" 1 "cudanap suspend of a no-cuda process exits 1"
 like "$out" "not initialised CUDA: nothing to suspend \(state no-cuda\)" "and says why"
 like "$(cat "$T/B.err")" "cudanap\[$B_pid\]: this process has not initialised CUDA" "logged"
@@ -174,13 +174,13 @@ start J "$TARGET"
 mkdir -p "$T/site/jaxlib" && head -c 4096 /dev/zero > "$T/site/jaxlib/xla_extension.so"
 ask J "map $T/site/jaxlib/xla_extension.so"
 is "$REPLY" "map ok" "a JAX runtime is mapped in the target"
-out=$("$CUDANAP" suspend "$J_pid"); rc=$?
+cli suspend "$J_pid"
 is "$rc" 0 "a JAX process is not refused (allow_jax = false is accepted and changes nothing)"
 "$CUDANAP" resume "$J_pid" > /dev/null
 ask J verify
 is "$REPLY" "verify ok" "data intact"
 ask J "ipc open"
-out=$("$CUDANAP" suspend "$J_pid"); rc=$?
+cli suspend "$J_pid"
 like "$out:$rc" "REFUSED.*:1$" "a process holding another's GPU memory is refused"
 is "$("$FAKECTL" "$FAKECUDA" state "$J_pid")" "CUDA_SUCCESS 0" "refused before the lock: the driver never saw it"
 eventually 20 has "$T/refused" REFUSED
@@ -192,20 +192,20 @@ write_ini
 start N "$TARGET"
 ask N "thread pt_nccl_watchdg"
 is "$REPLY" "thread ok" "a thread named as PyTorch names its NCCL watchdog runs in the target"
-out=$("$CUDANAP" suspend "$N_pid"); rc=$?
+cli suspend "$N_pid"
 like "$out:$rc" "^$N_pid: suspend failed: REFUSED: refusing to suspend a process with NCCL communicators whose transports the driver cannot restore: NCCL_P2P_DISABLE is unset .*\[nccl\] suspendable = true in its INI .*allow_nccl = true to try anyway\) \(state running\):1$" \
 	"an NCCL process with NCCL's default transports is refused in one line that names the switch"
 ask N quit
 start N "$TARGET"
 mkdir -p "$T/dev/shm" && head -c 4096 /dev/zero > "$T/dev/shm/nccl-AbCdEf"
 ask N "map $T/dev/shm/nccl-AbCdEf"
-out=$("$CUDANAP" suspend "$N_pid"); rc=$?
+cli suspend "$N_pid"
 like "$out:$rc" "REFUSED: refusing to suspend a process with NCCL.*:1$" "so is one with an NCCL segment mapped"
 is "$("$FAKECTL" "$FAKECUDA" state "$N_pid")" "CUDA_SUCCESS 0" "before the lock"
 write_ini "[preflight]" "allow_nccl = true"
 kill -USR2 "$N_pid"
 settle "$N_pid" 2
-out=$("$CUDANAP" suspend "$N_pid"); rc=$?
+cli suspend "$N_pid"
 is "$rc" 0 "allow_nccl = true lets it suspend"
 "$CUDANAP" resume "$N_pid" > /dev/null
 ask N quit
@@ -218,12 +218,12 @@ ask I "ipc nccl"
 is "$REPLY" "ipc ok" "the fake NCCL imports a peer's buffer through the runtime's name"
 ask I "ipc open"
 is "$REPLY" "ipc ok" "the app opens another process's buffer (cudaIpcOpenMemHandle)"
-out=$("$CUDANAP" suspend "$I_pid"); rc=$?
+cli suspend "$I_pid"
 like "$out:$rc" "^$I_pid: suspend failed: REFUSED: refusing to suspend a process that holds GPU memory imported from another process \(1 import, the first by cudaIpcOpenMemHandle in fake_target\): the driver checkpoints an importer but cannot restore it; release the imports first \(state running\):1$" \
 	"refused in one line naming the call and the program; NCCL's import is not counted"
 is "$("$FAKECTL" "$FAKECUDA" state "$I_pid")" "CUDA_SUCCESS 0" "refused before the lock"
 ask I "ipc dopen"
-out=$("$CUDANAP" suspend "$I_pid"); rc=$?
+cli suspend "$I_pid"
 like "$out:$rc" "REFUSED: .*\(2 imports, the first by cudaIpcOpenMemHandle in fake_target\).*:1$" \
 	"the driver's cuIpcOpenMemHandle counts too"
 ask I verify
@@ -235,14 +235,14 @@ is "$REPLY" "ipc failed" "closing what was never opened fails"
 ask I "ipc open"
 ask I "ipc close"
 is "$REPLY" "ipc ok" "the buffer is closed again"
-out=$("$CUDANAP" suspend "$I_pid"); rc=$?
+cli suspend "$I_pid"
 is "$rc" 0 "with its imports closed it suspends (the failed close counted nothing)"
-out=$("$CUDANAP" resume "$I_pid"); rc=$?
+cli resume "$I_pid"
 is "$rc" 0 "and resumes"
 ask I verify
 is "$REPLY" "verify ok" "data intact"
 ask I "ipc import"
-out=$("$CUDANAP" suspend "$I_pid"); rc=$?
+cli suspend "$I_pid"
 like "$out:$rc" "REFUSED: .*\(1 import, the first by cuMemImportFromShareableHandle in fake_target\).*\(state running\):1$" \
 	"an imported shareable handle is refused too"
 ask I quit
@@ -253,7 +253,7 @@ write_ini
 CUDANAP_PRELOAD=$T/lonely/libcudanap.so start L "$TARGET"
 like "$(cat "$T/L.err")" "cudanap-ctl is neither beside libcudanap.so nor in .*every suspend will fail" \
 	"a library without its controller says so at start"
-out=$("$CUDANAP" suspend "$L_pid"); rc=$?
+cli suspend "$L_pid"
 like "$out:$rc" "^$L_pid: suspend failed: NO_CONTROLLER: cannot start .*cudanap-ctl: No such file or directory.*:1$" \
 	"a suspend without a controller fails in one line"
 ask L verify
@@ -262,9 +262,9 @@ ask L quit
 
 # -- wrong pids
 sleep 60 & plain=$!
-out=$("$CUDANAP" suspend $dead); rc=$?
+cli suspend $dead
 is "$out:$rc" "$dead: no such process:1" "a pid that does not exist"
-out=$("$CUDANAP" suspend $plain); rc=$?
+cli suspend $plain
 like "$out:$rc" "^$plain: not running under cudanap.*:1$" "a pid not under cudanap"
 "$CUDANAP" suspend 12abc > /dev/null 2>&1; rc=$?
 is "$rc" 2 "a pid that is not a number is a usage error"

@@ -16,10 +16,10 @@ ctl=$(ctl_of "$A_pid")
 kill -9 "$ctl"
 eventually 20 has "$T/A.err" "controller died; another starts"
 like "$(cat "$T/A.err")" "controller died; another starts at the next request" "an idle controller's death is logged"
-out=$("$CUDANAP" suspend "$A_pid"); rc=$?
+cli suspend "$A_pid"
 like "$out:$rc" "suspended in .*:0" "the next suspend works through a new controller"
 check "a new controller serves it" test -n "$(ctl_of "$A_pid")" -a "$(ctl_of "$A_pid")" != "$ctl"
-out=$("$CUDANAP" resume "$A_pid"); rc=$?
+cli resume "$A_pid"
 like "$out:$rc" "resumed in .*:0" "and the resume"
 
 # in_delay CALL PID: the fake driver's slow CALL for PID has begun.
@@ -43,14 +43,14 @@ is "$(field "$A_pid" result):$(field "$A_pid" state)" "CONTROLLER_GONE:running" 
 like "$(field "$A_pid" message)" "died during the checkpoint" "the status says what happened"
 ask A verify
 is "$REPLY" "verify ok" "the job's data is intact and its CUDA works"
-out=$("$CUDANAP" suspend "$A_pid"); rc=$?
+cli suspend "$A_pid"
 like "$out:$rc" "suspended in .*:0" "the next suspend works"
 
 # -- killed mid-restore: still suspended, and the next resume works
 kill_mid restore USR2 5
 is "$(field "$A_pid" result):$(field "$A_pid" state)" "CONTROLLER_GONE:checkpointed" \
 	"killed mid-restore: reported, still suspended"
-out=$("$CUDANAP" resume "$A_pid"); rc=$?
+cli resume "$A_pid"
 like "$out:$rc" "resumed in .*:0" "the next resume works"
 ask A verify
 is "$REPLY" "verify ok" "data intact"
@@ -61,7 +61,7 @@ wait "$A_pid"
 write_ini "[controller]" "watchdog_ms = 1000"
 start W "$TARGET"
 echo 2500 > "$T/fake/delay_checkpoint"
-out=$("$CUDANAP" suspend "$W_pid"); rc=$?
+cli suspend "$W_pid"
 rm "$T/fake/delay_checkpoint"
 like "$out:$rc" "suspended in .*:0" "a 2.5 s checkpoint under a 1 s watchdog completes"
 like "$(cat "$T/W.err")" "the driver's checkpoint has not answered after 2 s; still waiting" \
@@ -89,12 +89,12 @@ rm "$T/fake/delay_checkpoint"
 start S "$TARGET"
 kill -STOP "$S_pid"
 for _ in $(seq 100); do [[ $(ps -o stat= -p "$S_pid") == T* ]] && break; sleep 0.02; done
-out=$("$CUDANAP" suspend "$S_pid"); rc=$?
+cli suspend "$S_pid"
 like "$out:$rc" "^$S_pid: cannot suspend: it is stopped .*kill -CONT.*nothing sent:1" "a stopped target is refused in one line"
 kill -CONT "$S_pid"
 sleep 0.2 # a check that nothing happens: time for a queued signal to show, were there one
 is "$(field "$S_pid" seq):$(field "$S_pid" state)" "0:running" "nothing was queued for it"
-out=$("$CUDANAP" suspend "$S_pid"); rc=$?
+cli suspend "$S_pid"
 like "$out:$rc" "suspended in .*:0" "once continued it suspends"
 "$CUDANAP" resume "$S_pid" > /dev/null
 ask S quit
@@ -134,7 +134,7 @@ wait "$R_pid"
 # -- a host copy that will not fit: refused before the lock
 export CUDANAP_FAKE_FOOTPRINT_MIB=$((1 << 30))
 start H "$TARGET"
-out=$("$CUDANAP" suspend "$H_pid"); rc=$?
+cli suspend "$H_pid"
 like "$out:$rc" "NO_HOST_MEMORY: the process holds 1073741824 MiB on its GPUs, but the host copy can have only [0-9]+ MiB \((MemAvailable|cgroup .*)\) less the 1024 MiB margin \(\[preflight\] host_margin_mib\); the process keeps running \(state running\):1" \
 	"a suspend whose host copy cannot fit is refused in one line"
 ask H verify
@@ -143,7 +143,7 @@ ask H quit
 wait "$H_pid"
 write_ini "[preflight]" "host_memory = false"
 start H "$TARGET"
-out=$("$CUDANAP" suspend "$H_pid"); rc=$?
+cli suspend "$H_pid"
 like "$out:$rc" "suspended in .*:0" "host_memory = false leaves the check out"
 "$CUDANAP" resume "$H_pid" > /dev/null
 ask H quit

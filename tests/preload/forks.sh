@@ -17,7 +17,7 @@ ask A "fork cuda $T/child.out"
 child=${REPLY#child }
 for _ in $(seq 100); do [ -s "$T/child.out" ] && break; sleep 0.05; done
 like "$(cat "$T/child.out")" "^ok" "the forked child uses CUDA on its own"
-out=$("$CUDANAP" suspend "$child"); rc=$?
+cli suspend "$child"
 like "$out:$rc" "^$child: suspended in .*:0" "the forked child is suspended on its own"
 is "$(field "$child" state)" checkpointed "its status file says so"
 is "$(field "$A_pid" seq):$(field "$A_pid" state)" "0:running" "the parent did nothing and runs on"
@@ -27,7 +27,7 @@ is "$(ctl_of "$child" | wc -w)" 1 "the child started a controller of its own"
 # a check that nothing happens: the child checks every 50 ms when it runs
 n1=$(cut -d' ' -f2 "$T/child.out"); sleep 0.3; n2=$(cut -d' ' -f2 "$T/child.out")
 is "$n2" "$n1" "the suspended child's CUDA calls wait"
-out=$("$CUDANAP" resume "$child"); rc=$?
+cli resume "$child"
 like "$out:$rc" "^$child: resumed in .*:0" "and resumed"
 checked_since() { [ "$(cut -d' ' -f2 "$T/child.out")" -gt "$1" ] 2> /dev/null; }
 eventually 20 checked_since "$n2"
@@ -58,10 +58,10 @@ for how in fork spawn forkserver subprocess; do
 	answer M 30
 	child=${REPLY#child }
 	[[ $child =~ ^[0-9]+$ ]] || { ok 1 "$how: child started"; diag "$REPLY"; ask M quit; continue; }
-	out=$("$CUDANAP" suspend "$child"); rc=$?
+	cli suspend "$child"
 	like "$out:$rc" "^$child: suspended in .*:0" "python $how: the child using CUDA is suspended on its own"
 	is "$(field "$M_pid" seq)" 0 "python $how: the parent did nothing"
-	out=$("$CUDANAP" resume "$child"); rc=$?
+	cli resume "$child"
 	like "$out:$rc" "^$child: resumed in .*:0" "python $how: and resumed"
 	ask M stop 30
 	is "$REPLY" "child says ok" "python $how: the child's memory is intact"
@@ -71,7 +71,7 @@ for how in fork spawn forkserver subprocess; do
 	start M python3 "$py" "$how" none
 	answer M 30
 	child=${REPLY#child }
-	out=$("$CUDANAP" suspend "$child"); rc=$?
+	cli suspend "$child"
 	like "$out" "nothing to suspend" "python $how: a child without CUDA answers no CUDA"
 	check "python $how: and keeps running" kill -0 "$child"
 	ask M stop 30

@@ -88,7 +88,7 @@ is "$REPLY" "verify ok" "data intact"
 # -- several threads, by other paths, at once
 ask A "drv storm 4 export 3000"
 sleep 0.2
-out=$("$CUDANAP" suspend "$A_pid"); rc=$?
+cli suspend "$A_pid"
 is "$rc" 0 "suspended under a storm of four threads calling by the exported name"
 ask A "drv call v13 cuLaunchKernel" 1
 is "$REPLY" "" "a launch by an unexported variant waits"
@@ -103,7 +103,7 @@ check "the storm's threads ran on, no call failed" test $? -eq 0
 # -- a thread inside a call when the suspend starts is waited for
 ask A "drv launch gpa2 1500"
 ask A "drv bgsync gpa2"
-out=$("$CUDANAP" suspend "$A_pid"); rc=$?
+cli suspend "$A_pid"
 is "$rc:$(field "$A_pid" state)" "0:checkpointed" "a thread inside cuStreamSynchronize for 1.5 s: the suspend waited"
 ask A "drv synced"
 like "$REPLY" "^synced 0 1[0-9]{3}$" "and the synchronisation returned before the lock"
@@ -113,13 +113,13 @@ write_ini "[lock]" "timeout_ms = 300"
 ask A "drv launch gpa2 3000"
 ask A "drv bgsync ptds"
 c1=$(polled A)
-out=$("$CUDANAP" suspend "$A_pid"); rc=$?
+cli suspend "$A_pid"
 like "$out:$rc" "^$A_pid: suspend failed: CUDA_ERROR_NOT_READY: thread [0-9]+ stayed inside cuStreamSynchronize_ptsz for 300 ms \(\[lock\] timeout_ms\): GPU work still running; the process keeps running \(state running\):1$" \
 	"one that stays longer than [lock] timeout_ms: the suspend gives up, naming the thread and the call"
 eventually 20 above $((c1 + 10)) polled A
 check "the gate is open again: the poller runs on" test $? -eq 0
 eventually 20 bash -c "echo 'drv synced' >&$A_in; read -r -t 5 -u $A_out l; [[ \$l =~ ^synced\ 0 ]]"
-out=$("$CUDANAP" suspend "$A_pid"); rc=$?
+cli suspend "$A_pid"
 is "$rc" 0 "once it returned, the process suspends"
 "$CUDANAP" resume "$A_pid" > /dev/null
 write_ini "[log]" "level = debug"

@@ -6,20 +6,6 @@ export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/f
 mkdir "$T/fake"
 write_ini
 
-# cycle NAME SEQ: suspend and resume NAME through its signals; the data must come back intact.
-cycle() {
-	local pid
-	eval "pid=\$${1}_pid"
-	kill -USR1 "$pid"
-	settle "$pid" "$2" || return 1
-	[ "$(field "$pid" state)" = checkpointed ] || return 1
-	kill -USR2 "$pid"
-	settle "$pid" $(($2 + 1)) || return 1
-	[ "$(field "$pid" state)" = running ] || return 1
-	ask "$1" verify
-	[ "$REPLY" = "verify ok" ]
-}
-
 for mode in sigaction siginfo signal sysv; do
 	start A "$TARGET"
 	ask A "handler $mode"

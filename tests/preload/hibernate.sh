@@ -36,7 +36,7 @@ is "$REPLY" "verify ok" "and gets it back"
 # -- to disk: [hibernate] dir
 write_ini "[hibernate]" "dir = $T/hib"
 base=$(rss_kib "$pid")
-out=$("$CUDANAP" suspend "$pid"); rc=$?
+cli suspend "$pid"
 is "$rc" 0 "suspend with [hibernate] dir"
 like "$(field "$pid" message)" "^suspended to $T/hib$" "the status says where"
 disk=$(field "$pid" disk_mib) host=$(field "$pid" host_mib)
@@ -46,7 +46,7 @@ like "$disk:$host" "^2[7-9][0-9](\.[0-9]+)?:[0-5](\.[0-9]+)?$" "status: disk_mib
 is "$(files_in "$pid" "$T/hib"):$(ls -A "$T/hib" | wc -l)" "1:0" "one open file in the dir, with no name"
 like "$("$CUDANAP" status "$pid")" "(^|
 )$pid +checkpointed .* $copy +[0-5] +2[7-9][0-9] " "cudanap status shows GPU, host and disk MiB"
-out=$("$CUDANAP" resume "$pid"); rc=$?
+cli resume "$pid"
 is "$rc" 0 "resume reads it back"
 like "$out" "readback [0-9.]+ ms" "the read-back is a step of its own"
 diag "$out"
@@ -56,12 +56,12 @@ is "$(files_in "$pid" "$T/hib")" 0 "the file is closed after the resume"
 
 # -- --to-disk=DIR for one suspend, with nothing in the INI
 write_ini
-out=$("$CUDANAP" suspend --to-disk="$T/hib2" "$pid"); rc=$?
+cli suspend --to-disk="$T/hib2" "$pid"
 like "$rc:$(field "$pid" message)" "^0:suspended to $T/hib2$" "cudanap suspend --to-disk=DIR"
 "$CUDANAP" resume "$pid" > /dev/null
 ask A verify
 is "$REPLY" "verify ok" "data intact"
-out=$("$CUDANAP" suspend --to-disk "$pid"); rc=$?
+cli suspend --to-disk "$pid"
 like "$rc:$out" "^1:.*REFUSED: --to-disk: no directory given and none in \[hibernate\] dir; the process keeps running" \
 	"--to-disk with no directory anywhere: refused in one line"
 "$CUDANAP" suspend "$pid" > /dev/null
@@ -73,7 +73,7 @@ ln -s "$T/hib" "$T/link"
 mkdir -m 777 "$T/open"
 for bad in "$T/missing:No such file or directory" "$T/link:is a symlink" "$T/open:mode 777 lets others write"; do
 	write_ini "[hibernate]" "dir = ${bad%%:*}"
-	out=$("$CUDANAP" suspend "$pid"); rc=$?
+	cli suspend "$pid"
 	like "$rc:$out" "^1:$pid: suspend failed: REFUSED: hibernate dir ${bad%%:*}: ${bad#*:}.*; the process keeps running \(state running\)$" \
 		"hibernate dir ${bad##*/}"
 done
@@ -84,11 +84,11 @@ is "$REPLY" "verify ok" "still running, data intact"
 mkdir "$T/small" "$T/big"
 if mount -t tmpfs -o size=64m,mode=700 tmpfs "$T/small" 2> /dev/null; then
 	write_ini "[hibernate]" "dir = $T/small"
-	out=$("$CUDANAP" suspend "$pid"); rc=$?
+	cli suspend "$pid"
 	like "$rc:$out" "^1:.*NO_DISK_SPACE: the process holds $copy MiB on its GPUs; its copy \(272 MiB\) and the [0-9]+ MiB margin do not fit in the 64 MiB free in the hibernate dir; the process keeps running \(state running\)" \
 		"a disk too small: refused before the lock"
 	write_ini "[hibernate]" "dir = $T/small" "[preflight]" "host_memory = false"
-	out=$("$CUDANAP" suspend "$pid"); rc=$?
+	cli suspend "$pid"
 	is "$rc" 0 "without the check: suspended anyway"
 	like "$(field "$pid" message)" "^suspended; hibernate: no room for the 272 MiB copy in $T/small \(No space left on device\): it stays in RAM$" \
 		"the disk full at the reservation: the copy stays in RAM, said in one line"
@@ -133,14 +133,14 @@ fi
 if [ -n "$cg" ]; then
 	write_ini
 	start D bash -c "echo \$\$ > $cg/cgroup.procs && exec $TARGET"
-	out=$("$CUDANAP" suspend "$D_pid"); rc=$?
+	cli suspend "$D_pid"
 	like "$rc:$out" "^1:.*NO_HOST_MEMORY: .*cgroup .*; the process keeps running" \
 		"a $copy MiB job in a cgroup limited to $lim MiB: refused in RAM"
 	write_ini "[hibernate]" "dir = $T/hib"
-	out=$("$CUDANAP" suspend "$D_pid"); rc=$?
+	cli suspend "$D_pid"
 	is "$rc:$(field "$D_pid" message)" "0:suspended to $T/hib" "suspended to disk instead"
 	diag "$out; the cgroup's peak: $(peak) MiB"
-	out=$("$CUDANAP" resume "$D_pid"); rc=$?
+	cli resume "$D_pid"
 	is "$rc" 0 "resumed through the same limit"
 	ask D verify
 	is "$REPLY" "verify ok" "every byte back (the fake driver checks its whole copy)"
@@ -157,7 +157,7 @@ write_ini "[hibernate]" "dir = $T/hib"
 start C "$TARGET"
 "$CUDANAP" suspend "$C_pid" > /dev/null
 for f in /proc/"$C_pid"/fd/*; do [[ $(readlink "$f") == "$T/hib"/* ]] && truncate -s 0 "$f"; done
-out=$("$CUDANAP" resume "$C_pid"); rc=$?
+cli resume "$C_pid"
 like "$rc:$out" "^1:$C_pid: resume failed: HIBERNATE_READ_ERROR: hibernate: reading back from $T/hib failed: .*; still suspended, the file kept while the process lives \(state checkpointed\)$" \
 	"a read error: one line, the job stays suspended"
 is "$(field "$C_pid" state):$(files_in "$C_pid" "$T/hib")" "checkpointed:1" "checkpointed, the file still open"

@@ -10,7 +10,7 @@ write_ini
 
 start A "$TARGET"
 start B "$TARGET"
-out=$("$CUDANAP" suspend --all -c "$T/job.ini"); rc=$?
+cli suspend --all -c "$T/job.ini"
 is "$rc" 0 "suspend --all exits 0"
 like "$out" "(^|
 )$A_pid: suspended in " "suspend --all: one line for the first job"
@@ -18,7 +18,7 @@ like "$out" "(^|
 )$B_pid: suspended in " "and one for the second"
 like "$out" "total: 2 processes, 2 suspended, 0 without CUDA, 0 failed, [0-9.]+ s$" "and the total"
 is "$(field "$A_pid" state):$(field "$B_pid" state)" checkpointed:checkpointed "both checkpointed"
-out=$("$CUDANAP" resume --all -c "$T/job.ini"); rc=$?
+cli resume --all -c "$T/job.ini"
 like "$out:$rc" "total: 2 processes, 2 resumed, 0 without CUDA, 0 failed, [0-9.]+ s:0" "resume --all"
 ask A verify
 is "$REPLY" "verify ok" "the first job's data intact"
@@ -40,7 +40,7 @@ w1=$(awk '{ print $2 }' "$T/w1.out")
 # the tree's five status files: the shell, the two tails, the two workers
 tree_files() { [ "$(for p in $root $(pgrep -P "$root"); do [ -e "$T/status/$p.json" ] && echo "$p"; done | wc -l)" -ge 5 ]; }
 eventually 20 tree_files
-out=$("$CUDANAP" suspend --tree "$root"); rc=$?
+cli suspend --tree "$root"
 is "$rc" 0 "suspend --tree exits 0"
 like "$out" "(^|
 )$w1: suspended in " "the CUDA worker in the tree is suspended"
@@ -50,40 +50,40 @@ is "$(field "$root" seq)" 0 "the shell got no signal: it never loaded the driver
 like "$out" "total: 5 processes, 1 suspended, 4 without CUDA, 0 failed" "the total counts the tree"
 is "$(field "$w1" state)" checkpointed "the worker is checkpointed"
 is "$(field "$A_pid" state):$(field "$B_pid" state)" running:running "jobs outside the tree untouched"
-out=$("$CUDANAP" resume --tree "$root"); rc=$?
+cli resume --tree "$root"
 like "$out:$rc" "total: 5 processes, 1 resumed, 4 without CUDA, 0 failed, [0-9.]+ s:0" "resume --tree"
 is "$(field "$w1" state)" running "the worker runs again"
 # options in any order: --tree as a flag before other options, the root after them
-out=$("$CUDANAP" suspend --tree --timeout 30 --json "$root" 2>&1); rc=$?
+cli2 suspend --tree --timeout 30 --json "$root"
 like "$rc:$out" "^0:.*\"total\"" "suspend --tree --timeout 30 --json PID: --tree a flag, the PID its root"
 is "$(field "$w1" state)" checkpointed "the worker is checkpointed"
-out=$("$CUDANAP" resume "--tree=$root" --timeout 30); rc=$?
+cli resume "--tree=$root" --timeout 30
 like "$out:$rc" "total: 5 processes, 1 resumed, .*:0" "resume --tree=PID"
-out=$("$CUDANAP" suspend "$w1" --timeout 30); rc=$?
+cli suspend "$w1" --timeout 30
 like "$out:$rc" "^$w1: suspended in .*:0" "suspend PID --timeout 30: an option after the PID"
-out=$("$CUDANAP" resume --tree --retries 1 "$root" --no-wait); rc=$?
+cli resume --tree --retries 1 "$root" --no-wait
 is "$rc" 0 "resume --tree --retries 1 PID --no-wait"
 settle "$w1" 4
 is "$(field "$w1" state)" running "and the worker runs again"
-out=$("$CUDANAP" suspend --tree 2>&1); rc=$?
+cli2 suspend --tree
 is "$rc:$out" "2:cudanap: --tree: which process? give its PID" "--tree with no PID: one line"
-out=$("$CUDANAP" suspend --slurm 1 2 2>&1); rc=$?
+cli2 suspend --slurm 1 2
 is "$rc:$out" "2:cudanap: give PIDs, --all, --tree or --slurm, not several of them" "--slurm JOBID PID: refused"
 kill -USR1 "$root"
 settle "$root" 1
 is "$(field "$root" result)" CUDA_ERROR_NOT_INITIALIZED "signalled by hand, the shell's controller finds the driver (bash defines its own getenv)"
 
 # -- mistakes
-out=$("$CUDANAP" suspend --tree 0 2>&1); rc=$?
+cli2 suspend --tree 0
 is "$rc:$out" "2:cudanap: '0' is not a process id" "--tree with a bad pid"
-out=$("$CUDANAP" suspend --tree 999999999 2>&1); rc=$?
+cli2 suspend --tree 999999999
 is "$rc:$out" "1:cudanap: 999999999: no such process" "--tree with a pid that does not exist"
 sleep 60 &
 lone=$!
-out=$("$CUDANAP" suspend --tree "$lone" 2>&1); rc=$?
+cli2 suspend --tree "$lone"
 is "$rc:$out" "1:cudanap: no process in that tree runs under cudanap" "--tree with no cudanap process in it"
 kill "$lone"
-out=$("$CUDANAP" suspend --all "$A_pid" 2>&1); rc=$?
+cli2 suspend --all "$A_pid"
 is "$rc" 2 "--all with pids is a usage error"
 like "$out" "not several of them" "and says so"
 is "$(field "$A_pid" state)" running "the job was not touched"
@@ -94,7 +94,7 @@ sleep 0 &
 gone=$!
 wait "$gone"
 seqs="$(field "$A_pid" seq):$(field "$B_pid" seq)"
-out=$("$CUDANAP" suspend "$A_pid" "$gone" 2>&1); rc=$?
+cli2 suspend "$A_pid" "$gone"
 like "$rc:$out" "^1:$A_pid: nothing sent: the job is refused \($gone\)
 $gone: no such process
 refused: 1 of 2 processes cannot suspend \($gone\); nothing was signalled: leave it out, or act on each with --each
@@ -105,18 +105,18 @@ is "$(field "$A_pid" state):$(field "$A_pid" seq):$(field "$A_pid" busy)" "runni
 like "$("$CUDANAP" suspend --json "$A_pid" "$gone" | tr -d '\n')" '"refused":"refused: 1 of 2 processes cannot suspend' \
 	"--json: refused"
 "$CUDANAP" suspend "$B_pid" > /dev/null
-out=$("$CUDANAP" resume "$B_pid" "$gone" 2>&1); rc=$?
+cli2 resume "$B_pid" "$gone"
 like "$rc:$out" "^1:.*refused: 1 of 2 processes cannot resume \($gone\); nothing was signalled" "resume too"
 is "$(field "$B_pid" state)" checkpointed "the sleeper left asleep"
 "$CUDANAP" resume "$B_pid" > /dev/null
 kill -STOP "$B_pid"
 seqs="$(field "$A_pid" seq):$(field "$B_pid" seq)"
-out=$("$CUDANAP" suspend "$A_pid" "$B_pid" 2>&1); rc=$?
+cli2 suspend "$A_pid" "$B_pid"
 like "$rc:$out" "^1:.*$B_pid: cannot suspend: it is stopped .*; nothing sent
 refused: 1 of 2 processes cannot suspend \($B_pid\)" "a stopped one refuses the job, as the dry run would"
 is "$(fields "$A_pid" state:seq):$(field "$B_pid" seq)" "running:$seqs" "neither was touched"
 kill -CONT "$B_pid"
-out=$("$CUDANAP" suspend --each "$A_pid" "$gone" 2>&1); rc=$?
+cli2 suspend --each "$A_pid" "$gone"
 like "$rc:$out" "^1:$A_pid: suspended in .*
 $gone: no such process" "--each: the good one acted on, the bad one fails"
 "$CUDANAP" resume "$A_pid" > /dev/null
@@ -124,7 +124,7 @@ $gone: no such process" "--each: the good one acted on, the bad one fails"
 # -- all or nothing: a suspend of several processes ends with all suspended or all running
 write_ini "[lock]" "timeout_ms = 300"
 ask B "kernel 3000" # B's GPU is busy for 3 s: its lock times out, as a rank's in a collective
-out=$("$CUDANAP" suspend --retries 0 "$A_pid" "$B_pid"); rc=$?
+cli suspend --retries 0 "$A_pid" "$B_pid"
 is "$rc" 1 "a group suspend with one failed lock exits 1"
 like "$out" "(^|
 )$B_pid: suspend failed: CUDA_ERROR_NOT_READY: lock timed out" "the failing process's line"
@@ -140,7 +140,7 @@ ask B sync 10 # its kernel ends
 
 ask B "kernel 2000"
 t0=$SECONDS
-out=$("$CUDANAP" suspend --retries 3 "$A_pid" "$B_pid"); rc=$?
+cli suspend --retries 3 "$A_pid" "$B_pid"
 diag "$(echo "$out" | grep -c '^attempt') failed attempts before success in $((SECONDS - t0)) s"
 is "$rc" 0 "with retries, the whole job is suspended once the lock can be had"
 like "$out" "(^|
@@ -151,7 +151,7 @@ is "$(field "$A_pid" state):$(field "$B_pid" state)" checkpointed:checkpointed "
 "$CUDANAP" resume "$A_pid" "$B_pid" > /dev/null
 
 ask B "kernel 3000"
-out=$("$CUDANAP" suspend --each "$A_pid" "$B_pid"); rc=$?
+cli suspend --each "$A_pid" "$B_pid"
 is "$rc" 1 "--each: the failure still fails the command"
 is "$(field "$A_pid" state):$(field "$B_pid" state)" checkpointed:running "--each: no rollback"
 check "--each: no rollback line" test -z "$(grep rollback <<< "$out")"
@@ -160,7 +160,7 @@ ask B sync 10
 
 # A failure that waiting cannot cure (a refusal) is rolled back and not tried again.
 ask B "ipc open"
-out=$("$CUDANAP" suspend --retries 3 "$A_pid" "$B_pid"); rc=$?
+cli suspend --retries 3 "$A_pid" "$B_pid"
 like "$out:$rc" "REFUSED.*rollback: 1 process resumed.*\(rolled back\).*:1$" "a refusal: rolled back"
 check "a refusal is not tried again" test -z "$(grep '^attempt' <<< "$out")"
 is "$(field "$A_pid" state)" running "the other process runs"
@@ -185,7 +185,7 @@ wait "$A_pid" "$B_pid" "$root"
 # and found gone (seen once in a CI run), so wait until none is left
 group_gone() { ! kill -0 -- -"$root" 2> /dev/null; }
 eventually 20 group_gone || diag "the tree's processes still run after 20 s"
-out=$("$CUDANAP" suspend --all -c "$T/job.ini" 2>&1); rc=$?
+cli2 suspend --all -c "$T/job.ini"
 is "$rc:$out" "1:cudanap: no process of this user runs under cudanap" "--all with nothing to do"
 
 # -- a member of a whole job that exits between the command's pick and its signal holds no GPU: it
@@ -208,7 +208,7 @@ like "$rc:$out" "^0:.*$gone: exited before its signal: left out.*
 total: 1 process, 1 suspended, 0 without CUDA, 0 failed, [0-9.]+ s$" \
 	"suspend --all: the process gone since the pick is left out, the other suspended, exit 0"
 is "$(field "$held" state)" checkpointed "its status says suspended"
-out=$("$CUDANAP" suspend "$gone" 2>&1); rc=$?
+cli2 suspend "$gone"
 like "$rc:$out" "^1:$gone: no such process" "a PID named that is gone still fails"
 "$CUDANAP" resume "$held" > /dev/null
 if [ "$held" = "$H1_pid" ]; then ask H1 quit; else ask H2 quit; fi

@@ -10,7 +10,6 @@
 export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake CUDANAP_FAKE_GPUS=2
 export CUDANAP_FAKE_GPU_MIB=4000 # memory counted: what is freed shows
 mkdir "$T/fake"
-run_cli() { out=$("$CUDANAP" "$@" 2>&1); rc=$?; }
 held() { cat "$T/fake/$1.alloc" 2> /dev/null || echo 0; }
 pinned_mib() { echo $(($(cat "$T/fake/$1.pinned" 2> /dev/null || echo 0) >> 20)); }
 owned_of() { field "$1" peer | grep -o 'owned: [^(;]*'; }
@@ -46,13 +45,13 @@ fill A
 "$CUDANAP" status "$pid" > /dev/null
 like "$(owned_of "$pid")" "^owned: 900 MiB in 5 pieces" "light naps allowed: 600 MiB of cuMemAlloc's and a handle of 300 MiB owned, 1 MiB left to the driver"
 before=$(held "$pid")
-run_cli nap "$pid"
+cli2 nap "$pid"
 is "$rc" 0 "napped ($out)"
 check "its status: napping, lightly" eventually 10 light_napped "$pid"
 like "$(field "$pid" light_mib)" "^900(\.0+)?$" "900 MiB on the host"
 is "$(held "$pid")" $((before - 900)) "the GPU has the owned 900 MiB back; the context and the 1 MiB stay"
 is "$(pinned_mib "$pid")" 900 "the host copy pinned"
-run_cli status "$pid"
+cli2 status "$pid"
 like "$out" $'\n'"$pid +napping" "cudanap status: napping"
 like "$(cat "$T/A.err")" "napped lightly \(cudanap nap\): 900 MiB it owns moved to the host" "its log says so"
 ask A "drv launch export 5" 30
@@ -68,23 +67,23 @@ is "$REPLY" "vmm touch 0" "and the range"
 like "$(field "$pid" message)" "^woken: 900 MiB back from the host" "the wake's line"
 
 # cudanap resume wakes it too; a second nap asked while it naps says so
-run_cli nap "$pid"
+cli2 nap "$pid"
 check "napped again" eventually 10 light_napped "$pid"
-run_cli nap "$pid"
+cli2 nap "$pid"
 like "$rc:$out" "^0:$pid: already" "a nap of a napping process: asleep already"
-run_cli resume "$pid"
+cli2 resume "$pid"
 is "$rc" 0 "cudanap resume wakes it ($out)"
 check "running" woke "$pid"
 is "$(words A)" "7 307 606 42" "intact"
 
 # a suspend signal deepens it: the driver's checkpoint takes the rest, the resume brings all back
-run_cli nap "$pid"
+cli2 nap "$pid"
 check "napped lightly" eventually 10 light_napped "$pid"
-run_cli suspend "$pid"
+cli2 suspend "$pid"
 is "$rc" 0 "suspended from the light nap ($out)"
 is "$(field "$pid" nap_depth)" full "deepened to the driver's checkpoint"
 is "$(pinned_mib "$pid")" 0 "the host copy unpinned for the checkpoint"
-run_cli resume "$pid"
+cli2 resume "$pid"
 is "$rc" 0 "resumed ($out)"
 is "$(words A)" "7 307 606 42" "restored and put back: every word"
 is "$(held "$pid")" "$before" "all of it on the GPU"
@@ -98,7 +97,7 @@ start B "$TARGET"
 pid=$B_pid
 fill B
 before=$(held "$pid")
-run_cli nap "$pid"
+cli2 nap "$pid"
 check "auto: napped lightly first" eventually 10 light_napped "$pid"
 is_field "$pid" nap_depth full "deepened after full_after_s (2 s)"
 is "$(pinned_mib "$pid")" 0 "its host copy unpinned for the checkpoint"
@@ -112,7 +111,7 @@ is "$(held "$pid")" "$before" "its memory back"
 # -- no room on its GPU: the wake waits, says so, and goes on once there is room (4000 MiB: its
 # context's 1000 and 1 MiB, another process's 1000 and 1500 leave 499)
 write_ini "[nap]" "depth = light" "[log]" "level = info"
-run_cli nap "$pid"
+cli2 nap "$pid"
 check "napped lightly" eventually 10 light_napped "$pid"
 start C "$TARGET"
 ask C "drv vmm use 0"
@@ -139,7 +138,7 @@ start D "$TARGET"
 pid=$D_pid
 fill D
 before=$(held "$pid")
-run_cli nap "$pid"
+cli2 nap "$pid"
 like "$rc:$out" "^1:$pid: nap failed: NO_HOST_MEMORY: .*host_margin_mib.*; the process keeps running" \
 	"a nap whose copy the host cannot hold: refused in one line"
 is "$(held "$pid")" "$before" "nothing moved"
@@ -155,12 +154,12 @@ start E "$TARGET"
 pid=$E_pid
 ask E "drv vmm use 0"
 ask E "drv alloc export 100"
-run_cli nap "$pid"
+cli2 nap "$pid"
 is "$rc" 0 "the default: napped ($out)"
 is_field "$pid" nap_depth full "by the driver's checkpoint"
 ask E quit
 wait "$pid" 2> /dev/null
 printf '[nap]\ndepth = deep\n' > "$T/bad.ini"
-run_cli check-config "$T/bad.ini"
+cli2 check-config "$T/bad.ini"
 is "$rc:$out" "78:cudanap: $T/bad.ini:2: nap.depth: 'deep' is not full, light or auto" "check-config: a bad depth, in one line"
 finish

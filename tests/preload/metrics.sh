@@ -141,9 +141,9 @@ is "$rc:$(ls -A "$T/tf"):$(stat -c %a "$T/tf/cudanap.prom")" "0:cudanap.prom:644
 if command -v promtool > /dev/null; then
 	check "and promtool takes it" promtool check metrics < "$T/tf/cudanap.prom"
 fi
-out=$("$CUDANAP" metrics --textfile "$T/none" 2>&1); rc=$?
+cli2 metrics --textfile "$T/none"
 like "$rc:$out" "^1:cudanap: --textfile $T/none: cannot write cudanap.prom: No such file or directory$" "a DIR that is not there: one line"
-out=$("$CUDANAP" metrics extra 2>&1); rc=$?
+cli2 metrics extra
 is "$rc" 2 "an argument it does not take: a usage error"
 ask A quit
 ask B quit

@@ -90,7 +90,7 @@ write_ini
 start B "$TARGET"
 pid=$B_pid
 for path in export dlsym default gpa gpa2 ptds v13; do
-	out=$("$CUDANAP" nap "$pid"); rc=$?
+	cli nap "$pid"
 	w0=$(field "$pid" wakes)
 	ask B "drv launch $path 5"
 	woke "$pid"
@@ -118,11 +118,11 @@ kill -USR1 "$pid"
 eventually 20 seq_above "$pid" "$seq"
 is "$(field "$pid" state):$(field "$pid" nap)" "napping:napping" "a suspend signal changes nothing"
 like "$(cat "$T/B.err")" "cudanap\[$pid\]: napping already: it wakes at its next CUDA call" "and says so"
-out=$("$CUDANAP" suspend "$pid"); rc=$?
+cli suspend "$pid"
 is "$rc" 0 "cudanap suspend of a napping process: already asleep ($out)"
-out=$("$CUDANAP" nap "$pid"); rc=$?
+cli nap "$pid"
 like "$rc:$out" "^0:$pid: already suspended" "cudanap nap of it: asleep already"
-out=$("$CUDANAP" resume "$pid"); rc=$?
+cli resume "$pid"
 woke "$pid" # the wake is counted after the resume's outcome is written
 like "$rc:$out:$(field "$pid" wakes)" "^0:$pid: resumed in .*:9$" "cudanap resume wakes it (a wake counted)"
 ask B "drv launch export 5"
@@ -281,6 +281,6 @@ printf '[nap]\nidle_s = soon\n' > "$T/bad.ini"
 like "$("$CUDANAP" check-config "$T/bad.ini" 2>&1)" "^cudanap: $T/bad.ini:2: nap.idle_s: 'soon' is not a number" "idle_s not a number"
 printf '[nap]\nwake_on = anywhere\n' > "$T/bad.ini"
 is "$("$CUDANAP" check-config "$T/bad.ini" 2>&1)" "cudanap: $T/bad.ini:2: nap.wake_on: 'anywhere' is not home or any" "wake_on unknown"
-out=$("$CUDANAP" run --nap soon -- true 2>&1); rc=$?
+cli2 run --nap soon -- true
 is "$rc:$out" "2:cudanap: --nap wants seconds, from 0 to 86400" "cudanap run --nap with no number"
 finish

@@ -62,15 +62,6 @@ nccl_job() {
 	shift
 	start "$name" env "$@" "$TARGET" && ask "$name" "thread pt_nccl_watchdg" && [ "$REPLY" = "thread ok" ]
 }
-# cycle NAME: suspend and resume through the CLI, data intact.
-cycle() {
-	local pid out
-	eval "pid=\$${1}_pid"
-	out=$("$CUDANAP" suspend "$pid") || { diag "$out"; return 1; }
-	"$CUDANAP" resume "$pid" > /dev/null || return 1
-	ask "$1" verify
-	[ "$REPLY" = "verify ok" ]
-}
 nccl_job S
 check "suspendable: an NCCL process is suspended and resumed, data intact" cycle S
 ask S quit
@@ -79,7 +70,7 @@ refused() { # refused DESCRIPTION REGEX ENV...
 	local d=$1 want=$2 out rc
 	shift 2
 	nccl_job R "$@"
-	out=$("$CUDANAP" suspend "$R_pid"); rc=$?
+	cli suspend "$R_pid"
 	like "$out:$rc" "REFUSED: refusing to suspend a process with NCCL communicators whose transports the driver cannot restore: $want.*\[nccl\] suspendable = true.*\(state running\):1$" "$d"
 	is "$("$FAKECTL" "$FAKECUDA" state "$R_pid")" "CUDA_SUCCESS 0" "$d: before the lock"
 	ask R verify

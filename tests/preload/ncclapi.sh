@@ -45,7 +45,7 @@ kill -USR2 "$A_pid" # running already: the agent looks again, and says so
 settle "$A_pid" 1
 like "$(field "$A_pid" nccl)" "^suspend-api: 1 communicator \(NCCL 2\.30\.7\)$" "status: suspend-api, 1 communicator, the NCCL version"
 like "$("$CUDANAP" status -c "$T/job.ini" "$A_pid" | tail -n 1)" " api +[^ ]*fake_target$" "cudanap status: NCCL api"
-out=$("$CUDANAP" suspend "$A_pid" "$B_pid"); rc=$?
+cli suspend "$A_pid" "$B_pid"
 is "$rc" 0 "the job's two ranks suspended together"
 diag "$out"
 is "$(field "$A_pid" state):$(field "$B_pid" state)" checkpointed:checkpointed "both checkpointed"
@@ -55,7 +55,7 @@ check "no rank was left waiting for an operation its peer never issued" test -z 
 sa=$(steps A) sb=$(steps B)
 sleep 0.3 # a check that nothing happens: the loops' NCCL calls are held back
 is "$(steps A):$(steps B)" "$sa:$sb" "asleep, the app's NCCL calls wait"
-out=$("$CUDANAP" resume "$A_pid" "$B_pid"); rc=$?
+cli resume "$A_pid" "$B_pid"
 is "$rc" 0 "both resumed"
 diag "$out"
 check "their peer imports mapped again" bash -c "test -e '$T/fake/$A_pid.peer' && test -e '$T/fake/$B_pid.peer'"
@@ -148,18 +148,18 @@ unset CUDANAP_FAKE_NCCL_KERNELS
 # -- with a process without a CUDA context among them (a launcher that imported torch): no rank,
 # it does not stop the cut
 check "a process with libcuda loaded and no CUDA context starts under cudanap" start N "$TARGET" --no-cuda
-out=$("$CUDANAP" suspend --all -c "$T/job.ini"); rc=$?
+cli suspend --all -c "$T/job.ini"
 like "$rc:$out" "^0:.*$N_pid: no CUDA state, nothing to do.*total: 3 processes, 2 suspended, 1 without CUDA, 0 failed" \
 	"suspend --all: the two ranks suspended, the process without CUDA nothing to do"
 is "$(field "$N_pid" action)" suspend "(that process was asked, and answered)"
 is "$(field "$A_pid" state):$(field "$B_pid" state)" checkpointed:checkpointed "both ranks checkpointed"
-out=$("$CUDANAP" resume --all -c "$T/job.ini"); rc=$?
+cli resume --all -c "$T/job.ini"
 is "$rc:$(field "$A_pid" state):$(field "$B_pid" state)" 0:running:running "and all resumed"
 check "A trains on" advancing A
 ask N quit
 
 # -- one rank alone: refused, both run on
-out=$("$CUDANAP" suspend "$A_pid"); rc=$?
+cli suspend "$A_pid"
 is "$rc" 1 "one rank of two alone is refused"
 like "$out" "^$A_pid: suspend failed: NCCL_NOT_AT_CUT: NCCL: communicator [0-9a-f]+ has 2 ranks and 1 of them are here: suspend and resume the whole job" \
 	"in one line saying to take the whole job"
@@ -213,7 +213,7 @@ check "B trains on" advancing B
 # -- a rank whose lock fails after its communicators were suspended: the rollback resumes both
 write_ini "[lock]" "timeout_ms = 300"
 ask B "kernel 2000"
-out=$("$CUDANAP" suspend --retries 0 "$A_pid" "$B_pid"); rc=$?
+cli suspend --retries 0 "$A_pid" "$B_pid"
 is "$rc" 1 "B's lock times out after the communicators' suspend: the job's suspend fails"
 like "$out" "its NCCL communicators stay suspended until the job is resumed" "B says its communicators wait for the job"
 like "$out" "rollback: 2 processes resumed in [0-9.]+ s: every process runs again" "the rollback resumes both, B's communicators with A's"
@@ -248,9 +248,9 @@ ask B quit
 # -- a second communicator, split from the first: both suspended, in the same order on each rank
 rank S job5 0 2 3 split
 rank U job5 1 2 5 split
-out=$("$CUDANAP" suspend "$S_pid" "$U_pid"); rc=$?
+cli suspend "$S_pid" "$U_pid"
 like "$rc:$(field "$S_pid" nccl)" "^0:suspended: 2 communicators" "two communicators, one split from the other, suspended"
-out=$("$CUDANAP" resume "$S_pid" "$U_pid"); rc=$?
+cli resume "$S_pid" "$U_pid"
 is "$rc" 0 "and resumed"
 check "S trains on" advancing S
 check "U trains on" advancing U
@@ -261,9 +261,9 @@ ask U quit
 # -- NCCL loaded privately (RTLD_LOCAL, as a framework's own copy): found by its soname
 rank C job2 0 2 3 local
 rank D job2 1 2 3 local
-out=$("$CUDANAP" suspend "$C_pid" "$D_pid"); rc=$?
+cli suspend "$C_pid" "$D_pid"
 like "$rc:$(field "$C_pid" nccl)" "^0:suspended: 1 communicator" "a private NCCL's communicators are suspended too"
-out=$("$CUDANAP" resume "$C_pid" "$D_pid"); rc=$?
+cli resume "$C_pid" "$D_pid"
 is "$rc" 0 "and resumed"
 check "C trains on" advancing C
 ask C quit
@@ -274,19 +274,19 @@ export CUDANAP_FAKE_NCCL=$FAKENCCL_OLD
 write_ini "[lock]" "timeout_ms = 5000"
 rank E job3 0 2
 rank F job3 1 2
-out=$("$CUDANAP" suspend "$E_pid" "$F_pid"); rc=$?
+cli suspend "$E_pid" "$F_pid"
 is "$rc" 1 "an old NCCL on the default transports is refused"
 like "$out" "REFUSED: refusing to suspend NCCL ranks that share memory \(NCCL_P2P_DISABLE is unset .*\): NCCL 2\.28\.9 has no ncclCommSuspend: load NCCL 2\.29\.7 or later to keep NVLink, or set \[nccl\] suspendable = true for sockets \(state running\)" \
 	"in one line naming the version and the two ways out"
 is "$(field "$E_pid" state):$(field "$F_pid" state)" running:running "both run on"
 write_ini "[nccl]" "mode = suspend-api"
-out=$("$CUDANAP" suspend "$E_pid"); rc=$?
+cli suspend "$E_pid"
 like "$out:$rc" "REFUSED: .*\[nccl\] mode = suspend-api, but NCCL 2\.28\.9 has no ncclCommSuspend: load NCCL 2\.29\.7 or later, or set mode = sockets.*:1" "mode = suspend-api refuses it too"
 # what the refusal prevents: the driver cannot restore ranks with peer imports
 write_ini "[nccl]" "mode = off"
-out=$("$CUDANAP" suspend "$E_pid"); rc=$?
+cli suspend "$E_pid"
 is "$rc" 0 "mode = off: suspended as any process"
-out=$("$CUDANAP" resume "$E_pid"); rc=$?
+cli resume "$E_pid"
 like "$out:$rc" "CUDA_ERROR_NOT_SUPPORTED.*:1" "and its restore fails: the job is lost, as on driver 580"
 kill -9 "$E_pid"
 ask F quit
@@ -304,7 +304,7 @@ ask H quit
 
 # -- a mode that contradicts suspendable
 printf '[nccl]\nsuspendable = true\nmode = suspend-api\n' > "$T/both.ini"
-out=$("$CUDANAP" check-config "$T/both.ini" 2>&1); rc=$?
+cli2 check-config "$T/both.ini"
 is "$rc:$out" "78:cudanap: $T/both.ini:3: nccl.mode: suspendable = true makes it sockets; give one of the two" \
 	"suspendable = true with another mode is an error"
 

@@ -13,7 +13,6 @@
 export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake CUDANAP_FAKE_GPUS=2
 export CUDANAP_FAKE_GPU_MIB=80000 # memory counted: what is freed shows
 mkdir "$T/fake"
-run_cli() { out=$("$CUDANAP" "$@" 2>&1); rc=$?; }
 owned_of() { field "$1" peer | grep -o 'owned: [^(;]*'; }
 
 # -- the driver's line, as the fake models it: one handle of 600 MiB mapped to the other GPU
@@ -24,13 +23,13 @@ ask L "drv vmm make 600"
 is "$REPLY" "vmm make 0" "own = never: a handle of 600 MiB, as XLA makes its pool's"
 ask L "drv vmm share 1"
 is "$REPLY" "vmm share 0" "mapped to the other GPU"
-run_cli suspend --dry-run "$L_pid"
+cli2 suspend --dry-run "$L_pid"
 like "$rc:$out" "^1:$L_pid: would refuse: refusing to suspend a process with an allocation over 256 MiB mapped to another GPU \(GPU 0->1: 600 MiB of cuMemCreate's in fake_target\): the driver cannot restore it; \[memory\] own = auto owns such memory$" \
 	"the dry run refuses it, naming the GPUs, the allocation and the library"
-run_cli suspend "$L_pid"
+cli2 suspend "$L_pid"
 like "$rc:$out" "^1:$L_pid: suspend failed: REFUSED: refusing to suspend a process with an allocation over 256 MiB mapped to another GPU .* \(state running\)$" \
 	"the suspend: refused before the lock, the process runs"
-run_cli nap "$L_pid"
+cli2 nap "$L_pid"
 like "$rc:$out" "^1:$L_pid: nap failed: REFUSED: refusing to suspend a process with an allocation over 256 MiB mapped" "the nap too"
 for step in lock checkpoint; do "$FAKECTL" "$FAKECUDA" $step "$L_pid" > /dev/null; done
 is "$("$FAKECTL" "$FAKECUDA" restore "$L_pid"):$("$FAKECTL" "$FAKECUDA" restore "$L_pid")" \
@@ -48,7 +47,7 @@ is "$REPLY" "alloc 0" "200 MiB by cuMemAlloc: under the line, the driver's own"
 is "$(owned_of "$pid")" "" "nothing owned"
 ask A "drv alloc export 600"
 is "$REPLY" "alloc 0" "600 MiB by cuMemAlloc"
-run_cli status "$pid"
+cli2 status "$pid"
 like "$out" $'\n'"$pid: peer access owned: 600 MiB in 3 pieces of 256 MiB at most \(1 allocation, 0 handles\)|owned: 600 MiB in 3 pieces" \
 	"cudanap status: 600 MiB owned, in 3 pieces"
 ask A "drv vmm range A 300"
@@ -70,9 +69,9 @@ base=$(field "$pid" peer)
 
 # suspended and resumed with peer access on, onto the same and onto swapped GPUs
 for map in "" "0=1, 1=0"; do
-	run_cli suspend "$pid"
+	cli2 suspend "$pid"
 	is "$rc" 0 "suspended with peer access on and 600 MiB owned ($out)"
-	run_cli resume --gpu-map "$map" "$pid"
+	cli2 resume --gpu-map "$map" "$pid"
 	is "$rc" 0 "resumed${map:+ onto the swapped GPUs} ($out)"
 	got=
 	for off in 0 300 599; do
@@ -101,7 +100,7 @@ like "$(field "$pid" peer)$("$CUDANAP" status --json "$pid" | grep -o '"peer":"[
 	"the status says the refused export"
 
 # a nap: napped, woken by the next call that works the GPU
-run_cli nap "$pid"
+cli2 nap "$pid"
 is "$rc" 0 "napped with owned memory ($out)"
 ask A "drv launch export 5" 30
 is "$REPLY" "launch 0" "the next call wakes it and works"
@@ -131,11 +130,11 @@ is "$REPLY" "vmm release 0" "and released (its mapping keeps it)"
 ask B "drv vmm share 1"
 is "$REPLY" "vmm share 0" "mapped to the other GPU"
 ask B "drv vmm word V 500 42"
-run_cli suspend --dry-run "$B_pid"
+cli2 suspend --dry-run "$B_pid"
 like "$rc:$out" "^0:$B_pid: would suspend" "the dry run says yes: the handle is in pieces"
-run_cli suspend "$B_pid"
+cli2 suspend "$B_pid"
 is "$rc" 0 "suspended ($out)"
-run_cli resume "$B_pid"
+cli2 resume "$B_pid"
 is "$rc" 0 "resumed ($out)"
 ask B "drv vmm word V 500"
 is "$REPLY" "vmm word 0 42" "its word back"
@@ -157,11 +156,11 @@ is "$(held "$B_pid")" "$before" "every piece given back"
 
 # -- a pool another GPU may access: refused until the access is taken back
 ask B "drv vmm pool 1 on"
-run_cli suspend "$B_pid"
+cli2 suspend "$B_pid"
 like "$rc:$out" "^1:$B_pid: suspend failed: REFUSED: refusing to suspend a process with a memory pool another GPU may access \(GPU 0->1 by cuMemPoolSetAccess in fake_target\): the driver restores the pool without that access, and that GPU's next use of it faults; free its memory or take the access back first \(state running\)$" \
 	"a pool another GPU may access: refused in one line"
 ask B "drv vmm pool 1 off"
-run_cli suspend "$B_pid"
+cli2 suspend "$B_pid"
 is "$rc" 0 "the access taken back: suspended"
 "$CUDANAP" resume "$B_pid" > /dev/null
 ask B quit
@@ -183,6 +182,6 @@ ask D "drv alloc export 600"
 like "$(owned_of "$D_pid")" "^owned: 600 MiB" "own = always: owned on one GPU too"
 ask D quit
 printf '[memory]\nown = sometimes\n' > "$T/bad.ini"
-run_cli check-config "$T/bad.ini"
+cli2 check-config "$T/bad.ini"
 is "$rc:$out" "78:cudanap: $T/bad.ini:2: memory.own: 'sometimes' is not auto, always or never" "check-config: a bad value, in one line"
 finish

@@ -43,10 +43,10 @@ is "$REPLY" "peer 0" "1->0 by the exported name"
 ask A "drv peer export on 1 0"
 is "$REPLY" "peer 704" "asked again: the driver's PEER_ACCESS_ALREADY_ENABLED, passed on"
 # no allocation over 256 MiB: the driver restores it with its peer access on, which stays on
-out=$("$CUDANAP" suspend "$pid"); rc=$?
+cli suspend "$pid"
 is "$rc" 0 "peer access on, allocations of 256 MiB at most: suspended ($out)"
 is "$(peers_on "$pid")" "0 1 1 0 " "its peer access left on"
-out=$("$CUDANAP" resume "$pid"); rc=$?
+cli resume "$pid"
 is "$rc" 0 "and resumed ($out)"
 ask A "drv peer export on 0 1"
 is "$REPLY" "peer 704" "its peer access still on"
@@ -62,9 +62,9 @@ like "$out" "
 $pid: would refuse: $refusal" "and the line that says why"
 like "$("$CUDANAP" status --json "$pid" | tr -d '\n')" "\"peer\":\"GPU 1->0, GPU 0->1 by cuCtxEnablePeerAccess in fake_target\"" \
 	"status --json: the peer field"
-out=$("$CUDANAP" suspend --dry-run "$pid"); rc=$?
+cli suspend --dry-run "$pid"
 like "$rc:$out" "^1:$pid: would refuse: $refusal" "suspend --dry-run: would refuse, exit 1"
-out=$("$CUDANAP" pick -c "$T/job.ini" --free 500M); rc=$?
+cli pick -c "$T/job.ini" --free 500M
 like "$rc:$out" "^1:$pid: would refuse: $refusal.*
 cannot free 500 MiB on GPU [01]: " "pick: it is not picked, and says why"
 seq=$(field "$pid" seq)
@@ -73,9 +73,9 @@ settle "$pid" $((seq + 1))
 is "$(field "$pid" state):$(field "$pid" result)" running:REFUSED "a signal: refused, running"
 like "$(field "$pid" message)" "^$refusal; \[memory\] own = auto owns such memory, \[peer\] mode = off turns the access off$" \
 	"the status's message: the GPUs, the call and its library, the way out"
-out=$("$CUDANAP" suspend "$pid"); rc=$?
+cli suspend "$pid"
 like "$rc:$out" "^1:$pid: suspend failed: REFUSED: $refusal.* \(state running\)$" "cudanap suspend: refused in one line, exit 1"
-out=$("$CUDANAP" nap "$pid"); rc=$?
+cli nap "$pid"
 like "$rc:$out" "^1:$pid: nap failed: REFUSED: $refusal" "cudanap nap: refused"
 is "$(drv_state "$pid")" "CUDA_SUCCESS 0" "the driver never saw a lock: RUNNING"
 ask A verify
@@ -90,7 +90,7 @@ ask A "drv free export"
 is "$REPLY" "free 0" "or, peer access on, frees its large allocation"
 like "$("$CUDANAP" suspend --dry-run "$pid")" "^$pid: would suspend" "then it would suspend"
 ask A "drv peer export off 0 1"
-out=$("$CUDANAP" suspend "$pid"); rc=$?
+cli suspend "$pid"
 is "$rc" 0 "then it suspends ($out)"
 "$CUDANAP" resume "$pid" > /dev/null
 ask A verify
@@ -129,7 +129,7 @@ for r in 0 1; do
 done
 ask R0 "drv alloc export 512"
 ask R0 "drv peer export on 0 1"
-out=$("$CUDANAP" suspend "$R0_pid" "$R1_pid"); rc=$?
+cli suspend "$R0_pid" "$R1_pid"
 like "$rc:$out" "^1:.*$R0_pid: suspend failed: REFUSED: refusing to suspend a process with peer access" \
 	"the job's suspend: the rank with peer access refused"
 is "$(field "$R0_pid" state):$(field "$R1_pid" state)" running:running "both ranks run on"
@@ -151,16 +151,16 @@ like "$("$CUDANAP" suspend --dry-run "$pid")" "^$pid: would suspend: .*; peer ac
 	"dry run: it would suspend, its peer access turned off"
 # a suspend that fails gives it back: a kernel longer than [lock] timeout_ms
 ask B "drv launch export 1500"
-out=$("$CUDANAP" suspend "$pid"); rc=$?
+cli suspend "$pid"
 like "$rc:$out" "^1:.*lock timed out" "a suspend whose lock times out fails"
 is "$(peers_on "$pid")" "0 1 1 0 " "and the peer access it turned off is on again"
 ask B "drv bgsync export"
 synced() { ask B "drv synced"; [ "${REPLY#synced }" != running ]; }
 eventually 20 synced
-out=$("$CUDANAP" suspend "$pid"); rc=$?
+cli suspend "$pid"
 is "$rc" 0 "suspended ($out)"
 is "$(peers_on "$pid")" "" "the driver had no peer access on at the checkpoint"
-out=$("$CUDANAP" resume "$pid"); rc=$?
+cli resume "$pid"
 is "$rc" 0 "resumed: the restore went through ($out)"
 like "$(cat "$T/B.err")" "cudanap\[$pid\]: peer access between its GPUs stays off after the resume \(off since the resume: GPU 1->0, GPU 0->1 by cuCtxEnablePeerAccess in fake_target\): cuCtxEnablePeerAccess: CUDA_ERROR_INVALID_HANDLE \(400\): the driver cannot give it back after a restore" \
 	"asked for again, refused by the driver: one line in the log"
@@ -174,7 +174,7 @@ ask B "drv peer export on 1 0"
 is "$REPLY" "peer 217" "and turning it on answers PEER_ACCESS_UNSUPPORTED"
 ask B verify
 is "$REPLY" "verify ok" "its memory intact"
-out=$("$CUDANAP" suspend "$pid"); rc=$?
+cli suspend "$pid"
 is "$rc" 0 "it suspends again ($out)"
 "$CUDANAP" resume "$pid" > /dev/null
 ask B verify
@@ -193,7 +193,7 @@ ask N "drv peer export on 3 2"
 ask N "drv peer export on 2 3"
 # gpus_now: the GPUs (nvidia-smi order) its memory is on, from the status
 gpus_now() { field "$pid" gpus | sed 's/=GPU-[^,]*//g' | tr , '\n' | sort -n | paste -sd,; }
-out=$("$CUDANAP" nap "$pid"); rc=$?
+cli nap "$pid"
 is "$rc" 0 "napped ($out)"
 ask N "drv launch export 5"
 woke "$pid"

@@ -22,7 +22,7 @@ ask A "handler sigaction"
 base=$(rss_mib "$pid")
 
 # -- prepare, then a suspend that only copies
-out=$("$CUDANAP" prepare "$pid"); rc=$?
+cli prepare "$pid"
 like "$rc:$out" "^0:$pid: prepared: 2[78][0-9] MiB of host memory held for 60 s in [0-9.]+ m?s$" \
 	"cudanap prepare: one line with the memory and the time it is held"
 is "$(field "$pid" prepared):$(field "$pid" state):$(field "$pid" action)" "true:running:prepare" \
@@ -38,13 +38,13 @@ is "$REPLY" "count 0 0" "the queued signal never reached the app's own handler"
 ask A verify
 is "$REPLY" "verify ok" "the process ran on"
 
-out=$("$CUDANAP" suspend "$pid"); rc=$?
+cli suspend "$pid"
 is "$rc" 0 "the suspend after it"
 is "$(log_has 'kept or prepared')" 1 "the driver's copy went into the prepared buffer"
 is "$(field "$pid" prepared)" false "the prepared state ends with the suspend"
 ask A count
 is "$REPLY" "count 1 0" "the suspend's own signal still reaches the app's handler"
-out=$("$CUDANAP" prepare "$pid"); rc=$?
+cli prepare "$pid"
 is "$rc:$out" "0:$pid: already suspended: nothing to prepare" "prepare while suspended: nothing to do"
 "$CUDANAP" resume "$pid" > /dev/null
 ask A verify
@@ -70,7 +70,7 @@ is "$REPLY" "verify ok" "data intact"
 
 # -- the host memory check: refused before anything is mapped
 write_ini "[preflight]" "host_margin_mib = 16000000"
-out=$("$CUDANAP" prepare "$pid"); rc=$?
+cli prepare "$pid"
 like "$rc:$out" "^1:$pid: prepare failed: NO_HOST_MEMORY: the process holds 256 MiB on its GPUs, but the host copy can have only [0-9]+ MiB .*; nothing prepared \(state running\)$" \
 	"too little host memory: refused in one line"
 check "nothing mapped: RSS $(rss_mib "$pid") MiB" test $(( $(rss_mib "$pid") - base )) -lt $((copy / 2))
@@ -81,7 +81,7 @@ write_ini
 "$CUDANAP" prepare "$pid" > /dev/null
 margin=$(( $(avail_mib) - copy + 100 ))
 write_ini "[preflight]" "host_margin_mib = $margin"
-out=$("$CUDANAP" suspend "$pid"); rc=$?
+cli suspend "$pid"
 is "$rc" 0 "a prepared suspend passes the host check its own buffer would fail (margin $margin MiB)"
 diag "$out"
 "$CUDANAP" resume "$pid" > /dev/null
@@ -90,16 +90,16 @@ is "$REPLY" "verify ok" "data intact"
 
 # -- nothing to prepare
 write_ini "[performance]" "prepare_s = 0"
-out=$("$CUDANAP" prepare "$pid"); rc=$?
+cli prepare "$pid"
 like "$rc:$out" "^1:.*REFUSED: prepare is off \(\[performance\] prepare_s = 0\)" "prepare_s = 0 turns it off"
 write_ini "[hibernate]" "dir = $T/hib"
-out=$("$CUDANAP" prepare "$pid"); rc=$?
+cli prepare "$pid"
 like "$rc:$out" "^1:.*REFUSED: the host copy goes to disk \(\[hibernate\] dir\): nothing to prepare in RAM" \
 	"hibernating: nothing to prepare in RAM"
 
 # -- [signals] prepare: a plain signal that prepares, for schedulers that can send only one
 write_ini "[signals]" "prepare = SIGUSR1"
-out=$("$CUDANAP" check-config "$T/job.ini" 2>&1); rc=$?
+cli2 check-config "$T/job.ini"
 like "$rc:$out" "^78:.*job.ini:2: signals.prepare: is the suspend or resume signal too" \
 	"the suspend signal cannot prepare too"
 ask A quit

@@ -103,11 +103,11 @@ is "$(field "$C_pid" state)" checkpointed "the first toggle suspends"
 kill -$(( $(kill -l RTMIN) + 3 )) "$C_pid"
 settle "$C_pid" 2
 is "$(field "$C_pid" state)" running "the second toggle resumes"
-out=$("$CUDANAP" suspend "$C_pid"); rc=$?
+cli suspend "$C_pid"
 like "$out:$rc" "suspended in .*:0" "cudanap suspend sends the job's own signal"
-out=$("$CUDANAP" suspend "$C_pid"); rc=$?
+cli suspend "$C_pid"
 is "$out:$rc" "$C_pid: already suspended:0" "and does not toggle a suspended job back"
-out=$("$CUDANAP" resume "$C_pid"); rc=$?
+cli resume "$C_pid"
 like "$out:$rc" "resumed in .*:0" "cudanap resume toggles it back"
 ask C verify
 is "$REPLY" "verify ok" "data intact"

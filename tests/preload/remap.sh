@@ -36,7 +36,7 @@ is "$(field "$pid" gpus)|$(field "$pid" restore_gpus)" "1=$(uuid 1)|1=$(uuid 1)"
 	"asleep with the map unchanged: slept from GPU 1, a resume puts it on GPU 1"
 like "$("$CUDANAP" status -c "$T/job.ini")" "(^|
 )$pid +checkpointed .* 1 +[0-9]+ " "cudanap status shows GPU 1"
-out=$("$CUDANAP" resume "$pid"); rc=$?
+cli resume "$pid"
 ask A gpu
 is "$rc:$REPLY" "0:gpu 1" "the same map applied twice leaves the job where it is"
 
@@ -56,7 +56,7 @@ like "$out:$rc" "gpu_map names GPU-face0000-0000-0000-0000-000000000009, which t
 	"an unknown UUID is refused"
 is "$(field "$pid" state)" checkpointed "still checkpointed after three refusals"
 write_ini "[restore]" "gpu_map = 2=0, 0=2"
-out=$("$CUDANAP" resume "$pid"); rc=$?
+cli resume "$pid"
 is "$rc" 0 "a good map then resumes"
 ask A gpu
 is "$REPLY" "gpu 2" "on GPU 2: 0=2 puts the GPU it started on there"
@@ -68,7 +68,7 @@ write_ini
 like "$("$CUDANAP" status -c "$T/job.ini")" "(^|
 )$pid +checkpointed .* 2>0 +[0-9]+ " "cudanap status: asleep on GPU 2, to GPU 0 by the INI read at the suspend"
 is "$(field "$pid" restore_gpus)" "0=$(uuid 0)" "restore_gpus in the status file"
-out=$("$CUDANAP" resume "$pid"); rc=$?
+cli resume "$pid"
 is "$rc" 0 "an empty map"
 ask A gpu
 is "$REPLY" "gpu 0" "brings the job home to GPU 0"
@@ -79,7 +79,7 @@ like "$out" "^$pid: resumed in [^)]*\)$" "home, no map given: nothing to say of 
 
 # -- one resume elsewhere, for a scheduler: the INI unchanged
 "$CUDANAP" suspend "$pid" > /dev/null
-out=$("$CUDANAP" resume --gpu-map "0=2, 2=0" "$pid"); rc=$?
+cli resume --gpu-map "0=2, 2=0" "$pid"
 ask A gpu
 is "$rc:$REPLY" "0:gpu 2" "resume --gpu-map 0=2,2=0 moves it for this resume"
 like "$out" "^$pid: resumed in .*\) on GPU 2 \(it started on GPU 0\)$" "its line names where it went"
@@ -89,16 +89,16 @@ ask A gpu
 is "$rc:$REPLY" "0:gpu 0" "the next resume follows the INI again: home"
 write_ini "[restore]" "gpu_map = 0=1, 1=0"
 "$CUDANAP" suspend "$pid" > /dev/null
-out=$("$CUDANAP" resume --gpu-map "" "$pid"); rc=$?
+cli resume --gpu-map "" "$pid"
 ask A gpu
 is "$rc:$REPLY" "0:gpu 0" "resume --gpu-map '' keeps the job home whatever the INI says"
 like "$out" "^$pid: resumed in .*\) on GPU 0 \(it started on GPU 0\)$" "a map given: the line says where, home too"
 "$CUDANAP" suspend "$pid" > /dev/null
 printf '0=x\n' > "$T/status/$pid.gpu-map"
-out=$("$CUDANAP" resume "$pid"); rc=$?
+cli resume "$pid"
 like "$out:$rc" "resume failed: BAD_GPU_MAP: --gpu-map: '0=x': .*still suspended.*:1" \
 	"a broken one-shot map refuses the resume in one line"
-out=$("$CUDANAP" resume "$pid"); rc=$?
+cli resume "$pid"
 ask A verify
 is "$rc:$REPLY" "0:verify ok" "the next resume works, data intact"
 ask A quit

@@ -42,12 +42,12 @@ is "$REPLY" "verify ok" "data intact after resume"
 eventually 20 has "$T/hook.resumed" .
 is "$(cat "$T/hook.resumed" 2>/dev/null)" "resumed running ok" "on_resumed hook ran"
 
-out=$("$CUDANAP" suspend --wait "$pid"); rc=$?
+cli suspend --wait "$pid"
 like "$out" "^$pid: suspended in " "cudanap suspend --wait reports"
 is "$rc" 0 "cudanap suspend exits 0"
 out=$("$CUDANAP" suspend "$pid")
 is "$out" "$pid: already suspended" "a second suspend says already"
-out=$("$CUDANAP" resume "$pid"); rc=$?
+cli resume "$pid"
 like "$out" "^$pid: resumed in .*restore .*unlock" "cudanap resume reports restore and unlock"
 is "$rc" 0 "cudanap resume exits 0"
 like "$("$CUDANAP" status)" "$pid +running +resume +ok" "cudanap status lists the process"

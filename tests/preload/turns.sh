@@ -54,10 +54,10 @@ write_ini "[log]" "level = debug" "target = $T/job.log"
 start A "$TARGET"
 start B "$TARGET"
 start C "$TARGET"
-out=$("$CUDANAP" suspend --all -c "$T/job.ini"); rc=$?
+cli suspend --all -c "$T/job.ini"
 is "$rc" 0 "three processes suspended"
 : > "$T/fake/events"
-out=$("$CUDANAP" resume --all -c "$T/job.ini"); rc=$?
+cli resume --all -c "$T/job.ini"
 like "$out:$rc" "total: 3 processes, 3 resumed, 0 without CUDA, 0 failed, [0-9.]+ s:0" "resumed together"
 is "$(setups):$(overlaps)" "3:0" "the three setups took turns: none overlapped"
 is "$(pipelined)" 2 "each next setup ran beside the end of the copy before it"
@@ -93,7 +93,7 @@ without_turns() {
 	write_ini "[log]" "level = debug" "target = $T/job.log" "$2" "$3"
 	"$CUDANAP" suspend --all -c "$T/job.ini" > /dev/null
 	: > "$T/fake/events"
-	out=$("$CUDANAP" resume --all -c "$T/job.ini"); rc=$?
+	cli resume --all -c "$T/job.ini"
 	like "$out:$rc" "3 resumed, .*:0" "$1: resumed without turns"
 	check "$1: their setups overlapped ($(overlaps) pairs)" test "$(overlaps)" -ge 1
 	is "$(at_once)" 3 "$1: all three copied at once"
@@ -111,7 +111,7 @@ write_ini "[log]" "level = debug" "target = $T/job.log"
 CUDANAP_FAKE_START_GPU=1 start D "$TARGET"
 "$CUDANAP" suspend "$A_pid" "$D_pid" > /dev/null
 : > "$T/fake/events"
-out=$("$CUDANAP" resume "$A_pid" "$D_pid"); rc=$?
+cli resume "$A_pid" "$D_pid"
 like "$out:$rc" "2 resumed, .*:0" "two processes on two GPUs resumed together"
 is "$(setups):$(overlaps):$(field "$A_pid" wait_ms):$(field "$D_pid" wait_ms)" "2:1:null:null" \
 	"their setups overlapped, neither waited"
@@ -149,7 +149,7 @@ hold_turn
 # killed 1 s after the resume began (its status says busy once it is under way)
 resuming() { [ "$(field "$A_pid" busy)" = true ]; }
 (eventually 20 resuming; sleep 1; kill -9 $holder) &
-out=$("$CUDANAP" resume "$A_pid"); rc=$?
+cli resume "$A_pid"
 w=$(field "$A_pid" wait_ms)
 check "a holder killed after 1 s: the restore went in then (waited $w ms)" \
 	awk -v w="$w" -v rc="$rc" 'BEGIN { exit !(rc == 0 && w >= 700 && w < 5000) }'
@@ -167,7 +167,7 @@ held() { ! flock -n "$1" true; }
 for i in 0 1; do eventually 20 held "$T/status/.restore-copy-GPU-face0000-0000-0000-0000-000000000000-$i"; done
 (eventually 20 resuming; sleep 1; pkill -9 -P $pholder0; pkill -9 -P $pholder1; kill -9 $pholder0 $pholder1) 2> /dev/null &
 : > "$T/job.log"
-out=$("$CUDANAP" resume "$A_pid"); rc=$?
+cli resume "$A_pid"
 w=$(grep -o "[0-9.]* ms waiting for a place" "$T/job.log" | grep -o "^[0-9.]*" | head -n1)
 check "both places held by processes killed after 1 s: the copy went on then (waited ${w:-?} ms)" \
 	awk -v w="${w:-0}" -v rc="$rc" 'BEGIN { exit !(rc == 0 && w >= 700 && w < 5000) }'
@@ -176,7 +176,7 @@ is "$REPLY" "verify ok" "data intact"
 
 "$CUDANAP" suspend "$A_pid" > /dev/null
 hold_turn
-out=$("$CUDANAP" resume "$A_pid"); rc=$?
+cli resume "$A_pid"
 w=$(field "$A_pid" wait_ms)
 check "a holder that never lets go: the restore goes on after 10 s (waited $w ms)" \
 	awk -v w="$w" -v rc="$rc" 'BEGIN { exit !(rc == 0 && w >= 10000 && w < 12000) }'

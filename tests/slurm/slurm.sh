@@ -57,7 +57,7 @@ like "$(tr '\0' '\n' < "/proc/$b/environ" | grep -E '^(LD_PRELOAD|CUDANAP_CONFIG
 	"a task's environment: the preload appended, the INI and the job's status directory"
 is "$(stat -c %a "$STATUS_DIR"):$(field "$a" state):$(field "$b" state)" "700:running:running" \
 	"the per-job status directory (0700) has both"
-out=$("$CUDANAP" suspend --slurm "$j"); rc=$?
+cli suspend --slurm "$j"
 is "$rc" 0 "cudanap suspend --slurm $j"
 like "$out" "total: [0-9]+ processes, 2 suspended, [0-9]+ without CUDA, 0 failed" "both targets suspended, the rest passed over"
 diag "$out"
@@ -68,7 +68,7 @@ like "$out" "(^|
 )$NODE +$b +checkpointed" "and one line per process: node, pid, state"
 diag "$out"
 like "$("$CUDANAP" status --slurm "$j" --json)" "\"node\": *\"$NODE\".*\"pid\": *$a" "--json names the node"
-out=$("$CUDANAP" resume --slurm "$j"); rc=$?
+cli resume --slurm "$j"
 like "$rc:$out" "^0:.*2 resumed" "cudanap resume --slurm $j"
 ask A verify
 r=$REPLY
@@ -154,7 +154,7 @@ for _ in $(seq 900); do [ "$(field "$d" state)" = checkpointed ] && break; sleep
 is "$(field "$d" state)" checkpointed "--signal=B:USR1@100 with --time=2: the trap suspended the job"
 diag "after $(( $(date +%s) - t0 )) s; the trap's cudanap: $(tr '\n' ' ' < "$T/trap.log")"
 is "$(job_state "$j")" RUNNING "the job runs on, asleep"
-out=$("$CUDANAP" resume --slurm "$j"); rc=$?
+cli resume --slurm "$j"
 is "$rc" 0 "resume --slurm"
 ask D verify
 is "$REPLY" "verify ok" "data intact"

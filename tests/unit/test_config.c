@@ -219,22 +219,20 @@ static void test_gpu_map(void)
 {
 	struct cn_gpu_pair p[CN_MAX_GPUS];
 	char err[CN_ERR_LEN], s[CN_UUID_STR_LEN];
-	unsigned char u[16];
+	struct cn_uuid u;
 	unsigned n = 99;
 
 	ok(cn_gpumap_parse("  ", p, &n, err, sizeof(err)) == 0 && n == 0, "empty map");
 	ok(cn_gpumap_parse("GPU-8c5c8d2e-0a1b-2c3d-4e5f-60718293a4b5=1", p, &n, err, sizeof(err)) ==
 			   0 &&
-		   n == 1 && p[0].from.index == -1 && p[0].from.uuid[0] == 0x8c &&
-		   p[0].from.uuid[15] == 0xb5 && p[0].to.index == 1,
+		   n == 1 && p[0].from.index == -1 && p[0].from.uuid.b[0] == 0x8c &&
+		   p[0].from.uuid.b[15] == 0xb5 && p[0].to.index == 1,
 	   "UUID on the left, index on the right");
-	cn_gpumap_uuid_format(p[0].from.uuid, s);
+	cn_uuid_fmt(&p[0].from.uuid, s);
 	is_str(s, "GPU-8c5c8d2e-0a1b-2c3d-4e5f-60718293a4b5", "UUID round trip");
-	ok(cn_gpumap_uuid_parse("gpu-8C5C8D2E0A1B2C3D4E5F60718293A4B5", u) == 0,
-	   "UUID without dashes");
-	ok(cn_gpumap_uuid_parse("MIG-8c5c8d2e-0a1b-2c3d-4e5f-60718293a4b5", u) < 0,
-	   "MIG UUID refused");
-	ok(cn_gpumap_uuid_parse("GPU-8c5c8d2e-0a1b-2c3d-4e5f-60718293a4b5ff", u) < 0,
+	ok(cn_uuid_parse("gpu-8C5C8D2E0A1B2C3D4E5F60718293A4B5", &u) == 0, "UUID without dashes");
+	ok(cn_uuid_parse("MIG-8c5c8d2e-0a1b-2c3d-4e5f-60718293a4b5", &u) < 0, "MIG UUID refused");
+	ok(cn_uuid_parse("GPU-8c5c8d2e-0a1b-2c3d-4e5f-60718293a4b5ff", &u) < 0,
 	   "long UUID refused");
 	ok(cn_gpumap_parse("0=1,1=0,2=3,3=2", p, &n, err, sizeof(err)) == 0 && n == 4,
 	   "four pairs");

@@ -6,7 +6,7 @@
 #include "tap.h"
 
 #define N 3
-static unsigned char gpus[N][16];
+static struct cn_uuid gpus[N];
 
 static void map(const char *text, struct cn_gpu_pair *pairs, unsigned *n)
 {
@@ -28,8 +28,8 @@ static const char *plan(const char *text, const struct cn_gpu_move *moves, unsig
 
 	map(text, pairs, &n);
 	why[0] = out[0] = '\0';
-	if (cn_gpumap_want(pairs, n, (const unsigned char(*)[16])gpus, N, want, why, 200) < 0 ||
-	    cn_gpumap_now(moves, n_moves, (const unsigned char(*)[16])gpus, N, cur, why, 200) < 0)
+	if (cn_gpumap_want(pairs, n, gpus, N, want, why, 200) < 0 ||
+	    cn_gpumap_now(moves, n_moves, gpus, N, cur, why, 200) < 0)
 		return out;
 	snprintf(out, sizeof(out), "%d %d %d", want[0], want[1], want[2]);
 	return out;
@@ -90,8 +90,8 @@ int main(void)
 	unsigned k;
 
 	for (int i = 0; i < N; i++) {
-		memset(gpus[i], 0xfa, 16);
-		gpus[i][15] = (unsigned char)i;
+		memset(gpus[i].b, 0xfa, sizeof(gpus[i].b));
+		gpus[i].b[15] = (unsigned char)i;
 	}
 	is_str(plan("", none, 0, why), "0 1 2", "an empty map: every GPU home");
 	is_str(plan("0=1, 1=0", none, 0, why), "1 0 2", "0=1, 1=0 swaps the two, GPU 2 stays");
@@ -104,34 +104,35 @@ int main(void)
 	is_str(plan("0=3", none, 0, why), "", "an index beyond the machine is refused");
 	is_str(why, "gpu_map names GPU 3, but this machine has GPUs 0-2", "saying so");
 
-	k = cn_gpumap_moves(want, (const unsigned char(*)[16])gpus, N, moves);
-	ok(k == 2 && moves[0].now[15] == 1 && moves[1].now[15] == 0,
+	k = cn_gpumap_moves(want, gpus, N, moves);
+	ok(k == 2 && moves[0].now.b[15] == 1 && moves[1].now.b[15] == 0,
 	   "after 0=1, 1=0: two GPUs away from home");
-	ok(cn_gpumap_now(moves, k, (const unsigned char(*)[16])gpus, N, cur, why, sizeof(why)) ==
-			   0 &&
-		   cur[0] == 1 && cur[1] == 0 && cur[2] == 2,
+	ok(cn_gpumap_now(moves, k, gpus, N, cur, why, sizeof(why)) == 0 && cur[0] == 1 &&
+		   cur[1] == 0 && cur[2] == 2,
 	   "and where each home GPU is now");
 	is_str(plan("0=1, 1=0", moves, k, why), "1 0 2",
 	       "the same map again wants what is already so: the job stays");
 	{
-		unsigned char home[16];
+		struct cn_uuid home;
 
-		cn_gpumap_home_of(moves, k, gpus[1], home);
-		ok(home[15] == 0, "the GPU the job is on now (1) is home GPU 0's place");
-		cn_gpumap_home_of(moves, k, gpus[2], home);
-		ok(home[15] == 2, "a GPU that never moved is its own home");
+		cn_gpumap_home_of(moves, k, &gpus[1], &home);
+		ok(home.b[15] == 0, "the GPU the job is on now (1) is home GPU 0's place");
+		cn_gpumap_home_of(moves, k, &gpus[2], &home);
+		ok(home.b[15] == 2, "a GPU that never moved is its own home");
 	}
-	cn_gpumap_list((const unsigned char(*)[16])gpus, 2, (const unsigned char(*)[16])gpus, N,
-		       list, sizeof(list));
+	cn_gpumap_list(gpus, 2, gpus, N, list, sizeof(list));
 	is_str(list,
 	       "0=GPU-fafafafa-fafa-fafa-fafa-fafafafafa00,1=GPU-fafafafa-fafa-fafa-fafa-"
 	       "fafafafafa01",
 	       "the status's list: index=UUID");
-	cn_gpumap_list((const unsigned char(*)[16])gpus, 1, (const unsigned char(*)[16])gpus, 0,
-		       list, sizeof(list));
+	cn_gpumap_list(gpus, 1, gpus, 0, list, sizeof(list));
 	is_str(list, "?=GPU-fafafafa-fafa-fafa-fafa-fafafafafa00", "an index not known is '?'");
-	moves[0].now[15] = 9;
-	ok(cn_gpumap_now(moves, k, (const unsigned char(*)[16])gpus, N, cur, why, sizeof(why)) < 0,
+	ok(cn_uuid_index(gpus, N, &gpus[2]) == 2 && cn_uuid_index(gpus, 2, &gpus[2]) == -1,
+	   "a GPU's index among the machine's, -1 when absent");
+	ok(cn_uuid_eq(&moves[0].now, &gpus[1]) && !cn_uuid_eq(&gpus[0], &gpus[1]),
+	   "UUIDs equal by their bytes");
+	moves[0].now.b[15] = 9;
+	ok(cn_gpumap_now(moves, k, gpus, N, cur, why, sizeof(why)) < 0,
 	   "a job that was on a GPU this machine does not have cannot be placed");
 	test_elsewhere();
 	return tap_done();
