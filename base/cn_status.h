@@ -110,6 +110,9 @@ struct cn_status {
 	 * light_mib moved out in light_ms), "full" (the driver's checkpoint), "" before any. */
 	char nap_depth[8];
 	double light_mib, light_ms;
+	/* What a nap of it would give back now when it naps lightly (what cudanap owns), for the
+	 * processes that make room; < 0 when its naps are full. */
+	double light_able_mib;
 	char idle_since[32]; /* UTC: its CUDA idle since then; "" while it works */
 	unsigned long naps, wakes;
 	double last_wake_ms; /* the delay the last waking call saw; < 0 before the first */

@@ -106,7 +106,7 @@ static const struct {
 } qnums[] = {
 	FIELD(gpu_now_mib),  FIELD(host_need_mib), FIELD(host_room_mib),  FIELD(est_suspend_s),
 	FIELD(est_resume_s), FIELD(last_wake_ms),  FIELD(released_since), FIELD(released_byte_s),
-	FIELD(nap_for_mib),  FIELD(light_mib),	   FIELD(light_ms),
+	FIELD(nap_for_mib),  FIELD(light_mib),	   FIELD(light_ms),	  FIELD(light_able_mib),
 };
 #undef FIELD
 #define N_QSTRS (sizeof(qstrs) / sizeof(qstrs[0]))
@@ -182,8 +182,9 @@ const char *cn_status_state(const struct cn_status *s)
 	 * state is written right after). */
 	bool napping = (s->state == CN_STATE_CHECKPOINTED &&
 			(cn_outcome_nap_asleep(s->nap) || s->action == CN_ACTION_NAP)) ||
-		       (s->state == CN_STATE_RUNNING && cn_outcome_nap_asleep(s->nap) &&
-			strcmp(s->nap_depth, "light") == 0 && s->light_mib > 0);
+		       /* A light nap holds its host copy (light_mib) from its outcome on. */
+		       (s->state == CN_STATE_RUNNING && strcmp(s->nap_depth, "light") == 0 &&
+			s->light_mib > 0);
 
 	return cn_outcome_word(CN_OUTCOME_STATE, napping ? CN_STATE_NAPPING : s->state);
 }

@@ -31,6 +31,10 @@ void cn_report_shared(struct cn_status *st)
 {
 	size_t o;
 
+	st->light_able_mib = cn_ag.cfg.nap_depth != CN_DEPTH_FULL && !cn_ag.cfg.nap_to_disk
+				     ? (double)cn_owned_bytes() / (1 << 20)
+				     : -1;
+
 	cn_peers_describe(cn_ag.gpus, (int)cn_ag.n_gpus, st->peer, sizeof(st->peer));
 	o = strlen(st->peer);
 	if (o + 3 < sizeof(st->peer) &&

@@ -135,6 +135,7 @@ struct cand {
 	unsigned long seq;
 	double idle_s;
 	uint64_t bytes;
+	double light_mib; /* what its light nap would give back; < 0: it naps fully */
 };
 
 static int by_idle(const void *a, const void *b)
@@ -159,7 +160,8 @@ static bool take(const struct cn_status *s, void *arg)
 	if (s->state != CN_STATE_RUNNING || s->busy || cn_outcome_nap_asleep(s->nap) ||
 	    s->nap == CN_NAP_REFUSED || idle < 0 || idle < cn_ag.cfg.nap_min_idle_s)
 		return true;
-	cs->c[cs->n++] = (struct cand){ s->pid, s->suspend_signal, s->starttime, s->seq, idle, 0 };
+	cs->c[cs->n++] = (struct cand){ s->pid, s->suspend_signal, s->starttime, s->seq, idle,
+					0,	s->light_able_mib };
 	return cs->n < cs->max;
 }
 
@@ -187,8 +189,12 @@ static int users(const struct cn_uuid *uuid, struct cand *c, int n, uint64_t *fr
 		q.pids[i] = c[i].pid;
 	if (cn_channel_call(&q, &r) < 0 || r.result != CUDA_SUCCESS)
 		return -1;
-	for (uint32_t i = 0; i < q.n_pids; i++)
-		c[i].bytes = r.pid_bytes[i];
+	for (uint32_t i = 0; i < q.n_pids; i++) {
+		uint64_t light = (uint64_t)(c[i].light_mib * (1 << 20));
+
+		/* A light nap gives back what cudanap owns: its context stays. */
+		c[i].bytes = c[i].light_mib >= 0 && light < r.pid_bytes[i] ? light : r.pid_bytes[i];
+	}
 	*free_bytes = r.free_bytes;
 	*gpu = -1;
 	for (uint32_t g = 0; g < r.n_gpus && g < CN_MAX_GPUS; g++)
@@ -236,7 +242,7 @@ take_back:
 static int make_one(const struct cn_room_need *need, const char *what, char *said, size_t len)
 {
 	struct cand c[CN_USERS_MAX];
-	uint64_t free_bytes, want = need->bytes + ((uint64_t)cn_ag.cfg.margin_mib << 20);
+	uint64_t free_bytes, want = need->bytes + ((uint64_t)cn_ag.cfg.margin_mib << 20), can = 0;
 	double t0 = cn_clock_ms();
 	char napped[400] = "";
 	int n = candidates(c, CN_USERS_MAX), gpu, done = 0;
@@ -245,9 +251,21 @@ static int make_one(const struct cn_room_need *need, const char *what, char *sai
 		snprintf(said, len, "NVML cannot say what is free on the GPU");
 		return -1;
 	}
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		cn_log(&cn_ag.cfg, CN_LOG_DEBUG, "make_room: candidate %d, idle %.1f s, %llu MiB",
 		       c[i].pid, c[i].idle_s, (unsigned long long)(c[i].bytes >> 20));
+		can += c[i].bytes;
+	}
+	/* No nap that cannot make the room: the call fails, or the wake waits, at once. */
+	if (can && free_bytes + can < want) {
+		snprintf(said, len,
+			 "GPU %d has %llu MiB free and its idle processes would give back %llu MiB "
+			 "by napping, %llu MiB wanted ([restore] margin_mib included): no process "
+			 "napped",
+			 gpu, (unsigned long long)(free_bytes >> 20),
+			 (unsigned long long)(can >> 20), (unsigned long long)(want >> 20));
+		return -1;
+	}
 	for (int i = 0; i < n && free_bytes < want; i++) {
 		size_t o = strlen(napped);
 

@@ -231,6 +231,19 @@ static void settle(void)
 		cn_lookup_watch_owned(CN_WATCH_OWNED, false);
 }
 
+unsigned long long cn_owned_bytes(void)
+{
+	unsigned long long b = 0;
+
+	pthread_mutex_lock(&mu);
+	for (size_t i = 0; i < n_allocs; i++)
+		b += allocs[i].span;
+	for (size_t i = 0; i < n_splits; i++)
+		b += splits[i]->bytes;
+	pthread_mutex_unlock(&mu);
+	return b;
+}
+
 bool cn_owned_some(void)
 {
 	return atomic_load(&any);

@@ -27,6 +27,8 @@ void *cn_owned_route(void *real);
 /* Whether ptr lies in an allocation cudanap owns; whether it owns anything. */
 bool cn_owned_has(uint64_t ptr);
 bool cn_owned_some(void);
+/* The bytes it owns now. */
+unsigned long long cn_owned_bytes(void);
 
 /* GPU from (a CUDA ordinal) was given access to GPU to's memory (cuCtxEnablePeerAccess), or it
  * was taken back (off): the allocations cudanap owns on to are mapped to from as well, those made

@@ -54,6 +54,8 @@ is "$(pinned_mib "$pid")" 900 "the host copy pinned"
 cli2 status "$pid"
 like "$out" $'\n'"$pid +napping" "cudanap status: napping"
 like "$(cat "$T/A.err")" "napped lightly \(cudanap nap\): 900 MiB it owns moved to the host" "its log says so"
+like "$("$CUDANAP" metrics -c "$T/job.ini")" $'\n'"cudanap_light_host_bytes\\{pid=\"$pid\",[^}]*\\} 943718400"$'\n' \
+	"cudanap metrics: 900 MiB on the host by a light nap"
 ask A "drv launch export 5" 30
 is "$REPLY" "launch 0" "its next call wakes it and works"
 check "woken" woke "$pid"
@@ -131,6 +133,27 @@ ask C quit
 ask B quit
 wait "$pid" "$C_pid" 2> /dev/null
 rm -f "$T/fake/$pid".* "$T/fake/$C_pid".*
+
+# -- two wakes at once: each puts its own memory back
+write_ini "[nap]" "depth = light" "[log]" "level = info"
+start G "$TARGET"
+start H "$TARGET"
+fill G
+fill H
+for p in "$G_pid" "$H_pid"; do
+	cli2 nap "$p"
+	check "napped lightly ($p)" eventually 10 light_napped "$p"
+done
+echo "drv launch export 5" >&"$G_in"
+echo "drv launch export 5" >&"$H_in"
+answer G 30
+g=$REPLY
+answer H 30
+is "$g:$REPLY" "launch 0:launch 0" "both woken by their calls at once"
+is "$(words G):$(words H)" "7 307 606 42:7 307 606 42" "each with its own memory"
+for p in G H; do ask $p quit; done
+wait "$G_pid" "$H_pid" 2> /dev/null
+rm -f "$T/fake/$G_pid".* "$T/fake/$H_pid".*
 
 # -- the host lacks room for the copy: refused, nothing moved
 write_ini "[nap]" "depth = light" "[preflight]" "host_margin_mib = 16000000"

@@ -147,5 +147,15 @@ is "$REPLY" "alloc 2" "without make_room an allocation beyond the GPU fails (CUD
 naps=0
 for p in "$A_pid" "$B_pid" "$C_pid"; do [ "$(field "$p" state)" = napping ] && naps=$((naps + 1)); done
 is "$naps" 2 "and no one else napped for it (B and C napped before)"
-for p in A B C D E; do ask "$p" quit 10; done
+
+# -- room no nap can make: nobody napped, the call fails at once
+room_ini 1
+check "E idle for a second, its 1500 MiB the room a nap could give" eventually 20 idle_for "$E_pid" 1
+start F "$TARGET"
+ask F "drv alloc export 9000" 20
+is "$REPLY" "alloc 2" "9000 MiB on a GPU of 4000: out of memory, as without make_room"
+is "$(field "$E_pid" state)" running "E was not napped for it"
+like "$(cat "$T/F.err")" "GPU 0 has [0-9]+ MiB free and its idle processes would give back [0-9]+ MiB by napping, 9000 MiB wanted \(\[restore\] margin_mib included\): no process napped" \
+	"F's log says why, in one line"
+for p in A B C D E F; do ask "$p" quit 10; done
 finish

@@ -31,6 +31,8 @@ const char usage_metrics[] =
 	"  cudanap_gpu_memory_bytes{gpu,UUID,state=held|released}\n"
 	"                                    GPU memory it holds on each GPU (as last asked), or\n"
 	"                                    gave back while it sleeps\n"
+	"  cudanap_light_host_bytes          what a light nap holds in host memory, its context\n"
+	"                                    kept on the GPU ([nap] depth); 0 otherwise\n"
 	"  cudanap_released_byte_seconds_total\n"
 	"                                    GPU memory given back times the seconds it stayed\n"
 	"                                    given back, since the process started\n"
@@ -255,6 +257,15 @@ static void write_all(FILE *f, const struct cn_status *v, int n, char (*who)[WHO
 			memory(f, &v[i], who[i], v[i].released_gpus, "released");
 		else
 			memory(f, &v[i], who[i], v[i].gpu_now, "held");
+	help(f, "cudanap_light_host_bytes", "gauge",
+	     "GPU memory a light nap of the process holds in host memory, its context kept on the "
+	     "GPU; 0 when it is awake or napped fully.");
+	for (int i = 0; i < n; i++)
+		sample(f, "cudanap_light_host_bytes", who[i], "",
+		       strcmp(cn_status_state(&v[i]), "napping") == 0 && v[i].light_mib > 0 &&
+				       strcmp(v[i].nap_depth, "light") == 0
+			       ? v[i].light_mib * 1048576
+			       : 0);
 	help(f, "cudanap_released_byte_seconds_total", "counter",
 	     "GPU memory the process gave back times the seconds it stayed given back.");
 	for (int i = 0; i < n; i++)
