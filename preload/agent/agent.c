@@ -111,7 +111,8 @@ static void *agent_main(void *arg)
 		 * replaced at the next request, not found dead in the middle of one. */
 		struct pollfd p[2] = { { .fd = cn_wake_fd(), .events = POLLIN },
 				       { .fd = cn_channel_fd(), .events = POLLIN } };
-		bool suspended_now = cn_ag.st.state == CN_STATE_CHECKPOINTED, prep, want, act;
+		bool suspended_now = cn_ag.st.state == CN_STATE_CHECKPOINTED || cn_light_holding(),
+		     prep, want, act;
 		double left = cn_ag.prepared_until ? cn_ag.prepared_until - cn_clock_ms() : -1;
 		int r, tick = cn_nap_timeout_ms(), room = cn_room_timeout_ms();
 		struct extra x;

@@ -155,9 +155,11 @@ static bool go(bool asked, const char *for_whom)
 	int pid = 0, gpu = -1;
 	unsigned long long mib = 0;
 
+	char err[CN_ERR_LEN];
+
 	cn_gate_nap(CN_GATE_NAP_CLOSING, wake_asked);
-	cn_reload(); /* its depth as the INI says now (the nap reads it again, and says a failure)
-		      */
+	/* Its depth as the INI says now; the nap reads it again and says a failure. */
+	cn_reload_quietly(err, sizeof(err));
 	o = light() ? cn_suspend_light(asked ? 0 : NAP_LOCK_MS)
 		    : cn_suspend_as(true, asked ? 0 : NAP_LOCK_MS);
 	if (o.state == CN_STATE_CHECKPOINTED && !cn_light_holding())
@@ -488,6 +490,8 @@ void cn_nap_woken(double asked)
 
 void cn_nap_after_action(struct cn_outcome o)
 {
+	if (nap.napping && cn_light_holding())
+		return; /* still asleep: its host copy is not back (a resume without room) */
 	if (nap.napping && o.state == CN_STATE_RUNNING)
 		cn_nap_woken(0); /* resumed by a signal */
 	else if (nap.napping && o.state != CN_STATE_CHECKPOINTED)

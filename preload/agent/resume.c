@@ -213,11 +213,13 @@ static void running_again(bool restored)
  * closed: what is back stays, the rest waits for the next try. */
 static struct cn_outcome light_back(struct cn_resp *r, unsigned wait_ms, bool restored)
 {
+	static bool was_restored; /* a restore's, whose host copy could not all go back then */
 	struct cn_light_stats ls;
 	char why[300], msg[420];
 	int rc = cn_light_in(wait_ms, &ls, why, sizeof(why));
 
 	r->state = CN_STATE_RUNNING;
+	was_restored |= restored;
 	if (rc != 0) {
 		r->result = rc > 0 ? CN_RES_NO_ROOM : CN_RES_REFUSED;
 		snprintf(msg, sizeof(msg), "%s", why);
@@ -225,7 +227,8 @@ static struct cn_outcome light_back(struct cn_resp *r, unsigned wait_ms, bool re
 	}
 	cn_ag.st.light_mib = -1;
 	r->result = CUDA_SUCCESS;
-	running_again(restored);
+	running_again(was_restored);
+	was_restored = false;
 	snprintf(msg, sizeof(msg), "woken: %.0f MiB back from the host in %.1f ms (%.1f GB/s)",
 		 (double)ls.bytes / (1 << 20), ls.ms,
 		 ls.ms > 0 ? (double)ls.bytes / ls.ms / 1e6 : 0.0);

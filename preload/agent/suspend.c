@@ -186,6 +186,8 @@ static int close_gate(struct cn_resp *r, char *msg, size_t len)
 	cn_lookup_summary(paths, sizeof(paths));
 	cn_log(&cn_ag.cfg, CN_LOG_DEBUG, "%s", paths);
 	if (cn_gate_close(t, &ms, why, sizeof(why)) < 0) {
+		if (cn_light_holding())
+			cn_gate_shut(); /* a light nap's: closed while its memory is on the host */
 		r->result = CUDA_ERROR_NOT_READY;
 		r->state = CN_STATE_RUNNING;
 		r->name[0] = '\0';
@@ -319,6 +321,8 @@ static struct cn_outcome suspended(bool nap, bool was_prepared, struct cn_resp *
 	char msg[420];
 
 	cn_report_step(CN_STEP_CHECKPOINT, r);
+	if (cn_light_holding())
+		snprintf(cn_ag.st.nap_depth, sizeof(cn_ag.st.nap_depth), "full");
 	cn_state_remember(r);
 	cn_report_gpus(true);
 	cn_ag.st.footprint_mib = cn_state_footprint_mib();
@@ -391,9 +395,18 @@ struct cn_outcome cn_suspend_light(unsigned lock_limit)
 	}
 	rc = cn_light_out((unsigned long long)cn_ag.cfg.host_margin_mib << 20, &ls, why,
 			  sizeof(why));
-	if (rc < 0) {
+	if (rc < 0 && !cn_light_holding()) {
 		r.result = CN_RES_REFUSED;
 		snprintf(msg, sizeof(msg), "light nap: %s; the process keeps running", why);
+		return cn_report_finish(&r, msg);
+	}
+	if (rc < 0) {
+		/* A copy failed and not all could be put back: it naps, its wake puts the rest
+		 * back. */
+		snprintf(cn_ag.st.nap_depth, sizeof(cn_ag.st.nap_depth), "light");
+		cn_ag.st.light_mib = (double)cn_light_left(-1) / (1 << 20);
+		snprintf(msg, sizeof(msg), "napped lightly after a failure: %s", why);
+		cn_log(&cn_ag.cfg, CN_LOG_ERROR, "light nap: %s", why);
 		return cn_report_finish(&r, msg);
 	}
 	snprintf(cn_ag.st.nap_depth, sizeof(cn_ag.st.nap_depth), "light");
@@ -440,14 +453,13 @@ struct cn_outcome cn_suspend_as(bool nap, unsigned lock_limit)
 		comms_stay(msg, sizeof(msg));
 		return cn_report_finish(&r, msg);
 	}
+	/* A light nap deepened: its host copy is plain memory to the driver's checkpoint, unpinned
+	 * before the lock (a locked process's calls wait for the unlock); its wake pins it again.
+	 */
+	if (r.state == CN_STATE_RUNNING && cn_light_holding())
+		cn_light_unpin();
 	if (r.state == CN_STATE_RUNNING && lock(nap, &r, msg, sizeof(msg)) < 0)
 		return cn_report_finish(&r, msg);
-	if (cn_light_holding()) {
-		/* A light nap deepened: its host copy is plain memory to the driver's checkpoint.
-		 */
-		cn_light_unpin();
-		snprintf(cn_ag.st.nap_depth, sizeof(cn_ag.st.nap_depth), "full");
-	}
 	was_prepared = cn_ag.prepared_bytes != 0;
 	rc = checkpoint(&r);
 	if (cn_ag.prepared_bytes)

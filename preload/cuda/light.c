@@ -32,11 +32,18 @@ enum { CU_MEMHOSTREGISTER_PORTABLE = 1, CU_STREAM_NON_BLOCKING = 1, CU_EVENT_DIS
 typedef CUresult (*copy_out_fn)(void *, CUdeviceptr, size_t, void *);
 typedef CUresult (*copy_in_fn)(CUdeviceptr, const void *, size_t, void *);
 
-/* The nap's host copy: its spans (owned.c), where each lies in it, which chunks are pinned. */
+/* Where a span's memory is: on the GPU only (not given back yet, or its copy back confirmed),
+ * on the host only (given back), or mapped again with its copy back not yet confirmed. */
+enum { ON_GPU, ON_HOST, MAPPED };
+
+/* The nap's host copy: its spans (owned.c), where each lies in it and is, which chunks are
+ * pinned; the event that says each span's copy out is done. */
 static struct {
 	struct cn_owned_span *span;
 	size_t *at;
-	size_t n, given, taken;
+	unsigned char *where;
+	void **ev;
+	size_t n;
 	char *host;
 	size_t bytes, chunks;
 	bool *pinned;
@@ -169,13 +176,21 @@ static void unpin_all(void)
 	set_ctx(NULL);
 }
 
+/* The host copy dropped; memory the driver could not unpin is left mapped rather than unmapped
+ * under its registration. */
 static void forget(void)
 {
+	bool pinned = false;
+
 	unpin_all();
-	if (L.host)
+	for (size_t c = 0; L.pinned && c < L.chunks; c++)
+		pinned |= L.pinned[c];
+	if (L.host && !pinned)
 		munmap(L.host, L.bytes);
 	free(L.span);
 	free(L.at);
+	free(L.where);
+	free(L.ev);
 	free(L.pinned);
 	free((void *)L.faulted);
 	memset(&L, 0, sizeof(L));
@@ -210,6 +225,12 @@ static int lay_out(unsigned long long margin, char *why, size_t len)
 		return -1;
 	}
 	L.at = calloc(L.n, sizeof(*L.at));
+	L.where = calloc(L.n, sizeof(*L.where)); /* ON_GPU */
+	L.ev = calloc(L.n, sizeof(*L.ev));
+	if (!L.where || !L.ev) {
+		snprintf(why, len, "out of memory");
+		return -1;
+	}
 	for (size_t i = 0; L.at && i < L.n; i++) {
 		L.at[i] = total;
 		total += L.span[i].bytes;
@@ -261,23 +282,45 @@ static CUresult copy(size_t i, bool out, bool threads)
 	return r;
 }
 
-/* Span i's copy done: its stream's work up to now waited for through an event. */
-static CUresult copied(size_t i)
+/* An event after span i's copy out, on its stream, recorded as soon as the copy is issued. */
+static CUresult mark(size_t i)
 {
 	CUresult (*create)(void **, unsigned) = drv(CN_FN_IDX_cuEventCreate);
 	CUresult (*record)(void *, void *) = drv(CN_FN_IDX_cuEventRecord);
+	void *s = stream_of(L.span[i].ctx);
+	CUresult r = s ? create(&L.ev[i], CU_EVENT_DISABLE_TIMING) : CUDA_ERROR_INVALID_VALUE;
+
+	if (r != CUDA_SUCCESS)
+		L.ev[i] = NULL;
+	return r == CUDA_SUCCESS ? record(L.ev[i], s) : r;
+}
+
+/* Span i's copy out done: its event waited for, and let go. */
+static CUresult copied(size_t i)
+{
 	CUresult (*wait)(void *) = drv(CN_FN_IDX_cuEventSynchronize);
 	CUresult (*destroy)(void *) = drv(CN_FN_IDX_cuEventDestroy_v2);
-	void *s = stream_of(L.span[i].ctx), *ev = NULL;
-	CUresult r = s ? create(&ev, CU_EVENT_DISABLE_TIMING) : CUDA_ERROR_INVALID_VALUE;
+	CUresult r;
 
-	if (r == CUDA_SUCCESS)
-		r = record(ev, s);
-	if (r == CUDA_SUCCESS)
-		r = wait(ev);
-	if (ev)
-		destroy(ev);
+	if (!L.ev[i] || set_ctx(L.span[i].ctx) != CUDA_SUCCESS)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = wait(L.ev[i]);
+	destroy(L.ev[i]);
+	L.ev[i] = NULL;
 	return r;
+}
+
+/* The events of spans whose copies were issued but not waited for, let go (after a failure). */
+static void drop_events(void)
+{
+	CUresult (*destroy)(void *) = drv(CN_FN_IDX_cuEventDestroy_v2);
+
+	for (size_t i = 0; L.ev && i < L.n; i++)
+		if (L.ev[i] && set_ctx(L.span[i].ctx) == CUDA_SUCCESS) {
+			destroy(L.ev[i]);
+			L.ev[i] = NULL;
+		}
+	set_ctx(NULL);
 }
 
 /* The driver's functions a light nap needs: the name of one missing, or NULL. */
@@ -320,22 +363,42 @@ static void name_error(CUresult r, const char *what, char *why, size_t len)
 
 /* ---- the nap and the wake ---- */
 
-/* After a failure of the copy out: what was given back is taken back and copied in, the host copy
- * dropped. -1 when something could not be put back (it stays on the host, for a wake to try). */
-static int undo(void)
+/* What is on the host put back: each span given back made anew and mapped (trying again for
+ * wait_ms while the GPU has no room), each copied back, the copies waited for; the host copy
+ * dropped once all is back. CUDA_SUCCESS, or the driver's answer with *at the span it stopped
+ * at: what is mapped stays, and the next try copies it again. */
+static CUresult put_back(unsigned wait_ms, size_t *at)
 {
-	CUresult r = streams_done();
+	double until = cn_clock_ms() + wait_ms;
+	struct timespec nap = { 0, 2000000 };
+	CUresult r = CUDA_SUCCESS, done;
+	size_t i;
 
-	for (size_t i = 0; r == CUDA_SUCCESS && i < L.given; i++) {
-		r = cn_owned_take(&L.span[i]);
-		if (r == CUDA_SUCCESS)
+	for (i = 0; r == CUDA_SUCCESS && i < L.n; i++) {
+		if (L.where[i] == ON_HOST) {
+			r = cn_owned_take(&L.span[i]);
+			if (r == CUDA_ERROR_OUT_OF_MEMORY && cn_clock_ms() < until) {
+				nanosleep(&nap, NULL);
+				r = CUDA_SUCCESS;
+				i--;
+				continue;
+			}
+			if (r == CUDA_SUCCESS)
+				L.where[i] = MAPPED;
+		}
+		if (r == CUDA_SUCCESS && L.where[i] == MAPPED)
 			r = copy(i, false, false);
-		L.taken = i + (r == CUDA_SUCCESS);
 	}
-	if (streams_done() != CUDA_SUCCESS || r != CUDA_SUCCESS)
-		return -1;
-	forget();
-	return 0;
+	*at = r == CUDA_SUCCESS ? L.n : i - 1;
+	done = streams_done();
+	for (size_t k = 0; done == CUDA_SUCCESS && k < L.n; k++)
+		if (L.where[k] == MAPPED && (r == CUDA_SUCCESS || k < *at))
+			L.where[k] = ON_GPU;
+	if (r == CUDA_SUCCESS)
+		r = done;
+	if (r == CUDA_SUCCESS)
+		forget();
+	return r;
 }
 
 int cn_light_out(unsigned long long margin, struct cn_light_stats *st, char *why, size_t len)
@@ -368,14 +431,17 @@ int cn_light_out(unsigned long long margin, struct cn_light_stats *st, char *why
 	/* Span i copied out while the one LAG before it, copied, is released: the copy engine
 	 * never waits for a release. */
 	for (i = 0; r == CUDA_SUCCESS && i < L.n + LAG; i++) {
-		if (i < L.n)
+		if (i < L.n) {
 			r = copy(i, true, n_th > 0);
+			if (r == CUDA_SUCCESS)
+				r = mark(i);
+		}
 		if (r == CUDA_SUCCESS && i >= LAG) {
 			r = copied(i - LAG);
 			if (r == CUDA_SUCCESS)
 				r = cn_owned_give(&L.span[i - LAG]);
 			if (r == CUDA_SUCCESS)
-				L.given = i - LAG + 1;
+				L.where[i - LAG] = ON_HOST;
 		}
 	}
 	atomic_store(&next_fault, L.chunks); /* the fault threads stop at their next chunk */
@@ -384,8 +450,12 @@ int cn_light_out(unsigned long long margin, struct cn_light_stats *st, char *why
 	if (r == CUDA_SUCCESS)
 		r = streams_done();
 	if (r != CUDA_SUCCESS) {
+		size_t at;
+
 		name_error(r, "copying its memory to the host", why, len);
-		if (undo() < 0)
+		streams_done();
+		drop_events();
+		if (put_back(0, &at) != CUDA_SUCCESS)
 			snprintf(why + strlen(why), len - strlen(why),
 				 "; part of it stays on the host until its wake");
 		return -1;
@@ -403,9 +473,10 @@ int cn_light_out(unsigned long long margin, struct cn_light_stats *st, char *why
 int cn_light_in(unsigned wait_ms, struct cn_light_stats *st, char *why, size_t len)
 {
 	const char *lack = missing();
-	double t0 = cn_clock_ms(), until = t0 + wait_ms;
-	struct timespec nap = { 0, 2000000 };
-	CUresult r = CUDA_SUCCESS;
+	double t0 = cn_clock_ms();
+	unsigned long long bytes;
+	size_t at, spans;
+	CUresult r;
 
 	memset(st, 0, sizeof(*st));
 	if (!L.host)
@@ -414,33 +485,21 @@ int cn_light_in(unsigned wait_ms, struct cn_light_stats *st, char *why, size_t l
 		snprintf(why, len, "the driver has no %s", lack);
 		return -1;
 	}
-	while (L.taken < L.n) {
-		r = cn_owned_take(&L.span[L.taken]);
-		if (r == CUDA_ERROR_OUT_OF_MEMORY && cn_clock_ms() < until) {
-			nanosleep(&nap, NULL);
-			continue;
-		}
-		if (r == CUDA_SUCCESS)
-			r = copy(L.taken, false, false);
-		if (r != CUDA_SUCCESS)
-			break;
-		L.taken++;
-	}
-	if (streams_done() != CUDA_SUCCESS && r == CUDA_SUCCESS)
-		r = CUDA_ERROR_UNKNOWN;
+	bytes = L.bytes;
+	spans = L.n;
+	r = put_back(wait_ms, &at);
 	if (r == CUDA_ERROR_OUT_OF_MEMORY) {
 		snprintf(why, len, "no room on GPU %d for its %zu MiB still on the host",
-			 L.span[L.taken].dev, (size_t)(cn_light_left(L.span[L.taken].dev) >> 20));
+			 L.span[at].dev, (size_t)(cn_light_left(L.span[at].dev) >> 20));
 		return 1;
 	}
 	if (r != CUDA_SUCCESS) {
 		name_error(r, "copying its memory back to the GPU", why, len);
 		return -1;
 	}
-	st->bytes = L.bytes;
-	st->spans = L.n;
+	st->bytes = bytes;
+	st->spans = spans;
 	st->ms = cn_clock_ms() - t0;
-	forget();
 	return 0;
 }
 
@@ -453,8 +512,8 @@ unsigned long long cn_light_left(int dev)
 {
 	unsigned long long b = 0;
 
-	for (size_t i = L.taken; i < L.n; i++)
-		if (dev < 0 || L.span[i].dev == dev)
+	for (size_t i = 0; i < L.n; i++)
+		if (L.where[i] != ON_GPU && (dev < 0 || L.span[i].dev == dev))
 			b += L.span[i].bytes;
 	return b;
 }
@@ -471,6 +530,8 @@ void cn_light_after_fork(void)
 		munmap(L.host, L.bytes);
 	free(L.span);
 	free(L.at);
+	free(L.where);
+	free(L.ev);
 	free(L.pinned);
 	free((void *)L.faulted);
 	memset(&L, 0, sizeof(L));

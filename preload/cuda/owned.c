@@ -31,6 +31,7 @@
 enum {
 	CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11,
 	CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12,
+	CU_MEM_ACCESS_FLAGS_PROT_READ = 1,
 	CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3,
 	CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102,
 };
@@ -616,7 +617,10 @@ static CUresult own_create(CUmemGenericAllocationHandle *h, size_t bytes,
 	/* One made to be exported is split too: allocators ask for a type to export by habit (a
 	 * process on several GPUs shares its memory within itself); an export of it is refused
 	 * (own_export), and counted for the status. */
+	/* For light naps only (under the driver's line), one made to be exported stays the
+	 * driver's: NCCL exports its buffers to its peers. */
 	if (bytes <= line() || !h || !prop || flags ||
+	    (bytes <= CN_OWNED_LINE && prop->requestedHandleTypes) ||
 	    prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
 	    prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE || !owning())
 		return real(h, bytes, prop, flags);
@@ -975,8 +979,9 @@ struct cn_owned_span *cn_owned_spans(size_t *count, unsigned long long *kept)
 				.dev = allocs[i].dev,
 				.ctx = allocs[i].ctx,
 			};
-	/* A split handle's memory is moved through its one mapping of the whole; mapped twice, in
-	 * part or not at all, it stays on the GPU. */
+	/* A split handle's memory is moved through its one mapping of the whole, and the context
+	 * that was current at its creation; mapped twice, in part or not at all, or made without a
+	 * context, it stays on the GPU. */
 	for (size_t i = 0; out && i < n_splits; i++) {
 		struct split *sp = splits[i];
 		struct smap *m = NULL;
@@ -984,7 +989,7 @@ struct cn_owned_span *cn_owned_spans(size_t *count, unsigned long long *kept)
 		for (size_t j = 0; sp->maps == 1 && j < n_smaps; j++)
 			if (smaps[j].s == sp)
 				m = &smaps[j];
-		if (m && m->off == 0 && m->bytes == sp->bytes)
+		if (m && m->off == 0 && m->bytes == sp->bytes && sp->ctx)
 			n = split_spans(sp, m, out, n);
 		else
 			*kept += sp->bytes;
@@ -994,33 +999,38 @@ struct cn_owned_span *cn_owned_spans(size_t *count, unsigned long long *kept)
 	return out;
 }
 
-/* The devices with read-write access to the span, as the driver answers (cuMemGetAccess). */
-static uint64_t access_of(CUdeviceptr va)
+/* The devices with access to the span, read-write (*rw) and read-only (*ro), as the driver
+ * answers at its first byte (cuMemGetAccess). */
+static void access_of(CUdeviceptr va, uint64_t *rw, uint64_t *ro)
 {
 	CUresult (*get)(unsigned long long *, const CUmemLocation *, CUdeviceptr) =
 		drv(CN_FN_IDX_cuMemGetAccess);
 	CUresult (*count)(int *) = drv(CN_FN_IDX_cuDeviceGetCount);
 	int n = 0;
-	uint64_t rw = 0;
 
+	*rw = *ro = 0;
 	if (!get || !count || count(&n) != CUDA_SUCCESS)
-		return 0;
+		return;
 	for (int d = 0; d < n && d < 64; d++) {
 		CUmemLocation loc = { CU_MEM_LOCATION_TYPE_DEVICE, d };
 		unsigned long long flags = 0;
 
-		if (get(&flags, &loc, va) == CUDA_SUCCESS &&
-		    flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
-			rw |= 1ull << d;
+		if (get(&flags, &loc, va) != CUDA_SUCCESS)
+			continue;
+		if (flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+			*rw |= 1ull << d;
+		else if (flags == CU_MEM_ACCESS_FLAGS_PROT_READ)
+			*ro |= 1ull << d;
 	}
-	return rw;
 }
 
 CUresult cn_owned_give(struct cn_owned_span *sp)
 {
 	CUresult r;
 
-	sp->rw = access_of(sp->va);
+	access_of(sp->va, &sp->rw, &sp->ro);
+	if (!sp->rw && !sp->ro)
+		sp->rw = 1ull << sp->dev; /* not known: its own GPU's, as it was made */
 	r = ((unmap_fn)drv(CN_FN_IDX_cuMemUnmap))(sp->va, sp->bytes);
 	if (r != CUDA_SUCCESS || !sp->split)
 		return r;
@@ -1037,41 +1047,59 @@ CUresult cn_owned_give(struct cn_owned_span *sp)
 	return r;
 }
 
+/* The access sp had, given again. */
+static CUresult access_again(const struct cn_owned_span *sp)
+{
+	CUmemAccessDesc d[64];
+	size_t n = 0;
+
+	for (int dev = 0; dev < 64; dev++)
+		if ((sp->rw | sp->ro) >> dev & 1)
+			d[n++] = (CUmemAccessDesc){ { CU_MEM_LOCATION_TYPE_DEVICE, dev },
+						    sp->rw >> dev & 1
+							    ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+							    : CU_MEM_ACCESS_FLAGS_PROT_READ };
+	return n ? ((access_fn)drv(CN_FN_IDX_cuMemSetAccess))(sp->va, sp->bytes, d, n)
+		 : CUDA_SUCCESS;
+}
+
 CUresult cn_owned_take(const struct cn_owned_span *sp)
 {
 	CUmemAllocationProp prop = { .type = CU_MEM_ALLOCATION_TYPE_PINNED };
-	CUmemAccessDesc d[64];
 	CUmemGenericAllocationHandle h;
-	size_t n = 0;
+	struct split *s = NULL;
 	CUresult r;
 
 	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
 	prop.location.id = sp->dev;
+	if (sp->split) {
+		pthread_mutex_lock(&mu);
+		s = split_of(sp->split);
+		if (s)
+			prop = s->prop;
+		pthread_mutex_unlock(&mu);
+	}
 	r = ((create_fn)drv(CN_FN_IDX_cuMemCreate))(&h, sp->bytes, &prop, 0);
 	if (r != CUDA_SUCCESS)
 		return r;
 	r = ((map_fn)drv(CN_FN_IDX_cuMemMap))(sp->va, sp->bytes, 0, h, 0);
-	if (r != CUDA_SUCCESS) {
-		((release_fn)drv(CN_FN_IDX_cuMemRelease))(h);
+	if (r == CUDA_SUCCESS) {
+		r = access_again(sp);
+		if (r != CUDA_SUCCESS) /* left as it was: given back, for the next try */
+			((unmap_fn)drv(CN_FN_IDX_cuMemUnmap))(sp->va, sp->bytes);
+	}
+	if (r != CUDA_SUCCESS || !s) {
+		((release_fn)drv(CN_FN_IDX_cuMemRelease))(h); /* or the mapping keeps it */
 		return r;
 	}
-	if (sp->split) {
-		struct split *s;
-
-		pthread_mutex_lock(&mu);
-		s = split_of(sp->split);
-		if (s)
-			s->piece[sp->piece] = h;
-		pthread_mutex_unlock(&mu);
-	} else {
-		((release_fn)drv(CN_FN_IDX_cuMemRelease))(h); /* the mapping keeps it */
-	}
-	for (int dev = 0; dev < 64; dev++)
-		if (sp->rw >> dev & 1)
-			d[n++] = (CUmemAccessDesc){ { CU_MEM_LOCATION_TYPE_DEVICE, dev },
-						    CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
-	return n ? ((access_fn)drv(CN_FN_IDX_cuMemSetAccess))(sp->va, sp->bytes, d, n)
-		 : CUDA_SUCCESS;
+	pthread_mutex_lock(&mu);
+	s = split_of(sp->split);
+	if (s)
+		s->piece[sp->piece] = h;
+	pthread_mutex_unlock(&mu);
+	if (!s)
+		((release_fn)drv(CN_FN_IDX_cuMemRelease))(h);
+	return r;
 }
 
 size_t cn_owned_describe(char *out, size_t len)

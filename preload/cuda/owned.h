@@ -48,7 +48,7 @@ struct cn_owned_span {
 	size_t bytes;
 	int dev;
 	void *ctx;
-	uint64_t rw;
+	uint64_t rw, ro; /* the devices with read-write access, and with read-only access */
 	uint64_t split;
 	unsigned piece;
 };
@@ -59,8 +59,9 @@ struct cn_owned_span {
 struct cn_owned_span *cn_owned_spans(size_t *count, unsigned long long *kept);
 
 /* The span's memory given back to the driver (unmapped, released), its access remembered in
- * sp->rw; and new memory made, mapped at the same address and given that access again. The
- * driver's answer (take: CUDA_ERROR_OUT_OF_MEMORY while the GPU has no room). */
+ * sp->rw and sp->ro; and new memory made (a split handle's piece with the handle's properties),
+ * mapped at the same address and given that access again. The driver's answer (take:
+ * CUDA_ERROR_OUT_OF_MEMORY while the GPU has no room). */
 CUresult cn_owned_give(struct cn_owned_span *sp);
 CUresult cn_owned_take(const struct cn_owned_span *sp);
 

@@ -403,12 +403,25 @@ static bool all_mapped(CUdeviceptr va, size_t n)
 	return true;
 }
 
+/* A copy that fails once, as a test asks: <pid>.failcopy (to the GPU) or <pid>.failcopyout (to
+ * the host) beside the fake's files, removed by the failure. */
+static bool fail_once(const char *what)
+{
+	char path[4200];
+	const char *dir = getenv("CUDANAP_FAKE_DIR");
+
+	snprintf(path, sizeof(path), "%s/%d.%s", dir ? dir : "/tmp", (int)getpid(), what);
+	return unlink(path) == 0;
+}
+
 EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, void *stream)
 {
 	CUresult r = CUDA_ERROR_INVALID_VALUE;
 
 	(void)stream;
 	fake_entered("cuMemcpyDtoHAsync_v2");
+	if (fail_once("failcopyout"))
+		return 999; /* CUDA_ERROR_UNKNOWN */
 	pthread_mutex_lock(&mu);
 	if (all_mapped(src, n)) {
 		r = CUDA_SUCCESS;
@@ -445,6 +458,8 @@ EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n,
 
 	(void)stream;
 	fake_entered("cuMemcpyHtoDAsync_v2");
+	if (fail_once("failcopy"))
+		return 999; /* CUDA_ERROR_UNKNOWN */
 	pthread_mutex_lock(&mu);
 	if (all_mapped(dst, n)) {
 		r = CUDA_SUCCESS;

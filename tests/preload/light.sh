@@ -4,8 +4,10 @@
 # back, the context and the driver's own small allocations kept; the next call that needs the GPU
 # puts it back at the same addresses, intact, with the access it had (another GPU's too). auto
 # deepens a light nap to the driver's checkpoint after [nap] full_after_s, a suspend signal does
-# at once, and either wakes whole. Without room on its GPU the wake waits and says so; without the
-# host memory for the copy the nap is refused and the process runs on, its memory untouched.
+# at once, and either wakes whole. Without room on its GPU the wake waits and says so (a resume
+# fails in one line, the process still napping); without the host memory for the copy the nap is
+# refused and the process runs on, its memory untouched; a copy out that fails puts everything
+# back, one back that fails is tried again; two wakes at once each put back their own.
 . "$(dirname "$0")/../lib.sh"
 export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake CUDANAP_FAKE_GPUS=2
 export CUDANAP_FAKE_GPU_MIB=4000 # memory counted: what is freed shows
@@ -68,6 +70,27 @@ ask A "drv vmm touch V 1 100"
 is "$REPLY" "vmm touch 0" "and the range"
 like "$(field "$pid" message)" "^woken: 900 MiB back from the host" "the wake's line"
 
+# a copy out that fails: everything put back, the process runs on
+touch "$T/fake/$pid.failcopyout"
+cli2 nap "$pid"
+like "$rc:$out" "^1:$pid: nap failed: REFUSED: light nap: copying its memory to the host: [^;]*\(999\); the process keeps running" \
+	"a copy out that fails: the nap fails in one line"
+ask A "drv launch export 5" 10
+is "$REPLY" "launch 0" "it runs on"
+is "$(words A)" "7 307 606 42" "its memory as it was"
+is "$(held "$pid")" "$before" "all of it on the GPU"
+
+# a copy back that fails: said, tried again a second later (what was mapped is copied again, not
+# made anew), and the waiting call answers
+cli2 nap "$pid"
+check "napped lightly" eventually 10 light_napped "$pid"
+touch "$T/fake/$pid.failcopy"
+ask A "drv launch export 5" 10
+is "$REPLY" "launch 0" "a copy back that fails once: the call waits for the next try, then answers"
+like "$(cat "$T/A.err")" "copying its memory back to the GPU: [^;]*\(999\)" "the failure said in the log"
+is "$(words A)" "7 307 606 42" "every word back"
+is "$(held "$pid")" "$before" "all of it on the GPU, nothing twice"
+
 # cudanap resume wakes it too; a second nap asked while it naps says so
 cli2 nap "$pid"
 check "napped again" eventually 10 light_napped "$pid"
@@ -123,6 +146,9 @@ ask B "drv launch export 5" 1
 is "$REPLY" "" "the call that wakes it waits"
 check "its status says what the wake waits for" eventually 10 nap_is "$pid" "waiting for room"
 like "$(field "$pid" nap_why)" "no room on GPU 0 for its [0-9]+ MiB still on the host" "in one line"
+cli2 resume "$pid"
+like "$rc:$out" "^1:$pid: resume failed: NO_GPU_MEMORY: no room on GPU 0 for its [0-9]+ MiB still on the host \(state napping\)" \
+	"cudanap resume without room: fails in one line, still napping"
 ask C "drv free export"
 is "$REPLY" "free 0" "the other process frees its 1500 MiB"
 answer B 30
