@@ -176,6 +176,20 @@ static void unpin_all(void)
 	set_ctx(NULL);
 }
 
+/* The record of the host copy let go, and the copy itself unless keep. */
+static void drop(bool keep)
+{
+	if (L.host && !keep)
+		munmap(L.host, L.bytes);
+	free(L.span);
+	free(L.at);
+	free(L.where);
+	free(L.ev);
+	free(L.pinned);
+	free((void *)L.faulted);
+	memset(&L, 0, sizeof(L));
+}
+
 /* The host copy dropped; memory the driver could not unpin is left mapped rather than unmapped
  * under its registration. */
 static void forget(void)
@@ -185,15 +199,7 @@ static void forget(void)
 	unpin_all();
 	for (size_t c = 0; L.pinned && c < L.chunks; c++)
 		pinned |= L.pinned[c];
-	if (L.host && !pinned)
-		munmap(L.host, L.bytes);
-	free(L.span);
-	free(L.at);
-	free(L.where);
-	free(L.ev);
-	free(L.pinned);
-	free((void *)L.faulted);
-	memset(&L, 0, sizeof(L));
+	drop(pinned);
 }
 
 /* MemAvailable of /proc/meminfo in bytes; 0 when it cannot be read. */
@@ -526,14 +532,6 @@ void cn_light_unpin(void)
 void cn_light_after_fork(void)
 {
 	/* The parent's host copy is not the child's: its pinning is the parent's too. */
-	if (L.host)
-		munmap(L.host, L.bytes);
-	free(L.span);
-	free(L.at);
-	free(L.where);
-	free(L.ev);
-	free(L.pinned);
-	free((void *)L.faulted);
-	memset(&L, 0, sizeof(L));
+	drop(false);
 	n_streams = 0;
 }
