@@ -208,13 +208,9 @@ static CUresult hold(CUmemGenericAllocationHandle *h, CUdevice dev, uint64_t byt
  * restore. Returns the number of holds, or -1 with resp filled. A footprint that is not known is
  * not checked.
  *
- * The hold is let go just before the restore, and still protects it: beside a process that
- * grabbed all free memory but 1 GiB again and again (the migrate suite, two H200s, four runs
- * each), restores after a hold were lost 3 times in 36 attempts, restores that skipped the hold
- * where the GPU had room for the job twice over 4 times in 13. The memory let go seems to stay out
- * of others' reach until the driver has cleared it, which the restore's own allocations wait for
- * too: its setup takes longer after a hold (H100: 110-131 ms for 32 GiB against 48-58 ms without,
- * 44-53 against 38-48 for 4 GiB). That is the hold's price, paid at every size. */
+ * The hold is let go just before the restore, and still protects it: fewer restores are lost
+ * beside a process grabbing memory, for a longer setup at every size (docs/COMPATIBILITY.md,
+ * Restore needs room). */
 static int make_room(const struct cn_req *req, const struct plan *p,
 		     CUmemGenericAllocationHandle *h, struct cn_resp *resp)
 {

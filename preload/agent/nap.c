@@ -1,25 +1,5 @@
 /* nap: an idle process's GPU freed by itself, and given back at its next driver call that needs it.
- *
- * With [nap] idle_s = N, the agent looks at the gate every tick: the calls that work the GPU
- * (cuda/gate.c counts them; queries, getters and context switches do not count) and the threads
- * inside a call. Once neither has moved for N seconds the process naps: the suspend as it is
- * (suspend.c: the preflight, the room for the host copy, the status, the hooks), the gate closed
- * in the nap's phases (gate.h), its lock waiting at most NAP_LOCK_MS for work still running, which
- * a kernel longer than N seconds is: that nap fails, the process runs on untouched, and the next
- * try waits twice as long (BACKOFF_MAX times at most). A process refused (an NCCL rank, memory
- * imported from another process, managed memory) says why once, in its log and status, and is
- * tried again only after the back-off. `cudanap nap` naps a process at once.
- *
- * While it naps, the calls that need no GPU are answered at the gate (cuda/answers.c); the first
- * that needs it asks for a wake, in the calling thread, by a byte on the agent's pipe, and waits
- * at the gate with every other: the agent resumes the process (resume.c) onto its home GPUs, or
- * with [nap] wake_on = any, where its memory on a GPU does not fit there, onto other GPUs of the
- * same model with room (on one GPU or several, a part each), and the calls go on. Without
- * room anywhere the wake waits, its status saying what it needs, until room appears (checked every
- * 100 ms by the restore, back in the agent's loop every ROOM_WAIT_MS to hear its signals) or
- * `cudanap resume --gpu-map` puts it elsewhere. A resume by signal wakes it too;
- * a suspend signal leaves it napping (suspend.c says so). Runs in the agent thread, but for the
- * wake's byte. */
+ * Runs in the agent thread, but for the wake's byte (docs/NAPS.md). */
 #define _GNU_SOURCE
 #include "nap.h"
 

@@ -1,26 +1,6 @@
 /* gate: the app's driver calls, held while its process is suspended, and the threads inside one.
- *
- * Every driver call of the app's passes here on its way into libcuda (stubs.S). While the gate is
- * open, passing costs the thread a store to its own state and one load of the gate's word. A
- * suspend closes the gate before it locks the process: from then on a thread that calls the
- * driver waits here, outside libcuda, until the process runs again; the calls of XLA's poller that
- * entered libcuda while it was checkpointed crashed JAX (docs/DRIVER.md, The lock). Threads already
- * inside a call when the gate closes are seen by their state: the suspend waits for them, or gives
- * up and opens the gate again.
- *
- * The agent's side pays for the ordering instead of the app's: after it closes the gate it runs
- * membarrier(2), which puts a full barrier in every thread of the process, so that a thread either
- * saw the gate closed or had its mark visible to the agent. Where membarrier cannot be used, each
- * mark is an exchange, a full barrier itself. Nested calls (an interposer calling the driver from
- * inside one of our calls, libcuda calling its own exported names) pass without a second look.
- *
- * Between open and closed the gate can hold: an NCCL job's cut (nccl/hold.c) lets some calls go
- * and not others, by a filter it hands in. While it holds, every outermost call takes the slow
- * path, where the filter decides; a call it turns away waits here as at a closed gate.
- *
- * A thread's state is in its static TLS; a record in a static array, taken at its first call and
- * given back at its exit, points the agent to it. A thread that finds every record taken is
- * counted in one shared counter instead. */
+ * In the app's threads at their calls; the agent closes, holds and opens it (docs/ARCHITECTURE.md,
+ * The gate on the app's driver calls). */
 #define _GNU_SOURCE
 #include "gate.h"
 

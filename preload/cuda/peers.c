@@ -1,23 +1,6 @@
 /* peers: the access the app's GPUs have to each other's memory, seen at the gate, and what the
- * agent does with it around a suspend.
- *
- * The driver cannot restore one physical allocation over 256 MiB that another GPU may reach: one
- * of cuMemAlloc's with peer access on (cuCtxEnablePeerAccess, hence the runtime's
- * cudaDeviceEnablePeerAccess: XLA between every pair of GPUs at its start, PyTorch at its first
- * copy from one GPU to another), or a mapping of cuMemCreate's that cuMemSetAccess gives another
- * GPU; and it restores a pool without the access cuMemPoolSetAccess gave another GPU. Turned off
- * before the checkpoint, peer access cannot be turned on again toward memory the restore brought
- * back (INVALID_HANDLE). docs/DRIVER.md, One process on several GPUs, has the measurements.
- *
- * So this room keeps each direction the app turned on (its contexts, their GPUs, and who asked),
- * the large allocations of cuMemAlloc's held, the large mappings other GPUs may reach and the
- * pools' grants; what the driver cannot restore the preflight refuses, or, for peer access with
- * [memory] own = never, the suspend turns the access off ([peer] mode) and the resume asks for it
- * again. Memory cudanap owns (owned.c) is in pieces under the line and never counts here. Once
- * the process has been restored, the app is told its GPUs cannot access each other where it had
- * not turned access on, as the driver would refuse it anyway: cuDeviceCanAccessPeer answers 0,
- * and cuCtxEnablePeerAccess CUDA_ERROR_PEER_ACCESS_UNSUPPORTED instead of the driver's
- * INVALID_HANDLE. The app's threads record; the agent drops, raises and describes. */
+ * agent does with it around a suspend. The app's threads record; the agent drops, raises and
+ * describes (docs/DRIVER.md, One process on several GPUs). */
 #define _GNU_SOURCE
 #include "peers.h"
 

@@ -1,29 +1,6 @@
 /* turns: restores onto one GPU that start together take turns through the driver's setup, and copy
- * at most two at a time.
- *
- * A restore is the driver's setup (ioctls before it copies a byte: about 50 ms for 4 GiB on an
- * H100), the copy, and its closing ioctls (60-80 ms). The ioctls of several processes go through
- * the kernel driver one at a time, interleaved: eight processes of 4 GiB resumed together all
- * began copying only after about 370 ms, once every one of them was through, then copied at once
- * and queued again at the end. Taking turns, each goes through its setup alone and lets the next
- * one in as soon as it starts copying: the first copies after 50 ms, the others join one by one.
- * On an H100, in the same run, the eight resumed in 1.41 s instead of 1.73 s (one process of
- * 32 GiB: 1.25 s). Letting the next one in later, once what is left of a copy would take as long
- * as a setup, so that the copies follow each other, was slower (1.82 s against 1.63 s in another
- * run): several processes copying at once move more than one alone.
- *
- * Copying all at once, though, they finish together and queue again for their closing ioctls. So
- * a process that is through its setup also waits for one of COPY_SLOTS places to copy in, and
- * gives its place up when its copy is done (copy.c counts the bytes), before its closing ioctls:
- * those then run beside the next process's copy. On an H100, same run, six resumes each way: 8 x
- * 4 GiB in 1.37-1.39 s with two places, 1.45-1.51 s with no limit; one place gave 1.34-1.56 s and
- * three 1.43-1.47 s.
- *
- * A turn is an flock on <status dir>/.restore-turn-<GPU UUID>, a place one on
- * .restore-copy-<GPU UUID>-<N> (the processes of a job share the directory; restores onto other
- * GPUs do not wait); a process on several GPUs takes them in order; one whose GPUs are not known
- * takes .restore-turn and .restore-copy-<N>. A process that dies lets go with its descriptors, and
- * one that holds on too long holds up the others no longer than the wait's bound. */
+ * at most two at a time (flock files in the status dir). The turn is the agent's, around the
+ * restore; the place the driver's thread's, inside it (docs/PERFORMANCE.md, Whole jobs). */
 #define _GNU_SOURCE
 #include "turns.h"
 

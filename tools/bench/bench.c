@@ -652,33 +652,32 @@ static void header(void)
 	       "| --- | --- | --- | --- | --- | --- | --- |\n");
 }
 
-int main(int argc, char **argv)
+static const struct mode bench_modes[] = {
+	{ "driver", NULL, false, false },
+	{ "off", "hugepages = false\ncopy_threads = 0", false, false },
+	{ "on", "hugepages = true", false, true },
+	{ "prepared", "hugepages = true", true, true },
+};
+static const struct mode extra_modes[] = {
+	{ "driver", NULL, false, false },
+	{ "on", "hugepages = true", false, false },
+	{ "nocopy", "copy_threads = 0", false, false },
+	{ "0pf", "prefault_threads = 0", false, false },
+	{ "16cp", "copy_threads = 16", false, false },
+	{ "keep", "keep_host_buffer = true", false, false },
+	{ "noreserve", "hugepages = true\n[restore]\nreserve = false", false, false },
+};
+
+/* The options into opt, --sizes into sizes. */
+static void parse_args(int argc, char **argv, char *sizes, size_t len)
 {
-	static const struct mode modes[] = {
-		{ "driver", NULL, false, false },
-		{ "off", "hugepages = false\ncopy_threads = 0", false, false },
-		{ "on", "hugepages = true", false, true },
-		{ "prepared", "hugepages = true", true, true },
-	};
-	static const struct mode extra[] = {
-		{ "driver", NULL, false, false },
-		{ "on", "hugepages = true", false, false },
-		{ "nocopy", "copy_threads = 0", false, false },
-		{ "0pf", "prefault_threads = 0", false, false },
-		{ "16cp", "copy_threads = 16", false, false },
-		{ "keep", "keep_host_buffer = true", false, false },
-		{ "noreserve", "hugepages = true\n[restore]\nreserve = false", false, false },
-	};
-
-	char sizes[64] = "1,8,32", dir[] = "/tmp/cudanap-bench-XXXXXX";
-
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--preload") == 0 && i + 1 < argc)
 			opt.preload = argv[++i];
 		else if (strcmp(argv[i], "--holdmem") == 0 && i + 1 < argc)
 			opt.holdmem = argv[++i];
 		else if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc)
-			snprintf(sizes, sizeof(sizes), "%s", argv[++i]);
+			snprintf(sizes, len, "%s", argv[++i]);
 		else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
 			opt.reps = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--cycles") == 0 && i + 1 < argc)
@@ -699,30 +698,68 @@ int main(int argc, char **argv)
 			    "       cudanap-bench --floors-only [--sizes 1,8,32] [--floors-mib "
 			    "1024]");
 	}
-	{
-		/* The host's own floors first: no GPU needed, and the map for the table below. */
-		struct cn_floors *f = &host;
-		double gib[16];
-		int n = 0;
-		char copy[64];
-		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+}
 
-		snprintf(copy, sizeof(copy), "%s", sizes);
-		for (char *save = NULL, *t = strtok_r(copy, ",", &save); t && n < 16;
-		     t = strtok_r(NULL, ",", &save))
-			if (atof(t) > 0)
-				gib[n++] = atof(t);
-		if (opt.floors_mib < 64)
-			die("--floors-mib is at least 64");
-		cn_floors_measure((size_t)(opt.floors_mib * (1 << 20)),
-				  cpus > 8 ? 8 : (unsigned)(cpus > 0 ? cpus : 1),
-				  (unsigned)(cpus > 0 ? cpus : 1), f);
-		cn_floors_print(f, gib, n);
-		/* --floors-only: non-zero when a floor could not be measured */
-		if (opt.floors_only)
-			return !(f->populate_4k[1] > 0 && f->populate_thp[1] > 0 &&
-				 f->memcpy[1] > 0);
+/* The host's own floors first: no GPU needed, and the map for the table below. With
+ * --floors-only, the exit status (non-zero when a floor could not be measured); else -1. */
+static int host_floors(const char *sizes)
+{
+	struct cn_floors *f = &host;
+	double gib[16];
+	int n = 0;
+	char copy[64];
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	snprintf(copy, sizeof(copy), "%s", sizes);
+	for (char *save = NULL, *t = strtok_r(copy, ",", &save); t && n < 16;
+	     t = strtok_r(NULL, ",", &save))
+		if (atof(t) > 0)
+			gib[n++] = atof(t);
+	if (opt.floors_mib < 64)
+		die("--floors-mib is at least 64");
+	cn_floors_measure((size_t)(opt.floors_mib * (1 << 20)),
+			  cpus > 8 ? 8 : (unsigned)(cpus > 0 ? cpus : 1),
+			  (unsigned)(cpus > 0 ? cpus : 1), f);
+	cn_floors_print(f, gib, n);
+	if (opt.floors_only)
+		return !(f->populate_4k[1] > 0 && f->populate_thp[1] > 0 && f->memcpy[1] > 0);
+	return -1;
+}
+
+/* The phases of each size's runs, one table each, printed after them all. */
+static void print_phases(void)
+{
+	for (int i = 0; i < n_tables; i++)
+		phases(tables[i].gib, tables[i].m, tables[i].s, opt.reps, tables[i].reserve);
+	n_tables = 0;
+}
+
+/* Each size in every mode, then the experiments, the latency and the overhead. */
+static void run_all(char *sizes)
+{
+	for (char *save = NULL, *t = strtok_r(sizes, ",", &save); t; t = strtok_r(NULL, ",", &save))
+		if (atof(t) > 0)
+			run_size(atof(t), bench_modes,
+				 sizeof(bench_modes) / sizeof(bench_modes[0]));
+	print_phases();
+	if (opt.experiments) {
+		run_size(8, extra_modes, sizeof(extra_modes) / sizeof(extra_modes[0]));
+		print_phases();
 	}
+	if (opt.cycles > 0)
+		latency();
+	if (!opt.no_overhead)
+		overhead();
+}
+
+int main(int argc, char **argv)
+{
+	char sizes[64] = "1,8,32", dir[] = "/tmp/cudanap-bench-XXXXXX";
+	int rc;
+
+	parse_args(argc, argv, sizes, sizeof(sizes));
+	if ((rc = host_floors(sizes)) >= 0)
+		return rc;
 	if (!opt.preload || !opt.holdmem || opt.reps < 1 || opt.reps > MAX_REPS)
 		die("--preload and --holdmem are needed; --reps is 1 to 16");
 	if (!mkdtemp(dir))
@@ -732,21 +769,6 @@ int main(int argc, char **argv)
 	load_driver();
 	pinned_floors((size_t)(opt.floors_mib * (1 << 20)));
 	header();
-	for (char *save = NULL, *t = strtok_r(sizes, ",", &save); t; t = strtok_r(NULL, ",", &save))
-		if (atof(t) > 0)
-			run_size(atof(t), modes, sizeof(modes) / sizeof(modes[0]));
-	for (int i = 0; i < n_tables; i++)
-		phases(tables[i].gib, tables[i].m, tables[i].s, opt.reps, tables[i].reserve);
-	n_tables = 0;
-	if (opt.experiments) {
-		run_size(8, extra, sizeof(extra) / sizeof(extra[0]));
-		for (int i = 0; i < n_tables; i++)
-			phases(tables[i].gib, tables[i].m, tables[i].s, opt.reps,
-			       tables[i].reserve);
-	}
-	if (opt.cycles > 0)
-		latency();
-	if (!opt.no_overhead)
-		overhead();
+	run_all(sizes);
 	return 0;
 }

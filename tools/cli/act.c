@@ -184,7 +184,7 @@ static void print_text(const struct job *jobs, int n, const struct plan *p,
 		       r->rolled_back ? " (rolled back)" : "", r->seconds);
 }
 
-static void say_attempt(const char *line)
+static void print_attempt(const char *line)
 {
 	printf("%s\n", line);
 	fflush(stdout);
@@ -290,7 +290,113 @@ static const char *absolute(const char *dir)
 	return strcat(strcat(abs, "/"), dir);
 }
 
-int act_main(int argc, char **argv, enum verb verb)
+/* What the command line of suspend, resume, prepare or nap asks for. */
+struct act_args {
+	struct plan p;
+	const char *slurm;
+	double timeout;
+	bool all, each, json, dry;
+	bool tree_flag, slurm_flag; /* --tree, --slurm given without a value of their own */
+	int roots[64], n_roots;
+	int n; /* the PIDs given, from argv[optind] */
+};
+
+/* --tree with a value: one more root; without: the PIDs given are the trees' roots. */
+static void parse_tree(struct act_args *a, int argc, char **argv)
+{
+	const char *v = cli_flag_value(argc, argv);
+
+	if (!v) {
+		a->tree_flag = true;
+		return;
+	}
+	if (a->n_roots == 64)
+		cli_die_usage("cudanap: at most 64 --tree options\n");
+	if ((a->roots[a->n_roots++] = cli_parse_pid(v)) < 0)
+		not_a_pid(v, NULL);
+}
+
+/* --gpu-map MAP, checked now; 2 when it does not parse, said. */
+static int parse_gpu_map(struct act_args *a, const char *map)
+{
+	struct cn_gpu_pair pairs[CN_MAX_GPUS];
+	char err[CN_ERR_LEN];
+	unsigned k;
+
+	if (a->p.verb != VERB_RESUME)
+		cli_die_usage("cudanap: --gpu-map is for resume\n");
+	if (cn_gpumap_parse(map, pairs, &k, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s: --gpu-map: %s\n", prog, err);
+		return 2;
+	}
+	a->p.gpu_map = map;
+	return 0;
+}
+
+/* One option getopt returned; 2 on a --gpu-map that does not parse, said. */
+static int parse_option(struct act_args *a, int c, int argc, char **argv)
+{
+	enum verb verb = a->p.verb;
+	char *end;
+
+	switch (c) {
+	case 'd':
+		if (verb != VERB_SUSPEND)
+			cli_die_usage("cudanap: --dry-run is for suspend\n");
+		a->dry = true;
+		break;
+	case 'c':
+		a->p.cfg = optarg;
+		break;
+	case 'w':
+	case 'n':
+		a->p.wait = c == 'w';
+		break;
+	case 't':
+		a->timeout = strtod(optarg, &end);
+		if (a->timeout <= 0 || *end)
+			cli_die_usage("cudanap: --timeout wants a number of seconds above 0\n");
+		break;
+	case 'a':
+		a->all = true;
+		break;
+	case 'T':
+		parse_tree(a, argc, argv);
+		break;
+	case 'S':
+		a->slurm = cli_flag_value(argc, argv);
+		a->slurm_flag = !a->slurm;
+		break;
+	case 'e':
+		if (verb == VERB_PREPARE || verb == VERB_NAP)
+			cli_die_usage("cudanap: --each is for suspend and resume\n");
+		a->each = true;
+		break;
+	case 'D':
+		if (verb != VERB_SUSPEND)
+			cli_die_usage("cudanap: --to-disk is for suspend\n");
+		a->p.to_disk = absolute(optarg);
+		break;
+	case 'g':
+		return parse_gpu_map(a, optarg);
+	case 'j':
+		a->json = true;
+		a->p.on_attempt = NULL;
+		break;
+	case 'r':
+		a->p.retries = (unsigned)strtoul(optarg, &end, 10);
+		if (!*optarg || *end || a->p.retries > 100)
+			cli_die_usage("cudanap: --retries wants a number from 0 to 100\n");
+		break;
+	default:
+		cli_die_option(verb_name[verb], argv, c);
+	}
+	return 0;
+}
+
+/* The options, anywhere, before or after the PIDs (getopt's permutation), then the other
+ * arguments: a flag's values (--tree's roots, --slurm's job) or the PIDs; 0, or 2 said. */
+static int parse_args(struct act_args *a, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
@@ -309,151 +415,108 @@ int act_main(int argc, char **argv, enum verb verb)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	static struct group_result r;
-	bool dry = false;
-	struct plan p = { .verb = verb, .wait = true, .retries = 2, .on_attempt = say_attempt };
-	const char *slurm = NULL, *name = verb_name[verb];
-	double timeout = 600;
-	bool all = false, each = false, json = false, tree_flag = false, slurm_flag = false;
-	int c, n, roots[64], n_roots = 0, *pids = NULL;
-	struct job *jobs;
-	char *end;
+	int c;
 
-	/* Options anywhere, before or after the PIDs (getopt's permutation). */
-	while ((c = getopt_long(argc, argv, ":c:wnt:aT::S::er:D::g:jdh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'd':
-			if (verb != VERB_SUSPEND)
-				cli_die_usage("cudanap: --dry-run is for suspend\n");
-			dry = true;
-			break;
-		case 'c':
-			p.cfg = optarg;
-			break;
-		case 'w':
-			p.wait = true;
-			break;
-		case 'n':
-			p.wait = false;
-			break;
-		case 't':
-			timeout = strtod(optarg, &end);
-			if (timeout <= 0 || *end)
-				cli_die_usage(
-					"cudanap: --timeout wants a number of seconds above 0\n");
-			break;
-		case 'a':
-			all = true;
-			break;
-		case 'T': {
-			const char *v = cli_flag_value(argc, argv);
-
-			if (!v) {
-				tree_flag = true; /* the PIDs given are the trees' roots */
-				break;
-			}
-			if (n_roots == 64)
-				cli_die_usage("cudanap: at most 64 --tree options\n");
-			if ((roots[n_roots++] = cli_parse_pid(v)) < 0)
-				not_a_pid(v, NULL);
-			break;
-		}
-		case 'S':
-			slurm = cli_flag_value(argc, argv);
-			slurm_flag = !slurm;
-			break;
-		case 'e':
-			if (verb == VERB_PREPARE || verb == VERB_NAP)
-				cli_die_usage("cudanap: --each is for suspend and resume\n");
-			each = true;
-			break;
-		case 'D':
-			if (verb != VERB_SUSPEND)
-				cli_die_usage("cudanap: --to-disk is for suspend\n");
-			p.to_disk = absolute(optarg);
-			break;
-		case 'g': {
-			struct cn_gpu_pair pairs[CN_MAX_GPUS];
-			char err[CN_ERR_LEN];
-			unsigned k;
-
-			if (verb != VERB_RESUME)
-				cli_die_usage("cudanap: --gpu-map is for resume\n");
-			if (cn_gpumap_parse(optarg, pairs, &k, err, sizeof(err)) < 0) {
-				fprintf(stderr, "%s: --gpu-map: %s\n", prog, err);
-				return 2;
-			}
-			p.gpu_map = optarg;
-			break;
-		}
-		case 'j':
-			json = true;
-			p.on_attempt = NULL;
-			break;
-		case 'r':
-			p.retries = (unsigned)strtoul(optarg, &end, 10);
-			if (!*optarg || *end || p.retries > 100)
-				cli_die_usage("cudanap: --retries wants a number from 0 to 100\n");
-			break;
-		default:
-			cli_die_option(name, argv, c);
-		}
-	}
-	n = argc - optind;
-	/* A flag's values are the other arguments: --tree's roots, --slurm's job. */
-	if (tree_flag && !slurm_flag) {
-		for (; n > 0 && n_roots < 64; n--)
-			if ((roots[n_roots++] = cli_parse_pid(argv[optind++])) < 0)
+	while ((c = getopt_long(argc, argv, ":c:wnt:aT::S::er:D::g:jdh", opts, NULL)) != -1)
+		if (parse_option(a, c, argc, argv))
+			return 2;
+	a->n = argc - optind;
+	if (a->tree_flag && !a->slurm_flag) {
+		for (; a->n > 0 && a->n_roots < 64; a->n--)
+			if ((a->roots[a->n_roots++] = cli_parse_pid(argv[optind++])) < 0)
 				not_a_pid(argv[optind - 1], NULL);
-		if (!n_roots)
+		if (!a->n_roots)
 			cli_die_usage("cudanap: --tree: which process? give its PID\n");
 	}
-	if (slurm_flag && !tree_flag) {
-		if (n != 1)
+	if (a->slurm_flag && !a->tree_flag) {
+		if (a->n != 1)
 			cli_die_usage("cudanap: --slurm: give one job id\n");
-		slurm = argv[optind++];
-		n = 0;
+		a->slurm = argv[optind++];
+		a->n = 0;
 	}
-	if ((all + (n_roots > 0) + (slurm != NULL) + (n > 0) + (tree_flag && slurm_flag)) > 1)
+	return 0;
+}
+
+/* One way of naming the processes, and one at least; 0, or 2 said. */
+static int check_args(const struct act_args *a)
+{
+	const char *name = verb_name[a->p.verb];
+
+	if ((a->all + (a->n_roots > 0) + (a->slurm != NULL) + (a->n > 0) +
+	     (a->tree_flag && a->slurm_flag)) > 1)
 		cli_die_usage(
 			"cudanap: give PIDs, --all, --tree or --slurm, not several of them\n");
-	if (!all && !n_roots && !slurm && n <= 0) {
+	if (!a->all && !a->n_roots && !a->slurm && a->n <= 0) {
 		fprintf(stderr,
 			"%s %s: which processes? give PIDs, --all, --tree PID or --slurm JOBID; "
 			"see '%s %s --help'\n",
 			prog, name, prog, name);
 		return 2;
 	}
-	p.group = all || n_roots || slurm;
-	if (p.group && (n = select_group(&p, slurm, all, roots, n_roots, &pids)) < 0) {
+	return 0;
+}
+
+/* The jobs: the group's processes, or the PIDs given from argv[optind], each once; their number,
+ * or -1 when there are none (said) or no memory. */
+static int make_jobs(struct act_args *a, char **argv, struct job **out)
+{
+	int n = a->n, *pids = NULL;
+	struct job *jobs;
+
+	a->p.group = a->all || a->n_roots || a->slurm;
+	if (a->p.group &&
+	    (n = select_group(&a->p, a->slurm, a->all, a->roots, a->n_roots, &pids)) < 0) {
 		free(pids);
-		return 1;
+		return -1;
 	}
 	jobs = calloc((size_t)n, sizeof(*jobs));
 	if (!jobs)
-		return 1;
+		return -1;
 	for (int i = 0; i < n; i++) {
 		jobs[i].pid = pids ? pids[i] : cli_parse_pid(argv[optind + i]);
 		if (jobs[i].pid < 0)
-			not_a_pid(argv[optind + i], p.to_disk);
+			not_a_pid(argv[optind + i], a->p.to_disk);
 	}
 	free(pids);
-	n = dedupe(jobs, n);
-	if (dry) {
-		int rc = dry_run(jobs, n, &p, json, timeout < 600 ? timeout : 30);
+	*out = jobs;
+	return dedupe(jobs, n);
+}
 
-		free(jobs);
-		return rc;
-	}
-	p.timeout = timeout;
-	p.deadline = cli_now_s() + timeout;
-	p.atomic = verb == VERB_SUSPEND && p.wait && !each && n > 1;
-	p.whole = (verb == VERB_SUSPEND || verb == VERB_RESUME) && !each && n > 1;
-	group_run(jobs, n, &p, &r);
-	if (json)
-		print_json(jobs, n, &p, &r);
+/* Act on the jobs, all or nothing unless --each, and print the outcome; the exit status. */
+static int run_and_print(struct act_args *a, struct job *jobs, int n)
+{
+	static struct group_result r;
+	struct plan *p = &a->p;
+
+	p->timeout = a->timeout;
+	p->deadline = cli_now_s() + a->timeout;
+	p->atomic = p->verb == VERB_SUSPEND && p->wait && !a->each && n > 1;
+	p->whole = (p->verb == VERB_SUSPEND || p->verb == VERB_RESUME) && !a->each && n > 1;
+	group_run(jobs, n, p, &r);
+	if (a->json)
+		print_json(jobs, n, p, &r);
 	else
-		print_text(jobs, n, &p, &r);
-	free(jobs);
+		print_text(jobs, n, p, &r);
 	return r.all_ok ? 0 : 1;
+}
+
+int act_main(int argc, char **argv, enum verb verb)
+{
+	struct act_args a = {
+		.p = { .verb = verb, .wait = true, .retries = 2, .on_attempt = print_attempt },
+		.timeout = 600,
+	};
+	struct job *jobs;
+	int n, rc;
+
+	if (parse_args(&a, argc, argv) || check_args(&a))
+		return 2;
+	if ((n = make_jobs(&a, argv, &jobs)) < 0)
+		return 1;
+	if (a.dry)
+		rc = dry_run(jobs, n, &a.p, a.json, a.timeout < 600 ? a.timeout : 30);
+	else
+		rc = run_and_print(&a, jobs, n);
+	free(jobs);
+	return rc;
 }

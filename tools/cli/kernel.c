@@ -180,7 +180,29 @@ static bool good_name(const char *s)
 		       strlen(s);
 }
 
-int kernel_main(int argc, char **argv)
+/* What the command line of cudanap kernel asks for, and the strings the helper's arguments point
+ * into. */
+struct kernel_args {
+	const char *action, *from, *name, *nap, *cfg, *where, *prefix;
+	bool install_opts; /* an option that only install takes */
+	char abs_prefix[PATH_MAX], defname[128], config[PATH_MAX], self[PATH_MAX];
+};
+
+/* --user, --sys-prefix or --prefix DIR: where the kernelspec goes, one choice. */
+static void parse_where(struct kernel_args *k, int c)
+{
+	const char *w = c == 'u' ? "user" : c == 's' ? "sys-prefix" : "prefix";
+
+	if (k->where && strcmp(k->where, w) != 0)
+		cli_die_usage("cudanap kernel: --user, --sys-prefix and --prefix are "
+			      "one choice\n");
+	k->where = w;
+	if (c == 'p')
+		k->prefix = absolute(optarg, k->abs_prefix, sizeof(k->abs_prefix));
+}
+
+/* The options after the action. */
+static void parse_args(struct kernel_args *k, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "from", required_argument, NULL, 'f' },
@@ -193,108 +215,97 @@ int kernel_main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *from = "python3", *name = NULL, *nap = "600", *cfg = NULL, *where = NULL;
-	const char *prefix = "", *action, *args[16];
-	char py[PATH_MAX], helper[PATH_MAX], found[PATH_MAX], self[PATH_MAX], config[PATH_MAX] = "";
-	char defname[128], why[PATH_MAX + 100], abs_prefix[PATH_MAX], *end;
-	struct cn_config conf;
-	bool install_opts = false;
-	int c, n = 0;
+	char *end;
+	int c;
 
-	if (argc < 2 || argv[1][0] == '-') {
-		fputs(usage_kernel, stderr);
-		return 2;
-	}
-	action = argv[1];
-	argc--, argv++;
 	while ((c = getopt_long(argc, argv, ":f:n:N:c:h", opts, NULL)) != -1) {
-		install_opts |= c != 'h';
+		k->install_opts |= c != 'h';
 		if (c == 'f') {
-			from = optarg;
+			k->from = optarg;
 		} else if (c == 'n') {
-			name = optarg;
+			k->name = optarg;
 		} else if (c == 'N') {
 			unsigned long v = strtoul(optarg, &end, 10);
 
 			if (!*optarg || *end || v > 24 * 3600)
 				cli_die_usage(
 					"cudanap kernel: --nap wants seconds, from 0 to 86400\n");
-			nap = optarg;
+			k->nap = optarg;
 		} else if (c == 'c') {
-			cfg = optarg;
+			k->cfg = optarg;
 		} else if (c == 'u' || c == 's' || c == 'p') {
-			const char *w = c == 'u' ? "user" : c == 's' ? "sys-prefix" : "prefix";
-
-			if (where && strcmp(where, w) != 0)
-				cli_die_usage(
-					"cudanap kernel: --user, --sys-prefix and --prefix are "
-					"one choice\n");
-			where = w;
-			if (c == 'p')
-				prefix = absolute(optarg, abs_prefix, sizeof(abs_prefix));
+			parse_where(k, c);
 		} else {
 			cli_die_option("kernel", argv, c);
 		}
 	}
+}
 
-	if (strcmp(action, "install") == 0) {
-		if (optind < argc)
-			cli_die_usage(
-				"cudanap kernel install: takes no arguments, only options; see "
-				"'cudanap kernel --help'\n");
-		if (!name) {
-			snprintf(defname, sizeof(defname), "%s-cudanap", from);
-			name = defname;
-		}
-		if (!good_name(from) || !good_name(name)) {
-			fprintf(stderr,
-				"%s kernel: '%s' is not a kernel name (letters, digits, '.', '_' "
-				"and "
-				"'-', 64 at most)\n",
-				prog, good_name(from) ? name : from);
-			return 2;
-		}
-		if (cfg) {
-			cli_load_config(cfg, &conf);
-			if (!realpath(cfg, config)) {
-				fprintf(stderr, "%s: %s: %s\n", prog, cfg, strerror(errno));
-				return 78;
-			}
-		}
-		if (!realpath("/proc/self/exe", self)) {
-			fprintf(stderr, "%s kernel: cannot tell where cudanap is: %s\n", prog,
-				strerror(errno));
-			return 1;
-		}
-		args[n++] = "install";
-		args[n++] = self;
-		args[n++] = from;
-		args[n++] = name;
-		args[n++] = nap;
-		args[n++] = config;
-		args[n++] = where ? where : "user";
-		args[n++] = prefix;
-	} else if (strcmp(action, "list") == 0 || strcmp(action, "remove") == 0) {
-		if (install_opts)
-			cli_die_usage("cudanap kernel: list and remove take no options\n");
-		if (strcmp(action, "list") == 0 && optind < argc)
-			cli_die_usage("cudanap kernel list: takes no arguments\n");
-		if (strcmp(action, "remove") == 0 && optind >= argc)
-			cli_die_usage("cudanap kernel remove: which kernels? see 'cudanap kernel "
-				      "--help'\n");
-		args[n++] = action;
-		for (int i = optind; i < argc && n < 15; i++)
-			args[n++] = argv[i];
-		if (optind + 15 - 1 < argc)
-			cli_die_usage("cudanap kernel remove: at most 14 names at once\n");
-	} else {
+/* install: its names checked, its INI read, the helper's arguments; 0, or the exit status, said. */
+static int install_args(struct kernel_args *k, int argc, const char **args, int *n)
+{
+	struct cn_config conf;
+
+	if (optind < argc)
+		cli_die_usage("cudanap kernel install: takes no arguments, only options; see "
+			      "'cudanap kernel --help'\n");
+	if (!k->name) {
+		snprintf(k->defname, sizeof(k->defname), "%s-cudanap", k->from);
+		k->name = k->defname;
+	}
+	if (!good_name(k->from) || !good_name(k->name)) {
 		fprintf(stderr,
-			"%s kernel: no action '%s' (install, list, remove); see '%s kernel "
-			"--help'\n",
-			prog, action, prog);
+			"%s kernel: '%s' is not a kernel name (letters, digits, '.', '_' "
+			"and "
+			"'-', 64 at most)\n",
+			prog, good_name(k->from) ? k->name : k->from);
 		return 2;
 	}
-	args[n] = NULL;
+	if (k->cfg) {
+		cli_load_config(k->cfg, &conf);
+		if (!realpath(k->cfg, k->config)) {
+			fprintf(stderr, "%s: %s: %s\n", prog, k->cfg, strerror(errno));
+			return 78;
+		}
+	}
+	if (!realpath("/proc/self/exe", k->self)) {
+		fprintf(stderr, "%s kernel: cannot tell where cudanap is: %s\n", prog,
+			strerror(errno));
+		return 1;
+	}
+	args[(*n)++] = "install";
+	args[(*n)++] = k->self;
+	args[(*n)++] = k->from;
+	args[(*n)++] = k->name;
+	args[(*n)++] = k->nap;
+	args[(*n)++] = k->config;
+	args[(*n)++] = k->where ? k->where : "user";
+	args[(*n)++] = k->prefix;
+	return 0;
+}
+
+/* list or remove: no options, the names to remove; the helper's arguments. */
+static void list_remove_args(const struct kernel_args *k, int argc, char **argv, const char **args,
+			     int *n)
+{
+	if (k->install_opts)
+		cli_die_usage("cudanap kernel: list and remove take no options\n");
+	if (strcmp(k->action, "list") == 0 && optind < argc)
+		cli_die_usage("cudanap kernel list: takes no arguments\n");
+	if (strcmp(k->action, "remove") == 0 && optind >= argc)
+		cli_die_usage("cudanap kernel remove: which kernels? see 'cudanap kernel "
+			      "--help'\n");
+	args[(*n)++] = k->action;
+	for (int i = optind; i < argc && *n < 15; i++)
+		args[(*n)++] = argv[i];
+	if (optind + 15 - 1 < argc)
+		cli_die_usage("cudanap kernel remove: at most 14 names at once\n");
+}
+
+/* kernelspec.py, found and trusted, into helper; 0, or 1 said. */
+static int find_helper(char *helper, size_t len)
+{
+	char found[PATH_MAX], why[PATH_MAX + 100];
 
 	if (cli_find_file("../kernel/kernelspec.py", CN_DATA_REL, "kernelspec.py",
 			  CN_KERNELSPEC_ABS, found, sizeof(found)) < 0) {
@@ -304,10 +315,42 @@ int kernel_main(int argc, char **argv)
 			prog, found);
 		return 1;
 	}
-	if (cn_safe_trusted(found, false, helper, sizeof(helper), why, sizeof(why)) < 0) {
+	if (cn_safe_trusted(found, false, helper, len, why, sizeof(why)) < 0) {
 		fprintf(stderr, "%s kernel: %s\n", prog, why);
 		return 1;
 	}
+	return 0;
+}
+
+int kernel_main(int argc, char **argv)
+{
+	struct kernel_args k = { .from = "python3", .nap = "600", .prefix = "" };
+	char py[PATH_MAX], helper[PATH_MAX];
+	const char *args[16];
+	int n = 0, rc;
+
+	if (argc < 2 || argv[1][0] == '-') {
+		fputs(usage_kernel, stderr);
+		return 2;
+	}
+	k.action = argv[1];
+	argc--, argv++;
+	parse_args(&k, argc, argv);
+	if (strcmp(k.action, "install") == 0) {
+		if ((rc = install_args(&k, argc, args, &n)))
+			return rc;
+	} else if (strcmp(k.action, "list") == 0 || strcmp(k.action, "remove") == 0) {
+		list_remove_args(&k, argc, argv, args, &n);
+	} else {
+		fprintf(stderr,
+			"%s kernel: no action '%s' (install, list, remove); see '%s kernel "
+			"--help'\n",
+			prog, k.action, prog);
+		return 2;
+	}
+	args[n] = NULL;
+	if (find_helper(helper, sizeof(helper)))
+		return 1;
 	find_python(helper, py, sizeof(py));
 	exec_python(py, helper, args);
 	fprintf(stderr, "%s kernel: cannot run %s: %s\n", prog, py, strerror(errno));

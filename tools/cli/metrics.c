@@ -289,7 +289,8 @@ static void write_all(FILE *f, const struct cn_status *v, int n, char (*who)[WHO
 		histogram(f, "cudanap_wake_seconds", &v[i].counts.wake, who[i]);
 }
 
-int metrics_main(int argc, char **argv)
+/* -c FILE and --textfile DIR, each left NULL when not given. */
+static void parse_args(int argc, char **argv, const char **cfg, const char **dir)
 {
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
@@ -297,37 +298,28 @@ int metrics_main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *cfg = NULL, *dir = NULL;
-	struct cn_status *v;
-	char *text = NULL, (*who)[WHO_LEN];
-	size_t len = 0;
-	int c, n, fd, r;
-	FILE *f;
+	int c;
 
 	while ((c = getopt_long(argc, argv, ":c:t:h", opts, NULL)) != -1) {
 		if (c == 'c')
-			cfg = optarg;
+			*cfg = optarg;
 		else if (c == 't')
-			dir = optarg;
+			*dir = optarg;
 		else
 			cli_die_option("metrics", argv, c);
 	}
 	if (optind < argc)
 		cli_die_usage("usage: cudanap metrics [-c FILE] [--textfile DIR]\n");
-	n = status_gather(cfg, &v);
-	who = calloc((size_t)(n ? n : 1), sizeof(*who));
-	if (!who) {
-		free(v);
-		return 1;
-	}
-	for (int i = 0; i < n; i++)
-		who_of(&v[i], who[i], sizeof(who[i]));
-	if (!dir) {
-		write_all(stdout, v, n, who);
-		free(v);
-		free(who);
-		return fflush(stdout) == 0 ? 0 : 1;
-	}
+}
+
+/* DIR/cudanap.prom replaced whole; 0, or 1 said. The rows are freed. */
+static int write_textfile(const char *dir, struct cn_status *v, int n, char (*who)[WHO_LEN])
+{
+	char *text = NULL;
+	size_t len = 0;
+	int fd, r;
+	FILE *f;
+
 	f = open_memstream(&text, &len);
 	if (!f) {
 		free(v);
@@ -350,4 +342,28 @@ int metrics_main(int argc, char **argv)
 		return 1;
 	}
 	return 0;
+}
+
+int metrics_main(int argc, char **argv)
+{
+	const char *cfg = NULL, *dir = NULL;
+	struct cn_status *v;
+	char(*who)[WHO_LEN];
+	int n;
+
+	parse_args(argc, argv, &cfg, &dir);
+	n = status_gather(cfg, &v);
+	who = calloc((size_t)(n ? n : 1), sizeof(*who));
+	if (!who) {
+		free(v);
+		return 1;
+	}
+	for (int i = 0; i < n; i++)
+		who_of(&v[i], who[i], sizeof(who[i]));
+	if (dir)
+		return write_textfile(dir, v, n, who);
+	write_all(stdout, v, n, who);
+	free(v);
+	free(who);
+	return fflush(stdout) == 0 ? 0 : 1;
 }

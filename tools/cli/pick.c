@@ -161,7 +161,24 @@ static void refusals(struct job *jobs, int n, int gpu)
 	}
 }
 
-int pick_main(int argc, char **argv)
+/* What the command line of cudanap pick asks for. */
+struct pick_args {
+	const char *cfg, *slurm;
+	double need; /* MiB to free */
+	int gpu;     /* -1: any */
+	bool json;
+};
+
+/* The cheapest set found: on which GPU, of which candidates, at what cost; set -1 when none frees
+ * enough. */
+struct pick_best {
+	int gpu, m;
+	long long set;
+	double cost;
+	struct cand cs[64];
+};
+
+static void parse_args(struct pick_args *a, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "free", required_argument, NULL, 'f' },
@@ -172,90 +189,123 @@ int pick_main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *cfg = NULL, *slurm = NULL;
-	double need = -1, best_cost = 0;
-	int c, gpu = -1, n, *pids = NULL, best_gpu = -1;
-	long long best = -1;
-	struct job *jobs;
-	struct cand cs[64], best_cs[64];
-	int best_m = 0;
-	bool json = false;
+	int c;
 
 	while ((c = getopt_long(argc, argv, ":f:g:c:S::jh", opts, NULL)) != -1) {
 		if (c == 'f') {
-			if ((need = parse_size(optarg)) < 0)
+			if ((a->need = parse_size(optarg)) < 0)
 				cli_die_usage("cudanap: --free wants a size: 512M, 8G, or MiB\n");
 		} else if (c == 'g') {
-			if ((gpu = cli_parse_pid(optarg)) < 0 && strcmp(optarg, "0") != 0)
+			if ((a->gpu = cli_parse_pid(optarg)) < 0 && strcmp(optarg, "0") != 0)
 				cli_die_usage("cudanap: --gpu wants an nvidia-smi index\n");
-			gpu = atoi(optarg);
+			a->gpu = atoi(optarg);
 		} else if (c == 'c') {
-			cfg = optarg;
+			a->cfg = optarg;
 		} else if (c == 'S') {
-			if (!(slurm = cli_flag_value(argc, argv)))
+			if (!(a->slurm = cli_flag_value(argc, argv)))
 				cli_die_usage("cudanap: --slurm wants a job id\n");
 		} else if (c == 'j') {
-			json = true;
+			a->json = true;
 		} else {
 			cli_die_option("pick", argv, c);
 		}
 	}
-	if (need < 0 || optind < argc)
+	if (a->need < 0 || optind < argc)
 		cli_die_usage("usage: cudanap pick --free SIZE [--gpu N] [-c FILE] [--slurm JOBID] "
 			      "[--json]\n");
+}
+
+/* The candidates (the Slurm job's processes, or every one), 64 at most, each asked what a suspend
+ * would do; their number, or -1 (said when Slurm did not answer). */
+static int ask_candidates(const struct pick_args *a, struct job **out)
+{
+	int n, *pids = NULL;
+	struct job *jobs;
+
 	procs_all_users(geteuid() == 0);
-	if (slurm) {
+	if (a->slurm) {
 		char note[300];
-		int *job_pids, k = slurm_job_pids(slurm, &job_pids, note, sizeof(note));
+		int *job_pids, k = slurm_job_pids(a->slurm, &job_pids, note, sizeof(note));
 
 		if (k < 0) {
 			fprintf(stderr, "%s: %s\n", prog, note);
-			return 1;
+			return -1;
 		}
-		n = procs_select(cfg, NULL, 0, job_pids, k, &pids);
+		n = procs_select(a->cfg, NULL, 0, job_pids, k, &pids);
 		free(job_pids);
 	} else {
-		n = procs_select(cfg, NULL, 0, NULL, 0, &pids);
+		n = procs_select(a->cfg, NULL, 0, NULL, 0, &pids);
 	}
 	if (n > 64)
 		n = 64;
 	jobs = calloc((size_t)(n > 0 ? n : 1), sizeof(*jobs));
 	if (!jobs || n < 0)
-		return 1;
+		return -1;
 	for (int i = 0; i < n; i++)
 		jobs[i].pid = pids[i];
 	free(pids);
-	ask_all(jobs, n, cfg, 30);
-	/* Each GPU asked for (or every one), its cheapest set; the cheapest of those. */
+	ask_all(jobs, n, a->cfg, 30);
+	*out = jobs;
+	return n;
+}
+
+/* The processes that would suspend and hold memory on GPU k; their number. */
+static int candidates_on(struct job *jobs, int n, int k, struct cand *cs)
+{
+	int m = 0;
+
+	for (int i = 0; i < n; i++) {
+		char line[700];
+		double mib = on_gpu(jobs[i].st.gpu_now, k);
+
+		if (ask_line(&jobs[i], line, sizeof(line)) &&
+		    jobs[i].st.suspendable == CN_ASK_YES && mib > 0)
+			cs[m++] = (struct cand){ jobs[i].pid, mib, jobs[i].st.est_suspend_s };
+	}
+	return m;
+}
+
+/* Each GPU asked for (or every one), its cheapest set; the cheapest of those. */
+static void cheapest_of_gpus(const struct pick_args *a, struct job *jobs, int n,
+			     struct pick_best *b)
+{
+	int gpu = a->gpu;
+	struct cand cs[64];
+
+	*b = (struct pick_best){ .gpu = -1, .set = -1 };
 	for (int k = gpu >= 0 ? gpu : 0; k < (gpu >= 0 ? gpu + 1 : CN_MAX_GPUS); k++) {
-		int m = 0;
+		int m = candidates_on(jobs, n, k, cs);
 		double cost;
 		long long set;
 
-		for (int i = 0; i < n; i++) {
-			char line[700];
-			double mib = on_gpu(jobs[i].st.gpu_now, k);
-
-			if (ask_line(&jobs[i], line, sizeof(line)) &&
-			    jobs[i].st.suspendable == CN_ASK_YES && mib > 0)
-				cs[m++] =
-					(struct cand){ jobs[i].pid, mib, jobs[i].st.est_suspend_s };
-		}
 		if (!m && gpu < 0)
 			continue;
-		set = cheapest(cs, m, need, &cost);
-		if (best_gpu < 0 || (set >= 0 && (best < 0 || cost < best_cost))) {
-			best_gpu = k;
-			best = set;
-			best_cost = cost;
-			best_m = m;
-			memcpy(best_cs, cs, sizeof(cs[0]) * (size_t)m);
+		set = cheapest(cs, m, a->need, &cost);
+		if (b->gpu < 0 || (set >= 0 && (b->set < 0 || cost < b->cost))) {
+			b->gpu = k;
+			b->set = set;
+			b->cost = cost;
+			b->m = m;
+			memcpy(b->cs, cs, sizeof(cs[0]) * (size_t)m);
 		}
 	}
-	best_gpu = best_gpu >= 0 ? best_gpu : gpu >= 0 ? gpu : 0;
-	if (!json) /* first: the last line stays the command */
-		refusals(jobs, n, best_gpu);
-	print(best_cs, best_m, best, best_gpu, need, best_cost, json);
+	b->gpu = b->gpu >= 0 ? b->gpu : gpu >= 0 ? gpu : 0;
+}
+
+int pick_main(int argc, char **argv)
+{
+	struct pick_args a = { .need = -1, .gpu = -1 };
+	struct pick_best b;
+	struct job *jobs;
+	int n;
+
+	parse_args(&a, argc, argv);
+	if ((n = ask_candidates(&a, &jobs)) < 0)
+		return 1;
+	cheapest_of_gpus(&a, jobs, n, &b);
+	if (!a.json) /* first: the last line stays the command */
+		refusals(jobs, n, b.gpu);
+	print(b.cs, b.m, b.set, b.gpu, a.need, b.cost, a.json);
 	free(jobs);
-	return best >= 0 ? 0 : 1;
+	return b.set >= 0 ? 0 : 1;
 }

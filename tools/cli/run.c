@@ -93,7 +93,8 @@ static char *with_preload(const char *old, const char *lib)
 	return out;
 }
 
-int run_main(int argc, char **argv)
+/* The options before the command, --nap and --make-room put in the environment; -c FILE. */
+static const char *parse_args(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
@@ -102,10 +103,9 @@ int run_main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	char lib[PATH_MAX], abs[PATH_MAX], *preload, *end;
-	const char *cfg = NULL, *old;
-	struct cn_config conf;
+	const char *cfg = NULL;
 	unsigned long nap;
+	char *end;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "+:c:N:Mh", opts, NULL)) != -1) {
@@ -122,10 +122,16 @@ int run_main(int argc, char **argv)
 			cli_die_option("run", argv, c);
 		}
 	}
-	if (optind >= argc) {
-		fprintf(stderr, "%s run: no command to run; see '%s run --help'\n", prog, prog);
-		return 2;
-	}
+	return cfg;
+}
+
+/* The INI (-c, else CUDANAP_CONFIG) checked and named by its absolute path for the command; 0,
+ * or 78 said. */
+static int use_config(const char *cfg)
+{
+	char abs[PATH_MAX];
+	struct cn_config conf;
+
 	if (!cfg)
 		cfg = getenv("CUDANAP_CONFIG");
 	if (cfg && *cfg) {
@@ -138,6 +144,20 @@ int run_main(int argc, char **argv)
 		if (conf.nccl_suspendable)
 			report_nccl();
 	}
+	return 0;
+}
+
+int run_main(int argc, char **argv)
+{
+	char lib[PATH_MAX], abs[PATH_MAX], *preload;
+	const char *cfg = parse_args(argc, argv);
+
+	if (optind >= argc) {
+		fprintf(stderr, "%s run: no command to run; see '%s run --help'\n", prog, prog);
+		return 2;
+	}
+	if (use_config(cfg))
+		return 78;
 	if (find_preload(lib, sizeof(lib)) < 0) {
 		fprintf(stderr, "%s: cannot find libcudanap.so (tried %s); set CUDANAP_PRELOAD\n",
 			prog, lib);
@@ -145,8 +165,7 @@ int run_main(int argc, char **argv)
 	}
 	if (!realpath(lib, abs))
 		snprintf(abs, sizeof(abs), "%s", lib);
-	old = getenv("LD_PRELOAD");
-	preload = with_preload(old, abs);
+	preload = with_preload(getenv("LD_PRELOAD"), abs);
 	if (!preload)
 		return 127;
 	setenv("LD_PRELOAD", preload, 1);

@@ -185,46 +185,39 @@ static void naps_col(const struct cn_status *s, char *out, size_t len)
 		snprintf(out, len, "%lu/%lu", s->naps, s->wakes);
 }
 
-static void print_table(const struct rows *r)
+/* Row i of the table; true when a column of it is as answered before, not now. */
+static bool print_row(const struct rows *r, int i, int wres)
 {
-	int wres = (int)strlen("RESULT");
 	char total[32], state[24], gpu[24], host[24], disk[24], now[24], sus[40], nap[48], naps[48];
-	bool stale = false;
 	char cmd[sizeof(r->s->command)], on[140];
+	const struct cn_status *s = &r->s[i];
 
-	for (int i = 0; i < r->n; i++)
-		if ((int)strlen(cn_status_result(&r->s[i])) > wres)
-			wres = (int)strlen(cn_status_result(&r->s[i]));
+	cli_fmt_ms(s->total_ms, total, sizeof(total));
+	snprintf(state, sizeof(state), "%s%s%s", cn_status_state(s), s->prepared ? "+prep" : "",
+		 s->busy ? "*" : "");
+	mib(s->footprint_mib, gpu, sizeof(gpu));
+	mib(s->host_mib, host, sizeof(host));
+	mib(s->disk_mib, disk, sizeof(disk));
+	one_line(s->command, cmd, sizeof(cmd));
+	mib(s->gpu_now_mib, now, sizeof(now));
+	if (r->mark[i] & STALE_NOW && s->gpu_now_mib >= 0)
+		strcat(now, "?");
+	suspend_col(s, r->mark[i], sus, sizeof(sus));
+	gpus_col(s, on, sizeof(on));
 	if (r->node)
-		printf("%-12s ", "NODE");
-	printf("%-8s %-14s %-8s %-*s %-9s %-5s %8s %8s %8s %8s %-13s %-10s %-13s %-9s %s\n", "PID",
-	       "STATE", "ACTION", wres, "RESULT", "TIME", "GPUS", "GPU_MIB", "HOST_MIB", "DISK_MIB",
-	       "NOW_MIB", "SUSPEND", "NAP", "NAPS", "NCCL", "COMMAND");
-	for (int i = 0; i < r->n; i++) {
-		const struct cn_status *s = &r->s[i];
+		printf("%-12s ", r->node);
+	nap_col(s, nap, sizeof(nap));
+	naps_col(s, naps, sizeof(naps));
+	printf("%-8d %-14s %-8s %-*s %-9s %-5s %8s %8s %8s %8s %-13s %-10s %-13s %-9s %s\n", s->pid,
+	       state, cn_outcome_word(CN_OUTCOME_ACTION, s->action), wres, cn_status_result(s),
+	       total, on, gpu, host, disk, now, sus, nap, naps, nccl_col(s), cmd);
+	return r->mark[i] & (STALE_NOW | STALE_ASK);
+}
 
-		cli_fmt_ms(s->total_ms, total, sizeof(total));
-		snprintf(state, sizeof(state), "%s%s%s", cn_status_state(s),
-			 s->prepared ? "+prep" : "", s->busy ? "*" : "");
-		mib(s->footprint_mib, gpu, sizeof(gpu));
-		mib(s->host_mib, host, sizeof(host));
-		mib(s->disk_mib, disk, sizeof(disk));
-		one_line(s->command, cmd, sizeof(cmd));
-		mib(s->gpu_now_mib, now, sizeof(now));
-		if (r->mark[i] & STALE_NOW && s->gpu_now_mib >= 0)
-			strcat(now, "?");
-		stale |= r->mark[i] & (STALE_NOW | STALE_ASK);
-		suspend_col(s, r->mark[i], sus, sizeof(sus));
-		gpus_col(s, on, sizeof(on));
-		if (r->node)
-			printf("%-12s ", r->node);
-		nap_col(s, nap, sizeof(nap));
-		naps_col(s, naps, sizeof(naps));
-		printf("%-8d %-14s %-8s %-*s %-9s %-5s %8s %8s %8s %8s %-13s %-10s %-13s %-9s %s\n",
-		       s->pid, state, cn_outcome_word(CN_OUTCOME_ACTION, s->action), wres,
-		       cn_status_result(s), total, on, gpu, host, disk, now, sus, nap, naps,
-		       nccl_col(s), cmd);
-	}
+/* The lines under the table: why a process would refuse, its peer access, whom it shares its
+ * GPUs with, for whom it napped, why a nap did not happen. */
+static void print_notes(const struct rows *r)
+{
 	for (int i = 0; i < r->n; i++) {
 		const struct cn_status *s = &r->s[i];
 
@@ -248,6 +241,24 @@ static void print_table(const struct rows *r)
 			printf("%d: %s: %s\n", s->pid, cn_outcome_word(CN_OUTCOME_NAP, s->nap),
 			       s->nap_why);
 	}
+}
+
+static void print_table(const struct rows *r)
+{
+	int wres = (int)strlen("RESULT");
+	bool stale = false;
+
+	for (int i = 0; i < r->n; i++)
+		if ((int)strlen(cn_status_result(&r->s[i])) > wres)
+			wres = (int)strlen(cn_status_result(&r->s[i]));
+	if (r->node)
+		printf("%-12s ", "NODE");
+	printf("%-8s %-14s %-8s %-*s %-9s %-5s %8s %8s %8s %8s %-13s %-10s %-13s %-9s %s\n", "PID",
+	       "STATE", "ACTION", wres, "RESULT", "TIME", "GPUS", "GPU_MIB", "HOST_MIB", "DISK_MIB",
+	       "NOW_MIB", "SUSPEND", "NAP", "NAPS", "NCCL", "COMMAND");
+	for (int i = 0; i < r->n; i++)
+		stale |= print_row(r, i, wres);
+	print_notes(r);
 	if (stale)
 		printf("?: as answered before the process's last action, or not answered now: what "
 		       "was, not what is (cudanap status asks again)\n");
@@ -434,69 +445,91 @@ static int status_slurm(const char *cfg, const char *jobid, struct rows *r)
 	return n > 0 ? 0 : 1;
 }
 
-int status_main(int argc, char **argv)
+/* What the command line of cudanap status asks for. */
+struct status_args {
+	const char *cfg, *slurm;
+	bool json, query;
+};
+
+/* Options anywhere, before or after the PIDs; --slurm's job may be the one other argument. */
+static void parse_args(struct status_args *a, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' }, { "json", no_argument, NULL, 'j' },
 		{ "slurm", optional_argument, NULL, 'S' },  { "no-query", no_argument, NULL, 'n' },
 		{ "help", no_argument, NULL, 'h' },	    { NULL, 0, NULL, 0 },
 	};
-	const char *cfg = NULL, *slurm = NULL;
-	struct rows rows = { 0 };
-	bool json = false, query = true, slurm_flag = false;
-	int c, rc = 0;
+	bool slurm_flag = false;
+	int c;
 
-	/* Options anywhere, before or after the PIDs. */
 	while ((c = getopt_long(argc, argv, ":c:jS::nh", opts, NULL)) != -1) {
 		if (c == 'n')
-			query = false;
+			a->query = false;
 		else if (c == 'c')
-			cfg = optarg;
+			a->cfg = optarg;
 		else if (c == 'j')
-			json = true;
+			a->json = true;
 		else if (c == 'S')
-			slurm_flag = !(slurm = cli_flag_value(argc, argv));
+			slurm_flag = !(a->slurm = cli_flag_value(argc, argv));
 		else
 			cli_die_option("status", argv, c);
 	}
 	if (slurm_flag && optind + 1 != argc)
 		cli_die_usage("cudanap: --slurm: give one job id\n");
 	if (slurm_flag)
-		slurm = argv[optind++];
-	if (slurm && optind < argc)
+		a->slurm = argv[optind++];
+	if (a->slurm && optind < argc)
 		cli_die_usage("cudanap: give PIDs or --slurm, not both\n");
-	if (slurm) {
-		rc = status_slurm(cfg, slurm, &rows);
-	} else if (optind < argc) {
-		for (int i = optind; i < argc; i++) {
-			int pid = cli_parse_pid(argv[i]);
-			char dir[PATH_MAX];
-			struct cn_status s;
+}
 
-			if (pid > 0)
-				procs_status_dir(pid, cfg, dir, sizeof(dir));
-			if (pid < 0 || cn_status_read(dir, pid, &s) < 0 || !procs_alive(&s)) {
-				fprintf(stderr, "%s: %s: not a running cudanap process\n", prog,
-					argv[i]);
-				rc = 1;
-				continue;
-			}
-			add(&rows, &s);
+/* The rows of the PIDs given from argv[optind]; 1 when one is not a running cudanap process
+ * (said), else 0. */
+static int rows_of_pids(const char *cfg, int argc, char **argv, struct rows *rows)
+{
+	int rc = 0;
+
+	for (int i = optind; i < argc; i++) {
+		int pid = cli_parse_pid(argv[i]);
+		char dir[PATH_MAX];
+		struct cn_status s;
+
+		if (pid > 0)
+			procs_status_dir(pid, cfg, dir, sizeof(dir));
+		if (pid < 0 || cn_status_read(dir, pid, &s) < 0 || !procs_alive(&s)) {
+			fprintf(stderr, "%s: %s: not a running cudanap process\n", prog, argv[i]);
+			rc = 1;
+			continue;
 		}
+		add(rows, &s);
+	}
+	return rc;
+}
+
+int status_main(int argc, char **argv)
+{
+	struct status_args a = { .query = true };
+	struct rows rows = { 0 };
+	int rc = 0;
+
+	parse_args(&a, argc, argv);
+	if (a.slurm) {
+		rc = status_slurm(a.cfg, a.slurm, &rows);
+	} else if (optind < argc) {
+		rc = rows_of_pids(a.cfg, argc, argv, &rows);
 	} else {
 		free(rows.s);
-		rows.n = status_gather(cfg, &rows.s);
+		rows.n = status_gather(a.cfg, &rows.s);
 		rows.cap = rows.n;
 	}
 	rows.mark = calloc((size_t)(rows.n ? rows.n : 1), 1); /* once every row is in */
 	if (!rows.mark)
 		return 1;
-	if (query)
-		ask_rows(&rows, cfg);
+	if (a.query)
+		ask_rows(&rows, a.cfg);
 	for (int i = 0; i < rows.n; i++)
 		if (older_than_action(&rows.s[i]))
 			rows.mark[i] |= rows.mark[i] & TOLD_NO ? STALE_NOW : STALE_NOW | STALE_ASK;
-	if (json)
+	if (a.json)
 		print_json(&rows);
 	else if (rows.n || rc == 0) /* not a bare header under the errors */
 		print_table(&rows);
