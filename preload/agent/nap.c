@@ -75,8 +75,7 @@ static void wake_asked(void)
 
 static void say(enum cn_nap state, const char *why)
 {
-	cn_ag.st.nap = state;
-	snprintf(cn_ag.st.nap_why, sizeof(cn_ag.st.nap_why), "%s", why);
+	cn_report_nap(state, why);
 }
 
 /* A failed wake is tried again ROOM_WAIT_MS after the last began: at once after one that waited
@@ -163,29 +162,26 @@ static bool go(bool asked, const char *for_whom)
 	o = light() ? cn_suspend_light(asked ? 0 : NAP_LOCK_MS)
 		    : cn_suspend_as(true, asked ? 0 : NAP_LOCK_MS);
 	if (o.state == CN_STATE_CHECKPOINTED && !cn_light_holding())
-		snprintf(cn_ag.st.nap_depth, sizeof(cn_ag.st.nap_depth), "full");
+		cn_report_nap_depth("full");
 	if (o.state == CN_STATE_CHECKPOINTED || cn_light_holding()) {
 		nap.asleep_ms = cn_clock_ms();
 		cn_gate_nap(CN_GATE_NAP_ASLEEP, wake_asked);
 		nap.napping = true;
 		nap.backoff = 1;
 		nap.refusal_said = false;
-		cn_ag.st.naps++;
+		cn_report_count(CN_REPORT_NAPS);
 		if (for_whom && sscanf(for_whom, "%d %llu %d", &pid, &mib, &gpu) >= 2) {
-			cn_ag.st.naps_room++;
-			cn_ag.st.nap_for_pid = pid;
-			cn_ag.st.nap_for_mib = (double)mib;
+			cn_report_count(CN_REPORT_NAPS_ROOM);
+			cn_report_nap_for(pid, (double)mib);
 			snprintf(why, sizeof(why), "for %d, which needs %llu MiB on GPU %d", pid,
 				 mib, gpu);
 		} else if (asked) {
-			cn_ag.st.nap_for_pid = 0;
-			cn_ag.st.nap_for_mib = -1;
-			cn_ag.st.naps_asked++;
+			cn_report_nap_for(0, -1);
+			cn_report_count(CN_REPORT_NAPS_ASKED);
 			snprintf(why, sizeof(why), "cudanap nap");
 		} else {
-			cn_ag.st.nap_for_pid = 0;
-			cn_ag.st.nap_for_mib = -1;
-			cn_ag.st.naps_idle++;
+			cn_report_nap_for(0, -1);
+			cn_report_count(CN_REPORT_NAPS_IDLE);
 			snprintf(why, sizeof(why), "after %.0f s idle", idle_ms / 1000);
 		}
 		say(CN_NAP_NAPPING, "");
@@ -309,15 +305,14 @@ void cn_nap_tick(void)
 	if (nap.active_ms != was || nap.active_ms == now) {
 		if (nap.idle) {
 			nap.idle = false;
-			cn_ag.st.idle_since[0] = '\0';
+			cn_report_active();
 			cn_report_write();
 		}
 		return;
 	}
 	if (!nap.idle) {
 		nap.idle = true;
-		cn_report_time(cn_ag.st.idle_since, sizeof(cn_ag.st.idle_since),
-			       now - nap.active_ms);
+		cn_report_idle_since(now - nap.active_ms);
 		cn_report_write();
 	}
 	if (cn_ag.cfg.nap_idle_s && now - nap.active_ms >= cn_ag.cfg.nap_idle_s * 1000.0 &&
@@ -471,12 +466,10 @@ void cn_nap_woken(double asked)
 		return;
 	nap.napping = nap.idle = nap.retry = nap.stuck = false;
 	nap.active_ms = now;
-	cn_ag.st.idle_since[0] = '\0';
-	cn_ag.st.wakes++;
-	if (asked > 0) {
-		cn_ag.st.last_wake_ms = now - asked;
-		cn_counts_observe(&cn_ag.st.counts.wake, cn_ag.st.last_wake_ms / 1000);
-	}
+	cn_report_active();
+	cn_report_count(CN_REPORT_WAKES);
+	if (asked > 0)
+		cn_report_wake_ms(now - asked);
 	say(watched() ? CN_NAP_AWAKE : CN_NAP_OFF, "");
 	cn_report_write();
 	cn_status_steps(&cn_ag.st, steps, sizeof(steps));

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -27,8 +28,9 @@
 #include "staging.h"
 #include "state.h"
 
-void cn_report_shared(struct cn_status *st)
+void cn_report_shared(void)
 {
+	struct cn_status *st = &cn_ag.st;
 	size_t o;
 
 	st->light_able_mib = cn_ag.cfg.nap_depth != CN_DEPTH_FULL && !cn_ag.cfg.nap_to_disk
@@ -164,6 +166,201 @@ void cn_report_begin(int action)
 void cn_report_step(enum cn_step s, const struct cn_resp *r)
 {
 	cn_ag.st.step_ms[s] = r->elapsed_ms;
+}
+
+const struct cn_status *cn_report_status(void)
+{
+	return &cn_ag.st;
+}
+
+void cn_report_count(enum cn_report_counter c)
+{
+	struct cn_status *st = &cn_ag.st;
+
+	switch (c) {
+	case CN_REPORT_NAPS:
+		st->naps++;
+		break;
+	case CN_REPORT_NAPS_IDLE:
+		st->naps_idle++;
+		break;
+	case CN_REPORT_NAPS_ASKED:
+		st->naps_asked++;
+		break;
+	case CN_REPORT_NAPS_ROOM:
+		st->naps_room++;
+		break;
+	case CN_REPORT_WAKES:
+		st->wakes++;
+		break;
+	case CN_REPORT_RESTORES:
+		st->restores++;
+		break;
+	case CN_REPORT_ROOMS_MADE:
+		st->rooms_made++;
+		break;
+	}
+}
+
+void cn_report_message(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cn_ag.st.message, sizeof(cn_ag.st.message), fmt, ap);
+	va_end(ap);
+}
+
+void cn_report_step_ms(enum cn_step s, double ms)
+{
+	cn_ag.st.step_ms[s] = ms;
+}
+
+void cn_report_call_ns(unsigned long long ns)
+{
+	cn_ag.st.call_ns = ns;
+}
+
+void cn_report_staged(double mib, double prefault_ms)
+{
+	cn_ag.st.staged_mib = mib;
+	cn_ag.st.prefault_ms = prefault_ms;
+}
+
+void cn_report_unmap_ms(double ms)
+{
+	cn_ag.st.unmap_ms = ms;
+}
+
+void cn_report_host(double host_mib, double disk_mib)
+{
+	cn_ag.st.host_mib = host_mib;
+	cn_ag.st.disk_mib = disk_mib;
+}
+
+void cn_report_copy(double mib, double ms)
+{
+	cn_ag.st.copy_mib = mib;
+	cn_ag.st.copy_ms = ms;
+}
+
+void cn_report_reserve_ms(double ms)
+{
+	cn_ag.st.reserve_ms = ms;
+}
+
+void cn_report_footprint_mib(double mib)
+{
+	cn_ag.st.footprint_mib = mib;
+}
+
+void cn_report_prepared(bool prepared, double host_mib)
+{
+	cn_ag.st.prepared = prepared;
+	cn_ag.st.host_mib = host_mib;
+}
+
+void cn_report_nap(enum cn_nap state, const char *why)
+{
+	cn_ag.st.nap = state;
+	snprintf(cn_ag.st.nap_why, sizeof(cn_ag.st.nap_why), "%s", why);
+}
+
+void cn_report_nap_for(int pid, double mib)
+{
+	cn_ag.st.nap_for_pid = pid;
+	cn_ag.st.nap_for_mib = mib;
+}
+
+void cn_report_nap_depth(const char *depth)
+{
+	snprintf(cn_ag.st.nap_depth, sizeof(cn_ag.st.nap_depth), "%s", depth);
+}
+
+void cn_report_light_mib(double mib)
+{
+	cn_ag.st.light_mib = mib;
+}
+
+void cn_report_light_ms(double ms)
+{
+	cn_ag.st.light_ms = ms;
+}
+
+void cn_report_idle_since(double ago_ms)
+{
+	cn_report_time(cn_ag.st.idle_since, sizeof(cn_ag.st.idle_since), ago_ms);
+}
+
+void cn_report_active(void)
+{
+	cn_ag.st.idle_since[0] = '\0';
+}
+
+void cn_report_wake_ms(double ms)
+{
+	cn_ag.st.last_wake_ms = ms;
+	cn_counts_observe(&cn_ag.st.counts.wake, ms / 1000);
+}
+
+void cn_report_beside(const char *beside)
+{
+	snprintf(cn_ag.st.beside, sizeof(cn_ag.st.beside), "%s", beside);
+}
+
+void cn_report_peer_more(const char *more)
+{
+	struct cn_status *st = &cn_ag.st;
+
+	snprintf(st->peer + strlen(st->peer), sizeof(st->peer) - strlen(st->peer), "%s", more);
+}
+
+void cn_report_ask(enum cn_ask ask, const char *why_not)
+{
+	cn_ag.st.suspendable = ask;
+	snprintf(cn_ag.st.why_not, sizeof(cn_ag.st.why_not), "%s", why_not);
+}
+
+void cn_report_inside(const char *inside)
+{
+	snprintf(cn_ag.st.inside, sizeof(cn_ag.st.inside), "%s", inside);
+}
+
+void cn_report_gpu_now(const char *gpu_now, double mib, const char *model)
+{
+	struct cn_status *st = &cn_ag.st;
+
+	snprintf(st->gpu_now, sizeof(st->gpu_now), "%s", gpu_now);
+	st->gpu_now_mib = mib;
+	snprintf(st->gpu_model, sizeof(st->gpu_model), "%s", model);
+}
+
+void cn_report_host_room(double need_mib, double room_mib, const char *bound)
+{
+	struct cn_status *st = &cn_ag.st;
+
+	st->host_need_mib = need_mib;
+	st->host_room_mib = room_mib;
+	snprintf(st->host_bound, sizeof(st->host_bound), "%s", bound);
+}
+
+void cn_report_estimate(double suspend_s, double resume_s, const char *source)
+{
+	struct cn_status *st = &cn_ag.st;
+
+	st->est_suspend_s = suspend_s;
+	st->est_resume_s = resume_s;
+	snprintf(st->est_source, sizeof(st->est_source), "%s", source);
+}
+
+void cn_report_queried(void)
+{
+	struct cn_status *st = &cn_ag.st;
+
+	cn_report_time(st->query_time, sizeof(st->query_time), 0);
+	st->query_seq++;
+	cn_nccl_describe(st); /* communicators made since the last action */
+	cn_report_write();    /* its timestamp stays the last action's */
 }
 
 void cn_report_waiting(const char *op, unsigned s)
@@ -309,7 +506,7 @@ static struct cn_outcome finish(const struct cn_resp *r, const char *message, bo
 	st->seq++;
 	count_release(st);
 	cn_nccl_describe(st);
-	cn_report_shared(st);
+	cn_report_shared();
 	st->result = o.result;
 	snprintf(st->result_name, sizeof(st->result_name), "%s", o.result > 0 ? r->name : "");
 	snprintf(st->message, sizeof(st->message), "%s", message);

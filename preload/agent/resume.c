@@ -71,7 +71,7 @@ static int restore(struct cn_resp *r, unsigned wait_ms)
 		nanosleep(&tick, NULL);
 	}
 	if (tries)
-		cn_ag.st.step_ms[CN_STEP_WAIT] = cn_clock_ms() - t0 - r->elapsed_ms;
+		cn_report_step_ms(CN_STEP_WAIT, cn_clock_ms() - t0 - r->elapsed_ms);
 	return rc;
 }
 
@@ -108,7 +108,7 @@ static int read_back(struct cn_resp *r)
 
 	if (cn_hibernate_readback(cn_ag.hib_addr, cn_ag.hib_len, cn_ag.cfg.prefault_threads, &ms,
 				  msg, sizeof(msg)) == 0) {
-		cn_ag.st.step_ms[CN_STEP_READBACK] = ms;
+		cn_report_step_ms(CN_STEP_READBACK, ms);
 		return 0;
 	}
 	r->result = CN_RES_READBACK;
@@ -154,13 +154,13 @@ static int restore_step(struct cn_resp *r, unsigned wait_ms)
 		return -1;
 	}
 	cn_report_step(CN_STEP_RESTORE, r);
-	cn_ag.st.restores++;
+	cn_report_count(CN_REPORT_RESTORES);
 	/* A controller that died mid-restore left no word of where: the last is kept. */
 	if (r->result == CUDA_SUCCESS) {
 		peers_follow(r);
 		cn_state_moved(r);
 	}
-	cn_ag.st.reserve_ms = r->check_ms + r->hold_ms;
+	cn_report_reserve_ms(r->check_ms + r->hold_ms);
 	cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
 	       "restore: %.1f ms checking room, %.1f ms holding memory, %.1f ms in the driver",
 	       r->check_ms, r->hold_ms, r->elapsed_ms - cn_ag.st.reserve_ms);
@@ -204,7 +204,7 @@ static void running_again(bool restored)
 	}
 	cn_staging_unmap_stats(&ss);
 	if (ss.bytes)
-		cn_ag.st.unmap_ms = ss.unmap_ms;
+		cn_report_unmap_ms(ss.unmap_ms);
 	cn_report_gpus(false);
 }
 
@@ -225,7 +225,7 @@ static struct cn_outcome light_back(struct cn_resp *r, unsigned wait_ms, bool re
 		snprintf(msg, sizeof(msg), "%s", why);
 		return cn_report_finish(r, msg);
 	}
-	cn_ag.st.light_mib = -1;
+	cn_report_light_mib(-1);
 	r->result = CUDA_SUCCESS;
 	running_again(was_restored);
 	was_restored = false;

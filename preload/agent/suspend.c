@@ -59,15 +59,15 @@ static void hibernate_after(int rc, const struct cn_staging_stats *ss)
 	if (cn_hibernate_settle(ss->addr, ss->bytes, &hs, err, sizeof(err)) < 0) {
 		snprintf(cn_ag.hib_note, sizeof(cn_ag.hib_note), "%s", err);
 		if (cn_hibernate_fd() < 0) {
-			cn_ag.st.step_ms[CN_STEP_HIBERNATE] = cn_clock_ms() - t0;
+			cn_report_step_ms(CN_STEP_HIBERNATE, cn_clock_ms() - t0);
 			return; /* moved into RAM */
 		}
 	}
 	cn_ag.hib_addr = ss->addr;
 	cn_ag.hib_len = ss->bytes;
-	cn_ag.st.host_mib = (double)cn_hibernate_resident(ss->addr, ss->bytes) / (1 << 20);
-	cn_ag.st.disk_mib = (double)cn_hibernate_disk_bytes() / (1 << 20);
-	cn_ag.st.step_ms[CN_STEP_HIBERNATE] = cn_clock_ms() - t0;
+	cn_report_host((double)cn_hibernate_resident(ss->addr, ss->bytes) / (1 << 20),
+		       (double)cn_hibernate_disk_bytes() / (1 << 20));
+	cn_report_step_ms(CN_STEP_HIBERNATE, cn_clock_ms() - t0);
 	cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
 	       "hibernate: %.0f MiB in %s, %.1f ms for the write-back under way, %.1f ms to sync, "
 	       "%.1f ms to page out; %.1f MiB left in RAM",
@@ -101,8 +101,7 @@ static int checkpoint(struct cn_resp *r)
 	if (cn_ag.hib)
 		hibernate_after(rc, &ss);
 	if (ss.bytes) {
-		cn_ag.st.staged_mib = (double)ss.bytes / (1 << 20);
-		cn_ag.st.prefault_ms = ss.prefault_ms;
+		cn_report_staged((double)ss.bytes / (1 << 20), ss.prefault_ms);
 		cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
 		       "host copy: %.0f MiB%s%s%s, %u prefault threads, %.1f ms",
 		       cn_ag.st.staged_mib, ss.file ? ", in the hibernate file" : "",
@@ -322,10 +321,10 @@ static struct cn_outcome suspended(bool nap, bool was_prepared, struct cn_resp *
 
 	cn_report_step(CN_STEP_CHECKPOINT, r);
 	if (cn_light_holding())
-		snprintf(cn_ag.st.nap_depth, sizeof(cn_ag.st.nap_depth), "full");
+		cn_report_nap_depth("full");
 	cn_state_remember(r);
 	cn_report_gpus(true);
-	cn_ag.st.footprint_mib = cn_state_footprint_mib();
+	cn_report_footprint_mib(cn_state_footprint_mib());
 	if (r->note[0])
 		cn_log(&cn_ag.cfg, CN_LOG_INFO,
 		       "free GPU memory will not be checked before the restore: %s", r->note);
@@ -403,19 +402,19 @@ struct cn_outcome cn_suspend_light(unsigned lock_limit)
 	if (rc < 0) {
 		/* A copy failed and not all could be put back: it naps, its wake puts the rest
 		 * back. */
-		snprintf(cn_ag.st.nap_depth, sizeof(cn_ag.st.nap_depth), "light");
-		cn_ag.st.light_mib = (double)cn_light_left(-1) / (1 << 20);
+		cn_report_nap_depth("light");
+		cn_report_light_mib((double)cn_light_left(-1) / (1 << 20));
 		snprintf(msg, sizeof(msg), "napped lightly after a failure: %s", why);
 		cn_log(&cn_ag.cfg, CN_LOG_ERROR, "light nap: %s", why);
 		return cn_report_finish(&r, msg);
 	}
-	snprintf(cn_ag.st.nap_depth, sizeof(cn_ag.st.nap_depth), "light");
+	cn_report_nap_depth("light");
 	cn_log(&cn_ag.cfg, CN_LOG_INFO,
 	       "light nap: %.0f MiB in %zu pieces to the host in %.1f ms: %.1f ms waiting for %u "
 	       "threads to fault the host copy in, %.1f ms pinning it",
 	       (double)ls.bytes / (1 << 20), ls.spans, ls.ms, ls.wait_ms, ls.threads, ls.pin_ms);
-	cn_ag.st.light_mib = (double)ls.bytes / (1 << 20);
-	cn_ag.st.light_ms = ls.ms;
+	cn_report_light_mib((double)ls.bytes / (1 << 20));
+	cn_report_light_ms(ls.ms);
 	snprintf(msg, sizeof(msg),
 		 "napped lightly: %.0f MiB it owns copied to the host in %.1f ms (%.1f GB/s)%s",
 		 cn_ag.st.light_mib, ls.ms, ls.ms > 0 ? (double)ls.bytes / ls.ms / 1e6 : 0.0,
