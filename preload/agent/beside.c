@@ -97,7 +97,7 @@ int cn_beside_list(int32_t *pids, int max, bool *only)
 
 bool cn_beside_watched(void)
 {
-	return !cn_ag.cfg.beside_restored && cn_ag.st.restores && cn_comms_count() > 0;
+	return !cn_ag.cfg.beside_restored && cn_report_status()->restores && cn_comms_count() > 0;
 }
 
 void cn_beside_describe(const struct cn_resp *r)

@@ -28,9 +28,13 @@
 #include "staging.h"
 #include "state.h"
 
+/* What the status file says: written here only; the other rooms read it (cn_report_status) and
+ * tell it through the calls of report.h. */
+static struct cn_status status;
+
 void cn_report_shared(void)
 {
-	struct cn_status *st = &cn_ag.st;
+	struct cn_status *st = &status;
 	size_t o;
 
 	st->light_able_mib = cn_ag.cfg.nap_depth != CN_DEPTH_FULL && !cn_ag.cfg.nap_to_disk
@@ -68,14 +72,14 @@ void cn_report_time(char *out, size_t len, double ago_ms)
 
 void cn_report_publish(void)
 {
-	cn_report_time(cn_ag.st.timestamp, sizeof(cn_ag.st.timestamp), 0);
+	cn_report_time(status.timestamp, sizeof(status.timestamp), 0);
 	cn_report_write();
 }
 
 void cn_report_write(void)
 {
 	static bool said; /* the failure was logged; said again after a success */
-	struct cn_status *st = &cn_ag.st;
+	struct cn_status *st = &status;
 	char why[300];
 	int r;
 
@@ -113,7 +117,7 @@ static void read_command(char *out, size_t len)
 
 void cn_report_start(void)
 {
-	struct cn_status *st = &cn_ag.st;
+	struct cn_status *st = &status;
 
 	pthread_mutex_init(&publishing, NULL); /* in a child: the parent's agent may have held it */
 	exiting = false;
@@ -135,7 +139,7 @@ void cn_report_gpus(bool asleep)
 {
 	const struct cn_uuid *all = cn_ag.gpus;
 	struct cn_uuid now[CN_MAX_GPUS], home[CN_MAX_GPUS], to[CN_MAX_GPUS];
-	struct cn_status *st = &cn_ag.st;
+	struct cn_status *st = &status;
 	int k = (int)cn_ag.n_use, n = (int)cn_ag.n_gpus;
 
 	for (int u = 0; u < k; u++) {
@@ -152,7 +156,7 @@ void cn_report_gpus(bool asleep)
 
 void cn_report_begin(int action)
 {
-	struct cn_status *st = &cn_ag.st;
+	struct cn_status *st = &status;
 
 	t_begin = cn_clock_ms();
 	cn_status_new_action(st, action);
@@ -165,17 +169,17 @@ void cn_report_begin(int action)
 
 void cn_report_step(enum cn_step s, const struct cn_resp *r)
 {
-	cn_ag.st.step_ms[s] = r->elapsed_ms;
+	status.step_ms[s] = r->elapsed_ms;
 }
 
 const struct cn_status *cn_report_status(void)
 {
-	return &cn_ag.st;
+	return &status;
 }
 
 void cn_report_count(enum cn_report_counter c)
 {
-	struct cn_status *st = &cn_ag.st;
+	struct cn_status *st = &status;
 
 	switch (c) {
 	case CN_REPORT_NAPS:
@@ -207,128 +211,128 @@ void cn_report_message(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(cn_ag.st.message, sizeof(cn_ag.st.message), fmt, ap);
+	vsnprintf(status.message, sizeof(status.message), fmt, ap);
 	va_end(ap);
 }
 
 void cn_report_step_ms(enum cn_step s, double ms)
 {
-	cn_ag.st.step_ms[s] = ms;
+	status.step_ms[s] = ms;
 }
 
 void cn_report_call_ns(unsigned long long ns)
 {
-	cn_ag.st.call_ns = ns;
+	status.call_ns = ns;
 }
 
 void cn_report_staged(double mib, double prefault_ms)
 {
-	cn_ag.st.staged_mib = mib;
-	cn_ag.st.prefault_ms = prefault_ms;
+	status.staged_mib = mib;
+	status.prefault_ms = prefault_ms;
 }
 
 void cn_report_unmap_ms(double ms)
 {
-	cn_ag.st.unmap_ms = ms;
+	status.unmap_ms = ms;
 }
 
 void cn_report_host(double host_mib, double disk_mib)
 {
-	cn_ag.st.host_mib = host_mib;
-	cn_ag.st.disk_mib = disk_mib;
+	status.host_mib = host_mib;
+	status.disk_mib = disk_mib;
 }
 
 void cn_report_copy(double mib, double ms)
 {
-	cn_ag.st.copy_mib = mib;
-	cn_ag.st.copy_ms = ms;
+	status.copy_mib = mib;
+	status.copy_ms = ms;
 }
 
 void cn_report_reserve_ms(double ms)
 {
-	cn_ag.st.reserve_ms = ms;
+	status.reserve_ms = ms;
 }
 
 void cn_report_footprint_mib(double mib)
 {
-	cn_ag.st.footprint_mib = mib;
+	status.footprint_mib = mib;
 }
 
 void cn_report_prepared(bool prepared, double host_mib)
 {
-	cn_ag.st.prepared = prepared;
-	cn_ag.st.host_mib = host_mib;
+	status.prepared = prepared;
+	status.host_mib = host_mib;
 }
 
 void cn_report_nap(enum cn_nap state, const char *why)
 {
-	cn_ag.st.nap = state;
-	snprintf(cn_ag.st.nap_why, sizeof(cn_ag.st.nap_why), "%s", why);
+	status.nap = state;
+	snprintf(status.nap_why, sizeof(status.nap_why), "%s", why);
 }
 
 void cn_report_nap_for(int pid, double mib)
 {
-	cn_ag.st.nap_for_pid = pid;
-	cn_ag.st.nap_for_mib = mib;
+	status.nap_for_pid = pid;
+	status.nap_for_mib = mib;
 }
 
 void cn_report_nap_depth(const char *depth)
 {
-	snprintf(cn_ag.st.nap_depth, sizeof(cn_ag.st.nap_depth), "%s", depth);
+	snprintf(status.nap_depth, sizeof(status.nap_depth), "%s", depth);
 }
 
 void cn_report_light_mib(double mib)
 {
-	cn_ag.st.light_mib = mib;
+	status.light_mib = mib;
 }
 
 void cn_report_light_ms(double ms)
 {
-	cn_ag.st.light_ms = ms;
+	status.light_ms = ms;
 }
 
 void cn_report_idle_since(double ago_ms)
 {
-	cn_report_time(cn_ag.st.idle_since, sizeof(cn_ag.st.idle_since), ago_ms);
+	cn_report_time(status.idle_since, sizeof(status.idle_since), ago_ms);
 }
 
 void cn_report_active(void)
 {
-	cn_ag.st.idle_since[0] = '\0';
+	status.idle_since[0] = '\0';
 }
 
 void cn_report_wake_ms(double ms)
 {
-	cn_ag.st.last_wake_ms = ms;
-	cn_counts_observe(&cn_ag.st.counts.wake, ms / 1000);
+	status.last_wake_ms = ms;
+	cn_counts_observe(&status.counts.wake, ms / 1000);
 }
 
 void cn_report_beside(const char *beside)
 {
-	snprintf(cn_ag.st.beside, sizeof(cn_ag.st.beside), "%s", beside);
+	snprintf(status.beside, sizeof(status.beside), "%s", beside);
 }
 
 void cn_report_peer_more(const char *more)
 {
-	struct cn_status *st = &cn_ag.st;
+	struct cn_status *st = &status;
 
 	snprintf(st->peer + strlen(st->peer), sizeof(st->peer) - strlen(st->peer), "%s", more);
 }
 
 void cn_report_ask(enum cn_ask ask, const char *why_not)
 {
-	cn_ag.st.suspendable = ask;
-	snprintf(cn_ag.st.why_not, sizeof(cn_ag.st.why_not), "%s", why_not);
+	status.suspendable = ask;
+	snprintf(status.why_not, sizeof(status.why_not), "%s", why_not);
 }
 
 void cn_report_inside(const char *inside)
 {
-	snprintf(cn_ag.st.inside, sizeof(cn_ag.st.inside), "%s", inside);
+	snprintf(status.inside, sizeof(status.inside), "%s", inside);
 }
 
 void cn_report_gpu_now(const char *gpu_now, double mib, const char *model)
 {
-	struct cn_status *st = &cn_ag.st;
+	struct cn_status *st = &status;
 
 	snprintf(st->gpu_now, sizeof(st->gpu_now), "%s", gpu_now);
 	st->gpu_now_mib = mib;
@@ -337,7 +341,7 @@ void cn_report_gpu_now(const char *gpu_now, double mib, const char *model)
 
 void cn_report_host_room(double need_mib, double room_mib, const char *bound)
 {
-	struct cn_status *st = &cn_ag.st;
+	struct cn_status *st = &status;
 
 	st->host_need_mib = need_mib;
 	st->host_room_mib = room_mib;
@@ -346,7 +350,7 @@ void cn_report_host_room(double need_mib, double room_mib, const char *bound)
 
 void cn_report_estimate(double suspend_s, double resume_s, const char *source)
 {
-	struct cn_status *st = &cn_ag.st;
+	struct cn_status *st = &status;
 
 	st->est_suspend_s = suspend_s;
 	st->est_resume_s = resume_s;
@@ -355,7 +359,7 @@ void cn_report_estimate(double suspend_s, double resume_s, const char *source)
 
 void cn_report_queried(void)
 {
-	struct cn_status *st = &cn_ag.st;
+	struct cn_status *st = &status;
 
 	cn_report_time(st->query_time, sizeof(st->query_time), 0);
 	st->query_seq++;
@@ -367,8 +371,8 @@ void cn_report_waiting(const char *op, unsigned s)
 {
 	cn_log(&cn_ag.cfg, CN_LOG_ERROR,
 	       "the driver's %s has not answered after %u s; still waiting", op, s);
-	snprintf(cn_ag.st.message, sizeof(cn_ag.st.message),
-		 "waiting for the driver's %s since %u s", op, s);
+	snprintf(status.message, sizeof(status.message), "waiting for the driver's %s since %u s",
+		 op, s);
 	cn_report_publish();
 }
 
@@ -407,7 +411,7 @@ static bool napping(int action)
 static void run_hook(const struct cn_outcome *o)
 {
 	const struct cn_config *cfg = &cn_ag.cfg;
-	int action = cn_ag.st.action;
+	int action = status.action;
 	const char *hook = NULL, *event = NULL;
 	int rc;
 
@@ -419,8 +423,7 @@ static void run_hook(const struct cn_outcome *o)
 		hook = cfg->on_resumed, event = done_word(action);
 	if (!hook || !hook[0])
 		return;
-	rc = cn_hooks_run(cfg, hook, event, cn_status_state(&cn_ag.st),
-			  cn_status_result(&cn_ag.st));
+	rc = cn_hooks_run(cfg, hook, event, cn_status_state(&status), cn_status_result(&status));
 	if (rc == -ETIMEDOUT)
 		cn_log(cfg, CN_LOG_ERROR, "%s hook killed after %u ms", event,
 		       cfg->hook_timeout_ms);
@@ -437,7 +440,7 @@ static struct cn_outcome outcome_of(const struct cn_resp *r)
 	if (r->result == CUDA_ERROR_NOT_INITIALIZED || r->result == CN_RES_NO_DRIVER)
 		o.state = CN_STATE_NO_CUDA;
 	else if (o.state < CN_STATE_RUNNING || o.state > CN_STATE_FAILED)
-		o.state = cn_ag.st.state;
+		o.state = status.state;
 	return o;
 }
 
@@ -495,7 +498,7 @@ static void count_action(struct cn_status *st, const struct cn_outcome *o, bool 
 /* The status file, then the log line; the hook when asked. */
 static struct cn_outcome finish(const struct cn_resp *r, const char *message, bool already)
 {
-	struct cn_status *st = &cn_ag.st;
+	struct cn_status *st = &status;
 	struct cn_outcome o = outcome_of(r);
 	bool ok = o.result == CN_RES_OK;
 	char total[32], steps[200];
@@ -557,7 +560,7 @@ struct cn_outcome cn_report_fail(int result, const char *message)
 
 struct cn_outcome cn_report_outcome(void)
 {
-	return (struct cn_outcome){ cn_ag.st.state, cn_ag.st.result };
+	return (struct cn_outcome){ status.state, status.result };
 }
 
 /* An app's handler that re-raises our signal (faulthandler.register(..., chain=True) does) makes
@@ -568,9 +571,9 @@ bool cn_report_redundant(const struct cn_status *before, const struct cn_resp *r
 {
 	if (r->state < CN_STATE_RUNNING || r->state != before->state || before->busy)
 		return false;
-	cn_ag.st = *before;
-	cn_ag.st.seq++;
-	cn_nccl_describe(&cn_ag.st);
+	status = *before;
+	status.seq++;
+	cn_nccl_describe(&status);
 	cn_report_publish();
 	cn_log(&cn_ag.cfg, CN_LOG_INFO, "%s", msg);
 	return true;
@@ -580,7 +583,7 @@ void cn_report_exit(void)
 {
 	pthread_mutex_lock(&publishing);
 	exiting = true;
-	cn_status_remove(cn_ag.cfg.status_dir, cn_ag.st.pid);
+	cn_status_remove(cn_ag.cfg.status_dir, status.pid);
 	unlink(calls_path);
 	pthread_mutex_unlock(&publishing);
 }

@@ -56,7 +56,7 @@ int cn_requests_call(uint32_t op, struct cn_resp *resp)
 		req.n_pids = (uint32_t)cn_beside_list(req.pids, CN_USERS_MAX, &only);
 		req.pids_only = only;
 	}
-	if (cn_channel_call(&req, resp) == 0 && !cn_ag.st.call_ns)
+	if (cn_channel_call(&req, resp) == 0 && !cn_report_status()->call_ns)
 		cn_report_call_ns(resp->call_ns);
 	return resp->result == CUDA_SUCCESS ? 0 : -1;
 }
@@ -76,7 +76,7 @@ bool cn_requests_state(struct cn_resp *r)
 	if (cn_requests_call(CN_OP_STATE, r) == 0)
 		return true;
 	snprintf(msg, sizeof(msg), "this process has not initialised CUDA: nothing to %s",
-		 cn_outcome_word(CN_OUTCOME_ACTION, cn_ag.st.action));
+		 cn_outcome_word(CN_OUTCOME_ACTION, cn_report_status()->action));
 	cn_report_finish(r, r->result == CUDA_ERROR_NOT_INITIALIZED ? msg : r->message);
 	return false;
 }

@@ -163,7 +163,7 @@ static int restore_step(struct cn_resp *r, unsigned wait_ms)
 	cn_report_reserve_ms(r->check_ms + r->hold_ms);
 	cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
 	       "restore: %.1f ms checking room, %.1f ms holding memory, %.1f ms in the driver",
-	       r->check_ms, r->hold_ms, r->elapsed_ms - cn_ag.st.reserve_ms);
+	       r->check_ms, r->hold_ms, r->elapsed_ms - cn_report_status()->reserve_ms);
 	return 0;
 }
 
@@ -242,7 +242,7 @@ struct cn_outcome cn_resume(void)
 
 struct cn_outcome cn_resume_as(bool wake, const char *map, unsigned wake_wait_ms)
 {
-	struct cn_status before = cn_ag.st;
+	struct cn_status before = *cn_report_status();
 	bool from_disk = cn_ag.hib_addr != NULL, restored;
 	struct cn_outcome o;
 	struct cn_resp r;
@@ -284,6 +284,7 @@ struct cn_outcome cn_resume_as(bool wake, const char *map, unsigned wake_wait_ms
 	o = comms_resume(&r, wake);
 	if (o.result == CN_RES_OK)
 		cn_rates_record(cn_ag.model, from_disk ? CN_RATE_RESUME_DISK : CN_RATE_RESUME,
-				cn_ag.st.footprint_mib / 1024, cn_ag.st.total_ms / 1000);
+				cn_report_status()->footprint_mib / 1024,
+				cn_report_status()->total_ms / 1000);
 	return o;
 }

@@ -72,7 +72,7 @@ static void hibernate_after(int rc, const struct cn_staging_stats *ss)
 	       "hibernate: %.0f MiB in %s, %.1f ms for the write-back under way, %.1f ms to sync, "
 	       "%.1f ms to page out; %.1f MiB left in RAM",
 	       (double)ss->bytes / (1 << 20), cn_hibernate_dir(), stop_ms, hs.write_ms,
-	       hs.pageout_ms, cn_ag.st.host_mib);
+	       hs.pageout_ms, cn_report_status()->host_mib);
 }
 
 /* The checkpoint call, with the host copy staged in huge pages when the INI asks for it, or in
@@ -104,7 +104,7 @@ static int checkpoint(struct cn_resp *r)
 		cn_report_staged((double)ss.bytes / (1 << 20), ss.prefault_ms);
 		cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
 		       "host copy: %.0f MiB%s%s%s, %u prefault threads, %.1f ms",
-		       cn_ag.st.staged_mib, ss.file ? ", in the hibernate file" : "",
+		       cn_report_status()->staged_mib, ss.file ? ", in the hibernate file" : "",
 		       ss.huge ? ", huge pages" : "",
 		       ss.reused ? ", in a kept or prepared buffer" : "", ss.threads,
 		       ss.prefault_ms);
@@ -339,14 +339,15 @@ static struct cn_outcome suspended(bool nap, bool was_prepared, struct cn_resp *
 	if (!was_prepared) /* a prepared one only copies: not what the estimates are for */
 		cn_rates_record(cn_ag.model,
 				cn_ag.hib_addr ? CN_RATE_SUSPEND_DISK : CN_RATE_SUSPEND,
-				cn_ag.st.footprint_mib / 1024, cn_ag.st.total_ms / 1000);
+				cn_report_status()->footprint_mib / 1024,
+				cn_report_status()->total_ms / 1000);
 	return o;
 }
 
 /* Asleep already: a nap that wakes by itself, or a suspend. */
 static struct cn_outcome already(const struct cn_status *before, const struct cn_resp *r)
 {
-	const char *why = cn_outcome_nap_asleep(cn_ag.st.nap)
+	const char *why = cn_outcome_nap_asleep(cn_report_status()->nap)
 				  ? "napping already: it wakes at its next CUDA call that needs "
 				    "the GPU (cudanap resume wakes it now)"
 				  : "already suspended";
@@ -358,7 +359,7 @@ static struct cn_outcome already(const struct cn_status *before, const struct cn
 
 struct cn_outcome cn_suspend_light(unsigned lock_limit)
 {
-	struct cn_status before = cn_ag.st;
+	struct cn_status before = *cn_report_status();
 	struct cn_light_stats ls;
 	struct cn_resp r, u;
 	char msg[420], why[300];
@@ -417,14 +418,15 @@ struct cn_outcome cn_suspend_light(unsigned lock_limit)
 	cn_report_light_ms(ls.ms);
 	snprintf(msg, sizeof(msg),
 		 "napped lightly: %.0f MiB it owns copied to the host in %.1f ms (%.1f GB/s)%s",
-		 cn_ag.st.light_mib, ls.ms, ls.ms > 0 ? (double)ls.bytes / ls.ms / 1e6 : 0.0,
+		 cn_report_status()->light_mib, ls.ms,
+		 ls.ms > 0 ? (double)ls.bytes / ls.ms / 1e6 : 0.0,
 		 ls.kept ? "; a handle it maps twice or in part stays on the GPU" : "");
 	return cn_report_finish(&r, msg);
 }
 
 struct cn_outcome cn_suspend_as(bool nap, unsigned lock_limit)
 {
-	struct cn_status before = cn_ag.st;
+	struct cn_status before = *cn_report_status();
 	struct cn_resp r;
 	char msg[420];
 	bool was_prepared;
