@@ -28,6 +28,12 @@
 #include "staging.h"
 #include "state.h"
 
+/* The status's nccl and nccl_keys: nccl.c says them. */
+static void describe_nccl(struct cn_status *st)
+{
+	cn_nccl_describe(st->nccl, sizeof(st->nccl), st->nccl_keys, sizeof(st->nccl_keys));
+}
+
 /* What the status file says: written here only; the other rooms read it (cn_report_status) and
  * tell it through the calls of report.h. */
 static struct cn_status status;
@@ -160,7 +166,7 @@ void cn_report_begin(int action)
 
 	t_begin = cn_clock_ms();
 	cn_status_new_action(st, action);
-	cn_nccl_describe(st);
+	describe_nccl(st);
 	st->footprint_mib = cn_state_footprint_mib();
 	st->prepared = cn_ag.prepared_bytes > 0;
 	if (st->prepared)
@@ -363,8 +369,8 @@ void cn_report_queried(void)
 
 	cn_report_time(st->query_time, sizeof(st->query_time), 0);
 	st->query_seq++;
-	cn_nccl_describe(st); /* communicators made since the last action */
-	cn_report_write();    /* its timestamp stays the last action's */
+	describe_nccl(st); /* communicators made since the last action */
+	cn_report_write(); /* its timestamp stays the last action's */
 }
 
 void cn_report_waiting(const char *op, unsigned s)
@@ -508,7 +514,7 @@ static struct cn_outcome finish(const struct cn_resp *r, const char *message, bo
 	st->busy = false;
 	st->seq++;
 	count_release(st);
-	cn_nccl_describe(st);
+	describe_nccl(st);
 	cn_report_shared();
 	st->result = o.result;
 	snprintf(st->result_name, sizeof(st->result_name), "%s", o.result > 0 ? r->name : "");
@@ -573,7 +579,7 @@ bool cn_report_redundant(const struct cn_status *before, const struct cn_resp *r
 		return false;
 	status = *before;
 	status.seq++;
-	cn_nccl_describe(&status);
+	describe_nccl(&status);
 	cn_report_publish();
 	cn_log(&cn_ag.cfg, CN_LOG_INFO, "%s", msg);
 	return true;
