@@ -1,7 +1,7 @@
 /* state: what the agent knows of its process between actions. One per process, read and written by
  * the agent thread only, by these rooms of agent/, each field saying which: agent.c (at start and
- * in a forked child), reload.c, report.c, state.c, suspend.c, resume.c, prepare.c, requests.c,
- * nap.c and query.c. */
+ * in a forked child), reload.c, state.c, suspend.c, resume.c and prepare.c. What the status file
+ * says is report.c's alone (report.h). */
 #ifndef CN_STATE_H
 #define CN_STATE_H
 
