@@ -83,7 +83,8 @@ struct cn_outcome cn_prepare(void)
 	cn_ag.prepared_bytes = ss.bytes;
 	cn_ag.prepared_until = cn_clock_ms() + cn_ag.cfg.prepare_s * 1000.0;
 	cn_report_prepared(true, (double)ss.bytes / (1 << 20));
-	cn_report_staged((double)ss.bytes / (1 << 20), ss.prefault_ms);
+	cn_report_figure(CN_REPORT_STAGED_MIB, (double)ss.bytes / (1 << 20));
+	cn_report_figure(CN_REPORT_PREFAULT_MS, ss.prefault_ms);
 	cn_report_step_ms(CN_STEP_PREPARE, ss.prefault_ms);
 	snprintf(msg, sizeof(msg), "prepared: %.0f MiB of host memory held for %u s",
 		 cn_report_status()->host_mib, cn_ag.cfg.prepare_s);

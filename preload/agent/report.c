@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -183,35 +184,6 @@ const struct cn_status *cn_report_status(void)
 	return &status;
 }
 
-void cn_report_count(enum cn_report_counter c)
-{
-	struct cn_status *st = &status;
-
-	switch (c) {
-	case CN_REPORT_NAPS:
-		st->naps++;
-		break;
-	case CN_REPORT_NAPS_IDLE:
-		st->naps_idle++;
-		break;
-	case CN_REPORT_NAPS_ASKED:
-		st->naps_asked++;
-		break;
-	case CN_REPORT_NAPS_ROOM:
-		st->naps_room++;
-		break;
-	case CN_REPORT_WAKES:
-		st->wakes++;
-		break;
-	case CN_REPORT_RESTORES:
-		st->restores++;
-		break;
-	case CN_REPORT_ROOMS_MADE:
-		st->rooms_made++;
-		break;
-	}
-}
-
 void cn_report_message(const char *fmt, ...)
 {
 	va_list ap;
@@ -231,37 +203,41 @@ void cn_report_call_ns(unsigned long long ns)
 	status.call_ns = ns;
 }
 
-void cn_report_staged(double mib, double prefault_ms)
+/* Where each figure and counter is in the status. */
+static const size_t field_at[] = {
+	[CN_REPORT_STAGED_MIB] = offsetof(struct cn_status, staged_mib),
+	[CN_REPORT_PREFAULT_MS] = offsetof(struct cn_status, prefault_ms),
+	[CN_REPORT_UNMAP_MS] = offsetof(struct cn_status, unmap_ms),
+	[CN_REPORT_HOST_MIB] = offsetof(struct cn_status, host_mib),
+	[CN_REPORT_DISK_MIB] = offsetof(struct cn_status, disk_mib),
+	[CN_REPORT_COPY_MIB] = offsetof(struct cn_status, copy_mib),
+	[CN_REPORT_COPY_MS] = offsetof(struct cn_status, copy_ms),
+	[CN_REPORT_RESERVE_MS] = offsetof(struct cn_status, reserve_ms),
+	[CN_REPORT_FOOTPRINT_MIB] = offsetof(struct cn_status, footprint_mib),
+	[CN_REPORT_LIGHT_MIB] = offsetof(struct cn_status, light_mib),
+	[CN_REPORT_LIGHT_MS] = offsetof(struct cn_status, light_ms),
+	[CN_REPORT_NAPS] = offsetof(struct cn_status, naps),
+	[CN_REPORT_NAPS_IDLE] = offsetof(struct cn_status, naps_idle),
+	[CN_REPORT_NAPS_ASKED] = offsetof(struct cn_status, naps_asked),
+	[CN_REPORT_NAPS_ROOM] = offsetof(struct cn_status, naps_room),
+	[CN_REPORT_WAKES] = offsetof(struct cn_status, wakes),
+	[CN_REPORT_RESTORES] = offsetof(struct cn_status, restores),
+	[CN_REPORT_ROOMS_MADE] = offsetof(struct cn_status, rooms_made),
+};
+
+static void *field(unsigned f)
 {
-	status.staged_mib = mib;
-	status.prefault_ms = prefault_ms;
+	return (char *)&status + field_at[f];
 }
 
-void cn_report_unmap_ms(double ms)
+void cn_report_figure(enum cn_report_figure f, double v)
 {
-	status.unmap_ms = ms;
+	*(double *)field(f) = v;
 }
 
-void cn_report_host(double host_mib, double disk_mib)
+void cn_report_count(enum cn_report_counter c)
 {
-	status.host_mib = host_mib;
-	status.disk_mib = disk_mib;
-}
-
-void cn_report_copy(double mib, double ms)
-{
-	status.copy_mib = mib;
-	status.copy_ms = ms;
-}
-
-void cn_report_reserve_ms(double ms)
-{
-	status.reserve_ms = ms;
-}
-
-void cn_report_footprint_mib(double mib)
-{
-	status.footprint_mib = mib;
+	(*(unsigned long *)field(c))++;
 }
 
 void cn_report_prepared(bool prepared, double host_mib)
@@ -285,16 +261,6 @@ void cn_report_nap_for(int pid, double mib)
 void cn_report_nap_depth(const char *depth)
 {
 	snprintf(status.nap_depth, sizeof(status.nap_depth), "%s", depth);
-}
-
-void cn_report_light_mib(double mib)
-{
-	status.light_mib = mib;
-}
-
-void cn_report_light_ms(double ms)
-{
-	status.light_ms = ms;
 }
 
 void cn_report_idle_since(double ago_ms)

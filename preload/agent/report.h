@@ -55,9 +55,31 @@ void cn_report_exit_now(void);
 /* The status as it stands, for reading: report.c alone writes it. */
 const struct cn_status *cn_report_status(void);
 
+/* Into the status, not written yet: the action's message (printf-like), a step's time. */
+void cn_report_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cn_report_step_ms(enum cn_step s, double ms);
+/* When the action's first driver call began (CLOCK_MONOTONIC ns). */
+void cn_report_call_ns(unsigned long long ns);
+/* The action's figures, by cn_report_figure: the host copy staged and its prefault, its unmap,
+ * what it holds in RAM and on disk, libcuda's big copies, the restore's reserve, the footprint at
+ * the checkpoint, what a light nap moved and in how long. */
+enum cn_report_figure {
+	CN_REPORT_STAGED_MIB,
+	CN_REPORT_PREFAULT_MS,
+	CN_REPORT_UNMAP_MS,
+	CN_REPORT_HOST_MIB,
+	CN_REPORT_DISK_MIB,
+	CN_REPORT_COPY_MIB,
+	CN_REPORT_COPY_MS,
+	CN_REPORT_RESERVE_MS,
+	CN_REPORT_FOOTPRINT_MIB,
+	CN_REPORT_LIGHT_MIB,
+	CN_REPORT_LIGHT_MS,
+};
+void cn_report_figure(enum cn_report_figure f, double v);
 /* The status's counters, each one more by cn_report_count. */
 enum cn_report_counter {
-	CN_REPORT_NAPS,
+	CN_REPORT_NAPS = CN_REPORT_LIGHT_MS + 1, /* numbered on: one table of both */
 	CN_REPORT_NAPS_IDLE,
 	CN_REPORT_NAPS_ASKED,
 	CN_REPORT_NAPS_ROOM,
@@ -66,31 +88,15 @@ enum cn_report_counter {
 	CN_REPORT_ROOMS_MADE,
 };
 void cn_report_count(enum cn_report_counter c);
-
-/* Into the status, not written yet: the action's message (printf-like), a step's time. */
-void cn_report_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void cn_report_step_ms(enum cn_step s, double ms);
-/* The action's figures: the driver's first call (CLOCK_MONOTONIC ns), the host copy staged and
- * its prefault, its unmap, what it holds in RAM and on disk, libcuda's big copies, the restore's
- * reserve, the footprint at the checkpoint. */
-void cn_report_call_ns(unsigned long long ns);
-void cn_report_staged(double mib, double prefault_ms);
-void cn_report_unmap_ms(double ms);
-void cn_report_host(double host_mib, double disk_mib);
-void cn_report_copy(double mib, double ms);
-void cn_report_reserve_ms(double ms);
-void cn_report_footprint_mib(double mib);
 /* A prepared host copy held (host_mib), or not (-1). */
 void cn_report_prepared(bool prepared, double host_mib);
 
 /* The naps' fields: its nap state and why, for which process it napped (0 and < 0: not for
- * one), how deep ("light", "full"), what a light nap moved and in how long, since how long ago
- * its CUDA has been idle (cn_report_active: it works), the delay its last waking call saw. */
+ * one), how deep ("light", "full"), since how long ago its CUDA has been idle (cn_report_active:
+ * it works), the delay its last waking call saw. */
 void cn_report_nap(enum cn_nap state, const char *why);
 void cn_report_nap_for(int pid, double mib);
 void cn_report_nap_depth(const char *depth);
-void cn_report_light_mib(double mib);
-void cn_report_light_ms(double ms);
 void cn_report_idle_since(double ago_ms);
 void cn_report_active(void);
 void cn_report_wake_ms(double ms);

@@ -180,7 +180,8 @@ int cn_requests_moving(uint32_t op, struct cn_resp *r)
 	if (mv.t_first_copy > 0)
 		log_phases(t0);
 	if (cs.hooked && cs.big_calls) {
-		cn_report_copy((double)cs.big_bytes / (1 << 20), cs.big_ms);
+		cn_report_figure(CN_REPORT_COPY_MIB, (double)cs.big_bytes / (1 << 20));
+		cn_report_figure(CN_REPORT_COPY_MS, cs.big_ms);
 	}
 	return rc;
 }

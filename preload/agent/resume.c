@@ -160,7 +160,7 @@ static int restore_step(struct cn_resp *r, unsigned wait_ms)
 		peers_follow(r);
 		cn_state_moved(r);
 	}
-	cn_report_reserve_ms(r->check_ms + r->hold_ms);
+	cn_report_figure(CN_REPORT_RESERVE_MS, r->check_ms + r->hold_ms);
 	cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
 	       "restore: %.1f ms checking room, %.1f ms holding memory, %.1f ms in the driver",
 	       r->check_ms, r->hold_ms, r->elapsed_ms - cn_report_status()->reserve_ms);
@@ -204,7 +204,7 @@ static void running_again(bool restored)
 	}
 	cn_staging_unmap_stats(&ss);
 	if (ss.bytes)
-		cn_report_unmap_ms(ss.unmap_ms);
+		cn_report_figure(CN_REPORT_UNMAP_MS, ss.unmap_ms);
 	cn_report_gpus(false);
 }
 
@@ -225,7 +225,7 @@ static struct cn_outcome light_back(struct cn_resp *r, unsigned wait_ms, bool re
 		snprintf(msg, sizeof(msg), "%s", why);
 		return cn_report_finish(r, msg);
 	}
-	cn_report_light_mib(-1);
+	cn_report_figure(CN_REPORT_LIGHT_MIB, -1);
 	r->result = CUDA_SUCCESS;
 	running_again(was_restored);
 	was_restored = false;

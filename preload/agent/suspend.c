@@ -65,8 +65,9 @@ static void hibernate_after(int rc, const struct cn_staging_stats *ss)
 	}
 	cn_ag.hib_addr = ss->addr;
 	cn_ag.hib_len = ss->bytes;
-	cn_report_host((double)cn_hibernate_resident(ss->addr, ss->bytes) / (1 << 20),
-		       (double)cn_hibernate_disk_bytes() / (1 << 20));
+	cn_report_figure(CN_REPORT_HOST_MIB,
+			 (double)cn_hibernate_resident(ss->addr, ss->bytes) / (1 << 20));
+	cn_report_figure(CN_REPORT_DISK_MIB, (double)cn_hibernate_disk_bytes() / (1 << 20));
 	cn_report_step_ms(CN_STEP_HIBERNATE, cn_clock_ms() - t0);
 	cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
 	       "hibernate: %.0f MiB in %s, %.1f ms for the write-back under way, %.1f ms to sync, "
@@ -101,7 +102,8 @@ static int checkpoint(struct cn_resp *r)
 	if (cn_ag.hib)
 		hibernate_after(rc, &ss);
 	if (ss.bytes) {
-		cn_report_staged((double)ss.bytes / (1 << 20), ss.prefault_ms);
+		cn_report_figure(CN_REPORT_STAGED_MIB, (double)ss.bytes / (1 << 20));
+		cn_report_figure(CN_REPORT_PREFAULT_MS, ss.prefault_ms);
 		cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
 		       "host copy: %.0f MiB%s%s%s, %u prefault threads, %.1f ms",
 		       cn_report_status()->staged_mib, ss.file ? ", in the hibernate file" : "",
@@ -324,7 +326,7 @@ static struct cn_outcome suspended(bool nap, bool was_prepared, struct cn_resp *
 		cn_report_nap_depth("full");
 	cn_state_remember(r);
 	cn_report_gpus(true);
-	cn_report_footprint_mib(cn_state_footprint_mib());
+	cn_report_figure(CN_REPORT_FOOTPRINT_MIB, cn_state_footprint_mib());
 	if (r->note[0])
 		cn_log(&cn_ag.cfg, CN_LOG_INFO,
 		       "free GPU memory will not be checked before the restore: %s", r->note);
@@ -404,7 +406,7 @@ struct cn_outcome cn_suspend_light(unsigned lock_limit)
 		/* A copy failed and not all could be put back: it naps, its wake puts the rest
 		 * back. */
 		cn_report_nap_depth("light");
-		cn_report_light_mib((double)cn_light_left(-1) / (1 << 20));
+		cn_report_figure(CN_REPORT_LIGHT_MIB, (double)cn_light_left(-1) / (1 << 20));
 		snprintf(msg, sizeof(msg), "napped lightly after a failure: %s", why);
 		cn_log(&cn_ag.cfg, CN_LOG_ERROR, "light nap: %s", why);
 		return cn_report_finish(&r, msg);
@@ -414,8 +416,8 @@ struct cn_outcome cn_suspend_light(unsigned lock_limit)
 	       "light nap: %.0f MiB in %zu pieces to the host in %.1f ms: %.1f ms waiting for %u "
 	       "threads to fault the host copy in, %.1f ms pinning it",
 	       (double)ls.bytes / (1 << 20), ls.spans, ls.ms, ls.wait_ms, ls.threads, ls.pin_ms);
-	cn_report_light_mib((double)ls.bytes / (1 << 20));
-	cn_report_light_ms(ls.ms);
+	cn_report_figure(CN_REPORT_LIGHT_MIB, (double)ls.bytes / (1 << 20));
+	cn_report_figure(CN_REPORT_LIGHT_MS, ls.ms);
 	snprintf(msg, sizeof(msg),
 		 "napped lightly: %.0f MiB it owns copied to the host in %.1f ms (%.1f GB/s)%s",
 		 cn_report_status()->light_mib, ls.ms,
