@@ -97,8 +97,9 @@ static void publish_calls(void)
  * failed, a controller that died) is settled here. */
 static void settle_gate(void)
 {
-	if (cn_ag.st.state != CN_STATE_LOCKED && cn_ag.st.state != CN_STATE_CHECKPOINTED &&
-	    !cn_light_holding() && !cn_nccl_hold_app())
+	if (cn_report_status()->state != CN_STATE_LOCKED &&
+	    cn_report_status()->state != CN_STATE_CHECKPOINTED && !cn_light_holding() &&
+	    !cn_nccl_hold_app())
 		cn_gate_open();
 }
 
@@ -111,7 +112,8 @@ static void *agent_main(void *arg)
 		 * replaced at the next request, not found dead in the middle of one. */
 		struct pollfd p[2] = { { .fd = cn_wake_fd(), .events = POLLIN },
 				       { .fd = cn_channel_fd(), .events = POLLIN } };
-		bool suspended_now = cn_ag.st.state == CN_STATE_CHECKPOINTED || cn_light_holding(),
+		bool suspended_now = cn_report_status()->state == CN_STATE_CHECKPOINTED ||
+				     cn_light_holding(),
 		     prep, want, act;
 		double left = cn_ag.prepared_until ? cn_ag.prepared_until - cn_clock_ms() : -1;
 		int r, tick = cn_nap_timeout_ms(), room = cn_room_timeout_ms();

@@ -26,6 +26,7 @@
 #include "cn_gpumap.h"
 #include "comms.h"
 #include "others.h"
+#include "report.h"
 #include "state.h"
 
 struct found {
@@ -96,22 +97,21 @@ int cn_beside_list(int32_t *pids, int max, bool *only)
 
 bool cn_beside_watched(void)
 {
-	return !cn_ag.cfg.beside_restored && cn_ag.st.restores && cn_comms_count() > 0;
+	return !cn_ag.cfg.beside_restored && cn_report_status()->restores && cn_comms_count() > 0;
 }
 
 void cn_beside_describe(const struct cn_resp *r)
 {
-	char *out = cn_ag.st.beside;
-	size_t o = 0, len = sizeof(cn_ag.st.beside);
+	char out[sizeof(cn_report_status()->beside)] = "";
+	size_t o = 0, len = sizeof(out);
 
-	out[0] = '\0';
-	if (!cn_beside_watched() || r->state != CN_STATE_RUNNING)
-		return;
-	for (uint32_t i = 0; i < r->n_use && i < CN_MAX_GPUS; i++) {
-		int k = cn_uuid_index(r->gpus, (int)r->n_gpus, &r->use[i].uuid);
+	if (cn_beside_watched() && r->state == CN_STATE_RUNNING)
+		for (uint32_t i = 0; i < r->n_use && i < CN_MAX_GPUS; i++) {
+			int k = cn_uuid_index(r->gpus, (int)r->n_gpus, &r->use[i].uuid);
 
-		if (k >= 0 && k < CN_MAX_GPUS && r->gpu_beside[k] && o < len)
-			o += (size_t)snprintf(out + o, len - o, "%sGPU %d runs pid %d",
-					      o ? ", " : "", k, (int)r->gpu_beside[k]);
-	}
+			if (k >= 0 && k < CN_MAX_GPUS && r->gpu_beside[k] && o < len)
+				o += (size_t)snprintf(out + o, len - o, "%sGPU %d runs pid %d",
+						      o ? ", " : "", k, (int)r->gpu_beside[k]);
+		}
+	cn_report_beside(out);
 }

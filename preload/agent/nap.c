@@ -55,8 +55,7 @@ static void wake_asked(void)
 
 static void say(enum cn_nap state, const char *why)
 {
-	cn_ag.st.nap = state;
-	snprintf(cn_ag.st.nap_why, sizeof(cn_ag.st.nap_why), "%s", why);
+	cn_report_nap(state, why);
 }
 
 /* A failed wake is tried again ROOM_WAIT_MS after the last began: at once after one that waited
@@ -78,7 +77,7 @@ static bool watched(void)
  * checkpoint (its context given back too). */
 static bool deepen_due(double now)
 {
-	return cn_light_holding() && cn_ag.st.state == CN_STATE_RUNNING &&
+	return cn_light_holding() && cn_report_status()->state == CN_STATE_RUNNING &&
 	       cn_ag.cfg.nap_depth == CN_DEPTH_AUTO && cn_ag.cfg.nap_full_after_s &&
 	       now - nap.asleep_ms >= cn_ag.cfg.nap_full_after_s * 1000.0;
 }
@@ -95,13 +94,14 @@ static void deepen(void)
 		       "its light nap deepened after %u s ([nap] full_after_s): the rest of its "
 		       "GPU "
 		       "memory freed in %.1f ms",
-		       cn_ag.cfg.nap_full_after_s, cn_ag.st.total_ms);
+		       cn_ag.cfg.nap_full_after_s, cn_report_status()->total_ms);
 		return;
 	}
 	nap.asleep_ms = cn_clock_ms(); /* tried again after as long */
 	say(CN_NAP_NAPPING, "");
 	cn_report_write();
-	cn_log(&cn_ag.cfg, CN_LOG_INFO, "its light nap was not deepened: %s", cn_ag.st.message);
+	cn_log(&cn_ag.cfg, CN_LOG_INFO, "its light nap was not deepened: %s",
+	       cn_report_status()->message);
 }
 
 int cn_nap_timeout_ms(void)
@@ -143,54 +143,53 @@ static bool go(bool asked, const char *for_whom)
 	o = light() ? cn_suspend_light(asked ? 0 : NAP_LOCK_MS)
 		    : cn_suspend_as(true, asked ? 0 : NAP_LOCK_MS);
 	if (o.state == CN_STATE_CHECKPOINTED && !cn_light_holding())
-		snprintf(cn_ag.st.nap_depth, sizeof(cn_ag.st.nap_depth), "full");
+		cn_report_nap_depth("full");
 	if (o.state == CN_STATE_CHECKPOINTED || cn_light_holding()) {
 		nap.asleep_ms = cn_clock_ms();
 		cn_gate_nap(CN_GATE_NAP_ASLEEP, wake_asked);
 		nap.napping = true;
 		nap.backoff = 1;
 		nap.refusal_said = false;
-		cn_ag.st.naps++;
+		cn_report_count(CN_REPORT_NAPS);
 		if (for_whom && sscanf(for_whom, "%d %llu %d", &pid, &mib, &gpu) >= 2) {
-			cn_ag.st.naps_room++;
-			cn_ag.st.nap_for_pid = pid;
-			cn_ag.st.nap_for_mib = (double)mib;
+			cn_report_count(CN_REPORT_NAPS_ROOM);
+			cn_report_nap_for(pid, (double)mib);
 			snprintf(why, sizeof(why), "for %d, which needs %llu MiB on GPU %d", pid,
 				 mib, gpu);
 		} else if (asked) {
-			cn_ag.st.nap_for_pid = 0;
-			cn_ag.st.nap_for_mib = -1;
-			cn_ag.st.naps_asked++;
+			cn_report_nap_for(0, -1);
+			cn_report_count(CN_REPORT_NAPS_ASKED);
 			snprintf(why, sizeof(why), "cudanap nap");
 		} else {
-			cn_ag.st.nap_for_pid = 0;
-			cn_ag.st.nap_for_mib = -1;
-			cn_ag.st.naps_idle++;
+			cn_report_nap_for(0, -1);
+			cn_report_count(CN_REPORT_NAPS_IDLE);
 			snprintf(why, sizeof(why), "after %.0f s idle", idle_ms / 1000);
 		}
 		say(CN_NAP_NAPPING, "");
 		cn_report_write();
-		cn_status_steps(&cn_ag.st, steps, sizeof(steps));
+		cn_status_steps(cn_report_status(), steps, sizeof(steps));
 		if (cn_light_holding())
 			cn_log(&cn_ag.cfg, CN_LOG_INFO,
 			       "napped lightly (%s): %.0f MiB it owns moved to the host in %.1f "
 			       "ms, "
 			       "its context kept; it wakes at its next CUDA call that needs the "
 			       "GPU",
-			       why, cn_ag.st.light_mib, cn_ag.st.total_ms);
+			       why, cn_report_status()->light_mib, cn_report_status()->total_ms);
 		else
 			cn_log(&cn_ag.cfg, CN_LOG_INFO,
 			       "napped (%s): %.0f MiB of GPU memory freed in %.1f ms (%s); it "
 			       "wakes "
 			       "at its next CUDA call that needs the GPU",
-			       why, cn_ag.st.footprint_mib, cn_ag.st.total_ms, steps);
+			       why, cn_report_status()->footprint_mib, cn_report_status()->total_ms,
+			       steps);
 		return true;
 	}
 	cn_gate_nap(CN_GATE_NAP_NONE, NULL);
 	if (nap.backoff < BACKOFF_MAX)
 		nap.backoff *= 2;
 	nap.not_before = cn_clock_ms() + (double)nap.backoff * cn_ag.cfg.nap_idle_s * 1000;
-	snprintf(why, sizeof(why), "%s: %s", cn_status_result(&cn_ag.st), cn_ag.st.message);
+	snprintf(why, sizeof(why), "%s: %s", cn_status_result(cn_report_status()),
+		 cn_report_status()->message);
 	say(o.result == CN_RES_REFUSED ? CN_NAP_REFUSED : CN_NAP_AWAKE, why);
 	cn_report_write();
 	if (asked)
@@ -272,14 +271,15 @@ void cn_nap_tick(void)
 			deepen();
 		return;
 	}
-	if (!watched() || cn_ag.st.state != CN_STATE_RUNNING) {
-		if (!watched() && cn_ag.st.nap != CN_NAP_UNSAID && cn_ag.st.nap != CN_NAP_OFF) {
+	if (!watched() || cn_report_status()->state != CN_STATE_RUNNING) {
+		if (!watched() && cn_report_status()->nap != CN_NAP_UNSAID &&
+		    cn_report_status()->nap != CN_NAP_OFF) {
 			say(CN_NAP_OFF, "");
 			cn_report_write();
 		}
 		return;
 	}
-	if (cn_ag.st.nap == CN_NAP_UNSAID || cn_ag.st.nap == CN_NAP_OFF) {
+	if (cn_report_status()->nap == CN_NAP_UNSAID || cn_report_status()->nap == CN_NAP_OFF) {
 		say(CN_NAP_AWAKE, "");
 		nap.active_ms = now;
 		cn_report_write();
@@ -289,15 +289,14 @@ void cn_nap_tick(void)
 	if (nap.active_ms != was || nap.active_ms == now) {
 		if (nap.idle) {
 			nap.idle = false;
-			cn_ag.st.idle_since[0] = '\0';
+			cn_report_active();
 			cn_report_write();
 		}
 		return;
 	}
 	if (!nap.idle) {
 		nap.idle = true;
-		cn_report_time(cn_ag.st.idle_since, sizeof(cn_ag.st.idle_since),
-			       now - nap.active_ms);
+		cn_report_idle_since(now - nap.active_ms);
 		cn_report_write();
 	}
 	if (cn_ag.cfg.nap_idle_s && now - nap.active_ms >= cn_ag.cfg.nap_idle_s * 1000.0 &&
@@ -346,7 +345,7 @@ static int light_needs(struct cn_room_need *need)
 	CUresult (*uuid)(void *, int) = cn_lookup_resolve(CN_FN_IDX_cuDeviceGetUuid_v2);
 	int n = 0;
 
-	if (!cn_light_holding() || cn_ag.st.state != CN_STATE_RUNNING || !uuid)
+	if (!cn_light_holding() || cn_report_status()->state != CN_STATE_RUNNING || !uuid)
 		return -1;
 	for (int dev = 0; dev < 64 && n < CN_MAX_GPUS; dev++) {
 		unsigned long long b = cn_light_left(dev);
@@ -420,11 +419,13 @@ void cn_nap_wake(void)
 	if (room && !nap.retry)
 		nap.try_ms -= ROOM_WAIT_MS;
 	cn_gate_nap(CN_GATE_NAP_ASLEEP, wake_asked);
-	snprintf(why, sizeof(why), "%s: %s", cn_status_result(&cn_ag.st), cn_ag.st.message);
+	snprintf(why, sizeof(why), "%s: %s", cn_status_result(cn_report_status()),
+		 cn_report_status()->message);
 	if (!room)
 		say(CN_NAP_WAKING, why);
 	else
-		say(o.result == CN_RES_BESIDE ? CN_NAP_BESIDE : CN_NAP_WAITING, cn_ag.st.message);
+		say(o.result == CN_RES_BESIDE ? CN_NAP_BESIDE : CN_NAP_WAITING,
+		    cn_report_status()->message);
 	cn_report_write();
 	/* A restore the driver failed is not tried again on a clock: one it did not roll back fails
 	 * every time after (docs/DRIVER.md). Said once; the next call that needs the GPU, or a
@@ -451,20 +452,19 @@ void cn_nap_woken(double asked)
 		return;
 	nap.napping = nap.idle = nap.retry = nap.stuck = false;
 	nap.active_ms = now;
-	cn_ag.st.idle_since[0] = '\0';
-	cn_ag.st.wakes++;
-	if (asked > 0) {
-		cn_ag.st.last_wake_ms = now - asked;
-		cn_counts_observe(&cn_ag.st.counts.wake, cn_ag.st.last_wake_ms / 1000);
-	}
+	cn_report_active();
+	cn_report_count(CN_REPORT_WAKES);
+	if (asked > 0)
+		cn_report_wake_ms(now - asked);
 	say(watched() ? CN_NAP_AWAKE : CN_NAP_OFF, "");
 	cn_report_write();
-	cn_status_steps(&cn_ag.st, steps, sizeof(steps));
+	cn_status_steps(cn_report_status(), steps, sizeof(steps));
 	if (asked > 0)
 		cn_log(&cn_ag.cfg, CN_LOG_INFO,
 		       "woke for a driver call: %.0f MiB back on the GPU in %.1f ms (%s); the call "
 		       "waited %.1f ms",
-		       cn_ag.st.footprint_mib, cn_ag.st.total_ms, steps, cn_ag.st.last_wake_ms);
+		       cn_report_status()->footprint_mib, cn_report_status()->total_ms, steps,
+		       cn_report_status()->last_wake_ms);
 	atomic_store(&asked_ms, 0);
 }
 

@@ -65,15 +65,14 @@ bool cn_nccl_uses_api(void)
 	       cn_comms_have_api();
 }
 
-void cn_nccl_describe(struct cn_status *st)
+void cn_nccl_describe(char *out, size_t len, char *keys, size_t keys_len)
 {
 	int n = cn_comms_count(), mode = cn_ag.cfg.nccl_mode;
 	const char *many = n == 1 ? "" : "s";
-	char v[32], *out = st->nccl;
-	size_t len = sizeof(st->nccl);
+	char v[32];
 
 	version(v, sizeof(v));
-	cn_comms_keys(st->nccl_keys, sizeof(st->nccl_keys));
+	cn_comms_keys(keys, keys_len);
 	if (cn_comms_suspended())
 		snprintf(out, len, "suspended: %d communicator%s (%s)", n, many, v);
 	else if (!n || mode == CN_NCCL_OFF)

@@ -11,10 +11,9 @@
 /* The suspend will go through NCCL's suspend API (the preflight then leaves the transports be). */
 bool cn_nccl_uses_api(void);
 
-/* Into the status: how the process's communicators are handled ("" when it has none), and the
- * keys of those its job's other processes share. */
-struct cn_status;
-void cn_nccl_describe(struct cn_status *st);
+/* For the status (report.c): how the process's communicators are handled ("" when it has none),
+ * into out, and the keys of those its job's other processes share, into keys. */
+void cn_nccl_describe(char *out, size_t len, char *keys, size_t keys_len);
 
 /* For a refusal over the transports: what the loaded NCCL lacks and the ways out ("" when
  * nothing to add). */

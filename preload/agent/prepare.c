@@ -23,8 +23,7 @@ void cn_prepare_release(void)
 	cn_staging_release();
 	cn_ag.prepared_bytes = 0;
 	cn_ag.prepared_until = 0;
-	cn_ag.st.prepared = false;
-	cn_ag.st.host_mib = -1;
+	cn_report_prepared(false, -1);
 }
 
 /* Notice of a suspend to come (cudanap prepare): fault the host copy in now, within the host
@@ -83,11 +82,12 @@ struct cn_outcome cn_prepare(void)
 	}
 	cn_ag.prepared_bytes = ss.bytes;
 	cn_ag.prepared_until = cn_clock_ms() + cn_ag.cfg.prepare_s * 1000.0;
-	cn_ag.st.prepared = true;
-	cn_ag.st.host_mib = cn_ag.st.staged_mib = (double)ss.bytes / (1 << 20);
-	cn_ag.st.prefault_ms = cn_ag.st.step_ms[CN_STEP_PREPARE] = ss.prefault_ms;
+	cn_report_prepared(true, (double)ss.bytes / (1 << 20));
+	cn_report_figure(CN_REPORT_STAGED_MIB, (double)ss.bytes / (1 << 20));
+	cn_report_figure(CN_REPORT_PREFAULT_MS, ss.prefault_ms);
+	cn_report_step_ms(CN_STEP_PREPARE, ss.prefault_ms);
 	snprintf(msg, sizeof(msg), "prepared: %.0f MiB of host memory held for %u s",
-		 cn_ag.st.host_mib, cn_ag.cfg.prepare_s);
+		 cn_report_status()->host_mib, cn_ag.cfg.prepare_s);
 	return cn_report_finish(&r, msg);
 }
 
@@ -97,9 +97,8 @@ void cn_prepare_expired(void)
 	double mib = (double)cn_ag.prepared_bytes / (1 << 20);
 
 	cn_prepare_release();
-	snprintf(cn_ag.st.message, sizeof(cn_ag.st.message),
-		 "prepared host copy (%.0f MiB) given back after %u s without a suspend", mib,
-		 cn_ag.cfg.prepare_s);
+	cn_report_message("prepared host copy (%.0f MiB) given back after %u s without a suspend",
+			  mib, cn_ag.cfg.prepare_s);
 	cn_report_publish();
-	cn_log(&cn_ag.cfg, CN_LOG_INFO, "%s", cn_ag.st.message);
+	cn_log(&cn_ag.cfg, CN_LOG_INFO, "%s", cn_report_status()->message);
 }

@@ -40,8 +40,7 @@ static struct {
 
 static void no(const char *why)
 {
-	cn_ag.st.suspendable = CN_ASK_NO;
-	snprintf(cn_ag.st.why_not, sizeof(cn_ag.st.why_not), "%s", why);
+	cn_report_ask(CN_ASK_NO, why);
 }
 
 /* Since when the thread t has been inside its call, as far as the looks tell (ms, monotonic). */
@@ -64,9 +63,8 @@ static void threads_inside(const struct cn_inside *first, int n_first, double fi
 	struct cn_inside now[MAX_INSIDE];
 	double t = cn_clock_ms(), oldest = t;
 	int n = cn_gate_inside(now, MAX_INSIDE), who = -1;
-	char why[300];
+	char why[300], inside[sizeof(cn_report_status()->inside)] = "";
 
-	cn_ag.st.inside[0] = '\0';
 	for (int i = 0; i < n; i++) {
 		double s = since(&now[i], first, n_first, first_ms);
 
@@ -76,15 +74,15 @@ static void threads_inside(const struct cn_inside *first, int n_first, double fi
 		}
 	}
 	if (who >= 0)
-		snprintf(cn_ag.st.inside, sizeof(cn_ag.st.inside),
-			 "thread %d inside %s for at least %.1f s", (int)now[who].tid,
-			 cn_lookup_name(now[who].idx), (t - oldest) / 1000);
+		snprintf(inside, sizeof(inside), "thread %d inside %s for at least %.1f s",
+			 (int)now[who].tid, cn_lookup_name(now[who].idx), (t - oldest) / 1000);
+	cn_report_inside(inside);
 	if (who >= 0 && cn_ag.cfg.lock_timeout_ms && t - oldest >= cn_ag.cfg.lock_timeout_ms &&
-	    !cn_ag.st.why_not[0]) {
+	    !cn_report_status()->why_not[0]) {
 		snprintf(why, sizeof(why),
 			 "%s, longer than [lock] timeout_ms (%u ms): a suspend would wait for it "
 			 "and fail",
-			 cn_ag.st.inside, cn_ag.cfg.lock_timeout_ms);
+			 inside, cn_ag.cfg.lock_timeout_ms);
 		no(why);
 	}
 	memcpy(last.t, now, sizeof(now[0]) * (size_t)n);
@@ -95,106 +93,94 @@ static void threads_inside(const struct cn_inside *first, int n_first, double fi
 /* Where its memory is now, and how much: "0:8712,1:0". */
 static double memory_now(const struct cn_resp *r)
 {
-	struct cn_status *st = &cn_ag.st;
+	char now[sizeof(cn_report_status()->gpu_now)] = "";
 	double total = 0;
 	size_t o = 0;
 
-	st->gpu_now[0] = '\0';
 	for (uint32_t i = 0; i < r->n_use; i++) {
 		int k = cn_uuid_index(r->gpus, (int)r->n_gpus, &r->use[i].uuid);
 		double mib = (double)r->use[i].bytes / (1 << 20);
 
 		total += mib;
-		o += (size_t)snprintf(st->gpu_now + o,
-				      o < sizeof(st->gpu_now) ? sizeof(st->gpu_now) - o : 0,
-				      "%s%d:%.0f", o ? "," : "", k, mib);
+		o += (size_t)snprintf(now + o, o < sizeof(now) ? sizeof(now) - o : 0, "%s%d:%.0f",
+				      o ? "," : "", k, mib);
 	}
-	st->gpu_now_mib = r->n_use ? total : -1;
-	snprintf(st->gpu_model, sizeof(st->gpu_model), "%s", r->model);
+	cn_report_gpu_now(now, r->n_use ? total : -1, r->model);
 	return total;
 }
 
 /* Room for the host copy: in RAM (or the cgroup), or on disk when it hibernates. */
 static void room(const struct cn_resp *r, double gpu_mib)
 {
-	struct cn_status *st = &cn_ag.st;
 	const struct cn_config *c = &cn_ag.cfg;
 	double need = gpu_mib + gpu_mib / 16 + c->host_margin_mib, have;
-	char why[300];
+	char why[300], bound[sizeof(cn_report_status()->host_bound)];
 
-	st->host_need_mib = gpu_mib > 0 ? need : -1;
 	if (c->hibernate_dir[0]) {
 		uint64_t free_b = cn_hibernate_free_bytes(c->hibernate_dir);
 
 		have = free_b == UINT64_MAX ? -1 : (double)free_b / (1 << 20);
-		snprintf(st->host_bound, sizeof(st->host_bound), "free space in %s",
-			 c->hibernate_dir);
+		snprintf(bound, sizeof(bound), "free space in %s", c->hibernate_dir);
 	} else {
 		have = r->host_which[0] ? (double)(r->host_room + cn_ag.prepared_bytes) / (1 << 20)
 					: -1;
-		snprintf(st->host_bound, sizeof(st->host_bound), "%s", r->host_which);
+		snprintf(bound, sizeof(bound), "%s", r->host_which);
 	}
-	st->host_room_mib = have;
-	if (c->host_check && gpu_mib > 0 && have >= 0 && have < need && !st->why_not[0]) {
+	cn_report_host_room(gpu_mib > 0 ? need : -1, have, bound);
+	if (c->host_check && gpu_mib > 0 && have >= 0 && have < need &&
+	    !cn_report_status()->why_not[0]) {
 		snprintf(why, sizeof(why),
 			 "its host copy needs %.0f MiB with the margin, and %s has %.0f MiB", need,
-			 st->host_bound, have);
+			 bound, have);
 		no(why);
 	}
 }
 
 static void estimate(double gpu_mib)
 {
-	struct cn_status *st = &cn_ag.st;
+	const char *model = cn_report_status()->gpu_model;
 	bool disk = cn_ag.cfg.hibernate_dir[0] != '\0';
-	char src[160];
-	double gib = gpu_mib / 1024;
+	char src[160], source[sizeof(cn_report_status()->est_source)];
+	double gib = gpu_mib / 1024, suspend_s, resume_s;
 
 	if (gpu_mib <= 0) {
-		st->est_suspend_s = st->est_resume_s = -1;
-		st->est_source[0] = '\0';
+		cn_report_estimate(-1, -1, "");
 		return;
 	}
-	st->est_suspend_s =
-		cn_rates_estimate(st->gpu_model, disk ? CN_RATE_SUSPEND_DISK : CN_RATE_SUSPEND, gib,
-				  st->est_source, sizeof(st->est_source));
-	st->est_resume_s = cn_rates_estimate(
-		st->gpu_model, disk ? CN_RATE_RESUME_DISK : CN_RATE_RESUME, gib, src, sizeof(src));
+	suspend_s = cn_rates_estimate(model, disk ? CN_RATE_SUSPEND_DISK : CN_RATE_SUSPEND, gib,
+				      source, sizeof(source));
+	resume_s = cn_rates_estimate(model, disk ? CN_RATE_RESUME_DISK : CN_RATE_RESUME, gib, src,
+				     sizeof(src));
+	cn_report_estimate(suspend_s, resume_s, source);
 }
 
 static void stamp(void)
 {
-	struct cn_status *st = &cn_ag.st;
-
-	cn_report_time(st->query_time, sizeof(st->query_time), 0);
-	st->query_seq++;
-	cn_nccl_describe(st); /* communicators made since the last action */
-	cn_report_write();    /* its timestamp stays the last action's */
+	cn_report_queried();
 }
 
 void cn_query(void)
 {
-	struct cn_status *st = &cn_ag.st;
 	struct cn_inside first[MAX_INSIDE];
 	struct cn_nccl_facts nf;
-	unsigned long long call_ns = st->call_ns;
+	unsigned long long call_ns = cn_report_status()->call_ns;
 	double t0 = cn_clock_ms(), gpu_mib;
 	int n_first = cn_gate_inside(first, MAX_INSIDE);
 	struct cn_resp r;
 	char why[420];
 
-	st->why_not[0] = st->inside[0] = st->beside[0] = '\0';
-	st->suspendable = CN_ASK_YES;
+	cn_report_ask(CN_ASK_YES, "");
+	cn_report_inside("");
+	cn_report_beside("");
 	if (!cn_reload_quietly(why, sizeof(why))) {
 		no(why);
 		stamp();
 		return;
 	}
 	cn_requests_call(CN_OP_QUERY, &r);
-	st->call_ns = call_ns; /* the last action's, not this */
+	cn_report_call_ns(call_ns); /* the last action's, not this */
 	if (r.result == CUDA_ERROR_NOT_INITIALIZED) {
-		st->suspendable = CN_ASK_NO_CUDA;
-		snprintf(st->why_not, sizeof(st->why_not), "no CUDA state: nothing to suspend");
+		cn_report_ask(CN_ASK_NO_CUDA, "no CUDA state: nothing to suspend");
 		stamp();
 		return;
 	}
@@ -205,17 +191,16 @@ void cn_query(void)
 		return;
 	}
 	cn_state_machine(&r);
-	cn_report_shared(st);
+	cn_report_shared();
 	if (cn_ag.cfg.peer_off && cn_peers_large(why, sizeof(why)) > 0)
-		snprintf(st->peer + strlen(st->peer), sizeof(st->peer) - strlen(st->peer),
-			 " (a suspend turns it off, and it stays off after the resume: [peer] mode "
-			 "= "
-			 "off)");
+		cn_report_peer_more(
+			" (a suspend turns it off, and it stays off after the resume: [peer] mode "
+			"= "
+			"off)");
 	gpu_mib = memory_now(&r);
 	cn_beside_describe(&r);
 	if (r.state == CN_STATE_CHECKPOINTED) {
-		st->suspendable = CN_ASK_ASLEEP;
-		snprintf(st->why_not, sizeof(st->why_not), "suspended already");
+		cn_report_ask(CN_ASK_ASLEEP, "suspended already");
 	} else if (r.state != CN_STATE_RUNNING) {
 		no(r.state == CN_STATE_LOCKED ? "its CUDA is locked" : "its CUDA has failed");
 	} else if (cn_preflight_suspend(&cn_ag.cfg, cn_nccl_facts(&nf), why, sizeof(why)) < 0) {

@@ -46,7 +46,8 @@ bool cn_reload(void)
 
 	if (cn_reload_quietly(err, sizeof(err)))
 		return true;
-	snprintf(err + strlen(err), sizeof(err) - strlen(err), "; %s", left(cn_ag.st.action));
+	snprintf(err + strlen(err), sizeof(err) - strlen(err), "; %s",
+		 left(cn_report_status()->action));
 	cn_report_fail(CN_RES_CONFIG, err);
 	return false;
 }

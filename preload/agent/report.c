@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -27,8 +29,19 @@
 #include "staging.h"
 #include "state.h"
 
-void cn_report_shared(struct cn_status *st)
+/* The status's nccl and nccl_keys: nccl.c says them. */
+static void describe_nccl(struct cn_status *st)
 {
+	cn_nccl_describe(st->nccl, sizeof(st->nccl), st->nccl_keys, sizeof(st->nccl_keys));
+}
+
+/* What the status file says: written here only; the other rooms read it (cn_report_status) and
+ * tell it through the calls of report.h. */
+static struct cn_status status;
+
+void cn_report_shared(void)
+{
+	struct cn_status *st = &status;
 	size_t o;
 
 	st->light_able_mib = cn_ag.cfg.nap_depth != CN_DEPTH_FULL && !cn_ag.cfg.nap_to_disk
@@ -66,14 +79,14 @@ void cn_report_time(char *out, size_t len, double ago_ms)
 
 void cn_report_publish(void)
 {
-	cn_report_time(cn_ag.st.timestamp, sizeof(cn_ag.st.timestamp), 0);
+	cn_report_time(status.timestamp, sizeof(status.timestamp), 0);
 	cn_report_write();
 }
 
 void cn_report_write(void)
 {
 	static bool said; /* the failure was logged; said again after a success */
-	struct cn_status *st = &cn_ag.st;
+	struct cn_status *st = &status;
 	char why[300];
 	int r;
 
@@ -111,7 +124,7 @@ static void read_command(char *out, size_t len)
 
 void cn_report_start(void)
 {
-	struct cn_status *st = &cn_ag.st;
+	struct cn_status *st = &status;
 
 	pthread_mutex_init(&publishing, NULL); /* in a child: the parent's agent may have held it */
 	exiting = false;
@@ -133,7 +146,7 @@ void cn_report_gpus(bool asleep)
 {
 	const struct cn_uuid *all = cn_ag.gpus;
 	struct cn_uuid now[CN_MAX_GPUS], home[CN_MAX_GPUS], to[CN_MAX_GPUS];
-	struct cn_status *st = &cn_ag.st;
+	struct cn_status *st = &status;
 	int k = (int)cn_ag.n_use, n = (int)cn_ag.n_gpus;
 
 	for (int u = 0; u < k; u++) {
@@ -150,11 +163,11 @@ void cn_report_gpus(bool asleep)
 
 void cn_report_begin(int action)
 {
-	struct cn_status *st = &cn_ag.st;
+	struct cn_status *st = &status;
 
 	t_begin = cn_clock_ms();
 	cn_status_new_action(st, action);
-	cn_nccl_describe(st);
+	describe_nccl(st);
 	st->footprint_mib = cn_state_footprint_mib();
 	st->prepared = cn_ag.prepared_bytes > 0;
 	if (st->prepared)
@@ -163,15 +176,175 @@ void cn_report_begin(int action)
 
 void cn_report_step(enum cn_step s, const struct cn_resp *r)
 {
-	cn_ag.st.step_ms[s] = r->elapsed_ms;
+	status.step_ms[s] = r->elapsed_ms;
+}
+
+const struct cn_status *cn_report_status(void)
+{
+	return &status;
+}
+
+void cn_report_message(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(status.message, sizeof(status.message), fmt, ap);
+	va_end(ap);
+}
+
+void cn_report_step_ms(enum cn_step s, double ms)
+{
+	status.step_ms[s] = ms;
+}
+
+void cn_report_call_ns(unsigned long long ns)
+{
+	status.call_ns = ns;
+}
+
+/* Where each figure and counter is in the status. */
+static const size_t field_at[] = {
+	[CN_REPORT_STAGED_MIB] = offsetof(struct cn_status, staged_mib),
+	[CN_REPORT_PREFAULT_MS] = offsetof(struct cn_status, prefault_ms),
+	[CN_REPORT_UNMAP_MS] = offsetof(struct cn_status, unmap_ms),
+	[CN_REPORT_HOST_MIB] = offsetof(struct cn_status, host_mib),
+	[CN_REPORT_DISK_MIB] = offsetof(struct cn_status, disk_mib),
+	[CN_REPORT_COPY_MIB] = offsetof(struct cn_status, copy_mib),
+	[CN_REPORT_COPY_MS] = offsetof(struct cn_status, copy_ms),
+	[CN_REPORT_RESERVE_MS] = offsetof(struct cn_status, reserve_ms),
+	[CN_REPORT_FOOTPRINT_MIB] = offsetof(struct cn_status, footprint_mib),
+	[CN_REPORT_LIGHT_MIB] = offsetof(struct cn_status, light_mib),
+	[CN_REPORT_LIGHT_MS] = offsetof(struct cn_status, light_ms),
+	[CN_REPORT_NAPS] = offsetof(struct cn_status, naps),
+	[CN_REPORT_NAPS_IDLE] = offsetof(struct cn_status, naps_idle),
+	[CN_REPORT_NAPS_ASKED] = offsetof(struct cn_status, naps_asked),
+	[CN_REPORT_NAPS_ROOM] = offsetof(struct cn_status, naps_room),
+	[CN_REPORT_WAKES] = offsetof(struct cn_status, wakes),
+	[CN_REPORT_RESTORES] = offsetof(struct cn_status, restores),
+	[CN_REPORT_ROOMS_MADE] = offsetof(struct cn_status, rooms_made),
+};
+
+static void *field(unsigned f)
+{
+	return (char *)&status + field_at[f];
+}
+
+void cn_report_figure(enum cn_report_figure f, double v)
+{
+	*(double *)field(f) = v;
+}
+
+void cn_report_count(enum cn_report_counter c)
+{
+	(*(unsigned long *)field(c))++;
+}
+
+void cn_report_prepared(bool prepared, double host_mib)
+{
+	status.prepared = prepared;
+	status.host_mib = host_mib;
+}
+
+void cn_report_nap(enum cn_nap state, const char *why)
+{
+	status.nap = state;
+	snprintf(status.nap_why, sizeof(status.nap_why), "%s", why);
+}
+
+void cn_report_nap_for(int pid, double mib)
+{
+	status.nap_for_pid = pid;
+	status.nap_for_mib = mib;
+}
+
+void cn_report_nap_depth(const char *depth)
+{
+	snprintf(status.nap_depth, sizeof(status.nap_depth), "%s", depth);
+}
+
+void cn_report_idle_since(double ago_ms)
+{
+	cn_report_time(status.idle_since, sizeof(status.idle_since), ago_ms);
+}
+
+void cn_report_active(void)
+{
+	status.idle_since[0] = '\0';
+}
+
+void cn_report_wake_ms(double ms)
+{
+	status.last_wake_ms = ms;
+	cn_counts_observe(&status.counts.wake, ms / 1000);
+}
+
+void cn_report_beside(const char *beside)
+{
+	snprintf(status.beside, sizeof(status.beside), "%s", beside);
+}
+
+void cn_report_peer_more(const char *more)
+{
+	struct cn_status *st = &status;
+
+	snprintf(st->peer + strlen(st->peer), sizeof(st->peer) - strlen(st->peer), "%s", more);
+}
+
+void cn_report_ask(enum cn_ask ask, const char *why_not)
+{
+	status.suspendable = ask;
+	snprintf(status.why_not, sizeof(status.why_not), "%s", why_not);
+}
+
+void cn_report_inside(const char *inside)
+{
+	snprintf(status.inside, sizeof(status.inside), "%s", inside);
+}
+
+void cn_report_gpu_now(const char *gpu_now, double mib, const char *model)
+{
+	struct cn_status *st = &status;
+
+	snprintf(st->gpu_now, sizeof(st->gpu_now), "%s", gpu_now);
+	st->gpu_now_mib = mib;
+	snprintf(st->gpu_model, sizeof(st->gpu_model), "%s", model);
+}
+
+void cn_report_host_room(double need_mib, double room_mib, const char *bound)
+{
+	struct cn_status *st = &status;
+
+	st->host_need_mib = need_mib;
+	st->host_room_mib = room_mib;
+	snprintf(st->host_bound, sizeof(st->host_bound), "%s", bound);
+}
+
+void cn_report_estimate(double suspend_s, double resume_s, const char *source)
+{
+	struct cn_status *st = &status;
+
+	st->est_suspend_s = suspend_s;
+	st->est_resume_s = resume_s;
+	snprintf(st->est_source, sizeof(st->est_source), "%s", source);
+}
+
+void cn_report_queried(void)
+{
+	struct cn_status *st = &status;
+
+	cn_report_time(st->query_time, sizeof(st->query_time), 0);
+	st->query_seq++;
+	describe_nccl(st); /* communicators made since the last action */
+	cn_report_write(); /* its timestamp stays the last action's */
 }
 
 void cn_report_waiting(const char *op, unsigned s)
 {
 	cn_log(&cn_ag.cfg, CN_LOG_ERROR,
 	       "the driver's %s has not answered after %u s; still waiting", op, s);
-	snprintf(cn_ag.st.message, sizeof(cn_ag.st.message),
-		 "waiting for the driver's %s since %u s", op, s);
+	snprintf(status.message, sizeof(status.message), "waiting for the driver's %s since %u s",
+		 op, s);
 	cn_report_publish();
 }
 
@@ -210,7 +383,7 @@ static bool napping(int action)
 static void run_hook(const struct cn_outcome *o)
 {
 	const struct cn_config *cfg = &cn_ag.cfg;
-	int action = cn_ag.st.action;
+	int action = status.action;
 	const char *hook = NULL, *event = NULL;
 	int rc;
 
@@ -222,8 +395,7 @@ static void run_hook(const struct cn_outcome *o)
 		hook = cfg->on_resumed, event = done_word(action);
 	if (!hook || !hook[0])
 		return;
-	rc = cn_hooks_run(cfg, hook, event, cn_status_state(&cn_ag.st),
-			  cn_status_result(&cn_ag.st));
+	rc = cn_hooks_run(cfg, hook, event, cn_status_state(&status), cn_status_result(&status));
 	if (rc == -ETIMEDOUT)
 		cn_log(cfg, CN_LOG_ERROR, "%s hook killed after %u ms", event,
 		       cfg->hook_timeout_ms);
@@ -240,7 +412,7 @@ static struct cn_outcome outcome_of(const struct cn_resp *r)
 	if (r->result == CUDA_ERROR_NOT_INITIALIZED || r->result == CN_RES_NO_DRIVER)
 		o.state = CN_STATE_NO_CUDA;
 	else if (o.state < CN_STATE_RUNNING || o.state > CN_STATE_FAILED)
-		o.state = cn_ag.st.state;
+		o.state = status.state;
 	return o;
 }
 
@@ -298,7 +470,7 @@ static void count_action(struct cn_status *st, const struct cn_outcome *o, bool 
 /* The status file, then the log line; the hook when asked. */
 static struct cn_outcome finish(const struct cn_resp *r, const char *message, bool already)
 {
-	struct cn_status *st = &cn_ag.st;
+	struct cn_status *st = &status;
 	struct cn_outcome o = outcome_of(r);
 	bool ok = o.result == CN_RES_OK;
 	char total[32], steps[200];
@@ -308,8 +480,8 @@ static struct cn_outcome finish(const struct cn_resp *r, const char *message, bo
 	st->busy = false;
 	st->seq++;
 	count_release(st);
-	cn_nccl_describe(st);
-	cn_report_shared(st);
+	describe_nccl(st);
+	cn_report_shared();
 	st->result = o.result;
 	snprintf(st->result_name, sizeof(st->result_name), "%s", o.result > 0 ? r->name : "");
 	snprintf(st->message, sizeof(st->message), "%s", message);
@@ -360,7 +532,7 @@ struct cn_outcome cn_report_fail(int result, const char *message)
 
 struct cn_outcome cn_report_outcome(void)
 {
-	return (struct cn_outcome){ cn_ag.st.state, cn_ag.st.result };
+	return (struct cn_outcome){ status.state, status.result };
 }
 
 /* An app's handler that re-raises our signal (faulthandler.register(..., chain=True) does) makes
@@ -371,9 +543,9 @@ bool cn_report_redundant(const struct cn_status *before, const struct cn_resp *r
 {
 	if (r->state < CN_STATE_RUNNING || r->state != before->state || before->busy)
 		return false;
-	cn_ag.st = *before;
-	cn_ag.st.seq++;
-	cn_nccl_describe(&cn_ag.st);
+	status = *before;
+	status.seq++;
+	describe_nccl(&status);
 	cn_report_publish();
 	cn_log(&cn_ag.cfg, CN_LOG_INFO, "%s", msg);
 	return true;
@@ -383,7 +555,7 @@ void cn_report_exit(void)
 {
 	pthread_mutex_lock(&publishing);
 	exiting = true;
-	cn_status_remove(cn_ag.cfg.status_dir, cn_ag.st.pid);
+	cn_status_remove(cn_ag.cfg.status_dir, status.pid);
 	unlink(calls_path);
 	pthread_mutex_unlock(&publishing);
 }

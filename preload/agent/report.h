@@ -52,8 +52,73 @@ void cn_report_exit(void);
 /* The same from _exit(), which may be called anywhere, a signal handler included: unlink only. */
 void cn_report_exit_now(void);
 
+/* The status as it stands, for reading: report.c alone writes it. */
+const struct cn_status *cn_report_status(void);
+
+/* Into the status, not written yet: the action's message (printf-like), a step's time. */
+void cn_report_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cn_report_step_ms(enum cn_step s, double ms);
+/* When the action's first driver call began (CLOCK_MONOTONIC ns). */
+void cn_report_call_ns(unsigned long long ns);
+/* The action's figures, by cn_report_figure: the host copy staged and its prefault, its unmap,
+ * what it holds in RAM and on disk, libcuda's big copies, the restore's reserve, the footprint at
+ * the checkpoint, what a light nap moved and in how long. */
+enum cn_report_figure {
+	CN_REPORT_STAGED_MIB,
+	CN_REPORT_PREFAULT_MS,
+	CN_REPORT_UNMAP_MS,
+	CN_REPORT_HOST_MIB,
+	CN_REPORT_DISK_MIB,
+	CN_REPORT_COPY_MIB,
+	CN_REPORT_COPY_MS,
+	CN_REPORT_RESERVE_MS,
+	CN_REPORT_FOOTPRINT_MIB,
+	CN_REPORT_LIGHT_MIB,
+	CN_REPORT_LIGHT_MS,
+};
+void cn_report_figure(enum cn_report_figure f, double v);
+/* The status's counters, each one more by cn_report_count. */
+enum cn_report_counter {
+	CN_REPORT_NAPS = CN_REPORT_LIGHT_MS + 1, /* numbered on: one table of both */
+	CN_REPORT_NAPS_IDLE,
+	CN_REPORT_NAPS_ASKED,
+	CN_REPORT_NAPS_ROOM,
+	CN_REPORT_WAKES,
+	CN_REPORT_RESTORES,
+	CN_REPORT_ROOMS_MADE,
+};
+void cn_report_count(enum cn_report_counter c);
+/* A prepared host copy held (host_mib), or not (-1). */
+void cn_report_prepared(bool prepared, double host_mib);
+
+/* The naps' fields: its nap state and why, for which process it napped (0 and < 0: not for
+ * one), how deep ("light", "full"), since how long ago its CUDA has been idle (cn_report_active:
+ * it works), the delay its last waking call saw. */
+void cn_report_nap(enum cn_nap state, const char *why);
+void cn_report_nap_for(int pid, double mib);
+void cn_report_nap_depth(const char *depth);
+void cn_report_idle_since(double ago_ms);
+void cn_report_active(void);
+void cn_report_wake_ms(double ms);
+
+/* A restored NCCL rank's neighbours of another job (beside.c), "" when none. */
+void cn_report_beside(const char *beside);
+
 /* The status's peer field: the access the process's GPUs have to each other's memory, then what
- * cudanap owns of it (cuda/peers.c, cuda/owned.c). */
-void cn_report_shared(struct cn_status *st);
+ * cudanap owns of it (cuda/peers.c, cuda/owned.c); more said after it. */
+void cn_report_shared(void);
+void cn_report_peer_more(const char *more);
+
+/* A query's fields (query.c): whether a suspend would go, and why not; a thread inside a call;
+ * where its memory is now (the list, in all, the first GPU's model); the room for its host copy
+ * (what it needs, what there is, which bound); the estimates and their source. */
+void cn_report_ask(enum cn_ask ask, const char *why_not);
+void cn_report_inside(const char *inside);
+void cn_report_gpu_now(const char *gpu_now, double mib, const char *model);
+void cn_report_host_room(double need_mib, double room_mib, const char *bound);
+void cn_report_estimate(double suspend_s, double resume_s, const char *source);
+/* The query answered: its time and count, the communicators made since the last action, the
+ * file written, its timestamp left the last action's. */
+void cn_report_queried(void);
 
 #endif

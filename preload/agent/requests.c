@@ -56,8 +56,8 @@ int cn_requests_call(uint32_t op, struct cn_resp *resp)
 		req.n_pids = (uint32_t)cn_beside_list(req.pids, CN_USERS_MAX, &only);
 		req.pids_only = only;
 	}
-	if (cn_channel_call(&req, resp) == 0 && !cn_ag.st.call_ns)
-		cn_ag.st.call_ns = resp->call_ns;
+	if (cn_channel_call(&req, resp) == 0 && !cn_report_status()->call_ns)
+		cn_report_call_ns(resp->call_ns);
 	return resp->result == CUDA_SUCCESS ? 0 : -1;
 }
 
@@ -76,7 +76,7 @@ bool cn_requests_state(struct cn_resp *r)
 	if (cn_requests_call(CN_OP_STATE, r) == 0)
 		return true;
 	snprintf(msg, sizeof(msg), "this process has not initialised CUDA: nothing to %s",
-		 cn_outcome_word(CN_OUTCOME_ACTION, cn_ag.st.action));
+		 cn_outcome_word(CN_OUTCOME_ACTION, cn_report_status()->action));
 	cn_report_finish(r, r->result == CUDA_ERROR_NOT_INITIALIZED ? msg : r->message);
 	return false;
 }
@@ -123,7 +123,7 @@ static void take_turn(void)
 			gpus[i] = cn_ag.use[i].uuid;
 	mv.turn = cn_turns_enter(cn_ag.cfg.status_dir, gpus, n, TURN_MAX_MS, &waited) == 0;
 	if (waited >= 0.1)
-		cn_ag.st.step_ms[CN_STEP_WAIT] = waited;
+		cn_report_step_ms(CN_STEP_WAIT, waited);
 	if (!mv.turn)
 		cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
 		       "restore turn in %s not had after %.0f ms: restoring without it",
@@ -180,8 +180,8 @@ int cn_requests_moving(uint32_t op, struct cn_resp *r)
 	if (mv.t_first_copy > 0)
 		log_phases(t0);
 	if (cs.hooked && cs.big_calls) {
-		cn_ag.st.copy_mib = (double)cs.big_bytes / (1 << 20);
-		cn_ag.st.copy_ms = cs.big_ms;
+		cn_report_figure(CN_REPORT_COPY_MIB, (double)cs.big_bytes / (1 << 20));
+		cn_report_figure(CN_REPORT_COPY_MS, cs.big_ms);
 	}
 	return rc;
 }

@@ -71,7 +71,7 @@ static int restore(struct cn_resp *r, unsigned wait_ms)
 		nanosleep(&tick, NULL);
 	}
 	if (tries)
-		cn_ag.st.step_ms[CN_STEP_WAIT] = cn_clock_ms() - t0 - r->elapsed_ms;
+		cn_report_step_ms(CN_STEP_WAIT, cn_clock_ms() - t0 - r->elapsed_ms);
 	return rc;
 }
 
@@ -108,7 +108,7 @@ static int read_back(struct cn_resp *r)
 
 	if (cn_hibernate_readback(cn_ag.hib_addr, cn_ag.hib_len, cn_ag.cfg.prefault_threads, &ms,
 				  msg, sizeof(msg)) == 0) {
-		cn_ag.st.step_ms[CN_STEP_READBACK] = ms;
+		cn_report_step_ms(CN_STEP_READBACK, ms);
 		return 0;
 	}
 	r->result = CN_RES_READBACK;
@@ -154,16 +154,16 @@ static int restore_step(struct cn_resp *r, unsigned wait_ms)
 		return -1;
 	}
 	cn_report_step(CN_STEP_RESTORE, r);
-	cn_ag.st.restores++;
+	cn_report_count(CN_REPORT_RESTORES);
 	/* A controller that died mid-restore left no word of where: the last is kept. */
 	if (r->result == CUDA_SUCCESS) {
 		peers_follow(r);
 		cn_state_moved(r);
 	}
-	cn_ag.st.reserve_ms = r->check_ms + r->hold_ms;
+	cn_report_figure(CN_REPORT_RESERVE_MS, r->check_ms + r->hold_ms);
 	cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
 	       "restore: %.1f ms checking room, %.1f ms holding memory, %.1f ms in the driver",
-	       r->check_ms, r->hold_ms, r->elapsed_ms - cn_ag.st.reserve_ms);
+	       r->check_ms, r->hold_ms, r->elapsed_ms - cn_report_status()->reserve_ms);
 	return 0;
 }
 
@@ -204,7 +204,7 @@ static void running_again(bool restored)
 	}
 	cn_staging_unmap_stats(&ss);
 	if (ss.bytes)
-		cn_ag.st.unmap_ms = ss.unmap_ms;
+		cn_report_figure(CN_REPORT_UNMAP_MS, ss.unmap_ms);
 	cn_report_gpus(false);
 }
 
@@ -225,7 +225,7 @@ static struct cn_outcome light_back(struct cn_resp *r, unsigned wait_ms, bool re
 		snprintf(msg, sizeof(msg), "%s", why);
 		return cn_report_finish(r, msg);
 	}
-	cn_ag.st.light_mib = -1;
+	cn_report_figure(CN_REPORT_LIGHT_MIB, -1);
 	r->result = CUDA_SUCCESS;
 	running_again(was_restored);
 	was_restored = false;
@@ -242,7 +242,7 @@ struct cn_outcome cn_resume(void)
 
 struct cn_outcome cn_resume_as(bool wake, const char *map, unsigned wake_wait_ms)
 {
-	struct cn_status before = cn_ag.st;
+	struct cn_status before = *cn_report_status();
 	bool from_disk = cn_ag.hib_addr != NULL, restored;
 	struct cn_outcome o;
 	struct cn_resp r;
@@ -284,6 +284,7 @@ struct cn_outcome cn_resume_as(bool wake, const char *map, unsigned wake_wait_ms
 	o = comms_resume(&r, wake);
 	if (o.result == CN_RES_OK)
 		cn_rates_record(cn_ag.model, from_disk ? CN_RATE_RESUME_DISK : CN_RATE_RESUME,
-				cn_ag.st.footprint_mib / 1024, cn_ag.st.total_ms / 1000);
+				cn_report_status()->footprint_mib / 1024,
+				cn_report_status()->total_ms / 1000);
 	return o;
 }

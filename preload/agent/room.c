@@ -285,7 +285,7 @@ static int make_one(const struct cn_room_need *need, const char *what, char *sai
 	}
 	if (free_bytes >= want) {
 		if (done) {
-			cn_ag.st.rooms_made++;
+			cn_report_count(CN_REPORT_ROOMS_MADE);
 			cn_log(&cn_ag.cfg, CN_LOG_INFO,
 			       "made room on GPU %d for %llu MiB (%s): napped %s in %.2f s", gpu,
 			       (unsigned long long)(need->bytes >> 20), what, napped,

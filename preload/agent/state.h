@@ -1,7 +1,7 @@
 /* state: what the agent knows of its process between actions. One per process, read and written by
  * the agent thread only, by these rooms of agent/, each field saying which: agent.c (at start and
- * in a forked child), reload.c, report.c, state.c, suspend.c, resume.c, prepare.c, requests.c,
- * nap.c and query.c. */
+ * in a forked child), reload.c, state.c, suspend.c, resume.c and prepare.c. What the status file
+ * says is report.c's alone (report.h). */
 #ifndef CN_STATE_H
 #define CN_STATE_H
 
@@ -15,10 +15,6 @@
 
 struct cn_agent {
 	struct cn_config cfg; /* agent.c at start; reload.c at each action */
-	/* What the status file says: report.c (the action, its outcome, where its memory is);
-	 * suspend.c, resume.c, prepare.c and requests.c (an action's steps and figures); nap.c (the
-	 * naps' fields); query.c (the query's fields). report.c writes the file. */
-	struct cn_status st;
 	/* What the process held per GPU at its last checkpoint, for the check before restore:
 	 * state.c (agent.c clears it). */
 	uint32_t n_use;

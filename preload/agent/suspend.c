@@ -59,20 +59,21 @@ static void hibernate_after(int rc, const struct cn_staging_stats *ss)
 	if (cn_hibernate_settle(ss->addr, ss->bytes, &hs, err, sizeof(err)) < 0) {
 		snprintf(cn_ag.hib_note, sizeof(cn_ag.hib_note), "%s", err);
 		if (cn_hibernate_fd() < 0) {
-			cn_ag.st.step_ms[CN_STEP_HIBERNATE] = cn_clock_ms() - t0;
+			cn_report_step_ms(CN_STEP_HIBERNATE, cn_clock_ms() - t0);
 			return; /* moved into RAM */
 		}
 	}
 	cn_ag.hib_addr = ss->addr;
 	cn_ag.hib_len = ss->bytes;
-	cn_ag.st.host_mib = (double)cn_hibernate_resident(ss->addr, ss->bytes) / (1 << 20);
-	cn_ag.st.disk_mib = (double)cn_hibernate_disk_bytes() / (1 << 20);
-	cn_ag.st.step_ms[CN_STEP_HIBERNATE] = cn_clock_ms() - t0;
+	cn_report_figure(CN_REPORT_HOST_MIB,
+			 (double)cn_hibernate_resident(ss->addr, ss->bytes) / (1 << 20));
+	cn_report_figure(CN_REPORT_DISK_MIB, (double)cn_hibernate_disk_bytes() / (1 << 20));
+	cn_report_step_ms(CN_STEP_HIBERNATE, cn_clock_ms() - t0);
 	cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
 	       "hibernate: %.0f MiB in %s, %.1f ms for the write-back under way, %.1f ms to sync, "
 	       "%.1f ms to page out; %.1f MiB left in RAM",
 	       (double)ss->bytes / (1 << 20), cn_hibernate_dir(), stop_ms, hs.write_ms,
-	       hs.pageout_ms, cn_ag.st.host_mib);
+	       hs.pageout_ms, cn_report_status()->host_mib);
 }
 
 /* The checkpoint call, with the host copy staged in huge pages when the INI asks for it, or in
@@ -101,11 +102,11 @@ static int checkpoint(struct cn_resp *r)
 	if (cn_ag.hib)
 		hibernate_after(rc, &ss);
 	if (ss.bytes) {
-		cn_ag.st.staged_mib = (double)ss.bytes / (1 << 20);
-		cn_ag.st.prefault_ms = ss.prefault_ms;
+		cn_report_figure(CN_REPORT_STAGED_MIB, (double)ss.bytes / (1 << 20));
+		cn_report_figure(CN_REPORT_PREFAULT_MS, ss.prefault_ms);
 		cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
 		       "host copy: %.0f MiB%s%s%s, %u prefault threads, %.1f ms",
-		       cn_ag.st.staged_mib, ss.file ? ", in the hibernate file" : "",
+		       cn_report_status()->staged_mib, ss.file ? ", in the hibernate file" : "",
 		       ss.huge ? ", huge pages" : "",
 		       ss.reused ? ", in a kept or prepared buffer" : "", ss.threads,
 		       ss.prefault_ms);
@@ -322,10 +323,10 @@ static struct cn_outcome suspended(bool nap, bool was_prepared, struct cn_resp *
 
 	cn_report_step(CN_STEP_CHECKPOINT, r);
 	if (cn_light_holding())
-		snprintf(cn_ag.st.nap_depth, sizeof(cn_ag.st.nap_depth), "full");
+		cn_report_nap_depth("full");
 	cn_state_remember(r);
 	cn_report_gpus(true);
-	cn_ag.st.footprint_mib = cn_state_footprint_mib();
+	cn_report_figure(CN_REPORT_FOOTPRINT_MIB, cn_state_footprint_mib());
 	if (r->note[0])
 		cn_log(&cn_ag.cfg, CN_LOG_INFO,
 		       "free GPU memory will not be checked before the restore: %s", r->note);
@@ -340,14 +341,15 @@ static struct cn_outcome suspended(bool nap, bool was_prepared, struct cn_resp *
 	if (!was_prepared) /* a prepared one only copies: not what the estimates are for */
 		cn_rates_record(cn_ag.model,
 				cn_ag.hib_addr ? CN_RATE_SUSPEND_DISK : CN_RATE_SUSPEND,
-				cn_ag.st.footprint_mib / 1024, cn_ag.st.total_ms / 1000);
+				cn_report_status()->footprint_mib / 1024,
+				cn_report_status()->total_ms / 1000);
 	return o;
 }
 
 /* Asleep already: a nap that wakes by itself, or a suspend. */
 static struct cn_outcome already(const struct cn_status *before, const struct cn_resp *r)
 {
-	const char *why = cn_outcome_nap_asleep(cn_ag.st.nap)
+	const char *why = cn_outcome_nap_asleep(cn_report_status()->nap)
 				  ? "napping already: it wakes at its next CUDA call that needs "
 				    "the GPU (cudanap resume wakes it now)"
 				  : "already suspended";
@@ -359,7 +361,7 @@ static struct cn_outcome already(const struct cn_status *before, const struct cn
 
 struct cn_outcome cn_suspend_light(unsigned lock_limit)
 {
-	struct cn_status before = cn_ag.st;
+	struct cn_status before = *cn_report_status();
 	struct cn_light_stats ls;
 	struct cn_resp r, u;
 	char msg[420], why[300];
@@ -403,29 +405,30 @@ struct cn_outcome cn_suspend_light(unsigned lock_limit)
 	if (rc < 0) {
 		/* A copy failed and not all could be put back: it naps, its wake puts the rest
 		 * back. */
-		snprintf(cn_ag.st.nap_depth, sizeof(cn_ag.st.nap_depth), "light");
-		cn_ag.st.light_mib = (double)cn_light_left(-1) / (1 << 20);
+		cn_report_nap_depth("light");
+		cn_report_figure(CN_REPORT_LIGHT_MIB, (double)cn_light_left(-1) / (1 << 20));
 		snprintf(msg, sizeof(msg), "napped lightly after a failure: %s", why);
 		cn_log(&cn_ag.cfg, CN_LOG_ERROR, "light nap: %s", why);
 		return cn_report_finish(&r, msg);
 	}
-	snprintf(cn_ag.st.nap_depth, sizeof(cn_ag.st.nap_depth), "light");
+	cn_report_nap_depth("light");
 	cn_log(&cn_ag.cfg, CN_LOG_INFO,
 	       "light nap: %.0f MiB in %zu pieces to the host in %.1f ms: %.1f ms waiting for %u "
 	       "threads to fault the host copy in, %.1f ms pinning it",
 	       (double)ls.bytes / (1 << 20), ls.spans, ls.ms, ls.wait_ms, ls.threads, ls.pin_ms);
-	cn_ag.st.light_mib = (double)ls.bytes / (1 << 20);
-	cn_ag.st.light_ms = ls.ms;
+	cn_report_figure(CN_REPORT_LIGHT_MIB, (double)ls.bytes / (1 << 20));
+	cn_report_figure(CN_REPORT_LIGHT_MS, ls.ms);
 	snprintf(msg, sizeof(msg),
 		 "napped lightly: %.0f MiB it owns copied to the host in %.1f ms (%.1f GB/s)%s",
-		 cn_ag.st.light_mib, ls.ms, ls.ms > 0 ? (double)ls.bytes / ls.ms / 1e6 : 0.0,
+		 cn_report_status()->light_mib, ls.ms,
+		 ls.ms > 0 ? (double)ls.bytes / ls.ms / 1e6 : 0.0,
 		 ls.kept ? "; a handle it maps twice or in part stays on the GPU" : "");
 	return cn_report_finish(&r, msg);
 }
 
 struct cn_outcome cn_suspend_as(bool nap, unsigned lock_limit)
 {
-	struct cn_status before = cn_ag.st;
+	struct cn_status before = *cn_report_status();
 	struct cn_resp r;
 	char msg[420];
 	bool was_prepared;
