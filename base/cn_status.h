@@ -142,8 +142,10 @@ void cn_status_init(struct cn_status *s, int pid);
 /* Start a new action: busy, no result yet, every step and measurement cleared. */
 void cn_status_new_action(struct cn_status *s, int action);
 int cn_status_format(const struct cn_status *s, char *buf, size_t len);
+/* Whether a light nap holds the process's host copy (its state is running meanwhile). */
+bool cn_status_light_held(const struct cn_status *s);
 /* The state's word, as every output says it: the driver's state, but "napping" for a process
- * checkpointed by a nap (cn_outcome.h). */
+ * checkpointed by a nap or napping lightly (cn_outcome.h). */
 const char *cn_status_state(const struct cn_status *s);
 /* The result's name, as the file says it: "ok", cudanap's own, the driver's name of a CUDA result
  * (as the process was told it, or read), "" while the action runs. */

@@ -176,15 +176,20 @@ static bool cuda_name(const char *n)
 	return true;
 }
 
+bool cn_status_light_held(const struct cn_status *s)
+{
+	/* From the light nap's outcome on, light_mib says what is on the host. */
+	return s->state == CN_STATE_RUNNING && strcmp(s->nap_depth, "light") == 0 &&
+	       s->light_mib > 0;
+}
+
 const char *cn_status_state(const struct cn_status *s)
 {
 	/* Asleep by a nap: its nap says so, or the nap that checkpointed it just ended (its nap
 	 * state is written right after). */
 	bool napping = (s->state == CN_STATE_CHECKPOINTED &&
 			(cn_outcome_nap_asleep(s->nap) || s->action == CN_ACTION_NAP)) ||
-		       /* A light nap holds its host copy (light_mib) from its outcome on. */
-		       (s->state == CN_STATE_RUNNING && strcmp(s->nap_depth, "light") == 0 &&
-			s->light_mib > 0);
+		       cn_status_light_held(s);
 
 	return cn_outcome_word(CN_OUTCOME_STATE, napping ? CN_STATE_NAPPING : s->state);
 }

@@ -368,9 +368,10 @@ static struct cn_outcome make_room(struct cn_outcome o)
 		need[u].uuid = cn_ag.use[u].uuid;
 		need[u].bytes = cn_ag.use[u].bytes;
 	}
-	r = cn_room_make(need, n < 0 ? (int)cn_ag.n_use : n, "its wake", why, sizeof(why));
+	r = cn_room_make(need, n < 0 ? (int)cn_ag.n_use : n, "its wake", n >= 0, why, sizeof(why));
 	if (r == 0) {
-		o = cn_resume_as(true, NULL, 0);
+		o = cn_resume_as(true, NULL, 0); /* copying in while the room comes (room.h) */
+		cn_room_settle();
 		cn_room_release();
 		nap.room_said = false;
 	} else if (!nap.room_said) {
@@ -459,7 +460,13 @@ void cn_nap_woken(double asked)
 	say(watched() ? CN_NAP_AWAKE : CN_NAP_OFF, "");
 	cn_report_write();
 	cn_status_steps(cn_report_status(), steps, sizeof(steps));
-	if (asked > 0)
+	if (asked > 0 && strcmp(cn_report_status()->nap_depth, "light") == 0)
+		cn_log(&cn_ag.cfg, CN_LOG_INFO,
+		       "woke for a driver call: %s; the call waited %.1f ms",
+		       cn_report_status()->message +
+			       (strncmp(cn_report_status()->message, "woken: ", 7) == 0 ? 7 : 0),
+		       cn_report_status()->last_wake_ms);
+	else if (asked > 0)
 		cn_log(&cn_ag.cfg, CN_LOG_INFO,
 		       "woke for a driver call: %.0f MiB back on the GPU in %.1f ms (%s); the call "
 		       "waited %.1f ms",

@@ -39,14 +39,20 @@ static void describe_nccl(struct cn_status *st)
  * tell it through the calls of report.h. */
 static struct cn_status status;
 
+/* What a light nap would give back now; -1 when it would nap fully. */
+static void light_able(void)
+{
+	status.light_able_mib = cn_ag.cfg.nap_depth != CN_DEPTH_FULL && !cn_ag.cfg.nap_to_disk
+					? (double)cn_owned_bytes() / (1 << 20)
+					: -1;
+}
+
 void cn_report_shared(void)
 {
 	struct cn_status *st = &status;
 	size_t o;
 
-	st->light_able_mib = cn_ag.cfg.nap_depth != CN_DEPTH_FULL && !cn_ag.cfg.nap_to_disk
-				     ? (double)cn_owned_bytes() / (1 << 20)
-				     : -1;
+	light_able();
 
 	cn_peers_describe(cn_ag.gpus, (int)cn_ag.n_gpus, st->peer, sizeof(st->peer));
 	o = strlen(st->peer);
@@ -266,6 +272,7 @@ void cn_report_nap_depth(const char *depth)
 void cn_report_idle_since(double ago_ms)
 {
 	cn_report_time(status.idle_since, sizeof(status.idle_since), ago_ms);
+	light_able(); /* what making room would take from it, as of the idleness it says */
 }
 
 void cn_report_active(void)

@@ -25,6 +25,7 @@
 #include "reload.h"
 #include "report.h"
 #include "requests.h"
+#include "room.h"
 #include "staging.h"
 #include "state.h"
 
@@ -216,7 +217,7 @@ static struct cn_outcome light_back(struct cn_resp *r, unsigned wait_ms, bool re
 	static bool was_restored; /* a restore's, whose host copy could not all go back then */
 	struct cn_light_stats ls;
 	char why[300], msg[420];
-	int rc = cn_light_in(wait_ms, &ls, why, sizeof(why));
+	int rc = cn_light_in(wait_ms, cn_room_coming, &ls, why, sizeof(why));
 
 	r->state = CN_STATE_RUNNING;
 	was_restored |= restored;

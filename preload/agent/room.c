@@ -75,19 +75,6 @@ void cn_room_config(void)
 	atomic_store(&on, cn_ag.cfg.nap_make_room);
 }
 
-void cn_room_reset(void)
-{
-	int fd = atomic_exchange(&turn_fd, -1);
-
-	if (fd >= 0)
-		close(fd); /* the parent's lock stays the parent's: its descriptor holds it */
-	pthread_mutex_init(&ask, NULL);
-	pthread_mutex_init(&mu, NULL);
-	pthread_cond_init(&cv, NULL);
-	memset(&req, 0, sizeof(req));
-	pending = failure_said = false;
-}
-
 /* ---- the turn ---- */
 
 /* The lock in the status dir, checked again now and used by its fd (cn_safe.h): 0, -EAGAIN when
@@ -137,6 +124,43 @@ struct cand {
 	uint64_t bytes;
 	double light_mib; /* what its light nap would give back; < 0: it naps fully */
 };
+
+/* An asked candidate's answer, read from its status: ANS_WAIT (none yet), ANS_NAPPED (napped,
+ * fully or lightly), ANS_NOT (it ended its action awake, or is gone). */
+enum answer { ANS_WAIT, ANS_NAPPED, ANS_NOT };
+
+/* ---- room made while this process copies in ----
+ * A light nap's wake needs its memory back piece by piece, and a light nap gives its memory
+ * back piece by piece: the candidates that make the room, when all of them nap lightly, are
+ * asked at once and not waited for; the wake copies in while they copy out, each piece mapped as
+ * soon as one of theirs is given back (both directions of the bus at once), trying again while
+ * cn_room_coming says a candidate has not answered yet; cn_room_settle, after the wake, waits for
+ * the answers, takes back the notes and says it. The agent thread's. */
+static struct {
+	int n;
+	struct cand c[CN_USERS_MAX];
+	double until[CN_USERS_MAX];
+	enum answer a[CN_USERS_MAX];
+	int gpu[CN_USERS_MAX];
+	uint64_t need[CN_USERS_MAX];
+	const char *what;
+	double t0, seen_ms;
+	bool coming;
+} over;
+
+void cn_room_reset(void)
+{
+	int fd = atomic_exchange(&turn_fd, -1);
+
+	if (fd >= 0)
+		close(fd); /* the parent's lock stays the parent's: its descriptor holds it */
+	pthread_mutex_init(&ask, NULL);
+	pthread_mutex_init(&mu, NULL);
+	pthread_cond_init(&cv, NULL);
+	memset(&req, 0, sizeof(req));
+	memset(&over, 0, sizeof(over));
+	pending = failure_said = false;
+}
 
 static int by_idle(const void *a, const void *b)
 {
@@ -203,45 +227,167 @@ static int users(const struct cn_uuid *uuid, struct cand *c, int n, uint64_t *fr
 	return 0;
 }
 
-/* Nap one candidate for this process, and wait for it: true when it naps. The candidates were
- * read a while ago (each nap before this one waited up to [lock] timeout_ms + 60 s): the signal
- * goes only to the process that wrote the status file (cn_proc_signal), never to one that got its
- * pid since, and a note it does not take (gone, or too late) is taken back. */
-static bool nap_one(const struct cand *c, uint64_t need, int gpu)
+/* A candidate asked to nap for this process: its note (what is needed, on which GPU), then its
+ * suspend signal. The candidates were read a while ago (each nap before this one waited up to
+ * [lock] timeout_ms + 60 s): the signal goes only to the process that wrote the status file
+ * (cn_proc_signal), never to one that got its pid since. False when it could not be asked (the
+ * note taken back). */
+static bool ask_one(const struct cand *c, uint64_t need, int gpu)
 {
-	double until = cn_clock_ms() + cn_ag.cfg.lock_timeout_ms + NAP_WAIT_MS;
 	char note[64], back[64];
 	union sigval v = { .sival_int = CN_SIGVAL_NAP };
-	struct cn_status s;
-	bool napped = false;
 
 	snprintf(note, sizeof(note), "%d %llu %d %u\n", (int)getpid(),
 		 (unsigned long long)(need >> 20), gpu, cn_ag.cfg.nap_min_idle_s);
 	if (cn_notes_put(cn_ag.cfg.status_dir, c->pid, CN_NOTE_NAP_FOR, note) < 0)
 		return false;
-	if (cn_proc_signal(c->pid, c->starttime, c->sig, &v) < 0)
-		goto take_back;
+	if (cn_proc_signal(c->pid, c->starttime, c->sig, &v) == 0)
+		return true;
+	cn_notes_take(cn_ag.cfg.status_dir, c->pid, CN_NOTE_NAP_FOR, back, sizeof(back));
+	return false;
+}
+
+static enum answer answer_of(const struct cand *c)
+{
+	struct cn_status s;
+
+	if (cn_status_read(cn_ag.cfg.status_dir, c->pid, &s) < 0 || s.starttime != c->starttime)
+		return ANS_NOT; /* gone */
+	if (s.seq <= c->seq || s.busy)
+		return ANS_WAIT;
+	return s.state == CN_STATE_CHECKPOINTED || cn_status_light_held(&s) ? ANS_NAPPED : ANS_NOT;
+}
+
+/* Its note taken back if it did not take it (gone, or too late). */
+static void take_back(const struct cand *c)
+{
+	char back[64];
+
+	cn_notes_take(cn_ag.cfg.status_dir, c->pid, CN_NOTE_NAP_FOR, back, sizeof(back));
+}
+
+/* Nap one candidate for this process, and wait for it: true when it naps. */
+static bool nap_one(const struct cand *c, uint64_t need, int gpu)
+{
+	double until = cn_clock_ms() + cn_ag.cfg.lock_timeout_ms + NAP_WAIT_MS;
+	enum answer a = ANS_NOT;
+
+	if (!ask_one(c, need, gpu))
+		return false;
 	while (cn_clock_ms() < until) {
 		struct timespec ts = { 0, 50 * 1000000L };
 
 		nanosleep(&ts, NULL);
-		if (cn_status_read(cn_ag.cfg.status_dir, c->pid, &s) < 0 ||
-		    s.starttime != c->starttime)
-			break; /* gone */
-		if (s.seq > c->seq && !s.busy) {
-			napped = s.state == CN_STATE_CHECKPOINTED;
+		a = answer_of(c);
+		if (a != ANS_WAIT)
 			break;
-		}
 	}
-take_back:
-	cn_notes_take(cn_ag.cfg.status_dir, c->pid, CN_NOTE_NAP_FOR, back, sizeof(back));
-	return napped;
+	take_back(c);
+	return a == ANS_NAPPED;
+}
+
+/* The candidates of one GPU, the longest idle first, that make the room with what is free: their
+ * count, or -1 when one of them would nap fully (the room is then made one nap at a time). */
+static int light_set(const struct cand *c, int n, uint64_t free_bytes, uint64_t want, int *pick)
+{
+	int k = 0;
+
+	for (int i = 0; i < n && free_bytes < want; i++) {
+		if (!c[i].bytes)
+			continue;
+		if (c[i].light_mib < 0)
+			return -1;
+		pick[k++] = i;
+		free_bytes += c[i].bytes;
+	}
+	return k;
+}
+
+/* The room asked of the candidates picked, each asked at once: 0, or -1 with said. */
+static int ask_all(const struct cand *c, const int *pick, int k, const struct cn_room_need *need,
+		   int gpu, char *said, size_t len)
+{
+	int asked = 0;
+
+	for (int j = 0; j < k && over.n < CN_USERS_MAX; j++) {
+		if (!ask_one(&c[pick[j]], need->bytes, gpu))
+			continue;
+		over.c[over.n] = c[pick[j]];
+		over.until[over.n] = cn_clock_ms() + cn_ag.cfg.lock_timeout_ms + NAP_WAIT_MS;
+		over.a[over.n] = ANS_WAIT;
+		over.gpu[over.n] = gpu;
+		over.need[over.n++] = need->bytes;
+		asked++;
+	}
+	if (asked)
+		return 0;
+	snprintf(said, len, "GPU %d: none of the idle processes picked could be asked to nap", gpu);
+	return -1;
+}
+
+bool cn_room_coming(void)
+{
+	double now = cn_clock_ms();
+
+	if (!over.coming || now - over.seen_ms < 20)
+		return over.coming;
+	over.seen_ms = now;
+	over.coming = false;
+	for (int i = 0; i < over.n; i++) {
+		if (over.a[i] == ANS_WAIT)
+			over.a[i] = now < over.until[i] ? answer_of(&over.c[i]) : ANS_NOT;
+		over.coming |= over.a[i] == ANS_WAIT;
+	}
+	return over.coming;
+}
+
+void cn_room_settle(void)
+{
+	char napped[400] = "";
+	int done = 0;
+
+	while (over.coming) {
+		struct timespec ts = { 0, 5 * 1000000L };
+
+		over.seen_ms = 0;
+		if (cn_room_coming())
+			nanosleep(&ts, NULL);
+	}
+	for (int i = 0; i < over.n; i++) {
+		size_t o = strlen(napped);
+
+		take_back(&over.c[i]);
+		if (over.a[i] != ANS_NAPPED) {
+			snprintf(napped + o, sizeof(napped) - o, "%s%d did not nap", o ? ", " : "",
+				 over.c[i].pid);
+			continue;
+		}
+		done++;
+		snprintf(napped + o, sizeof(napped) - o, "%s%d (%llu MiB, idle %.0f s)",
+			 o ? ", " : "", over.c[i].pid, (unsigned long long)(over.c[i].bytes >> 20),
+			 over.c[i].idle_s);
+	}
+	if (done) {
+		cn_report_count(CN_REPORT_ROOMS_MADE);
+		cn_log(&cn_ag.cfg, CN_LOG_INFO,
+		       "made room on GPU %d for %llu MiB (%s): napped %s in %.2f s, lightly, as it "
+		       "copied in",
+		       over.gpu[0], (unsigned long long)(over.need[0] >> 20), over.what, napped,
+		       (cn_clock_ms() - over.t0) / 1000);
+		cn_report_write();
+	} else {
+		cn_log(&cn_ag.cfg, CN_LOG_INFO, "no room made on GPU %d for %llu MiB (%s): %s",
+		       over.gpu[0], (unsigned long long)(over.need[0] >> 20), over.what, napped);
+	}
+	over.n = 0;
 }
 
 /* The room made on one GPU: 0 (room there), -1 (none to be made now). */
-static int make_one(const struct cn_room_need *need, const char *what, char *said, size_t len)
+static int make_one(const struct cn_room_need *need, const char *what, bool overlap, char *said,
+		    size_t len)
 {
 	struct cand c[CN_USERS_MAX];
+	int pick[CN_USERS_MAX], k;
 	uint64_t free_bytes, want = need->bytes + ((uint64_t)cn_ag.cfg.margin_mib << 20), can = 0;
 	double t0 = cn_clock_ms();
 	char napped[400] = "";
@@ -265,6 +411,10 @@ static int make_one(const struct cn_room_need *need, const char *what, char *sai
 			 gpu, (unsigned long long)(free_bytes >> 20),
 			 (unsigned long long)(can >> 20), (unsigned long long)(want >> 20));
 		return -1;
+	}
+	if (overlap && free_bytes < want && (k = light_set(c, n, free_bytes, want, pick)) > 0) {
+		over.what = what;
+		return ask_all(c, pick, k, need, gpu, said, len);
 	}
 	for (int i = 0; i < n && free_bytes < want; i++) {
 		size_t o = strlen(napped);
@@ -302,7 +452,8 @@ static int make_one(const struct cn_room_need *need, const char *what, char *sai
 	return -1;
 }
 
-int cn_room_make(const struct cn_room_need *need, int n, const char *what, char *why, size_t len)
+int cn_room_make(const struct cn_room_need *need, int n, const char *what, bool overlap, char *why,
+		 size_t len)
 {
 	int r;
 
@@ -314,11 +465,14 @@ int cn_room_make(const struct cn_room_need *need, int n, const char *what, char 
 	}
 	if (r < 0)
 		return -1;
+	over.n = 0;
+	over.t0 = over.seen_ms = cn_clock_ms();
 	for (int i = 0; i < n; i++)
-		if (make_one(&need[i], what, why, len) < 0) {
+		if (make_one(&need[i], what, overlap, why, len) < 0) {
 			cn_room_release();
 			return -1;
 		}
+	over.coming = over.n > 0;
 	return 0; /* the turn is kept until the room is used: cn_room_release */
 }
 
@@ -438,7 +592,7 @@ static void serve(void)
 	what = req.what;
 	until = req.until_ms;
 	pthread_mutex_unlock(&mu);
-	r = cn_room_make(&need, 1, what, why, sizeof(why));
+	r = cn_room_make(&need, 1, what, false, why, sizeof(why));
 	if (r == -EAGAIN && cn_clock_ms() < until) {
 		pending = true; /* tried again at the next tick */
 		return;

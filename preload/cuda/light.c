@@ -37,7 +37,8 @@ typedef CUresult (*copy_in_fn)(CUdeviceptr, const void *, size_t, void *);
 enum { ON_GPU, ON_HOST, MAPPED };
 
 /* The nap's host copy: its spans (owned.c), where each lies in it and is, which chunks are
- * pinned; the event that says each span's copy out is done. */
+ * pinned, and which chunks are ready (faulted in and their pinning tried: pin_r says how); the
+ * event that says each span's copy out is done. */
 static struct {
 	struct cn_owned_span *span;
 	size_t *at;
@@ -47,9 +48,11 @@ static struct {
 	char *host;
 	size_t bytes, chunks;
 	bool *pinned;
-	atomic_bool *faulted;
+	atomic_bool *ready;
+	CUresult *pin_r;
 	unsigned long long kept;
-	double wait_ms, pin_ms; /* the copy's waits for host pages, and its pinning */
+	double wait_ms;	      /* the copy's waits for chunks to be ready */
+	atomic_ullong pin_us; /* the pinning, in all threads */
 } L;
 
 /* The contexts the spans are copied through, a stream each. */
@@ -117,50 +120,53 @@ static size_t chunk_len(size_t c)
 
 static atomic_size_t next_fault;
 
-/* Chunk c's pages made (the kernel's zeroing is the cost: several threads share it). */
-static void fault_chunk(size_t c)
+/* Chunk c made ready: its pages made (the kernel's zeroing is the first cost), then pinned (the
+ * second); the threads that do it share both, the copy waits only for the chunk it reaches. */
+static void ready_chunk(size_t c, bool populate)
 {
+	CUresult (*reg)(void *, size_t, unsigned) = drv(CN_FN_IDX_cuMemHostRegister_v2);
 	char *p = L.host + c * CHUNK;
 	size_t len = chunk_len(c);
+	double t0;
 
-	if (madvise(p, len, MADV_POPULATE_WRITE) != 0)
+	if (populate && madvise(p, len, MADV_POPULATE_WRITE) != 0)
 		for (size_t o = 0; o < len; o += 4096)
 			p[o] = 0;
-	atomic_store(&L.faulted[c], true);
+	t0 = cn_clock_ms();
+	L.pin_r[c] = reg(p, len, CU_MEMHOSTREGISTER_PORTABLE);
+	L.pinned[c] = L.pin_r[c] == CUDA_SUCCESS;
+	atomic_fetch_add(&L.pin_us, (unsigned long long)((cn_clock_ms() - t0) * 1000));
+	atomic_store(&L.ready[c], true);
 }
 
-/* A fault thread: the next chunk not taken yet, until none is left. */
-static void *fault(void *arg)
+/* A thread that readies chunks: the next chunk not taken yet, until none is left. The pinning is
+ * portable: any of the app's contexts is current for it. */
+static void *readier(void *arg)
 {
 	size_t c;
 
-	(void)arg;
+	set_ctx(arg);
 	while ((c = atomic_fetch_add(&next_fault, 1)) < L.chunks)
-		fault_chunk(c);
+		ready_chunk(c, true);
+	set_ctx(NULL);
 	return NULL;
 }
 
-/* Chunk c faulted in (by the threads, or here without them) and pinned. */
+/* Chunk c ready (by the threads, or here without them; pinned again after cn_light_unpin): how
+ * its pinning went. */
 static CUresult pin(size_t c, bool threads)
 {
-	CUresult (*reg)(void *, size_t, unsigned) = drv(CN_FN_IDX_cuMemHostRegister_v2);
 	struct timespec nap = { 0, 20000 };
-	CUresult r;
-
-	double t0 = cn_clock_ms(), t1;
+	double t0 = cn_clock_ms();
 
 	if (L.pinned[c])
 		return CUDA_SUCCESS;
-	while (threads && !atomic_load(&L.faulted[c]))
+	while (threads && !atomic_load(&L.ready[c]))
 		nanosleep(&nap, NULL);
-	if (!atomic_load(&L.faulted[c]))
-		fault_chunk(c);
-	t1 = cn_clock_ms();
-	r = reg(L.host + c * CHUNK, chunk_len(c), CU_MEMHOSTREGISTER_PORTABLE);
-	L.pinned[c] = r == CUDA_SUCCESS;
-	L.wait_ms += t1 - t0;
-	L.pin_ms += cn_clock_ms() - t1;
-	return r;
+	if (!threads)
+		ready_chunk(c, !atomic_load(&L.ready[c]));
+	L.wait_ms += cn_clock_ms() - t0;
+	return L.pin_r[c];
 }
 
 /* Through a context of the app's (the driver asks for one). */
@@ -186,7 +192,8 @@ static void drop(bool keep)
 	free(L.where);
 	free(L.ev);
 	free(L.pinned);
-	free((void *)L.faulted);
+	free((void *)L.ready);
+	free(L.pin_r);
 	memset(&L, 0, sizeof(L));
 }
 
@@ -252,11 +259,12 @@ static int lay_out(unsigned long long margin, char *why, size_t len)
 	L.bytes = total;
 	L.chunks = (total + CHUNK - 1) / CHUNK;
 	L.pinned = calloc(L.chunks, sizeof(*L.pinned));
-	L.faulted = calloc(L.chunks, sizeof(*L.faulted));
+	L.ready = calloc(L.chunks, sizeof(*L.ready));
+	L.pin_r = calloc(L.chunks, sizeof(*L.pin_r));
 	L.host = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (L.host == MAP_FAILED)
 		L.host = NULL;
-	if (!L.at || !L.pinned || !L.faulted || !L.host) {
+	if (!L.at || !L.pinned || !L.ready || !L.pin_r || !L.host) {
 		snprintf(why, len, "no host memory for a copy of %zu MiB", total >> 20);
 		return -1;
 	}
@@ -370,10 +378,10 @@ static void name_error(CUresult r, const char *what, char *why, size_t len)
 /* ---- the nap and the wake ---- */
 
 /* What is on the host put back: each span given back made anew and mapped (trying again for
- * wait_ms while the GPU has no room), each copied back, the copies waited for; the host copy
- * dropped once all is back. CUDA_SUCCESS, or the driver's answer with *at the span it stopped
- * at: what is mapped stays, and the next try copies it again. */
-static CUresult put_back(unsigned wait_ms, size_t *at)
+ * wait_ms, and while coming says so, while the GPU has no room), each copied back, the copies
+ * waited for; the host copy dropped once all is back. CUDA_SUCCESS, or the driver's answer with
+ * *at the span it stopped at: what is mapped stays, and the next try copies it again. */
+static CUresult put_back(unsigned wait_ms, bool (*coming)(void), size_t *at)
 {
 	double until = cn_clock_ms() + wait_ms;
 	struct timespec nap = { 0, 2000000 };
@@ -383,7 +391,8 @@ static CUresult put_back(unsigned wait_ms, size_t *at)
 	for (i = 0; r == CUDA_SUCCESS && i < L.n; i++) {
 		if (L.where[i] == ON_HOST) {
 			r = cn_owned_take(&L.span[i]);
-			if (r == CUDA_ERROR_OUT_OF_MEMORY && cn_clock_ms() < until) {
+			if (r == CUDA_ERROR_OUT_OF_MEMORY &&
+			    (cn_clock_ms() < until || (coming && coming()))) {
 				nanosleep(&nap, NULL);
 				r = CUDA_SUCCESS;
 				i--;
@@ -432,7 +441,7 @@ int cn_light_out(unsigned long long margin, struct cn_light_stats *st, char *why
 	}
 	atomic_store(&next_fault, 0);
 	while (n_th < FAULTERS && n_th + 1 < (unsigned)(cpus > 1 ? cpus : 2) && n_th < L.chunks &&
-	       pthread_create(&th[n_th], NULL, fault, NULL) == 0)
+	       pthread_create(&th[n_th], NULL, readier, L.span[0].ctx) == 0)
 		n_th++;
 	/* Span i copied out while the one LAG before it, copied, is released: the copy engine
 	 * never waits for a release. */
@@ -443,9 +452,14 @@ int cn_light_out(unsigned long long margin, struct cn_light_stats *st, char *why
 				r = mark(i);
 		}
 		if (r == CUDA_SUCCESS && i >= LAG) {
+			double c0 = cn_clock_ms(), t1;
+
 			r = copied(i - LAG);
+			t1 = cn_clock_ms();
+			st->copy_ms += t1 - c0;
 			if (r == CUDA_SUCCESS)
 				r = cn_owned_give(&L.span[i - LAG]);
+			st->give_ms += cn_clock_ms() - t1;
 			if (r == CUDA_SUCCESS)
 				L.where[i - LAG] = ON_HOST;
 		}
@@ -461,7 +475,7 @@ int cn_light_out(unsigned long long margin, struct cn_light_stats *st, char *why
 		name_error(r, "copying its memory to the host", why, len);
 		streams_done();
 		drop_events();
-		if (put_back(0, &at) != CUDA_SUCCESS)
+		if (put_back(0, NULL, &at) != CUDA_SUCCESS)
 			snprintf(why + strlen(why), len - strlen(why),
 				 "; part of it stays on the host until its wake");
 		return -1;
@@ -471,12 +485,13 @@ int cn_light_out(unsigned long long margin, struct cn_light_stats *st, char *why
 	st->spans = L.n;
 	st->threads = n_th;
 	st->wait_ms = L.wait_ms;
-	st->pin_ms = L.pin_ms;
+	st->pin_ms = (double)atomic_load(&L.pin_us) / 1000;
 	st->ms = cn_clock_ms() - t0;
 	return 0;
 }
 
-int cn_light_in(unsigned wait_ms, struct cn_light_stats *st, char *why, size_t len)
+int cn_light_in(unsigned wait_ms, bool (*coming)(void), struct cn_light_stats *st, char *why,
+		size_t len)
 {
 	const char *lack = missing();
 	double t0 = cn_clock_ms();
@@ -493,7 +508,7 @@ int cn_light_in(unsigned wait_ms, struct cn_light_stats *st, char *why, size_t l
 	}
 	bytes = L.bytes;
 	spans = L.n;
-	r = put_back(wait_ms, &at);
+	r = put_back(wait_ms, coming, &at);
 	if (r == CUDA_ERROR_OUT_OF_MEMORY) {
 		snprintf(why, len, "no room on GPU %d for its %zu MiB still on the host",
 			 L.span[at].dev, (size_t)(cn_light_left(L.span[at].dev) >> 20));

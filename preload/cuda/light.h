@@ -7,26 +7,29 @@
 #include <stddef.h>
 
 /* What one move took: bytes moved, bytes owned that stay on the GPU (a split handle mapped twice
- * or in part), its pieces, the time; of a copy out, the threads that faulted the host copy in, the
- * copy's waits for them, and the pinning. */
+ * or in part), its pieces, the time; of a copy out, the threads that faulted the host copy in and
+ * pinned it, the copy's waits for them (wait_ms), the pinning's time in all of them (pin_ms), its
+ * waits for the copies of pieces (copy_ms) and the pieces' release (give_ms). */
 struct cn_light_stats {
 	unsigned long long bytes, kept;
 	size_t spans;
 	unsigned threads;
-	double ms, wait_ms, pin_ms;
+	double ms, wait_ms, pin_ms, copy_ms, give_ms;
 };
 
-/* The memory cudanap owns copied into host memory (faulted in by threads of its own, pinned by
- * chunks) and given back to the driver, piece by piece as each is copied; its work done first
+/* The memory cudanap owns copied into host memory (faulted in and pinned by chunks, by threads of
+ * its own) and given back to the driver, piece by piece as each is copied; its work done first
  * by the caller. 0; -1 with why when it could not be (the host lacks the copy and margin bytes,
  * nothing is owned, a copy failed: what was given back is put back, the process runs on; when
  * even that fails, cn_light_holding says so and the wake puts back the rest). */
 int cn_light_out(unsigned long long margin, struct cn_light_stats *st, char *why, size_t len);
 
 /* The host copy put back: new memory at the same addresses, with the same access, copied in.
- * 0 (nothing was held counts); 1 with why when the GPU has no room, after trying for wait_ms
- * (what was put back stays, the rest waits for the next try); -1 with why on an error. */
-int cn_light_in(unsigned wait_ms, struct cn_light_stats *st, char *why, size_t len);
+ * 0 (nothing was held counts); 1 with why when the GPU has no room, after trying for wait_ms and
+ * while coming (NULL: never) says room is still being made (what was put back stays, the rest
+ * waits for the next try); -1 with why on an error. */
+int cn_light_in(unsigned wait_ms, bool (*coming)(void), struct cn_light_stats *st, char *why,
+		size_t len);
 
 /* Whether a light nap's host copy is held; what of it is not back on device dev yet (-1: any). */
 bool cn_light_holding(void);

@@ -3,6 +3,8 @@
 for bit); between lines only the framework's own threads run.
 
 usage: nap_session.py torch GIB   GIB GiB of tensors; the result: their checksums
+       nap_session.py later GIB   the same, its tensors made at its first line (a notebook
+                                  that allocates in a later cell)
        nap_session.py hf          a small GPT-2 (random weights, seeded) as a server; the result:
                                   8 tokens generated greedily from one prompt
        nap_session.py cupy GIB    the same with CuPy's memory pool
@@ -12,14 +14,24 @@ import os
 import sys
 
 kind = sys.argv[1]
-if kind == "torch":
+if kind in ("torch", "later"):
     import torch
 
     gib = int(sys.argv[2])
-    chunks = [torch.arange(1 << 28, device="cuda", dtype=torch.float32).mul_(i + 1).remainder_(977)
-              for i in range(gib)]  # 1 GiB each
+    chunks = []
+
+    def make():
+        chunks[:] = [torch.arange(1 << 28, device="cuda", dtype=torch.float32).mul_(i + 1)
+                     .remainder_(977) for i in range(gib)]  # 1 GiB each
+
+    if kind == "torch":
+        make()
+    else:
+        torch.zeros(1, device="cuda")  # the context only, until the first line
 
     def work():
+        if not chunks:
+            make()
         total = sum(float(c.double().sum()) for c in chunks)
         x = chunks[0][:4096].reshape(64, 64)
         return f"{total:.1f} {float((x @ x).sum()):.1f}"
@@ -58,7 +70,8 @@ else:
         total = sum(float(h.sum(dtype=jnp.float32)) for h in held)
         return float(f(a)).hex() + f" {total:.1f}"
 
-work()
+if kind != "later":
+    work()
 print("ready", os.getpid(), flush=True)
 for line in sys.stdin:
     if line.strip() == "compute":

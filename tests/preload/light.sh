@@ -7,7 +7,8 @@
 # at once, and either wakes whole. Without room on its GPU the wake waits and says so (a resume
 # fails in one line, the process still napping); without the host memory for the copy the nap is
 # refused and the process runs on, its memory untouched; a copy out that fails puts everything
-# back, one back that fails is tried again; two wakes at once each put back their own.
+# back, one back that fails is tried again; two wakes at once each put back their own; making room
+# for a light nap's wake naps lightly, the copy out beside the copy in.
 . "$(dirname "$0")/../lib.sh"
 export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake CUDANAP_FAKE_GPUS=2
 export CUDANAP_FAKE_GPU_MIB=4000 # memory counted: what is freed shows
@@ -180,6 +181,57 @@ is "$(words G):$(words H)" "7 307 606 42:7 307 606 42" "each with its own memory
 for p in G H; do ask $p quit; done
 wait "$G_pid" "$H_pid" 2> /dev/null
 rm -f "$T/fake/$G_pid".* "$T/fake/$H_pid".*
+
+# -- make_room with light naps: the process napped for a wake copies out while the wake copies in
+# (one GPU of 4000 MiB: P's context while it naps, Q's 1600 and 1000 more leave 400 of the 600 P
+# needs)
+export CUDANAP_FAKE_GPUS=1
+write_ini "[nap]" "depth = light" "make_room = true" "min_idle_s = 1" "[restore]" "margin_mib = 0" \
+	"[log]" "level = info"
+fill1() { # fill1 NAME: 600 MiB by cuMemAlloc, owned, words written
+	local off
+	ask "$1" "drv vmm use 0"
+	ask "$1" "drv alloc export 600"
+	for off in 0 300 599; do ask "$1" "drv vmm word A $off $((off + 7))"; done
+}
+words1() { # words1 NAME: fill1's words read back
+	local got= off
+	for off in 0 300 599; do
+		ask "$1" "drv vmm word A $off"
+		got+="${REPLY#vmm word 0 } "
+	done
+	echo "${got% }"
+}
+start P "$TARGET"
+start Q "$TARGET"
+fill1 P
+fill1 Q
+cli2 nap "$P_pid"
+check "P napped lightly" eventually 10 light_napped "$P_pid"
+ask Q "drv alloc export 1000"
+is "$REPLY" "alloc 0" "Q takes the room P gave back"
+for off in 0 300 599; do ask Q "drv vmm word A $off $((off + 7))"; done # A: its 1000 MiB now
+idle_q() { [ -n "$(field "$Q_pid" idle_since)" ] && [ "$(field "$Q_pid" light_able_mib)" = 1600.000 ]; }
+check "Q's status says what its light nap would give back" eventually 10 idle_q
+sleep 1.2 # Q idle for min_idle_s
+ask P "drv launch export 5" 30
+is "$REPLY" "launch 0" "P's call wakes it: room made by napping Q"
+check "P woken" woke "$P_pid"
+is "$(words1 P)" "7 307 606" "P's memory back, intact"
+check "Q napped lightly for it" eventually 10 light_napped "$Q_pid"
+is "$(field "$Q_pid" nap_for_pid)" "$P_pid" "Q's status: for P"
+like "$(cat "$T/P.err")" "made room on GPU 0 for [0-9]+ MiB \(its wake\): napped $Q_pid \(1600 MiB, idle [0-9]+ s\) in [0-9.]+ s, lightly, as it copied in" \
+	"P's log: Q napped lightly while P copied in"
+is "$(field "$P_pid" rooms_made)" 1 "P's status: room made once"
+sleep 1.2 # P idle for min_idle_s
+ask Q "drv launch export 5" 30
+is "$REPLY" "launch 0" "Q's call wakes it, napping P in turn"
+is "$(words1 Q)" "7 307 606" "Q's memory back, intact"
+check "P napped lightly for Q" eventually 10 light_napped "$P_pid"
+for p in P Q; do ask $p quit; done
+wait "$P_pid" "$Q_pid" 2> /dev/null
+rm -f "$T/fake/$P_pid".* "$T/fake/$Q_pid".*
+export CUDANAP_FAKE_GPUS=2
 
 # -- the host lacks room for the copy: refused, nothing moved
 write_ini "[nap]" "depth = light" "[preflight]" "host_margin_mib = 16000000"

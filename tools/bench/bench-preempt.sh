@@ -20,7 +20,7 @@ lines() { grep -c '^probe ' "$1" 2> /dev/null; }
 probing() { [ "$(lines "$1")" -ge 3 ]; } # B has printed its first three seconds
 # one NAME ACTION: A and B started, B's first seconds let by, ACTION on A, B's longest wait after
 one() {
-	local a b n0 worst failed
+	local a b n0 worst failed out
 	if [ "$2" = cudanap ] || [ "$2" = light ]; then
 		"$CUDANAP" run -c "$T/$([ "$2" = light ] && echo light || echo job).ini" -- \
 			"$SPINPROBE" spin "$MS" > "$T/$1.a" 2>&1 &
@@ -33,11 +33,12 @@ one() {
 	eventually 60 probing "$T/$1.b" || echo "$1: the probe printed nothing in 60 s" >&2
 	n0=$(lines "$T/$1.b")
 	case $2 in
-	cudanap) "$CUDANAP" suspend -t 60 "$a" > /dev/null && "$CUDANAP" resume -t 60 "$a" > /dev/null ;;
-	light) "$CUDANAP" nap -c "$T/light.ini" -t 60 "$a" > /dev/null &&
-		"$CUDANAP" resume -c "$T/light.ini" -t 60 "$a" > /dev/null ;;
-	restore | lock) "$SPINPROBE" "$2" "$a" ;;
-	esac || echo "$1: the $2 on A failed" >&2
+	cudanap) out=$("$CUDANAP" suspend -t 60 "$a" 2>&1 && "$CUDANAP" resume -t 60 "$a" 2>&1) ;;
+	light) out=$("$CUDANAP" nap -c "$T/light.ini" -t 60 "$a" 2>&1 &&
+		"$CUDANAP" resume -c "$T/light.ini" -t 60 "$a" 2>&1) ;;
+	restore | lock) out=$("$SPINPROBE" "$2" "$a" 2>&1) ;;
+	esac || echo "$1: the $2 on A failed: $(echo "$out" | tail -n 1)" >&2
+	[ "$2" != light ] || echo "$1: $(echo "$out" | head -n 1)" >&2
 	sleep "$WINDOW" # the window B's waits are taken over
 	worst=$(grep '^probe ' "$T/$1.b" | tail -n +$((n0 + 1)) | awk '$2 > w { w = $2 } END { print w + 0 }')
 	kill -9 "$a" "$b" 2> /dev/null

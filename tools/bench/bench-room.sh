@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# bench-room: three notebook-like PyTorch sessions (tests/gpu/nap_session.py, fed through pipes) of
-# GIB GiB each on one GPU that holds two of them (GIB: 38 % of the GPU, 30 on an 80 GB H100).
-# Without [nap] make_room the third one's allocation fails; with it, ROUNDS (10) rounds of one cell
-# per session, in turn, each session napping another to make room for its wake: first with full
-# naps (the driver's checkpoint), then with light naps ([nap] depth = light: what cudanap owns
-# moved to the host, the context kept), the medians side by side at the end. Every cell's result
-# is compared with a session that had the GPU alone; each cell's time, its wake's and whom it
-# napped are printed. Run through `ninja -C build bench-room`.
+# bench-room: notebook-like sessions (tests/gpu/nap_session.py, fed through pipes) of GIB GiB each
+# on one GPU that holds two of them (GIB: 38 % of the GPU, 30 on an 80 GB H100). Without [nap]
+# make_room the third one's allocation fails; with it, ROUNDS (10) rounds of one cell per session,
+# in turn, each session napping another to make room for its wake: three PyTorch sessions with
+# full naps (the driver's checkpoint), the same with light naps ([nap] depth = light: what cudanap
+# owns moved to the host, the context kept, the napped session's copy out beside the waking one's
+# copy in), then four sessions of mixed frameworks with light naps (PyTorch; CuPy; PyTorch that
+# allocates at its first cell; JAX, its pool preallocated at GIB of the GPU by
+# XLA_PYTHON_CLIENT_MEM_FRACTION); the medians side by side at the end. A PyTorch cell is compared
+# with a session that had the GPU alone, every cell with its session's first; each cell's time,
+# its wake's and whom it napped are printed. MIXED=0 leaves the mixed sessions out, MIXED_ROUNDS
+# (ROUNDS) is their rounds. Run through
+# `ninja -C build bench-room`.
 set -u
-ROUNDS=${ROUNDS:-10} MIN_IDLE=${MIN_IDLE:-1}
+ROUNDS=${ROUNDS:-10} MIN_IDLE=${MIN_IDLE:-1} MIXED=${MIXED:-1}
+MIXED_ROUNDS=${MIXED_ROUNDS:-$ROUNDS}
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../tests/lib.sh"
 nvidia-smi -L > /dev/null 2>&1 || { echo "bench-room: needs a GPU" >&2; exit 1; }
@@ -46,47 +52,66 @@ fi
 echo "without make_room: the third session's start fails: $(grep -m 1 -o 'OutOfMemoryError: .*' "$T/N3.err" | cut -c 1-110)"
 stop N1 N2
 
-# with make_room, naps of DEPTH
+# with make_room: rounds LABEL DEPTH KIND...: a session per KIND (nap_session.py's, "jax" with its
+# pool at GIB), ROUNDS rounds of a cell each, with naps of DEPTH
 bad=0 cells=0
 declare -A cell_ms wake_ms
+frac=$(awk -v g="$GIB" -v t="$total" 'BEGIN { printf "%.3f", g * 1024 / t }')
 rounds() {
-local depth=$1 r s pid before t0 ms victim wake
-echo "-- [nap] depth = $depth"
+local label=$1 depth=$2 r s pid t0 ms victim wake n=0 kind
+shift 2
+local -a names=() kinds=("$@")
+local -A first=()
+echo "-- $label: [nap] depth = $depth, sessions: $*"
 write_ini "[nap]" "make_room = true" "min_idle_s = $MIN_IDLE" "depth = $depth" "[log]" "level = info"
-for s in S1 S2 S3; do
+for kind in "${kinds[@]}"; do
+	n=$((n + 1))
+	s=S$n
+	names+=("$s")
 	t0=$(date +%s%N)
-	start $s "$py" "$session" torch "$GIB"
+	case $kind in
+	jax) start $s env XLA_PYTHON_CLIENT_MEM_FRACTION="$frac" "$py" "$session" jax $((GIB / 2)) ;;
+	*) start $s "$py" "$session" "$kind" "$GIB" ;;
+	esac
 	eval "pid=\$${s}_pid"
-	printf 'start %s (%d): %.2f s\n' "$s" "$pid" "$((($(date +%s%N) - t0) / 1000000))e-3"
+	printf 'start %s %s (%d): %.2f s\n' "$s" "$kind" "$pid" "$((($(date +%s%N) - t0) / 1000000))e-3"
 done
-printf '%5s %7s %8s %8s %8s  %s\n' round session cell_s wake_s naps "napped for it"
-for r in $(seq "$ROUNDS"); do
-	for s in S1 S2 S3; do
+printf '%5s %7s %6s %8s %8s %8s  %s\n' round session kind cell_s wake_s naps "napped for it"
+for r in $(seq "$([ "$label" = mixed ] && echo "$MIXED_ROUNDS" || echo "$ROUNDS")"); do
+	for n in "${!names[@]}"; do
+		s=${names[$n]} kind=${kinds[$n]}
 		eval "pid=\$${s}_pid"
 		before=$(grep -c "made room" "$T/$s.err")
 		t0=$(date +%s%N)
 		ask $s compute 300
 		ms=$((($(date +%s%N) - t0) / 1000000))
 		cells=$((cells + 1))
-		[ "$REPLY" = "$ref" ] || { bad=$((bad + 1)); echo "round $r $s: got '$REPLY'" >&2; }
+		[ -n "${first[$s]:-}" ] || first[$s]=$REPLY
+		if [ "$REPLY" != "${first[$s]}" ] || [ -z "$REPLY" ] ||
+			{ [ "$kind" = torch ] && [ "$REPLY" != "$ref" ]; }; then
+			bad=$((bad + 1))
+			echo "round $r $s ($kind): got '$REPLY', its first cell '${first[$s]}'" >&2
+		fi
 		victim=$(grep "made room" "$T/$s.err" | tail -n +$((before + 1)) | grep -o 'napped [0-9]* ([0-9]* MiB' | tr '\n' ' ')
 		wake=$(field "$pid" last_wake_ms)
-		cell_ms[$depth]+=" $ms"
-		[ "$r" -eq 1 ] || [ -z "$victim" ] || wake_ms[$depth]+=" $wake"
-		printf '%5d %7s %8.2f %8s %8s  %s\n' "$r" "$s" "${ms}e-3" \
+		cell_ms[$label]+=" $ms"
+		[ "$r" -eq 1 ] || [ -z "$victim" ] || wake_ms[$label]+=" $wake"
+		printf '%5d %7s %6s %8.2f %8s %8s  %s\n' "$r" "$s" "$kind" "${ms}e-3" \
 			"$(awk -v w="${wake:-}" 'BEGIN { if (w == "" || w == "null") print "-"; else printf "%.2f", w / 1000 }')" \
 			"$(field "$pid" naps_room)/$(field "$pid" wakes)" "${victim:--}"
 	done
 done
-echo "out-of-memory errors ($depth): $(cat "$T"/S?.err | grep -c OutOfMemoryError)"
-stop S1 S2 S3
+echo "out-of-memory errors ($label): $(cat "$T"/S?.err | grep -c -e OutOfMemoryError -e 'out of memory' -e RESOURCE_EXHAUSTED)"
+grep -h "light nap: " "$T"/S?.err | tail -n 2 | sed 's/^/  /'
+stop "${names[@]}"
 rm -f "$T"/S?.err
 }
-rounds full
-rounds light
-echo "cells: $cells, results equal to the session alone: $((cells - bad))"
+rounds full full torch torch torch
+rounds light light torch torch torch
+[ "$MIXED" = 0 ] || rounds mixed light torch cupy later jax
+echo "cells: $cells, right (each as its session's first, PyTorch's as a session alone): $((cells - bad))"
 m() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { if (NR) printf "%.2f", (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2) / 1000; else print "-" }'; }
-printf '%-34s %10s %10s\n' "" "full naps" "light naps"
-printf '%-34s %10s %10s\n' "median cell, s (every cell)" "$(m <<< "${cell_ms[full]}")" "$(m <<< "${cell_ms[light]}")"
-printf '%-34s %10s %10s\n' "median wake that made room, s" "$(m <<< "${wake_ms[full]:-}")" "$(m <<< "${wake_ms[light]:-}")"
+printf '%-34s %10s %10s %10s\n' "" "full naps" "light naps" "mixed"
+printf '%-34s %10s %10s %10s\n' "median cell, s (every cell)" "$(m <<< "${cell_ms[full]}")" "$(m <<< "${cell_ms[light]}")" "$(m <<< "${cell_ms[mixed]:-}")"
+printf '%-34s %10s %10s %10s\n' "median wake that made room, s" "$(m <<< "${wake_ms[full]:-}")" "$(m <<< "${wake_ms[light]:-}")" "$(m <<< "${wake_ms[mixed]:-}")"
 [ "$bad" -eq 0 ]
