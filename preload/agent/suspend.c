@@ -413,11 +413,13 @@ struct cn_outcome cn_suspend_light(unsigned lock_limit)
 	}
 	cn_report_nap_depth("light");
 	cn_log(&cn_ag.cfg, CN_LOG_INFO,
-	       "light nap: %.0f MiB in %zu pieces to the host in %.1f ms: %.1f ms waiting for %u "
-	       "thread%s that fault in and pin the host copy (%.1f ms of their time pinning), %.1f "
-	       "ms for the copies, %.1f ms giving the pieces back",
-	       (double)ls.bytes / (1 << 20), ls.spans, ls.ms, ls.wait_ms, ls.threads,
-	       ls.threads == 1 ? "" : "s", ls.pin_ms, ls.copy_ms, ls.give_ms);
+	       "light nap: %.0f MiB in %zu pieces to the host in %.1f ms: %.1f ms laying it out, "
+	       "%.1f ms waiting for %u thread%s that fault in and pin the host copy (%.1f ms of "
+	       "their time pinning), %.1f ms issuing the copies, %.1f ms waiting for them, %.1f ms "
+	       "giving the pieces back, %.1f ms ending",
+	       (double)ls.bytes / (1 << 20), ls.spans, ls.ms, ls.lay_ms, ls.wait_ms, ls.threads,
+	       ls.threads == 1 ? "" : "s", ls.pin_ms, ls.issue_ms, ls.copy_ms, ls.give_ms,
+	       ls.end_ms);
 	cn_report_figure(CN_REPORT_LIGHT_MIB, (double)ls.bytes / (1 << 20));
 	cn_report_figure(CN_REPORT_LIGHT_MS, ls.ms);
 	snprintf(msg, sizeof(msg),

@@ -443,13 +443,17 @@ int cn_light_out(unsigned long long margin, struct cn_light_stats *st, char *why
 	while (n_th < FAULTERS && n_th + 1 < (unsigned)(cpus > 1 ? cpus : 2) && n_th < L.chunks &&
 	       pthread_create(&th[n_th], NULL, readier, L.span[0].ctx) == 0)
 		n_th++;
+	st->lay_ms = cn_clock_ms() - t0;
 	/* Span i copied out while the one LAG before it, copied, is released: the copy engine
 	 * never waits for a release. */
 	for (i = 0; r == CUDA_SUCCESS && i < L.n + LAG; i++) {
 		if (i < L.n) {
+			double c0 = cn_clock_ms();
+
 			r = copy(i, true, n_th > 0);
 			if (r == CUDA_SUCCESS)
 				r = mark(i);
+			st->issue_ms += cn_clock_ms() - c0;
 		}
 		if (r == CUDA_SUCCESS && i >= LAG) {
 			double c0 = cn_clock_ms(), t1;
@@ -464,6 +468,7 @@ int cn_light_out(unsigned long long margin, struct cn_light_stats *st, char *why
 				L.where[i - LAG] = ON_HOST;
 		}
 	}
+	st->end_ms = cn_clock_ms();
 	atomic_store(&next_fault, L.chunks); /* the fault threads stop at their next chunk */
 	for (unsigned k = 0; k < n_th; k++)
 		pthread_join(th[k], NULL);
@@ -487,6 +492,8 @@ int cn_light_out(unsigned long long margin, struct cn_light_stats *st, char *why
 	st->wait_ms = L.wait_ms;
 	st->pin_ms = (double)atomic_load(&L.pin_us) / 1000;
 	st->ms = cn_clock_ms() - t0;
+	st->issue_ms -= L.wait_ms;
+	st->end_ms = cn_clock_ms() - st->end_ms;
 	return 0;
 }
 

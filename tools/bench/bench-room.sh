@@ -10,7 +10,7 @@
 # XLA_PYTHON_CLIENT_MEM_FRACTION); the medians side by side at the end. A PyTorch cell is compared
 # with a session that had the GPU alone, every cell with its session's first; each cell's time,
 # its wake's and whom it napped are printed. MIXED=0 leaves the mixed sessions out, MIXED_ROUNDS
-# (ROUNDS) is their rounds. Run through
+# (ROUNDS) is their rounds, SECTIONS (full light mixed) picks. Run through
 # `ninja -C build bench-room`.
 set -u
 ROUNDS=${ROUNDS:-10} MIN_IDLE=${MIN_IDLE:-1} MIXED=${MIXED:-1}
@@ -23,14 +23,20 @@ py=${PYTHON:-python3}
 total=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -n 1)
 GIB=${GIB:-$((total * 38 / 100 / 1024))}
 session="$here/../../tests/gpu/nap_session.py"
-stop() { # stop NAME...: a session ends at the end of its input
-	local s fd pid
+stop() { # stop NAME...: a session ends at the end of its input (one still there after 60 s, said)
+	local s fd pid t0
 	for s in "$@"; do
 		eval "fd=\$${s}_in pid=\$${s}_pid"
+		t0=$(date +%s%N)
 		exec {fd}>&-
-		timeout 60 tail --pid="$pid" -f /dev/null
+		timeout 60 tail --pid="$pid" -f /dev/null ||
+			echo "$s ($pid) still there 60 s after its input ended: $(tail -n 3 "$T/$s.err" | tr '\n' ' ')" >&2
+		[ $((($(date +%s%N) - t0) / 1000000)) -lt 5000 ] ||
+			echo "$s ($pid) took $((($(date +%s%N) - t0) / 1000000)) ms to end" >&2
 	done
 }
+# Cut off (a time limit): what each session said last.
+trap 'for f in "$T"/*.err; do echo "== $f"; tail -n 6 "$f" | cut -c 1-400; done >&2; exit 1' TERM INT
 echo "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1); $total MiB; 3 sessions of $GIB GiB"
 
 # the reference: one session with the GPU to itself
@@ -106,9 +112,13 @@ grep -h "light nap: " "$T"/S?.err | tail -n 2 | sed 's/^/  /'
 stop "${names[@]}"
 rm -f "$T"/S?.err
 }
-rounds full full torch torch torch
-rounds light light torch torch torch
-[ "$MIXED" = 0 ] || rounds mixed light torch cupy later jax
+for section in ${SECTIONS:-full light mixed}; do
+	case $section in
+	full) rounds full full torch torch torch ;;
+	light) rounds light light torch torch torch ;;
+	mixed) [ "$MIXED" = 0 ] || rounds mixed light torch cupy later jax ;;
+	esac
+done
 echo "cells: $cells, right (each as its session's first, PyTorch's as a session alone): $((cells - bad))"
 m() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { if (NR) printf "%.2f", (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2) / 1000; else print "-" }'; }
 printf '%-34s %10s %10s %10s\n' "" "full naps" "light naps" "mixed"
