@@ -102,9 +102,11 @@ struct cn_resp {
 	 * request's pids, as for CN_OP_RESTORE; 0: none), for the same, and for a restored NCCL
 	 * rank's warning that another job's process shares its GPUs (preload/agent/beside.c). */
 	int32_t gpu_beside[CN_MAX_GPUS];
-	/* CN_OP_USERS: what each of pids holds on the GPU (NVML's; 0 for none), and its free
-	 * memory (result not CUDA_SUCCESS when NVML could not say). */
+	/* CN_OP_USERS: what each of pids holds on the GPU (NVML's; 0 for none), the host memory
+	 * a nap's copy of it could take now (as CN_OP_QUERY's host_room; 0 when not known), and
+	 * the GPU's free memory (result not CUDA_SUCCESS when NVML could not say). */
 	uint64_t pid_bytes[CN_USERS_MAX];
+	uint64_t pid_host[CN_USERS_MAX];
 	uint64_t free_bytes;
 };
 

@@ -97,8 +97,9 @@ static int host_room(const struct cn_req *req, struct cn_resp *resp)
 	return -1;
 }
 
-/* CN_OP_USERS: what each process asked about holds on one GPU, and what is free there, for a
- * process making room (preload/agent/room.c). NVML alone: no driver call. */
+/* CN_OP_USERS: what each process asked about holds on one GPU and the host room for its nap, and
+ * what is free there, for a process making room (preload/agent/room.c). NVML and /proc alone: no
+ * driver call. */
 static void users(const struct cn_req *req, struct cn_resp *resp)
 {
 	struct cn_gpu_use use[CN_MAX_GPUS];
@@ -111,6 +112,9 @@ static void users(const struct cn_req *req, struct cn_resp *resp)
 		for (int j = 0; j < k; j++)
 			if (cn_uuid_eq(&use[j].uuid, &req->use[0].uuid))
 				resp->pid_bytes[i] = use[j].bytes;
+		if (cn_hostmem_room(req->pids[i], "/proc", "/sys/fs/cgroup", &resp->pid_host[i],
+				    why, sizeof(why)) < 0)
+			resp->pid_host[i] = 0;
 	}
 	k = cn_nvml_gpus(resp->gpus, CN_MAX_GPUS, why, sizeof(why));
 	resp->n_gpus = k > 0 ? (uint32_t)k : 0;

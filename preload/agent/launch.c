@@ -2,8 +2,8 @@
  *
  * posix_spawn, not fork: the app is multi-threaded and may hold gigabytes, and a vfork-and-exec
  * neither runs the app's atfork handlers nor copies its memory. Every child gets default signal
- * dispositions, an empty mask, stdin on /dev/null and an LD_PRELOAD without cudanap, so that it
- * is never a job itself. Called from the agent thread only: the buffers are its own. */
+ * dispositions, an empty mask, stdin on /dev/null, none of the app's other descriptors but its
+ * own fd 3, and an LD_PRELOAD without cudanap, so that it is never a job itself. Called from the agent thread only: the buffers are its own. */
 #define _GNU_SOURCE
 #include "launch.h"
 
@@ -95,6 +95,9 @@ int cn_launch_spawn(const struct cn_launch_spawn *s, pid_t *pid)
 	}
 	if (s->fd3 >= 0)
 		posix_spawn_file_actions_adddup2(&fa, s->fd3, 3); /* dup2 clears close-on-exec */
+	/* The app's descriptors without close-on-exec (a pipe its parent waits on for an end)
+	 * stay the app's: a helper holding one would keep that end away. */
+	posix_spawn_file_actions_addclosefrom_np(&fa, s->fd3 >= 0 ? 4 : 3);
 	r = posix_spawn(pid, s->path, &fa, &at, s->argv, envp);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);

@@ -121,7 +121,8 @@ struct cand {
 	unsigned long long starttime;
 	unsigned long seq;
 	double idle_s;
-	uint64_t bytes;
+	uint64_t bytes;	  /* what its nap would give back on the GPU */
+	uint64_t host;	  /* the host memory its nap's copy could take (0: not known) */
 	double light_mib; /* what its light nap would give back; < 0: it naps fully */
 };
 
@@ -184,8 +185,12 @@ static bool take(const struct cn_status *s, void *arg)
 	if (s->state != CN_STATE_RUNNING || s->busy || cn_outcome_nap_asleep(s->nap) ||
 	    s->nap == CN_NAP_REFUSED || idle < 0 || idle < cn_ag.cfg.nap_min_idle_s)
 		return true;
-	cs->c[cs->n++] = (struct cand){ s->pid, s->suspend_signal, s->starttime, s->seq, idle,
-					0,	s->light_able_mib };
+	cs->c[cs->n++] = (struct cand){ .pid = s->pid,
+					.sig = s->suspend_signal,
+					.starttime = s->starttime,
+					.seq = s->seq,
+					.idle_s = idle,
+					.light_mib = s->light_able_mib };
 	return cs->n < cs->max;
 }
 
@@ -218,6 +223,7 @@ static int users(const struct cn_uuid *uuid, struct cand *c, int n, uint64_t *fr
 
 		/* A light nap gives back what cudanap owns: its context stays. */
 		c[i].bytes = c[i].light_mib >= 0 && light < r.pid_bytes[i] ? light : r.pid_bytes[i];
+		c[i].host = r.pid_host[i];
 	}
 	*free_bytes = r.free_bytes;
 	*gpu = -1;
@@ -382,6 +388,31 @@ void cn_room_settle(void)
 	over.n = 0;
 }
 
+/* The candidates whose nap the host has no memory for, taken out (their bytes 0), in the order
+ * they would be napped until free_bytes reach want: each nap's copy ([preflight] host_margin_mib
+ * beside it) and those of the ones before it must fit in its host room. What they hold. */
+static uint64_t host_fit(struct cand *c, int n, uint64_t free_bytes, uint64_t want)
+{
+	uint64_t margin = (uint64_t)cn_ag.cfg.host_margin_mib << 20, spent = 0, out = 0;
+
+	for (int i = 0; i < n && free_bytes < want; i++) {
+		if (!c[i].bytes)
+			continue;
+		if (c[i].host && c[i].host < spent + c[i].bytes + margin) {
+			cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
+			       "make_room: %d's nap needs %llu MiB of host memory, %llu MiB there",
+			       c[i].pid, (unsigned long long)((c[i].bytes + margin) >> 20),
+			       (unsigned long long)((c[i].host - spent) >> 20));
+			out += c[i].bytes;
+			c[i].bytes = 0;
+			continue;
+		}
+		spent += c[i].bytes;
+		free_bytes += c[i].bytes;
+	}
+	return out;
+}
+
 /* The room made on one GPU: 0 (room there), -1 (none to be made now). */
 static int make_one(const struct cn_room_need *need, const char *what, bool overlap, char *said,
 		    size_t len)
@@ -389,27 +420,36 @@ static int make_one(const struct cn_room_need *need, const char *what, bool over
 	struct cand c[CN_USERS_MAX];
 	int pick[CN_USERS_MAX], k;
 	uint64_t free_bytes, want = need->bytes + ((uint64_t)cn_ag.cfg.margin_mib << 20), can = 0;
+	uint64_t no_host;
 	double t0 = cn_clock_ms();
-	char napped[400] = "";
+	char napped[400] = "", host_said[200] = "";
 	int n = candidates(c, CN_USERS_MAX), gpu, done = 0;
 
 	if (users(&need->uuid, c, n, &free_bytes, &gpu) < 0) {
 		snprintf(said, len, "NVML cannot say what is free on the GPU");
 		return -1;
 	}
+	no_host = host_fit(c, n, free_bytes, want);
 	for (int i = 0; i < n; i++) {
 		cn_log(&cn_ag.cfg, CN_LOG_DEBUG, "make_room: candidate %d, idle %.1f s, %llu MiB",
 		       c[i].pid, c[i].idle_s, (unsigned long long)(c[i].bytes >> 20));
 		can += c[i].bytes;
 	}
+	if (no_host)
+		snprintf(host_said, sizeof(host_said),
+			 "; %llu MiB more are held by idle processes whose nap's copy the host has "
+			 "no memory for ([preflight] host_margin_mib included)",
+			 (unsigned long long)(no_host >> 20));
 	/* No nap that cannot make the room: the call fails, or the wake waits, at once. */
-	if (can && free_bytes + can < want) {
-		snprintf(said, len,
-			 "GPU %d has %llu MiB free and its idle processes would give back %llu MiB "
-			 "by napping, %llu MiB wanted ([restore] margin_mib included): no process "
-			 "napped",
-			 gpu, (unsigned long long)(free_bytes >> 20),
-			 (unsigned long long)(can >> 20), (unsigned long long)(want >> 20));
+	if ((can || no_host) && free_bytes + can < want) {
+		snprintf(
+			said, len,
+			"GPU %d has %llu MiB free and its idle processes would give back %llu MiB "
+			"by napping, %llu MiB wanted ([restore] margin_mib included)%s: no process "
+			"napped",
+			gpu, (unsigned long long)(free_bytes >> 20),
+			(unsigned long long)(can >> 20), (unsigned long long)(want >> 20),
+			host_said);
 		return -1;
 	}
 	if (overlap && free_bytes < want && (k = light_set(c, n, free_bytes, want, pick)) > 0) {
@@ -448,6 +488,7 @@ static int make_one(const struct cn_room_need *need, const char *what, bool over
 		 "GPU %d has %llu MiB free, %llu MiB wanted ([restore] margin_mib included); %s",
 		 gpu, (unsigned long long)(free_bytes >> 20), (unsigned long long)(want >> 20),
 		 napped[0] ? napped
+		 : no_host ? "no idle process of this user there whose nap the host has memory for"
 			   : "no process of this user there idle for [nap] min_idle_s to nap");
 	return -1;
 }

@@ -6,7 +6,8 @@
 # active less than min_idle_s ago is never napped (the wake waits, as without make_room, and goes
 # on once one is idle), nor one with a thread inside a driver call; one that cannot nap (managed
 # memory) refuses and the next is napped; two wakes at once take turns; without make_room the
-# allocation fails as before; the status says who was napped for whom, and counts naps by cause.
+# allocation fails as before, and so does one whose naps the host has no memory for; the status
+# says who was napped for whom, and counts naps by cause.
 . "$(dirname "$0")/../lib.sh"
 export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake CUDANAP_FAKE_GPU_MIB=4000
 mkdir "$T/fake"
@@ -157,5 +158,15 @@ is "$REPLY" "alloc 2" "9000 MiB on a GPU of 4000: out of memory, as without make
 is "$(field "$E_pid" state)" running "E was not napped for it"
 like "$(cat "$T/F.err")" "GPU 0 has [0-9]+ MiB free and its idle processes would give back [0-9]+ MiB by napping, 9000 MiB wanted \(\[restore\] margin_mib included\): no process napped" \
 	"F's log says why, in one line"
-for p in A B C D E F; do ask "$p" quit 10; done
+
+# -- room whose naps the host cannot hold: nobody napped, the call fails at once and says why
+write_ini "[nap]" "make_room = true" "min_idle_s = 1" "[restore]" "margin_mib = 0" \
+	"[preflight]" "host_margin_mib = 16000000" "[log]" "level = info"
+start G "$TARGET"
+ask G "drv alloc export 1500" 20
+is "$REPLY" "alloc 2" "1500 MiB that a nap of E would free, but not the host's memory: out of memory"
+is "$(field "$E_pid" state)" running "E was not napped for it"
+like "$(cat "$T/G.err")" "GPU 0 has [0-9]+ MiB free and its idle processes would give back 0 MiB by napping, 1500 MiB wanted \(\[restore\] margin_mib included\); [0-9]+ MiB more are held by idle processes whose nap's copy the host has no memory for \(\[preflight\] host_margin_mib included\): no process napped" \
+	"G's log says why, in one line"
+for p in A B C D E F G; do ask "$p" quit 10; done
 finish

@@ -28,8 +28,11 @@ is "$out" "nested deeper" "pipes in nested subshells survive the preload"
 # -- the controller: started at the first request, adopted by init, gone with the target
 # a process's controllers by their argument, its pid: another suite's run beside this one has its own
 ctl_of() { pgrep -f "^cudanap-ctl $1\$"; }
+exec {leak}> "$T/leak" # a descriptor the app inherits without close-on-exec
 start A "$TARGET" || diag "target did not start"
+exec {leak}>&-
 pid=$A_pid
+check "the app holds the inherited descriptor" bash -c "ls -l /proc/$pid/fd | grep -q '$T/leak'"
 is "$(ctl_of "$pid" | wc -w)" 0 "no controller before the first signal"
 kill -USR1 "$pid"
 settle "$pid" 1
@@ -37,7 +40,7 @@ ctl=$(ctl_of "$pid")
 check "one controller started by the first signal" test "$(echo "$ctl" | wc -w)" -eq 1
 ppid=$(ps -o ppid= -p "$ctl" | tr -d ' ')
 check "the controller is not the app's child" test "$ppid" != "$pid"
-is "$(ls /proc/"$ctl"/fd | sort -n | tr '\n' ' ')" "0 1 2 3 " "the controller holds only stdio and its socket"
+is "$(ls /proc/"$ctl"/fd | sort -n | tr '\n' ' ')" "0 1 2 3 " "the controller holds only stdio and its socket, none of the app's inherited descriptors"
 is "$(readlink /proc/"$ctl"/fd/1)" /dev/null "the controller's stdout is /dev/null"
 check "the app has no zombie child left from starting it" \
 	bash -c "! ps -o stat= --ppid $pid | grep -q Z"

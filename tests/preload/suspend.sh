@@ -7,7 +7,9 @@ mkdir "$T/fake"
 write_ini "[hooks]" \
 	"on_suspended = env > $T/hook.suspended; ls /proc/self/fd > $T/hook.fds" \
 	"on_resumed = echo \$CUDANAP_EVENT \$CUDANAP_STATE \$CUDANAP_RESULT > $T/hook.resumed"
+exec {leak}> "$T/leak" # a descriptor the app inherits without close-on-exec: not the hooks'
 check "target starts under cudanap run" start A "$TARGET"
+exec {leak}>&-
 pid=$A_pid
 check "status file written at start" test -f "$T/status/$pid.json"
 is "$(stat -c %a "$T/status/$pid.json")" 600 "status file is mode 0600"
@@ -28,7 +30,7 @@ like "$(cat "$T/hook.suspended" 2>/dev/null)" "CUDANAP_EVENT=suspended" "on_susp
 like "$(grep -E '^CUDANAP_(PID|STATE|RESULT)=' "$T/hook.suspended" | sort | tr '\n' ' ')" \
 	"CUDANAP_PID=$pid CUDANAP_RESULT=ok CUDANAP_STATE=checkpointed" "hook environment"
 check "hook has no cudanap in LD_PRELOAD" bash -c "! grep -q '^LD_PRELOAD=.*libcudanap' '$T/hook.suspended'"
-is "$(wc -l < "$T/hook.fds" 2>/dev/null)" 4 "hook inherits only stdio (plus ls's own fd)"
+is "$(wc -l < "$T/hook.fds" 2>/dev/null)" 4 "hook inherits only stdio (plus ls's own fd), none of the app's other descriptors"
 
 ask A write 1
 is "$REPLY" "" "the target's CUDA calls block while suspended"
