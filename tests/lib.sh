@@ -20,6 +20,9 @@ is() { # is GOT WANT DESCRIPTION
 like() { # like GOT REGEX DESCRIPTION
 	if [[ $1 =~ $2 ]]; then ok 0 "$3"; else ok 1 "$3"; diag "got '$1', want /$2/"; fi
 }
+unlike() { # unlike GOT REGEX DESCRIPTION
+	if [[ $1 =~ $2 ]]; then ok 1 "$3"; diag "got '$1', which matches /$2/"; else ok 0 "$3"; fi
+}
 todo() { # todo REASON DESCRIPTION COMMAND...: a known failure (TAP TODO), or a race the driver
 	# loses at times: a pass is reported as news, not as the suite's failure
 	local why=$1 d=$2; shift 2

@@ -246,6 +246,12 @@ void cn_nap_now(void)
 	char for_whom[64];
 	bool room = cn_requests_take(CN_NOTE_NAP_FOR, for_whom, sizeof(for_whom)) > 0;
 
+	if (cn_gate_leaving() && !nap.napping) {
+		/* exit() runs its handlers: what a nap would move is freed in a moment anyway */
+		cn_report_begin(CN_ACTION_NAP);
+		cn_report_fail(CN_RES_REFUSED, "not napped: it is exiting");
+		return;
+	}
 	if (room && room_refused(for_whom))
 		return;
 	nap.active_ms = cn_clock_ms();
@@ -300,7 +306,7 @@ void cn_nap_tick(void)
 		cn_report_write();
 	}
 	if (cn_ag.cfg.nap_idle_s && now - nap.active_ms >= cn_ag.cfg.nap_idle_s * 1000.0 &&
-	    now >= nap.not_before)
+	    now >= nap.not_before && !cn_gate_leaving())
 		go(false, NULL);
 }
 

@@ -12,7 +12,10 @@
  * - cuCtxSetCurrent: kept for the calling thread and made current for real at its next call that
  *   enters the driver; cuCtxGetCurrent on that thread answers the kept context. The thread's
  *   calls take the slow path until then (its depth is raised: gate.h).
- * Everything else wakes the process. */
+ * Everything else wakes the process, but in a process leaving: the handlers exit() runs
+ * (libraries' teardown: unloading modules, releasing contexts) get CUDA_ERROR_DEINITIALIZED, as
+ * the driver answers while it shuts down, instead of a wake that would restore gigabytes to be
+ * freed at once, and make room for them by napping others. */
 #define _GNU_SOURCE
 #include "answers.h"
 
@@ -93,6 +96,18 @@ void *cn_answers_fn(unsigned idx)
 	if (strcmp(name, "cuCtxGetCurrent") == 0)
 		return (void *)kept_current;
 	return (void *)done;
+}
+
+static CUresult deinitialized(void)
+{
+	return CUDA_ERROR_DEINITIALIZED;
+}
+
+void *cn_answers_leaving_fn(unsigned idx)
+{
+	void *fn = cn_answers_fn(idx);
+
+	return fn ? fn : (void *)deinitialized;
 }
 
 void cn_answers_capture(int d)

@@ -8,6 +8,7 @@
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,6 +48,7 @@ static double longest_ms;
 static atomic_int nap_phase;
 static void (*nap_wake)(void);
 static atomic_bool wake_asked;
+static atomic_bool leaving; /* exit() runs its handlers */
 /* While it holds: which calls go on. */
 static _Atomic(bool (*)(unsigned, const void *)) hold_lets;
 
@@ -68,6 +70,11 @@ static void thread_gone(void *p)
 	cn_gate_tl.checked_in = false;
 }
 
+static void leave(void)
+{
+	atomic_store(&leaving, true);
+}
+
 static void init(void)
 {
 	/* Decided once, before any thread has a record: the fast path reads it unlocked. */
@@ -76,6 +83,7 @@ static void init(void)
 	cn_gate_fence = true;
 #endif
 	pthread_key_create(&exit_key, thread_gone);
+	atexit(leave);
 }
 
 void cn_gate_check_in(void)
@@ -165,10 +173,13 @@ static void outside(void)
 static void *napping(unsigned idx)
 {
 	int phase = atomic_load(&nap_phase);
-	void *answer = phase == CN_GATE_NAP_ASLEEP ? cn_answers_fn(idx) : NULL;
+	bool gone = atomic_load(&leaving);
+	void *answer = phase != CN_GATE_NAP_ASLEEP ? NULL
+		       : gone			   ? cn_answers_leaving_fn(idx)
+						   : cn_answers_fn(idx);
 
 	if (answer || phase == CN_GATE_NAP_NONE ||
-	    (phase == CN_GATE_NAP_CLOSING && cn_answers_can(idx)))
+	    (phase == CN_GATE_NAP_CLOSING && (gone || cn_answers_can(idx))))
 		return answer;
 	if (!atomic_exchange(&wake_asked, true) && nap_wake)
 		nap_wake();
@@ -203,6 +214,11 @@ void *cn_gate_pass(unsigned idx, const void *caller)
 		held--;
 		pthread_mutex_unlock(&mu);
 	}
+}
+
+bool cn_gate_leaving(void)
+{
+	return atomic_load(&leaving);
 }
 
 void cn_gate_nap(enum cn_gate_nap phase, void (*wake)(void))

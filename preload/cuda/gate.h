@@ -78,6 +78,11 @@ unsigned long cn_gate_work(void);
 enum cn_gate_nap { CN_GATE_NAP_NONE, CN_GATE_NAP_CLOSING, CN_GATE_NAP_ASLEEP };
 void cn_gate_nap(enum cn_gate_nap phase, void (*wake)(void));
 
+/* Whether the process is leaving: exit() runs its handlers (an atexit handler of the gate's,
+ * registered at the app's first driver call, after the libraries' own, so run before theirs).
+ * A nap then asks for no wake: its calls are answered (cuda/answers.c), and it is not napped. */
+bool cn_gate_leaving(void);
+
 /* When (cn_clock_ms) a query of the app's (cuEventQuery, cuStreamQuery) last found its work not
  * done; 0: never. wrap.c. */
 double cn_wrap_busy_ms(void);

@@ -15,8 +15,12 @@
  * private copy) and makes a communicator NAME of NRANKS ranks; "nccl loop MS" all-reduces on every
  * communicator every MS ms in a thread of its own (every other step in a group), each step waiting
  * for the other ranks' as a training loop's synchronisation does; "nccl steps" says how many steps
- * and how many failed operations so far. */
+ * and how many failed operations so far.
+ * With $TARGET_TEARDOWN set, an exit handler registered before the first driver call (as a CUDA
+ * runtime's is) waits $TARGET_TEARDOWN_MS (0) ms, then launches a "kernel" and writes "launch RC"
+ * into that file: a library's teardown at exit. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <signal.h>
@@ -315,12 +319,31 @@ static int ipc_command(const char *what)
 	return -1;
 }
 
+static void teardown(void)
+{
+	const char *ms = getenv("TARGET_TEARDOWN_MS");
+	struct timespec ts = { 0, 0 };
+
+	if (ms) {
+		ts.tv_sec = atoi(ms) / 1000;
+		ts.tv_nsec = (long)(atoi(ms) % 1000) * 1000000L;
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			; /* a signal, cudanap's too: the rest of the wait */
+	}
+	if (!freopen(getenv("TARGET_TEARDOWN"), "w", stdout))
+		return;
+	paths_command("launch export 1");
+	fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
 	int cuda = !(argc > 1 && strcmp(argv[1], "--no-cuda") == 0);
 	char line[512];
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (getenv("TARGET_TEARDOWN"))
+		atexit(teardown);
 	if (cuda && (fake_register() != CUDA_SUCCESS || fill() < 0)) {
 		printf("init failed\n");
 		return 1;
