@@ -256,15 +256,10 @@ static bool ask_one(const struct cand *c, uint64_t need, int gpu)
 static enum answer answer_of(const struct cand *c)
 {
 	struct cn_status s;
-	char note[64];
 
 	if (cn_status_read(cn_ag.cfg.status_dir, c->pid, &s) < 0 || s.starttime != c->starttime)
 		return ANS_NOT; /* gone */
 	if (s.seq <= c->seq || s.busy)
-		return ANS_WAIT;
-	/* An action ended since the candidates were read: the answer only once the note is taken
-	 * (another action, a wake, may have ended before the signal was seen). */
-	if (cn_notes_read(cn_ag.cfg.status_dir, c->pid, CN_NOTE_NAP_FOR, note, sizeof(note)) >= 0)
 		return ANS_WAIT;
 	return s.state == CN_STATE_CHECKPOINTED || cn_status_light_held(&s) ? ANS_NAPPED : ANS_NOT;
 }
