@@ -19,19 +19,66 @@
 #include "cn_safe.h"
 #include "cn_signame.h"
 
-/* The numbers that may be null (< 0 in the struct), in the order the file lists them. */
+/* The file's fields, in its order (the counters follow: cn_counts_json): each written and read
+ * by its type. F_STATE and F_RESULT are written as words of their own (cn_status_state,
+ * cn_status_result); F_WORD is an enum's word (cn_outcome.h, kind); F_NUM a number of the action's
+ * that may be null (< 0 in the struct), cleared at each action; F_KEPT the same kept across
+ * actions (the query's and the naps'). */
+enum ftype { F_INT, F_ULL, F_UL, F_BOOL, F_TEXT, F_WORD, F_NUM, F_KEPT, F_STATE, F_RESULT };
+
+#define AT(field) offsetof(struct cn_status, field)
+#define INT(field)                                                                                 \
+	{                                                                                          \
+#field, AT(field), F_INT, 0                                                        \
+	}
+#define ULL(field)                                                                                 \
+	{                                                                                          \
+#field, AT(field), F_ULL, 0                                                        \
+	}
+#define UL(field)                                                                                  \
+	{                                                                                          \
+#field, AT(field), F_UL, 0                                                         \
+	}
+#define BOOL(field)                                                                                \
+	{                                                                                          \
+#field, AT(field), F_BOOL, 0                                                       \
+	}
+#define TEXT(field)                                                                                \
+	{                                                                                          \
+#field, AT(field), F_TEXT, sizeof(((struct cn_status *)0)->field)                  \
+	}
+#define WORD(field, kind)                                                                          \
+	{                                                                                          \
+#field, AT(field), F_WORD, kind                                                    \
+	}
 #define NUM(field)                                                                                 \
 	{                                                                                          \
-#field, offsetof(struct cn_status, field)                                          \
+#field, AT(field), F_NUM, 0                                                        \
 	}
-static const struct {
-	const char *key;
-	size_t off;
-} nums[] = {
+#define KEPT(field)                                                                                \
+	{                                                                                          \
+#field, AT(field), F_KEPT, 0                                                       \
+	}
 #define STEP(name, step)                                                                           \
 	{                                                                                          \
-		name, offsetof(struct cn_status, step_ms) + (step) * sizeof(double)                \
+		name, AT(step_ms) + (step) * sizeof(double), F_NUM, 0                              \
 	}
+static const struct field {
+	const char *key;
+	size_t off;
+	enum ftype type;
+	size_t arg; /* F_TEXT: its size; F_WORD: its kind */
+} fields[] = {
+	INT(pid),
+	ULL(starttime),
+	TEXT(command),
+	{ "state", AT(state), F_STATE, 0 },
+	BOOL(busy),
+	UL(seq),
+	WORD(action, CN_OUTCOME_ACTION),
+	{ "result", AT(result_name), F_RESULT, sizeof(((struct cn_status *)0)->result_name) },
+	{ "result_code", AT(result), F_INT, 0 },
+	TEXT(message),
 	STEP("prepare_ms", CN_STEP_PREPARE),
 	STEP("lock_ms", CN_STEP_LOCK),
 	STEP("checkpoint_ms", CN_STEP_CHECKPOINT),
@@ -40,7 +87,6 @@ static const struct {
 	STEP("wait_ms", CN_STEP_WAIT),
 	STEP("restore_ms", CN_STEP_RESTORE),
 	STEP("unlock_ms", CN_STEP_UNLOCK),
-#undef STEP
 	NUM(total_ms),
 	NUM(staged_mib),
 	NUM(prefault_ms),
@@ -51,37 +97,26 @@ static const struct {
 	NUM(reserve_ms),
 	NUM(host_mib),
 	NUM(disk_mib),
-};
-#undef NUM
-#define N_NUMS (sizeof(nums) / sizeof(nums[0]))
-
-static double *num(const struct cn_status *s, size_t i)
-{
-	return (double *)((char *)s + nums[i].off);
-}
-
-/* The query's and the naps' fields (cn_status.h), kept across actions: strings, then numbers
- * (< 0: null). */
-#define FIELD(field)                                                                               \
-	{                                                                                          \
-#field, offsetof(struct cn_status, field), sizeof(((struct cn_status *)0)->field)  \
-	}
-/* A string, or a word of an enum (cn_outcome.h) among them: its value's word, and back (kind
- * -1: a string). */
-#define TEXT(field)                                                                                \
-	{                                                                                          \
-#field, offsetof(struct cn_status, field), sizeof(((struct cn_status *)0)->field), \
-			-1                                                                         \
-	}
-#define WORD(field, kind)                                                                          \
-	{                                                                                          \
-#field, offsetof(struct cn_status, field), 0, kind                                 \
-	}
-static const struct {
-	const char *key;
-	size_t off, len;
-	int kind;
-} qstrs[] = {
+	ULL(call_ns),
+	TEXT(timestamp),
+	INT(suspend_signal),
+	INT(resume_signal),
+	BOOL(prepared),
+	TEXT(gpus),
+	TEXT(home_gpus),
+	TEXT(restore_gpus),
+	TEXT(nccl),
+	TEXT(nccl_keys),
+	UL(query_seq),
+	UL(naps),
+	UL(wakes),
+	UL(naps_idle),
+	UL(naps_asked),
+	UL(naps_room),
+	INT(nap_for_pid),
+	UL(rooms_made),
+	UL(restores),
+	/* The query's and the naps' fields, kept across actions. */
 	TEXT(query_time),
 	WORD(suspendable, CN_OUTCOME_ASK),
 	TEXT(why_not),
@@ -97,20 +132,41 @@ static const struct {
 	TEXT(nap_depth),
 	TEXT(idle_since),
 	TEXT(released_gpus),
+	KEPT(gpu_now_mib),
+	KEPT(host_need_mib),
+	KEPT(host_room_mib),
+	KEPT(est_suspend_s),
+	KEPT(est_resume_s),
+	KEPT(last_wake_ms),
+	KEPT(released_since),
+	KEPT(released_byte_s),
+	KEPT(nap_for_mib),
+	KEPT(light_mib),
+	KEPT(light_ms),
+	KEPT(light_able_mib),
 };
+#undef AT
+#undef INT
+#undef ULL
+#undef UL
+#undef BOOL
 #undef TEXT
 #undef WORD
-static const struct {
-	const char *key;
-	size_t off, len;
-} qnums[] = {
-	FIELD(gpu_now_mib),  FIELD(host_need_mib), FIELD(host_room_mib),  FIELD(est_suspend_s),
-	FIELD(est_resume_s), FIELD(last_wake_ms),  FIELD(released_since), FIELD(released_byte_s),
-	FIELD(nap_for_mib),  FIELD(light_mib),	   FIELD(light_ms),	  FIELD(light_able_mib),
-};
-#undef FIELD
-#define N_QSTRS (sizeof(qstrs) / sizeof(qstrs[0]))
-#define N_QNUMS (sizeof(qnums) / sizeof(qnums[0]))
+#undef NUM
+#undef KEPT
+#undef STEP
+#define N_FIELDS (sizeof(fields) / sizeof(fields[0]))
+
+/* A string of the struct escaped (six bytes a character at worst) and quoted: its widest. */
+#define JSON_MAX (CN_STATUS_GPUS * 6 + 3)
+_Static_assert(CN_STATUS_GPUS >= sizeof(((struct cn_status *)0)->peer) &&
+		       CN_STATUS_GPUS >= sizeof(((struct cn_status *)0)->message),
+	       "the GPUs' lists are the status's widest strings");
+
+static void *at(const struct cn_status *s, const struct field *f)
+{
+	return (char *)s + f->off;
+}
 
 const char *const cn_step_names[CN_STEPS] = { "prepare_ms",   "lock_ms",     "checkpoint_ms",
 					      "hibernate_ms", "readback_ms", "wait_ms",
@@ -147,8 +203,9 @@ void cn_status_new_action(struct cn_status *s, int action)
 	s->busy = true;
 	s->result = CN_RES_NONE;
 	s->result_name[0] = s->message[0] = '\0';
-	for (size_t i = 0; i < N_NUMS; i++)
-		*num(s, i) = -1;
+	for (size_t i = 0; i < N_FIELDS; i++)
+		if (fields[i].type == F_NUM)
+			*(double *)at(s, &fields[i]) = -1;
 	s->call_ns = 0;
 }
 
@@ -161,8 +218,9 @@ void cn_status_init(struct cn_status *s, int pid)
 	s->resume_signal = SIGUSR2;
 	cn_status_new_action(s, CN_ACTION_START);
 	s->busy = false;
-	for (size_t i = 0; i < N_QNUMS; i++)
-		*(double *)((char *)s + qnums[i].off) = -1;
+	for (size_t i = 0; i < N_FIELDS; i++)
+		if (fields[i].type == F_KEPT)
+			*(double *)at(s, &fields[i]) = -1;
 }
 
 /* A CUDA result's name as the driver writes them: CUDA_ERROR_ and capitals, digits, '_'. */
@@ -203,83 +261,53 @@ const char *cn_status_result(const struct cn_status *s)
 	return s->result > 0 && cuda_name(s->result_name) ? s->result_name : "CUDA_ERROR_UNKNOWN";
 }
 
+/* One field's value, as the file says it, at buf: its length, or -1 when it does not fit. Every
+ * string escaped, whoever wrote it: a file another user made is formatted again by the CLI's
+ * --json. */
+static int format_value(const struct cn_status *s, const struct field *f, char *buf, size_t len)
+{
+	const void *v = at(s, f);
+	double d;
+
+	switch (f->type) {
+	case F_INT:
+		return snprintf(buf, len, "%d", *(const int *)v);
+	case F_ULL:
+		return snprintf(buf, len, "%llu", *(const unsigned long long *)v);
+	case F_UL:
+		return snprintf(buf, len, "%lu", *(const unsigned long *)v);
+	case F_BOOL:
+		return snprintf(buf, len, "%s", *(const bool *)v ? "true" : "false");
+	case F_NUM:
+	case F_KEPT:
+		d = *(const double *)v;
+		return d < 0 || !isfinite(d) || d > CN_STATUS_NUM_MAX
+			       ? snprintf(buf, len, "null")
+			       : snprintf(buf, len, "%.3f", d);
+	case F_STATE:
+		return cn_json_str(buf, len, cn_status_state(s));
+	case F_RESULT:
+		return cn_json_str(buf, len, cn_status_result(s));
+	case F_WORD:
+		return cn_json_str(buf, len, cn_outcome_word((int)f->arg, *(const int *)v));
+	case F_TEXT:
+		return cn_json_str(buf, len, v);
+	}
+	return -1;
+}
+
 int cn_status_format(const struct cn_status *s, char *buf, size_t len)
 {
-	/* Six bytes per character in the worst case (\u00XX), plus the quotes. */
-	char cmd[sizeof(s->command) * 6 + 3], msg[sizeof(s->message) * 6 + 3],
-		nccl[sizeof(s->nccl) * 6 + 3], keys[sizeof(s->nccl_keys) * 6 + 3],
-		res[sizeof(s->result_name) * 6 + 3], ts[sizeof(s->timestamp) * 6 + 3],
-		gpus[3][sizeof(s->gpus) * 6 + 3];
-	size_t o;
+	size_t o = 0;
 	int n;
 
-	if (cn_json_str(cmd, sizeof(cmd), s->command) < 0 ||
-	    cn_json_str(msg, sizeof(msg), s->message) < 0 ||
-	    cn_json_str(res, sizeof(res), cn_status_result(s)) < 0)
-		return -ENOSPC;
-	n = snprintf(
-		buf, len,
-		"{\"pid\":%d,\"starttime\":%llu,\"command\":%s,\"state\":\"%s\",\"busy\":%s,"
-		"\"seq\":%lu,\"action\":\"%s\",\"result\":%s,\"result_code\":%d,\"message\":%s",
-		s->pid, s->starttime, cmd, cn_status_state(s), s->busy ? "true" : "false", s->seq,
-		cn_outcome_word(CN_OUTCOME_ACTION, s->action), res, s->result, msg);
-	if (n < 0 || (size_t)n >= len)
-		return -ENOSPC;
-	o = (size_t)n;
-	for (size_t i = 0; i < N_NUMS; i++) {
-		double v = *num(s, i);
+	for (size_t i = 0; i < N_FIELDS; i++) {
+		char v[JSON_MAX];
 
-		if (v < 0 || !isfinite(v) || v > CN_STATUS_NUM_MAX)
-			n = snprintf(buf + o, len - o, ",\"%s\":null", nums[i].key);
-		else
-			n = snprintf(buf + o, len - o, ",\"%s\":%.3f", nums[i].key, v);
-		if (n < 0 || (size_t)n >= len - o)
+		n = format_value(s, &fields[i], v, sizeof(v));
+		if (n < 0 || (size_t)n >= sizeof(v))
 			return -ENOSPC;
-		o += (size_t)n;
-	}
-	/* Every string escaped, whoever wrote it: a file another user made is formatted again by
-	 * the CLI's --json. */
-	if (cn_json_str(nccl, sizeof(nccl), s->nccl) < 0 ||
-	    cn_json_str(keys, sizeof(keys), s->nccl_keys) < 0 ||
-	    cn_json_str(ts, sizeof(ts), s->timestamp) < 0 ||
-	    cn_json_str(gpus[0], sizeof(gpus[0]), s->gpus) < 0 ||
-	    cn_json_str(gpus[1], sizeof(gpus[1]), s->home_gpus) < 0 ||
-	    cn_json_str(gpus[2], sizeof(gpus[2]), s->restore_gpus) < 0)
-		return -ENOSPC;
-	n = snprintf(buf + o, len - o,
-		     ",\"call_ns\":%llu,\"timestamp\":%s,\"suspend_signal\":%d,"
-		     "\"resume_signal\":%d,\"prepared\":%s,\"gpus\":%s,\"home_gpus\":%s,"
-		     "\"restore_gpus\":%s,\"nccl\":%s,\"nccl_keys\":%s,\"query_seq\":%lu,"
-		     "\"naps\":%lu,\"wakes\":%lu,\"naps_idle\":%lu,\"naps_asked\":%lu,"
-		     "\"naps_room\":%lu,\"nap_for_pid\":%d,\"rooms_made\":%lu,\"restores\":%lu",
-		     s->call_ns, ts, s->suspend_signal, s->resume_signal,
-		     s->prepared ? "true" : "false", gpus[0], gpus[1], gpus[2], nccl, keys,
-		     s->query_seq, s->naps, s->wakes, s->naps_idle, s->naps_asked, s->naps_room,
-		     s->nap_for_pid, s->rooms_made, s->restores);
-	if (n < 0 || (size_t)n >= len - o)
-		return -ENOSPC;
-	o += (size_t)n;
-	for (size_t i = 0; i < N_QSTRS; i++) {
-		char v[sizeof(s->why_not) * 6 + 3];
-		const char *text =
-			qstrs[i].kind >= 0
-				? cn_outcome_word(qstrs[i].kind,
-						  *(const int *)((const char *)s + qstrs[i].off))
-				: (const char *)s + qstrs[i].off;
-
-		if (cn_json_str(v, sizeof(v), text) < 0)
-			return -ENOSPC;
-		n = snprintf(buf + o, len - o, ",\"%s\":%s", qstrs[i].key, v);
-		if (n < 0 || (size_t)n >= len - o)
-			return -ENOSPC;
-		o += (size_t)n;
-	}
-	for (size_t i = 0; i < N_QNUMS; i++) {
-		double v = *(const double *)((const char *)s + qnums[i].off);
-
-		n = v < 0 || !isfinite(v) || v > CN_STATUS_NUM_MAX
-			    ? snprintf(buf + o, len - o, ",\"%s\":null", qnums[i].key)
-			    : snprintf(buf + o, len - o, ",\"%s\":%.3f", qnums[i].key, v);
+		n = snprintf(buf + o, len - o, "%s\"%s\":%s", i ? "," : "{", fields[i].key, v);
 		if (n < 0 || (size_t)n >= len - o)
 			return -ENOSPC;
 		o += (size_t)n;
@@ -415,88 +443,55 @@ static void copy_field(char *dst, size_t len, const char *v)
 }
 
 /* One key's value into s; false when the file is not to be believed for it: a number of ours
- * given as a string, or as one not finite and bounded (number_ok). */
+ * given as a string, or as one not finite and bounded (number_ok). Keys not of the table (a
+ * newer version's) are left out. */
 static bool set_field(struct cn_status *s, const char *key, const char *v, bool is_null,
 		      bool quoted)
 {
-	if (strcmp(key, "pid") == 0)
-		s->pid = atoi(v);
-	else if (strcmp(key, "starttime") == 0)
-		s->starttime = strtoull(v, NULL, 10);
-	else if (strcmp(key, "command") == 0)
-		copy_field(s->command, sizeof(s->command), v);
-	else if (strcmp(key, "state") == 0)
+	const struct field *f = NULL;
+	void *p;
+
+	for (size_t i = 0; i < N_FIELDS && !f; i++)
+		if (strcmp(key, fields[i].key) == 0)
+			f = &fields[i];
+	if (!f) {
+		cn_counts_field(&s->counts, key,
+				v); /* its own checks: left out when not well formed */
+		return true;
+	}
+	p = at(s, f);
+	switch (f->type) {
+	case F_INT:
+		*(int *)p = atoi(v);
+		break;
+	case F_ULL:
+		*(unsigned long long *)p = strtoull(v, NULL, 10);
+		break;
+	case F_UL:
+		*(unsigned long *)p = strtoul(v, NULL, 10);
+		break;
+	case F_BOOL:
+		*(bool *)p = strcmp(v, "true") == 0;
+		break;
+	case F_NUM:
+	case F_KEPT:
+		if (!is_null && (quoted || !number_ok(v)))
+			return false;
+		*(double *)p = is_null ? -1 : strtod(v, NULL);
+		break;
+	case F_STATE: /* a nap's word, "napping", is read as checkpointed */
 		s->state = cn_outcome_of(CN_OUTCOME_STATE, v) == CN_STATE_NAPPING
 				   ? CN_STATE_CHECKPOINTED
 				   : cn_outcome_of(CN_OUTCOME_STATE, v);
-	else if (strcmp(key, "busy") == 0)
-		s->busy = strcmp(v, "true") == 0;
-	else if (strcmp(key, "prepared") == 0)
-		s->prepared = strcmp(v, "true") == 0;
-	else if (strcmp(key, "seq") == 0)
-		s->seq = strtoul(v, NULL, 10);
-	else if (strcmp(key, "action") == 0)
-		s->action = cn_outcome_of(CN_OUTCOME_ACTION, v);
-	else if (strcmp(key, "result") == 0)
-		copy_field(s->result_name, sizeof(s->result_name), v);
-	else if (strcmp(key, "result_code") == 0)
-		s->result = atoi(v);
-	else if (strcmp(key, "message") == 0)
-		copy_field(s->message, sizeof(s->message), v);
-	else if (strcmp(key, "call_ns") == 0)
-		s->call_ns = strtoull(v, NULL, 10);
-	else if (strcmp(key, "timestamp") == 0)
-		copy_field(s->timestamp, sizeof(s->timestamp), v);
-	else if (strcmp(key, "suspend_signal") == 0)
-		s->suspend_signal = atoi(v);
-	else if (strcmp(key, "resume_signal") == 0)
-		s->resume_signal = atoi(v);
-	else if (strcmp(key, "gpus") == 0)
-		copy_field(s->gpus, sizeof(s->gpus), v);
-	else if (strcmp(key, "home_gpus") == 0)
-		copy_field(s->home_gpus, sizeof(s->home_gpus), v);
-	else if (strcmp(key, "restore_gpus") == 0)
-		copy_field(s->restore_gpus, sizeof(s->restore_gpus), v);
-	else if (strcmp(key, "nccl") == 0)
-		copy_field(s->nccl, sizeof(s->nccl), v);
-	else if (strcmp(key, "nccl_keys") == 0)
-		copy_field(s->nccl_keys, sizeof(s->nccl_keys), v);
-	else if (strcmp(key, "query_seq") == 0)
-		s->query_seq = strtoul(v, NULL, 10);
-	else if (strcmp(key, "naps") == 0)
-		s->naps = strtoul(v, NULL, 10);
-	else if (strcmp(key, "wakes") == 0)
-		s->wakes = strtoul(v, NULL, 10);
-	else if (strcmp(key, "naps_idle") == 0)
-		s->naps_idle = strtoul(v, NULL, 10);
-	else if (strcmp(key, "naps_asked") == 0)
-		s->naps_asked = strtoul(v, NULL, 10);
-	else if (strcmp(key, "naps_room") == 0)
-		s->naps_room = strtoul(v, NULL, 10);
-	else if (strcmp(key, "nap_for_pid") == 0)
-		s->nap_for_pid = atoi(v);
-	else if (strcmp(key, "restores") == 0)
-		s->restores = strtoul(v, NULL, 10);
-	else if (strcmp(key, "rooms_made") == 0)
-		s->rooms_made = strtoul(v, NULL, 10);
-	for (size_t i = 0; i < N_NUMS; i++)
-		if (strcmp(key, nums[i].key) == 0) {
-			if (!is_null && (quoted || !number_ok(v)))
-				return false;
-			*num(s, i) = is_null ? -1 : strtod(v, NULL);
-		}
-	for (size_t i = 0; i < N_QSTRS; i++)
-		if (strcmp(key, qstrs[i].key) == 0 && qstrs[i].kind >= 0)
-			*(int *)((char *)s + qstrs[i].off) = cn_outcome_of(qstrs[i].kind, v);
-		else if (strcmp(key, qstrs[i].key) == 0)
-			copy_field((char *)s + qstrs[i].off, qstrs[i].len, v);
-	for (size_t i = 0; i < N_QNUMS; i++)
-		if (strcmp(key, qnums[i].key) == 0) {
-			if (!is_null && (quoted || !number_ok(v)))
-				return false;
-			*(double *)((char *)s + qnums[i].off) = is_null ? -1 : strtod(v, NULL);
-		}
-	cn_counts_field(&s->counts, key, v); /* its own checks: left out when not well formed */
+		break;
+	case F_WORD:
+		*(int *)p = cn_outcome_of((int)f->arg, v);
+		break;
+	case F_TEXT:
+	case F_RESULT:
+		copy_field(p, f->arg, v);
+		break;
+	}
 	return true;
 }
 
