@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "allocargs.h"
 #include "channel.h"
 #include "clock.h"
 #include "cn_notes.h"
@@ -525,28 +526,12 @@ typedef CUresult (*uuid_fn)(CUuuid *, int);
 /* The bytes the call wanted, and on which device (CUDA's ordinal); false when not known. */
 static bool call_need(const char *name, const uint64_t *gp, uint64_t *bytes, int *dev)
 {
-	*dev = -1;
-	if (strncmp(name, "cuMemAllocPitch", 15) == 0)
-		*bytes = gp[2] * gp[3];
-	else if (strncmp(name, "cuMemAlloc", 10) == 0)
-		*bytes = gp[1];
-	else if (strncmp(name, "cuMemCreate", 11) == 0) {
-		const int *prop = (const int *)gp[2]; /* type, handle types, location {type, id} */
+	struct cn_alloc_args a;
 
-		*bytes = gp[1];
-		if (prop && prop[2] == 1) /* CU_MEM_LOCATION_TYPE_DEVICE */
-			*dev = prop[3];
-	} else if (strcmp(name, "cuDevicePrimaryCtxRetain") == 0) {
-		*bytes = CTX_BYTES;
-		*dev = (int)gp[1];
-	} else if (strncmp(name, "cuCtxCreate", 11) == 0) {
-		*bytes = CTX_BYTES;
-		*dev = (int)(strcmp(name, "cuCtxCreate_v3") == 0   ? gp[4]
-			     : strcmp(name, "cuCtxCreate_v4") == 0 ? gp[3]
-								   : gp[2]);
-	} else {
+	if (!cn_alloc_args(name, gp, false, &a))
 		return false;
-	}
+	*bytes = a.context ? CTX_BYTES : a.asked;
+	*dev = a.dev;
 	if (*dev < 0) { /* the calling thread's context's */
 		dev_fn get = (dev_fn)cn_fns_stub(CN_FN_IDX_cuCtxGetDevice);
 

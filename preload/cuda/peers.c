@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "allocargs.h"
 #include "cuda_abi.h"
 #include "fns.h"
 #include "owned.h"
@@ -195,23 +196,16 @@ void cn_peers_can(int *can, int dev, int peer, uint64_t *result)
 
 void cn_peers_alloc(const char *name, const uint64_t *args, const void *caller)
 {
+	struct cn_alloc_args a;
 	uint64_t ptr, bytes;
 	char obj[96];
 
 	/* A pool's memory is reached by the access the pool grants, not by peer access: a pool's
 	 * allocation over the line restores (docs/DRIVER.md); its grants are looked at instead. */
-	if (strstr(name, "Async"))
+	if (strstr(name, "Async") || !cn_alloc_args(name, args, true, &a))
 		return;
-	if (strncmp(name, "cuMemAllocPitch", 15) == 0) {
-		ptr = *(const uint64_t *)args[0];
-		bytes = *(const uint64_t *)args[1] * args[3];
-	} else if (strcmp(name, "cuMemAlloc") == 0) { /* before CUDA 3.2: 32-bit sizes */
-		ptr = *(const uint32_t *)args[0];
-		bytes = (uint32_t)args[1];
-	} else {
-		ptr = *(const uint64_t *)args[0];
-		bytes = args[1];
-	}
+	ptr = a.ptr;
+	bytes = a.bytes;
 	if (bytes <= LARGE)
 		return;
 	cn_lookup_object(caller, obj, sizeof(obj));
