@@ -124,9 +124,95 @@ static void users(const struct cn_req *req, struct cn_resp *resp)
 	}
 }
 
+/* What the locked process holds, and the machine's GPUs (by index, for the status: NVML's list
+ * needs no cuInit); for a query, which GPUs are of its model, their free memory and who a restore
+ * there would be refused beside. Not part of the checkpoint's time. */
+static void facts(const struct cn_req *req, struct cn_resp *resp)
+{
+	int n = cn_nvml_footprint(target, resp->use, CN_MAX_GPUS, resp->note, sizeof(resp->note));
+	bool query = req->op == CN_OP_QUERY;
+	char why[200];
+	int k;
+
+	resp->n_use = n > 0 ? (uint32_t)n : 0;
+	if (n > 0)
+		resp->note[0] = '\0';
+	k = cn_nvml_gpus(resp->gpus, CN_MAX_GPUS, why, sizeof(why));
+	resp->n_gpus = k > 0 ? (uint32_t)k : 0;
+	if (n > 0)
+		cn_nvml_name(&resp->use[0].uuid, resp->model, sizeof(resp->model));
+	else if (query && req->n_use)
+		cn_nvml_name(&req->use[0].uuid, resp->model, sizeof(resp->model));
+	for (int i = 0; query && resp->model[0] && i < k; i++) {
+		char m[sizeof(resp->model)];
+
+		resp->same_model[i] = cn_nvml_name(&resp->gpus[i], m, sizeof(m)) == 0 &&
+				      strcmp(m, resp->model) == 0;
+		if (cn_nvml_free(&resp->gpus[i], &resp->gpu_free[i], why, sizeof(why)) < 0)
+			resp->gpu_free[i] = 0;
+		resp->gpu_beside[i] = cn_placement_beside(req, &resp->gpus[i]);
+	}
+	if (query && cn_hostmem_room(target, "/proc", "/sys/fs/cgroup", &resp->host_room,
+				     resp->host_which, sizeof(resp->host_which)) < 0)
+		resp->host_room = 0;
+}
+
+/* ---- the operations' driver calls ---- */
+
+static CUresult no_call(const struct cn_req *req, struct cn_resp *resp)
+{
+	(void)req;
+	(void)resp;
+	return CUDA_SUCCESS;
+}
+
+static CUresult lock(const struct cn_req *req, struct cn_resp *resp)
+{
+	CUcheckpointLockArgs a = { .timeoutMs = req->timeout_ms };
+
+	(void)resp;
+	return cn_cu.lock(target, &a);
+}
+
+static CUresult checkpoint(const struct cn_req *req, struct cn_resp *resp)
+{
+	CUcheckpointCheckpointArgs a = { { 0 } };
+
+	(void)req;
+	(void)resp;
+	return cn_cu.checkpoint(target, &a);
+}
+
+static CUresult unlock(const struct cn_req *req, struct cn_resp *resp)
+{
+	CUcheckpointUnlockArgs a = { { 0 } };
+
+	(void)req;
+	(void)resp;
+	return cn_cu.unlock(target, &a);
+}
+
+/* Each operation: whether it gathers the facts first, whether it is refused without the host's
+ * room for the copy (when the request asks), its driver call, and whether its answer is the
+ * process's state (the operations that only look). CN_OP_USERS needs no driver: users(). */
+static const struct op {
+	bool facts, host_check, looks;
+	CUresult (*call)(const struct cn_req *, struct cn_resp *);
+} ops[] = {
+	[CN_OP_STATE] = { false, false, true, no_call },
+	[CN_OP_LOCK] = { false, true, false, lock },
+	[CN_OP_CHECKPOINT] = { true, false, false, checkpoint },
+	[CN_OP_RESTORE] = { false, false, false, do_restore },
+	[CN_OP_UNLOCK] = { false, false, false, unlock },
+	[CN_OP_PREPARE] = { true, true, true, no_call },
+	[CN_OP_QUERY] = { true, false, true, no_call },
+};
+
 static void serve(const struct cn_req *req, struct cn_resp *resp)
 {
-	CUresult r = CUDA_SUCCESS;
+	const struct op *op =
+		(unsigned)req->op < sizeof(ops) / sizeof(ops[0]) ? &ops[req->op] : NULL;
+	CUresult r = CUDA_ERROR_INVALID_VALUE;
 	double t0;
 	int st = -1;
 
@@ -138,77 +224,19 @@ static void serve(const struct cn_req *req, struct cn_resp *resp)
 	}
 	if (cn_driver_load(resp) < 0)
 		return;
-	/* What the locked process holds, for the check before its restore; not part of the
-	 * checkpoint's time. */
-	if (req->op == CN_OP_CHECKPOINT || req->op == CN_OP_PREPARE || req->op == CN_OP_QUERY) {
-		int n = cn_nvml_footprint(target, resp->use, CN_MAX_GPUS, resp->note,
-					  sizeof(resp->note));
-		char why[200];
-		int k;
-
-		resp->n_use = n > 0 ? (uint32_t)n : 0;
-		if (n > 0)
-			resp->note[0] = '\0';
-		/* The GPUs by index, for the status: NVML's list needs no cuInit. */
-		k = cn_nvml_gpus(resp->gpus, CN_MAX_GPUS, why, sizeof(why));
-		resp->n_gpus = k > 0 ? (uint32_t)k : 0;
-		if (n > 0)
-			cn_nvml_name(&resp->use[0].uuid, resp->model, sizeof(resp->model));
-		else if (req->op == CN_OP_QUERY && req->n_use)
-			cn_nvml_name(&req->use[0].uuid, resp->model, sizeof(resp->model));
-		for (int i = 0; req->op == CN_OP_QUERY && resp->model[0] && i < k; i++) {
-			char m[sizeof(resp->model)];
-
-			resp->same_model[i] = cn_nvml_name(&resp->gpus[i], m, sizeof(m)) == 0 &&
-					      strcmp(m, resp->model) == 0;
-			if (cn_nvml_free(&resp->gpus[i], &resp->gpu_free[i], why, sizeof(why)) < 0)
-				resp->gpu_free[i] = 0;
-			resp->gpu_beside[i] = cn_placement_beside(req, &resp->gpus[i]);
-		}
-	}
-	if (req->op == CN_OP_QUERY &&
-	    cn_hostmem_room(target, "/proc", "/sys/fs/cgroup", &resp->host_room, resp->host_which,
-			    sizeof(resp->host_which)) < 0)
-		resp->host_room = 0;
-	if ((req->op == CN_OP_LOCK || req->op == CN_OP_PREPARE) && req->host_check &&
-	    host_room(req, resp) < 0) {
+	if (op && op->facts)
+		facts(req, resp);
+	if (op && op->host_check && req->host_check && host_room(req, resp) < 0) {
 		if (cn_cu.get_state(target, &st) == CUDA_SUCCESS)
 			resp->state = st;
 		return;
 	}
 	resp->call_ns = cn_clock_ns();
 	t0 = cn_clock_ms();
-	switch (req->op) {
-	case CN_OP_STATE:
-	case CN_OP_PREPARE:
-	case CN_OP_QUERY:
-		break;
-	case CN_OP_LOCK: {
-		CUcheckpointLockArgs a = { .timeoutMs = req->timeout_ms };
-
-		r = cn_cu.lock(target, &a);
-		break;
-	}
-	case CN_OP_CHECKPOINT: {
-		CUcheckpointCheckpointArgs a = { { 0 } };
-
-		r = cn_cu.checkpoint(target, &a);
-		break;
-	}
-	case CN_OP_RESTORE:
-		r = do_restore(req, resp);
-		break;
-	case CN_OP_UNLOCK: {
-		CUcheckpointUnlockArgs a = { { 0 } };
-
-		r = cn_cu.unlock(target, &a);
-		break;
-	}
-	default:
-		r = CUDA_ERROR_INVALID_VALUE;
-	}
+	if (op && op->call)
+		r = op->call(req, resp);
 	resp->elapsed_ms = cn_clock_ms() - t0;
-	if (req->op == CN_OP_STATE || req->op == CN_OP_PREPARE || req->op == CN_OP_QUERY)
+	if (op && op->call && op->looks)
 		r = cn_cu.get_state(target, &st);
 	else if (cn_cu.get_state(target, &st) != CUDA_SUCCESS)
 		st = CN_STATE_UNKNOWN;
