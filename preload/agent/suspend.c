@@ -114,24 +114,26 @@ static int checkpoint(struct cn_resp *r)
 	return rc;
 }
 
-/* This suspend: a nap (nap.c) or not, and how long its lock may wait in all (0: [lock]
- * timeout_ms). */
-static bool as_nap;
-static unsigned lock_limit_ms;
+/* A suspend's parameters, made once at its start and passed to its steps: a nap (nap.c) or not,
+ * a light one or not, and how long its lock may wait in all (0: [lock] timeout_ms). */
+struct how {
+	bool nap, light;
+	unsigned lock_limit_ms;
+};
 
 /* What the gate's wait and the lock may take in all: [lock] timeout_ms, or a nap's less. */
-static unsigned lock_budget(void)
+static unsigned lock_budget(const struct how *h)
 {
 	unsigned t = cn_ag.cfg.lock_timeout_ms;
 
-	return lock_limit_ms && (!t || lock_limit_ms < t) ? lock_limit_ms : t;
+	return h->lock_limit_ms && (!t || h->lock_limit_ms < t) ? h->lock_limit_ms : t;
 }
 
 /* Where this suspend's copy goes: the directory `cudanap suspend --to-disk[=DIR]` left in
  * <pid>.hibernate beside the status file (read once, removed), else the INI's [hibernate] dir;
  * for a nap, [hibernate] dir when [nap] to = disk, else RAM. Its file opened now. -1 with msg
  * when asked for and impossible: the suspend is refused. */
-static int hibernate_setup(char *msg, size_t len)
+static int hibernate_setup(const struct how *h, char *msg, size_t len)
 {
 	char dir[PATH_MAX];
 	int n;
@@ -139,8 +141,8 @@ static int hibernate_setup(char *msg, size_t len)
 	cn_ag.hib = false;
 	cn_ag.hib_note[0] = '\0';
 	snprintf(dir, sizeof(dir), "%s",
-		 !as_nap || cn_ag.cfg.nap_to_disk ? cn_ag.cfg.hibernate_dir : "");
-	n = as_nap ? -1 : cn_requests_take("hibernate", dir, sizeof(dir));
+		 !h->nap || cn_ag.cfg.nap_to_disk ? cn_ag.cfg.hibernate_dir : "");
+	n = h->nap ? -1 : cn_requests_take("hibernate", dir, sizeof(dir));
 	if (n == 0)
 		snprintf(dir, sizeof(dir), "%s", cn_ag.cfg.hibernate_dir);
 	if (n >= 0 && !dir[0]) {
@@ -178,9 +180,9 @@ static void unlock_after(struct cn_resp *r, char *msg, size_t len)
 /* The gate closes: from now on no call of the app's enters libcuda, and those inside return
  * within [lock] timeout_ms, whose rest is left to the lock. -1 with msg when one stays inside:
  * the gate is open again. */
-static int close_gate(struct cn_resp *r, char *msg, size_t len)
+static int close_gate(const struct how *h, struct cn_resp *r, char *msg, size_t len)
 {
-	unsigned t = lock_budget();
+	unsigned t = lock_budget(h);
 	char why[160], paths[400];
 	double ms;
 
@@ -194,7 +196,7 @@ static int close_gate(struct cn_resp *r, char *msg, size_t len)
 		r->name[0] = '\0';
 		snprintf(msg, len,
 			 "%s for %u ms (%s): GPU work still running; the process keeps running",
-			 why, t, lock_limit_ms ? "a nap's lock" : "[lock] timeout_ms");
+			 why, t, h->lock_limit_ms ? "a nap's lock" : "[lock] timeout_ms");
 		return -1;
 	}
 	cn_ag.lock_ms = !t ? 0 : ms + 1 >= t ? 1 : t - (unsigned)ms;
@@ -261,20 +263,20 @@ struct cn_outcome cn_suspend(void)
 
 /* The checks before anything is done, for a running process: the preflight (a nap's too), the
  * room for the host copy on disk. -1 with msg when the suspend is refused. */
-static int refused(bool nap, char *msg, size_t len)
+static int refused(const struct how *h, char *msg, size_t len)
 {
 	struct cn_nccl_facts nf;
 
-	return (nap && cn_preflight_nap(cn_nccl_facts(&nf), msg, len) < 0) ||
+	return (h->nap && cn_preflight_nap(cn_nccl_facts(&nf), msg, len) < 0) ||
 			       cn_preflight_suspend(&cn_ag.cfg, cn_nccl_facts(&nf), msg, len) < 0 ||
-			       hibernate_setup(msg, len) < 0
+			       hibernate_setup(h, msg, len) < 0
 		       ? -1
 		       : 0;
 }
 
 /* The lock, for a running process whose gate is closed. -1 with msg when it failed: the process
  * is unlocked again if the lock was had. */
-static int lock(bool nap, struct cn_resp *r, char *msg, size_t len)
+static int lock(const struct how *h, struct cn_resp *r, char *msg, size_t len)
 {
 	if (cn_requests_call(CN_OP_LOCK, r) == 0) {
 		cn_report_step(CN_STEP_LOCK, r);
@@ -284,7 +286,7 @@ static int lock(bool nap, struct cn_resp *r, char *msg, size_t len)
 		snprintf(msg, len,
 			 "lock timed out after %u ms: GPU work still running (%s); the process "
 			 "keeps running",
-			 lock_budget(), nap ? "a nap's lock" : "[lock] timeout_ms");
+			 lock_budget(h), h->nap ? "a nap's lock" : "[lock] timeout_ms");
 	else if (r->result == CN_RES_NO_HOST || r->result == CN_RES_NO_DISK)
 		snprintf(msg, len, "%s; the process keeps running", r->message);
 	else
@@ -316,7 +318,7 @@ static struct cn_outcome checkpoint_failed(struct cn_resp *r, char *msg, size_t 
 }
 
 /* After the checkpoint: where the memory was, the outcome, the estimates' sample. */
-static struct cn_outcome suspended(bool nap, bool was_prepared, struct cn_resp *r)
+static struct cn_outcome suspended(const struct how *h, bool was_prepared, struct cn_resp *r)
 {
 	struct cn_outcome o;
 	char msg[420];
@@ -335,7 +337,7 @@ static struct cn_outcome suspended(bool nap, bool was_prepared, struct cn_resp *
 		snprintf(msg, sizeof(msg), "suspended; hibernate: %s", cn_ag.hib_note);
 	} else {
 		snprintf(msg, sizeof(msg), cn_ag.hib_addr ? "%s to %s" : "%s",
-			 nap ? "napped" : "suspended", cn_hibernate_dir());
+			 h->nap ? "napped" : "suspended", cn_hibernate_dir());
 	}
 	o = cn_report_finish(r, msg);
 	if (!was_prepared) /* a prepared one only copies: not what the estimates are for */
@@ -359,34 +361,53 @@ static struct cn_outcome already(const struct cn_status *before, const struct cn
 	return cn_report_already(r, why);
 }
 
-struct cn_outcome cn_suspend_light(unsigned lock_limit)
+/* What every suspend does first: its action begun, the INI read again, the driver's state asked,
+ * the checks before anything is done. 0 to go on; -1 with *o its outcome (asleep already,
+ * refused, a failure). */
+static int opening(const struct how *h, struct cn_resp *r, struct cn_outcome *o)
 {
 	struct cn_status before = *cn_report_status();
+	char msg[420];
+
+	cn_report_begin(h->nap ? CN_ACTION_NAP : CN_ACTION_SUSPEND);
+	cn_ag.hib = false; /* set again by hibernate_setup, for this suspend only */
+	if (!cn_reload() || !cn_requests_state(r)) {
+		*o = cn_report_outcome();
+		return -1;
+	}
+	/* A light nap's host copy held: asleep already for another light nap, deepened by the
+	 * others */
+	if (r->state == CN_STATE_CHECKPOINTED || (h->light && cn_light_holding())) {
+		*o = already(&before, r);
+		return -1;
+	}
+	if (r->state == CN_STATE_RUNNING && refused(h, msg, sizeof(msg)) < 0) {
+		r->result = CN_RES_REFUSED;
+		*o = cn_report_finish(r, msg);
+		return -1;
+	}
+	cn_report_publish();
+	return 0;
+}
+
+struct cn_outcome cn_suspend_light(unsigned lock_limit)
+{
+	const struct how h = { .nap = true, .light = true, .lock_limit_ms = lock_limit };
 	struct cn_light_stats ls;
+	struct cn_outcome o;
 	struct cn_resp r, u;
 	char msg[420], why[300];
 	int rc;
 
-	as_nap = true;
-	lock_limit_ms = lock_limit;
-	cn_report_begin(CN_ACTION_NAP);
-	cn_ag.hib = false;
-	if (!cn_reload() || !cn_requests_state(&r))
-		return cn_report_outcome();
-	if (r.state == CN_STATE_CHECKPOINTED || cn_light_holding())
-		return already(&before, &r);
-	if (r.state == CN_STATE_RUNNING && refused(true, msg, sizeof(msg)) < 0) {
-		r.result = CN_RES_REFUSED;
-		return cn_report_finish(&r, msg);
-	}
-	cn_report_publish();
+	if (opening(&h, &r, &o) < 0)
+		return o;
 	if (r.state != CN_STATE_RUNNING) {
 		snprintf(msg, sizeof(msg), "its CUDA is not running: not napped");
 		return cn_report_finish(&r, msg);
 	}
 	/* The lock waits for its GPU work, as a nap's does; let go at once, the gate holds the
 	 * app's calls. */
-	if (close_gate(&r, msg, sizeof(msg)) < 0 || lock(true, &r, msg, sizeof(msg)) < 0)
+	if (close_gate(&h, &r, msg, sizeof(msg)) < 0 || lock(&h, &r, msg, sizeof(msg)) < 0)
 		return cn_report_finish(&r, msg);
 	cn_requests_call(CN_OP_UNLOCK, &u);
 	cn_report_step(CN_STEP_UNLOCK, &u);
@@ -432,31 +453,21 @@ struct cn_outcome cn_suspend_light(unsigned lock_limit)
 
 struct cn_outcome cn_suspend_as(bool nap, unsigned lock_limit)
 {
-	struct cn_status before = *cn_report_status();
+	const struct how h = { .nap = nap, .lock_limit_ms = lock_limit };
+	struct cn_outcome o;
 	struct cn_resp r;
 	char msg[420];
 	bool was_prepared;
 	int rc;
 
-	as_nap = nap;
-	lock_limit_ms = lock_limit;
-	cn_report_begin(nap ? CN_ACTION_NAP : CN_ACTION_SUSPEND);
-	cn_ag.hib = false; /* set again by hibernate_setup, for this suspend only */
-	if (!cn_reload() || !cn_requests_state(&r))
-		return cn_report_outcome();
-	if (r.state == CN_STATE_CHECKPOINTED)
-		return already(&before, &r);
-	if (r.state == CN_STATE_RUNNING && refused(nap, msg, sizeof(msg)) < 0) {
-		r.result = CN_RES_REFUSED;
-		return cn_report_finish(&r, msg);
-	}
-	cn_report_publish();
+	if (opening(&h, &r, &o) < 0)
+		return o;
 	if (r.state == CN_STATE_RUNNING && cn_nccl_suspend(&r, msg, sizeof(msg)) < 0)
 		return cn_report_finish(&r, msg);
 	if (r.state == CN_STATE_LOCKED) {
 		cn_gate_shut(); /* a failed unlock's: its callers wait inside the driver */
 	} else if (r.state == CN_STATE_RUNNING &&
-		   (close_gate(&r, msg, sizeof(msg)) < 0 || peers(&r, msg, sizeof(msg)) < 0)) {
+		   (close_gate(&h, &r, msg, sizeof(msg)) < 0 || peers(&r, msg, sizeof(msg)) < 0)) {
 		comms_stay(msg, sizeof(msg));
 		return cn_report_finish(&r, msg);
 	}
@@ -465,7 +476,7 @@ struct cn_outcome cn_suspend_as(bool nap, unsigned lock_limit)
 	 */
 	if (r.state == CN_STATE_RUNNING && cn_light_holding())
 		cn_light_unpin();
-	if (r.state == CN_STATE_RUNNING && lock(nap, &r, msg, sizeof(msg)) < 0)
+	if (r.state == CN_STATE_RUNNING && lock(&h, &r, msg, sizeof(msg)) < 0)
 		return cn_report_finish(&r, msg);
 	was_prepared = cn_ag.prepared_bytes != 0;
 	rc = checkpoint(&r);
@@ -473,5 +484,5 @@ struct cn_outcome cn_suspend_as(bool nap, unsigned lock_limit)
 		cn_prepare_release(); /* used by this checkpoint, or never to be */
 	if (rc < 0)
 		return checkpoint_failed(&r, msg, sizeof(msg));
-	return suspended(nap, was_prepared, &r);
+	return suspended(&h, was_prepared, &r);
 }
