@@ -78,7 +78,7 @@ enum cn_ask {
 
 /* What an action ended with: the process's state after it, and the result. */
 struct cn_outcome {
-	int state;  /* enum cn_state */
+	enum cn_state state;
 	int result; /* enum cn_result */
 };
 

@@ -38,10 +38,10 @@ struct cn_status {
 	int pid;
 	unsigned long long starttime; /* /proc/PID/stat field 22: tells a reused pid apart */
 	char command[256];
-	int state;	      /* enum cn_state */
+	enum cn_state state;
 	bool busy;	      /* an action is under way; state is the one before it */
 	unsigned long seq;    /* actions completed so far */
-	int action;	      /* enum cn_action */
+	enum cn_action action;
 	int result;	      /* enum cn_result: CUDA's, or cudanap's own */
 	char result_name[48]; /* a CUDA result's name, as the driver gave it (cudanap's own are
 				 named by cn_outcome_result_name) */
@@ -83,7 +83,7 @@ struct cn_status {
 	 * --dry-run), apart from the actions' fields: query_seq counts the queries answered. */
 	unsigned long query_seq;
 	char query_time[32];  /* UTC, ISO 8601 */
-	int suspendable;      /* enum cn_ask */
+	enum cn_ask suspendable;
 	char why_not[300];    /* why not, in a few words */
 	char gpu_now[160];    /* "0:8712,1:0": MiB on each GPU by nvidia-smi's index */
 	char gpu_model[96];   /* of the first of them */
@@ -104,7 +104,7 @@ struct cn_status {
 	 * none, or not such a rank. */
 	char beside[200];
 	/* Naps ([nap] idle_s, cudanap nap), also kept across actions. */
-	int nap;	   /* enum cn_nap */
+	enum cn_nap nap;
 	char nap_why[300]; /* why it is not napped, or what its wake waits for */
 	/* How the last nap went: "light" (what cudanap owns on the host, the context kept: its
 	 * light_mib moved out in light_ms), "full" (the driver's checkpoint), "" before any. */

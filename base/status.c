@@ -156,6 +156,9 @@ static const struct field {
 #undef KEPT
 #undef STEP
 #define N_FIELDS (sizeof(fields) / sizeof(fields[0]))
+_Static_assert(sizeof(enum cn_action) == sizeof(int) && sizeof(enum cn_ask) == sizeof(int) &&
+		       sizeof(enum cn_nap) == sizeof(int),
+	       "F_WORD fields are read and written as int");
 
 /* A string of the struct escaped (six bytes a character at worst) and quoted: its widest. */
 #define JSON_MAX (CN_STATUS_GPUS * 6 + 3)
