@@ -353,6 +353,8 @@ void cn_room_settle(void)
 	char napped[400] = "";
 	int done = 0;
 
+	if (!over.n)
+		return; /* no room made while it copied in */
 	while (over.coming) {
 		struct timespec ts = { 0, 5 * 1000000L };
 
@@ -509,8 +511,10 @@ int cn_room_make(const struct cn_room_need *need, int n, const char *what, bool 
 		return -1;
 	over.n = 0;
 	over.t0 = over.seen_ms = cn_clock_ms();
+	/* Overlapped on one GPU only: a need of another GPU that fails would leave the first's
+	 * processes asked for nothing. */
 	for (int i = 0; i < n; i++)
-		if (make_one(&need[i], what, overlap, why, len) < 0) {
+		if (make_one(&need[i], what, overlap && n == 1, why, len) < 0) {
 			cn_room_release();
 			return -1;
 		}

@@ -23,7 +23,7 @@ void cn_room_reset(void);
 /* Agent thread: make room for each need (what: for the log), napping idle processes. 0: room
  * there, and this process holds the turn until cn_room_release; -EAGAIN: another process makes
  * room now (try again later); -1: none could be made (why says what is free and who was tried).
- * overlap (a light nap's wake): where every process needed naps lightly, they are asked at once
+ * overlap (a light nap's wake, on one GPU): where every process needed naps lightly, they are asked at once
  * and not waited for: 0 says the room is coming, cn_room_coming while it still may, and the
  * caller, once it is done, calls cn_room_settle before cn_room_release. */
 int cn_room_make(const struct cn_room_need *need, int n, const char *what, bool overlap, char *why,

@@ -16,7 +16,15 @@ bool cn_alloc_args(const char *name, const uint64_t *gp, bool done, struct cn_al
 {
 	memset(a, 0, sizeof(*a));
 	a->dev = -1;
-	if (is(name, "cuMemAllocPitch")) {
+	if (strcmp(name, "cuMemAllocPitch") == 0) {
+		/* before CUDA 3.2: 32-bit address, pitch, width and height */
+		a->narrow = true;
+		a->asked = (uint64_t)(uint32_t)gp[2] * (uint32_t)gp[3];
+		if (done && gp[0] && gp[1]) {
+			a->ptr = *(const uint32_t *)gp[0];
+			a->bytes = (uint64_t) * (const uint32_t *)gp[1] * (uint32_t)gp[3];
+		}
+	} else if (is(name, "cuMemAllocPitch")) {
 		/* (dptr *, pitch *, width in bytes, height, element size) */
 		a->asked = gp[2] * gp[3];
 		if (done && gp[0] && gp[1]) {
@@ -25,6 +33,7 @@ bool cn_alloc_args(const char *name, const uint64_t *gp, bool done, struct cn_al
 		}
 	} else if (strcmp(name, "cuMemAlloc") == 0) {
 		/* before CUDA 3.2: a 32-bit address and size */
+		a->narrow = true;
 		a->asked = (uint32_t)gp[1];
 		if (done && gp[0]) {
 			a->ptr = *(const uint32_t *)gp[0];
@@ -42,8 +51,10 @@ bool cn_alloc_args(const char *name, const uint64_t *gp, bool done, struct cn_al
 		/* (handle *, bytes, prop: type, handle types, location {type, id}, ...) */
 		const int *prop = (const int *)gp[2];
 
+		if (prop && prop[2] != 1) /* not CU_MEM_LOCATION_TYPE_DEVICE: host memory */
+			return false;
 		a->asked = gp[1];
-		if (prop && prop[2] == 1) /* CU_MEM_LOCATION_TYPE_DEVICE */
+		if (prop)
 			a->dev = prop[3];
 	} else if (strcmp(name, "cuDevicePrimaryCtxRetain") == 0) {
 		/* (ctx *, dev) */

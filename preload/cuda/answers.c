@@ -12,10 +12,11 @@
  * - cuCtxSetCurrent: kept for the calling thread and made current for real at its next call that
  *   enters the driver; cuCtxGetCurrent on that thread answers the kept context. The thread's
  *   calls take the slow path until then (its depth is raised: gate.h).
- * Everything else wakes the process, but in a process leaving: the handlers exit() runs
- * (libraries' teardown: unloading modules, releasing contexts) get CUDA_ERROR_DEINITIALIZED, as
- * the driver answers while it shuts down, instead of a wake that would restore gigabytes to be
- * freed at once, and make room for them by napping others. */
+ * Everything else wakes the process, but in a process leaving (exit() runs its handlers): its
+ * teardown, the calls that free, destroy, unload or release and the synchronizations, get
+ * CUDA_ERROR_DEINITIALIZED, as the driver answers while it shuts down, instead of a wake that
+ * would restore gigabytes to be freed at once and make room for them by napping others. A call
+ * that moves data or works the GPU (a destructor saving results) still wakes it. */
 #define _GNU_SOURCE
 #include "answers.h"
 
@@ -103,11 +104,46 @@ static CUresult deinitialized(void)
 	return CUDA_ERROR_DEINITIALIZED;
 }
 
+/* A call of a library's teardown: what it frees or ends goes with the process anyway. */
+static bool teardown(const char *name)
+{
+	static const char *const ends[] = {
+		"cuMemFree",
+		"cuMemRelease",
+		"cuMemUnmap",
+		"cuMemAddressFree",
+		"cuMemHostUnregister",
+		"cuMemPoolDestroy",
+		"cuModuleUnload",
+		"cuLibraryUnload",
+		"cuLinkDestroy",
+		"cuCtxDestroy",
+		"cuDevicePrimaryCtxRelease",
+		"cuDevicePrimaryCtxReset",
+		"cuStreamDestroy",
+		"cuEventDestroy",
+		"cuGraphDestroy",
+		"cuGraphExecDestroy",
+		"cuTexObjectDestroy",
+		"cuSurfObjectDestroy",
+		"cuCtxSynchronize",
+		"cuStreamSynchronize",
+		"cuEventSynchronize",
+	};
+
+	for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]); i++)
+		if (is(name, ends[i]))
+			return true;
+	return false;
+}
+
 void *cn_answers_leaving_fn(unsigned idx)
 {
 	void *fn = cn_answers_fn(idx);
 
-	return fn ? fn : (void *)deinitialized;
+	if (fn || !cn_fns[idx].name)
+		return fn;
+	return teardown(cn_fns[idx].name) ? (void *)deinitialized : NULL;
 }
 
 void cn_answers_capture(int d)

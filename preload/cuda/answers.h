@@ -9,8 +9,9 @@
 bool cn_answers_can(unsigned idx);
 void *cn_answers_fn(unsigned idx);
 
-/* The same for a process leaving (exit's handlers run): every call that needs the GPU answered
- * CUDA_ERROR_DEINITIALIZED, as the driver answers while it shuts down. */
+/* The same for a process leaving (exit's handlers run): its teardown's calls (frees, destroys,
+ * unloads, releases, synchronizations) answered CUDA_ERROR_DEINITIALIZED, as the driver answers
+ * while it shuts down; NULL for a call that needs the GPU still (it wakes the process). */
 void *cn_answers_leaving_fn(unsigned idx);
 
 /* A stream capture the app began (+1) or ended (-1). */

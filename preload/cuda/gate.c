@@ -180,7 +180,7 @@ static void *napping(unsigned idx)
 
 	if (answer || phase == CN_GATE_NAP_NONE ||
 	    (phase == CN_GATE_NAP_CLOSING && (gone || cn_answers_can(idx))))
-		return answer;
+		return answer; /* leaving, the nap under way: asked again once asleep */
 	if (!atomic_exchange(&wake_asked, true) && nap_wake)
 		nap_wake();
 	return NULL;
@@ -382,6 +382,7 @@ void cn_gate_after_fork(void)
 	atomic_store(&cn_gate_word, 0);
 	atomic_store(&nap_phase, CN_GATE_NAP_NONE);
 	atomic_store(&wake_asked, false);
+	atomic_store(&leaving, false); /* a child forked in an exit handler runs on */
 	/* A context this thread kept during the parent's nap is the parent's. */
 	cn_answers_forget();
 	if (cn_gate_tl.lifted) {

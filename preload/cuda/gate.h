@@ -80,7 +80,8 @@ void cn_gate_nap(enum cn_gate_nap phase, void (*wake)(void));
 
 /* Whether the process is leaving: exit() runs its handlers (an atexit handler of the gate's,
  * registered at the app's first driver call, after the libraries' own, so run before theirs).
- * A nap then asks for no wake: its calls are answered (cuda/answers.c), and it is not napped. */
+ * A napping process's teardown calls are then answered without a wake (cuda/answers.c; a call
+ * that needs the GPU still wakes it), and it is not napped. */
 bool cn_gate_leaving(void);
 
 /* When (cn_clock_ms) a query of the app's (cuEventQuery, cuStreamQuery) last found its work not

@@ -159,7 +159,8 @@ static CUresult pin(size_t c, bool threads)
 	struct timespec nap = { 0, 20000 };
 	double t0 = cn_clock_ms();
 
-	if (L.pinned[c])
+	/* ready first: a thread's pinned[c] is read only after its ready[c] */
+	if (atomic_load(&L.ready[c]) && L.pinned[c])
 		return CUDA_SUCCESS;
 	while (threads && !atomic_load(&L.ready[c]))
 		nanosleep(&nap, NULL);

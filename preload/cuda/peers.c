@@ -194,19 +194,14 @@ void cn_peers_can(int *can, int dev, int peer, uint64_t *result)
 		*can = 0;
 }
 
-void cn_peers_alloc(const char *name, const uint64_t *args, const void *caller)
+void cn_peers_alloc(const char *name, const struct cn_alloc_args *a, const void *caller)
 {
-	struct cn_alloc_args a;
-	uint64_t ptr, bytes;
+	uint64_t ptr = a->ptr, bytes = a->bytes;
 	char obj[96];
 
 	/* A pool's memory is reached by the access the pool grants, not by peer access: a pool's
 	 * allocation over the line restores (docs/DRIVER.md); its grants are looked at instead. */
-	if (strstr(name, "Async") || !cn_alloc_args(name, args, true, &a))
-		return;
-	ptr = a.ptr;
-	bytes = a.bytes;
-	if (bytes <= LARGE)
+	if (strstr(name, "Async") || bytes <= LARGE)
 		return;
 	cn_lookup_object(caller, obj, sizeof(obj));
 	pthread_mutex_lock(&lock);

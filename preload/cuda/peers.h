@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "allocargs.h"
 #include "cn_uuid.h"
 
 /* ---- at the gate, in the app's threads, after the call (wrap.c); result is the call's, which
@@ -16,8 +17,9 @@
  * what changed (and tells owned.c), inside the call; NULL for any other function. */
 void *cn_peers_route(void *real);
 /* Device memory allocated by name (cuMemAlloc*, cuMemAllocPitch*; a pool's allocations are
- * not looked at: its arguments), and any freed (cuMemFree*). */
-void cn_peers_alloc(const char *name, const uint64_t *args, const void *caller);
+ * not looked at), its arguments and what it gave decoded (allocargs.h), and any freed
+ * (cuMemFree*). */
+void cn_peers_alloc(const char *name, const struct cn_alloc_args *a, const void *caller);
 void cn_peers_free(uint64_t ptr);
 /* cuDeviceCanAccessPeer(can, dev, peer). */
 void cn_peers_can(int *can, int dev, int peer, uint64_t *result);

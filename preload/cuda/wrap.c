@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "allocargs.h"
 #include "answers.h"
 #include "clock.h"
 #include "cuda_abi.h"
@@ -205,13 +206,15 @@ void cn_wrap_after(unsigned idx, struct cn_frame *f)
 			cn_peers_free(f->gp[0]);
 		}
 		break;
-	case CN_KIND_ALLOC:
-		/* cuMemAlloc before CUDA 3.2 writes a 32-bit pointer: never owned */
-		if (ok && f->gp[0] &&
-		    (strcmp(e->name, "cuMemAlloc") == 0 ||
-		     !cn_owned_has(*(const uint64_t *)f->gp[0])))
-			cn_peers_alloc(e->name, f->gp, f->caller);
+	case CN_KIND_ALLOC: {
+		struct cn_alloc_args a;
+
+		/* a call before CUDA 3.2 writes a 32-bit pointer: never owned */
+		if (ok && cn_alloc_args(e->name, f->gp, true, &a) && a.ptr &&
+		    (a.narrow || !cn_owned_has(a.ptr)))
+			cn_peers_alloc(e->name, &a, f->caller);
 		break;
+	}
 	case CN_KIND_CAPTURE:
 	case CN_KIND_CAPTURED:
 		if (ok)

@@ -9,7 +9,8 @@
 # refused and the process runs on, its memory untouched; a copy out that fails puts everything
 # back, one back that fails is tried again; two wakes at once each put back their own; making room
 # for a light nap's wake naps lightly, the copy out beside the copy in; a napping process that
-# exits is not woken for its libraries' teardown, nor napped while it exits.
+# exits is not woken for its libraries' teardown (a destructor's work wakes it), nor napped while
+# it exits.
 . "$(dirname "$0")/../lib.sh"
 export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake CUDANAP_FAKE_GPUS=2
 export CUDANAP_FAKE_GPU_MIB=4000 # memory counted: what is freed shows
@@ -234,8 +235,9 @@ wait "$P_pid" "$Q_pid" 2> /dev/null
 rm -f "$T/fake/$P_pid".* "$T/fake/$Q_pid".*
 export CUDANAP_FAKE_GPUS=2
 
-# -- a napping process that exits: its libraries' teardown calls, made by exit's handlers, are
-# answered CUDA_ERROR_DEINITIALIZED (4) as by a driver shutting down; it is not woken
+# -- a napping process that exits: its libraries' teardown (a free, made by an exit handler) is
+# answered CUDA_ERROR_DEINITIALIZED (4) as by a driver shutting down, without a wake; a call that
+# works the GPU (a destructor's) still wakes it and runs
 gone() { [ ! -e "/proc/$1" ] || grep -q '^[0-9]* (.*) Z' "/proc/$1/stat"; }
 for depth in light full; do
 	write_ini "[nap]" "depth = $depth" "[log]" "level = info"
@@ -245,13 +247,23 @@ for depth in light full; do
 	check "$depth: napped" napped "$X_pid"
 	echo quit >&"$X_in"
 	check "$depth: the napping process exits" eventually 10 gone "$X_pid"
-	is "$(cat "$T/teardown" 2> /dev/null)" "launch 4" "$depth: its teardown's call answered without the GPU"
+	is "$(cat "$T/teardown" 2> /dev/null)" "free 4" "$depth: its teardown's free answered without the GPU"
 	unlike "$(cat "$T/X.err")" "woke|waits for the GPU" "$depth: never woken"
 	wait "$X_pid" 2> /dev/null
 	rm -f "$T/teardown" "$T/X.err" "$T/fake/$X_pid".*
 done
-# ... and one asked to nap while it exits says so
 write_ini "[nap]" "depth = light" "[log]" "level = info"
+TARGET_TEARDOWN=$T/teardown TARGET_TEARDOWN_CALL="launch export 1" start X "$TARGET"
+fill X
+cli2 nap "$X_pid"
+check "napped" napped "$X_pid"
+echo quit >&"$X_in"
+check "it exits" eventually 10 gone "$X_pid"
+is "$(cat "$T/teardown" 2> /dev/null)" "launch 0" "a launch in its exit handler wakes it and runs"
+like "$(cat "$T/X.err")" "woke for a driver call" "woken for it"
+wait "$X_pid" 2> /dev/null
+rm -f "$T/teardown" "$T/X.err" "$T/fake/$X_pid".*
+# ... and one asked to nap while it exits says so
 TARGET_TEARDOWN=$T/teardown TARGET_TEARDOWN_MS=3000 start X "$TARGET"
 fill X
 echo quit >&"$X_in"
@@ -259,7 +271,7 @@ sleep 0.5 # in its exit handlers
 cli2 nap "$X_pid"
 like "$rc:$out" "^1:$X_pid: nap failed: REFUSED: not napped: it is exiting" "a nap asked while it exits: refused in one line"
 check "it exits" eventually 10 gone "$X_pid"
-is "$(cat "$T/teardown" 2> /dev/null)" "launch 0" "its teardown's call, awake, went to the driver"
+is "$(cat "$T/teardown" 2> /dev/null)" "free 0" "its teardown's free, awake, went to the driver"
 wait "$X_pid" 2> /dev/null
 rm -f "$T/teardown" "$T/fake/$X_pid".*
 

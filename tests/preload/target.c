@@ -16,9 +16,10 @@
  * communicator every MS ms in a thread of its own (every other step in a group), each step waiting
  * for the other ranks' as a training loop's synchronisation does; "nccl steps" says how many steps
  * and how many failed operations so far.
- * With $TARGET_TEARDOWN set, an exit handler registered before the first driver call (as a CUDA
- * runtime's is) waits $TARGET_TEARDOWN_MS (0) ms, then launches a "kernel" and writes "launch RC"
- * into that file: a library's teardown at exit. */
+ * With $TARGET_TEARDOWN set, an exit handler registered before the first driver call (as a
+ * program's own is) waits $TARGET_TEARDOWN_MS (0) ms, then runs the drv command
+ * $TARGET_TEARDOWN_CALL ("free export": its allocation freed, "free RC") with its answer written
+ * into that file: a library's teardown at exit, or a destructor saving results. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -332,7 +333,8 @@ static void teardown(void)
 	}
 	if (!freopen(getenv("TARGET_TEARDOWN"), "w", stdout))
 		return;
-	paths_command("launch export 1");
+	paths_command(getenv("TARGET_TEARDOWN_CALL") ? getenv("TARGET_TEARDOWN_CALL")
+						     : "free export");
 	fflush(stdout);
 }
 

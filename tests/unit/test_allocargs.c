@@ -22,12 +22,25 @@ int main(void)
 			   a.bytes == 20480ull * 20000,
 		   "pitched, after: the address, pitch x height given");
 	}
+	{ /* cuMemAllocPitch before CUDA 3.2: 32-bit address, pitch, width and height */
+		uint32_t p32 = 0x300000, pitch32 = 4096;
+		uint64_t gp[6] = { (uint64_t)&p32,
+				   (uint64_t)&pitch32,
+				   0xdead000000000000ull | 4000,
+				   0xdead000000000000ull | 1000,
+				   4,
+				   0 };
+
+		ok(cn_alloc_args("cuMemAllocPitch", gp, true, &a) && a.narrow &&
+			   a.asked == 4000ull * 1000 && a.ptr == p32 && a.bytes == 4096ull * 1000,
+		   "cuMemAllocPitch: 32 bits of each");
+	}
 	{ /* cuMemAlloc before CUDA 3.2: 32-bit address and size, the rest of the registers not */
 		uint64_t gp[6] = {
 			(uint64_t)&ptr32, 0xdead000000000000ull | (64u << 20), 0, 0, 0, 0
 		};
 
-		ok(cn_alloc_args("cuMemAlloc", gp, true, &a) && a.asked == 64u << 20 &&
+		ok(cn_alloc_args("cuMemAlloc", gp, true, &a) && a.narrow && a.asked == 64u << 20 &&
 			   a.ptr == ptr32 && a.bytes == 64u << 20,
 		   "cuMemAlloc: 32 bits of address and size");
 	}
@@ -47,6 +60,10 @@ int main(void)
 		ok(cn_alloc_args("cuMemCreate", gp, false, &a) && a.asked == 1ull << 30 &&
 			   a.dev == 3,
 		   "cuMemCreate: its bytes, on the device its properties name");
+		prop[2] = 2; /* CU_MEM_LOCATION_TYPE_HOST */
+		ok(!cn_alloc_args("cuMemCreate", gp, false, &a),
+		   "cuMemCreate of host memory: none");
+		prop[2] = 1;
 	}
 	{
 		uint64_t c, gp[6] = { (uint64_t)&c, 2, 0, 0, 0, 0 };
