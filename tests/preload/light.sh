@@ -239,31 +239,31 @@ export CUDANAP_FAKE_GPUS=2
 # answered CUDA_ERROR_DEINITIALIZED (4) as by a driver shutting down, without a wake; a call that
 # works the GPU (a destructor's) still wakes it and runs
 gone() { [ ! -e "/proc/$1" ] || grep -q '^[0-9]* (.*) Z' "/proc/$1/stat"; }
-for depth in light full; do
-	write_ini "[nap]" "depth = $depth" "[log]" "level = info"
-	TARGET_TEARDOWN=$T/teardown start X "$TARGET"
+# exit_napping DEPTH CALL: X, whose exit handler makes the drv CALL, napped and told to quit, until
+# it is gone; the handler's answer in $got, X's log in $log
+exit_napping() {
+	write_ini "[nap]" "depth = $1" "[log]" "level = info"
+	TARGET_TEARDOWN=$T/teardown TARGET_TEARDOWN_CALL=$2 start X "$TARGET"
 	fill X
 	cli2 nap "$X_pid"
-	check "$depth: napped" napped "$X_pid"
+	check "$1: napped" napped "$X_pid"
 	echo quit >&"$X_in"
-	check "$depth: the napping process exits" eventually 10 gone "$X_pid"
-	is "$(cat "$T/teardown" 2> /dev/null)" "free 4" "$depth: its teardown's free answered without the GPU"
-	unlike "$(cat "$T/X.err")" "woke|waits for the GPU" "$depth: never woken"
+	check "$1: the napping process exits" eventually 10 gone "$X_pid"
+	got=$(cat "$T/teardown" 2> /dev/null)
+	log=$(cat "$T/X.err")
 	wait "$X_pid" 2> /dev/null
 	rm -f "$T/teardown" "$T/X.err" "$T/fake/$X_pid".*
+}
+for depth in light full; do
+	exit_napping "$depth" "free export"
+	is "$got" "free 4" "$depth: its teardown's free answered without the GPU"
+	unlike "$log" "woke|waits for the GPU" "$depth: never woken"
 done
-write_ini "[nap]" "depth = light" "[log]" "level = info"
-TARGET_TEARDOWN=$T/teardown TARGET_TEARDOWN_CALL="launch export 1" start X "$TARGET"
-fill X
-cli2 nap "$X_pid"
-check "napped" napped "$X_pid"
-echo quit >&"$X_in"
-check "it exits" eventually 10 gone "$X_pid"
-is "$(cat "$T/teardown" 2> /dev/null)" "launch 0" "a launch in its exit handler wakes it and runs"
-like "$(cat "$T/X.err")" "woke for a driver call" "woken for it"
-wait "$X_pid" 2> /dev/null
-rm -f "$T/teardown" "$T/X.err" "$T/fake/$X_pid".*
+exit_napping light "launch export 1"
+is "$got" "launch 0" "a launch in its exit handler wakes it and runs"
+like "$log" "woke for a driver call" "woken for it"
 # ... and one asked to nap while it exits says so
+write_ini "[nap]" "depth = light" "[log]" "level = info"
 TARGET_TEARDOWN=$T/teardown TARGET_TEARDOWN_MS=3000 start X "$TARGET"
 fill X
 echo quit >&"$X_in"
