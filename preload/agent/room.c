@@ -532,7 +532,7 @@ static bool call_need(const char *name, const uint64_t *gp, uint64_t *bytes, int
 {
 	struct cn_alloc_args a;
 
-	if (!cn_alloc_args(name, gp, false, &a))
+	if (!cn_allocargs_read(name, gp, false, &a))
 		return false;
 	*bytes = a.context ? CTX_BYTES : a.asked;
 	*dev = a.dev;

@@ -12,7 +12,7 @@ static bool is(const char *name, const char *base)
 	return strncmp(name, base, n) == 0 && (name[n] == '\0' || name[n] == '_');
 }
 
-bool cn_alloc_args(const char *name, const uint64_t *gp, bool done, struct cn_alloc_args *a)
+bool cn_allocargs_read(const char *name, const uint64_t *gp, bool done, struct cn_alloc_args *a)
 {
 	memset(a, 0, sizeof(*a));
 	a->dev = -1;

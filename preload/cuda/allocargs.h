@@ -18,6 +18,6 @@ struct cn_alloc_args {
 /* The call name's arguments (its argument registers gp), and, once it succeeded (done), what it
  * gave back. False for a call that is none of these (host or managed memory among them, and a
  * cuMemCreate of host memory). */
-bool cn_alloc_args(const char *name, const uint64_t *gp, bool done, struct cn_alloc_args *a);
+bool cn_allocargs_read(const char *name, const uint64_t *gp, bool done, struct cn_alloc_args *a);
 
 #endif

@@ -210,7 +210,7 @@ void cn_wrap_after(unsigned idx, struct cn_frame *f)
 		struct cn_alloc_args a;
 
 		/* a call before CUDA 3.2 writes a 32-bit pointer: never owned */
-		if (ok && cn_alloc_args(e->name, f->gp, true, &a) && a.ptr &&
+		if (ok && cn_allocargs_read(e->name, f->gp, true, &a) && a.ptr &&
 		    (a.narrow || !cn_owned_has(a.ptr)))
 			cn_peers_alloc(e->name, &a, f->caller);
 		break;

@@ -15,10 +15,10 @@ int main(void)
 	{ /* cuMemAllocPitch_v2(dptr *, pitch *, width, height, element size) */
 		uint64_t gp[6] = { (uint64_t)&ptr, (uint64_t)&pitch, 20000, 20000, 4, 0 };
 
-		ok(cn_alloc_args("cuMemAllocPitch_v2", gp, false, &a) &&
+		ok(cn_allocargs_read("cuMemAllocPitch_v2", gp, false, &a) &&
 			   a.asked == 20000ull * 20000 && a.bytes == 0 && a.dev == -1 && !a.context,
 		   "pitched, before: width x height asked, on the context's device");
-		ok(cn_alloc_args("cuMemAllocPitch_v2", gp, true, &a) && a.ptr == ptr &&
+		ok(cn_allocargs_read("cuMemAllocPitch_v2", gp, true, &a) && a.ptr == ptr &&
 			   a.bytes == 20480ull * 20000,
 		   "pitched, after: the address, pitch x height given");
 	}
@@ -31,7 +31,7 @@ int main(void)
 				   4,
 				   0 };
 
-		ok(cn_alloc_args("cuMemAllocPitch", gp, true, &a) && a.narrow &&
+		ok(cn_allocargs_read("cuMemAllocPitch", gp, true, &a) && a.narrow &&
 			   a.asked == 4000ull * 1000 && a.ptr == p32 && a.bytes == 4096ull * 1000,
 		   "cuMemAllocPitch: 32 bits of each");
 	}
@@ -40,8 +40,8 @@ int main(void)
 			(uint64_t)&ptr32, 0xdead000000000000ull | (64u << 20), 0, 0, 0, 0
 		};
 
-		ok(cn_alloc_args("cuMemAlloc", gp, true, &a) && a.narrow && a.asked == 64u << 20 &&
-			   a.ptr == ptr32 && a.bytes == 64u << 20,
+		ok(cn_allocargs_read("cuMemAlloc", gp, true, &a) && a.narrow &&
+			   a.asked == 64u << 20 && a.ptr == ptr32 && a.bytes == 64u << 20,
 		   "cuMemAlloc: 32 bits of address and size");
 	}
 	{
@@ -50,46 +50,46 @@ int main(void)
 					"cuMemAllocFromPoolAsync", "cuMemAllocFromPoolAsync_ptsz" };
 
 		for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-			ok(cn_alloc_args(names[i], gp, true, &a) && a.asked == 3ull << 30 &&
+			ok(cn_allocargs_read(names[i], gp, true, &a) && a.asked == 3ull << 30 &&
 				   a.ptr == ptr && a.bytes == 3ull << 30,
 			   "%s: the bytes in the second register", names[i]);
 	}
 	{ /* cuMemCreate(handle *, bytes, prop, flags) */
 		uint64_t h, gp[6] = { (uint64_t)&h, 1ull << 30, (uint64_t)prop, 0, 0, 0 };
 
-		ok(cn_alloc_args("cuMemCreate", gp, false, &a) && a.asked == 1ull << 30 &&
+		ok(cn_allocargs_read("cuMemCreate", gp, false, &a) && a.asked == 1ull << 30 &&
 			   a.dev == 3,
 		   "cuMemCreate: its bytes, on the device its properties name");
 		prop[2] = 2; /* CU_MEM_LOCATION_TYPE_HOST */
-		ok(!cn_alloc_args("cuMemCreate", gp, false, &a),
+		ok(!cn_allocargs_read("cuMemCreate", gp, false, &a),
 		   "cuMemCreate of host memory: none");
 		prop[2] = 1;
 	}
 	{
 		uint64_t c, gp[6] = { (uint64_t)&c, 2, 0, 0, 0, 0 };
 
-		ok(cn_alloc_args("cuDevicePrimaryCtxRetain", gp, false, &a) && a.context &&
+		ok(cn_allocargs_read("cuDevicePrimaryCtxRetain", gp, false, &a) && a.context &&
 			   a.dev == 2 && a.asked == 0,
 		   "cuDevicePrimaryCtxRetain: a context on device 2");
 		gp[1] = 0; /* flags */
 		gp[2] = 2;
-		ok(cn_alloc_args("cuCtxCreate_v2", gp, false, &a) && a.context && a.dev == 2,
+		ok(cn_allocargs_read("cuCtxCreate_v2", gp, false, &a) && a.context && a.dev == 2,
 		   "cuCtxCreate_v2(ctx *, flags, dev)");
 		gp[2] = 0;
 		gp[3] = 5;
-		ok(cn_alloc_args("cuCtxCreate_v4", gp, false, &a) && a.dev == 5,
+		ok(cn_allocargs_read("cuCtxCreate_v4", gp, false, &a) && a.dev == 5,
 		   "cuCtxCreate_v4(ctx *, params, flags, dev)");
 		gp[3] = 0;
 		gp[4] = 6;
-		ok(cn_alloc_args("cuCtxCreate_v3", gp, false, &a) && a.dev == 6,
+		ok(cn_allocargs_read("cuCtxCreate_v3", gp, false, &a) && a.dev == 6,
 		   "cuCtxCreate_v3(ctx *, params, n, flags, dev)");
 	}
 	{
 		uint64_t gp[6] = { (uint64_t)&ptr, 1 << 20, 0, 0, 0, 0 };
 
-		ok(!cn_alloc_args("cuMemAllocHost_v2", gp, true, &a) &&
-			   !cn_alloc_args("cuMemAllocManaged", gp, true, &a) &&
-			   !cn_alloc_args("cuMemFree_v2", gp, true, &a),
+		ok(!cn_allocargs_read("cuMemAllocHost_v2", gp, true, &a) &&
+			   !cn_allocargs_read("cuMemAllocManaged", gp, true, &a) &&
+			   !cn_allocargs_read("cuMemFree_v2", gp, true, &a),
 		   "host and managed memory, and other calls: none");
 	}
 	return tap_done();
