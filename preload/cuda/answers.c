@@ -109,6 +109,10 @@ static bool teardown(const char *name)
 {
 	static const char *const ends[] = {
 		"cuMemFree",
+		"cuMemFreeAsync",
+		"cuMemFreeHost",
+		"cuArrayDestroy",
+		"cuMipmappedArrayDestroy",
 		"cuMemRelease",
 		"cuMemUnmap",
 		"cuMemAddressFree",
