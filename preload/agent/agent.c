@@ -2,7 +2,7 @@
  *
  * It waits on the wake pipe that the signal handler writes to, folds the bytes into the state the
  * signals asked for and runs the action that gets there (suspend.c, resume.c). Its rooms: the
- * line to the controller (channel.c), the steps the actions share (steps.c) and what it tells
+ * line to the controller (channel.c), the steps the actions share (requests.c) and what it tells
  * (report.c). It is the only thread of ours in the target that acts; it never calls libcuda. */
 #define _GNU_SOURCE
 #include "agent.h"

@@ -53,7 +53,7 @@ static void wake_asked(void)
 	cn_wake_send(CN_WAKE_CALL);
 }
 
-static void say(enum cn_nap state, const char *why)
+static void say_nap(enum cn_nap state, const char *why)
 {
 	cn_report_nap(state, why);
 }
@@ -88,7 +88,7 @@ static void deepen(void)
 
 	cn_gate_nap(CN_GATE_NAP_ASLEEP, wake_asked);
 	if (o.state == CN_STATE_CHECKPOINTED) {
-		say(CN_NAP_NAPPING, "");
+		say_nap(CN_NAP_NAPPING, "");
 		cn_report_write();
 		cn_log(&cn_ag.cfg, CN_LOG_INFO,
 		       "its light nap deepened after %u s ([nap] full_after_s): the rest of its "
@@ -98,7 +98,7 @@ static void deepen(void)
 		return;
 	}
 	nap.asleep_ms = cn_clock_ms(); /* tried again after as long */
-	say(CN_NAP_NAPPING, "");
+	say_nap(CN_NAP_NAPPING, "");
 	cn_report_write();
 	cn_log(&cn_ag.cfg, CN_LOG_INFO, "its light nap was not deepened: %s",
 	       cn_report_status()->message);
@@ -127,7 +127,7 @@ static bool light(void)
 
 /* The nap, asked or idle, or asked to make room for another process (for_whom: its note, "PID
  * MIB GPU MIN_IDLE_S"): true when the process naps now. */
-static bool go(bool asked, const char *for_whom)
+static bool nap_go(bool asked, const char *for_whom)
 {
 	double idle_ms = cn_clock_ms() - nap.active_ms;
 	char why[360], steps[200];
@@ -165,7 +165,7 @@ static bool go(bool asked, const char *for_whom)
 			cn_report_count(CN_REPORT_NAPS_IDLE);
 			snprintf(why, sizeof(why), "after %.0f s idle", idle_ms / 1000);
 		}
-		say(CN_NAP_NAPPING, "");
+		say_nap(CN_NAP_NAPPING, "");
 		cn_report_write();
 		cn_status_steps(cn_report_status(), steps, sizeof(steps));
 		if (cn_light_holding())
@@ -190,7 +190,7 @@ static bool go(bool asked, const char *for_whom)
 	nap.not_before = cn_clock_ms() + (double)nap.backoff * cn_ag.cfg.nap_idle_s * 1000;
 	snprintf(why, sizeof(why), "%s: %s", cn_status_result(cn_report_status()),
 		 cn_report_status()->message);
-	say(o.result == CN_RES_REFUSED ? CN_NAP_REFUSED : CN_NAP_AWAKE, why);
+	say_nap(o.result == CN_RES_REFUSED ? CN_NAP_REFUSED : CN_NAP_AWAKE, why);
 	cn_report_write();
 	if (asked)
 		cn_log(&cn_ag.cfg, CN_LOG_ERROR, "nap failed: %s; state %s", why,
@@ -203,7 +203,7 @@ static bool go(bool asked, const char *for_whom)
 }
 
 /* A look at the gate: work since the last look, or a thread inside a call, is activity now. */
-static void look(double now)
+static void look_at_gate(double now)
 {
 	struct cn_inside in[1];
 	unsigned long work = cn_gate_work();
@@ -227,7 +227,7 @@ static bool room_refused(const char *for_whom)
 
 	if (sscanf(for_whom, "%d %llu %d %u", &pid, &mib, &gpu, &min_idle) < 4 || nap.napping)
 		return false;
-	look(now);
+	look_at_gate(now);
 	ago = (now - nap.active_ms) / 1000;
 	if (ago >= min_idle)
 		return false;
@@ -262,7 +262,7 @@ void cn_nap_now(void)
 			cn_suspend_as(true, 0);
 		return;
 	}
-	go(true, room ? for_whom : NULL);
+	nap_go(true, room ? for_whom : NULL);
 }
 
 void cn_nap_tick(void)
@@ -280,18 +280,18 @@ void cn_nap_tick(void)
 	if (!watched() || cn_report_status()->state != CN_STATE_RUNNING) {
 		if (!watched() && cn_report_status()->nap != CN_NAP_UNSAID &&
 		    cn_report_status()->nap != CN_NAP_OFF) {
-			say(CN_NAP_OFF, "");
+			say_nap(CN_NAP_OFF, "");
 			cn_report_write();
 		}
 		return;
 	}
 	if (cn_report_status()->nap == CN_NAP_UNSAID || cn_report_status()->nap == CN_NAP_OFF) {
-		say(CN_NAP_AWAKE, "");
+		say_nap(CN_NAP_AWAKE, "");
 		nap.active_ms = now;
 		cn_report_write();
 	}
 	was = nap.active_ms;
-	look(now);
+	look_at_gate(now);
 	if (nap.active_ms != was || nap.active_ms == now) {
 		if (nap.idle) {
 			nap.idle = false;
@@ -307,7 +307,7 @@ void cn_nap_tick(void)
 	}
 	if (cn_ag.cfg.nap_idle_s && now - nap.active_ms >= cn_ag.cfg.nap_idle_s * 1000.0 &&
 	    now >= nap.not_before && !cn_gate_leaving())
-		go(false, NULL);
+		nap_go(false, NULL);
 }
 
 /* [nap] wake_on = any: a map that puts the parts of its memory without room where they are, or
@@ -405,7 +405,7 @@ void cn_nap_wake(void)
 		return;
 	cn_gate_nap(CN_GATE_NAP_NONE, NULL); /* calls from now on wait for the wake */
 	if (!nap.retry)
-		say(CN_NAP_WAKING, "");
+		say_nap(CN_NAP_WAKING, "");
 	nap.try_ms = cn_clock_ms();
 	o = cn_resume_as(true, NULL, nap.retry && !cn_ag.cfg.nap_make_room ? ROOM_WAIT_MS : 0);
 	if (asleep(o) && o.result == CN_RES_NO_ROOM && cn_ag.cfg.nap_make_room &&
@@ -429,10 +429,10 @@ void cn_nap_wake(void)
 	snprintf(why, sizeof(why), "%s: %s", cn_status_result(cn_report_status()),
 		 cn_report_status()->message);
 	if (!room)
-		say(CN_NAP_WAKING, why);
+		say_nap(CN_NAP_WAKING, why);
 	else
-		say(o.result == CN_RES_BESIDE ? CN_NAP_BESIDE : CN_NAP_WAITING,
-		    cn_report_status()->message);
+		say_nap(o.result == CN_RES_BESIDE ? CN_NAP_BESIDE : CN_NAP_WAITING,
+			cn_report_status()->message);
 	cn_report_write();
 	/* A restore the driver failed is not tried again on a clock: one it did not roll back fails
 	 * every time after (docs/DRIVER.md). Said once; the next call that needs the GPU, or a
@@ -463,7 +463,7 @@ void cn_nap_woken(double asked)
 	cn_report_count(CN_REPORT_WAKES);
 	if (asked > 0)
 		cn_report_wake_ms(now - asked);
-	say(watched() ? CN_NAP_AWAKE : CN_NAP_OFF, "");
+	say_nap(watched() ? CN_NAP_AWAKE : CN_NAP_OFF, "");
 	cn_report_write();
 	cn_status_steps(cn_report_status(), steps, sizeof(steps));
 	if (asked > 0 && strcmp(cn_report_status()->nap_depth, "light") == 0)
@@ -503,5 +503,5 @@ void cn_nap_reset(void)
 	memset(&nap, 0, sizeof(nap));
 	nap.backoff = 1;
 	atomic_store(&asked_ms, 0);
-	say(watched() ? CN_NAP_AWAKE : CN_NAP_OFF, "");
+	say_nap(watched() ? CN_NAP_AWAKE : CN_NAP_OFF, "");
 }

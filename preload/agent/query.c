@@ -190,7 +190,7 @@ void cn_query(void)
 		stamp();
 		return;
 	}
-	cn_state_machine(&r);
+	cn_state_gpus(&r);
 	cn_report_shared();
 	if (cn_ag.cfg.peer_off && cn_peers_large(why, sizeof(why)) > 0)
 		cn_report_peer_more(

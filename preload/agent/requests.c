@@ -1,4 +1,4 @@
-/* steps: what the agent's actions share: the request to the controller with what the agent
+/* requests: what the agent's actions share: the request to the controller with what the agent
  * knows, the INI re-read at each action, where the process stands, and the calls that move its
  * memory (libcuda's copies made parallel, copy.c; restores taking turns, turns.c). */
 #define _GNU_SOURCE

@@ -178,7 +178,7 @@ struct cands {
 };
 
 /* One of this status dir's processes taken as a candidate if it may be napped now. */
-static bool take(const struct cn_status *s, void *arg)
+static bool take_candidate(const struct cn_status *s, void *arg)
 {
 	struct cands *cs = arg;
 	double idle = cn_status_since_s(s->idle_since);
@@ -200,7 +200,7 @@ static int candidates(struct cand *c, int max)
 {
 	struct cands cs = { c, 0, max };
 
-	cn_others_each(take, &cs);
+	cn_others_each(take_candidate, &cs);
 	qsort(c, (size_t)cs.n, sizeof(*c), by_idle);
 	return cs.n;
 }
@@ -589,7 +589,7 @@ void cn_room_done(void)
 /* ---- an allocation refused: the agent's side ---- */
 
 /* The answer to the waiting thread; room made for a thread that stopped waiting is given back. */
-static void answer(bool made)
+static void answer_app(bool made)
 {
 	bool gone;
 
@@ -604,7 +604,7 @@ static void answer(bool made)
 	pending = false;
 }
 
-static void serve(void)
+static void serve_app(void)
 {
 	struct cn_room_need need;
 	const char *what;
@@ -633,13 +633,13 @@ static void serve(void)
 		       "would have",
 		       what, why);
 	failure_said = r < 0;
-	answer(r == 0);
+	answer_app(r == 0);
 }
 
 void cn_room_asked(void)
 {
 	pending = true;
-	serve();
+	serve_app();
 }
 
 int cn_room_timeout_ms(void)
@@ -650,5 +650,5 @@ int cn_room_timeout_ms(void)
 void cn_room_tick(void)
 {
 	if (pending)
-		serve();
+		serve_app();
 }

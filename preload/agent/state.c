@@ -9,7 +9,7 @@
 
 struct cn_agent cn_ag;
 
-void cn_state_machine(const struct cn_resp *r)
+void cn_state_gpus(const struct cn_resp *r)
 {
 	if (r->n_gpus) {
 		cn_ag.n_gpus = r->n_gpus;
@@ -24,7 +24,7 @@ void cn_state_remember(const struct cn_resp *r)
 	memcpy(cn_ag.use, r->use, sizeof(cn_ag.use));
 	if (r->model[0])
 		snprintf(cn_ag.model, sizeof(cn_ag.model), "%s", r->model);
-	cn_state_machine(r);
+	cn_state_gpus(r);
 }
 
 void cn_state_follow(const struct cn_resp *r, const struct cn_uuid *was, struct cn_uuid *now)
@@ -50,7 +50,7 @@ void cn_state_moved(const struct cn_resp *r)
 	}
 	cn_ag.n_moves = r->n_moves;
 	memcpy(cn_ag.moves, r->moves, sizeof(cn_ag.moves));
-	cn_state_machine(r);
+	cn_state_gpus(r);
 }
 
 int cn_state_targets(const struct cn_gpu_pair *pairs, unsigned n_pairs, struct cn_uuid *to)

@@ -56,7 +56,7 @@ struct cn_agent {
 extern struct cn_agent cn_ag;
 
 /* The machine's GPUs, when the controller's answer lists them. */
-void cn_state_machine(const struct cn_resp *r);
+void cn_state_gpus(const struct cn_resp *r);
 /* What the process holds on which GPU, and the machine's GPUs, from the controller's answer to a
  * checkpoint or a prepare. */
 void cn_state_remember(const struct cn_resp *r);

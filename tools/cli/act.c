@@ -16,7 +16,7 @@
 #include "cn_gpumap.h"
 #include "cn_json.h"
 
-const char usage_suspend[] =
+const char cli_usage_suspend[] =
 	"usage: cudanap suspend|resume [-c FILE] [--wait|--no-wait] [--timeout S] [--json] PID...\n"
 	"       cudanap suspend|resume [OPTIONS] --all\n"
 	"       cudanap suspend|resume [OPTIONS] --tree PID\n"
@@ -79,7 +79,7 @@ const char usage_suspend[] =
 	"          cudanap suspend --tree $SLURM_TASK_PID\n"
 	"          srun --jobid=$J --overlap --ntasks-per-node=1 cudanap suspend --slurm $J\n";
 
-const char usage_prepare[] =
+const char cli_usage_prepare[] =
 	"usage: cudanap prepare [-c FILE] [--wait|--no-wait] [--timeout S] PID...\n"
 	"       cudanap prepare [OPTIONS] --all | --tree PID | --slurm JOBID\n"
 	"\n"
@@ -100,7 +100,7 @@ const char usage_prepare[] =
 	"prepared (or already suspended), 1 otherwise, 2 on usage errors.\n"
 	"Example: cudanap prepare --tree $SLURM_TASK_PID; sleep 50; cudanap suspend --tree ...\n";
 
-const char usage_nap[] =
+const char cli_usage_nap[] =
 	"usage: cudanap nap [-c FILE] [--wait|--no-wait] [--timeout S] [--json] PID...\n"
 	"       cudanap nap [OPTIONS] --all | --tree PID | --slurm JOBID\n"
 	"\n"
@@ -138,7 +138,7 @@ static void print_json(const struct job *jobs, int n, const struct plan *p,
 	char line[sizeof(r->rollback) * 6 + 3];
 	int counted = n - r->n_gone; /* processes gone before their signals are not counted */
 
-	printf("{\"action\":\"%s\",\"processes\":[", verb_name[p->verb]);
+	printf("{\"action\":\"%s\",\"processes\":[", cli_verb_name[p->verb]);
 	for (int i = 0; i < n; i++)
 		print_job_json(&jobs[i], i == 0);
 	printf("],\n \"attempts\":[");
@@ -209,7 +209,7 @@ static int dedupe(struct job *jobs, int n)
 /* --to-disk DIR PID: getopt takes an optional value only after '='. */
 static void not_a_pid(const char *arg, const char *to_disk)
 {
-	fprintf(stderr, "%s: '%s' is not a process id%s%s%s\n", prog, arg,
+	fprintf(stderr, "%s: '%s' is not a process id%s%s%s\n", cli_prog, arg,
 		to_disk && !to_disk[0] && strchr(arg, '/')
 			? " (a directory for --to-disk is given as --to-disk="
 			: "",
@@ -231,7 +231,7 @@ static int select_group(const struct plan *p, const char *slurm, bool all, const
 		int *job_pids, k = slurm_job_pids(slurm, &job_pids, note, sizeof(note));
 
 		if (note[0])
-			fprintf(stderr, "%s: %s\n", prog, note);
+			fprintf(stderr, "%s: %s\n", cli_prog, note);
 		if (k < 0)
 			return -1;
 		n = procs_select(p->cfg, NULL, 0, job_pids, k, pids);
@@ -239,17 +239,17 @@ static int select_group(const struct plan *p, const char *slurm, bool all, const
 		if (n <= 0)
 			fprintf(stderr,
 				"%s: no process of Slurm job %s on this node runs under cudanap\n",
-				prog, slurm);
+				cli_prog, slurm);
 		return n > 0 ? n : -1;
 	}
 	for (int r = 0; r < n_roots; r++)
 		if (kill(roots[r], 0) < 0 && errno == ESRCH) {
-			fprintf(stderr, "%s: %d: no such process\n", prog, roots[r]);
+			fprintf(stderr, "%s: %d: no such process\n", cli_prog, roots[r]);
 			return -1;
 		}
 	n = procs_select(p->cfg, roots, n_roots, NULL, 0, pids);
 	if (n <= 0)
-		fprintf(stderr, "%s: no process %s runs under cudanap\n", prog,
+		fprintf(stderr, "%s: no process %s runs under cudanap\n", cli_prog,
 			all ? "of this user" : "in that tree");
 	return n > 0 ? n : -1;
 }
@@ -326,7 +326,7 @@ static int parse_gpu_map(struct act_args *a, const char *map)
 	if (a->p.verb != VERB_RESUME)
 		cli_die_usage("cudanap: --gpu-map is for resume\n");
 	if (cn_gpumap_parse(map, pairs, &k, err, sizeof(err)) < 0) {
-		fprintf(stderr, "%s: --gpu-map: %s\n", prog, err);
+		fprintf(stderr, "%s: --gpu-map: %s\n", cli_prog, err);
 		return 2;
 	}
 	a->p.gpu_map = map;
@@ -389,7 +389,7 @@ static int parse_option(struct act_args *a, int c, int argc, char **argv)
 			cli_die_usage("cudanap: --retries wants a number from 0 to 100\n");
 		break;
 	default:
-		cli_die_option(verb_name[verb], argv, c);
+		cli_die_option(cli_verb_name[verb], argv, c);
 	}
 	return 0;
 }
@@ -440,7 +440,7 @@ static int parse_args(struct act_args *a, int argc, char **argv)
 /* One way of naming the processes, and one at least; 0, or 2 said. */
 static int check_args(const struct act_args *a)
 {
-	const char *name = verb_name[a->p.verb];
+	const char *name = cli_verb_name[a->p.verb];
 
 	if ((a->all + (a->n_roots > 0) + (a->slurm != NULL) + (a->n > 0) +
 	     (a->tree_flag && a->slurm_flag)) > 1)
@@ -450,7 +450,7 @@ static int check_args(const struct act_args *a)
 		fprintf(stderr,
 			"%s %s: which processes? give PIDs, --all, --tree PID or --slurm JOBID; "
 			"see '%s %s --help'\n",
-			prog, name, prog, name);
+			cli_prog, name, cli_prog, name);
 		return 2;
 	}
 	return 0;

@@ -13,7 +13,7 @@
 
 #include "cli.h"
 
-const char *prog = "cudanap";
+const char *cli_prog = "cudanap";
 
 void cli_die_usage(const char *text)
 {
@@ -26,14 +26,14 @@ void cli_die_option(const char *verb, char **argv, int c)
 	const char *arg = argv[optind - 1];
 
 	if (c == ':')
-		fprintf(stderr, "%s %s: %s needs a value; see '%s %s --help'\n", prog, verb, arg,
-			prog, verb);
+		fprintf(stderr, "%s %s: %s needs a value; see '%s %s --help'\n", cli_prog, verb,
+			arg, cli_prog, verb);
 	else if (optopt && strncmp(arg, "--", 2) != 0)
-		fprintf(stderr, "%s %s: unknown option '-%c'; see '%s %s --help'\n", prog, verb,
-			optopt, prog, verb);
+		fprintf(stderr, "%s %s: unknown option '-%c'; see '%s %s --help'\n", cli_prog, verb,
+			optopt, cli_prog, verb);
 	else
-		fprintf(stderr, "%s %s: unknown option '%s'; see '%s %s --help'\n", prog, verb, arg,
-			prog, verb);
+		fprintf(stderr, "%s %s: unknown option '%s'; see '%s %s --help'\n", cli_prog, verb,
+			arg, cli_prog, verb);
 	exit(2);
 }
 
@@ -51,7 +51,7 @@ void cli_load_config(const char *path, struct cn_config *c)
 	char err[CN_ERR_LEN];
 
 	if (cn_config_load(c, path, err, sizeof(err)) < 0) {
-		fprintf(stderr, "%s: %s\n", prog, err);
+		fprintf(stderr, "%s: %s\n", cli_prog, err);
 		exit(78);
 	}
 }

@@ -11,7 +11,7 @@
 #include "cn_status.h"
 
 /* ---- cli.c ---- */
-extern const char *prog;
+extern const char *cli_prog;
 
 _Noreturn void cli_die_usage(const char *text);
 /* getopt_long's '?' or ':' for `cudanap VERB` (the optstring starts with ':', or "+:"): one line
@@ -78,11 +78,11 @@ int procs_job_dirs(struct procs_dir **out);
 int status_gather(const char *cfg, struct cn_status **out);
 
 /* ---- metrics.c ---- */
-extern const char usage_metrics[];
+extern const char cli_usage_metrics[];
 int metrics_main(int argc, char **argv);
 
 /* ---- kernel.c: Jupyter kernelspecs that run a kernel under cudanap ---- */
-extern const char usage_kernel[];
+extern const char cli_usage_kernel[];
 int kernel_main(int argc, char **argv);
 
 /* ---- slurm.c: a Slurm job's processes on this node ---- */
@@ -97,7 +97,7 @@ void slurm_node_name(char *out, size_t len);
 
 /* ---- group.c: processes acted on at once, all or nothing ---- */
 enum verb { VERB_SUSPEND, VERB_RESUME, VERB_PREPARE, VERB_NAP };
-extern const char *const verb_name[]; /* "suspend", "resume", "prepare", "nap" */
+extern const char *const cli_verb_name[]; /* "suspend", "resume", "prepare", "nap" */
 
 struct job {
 	int pid;
@@ -159,17 +159,17 @@ void ncclcut_run(struct job *jobs, int n, enum verb v, double deadline);
 
 /* ---- the commands: each file's usage text and entry point ---- */
 /* act.c: suspend, resume and prepare */
-extern const char usage_suspend[], usage_prepare[], usage_nap[];
+extern const char cli_usage_suspend[], cli_usage_prepare[], cli_usage_nap[];
 int act_main(int argc, char **argv, enum verb verb);
 /* status.c */
-extern const char usage_status[];
+extern const char cli_usage_status[];
 int status_main(int argc, char **argv);
 /* pick.c */
-extern const char usage_pick[];
+extern const char cli_usage_pick[];
 int pick_main(int argc, char **argv);
 /* run.c: run and check-config */
-extern const char usage_run[];
-extern const char usage_check[];
+extern const char cli_usage_run[];
+extern const char cli_usage_check[];
 int run_main(int argc, char **argv);
 int check_main(int argc, char **argv);
 

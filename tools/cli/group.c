@@ -24,7 +24,7 @@
 #include "cn_words.h"
 #include "cuda_abi.h"
 
-const char *const verb_name[] = { "suspend", "resume", "prepare", "nap" };
+const char *const cli_verb_name[] = { "suspend", "resume", "prepare", "nap" };
 
 static bool comms_suspended(const struct cn_status *s)
 {
@@ -96,7 +96,7 @@ static void outcome(struct job *j, const struct cn_status *s, const struct plan 
 		say(j, "already", "%s", s->message);
 	else
 		say(j, j->no_cuda ? "no-cuda" : "failed", "%s failed: %s: %s (state %s)",
-		    verb_name[v], cn_status_result(s), s->message, cn_status_state(s));
+		    cli_verb_name[v], cn_status_result(s), s->message, cn_status_state(s));
 }
 
 /* What an action asks for beyond the INI, in a note <status dir>/<pid>.<what> read once (and
@@ -154,7 +154,7 @@ static bool check_one(struct job *j, const struct plan *p)
 	}
 	if ((why = procs_stopped(j->pid))) {
 		j->done = true;
-		say(j, "stopped", "cannot %s: %s; nothing sent", verb_name[v], why);
+		say(j, "stopped", "cannot %s: %s; nothing sent", cli_verb_name[v], why);
 		return false;
 	}
 	return true;
@@ -253,7 +253,7 @@ static bool refuse(struct job *jobs, int n, const struct plan *p, char *line, si
 	snprintf(line, len,
 		 "refused: %d of %d processes cannot %s (%s%s); nothing was signalled: leave %s "
 		 "out, or act on each with --each",
-		 k, n, verb_name[p->verb], bad, k > 8 ? ", ..." : "", k > 1 ? "them" : "it");
+		 k, n, cli_verb_name[p->verb], bad, k > 8 ? ", ..." : "", k > 1 ? "them" : "it");
 	return true;
 }
 
@@ -295,7 +295,7 @@ static void act(struct job *jobs, int n, const struct plan *p, char *refused, si
 				j->done = true;
 				say(j, "stopped",
 				    "no outcome: %s; the %s happens when it runs again", why,
-				    verb_name[p->verb]);
+				    cli_verb_name[p->verb]);
 			} else {
 				pending = true;
 			}
@@ -313,7 +313,7 @@ static void act(struct job *jobs, int n, const struct plan *p, char *refused, si
 				say(j, "timeout",
 				    "no outcome yet: timed out waiting (it may still finish)");
 			else
-				say(j, "requested", "%s requested", verb_name[p->verb]);
+				say(j, "requested", "%s requested", cli_verb_name[p->verb]);
 			j->ok = !p->wait;
 		}
 	}

@@ -16,7 +16,7 @@
 #include "cli.h"
 #include "cn_safe.h"
 
-const char usage_kernel[] =
+const char cli_usage_kernel[] =
 	"usage: cudanap kernel install [--from NAME] [--name NAME] [--nap N] [-c FILE]\n"
 	"                              [--user | --sys-prefix | --prefix DIR]\n"
 	"       cudanap kernel list\n"
@@ -136,7 +136,7 @@ static void find_python(const char *helper, char *out, size_t len)
 	if (env && *env) {
 		if (cn_safe_find_exec(env, out, len, why, sizeof(why)) == 0)
 			return;
-		fprintf(stderr, "%s kernel: CUDANAP_PYTHON: %s\n", prog, why);
+		fprintf(stderr, "%s kernel: CUDANAP_PYTHON: %s\n", cli_prog, why);
 		exit(69);
 	}
 	if (jupyter_python(cand[n], sizeof(cand[n])))
@@ -157,7 +157,7 @@ static void find_python(const char *helper, char *out, size_t len)
 	fprintf(stderr,
 		"%s kernel: no Python here imports jupyter_client (tried %s); install Jupyter, or "
 		"set CUDANAP_PYTHON to the Python that runs it\n",
-		prog, n ? tried : "none: none found that only root or you could have written");
+		cli_prog, n ? tried : "none: none found that only root or you could have written");
 	exit(69);
 }
 
@@ -258,18 +258,18 @@ static int install_args(struct kernel_args *k, int argc, const char **args, int 
 			"%s kernel: '%s' is not a kernel name (letters, digits, '.', '_' "
 			"and "
 			"'-', 64 at most)\n",
-			prog, good_name(k->from) ? k->name : k->from);
+			cli_prog, good_name(k->from) ? k->name : k->from);
 		return 2;
 	}
 	if (k->cfg) {
 		cli_load_config(k->cfg, &conf);
 		if (!realpath(k->cfg, k->config)) {
-			fprintf(stderr, "%s: %s: %s\n", prog, k->cfg, strerror(errno));
+			fprintf(stderr, "%s: %s: %s\n", cli_prog, k->cfg, strerror(errno));
 			return 78;
 		}
 	}
 	if (!realpath("/proc/self/exe", k->self)) {
-		fprintf(stderr, "%s kernel: cannot tell where cudanap is: %s\n", prog,
+		fprintf(stderr, "%s kernel: cannot tell where cudanap is: %s\n", cli_prog,
 			strerror(errno));
 		return 1;
 	}
@@ -312,11 +312,11 @@ static int find_helper(char *helper, size_t len)
 		fprintf(stderr,
 			"%s kernel: cannot find kernelspec.py (tried %s): cudanap is not "
 			"installed whole\n",
-			prog, found);
+			cli_prog, found);
 		return 1;
 	}
 	if (cn_safe_trusted(found, false, helper, len, why, sizeof(why)) < 0) {
-		fprintf(stderr, "%s kernel: %s\n", prog, why);
+		fprintf(stderr, "%s kernel: %s\n", cli_prog, why);
 		return 1;
 	}
 	return 0;
@@ -330,7 +330,7 @@ int kernel_main(int argc, char **argv)
 	int n = 0, rc;
 
 	if (argc < 2 || argv[1][0] == '-') {
-		fputs(usage_kernel, stderr);
+		fputs(cli_usage_kernel, stderr);
 		return 2;
 	}
 	k.action = argv[1];
@@ -345,7 +345,7 @@ int kernel_main(int argc, char **argv)
 		fprintf(stderr,
 			"%s kernel: no action '%s' (install, list, remove); see '%s kernel "
 			"--help'\n",
-			prog, k.action, prog);
+			cli_prog, k.action, cli_prog);
 		return 2;
 	}
 	args[n] = NULL;
@@ -353,6 +353,6 @@ int kernel_main(int argc, char **argv)
 		return 1;
 	find_python(helper, py, sizeof(py));
 	exec_python(py, helper, args);
-	fprintf(stderr, "%s kernel: cannot run %s: %s\n", prog, py, strerror(errno));
+	fprintf(stderr, "%s kernel: cannot run %s: %s\n", cli_prog, py, strerror(errno));
 	return 69;
 }

@@ -9,7 +9,7 @@
 
 #include "cli.h"
 
-static const char usage_main[] =
+static const char cli_usage_main[] =
 	"usage: cudanap COMMAND [OPTIONS] [ARGS]\n"
 	"\n"
 	"Put a running CUDA program to sleep and wake it up: its GPU memory moves to host memory,\n"
@@ -48,21 +48,21 @@ int main(int argc, char **argv)
 		int (*fn)(int, char **);
 		enum verb verb; /* when fn is NULL */
 	} cmds[] = {
-		{ "run", usage_run, run_main, 0 },
-		{ "suspend", usage_suspend, NULL, VERB_SUSPEND },
-		{ "resume", usage_suspend, NULL, VERB_RESUME },
-		{ "prepare", usage_prepare, NULL, VERB_PREPARE },
-		{ "nap", usage_nap, NULL, VERB_NAP },
-		{ "status", usage_status, status_main, 0 },
-		{ "pick", usage_pick, pick_main, 0 },
-		{ "check-config", usage_check, check_main, 0 },
-		{ "metrics", usage_metrics, metrics_main, 0 },
-		{ "kernel", usage_kernel, kernel_main, 0 },
+		{ "run", cli_usage_run, run_main, 0 },
+		{ "suspend", cli_usage_suspend, NULL, VERB_SUSPEND },
+		{ "resume", cli_usage_suspend, NULL, VERB_RESUME },
+		{ "prepare", cli_usage_prepare, NULL, VERB_PREPARE },
+		{ "nap", cli_usage_nap, NULL, VERB_NAP },
+		{ "status", cli_usage_status, status_main, 0 },
+		{ "pick", cli_usage_pick, pick_main, 0 },
+		{ "check-config", cli_usage_check, check_main, 0 },
+		{ "metrics", cli_usage_metrics, metrics_main, 0 },
+		{ "kernel", cli_usage_kernel, kernel_main, 0 },
 	};
 
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
 	    (strcmp(argv[1], "help") == 0 && argc == 2)) {
-		fputs(usage_main, argc < 2 ? stderr : stdout);
+		fputs(cli_usage_main, argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : 0;
 	}
 	if (strcmp(argv[1], "--version") == 0) {
@@ -76,7 +76,7 @@ int main(int argc, char **argv)
 				fputs(cmds[i].usage, stdout);
 				return 0;
 			}
-		fprintf(stderr, "%s: no command '%s'; see 'cudanap help'\n", prog, argv[2]);
+		fprintf(stderr, "%s: no command '%s'; see 'cudanap help'\n", cli_prog, argv[2]);
 		return 2;
 	}
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
@@ -90,6 +90,6 @@ int main(int argc, char **argv)
 			return act_main(argc - 1, argv + 1, cmds[i].verb);
 		return cmds[i].fn(argc - 1, argv + 1);
 	}
-	fprintf(stderr, "%s: unknown command '%s'; see 'cudanap help'\n", prog, argv[1]);
+	fprintf(stderr, "%s: unknown command '%s'; see 'cudanap help'\n", cli_prog, argv[1]);
 	return 2;
 }

@@ -19,7 +19,7 @@
 #include "cn_outcome.h"
 #include "cn_safe.h"
 
-const char usage_metrics[] =
+const char cli_usage_metrics[] =
 	"usage: cudanap metrics [-c FILE] [--textfile DIR]\n"
 	"\n"
 	"Print the cudanap processes of this user (root: of every user) in Prometheus' text\n"
@@ -337,7 +337,7 @@ static int write_textfile(const char *dir, struct cn_status *v, int n, char (*wh
 		close(fd);
 	free(text);
 	if (r < 0) {
-		fprintf(stderr, "%s: --textfile %s: cannot write cudanap.prom: %s\n", prog, dir,
+		fprintf(stderr, "%s: --textfile %s: cannot write cudanap.prom: %s\n", cli_prog, dir,
 			strerror(-r));
 		return 1;
 	}

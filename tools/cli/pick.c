@@ -14,7 +14,7 @@
 
 #define MAX_EXACT 20 /* candidates tried in every combination; more are taken greedily */
 
-const char usage_pick[] =
+const char cli_usage_pick[] =
 	"usage: cudanap pick --free SIZE [--gpu N] [-c FILE] [--slurm JOBID] [--json]\n"
 	"\n"
 	"Which processes to suspend to free at least SIZE of GPU memory on GPU N (nvidia-smi's\n"
@@ -228,7 +228,7 @@ static int ask_candidates(const struct pick_args *a, struct job **out)
 		int *job_pids, k = slurm_job_pids(a->slurm, &job_pids, note, sizeof(note));
 
 		if (k < 0) {
-			fprintf(stderr, "%s: %s\n", prog, note);
+			fprintf(stderr, "%s: %s\n", cli_prog, note);
 			return -1;
 		}
 		n = procs_select(a->cfg, NULL, 0, job_pids, k, &pids);

@@ -12,7 +12,7 @@
 #include "cli.h"
 #include "cn_ncclenv.h"
 
-const char usage_run[] =
+const char cli_usage_run[] =
 	"usage: cudanap run [-c FILE] [--nap N] [--make-room] [--] CMD [ARG...]\n"
 	"\n"
 	"Run CMD with libcudanap.so preloaded: LD_PRELOAD gets the library appended (an existing\n"
@@ -62,10 +62,10 @@ static void report_nccl(void)
 		fprintf(stderr,
 			"%s: [nccl] suspendable: keeping %s, set in the environment: NCCL ranks of "
 			"this job will be refused at suspend (unset it to let cudanap set%s)\n",
-			prog, kept, set);
+			cli_prog, kept, set);
 	else
 		fprintf(stderr, "%s: [nccl] suspendable: NCCL uses sockets between ranks:%s\n",
-			prog, set);
+			cli_prog, set);
 }
 
 /* LD_PRELOAD with the library appended, so that a preload of the job's own (a sanitizer's
@@ -137,7 +137,7 @@ static int use_config(const char *cfg)
 	if (cfg && *cfg) {
 		cli_load_config(cfg, &conf);
 		if (!realpath(cfg, abs)) {
-			fprintf(stderr, "%s: %s: %s\n", prog, cfg, strerror(errno));
+			fprintf(stderr, "%s: %s: %s\n", cli_prog, cfg, strerror(errno));
 			return 78;
 		}
 		setenv("CUDANAP_CONFIG", abs, 1);
@@ -153,14 +153,15 @@ int run_main(int argc, char **argv)
 	const char *cfg = parse_args(argc, argv);
 
 	if (optind >= argc) {
-		fprintf(stderr, "%s run: no command to run; see '%s run --help'\n", prog, prog);
+		fprintf(stderr, "%s run: no command to run; see '%s run --help'\n", cli_prog,
+			cli_prog);
 		return 2;
 	}
 	if (use_config(cfg))
 		return 78;
 	if (find_preload(lib, sizeof(lib)) < 0) {
 		fprintf(stderr, "%s: cannot find libcudanap.so (tried %s); set CUDANAP_PRELOAD\n",
-			prog, lib);
+			cli_prog, lib);
 		return 127;
 	}
 	if (!realpath(lib, abs))
@@ -170,6 +171,6 @@ int run_main(int argc, char **argv)
 		return 127;
 	setenv("LD_PRELOAD", preload, 1);
 	execvp(argv[optind], argv + optind);
-	fprintf(stderr, "%s: cannot run %s: %s\n", prog, argv[optind], strerror(errno));
+	fprintf(stderr, "%s: cannot run %s: %s\n", cli_prog, argv[optind], strerror(errno));
 	return 127;
 }

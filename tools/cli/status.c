@@ -16,7 +16,7 @@
 
 #include "cli.h"
 
-const char usage_status[] =
+const char cli_usage_status[] =
 	"usage: cudanap status [-c FILE] [--json] [--no-query] [PID... | --slurm JOBID]\n"
 	"\n"
 	"Show every cudanap process of this user (root: of every user), or the PIDs given: its\n"
@@ -424,7 +424,7 @@ static int status_slurm(const char *cfg, const char *jobid, struct rows *r)
 	int *pids = NULL, *sel = NULL, n = slurm_job_pids(jobid, &pids, note, sizeof(note));
 
 	if (note[0])
-		fprintf(stderr, "%s: %s\n", prog, note);
+		fprintf(stderr, "%s: %s\n", cli_prog, note);
 	if (n < 0)
 		return 1;
 	n = procs_select(cfg, NULL, 0, pids, n, &sel);
@@ -440,8 +440,8 @@ static int status_slurm(const char *cfg, const char *jobid, struct rows *r)
 	}
 	free(sel);
 	if (n <= 0)
-		fprintf(stderr, "%s: no process of Slurm job %s on %s runs under cudanap\n", prog,
-			jobid, node);
+		fprintf(stderr, "%s: no process of Slurm job %s on %s runs under cudanap\n",
+			cli_prog, jobid, node);
 	return n > 0 ? 0 : 1;
 }
 
@@ -496,7 +496,8 @@ static int rows_of_pids(const char *cfg, int argc, char **argv, struct rows *row
 		if (pid > 0)
 			procs_status_dir(pid, cfg, dir, sizeof(dir));
 		if (pid < 0 || cn_status_read(dir, pid, &s) < 0 || !procs_alive(&s)) {
-			fprintf(stderr, "%s: %s: not a running cudanap process\n", prog, argv[i]);
+			fprintf(stderr, "%s: %s: not a running cudanap process\n", cli_prog,
+				argv[i]);
 			rc = 1;
 			continue;
 		}
