@@ -273,6 +273,19 @@ static void take_back(const struct cand *c)
 	cn_notes_take(cn_ag.cfg.status_dir, c->pid, CN_NOTE_NAP_FOR, back, sizeof(back));
 }
 
+/* One candidate's line in the log's list of those napped: its bytes and idleness, or that it did
+ * not nap; appended to list. */
+static void say_napped(char *list, size_t len, const struct cand *c, bool napped)
+{
+	size_t o = strlen(list);
+
+	if (napped)
+		snprintf(list + o, len - o, "%s%d (%llu MiB, idle %.0f s)", o ? ", " : "", c->pid,
+			 (unsigned long long)(c->bytes >> 20), c->idle_s);
+	else
+		snprintf(list + o, len - o, "%s%d did not nap", o ? ", " : "", c->pid);
+}
+
 /* Nap one candidate for this process, and wait for it: true when it naps. */
 static bool nap_one(const struct cand *c, uint64_t need, int gpu)
 {
@@ -363,18 +376,9 @@ void cn_room_settle(void)
 			nanosleep(&ts, NULL);
 	}
 	for (int i = 0; i < over.n; i++) {
-		size_t o = strlen(napped);
-
 		take_back(&over.c[i]);
-		if (over.a[i] != ANS_NAPPED) {
-			snprintf(napped + o, sizeof(napped) - o, "%s%d did not nap", o ? ", " : "",
-				 over.c[i].pid);
-			continue;
-		}
-		done++;
-		snprintf(napped + o, sizeof(napped) - o, "%s%d (%llu MiB, idle %.0f s)",
-			 o ? ", " : "", over.c[i].pid, (unsigned long long)(over.c[i].bytes >> 20),
-			 over.c[i].idle_s);
+		say_napped(napped, sizeof(napped), &over.c[i], over.a[i] == ANS_NAPPED);
+		done += over.a[i] == ANS_NAPPED;
 	}
 	if (done) {
 		cn_report_count(CN_REPORT_ROOMS_MADE);
@@ -460,19 +464,15 @@ static int make_one(const struct cn_room_need *need, const char *what, bool over
 		return ask_all(c, pick, k, need, gpu, said, len);
 	}
 	for (int i = 0; i < n && free_bytes < want; i++) {
-		size_t o = strlen(napped);
+		bool ok;
 
 		if (!c[i].bytes)
 			continue;
-		if (!nap_one(&c[i], need->bytes, gpu)) {
-			snprintf(napped + o, sizeof(napped) - o, "%s%d did not nap", o ? ", " : "",
-				 c[i].pid);
+		ok = nap_one(&c[i], need->bytes, gpu);
+		say_napped(napped, sizeof(napped), &c[i], ok);
+		if (!ok)
 			continue;
-		}
 		done++;
-		snprintf(napped + o, sizeof(napped) - o, "%s%d (%llu MiB, idle %.0f s)",
-			 o ? ", " : "", c[i].pid, (unsigned long long)(c[i].bytes >> 20),
-			 c[i].idle_s);
 		if (users(&need->uuid, c, 0, &free_bytes, &gpu) < 0)
 			break;
 	}

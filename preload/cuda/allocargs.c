@@ -4,13 +4,7 @@
 
 #include <string.h>
 
-/* name is base or one of its variants (base_v2, base_ptsz, ...). */
-static bool is(const char *name, const char *base)
-{
-	size_t n = strlen(base);
-
-	return strncmp(name, base, n) == 0 && (name[n] == '\0' || name[n] == '_');
-}
+#include "fns.h"
 
 bool cn_allocargs_read(const char *name, const uint64_t *gp, bool done, struct cn_alloc_args *a)
 {
@@ -24,7 +18,7 @@ bool cn_allocargs_read(const char *name, const uint64_t *gp, bool done, struct c
 			a->ptr = *(const uint32_t *)gp[0];
 			a->bytes = (uint64_t) * (const uint32_t *)gp[1] * (uint32_t)gp[3];
 		}
-	} else if (is(name, "cuMemAllocPitch")) {
+	} else if (cn_fns_is(name, "cuMemAllocPitch")) {
 		/* (dptr *, pitch *, width in bytes, height, element size) */
 		a->asked = gp[2] * gp[3];
 		if (done && gp[0] && gp[1]) {
@@ -39,15 +33,15 @@ bool cn_allocargs_read(const char *name, const uint64_t *gp, bool done, struct c
 			a->ptr = *(const uint32_t *)gp[0];
 			a->bytes = a->asked;
 		}
-	} else if (is(name, "cuMemAlloc") || is(name, "cuMemAllocAsync") ||
-		   is(name, "cuMemAllocFromPoolAsync")) {
+	} else if (cn_fns_is(name, "cuMemAlloc") || cn_fns_is(name, "cuMemAllocAsync") ||
+		   cn_fns_is(name, "cuMemAllocFromPoolAsync")) {
 		/* (dptr *, bytes, ...) */
 		a->asked = gp[1];
 		if (done && gp[0]) {
 			a->ptr = *(const uint64_t *)gp[0];
 			a->bytes = a->asked;
 		}
-	} else if (is(name, "cuMemCreate")) {
+	} else if (cn_fns_is(name, "cuMemCreate")) {
 		/* (handle *, bytes, prop: type, handle types, location {type, id}, ...) */
 		const int *prop = (const int *)gp[2];
 
@@ -60,7 +54,7 @@ bool cn_allocargs_read(const char *name, const uint64_t *gp, bool done, struct c
 		/* (ctx *, dev) */
 		a->context = true;
 		a->dev = (int)gp[1];
-	} else if (is(name, "cuCtxCreate")) {
+	} else if (cn_fns_is(name, "cuCtxCreate")) {
 		/* (ctx *, flags, dev); _v3: (ctx *, params, n, flags, dev); _v4: (ctx *, params,
 		 * flags, dev) */
 		a->context = true;

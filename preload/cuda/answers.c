@@ -28,14 +28,6 @@
 
 static atomic_long captures; /* begun and not yet ended, as the app's calls said */
 
-/* name is base or one of its variants (base_ptsz, base_v2_ptsz, ...). */
-static bool is(const char *name, const char *base)
-{
-	size_t n = strlen(base);
-
-	return strncmp(name, base, n) == 0 && (name[n] == '\0' || name[n] == '_');
-}
-
 static CUresult done(void)
 {
 	return CUDA_SUCCESS;
@@ -78,8 +70,8 @@ bool cn_answers_can(unsigned idx)
 
 	if (!name)
 		return false;
-	return is(name, "cuStreamQuery") || is(name, "cuEventQuery") ||
-	       (is(name, "cuStreamIsCapturing") && atomic_load(&captures) <= 0) ||
+	return cn_fns_is(name, "cuStreamQuery") || cn_fns_is(name, "cuEventQuery") ||
+	       (cn_fns_is(name, "cuStreamIsCapturing") && atomic_load(&captures) <= 0) ||
 	       strcmp(name, "cuCtxSetCurrent") == 0 ||
 	       (strcmp(name, "cuCtxGetCurrent") == 0 && kept.pending);
 }
@@ -90,7 +82,7 @@ void *cn_answers_fn(unsigned idx)
 
 	if (!cn_answers_can(idx))
 		return NULL;
-	if (is(name, "cuStreamIsCapturing"))
+	if (cn_fns_is(name, "cuStreamIsCapturing"))
 		return (void *)not_capturing;
 	if (strcmp(name, "cuCtxSetCurrent") == 0)
 		return (void *)set_later;
@@ -136,7 +128,7 @@ static bool teardown(const char *name)
 	};
 
 	for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]); i++)
-		if (is(name, ends[i]))
+		if (cn_fns_is(name, ends[i]))
 			return true;
 	return false;
 }

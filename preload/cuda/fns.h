@@ -32,6 +32,15 @@ enum {
 #undef CN_FN
 #define CN_FNS (CN_FNS_KNOWN + CN_FNS_SPARE)
 
+/* Whether a driver function's name is base or one of its variants (base_v2, base_ptsz,
+ * base_v2_ptsz, ...). */
+static inline bool cn_fns_is(const char *name, const char *base)
+{
+	size_t n = __builtin_strlen(base);
+
+	return __builtin_strncmp(name, base, n) == 0 && (name[n] == '\0' || name[n] == '_');
+}
+
 /* What a call is to the gate and its hooks: most are plain; the rest need a look at their
  * arguments or results (wrap.c), or matter to whoever asks what the app does. */
 enum cn_kind {
