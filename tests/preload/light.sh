@@ -240,7 +240,8 @@ export CUDANAP_FAKE_GPUS=2
 # works the GPU (a destructor's) still wakes it and runs
 gone() { [ ! -e "/proc/$1" ] || grep -q '^[0-9]* (.*) Z' "/proc/$1/stat"; }
 # exit_napping DEPTH CALL: X, whose exit handler makes the drv CALL, napped and told to quit, until
-# it is gone; the handler's answer in $got, X's log in $log
+# it is gone; the handler's answer in $got, X's log in $log, the MiB it left pinned in $left (a
+# light nap's host copy stays pinned until its wake puts it back)
 exit_napping() {
 	write_ini "[nap]" "depth = $1" "[log]" "level = info"
 	TARGET_TEARDOWN=$T/teardown TARGET_TEARDOWN_CALL=$2 start X "$TARGET"
@@ -251,6 +252,7 @@ exit_napping() {
 	check "$1: the napping process exits" eventually 10 gone "$X_pid"
 	got=$(cat "$T/teardown" 2> /dev/null)
 	log=$(cat "$T/X.err")
+	left=$(pinned_mib "$X_pid")
 	wait "$X_pid" 2> /dev/null
 	rm -f "$T/teardown" "$T/X.err" "$T/fake/$X_pid".*
 }
@@ -258,10 +260,11 @@ for depth in light full; do
 	exit_napping "$depth" "free export"
 	is "$got" "free 4" "$depth: its teardown's free answered without the GPU"
 	unlike "$log" "woke|waits for the GPU" "$depth: never woken"
+	[ "$depth" = full ] || is "$left" 900 "light: its host copy still held at its end, never put back"
 done
 exit_napping light "launch export 1"
 is "$got" "launch 0" "a launch in its exit handler wakes it and runs"
-like "$log" "woke for a driver call" "woken for it"
+is "$left" 0 "its host copy put back for it (the wake's log line may come after the exit)"
 # ... and one asked to nap while it exits says so
 write_ini "[nap]" "depth = light" "[log]" "level = info"
 TARGET_TEARDOWN=$T/teardown TARGET_TEARDOWN_MS=3000 start X "$TARGET"
