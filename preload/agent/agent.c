@@ -151,8 +151,8 @@ static void *agent_main(void *arg)
 			cn_nap_after_action(prep   ? cn_prepare()
 					    : want ? cn_suspend()
 						   : cn_resume());
-		if (x.nap && !act)
-			cn_nap_now();
+		if (x.nap)
+			cn_nap_now(act);
 		if (x.call && !act)
 			cn_nap_wake();
 		if (x.room)

@@ -241,18 +241,17 @@ static bool room_refused(const char *for_whom)
 	return true;
 }
 
-void cn_nap_now(void)
+/* A nap asked, for the process named in for_whom (NULL: by the command line), answered in the
+ * status. */
+static void nap_asked(const char *for_whom)
 {
-	char for_whom[64];
-	bool room = cn_requests_take(CN_NOTE_NAP_FOR, for_whom, sizeof(for_whom)) > 0;
-
 	if (cn_gate_leaving() && !nap.napping) {
 		/* exit() runs its handlers: what a nap would move is freed in a moment anyway */
 		cn_report_begin(CN_ACTION_NAP);
 		cn_report_fail(CN_RES_REFUSED, "not napped: it is exiting");
 		return;
 	}
-	if (room && room_refused(for_whom))
+	if (for_whom && room_refused(for_whom))
 		return;
 	nap.active_ms = cn_clock_ms();
 	if (nap.napping) {
@@ -262,7 +261,18 @@ void cn_nap_now(void)
 			cn_suspend_as(true, 0);
 		return;
 	}
-	nap_go(true, room ? for_whom : NULL);
+	nap_go(true, for_whom);
+}
+
+void cn_nap_now(bool acted)
+{
+	char for_whom[64];
+	bool room = cn_requests_read(CN_NOTE_NAP_FOR, for_whom, sizeof(for_whom)) > 0;
+
+	if (!acted)
+		nap_asked(room ? for_whom : NULL);
+	/* taken once answered: an asker that finds it gone reads the answer in the status */
+	cn_requests_take(CN_NOTE_NAP_FOR, for_whom, sizeof(for_whom));
 }
 
 void cn_nap_tick(void)

@@ -11,8 +11,10 @@ int cn_nap_timeout_ms(void);
 /* A look at the gate: idle for [nap] idle_s, the process naps; napping and waiting for room, its
  * wake is tried again. */
 void cn_nap_tick(void);
-/* cudanap nap: nap now. */
-void cn_nap_now(void);
+/* Asked to nap (cudanap nap, or a process making room, whose note names it): nap now, unless
+ * acted (an action of the same wake answered already); the note taken once the answer is written.
+ */
+void cn_nap_now(bool acted);
 /* A call at the gate needs the GPU: wake the process. */
 void cn_nap_wake(void);
 /* The process runs again; asked: when the call that woke it asked (ms, monotonic; 0: a signal). */

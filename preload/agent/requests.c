@@ -69,6 +69,14 @@ int cn_requests_take(const char *what, char *buf, size_t len)
 	return (int)strlen(buf);
 }
 
+int cn_requests_read(const char *what, char *buf, size_t len)
+{
+	if (cn_notes_read(cn_ag.cfg.status_dir, (int)getpid(), what, buf, len) < 0)
+		return -1;
+	buf[strcspn(buf, "\n")] = '\0';
+	return (int)strlen(buf);
+}
+
 bool cn_requests_state(struct cn_resp *r)
 {
 	char msg[96];

@@ -20,6 +20,9 @@ int cn_requests_moving(uint32_t op, struct cn_resp *resp);
  * removed): its first line into buf; its length, or -1 when there is none. */
 int cn_requests_take(const char *what, char *buf, size_t len);
 
+/* The same, read and left in place: the asker sees it there until the answer is written. */
+int cn_requests_read(const char *what, char *buf, size_t len);
+
 /* The first driver call of an action: where the process stands. False when that ended the action
  * (no CUDA, no driver, no controller), and reported. */
 bool cn_requests_state(struct cn_resp *resp);

@@ -257,10 +257,15 @@ static bool ask_one(const struct cand *c, uint64_t need, int gpu)
 static enum answer answer_of(const struct cand *c)
 {
 	struct cn_status s;
+	char note[64];
 
 	if (cn_status_read(cn_ag.cfg.status_dir, c->pid, &s) < 0 || s.starttime != c->starttime)
 		return ANS_NOT; /* gone */
 	if (s.seq <= c->seq || s.busy)
+		return ANS_WAIT;
+	/* it takes the note once its answer is written: before, what the status says may be the end
+	 * of another action of its own */
+	if (cn_notes_read(cn_ag.cfg.status_dir, c->pid, CN_NOTE_NAP_FOR, note, sizeof(note)) >= 0)
 		return ANS_WAIT;
 	return s.state == CN_STATE_CHECKPOINTED || cn_status_light_held(&s) ? ANS_NAPPED : ANS_NOT;
 }
