@@ -11,8 +11,8 @@
 # one waking; the medians side by side at the end. A PyTorch cell of GIB is compared with a
 # session that had the GPU alone, every cell with its session's first; each cell's time, its
 # wake's and whom it napped are printed. MIXED=0 leaves the mixed sessions out, MIXED_ROUNDS
-# (ROUNDS) is their rounds, SECTIONS (full light mixed) picks. Run through
-# `ninja -C build bench-room`.
+# (ROUNDS) is their rounds, SECTIONS (full light mixed) picks; BENCH_LOGS, a folder, keeps each
+# session's log there. Run through `ninja -C build bench-room`.
 set -u
 ROUNDS=${ROUNDS:-10} MIN_IDLE=${MIN_IDLE:-1} MIXED=${MIXED:-1}
 MIXED_ROUNDS=${MIXED_ROUNDS:-$ROUNDS}
@@ -92,11 +92,15 @@ for kind in "${kinds[@]}"; do
 	printf 'start %s %s (%d): %.2f s\n' "$s" "$kind" "$pid" "$((($(date +%s%N) - t0) / 1000000))e-3"
 done
 printf '%5s %7s %6s %8s %8s %8s  %s\n' round session kind cell_s wake_s naps "napped for it"
+# each row printed once the section ends: a wake's "made room" line is logged once the processes
+# it napped have answered, which may be after its cell answers
+local -a rows=() at=() who=()
 for r in $(seq "$([ "$label" = mixed ] && echo "$MIXED_ROUNDS" || echo "$ROUNDS")"); do
 	for n in "${!names[@]}"; do
 		s=${names[$n]} kind=${kinds[$n]}
 		eval "pid=\$${s}_pid"
-		before=$(grep -c "made room" "$T/$s.err")
+		at+=("$(grep -c "made room" "$T/$s.err")")
+		who+=("$s")
 		t0=$(date +%s%N)
 		ask $s compute 300
 		ms=$((($(date +%s%N) - t0) / 1000000))
@@ -107,18 +111,28 @@ for r in $(seq "$([ "$label" = mixed ] && echo "$MIXED_ROUNDS" || echo "$ROUNDS"
 			bad=$((bad + 1))
 			echo "round $r $s ($kind): got '$REPLY', its first cell '${first[$s]}'" >&2
 		fi
-		victim=$(grep "made room" "$T/$s.err" | tail -n +$((before + 1)) | grep -o 'napped [0-9]* ([0-9]* MiB' | tr '\n' ' ')
 		wake=$(field "$pid" last_wake_ms)
 		cell_ms[$label]+=" $ms"
-		[ "$r" -eq 1 ] || [ -z "$victim" ] || wake_ms[$label]+=" $wake"
-		printf '%5d %7s %6s %8.2f %8s %8s  %s\n' "$r" "$s" "$kind" "${ms}e-3" \
-			"$(awk -v w="${wake:-}" 'BEGIN { if (w == "" || w == "null") print "-"; else printf "%.2f", w / 1000 }')" \
-			"$(field "$pid" naps_room)/$(field "$pid" wakes)" "${victim:--}"
+		rows+=("$r $s $kind $ms ${wake:-null} $(field "$pid" naps_room)/$(field "$pid" wakes)")
 	done
+done
+sleep 1
+local i j upto
+for i in "${!rows[@]}"; do
+	read -r r s kind ms wake n <<< "${rows[$i]}"
+	upto=$(grep -c "made room" "$T/$s.err")
+	for ((j = i + 1; j < ${#rows[@]}; j++)); do
+		[ "${who[$j]}" != "$s" ] || { upto=${at[$j]}; break; }
+	done
+	victim=$(grep "made room" "$T/$s.err" | sed -n "$((at[i] + 1)),${upto}p" | grep -o 'napped [0-9]* ([0-9]* MiB' | tr '\n' ' ')
+	[ "$r" -eq 1 ] || [ -z "$victim" ] || wake_ms[$label]+=" $wake"
+	printf '%5d %7s %6s %8.2f %8s %8s  %s\n' "$r" "$s" "$kind" "${ms}e-3" \
+		"$(awk -v w="$wake" 'BEGIN { if (w == "null") print "-"; else printf "%.2f", w / 1000 }')" "$n" "${victim:--}"
 done
 echo "out-of-memory errors ($label): $(cat "$T"/S?.err | grep -c -e OutOfMemoryError -e 'out of memory' -e RESOURCE_EXHAUSTED)"
 grep -h "light nap: " "$T"/S?.err | tail -n 2 | sed 's/^/  /'
 stop "${names[@]}"
+[ -z "${BENCH_LOGS:-}" ] || for s in "${names[@]}"; do cp "$T/$s.err" "$BENCH_LOGS/$label-$s.log"; done
 rm -f "$T"/S?.err
 }
 for section in ${SECTIONS:-full light mixed}; do
@@ -131,6 +145,6 @@ done
 echo "cells: $cells, right (each as its session's first, PyTorch's as a session alone): $((cells - bad))"
 m() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { if (NR) printf "%.2f", (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2) / 1000; else print "-" }'; }
 printf '%-34s %10s %10s %10s\n' "" "full naps" "light naps" "mixed"
-printf '%-34s %10s %10s %10s\n' "median cell, s (every cell)" "$(m <<< "${cell_ms[full]}")" "$(m <<< "${cell_ms[light]}")" "$(m <<< "${cell_ms[mixed]:-}")"
+printf '%-34s %10s %10s %10s\n' "median cell, s (every cell)" "$(m <<< "${cell_ms[full]:-}")" "$(m <<< "${cell_ms[light]:-}")" "$(m <<< "${cell_ms[mixed]:-}")"
 printf '%-34s %10s %10s %10s\n' "median wake that made room, s" "$(m <<< "${wake_ms[full]:-}")" "$(m <<< "${wake_ms[light]:-}")" "$(m <<< "${wake_ms[mixed]:-}")"
 [ "$bad" -eq 0 ]
