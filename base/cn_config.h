@@ -90,6 +90,10 @@ struct cn_config {
 	 * to other GPUs. */
 	enum cn_depth { CN_DEPTH_FULL, CN_DEPTH_LIGHT, CN_DEPTH_AUTO } nap_depth;
 	unsigned nap_full_after_s;
+	/* [nap] keep_host_copy: a light nap's pinned host copy kept while the process runs, for its
+	 * next light nap (no pages to make and pin: its copy out runs at the bus's speed); the host
+	 * holds it all the time. */
+	bool nap_keep_host;
 	/* [peer] mode: a process with peer access between its GPUs is suspended with that access
 	 * turned off (and off after the resume, where the driver cannot give it back), instead of
 	 * refused. */

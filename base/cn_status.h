@@ -113,6 +113,8 @@ struct cn_status {
 	/* What a nap of it would give back now when it naps lightly (what cudanap owns), for the
 	 * processes that make room; < 0 when its naps are full. */
 	double light_able_mib;
+	/* The pinned host copy it keeps for its next light nap ([nap] keep_host_copy), 0: none. */
+	double host_kept_mib;
 	char idle_since[32]; /* UTC: its CUDA idle since then; "" while it works */
 	unsigned long naps, wakes;
 	double last_wake_ms; /* the delay the last waking call saw; < 0 before the first */

@@ -213,6 +213,7 @@ static const struct key key_table[] = {
 	  .why = "full, light or auto" },
 	{ KEY("nap", "full_after_s", K_COUNT, nap_full_after_s), .max = 24 * 3600,
 	  .unit = "seconds" },
+	{ KEY("nap", "keep_host_copy", K_BOOL, nap_keep_host) },
 	{ KEY("peer", "mode", K_FLAG, peer_off), WORDS("refuse", "off"), .why = "refuse or off" },
 	{ KEY("memory", "own", K_WORD, own), WORDS("auto", "always", "never"),
 	  .why = "auto, always or never" },

@@ -144,6 +144,7 @@ static const struct field {
 	KEPT(light_mib),
 	KEPT(light_ms),
 	KEPT(light_able_mib),
+	KEPT(host_kept_mib),
 };
 #undef AT
 #undef INT

@@ -22,6 +22,7 @@
 #include "cn_words.h"
 #include "cuda_abi.h"
 #include "hooks.h"
+#include "light.h"
 #include "log.h"
 #include "nccl.h"
 #include "owned.h"
@@ -45,6 +46,7 @@ static void light_able(void)
 	status.light_able_mib = cn_ag.cfg.nap_depth != CN_DEPTH_FULL && !cn_ag.cfg.nap_to_disk
 					? (double)cn_owned_bytes() / (1 << 20)
 					: -1;
+	status.host_kept_mib = (double)cn_light_kept() / (1 << 20);
 }
 
 void cn_report_shared(void)

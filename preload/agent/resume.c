@@ -217,7 +217,8 @@ static struct cn_outcome light_back(struct cn_resp *r, unsigned wait_ms, bool re
 	static bool was_restored; /* a restore's, whose host copy could not all go back then */
 	struct cn_light_stats ls;
 	char why[300], msg[420];
-	int rc = cn_light_in(wait_ms, cn_room_coming, &ls, why, sizeof(why));
+	bool keep = cn_ag.cfg.nap_keep_host && cn_ag.cfg.nap_depth != CN_DEPTH_FULL;
+	int rc = cn_light_in(keep, wait_ms, cn_room_coming, &ls, why, sizeof(why));
 
 	r->state = CN_STATE_RUNNING;
 	was_restored |= restored;
@@ -230,9 +231,10 @@ static struct cn_outcome light_back(struct cn_resp *r, unsigned wait_ms, bool re
 	r->result = CUDA_SUCCESS;
 	running_again(was_restored);
 	was_restored = false;
-	snprintf(msg, sizeof(msg), "woken: %.0f MiB back from the host in %.1f ms (%.1f GB/s)",
+	snprintf(msg, sizeof(msg), "woken: %.0f MiB back from the host in %.1f ms (%.1f GB/s)%s",
 		 (double)ls.bytes / (1 << 20), ls.ms,
-		 ls.ms > 0 ? (double)ls.bytes / ls.ms / 1e6 : 0.0);
+		 ls.ms > 0 ? (double)ls.bytes / ls.ms / 1e6 : 0.0,
+		 cn_light_kept() ? "; its host copy kept for the next nap" : "");
 	return cn_report_finish(r, msg);
 }
 

@@ -125,6 +125,7 @@ struct cand {
 	uint64_t bytes;	  /* what its nap would give back on the GPU */
 	uint64_t host;	  /* the host memory its nap's copy could take (0: not known) */
 	double light_mib; /* what its light nap would give back; < 0: it naps fully */
+	double kept_mib;  /* the pinned host copy it keeps for its next light nap */
 };
 
 /* An asked candidate's answer, read from its status: ANS_WAIT (none yet), ANS_NAPPED (napped,
@@ -191,7 +192,8 @@ static bool take_candidate(const struct cn_status *s, void *arg)
 					.starttime = s->starttime,
 					.seq = s->seq,
 					.idle_s = idle,
-					.light_mib = s->light_able_mib };
+					.light_mib = s->light_able_mib,
+					.kept_mib = s->host_kept_mib };
 	return cs->n < cs->max;
 }
 
@@ -408,18 +410,24 @@ static uint64_t host_fit(struct cand *c, int n, uint64_t free_bytes, uint64_t wa
 	uint64_t margin = (uint64_t)cn_ag.cfg.host_margin_mib << 20, spent = 0, out = 0;
 
 	for (int i = 0; i < n && free_bytes < want; i++) {
+		/* a light nap into the copy it kept takes no more host memory */
+		uint64_t copy =
+			c[i].light_mib >= 0 && c[i].kept_mib * (1 << 20) >= (double)c[i].bytes
+				? 0
+				: c[i].bytes;
+
 		if (!c[i].bytes)
 			continue;
-		if (c[i].host && c[i].host < spent + c[i].bytes + margin) {
+		if (copy && c[i].host && c[i].host < spent + copy + margin) {
 			cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
 			       "make_room: %d's nap needs %llu MiB of host memory, %llu MiB there",
-			       c[i].pid, (unsigned long long)((c[i].bytes + margin) >> 20),
+			       c[i].pid, (unsigned long long)((copy + margin) >> 20),
 			       (unsigned long long)((c[i].host - spent) >> 20));
 			out += c[i].bytes;
 			c[i].bytes = 0;
 			continue;
 		}
-		spent += c[i].bytes;
+		spent += copy;
 		free_bytes += c[i].bytes;
 	}
 	return out;

@@ -434,13 +434,14 @@ struct cn_outcome cn_suspend_light(unsigned lock_limit)
 	}
 	cn_report_nap_depth("light");
 	cn_log(&cn_ag.cfg, CN_LOG_INFO,
-	       "light nap: %.0f MiB in %zu pieces to the host in %.1f ms: %.1f ms laying it out, "
+	       "light nap: %.0f MiB in %zu pieces to the %s in %.1f ms: %.1f ms laying it out, "
 	       "%.1f ms waiting for %u thread%s that fault in and pin the host copy (%.1f ms of "
 	       "their time pinning), %.1f ms issuing the copies, %.1f ms waiting for them, %.1f ms "
 	       "giving the pieces back, %.1f ms ending",
-	       (double)ls.bytes / (1 << 20), ls.spans, ls.ms, ls.lay_ms, ls.wait_ms, ls.threads,
-	       ls.threads == 1 ? "" : "s", ls.pin_ms, ls.issue_ms, ls.copy_ms, ls.give_ms,
-	       ls.end_ms);
+	       (double)ls.bytes / (1 << 20), ls.spans,
+	       ls.reused ? "host copy kept since its wake" : "host", ls.ms, ls.lay_ms, ls.wait_ms,
+	       ls.threads, ls.threads == 1 ? "" : "s", ls.pin_ms, ls.issue_ms, ls.copy_ms,
+	       ls.give_ms, ls.end_ms);
 	cn_report_figure(CN_REPORT_LIGHT_MIB, (double)ls.bytes / (1 << 20));
 	cn_report_figure(CN_REPORT_LIGHT_MS, ls.ms);
 	snprintf(msg, sizeof(msg),
@@ -473,8 +474,9 @@ struct cn_outcome cn_suspend_as(bool nap, unsigned lock_limit)
 	}
 	/* A light nap deepened: its host copy is plain memory to the driver's checkpoint, unpinned
 	 * before the lock (a locked process's calls wait for the unlock); its wake pins it again.
+	 * A copy kept for the next light nap is let go.
 	 */
-	if (r.state == CN_STATE_RUNNING && cn_light_holding())
+	if (r.state == CN_STATE_RUNNING)
 		cn_light_unpin();
 	if (r.state == CN_STATE_RUNNING && lock(&h, &r, msg, sizeof(msg)) < 0)
 		return cn_report_finish(&r, msg);

@@ -38,7 +38,8 @@ enum { ON_GPU, ON_HOST, MAPPED };
 
 /* The nap's host copy: its spans (owned.c), where each lies in it and is, which chunks are
  * pinned, and which chunks are ready (faulted in and their pinning tried: pin_r says how); the
- * event that says each span's copy out is done. */
+ * event that says each span's copy out is done. The copy maps bytes (a kept one's may be more
+ * than the spans' total). */
 static struct {
 	struct cn_owned_span *span;
 	size_t *at;
@@ -46,7 +47,7 @@ static struct {
 	void **ev;
 	size_t n;
 	char *host;
-	size_t bytes, chunks;
+	size_t total, bytes, chunks;
 	bool *pinned;
 	atomic_bool *ready;
 	CUresult *pin_r;
@@ -72,6 +73,15 @@ static CUresult set_ctx(void *ctx)
 }
 
 /* ctx's stream (made at its first use), current: NULL when none could be made. */
+/* A host copy kept, pinned, for the next nap once its wake put all back ([nap] keep_host_copy):
+ * the mapping, its chunks' pinning, and the context they were pinned through. */
+static struct {
+	char *host;
+	size_t bytes, chunks;
+	bool *pinned;
+	void *ctx;
+} K;
+
 static void *stream_of(void *ctx)
 {
 	CUresult (*create)(void **, unsigned) = drv(CN_FN_IDX_cuStreamCreate);
@@ -183,6 +193,57 @@ static void unpin_all(void)
 	set_ctx(NULL);
 }
 
+/* The kept copy unpinned and unmapped (left mapped where the driver could not unpin it). */
+static void let_go_kept(void)
+{
+	CUresult (*unreg)(void *) = drv(CN_FN_IDX_cuMemHostUnregister);
+	bool pinned = false;
+
+	if (!K.host)
+		return;
+	if (unreg && set_ctx(K.ctx) == CUDA_SUCCESS) {
+		for (size_t c = 0; c < K.chunks; c++)
+			if (K.pinned[c] && unreg(K.host + c * CHUNK) == CUDA_SUCCESS)
+				K.pinned[c] = false;
+		set_ctx(NULL);
+	}
+	for (size_t c = 0; c < K.chunks; c++)
+		pinned |= K.pinned[c];
+	if (!pinned)
+		munmap(K.host, K.bytes);
+	free(K.pinned);
+	memset(&K, 0, sizeof(K));
+}
+
+/* The host copy, all put back, kept pinned for the next nap: what L held of it moves to K. */
+static void keep_copy(void)
+{
+	K.host = L.host;
+	K.bytes = L.bytes;
+	K.chunks = L.chunks;
+	K.pinned = L.pinned;
+	K.ctx = L.span[0].ctx;
+	L.host = NULL;
+	L.pinned = NULL;
+}
+
+/* The kept copy taken for a nap of total bytes through ctx: true when it holds them. */
+static bool take_kept(size_t total, void *ctx)
+{
+	if (!K.host)
+		return false;
+	if (K.bytes < total || K.ctx != ctx) {
+		let_go_kept();
+		return false;
+	}
+	L.host = K.host;
+	L.bytes = K.bytes;
+	L.chunks = K.chunks;
+	L.pinned = K.pinned;
+	memset(&K, 0, sizeof(K));
+	return true;
+}
+
 /* The record of the host copy let go, and the copy itself unless keep. */
 static void drop(bool keep)
 {
@@ -227,7 +288,8 @@ static unsigned long long host_available(void)
 	return p ? strtoull(p + 13, NULL, 10) << 10 : 0;
 }
 
-/* The spans read, their places in the host copy laid out, the host copy mapped. -1 with why. */
+/* The spans read, their places in the host copy laid out, the host copy mapped: 0, 1 when it is
+ * the copy kept since the last wake (pinned already), -1 with why. */
 static int lay_out(unsigned long long margin, char *why, size_t len)
 {
 	unsigned long long avail;
@@ -248,6 +310,19 @@ static int lay_out(unsigned long long margin, char *why, size_t len)
 	for (size_t i = 0; L.at && i < L.n; i++) {
 		L.at[i] = total;
 		total += L.span[i].bytes;
+	}
+	L.total = total;
+	if (L.at && take_kept(total, L.span[0].ctx)) {
+		/* pinned already: each chunk ready as it is (one the driver could not pin is pinned
+		 * again by the copy) */
+		L.ready = calloc(L.chunks, sizeof(*L.ready));
+		L.pin_r = calloc(L.chunks, sizeof(*L.pin_r)); /* CUDA_SUCCESS */
+		for (size_t c = 0; L.ready && c < L.chunks; c++)
+			atomic_store(&L.ready[c], L.pinned[c]);
+		if (L.ready && L.pin_r)
+			return 1;
+		snprintf(why, len, "out of memory");
+		return -1;
 	}
 	avail = host_available();
 	if (avail && avail < total + margin) {
@@ -380,9 +455,10 @@ static void name_error(CUresult r, const char *what, char *why, size_t len)
 
 /* What is on the host put back: each span given back made anew and mapped (trying again for
  * wait_ms, and while coming says so, while the GPU has no room), each copied back, the copies
- * waited for; the host copy dropped once all is back. CUDA_SUCCESS, or the driver's answer with
- * *at the span it stopped at: what is mapped stays, and the next try copies it again. */
-static CUresult put_back(unsigned wait_ms, bool (*coming)(void), size_t *at)
+ * waited for; the host copy dropped once all is back, or kept pinned for the next nap.
+ * CUDA_SUCCESS, or the driver's answer with *at the span it stopped at: what is mapped stays, and
+ * the next try copies it again. */
+static CUresult put_back(bool keep, unsigned wait_ms, bool (*coming)(void), size_t *at)
 {
 	double until = cn_clock_ms() + wait_ms;
 	struct timespec nap = { 0, 2000000 };
@@ -412,6 +488,8 @@ static CUresult put_back(unsigned wait_ms, bool (*coming)(void), size_t *at)
 			L.where[k] = ON_GPU;
 	if (r == CUDA_SUCCESS)
 		r = done;
+	if (r == CUDA_SUCCESS && keep)
+		keep_copy();
 	if (r == CUDA_SUCCESS)
 		forget();
 	return r;
@@ -425,6 +503,7 @@ int cn_light_out(unsigned long long margin, struct cn_light_stats *st, char *why
 	const char *lack = missing();
 	double t0 = cn_clock_ms();
 	CUresult r = CUDA_SUCCESS;
+	int kept;
 	size_t i;
 
 	memset(st, 0, sizeof(*st));
@@ -436,13 +515,14 @@ int cn_light_out(unsigned long long margin, struct cn_light_stats *st, char *why
 		snprintf(why, len, "the driver has no %s", lack);
 		return -1;
 	}
-	if (lay_out(margin, why, len) < 0) {
+	kept = lay_out(margin, why, len);
+	if (kept < 0) {
 		forget();
 		return -1;
 	}
 	atomic_store(&next_fault, 0);
-	while (n_th < FAULTERS && n_th + 1 < (unsigned)(cpus > 1 ? cpus : 2) && n_th < L.chunks &&
-	       pthread_create(&th[n_th], NULL, readier, L.span[0].ctx) == 0)
+	while (!kept && n_th < FAULTERS && n_th + 1 < (unsigned)(cpus > 1 ? cpus : 2) &&
+	       n_th < L.chunks && pthread_create(&th[n_th], NULL, readier, L.span[0].ctx) == 0)
 		n_th++;
 	st->lay_ms = cn_clock_ms() - t0;
 	/* Span i copied out while the one LAG before it, copied, is released: the copy engine
@@ -481,15 +561,16 @@ int cn_light_out(unsigned long long margin, struct cn_light_stats *st, char *why
 		name_error(r, "copying its memory to the host", why, len);
 		streams_done();
 		drop_events();
-		if (put_back(0, NULL, &at) != CUDA_SUCCESS)
+		if (put_back(false, 0, NULL, &at) != CUDA_SUCCESS)
 			snprintf(why + strlen(why), len - strlen(why),
 				 "; part of it stays on the host until its wake");
 		return -1;
 	}
-	st->bytes = L.bytes;
+	st->bytes = L.total;
 	st->kept = L.kept;
 	st->spans = L.n;
 	st->threads = n_th;
+	st->reused = kept > 0;
 	st->wait_ms = L.wait_ms;
 	st->pin_ms = (double)atomic_load(&L.pin_us) / 1000;
 	st->ms = cn_clock_ms() - t0;
@@ -498,8 +579,8 @@ int cn_light_out(unsigned long long margin, struct cn_light_stats *st, char *why
 	return 0;
 }
 
-int cn_light_in(unsigned wait_ms, bool (*coming)(void), struct cn_light_stats *st, char *why,
-		size_t len)
+int cn_light_in(bool keep, unsigned wait_ms, bool (*coming)(void), struct cn_light_stats *st,
+		char *why, size_t len)
 {
 	const char *lack = missing();
 	double t0 = cn_clock_ms();
@@ -514,9 +595,9 @@ int cn_light_in(unsigned wait_ms, bool (*coming)(void), struct cn_light_stats *s
 		snprintf(why, len, "the driver has no %s", lack);
 		return -1;
 	}
-	bytes = L.bytes;
+	bytes = L.total;
 	spans = L.n;
-	r = put_back(wait_ms, coming, &at);
+	r = put_back(keep, wait_ms, coming, &at);
 	if (r == CUDA_ERROR_OUT_OF_MEMORY) {
 		snprintf(why, len, "no room on GPU %d for its %zu MiB still on the host",
 			 L.span[at].dev, (size_t)(cn_light_left(L.span[at].dev) >> 20));
@@ -547,14 +628,24 @@ unsigned long long cn_light_left(int dev)
 	return b;
 }
 
+unsigned long long cn_light_kept(void)
+{
+	return K.bytes;
+}
+
 void cn_light_unpin(void)
 {
 	unpin_all();
+	let_go_kept();
 }
 
 void cn_light_after_fork(void)
 {
 	/* The parent's host copy is not the child's: its pinning is the parent's too. */
 	drop(false);
+	if (K.host)
+		munmap(K.host, K.bytes);
+	free(K.pinned);
+	memset(&K, 0, sizeof(K));
 	n_streams = 0;
 }

@@ -16,6 +16,7 @@ struct cn_light_stats {
 	unsigned long long bytes, kept;
 	size_t spans;
 	unsigned threads;
+	bool reused; /* the copy out went to the host copy kept since the last wake */
 	double ms, wait_ms, pin_ms, lay_ms, issue_ms, copy_ms, give_ms, end_ms;
 };
 
@@ -26,19 +27,23 @@ struct cn_light_stats {
  * even that fails, cn_light_holding says so and the wake puts back the rest). */
 int cn_light_out(unsigned long long margin, struct cn_light_stats *st, char *why, size_t len);
 
-/* The host copy put back: new memory at the same addresses, with the same access, copied in.
- * 0 (nothing was held counts); 1 with why when the GPU has no room, after trying for wait_ms and
- * while coming (NULL: never) says room is still being made (what was put back stays, the rest
- * waits for the next try); -1 with why on an error. */
-int cn_light_in(unsigned wait_ms, bool (*coming)(void), struct cn_light_stats *st, char *why,
-		size_t len);
+/* The host copy put back: new memory at the same addresses, with the same access, copied in;
+ * then let go, or kept pinned for the next light nap when keep. 0 (nothing was held counts); 1
+ * with why when the GPU has no room, after trying for wait_ms and while coming (NULL: never) says
+ * room is still being made (what was put back stays, the rest waits for the next try); -1 with
+ * why on an error. */
+int cn_light_in(bool keep, unsigned wait_ms, bool (*coming)(void), struct cn_light_stats *st,
+		char *why, size_t len);
 
 /* Whether a light nap's host copy is held; what of it is not back on device dev yet (-1: any). */
 bool cn_light_holding(void);
 unsigned long long cn_light_left(int dev);
 
+/* The host copy kept for the next light nap: its bytes, 0 when none is. */
+unsigned long long cn_light_kept(void);
+
 /* The host copy unpinned, before the driver's checkpoint takes the rest of the process (the
- * wake pins it again). */
+ * wake pins it again); a kept one let go. */
 void cn_light_unpin(void);
 
 /* In a forked child: the parent's host copy is not its own. */

@@ -10,7 +10,7 @@
 # back, one back that fails is tried again; two wakes at once each put back their own; making room
 # for a light nap's wake naps lightly, the copy out beside the copy in; a napping process that
 # exits is not woken for its libraries' teardown (a destructor's work wakes it), nor napped while
-# it exits.
+# it exits. [nap] keep_host_copy keeps the pinned host copy after the wake for the next nap.
 . "$(dirname "$0")/../lib.sh"
 export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake CUDANAP_FAKE_GPUS=2
 export CUDANAP_FAKE_GPU_MIB=4000 # memory counted: what is freed shows
@@ -277,6 +277,52 @@ check "it exits" eventually 10 gone "$X_pid"
 is "$(cat "$T/teardown" 2> /dev/null)" "free 0" "its teardown's free, awake, went to the driver"
 wait "$X_pid" 2> /dev/null
 rm -f "$T/teardown" "$T/fake/$X_pid".*
+
+# -- [nap] keep_host_copy: the wake keeps its host copy pinned, the next nap copies into it; a
+# larger footprint gets a new one, a full nap lets it go
+write_ini "[nap]" "depth = light" "keep_host_copy = true" "[log]" "level = info"
+start K "$TARGET"
+pid=$K_pid
+fill K
+before=$(held "$pid")
+cli2 nap "$pid"
+check "keep_host_copy: napped lightly ($out)" eventually 10 light_napped "$pid"
+ask K "drv launch export 5" 30
+check "woken by its next call" woke "$pid"
+is "$(words K)" "7 307 606 42" "every word back"
+is "$(pinned_mib "$pid")" 900 "the host copy kept, pinned, after the wake"
+like "$(field "$pid" message)" "^woken: 900 MiB back from the host .*; its host copy kept for the next nap" "the wake's line says so"
+like "$(field "$pid" host_kept_mib)" "^900(\.0+)?$" "the status says what it keeps"
+ask K "drv vmm word A 0 11"
+cli2 nap "$pid"
+check "napped again ($out)" eventually 10 light_napped "$pid"
+like "$(cat "$T/K.err")" "light nap: 900 MiB in 5 pieces to the host copy kept since its wake in [0-9.]+ ms: .*waiting for 0 threads" \
+	"into the kept copy, no fault threads"
+is "$(pinned_mib "$pid")" 900 "no more host memory pinned"
+ask K "drv launch export 5" 30
+check "woken" woke "$pid"
+is "$(words K)" "11 307 606 42" "the word written between the naps is what came back"
+ask K "drv alloc export 100" # the target's A is this one from now on
+ask K "drv vmm word A 99 5"
+cli2 nap "$pid"
+check "a nap of 1000 MiB ($out)" eventually 10 light_napped "$pid"
+like "$(grep "light nap: 1000 MiB" "$T/K.err")" "to the host in" "the kept 900 MiB too small: a new copy"
+is "$(pinned_mib "$pid")" 1000 "the old copy let go, the new one pinned"
+ask K "drv launch export 5" 30
+check "woken" woke "$pid"
+like "$(words K)" " 42$" "the range's word back"
+ask K "drv vmm word A 99"
+is "$REPLY" "vmm word 0 5" "the new allocation's too"
+cli2 suspend "$pid"
+is "$rc" 0 "a suspend ($out)"
+is "$(pinned_mib "$pid")" 0 "the driver's checkpoint: the kept copy let go before it"
+check "the status says none is kept" eventually 10 fields_are "$pid" host_kept_mib 0.000
+cli2 resume "$pid"
+is "$rc" 0 "resumed ($out)"
+ask K "drv vmm word A 99"
+is "$REPLY" "vmm word 0 5" "every word back"
+ask K quit
+wait "$pid" 2> /dev/null
 
 # -- the host lacks room for the copy: refused, nothing moved
 write_ini "[nap]" "depth = light" "[preflight]" "host_margin_mib = 16000000"

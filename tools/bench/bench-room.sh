@@ -5,14 +5,15 @@
 # in turn, each session napping another to make room for its wake: three PyTorch sessions with
 # full naps (the driver's checkpoint), the same with light naps ([nap] depth = light: what cudanap
 # owns moved to the host, the context kept, the napped session's copy out beside the waking one's
-# copy in), then four sessions of mixed frameworks with light naps (PyTorch; CuPy; PyTorch that
-# allocates at its first cell; JAX, its pool preallocated at that size by
-# XLA_PYTHON_CLIENT_MEM_FRACTION) of MIXED_GIB (34 % of the GPU) each, two napped on the host beside
-# one waking; the medians side by side at the end. A PyTorch cell of GIB is compared with a
-# session that had the GPU alone, every cell with its session's first; each cell's time, its
-# wake's and whom it napped are printed. MIXED=0 leaves the mixed sessions out, MIXED_ROUNDS
-# (ROUNDS) is their rounds, SECTIONS (full light mixed) picks; BENCH_LOGS, a folder, keeps each
-# session's log there. Run through `ninja -C build bench-room`.
+# copy in), the same with [nap] keep_host_copy (each session's pinned host copy kept between naps:
+# the napped session copies out at the bus's speed), then four sessions of mixed frameworks with
+# light naps (PyTorch; CuPy; PyTorch that allocates at its first cell; JAX, its pool preallocated
+# at that size by XLA_PYTHON_CLIENT_MEM_FRACTION) of MIXED_GIB (34 % of the GPU) each, two napped
+# on the host beside one waking; the medians side by side at the end. A PyTorch cell of GIB is
+# compared with a session that had the GPU alone, every cell with its session's first; each
+# cell's time, its wake's and whom it napped are printed. MIXED=0 leaves the mixed sessions out,
+# MIXED_ROUNDS (ROUNDS) is their rounds, SECTIONS (full light kept mixed) picks; BENCH_LOGS, a
+# folder, keeps each session's log there. Run through `ninja -C build bench-room`.
 set -u
 ROUNDS=${ROUNDS:-10} MIN_IDLE=${MIN_IDLE:-1} MIXED=${MIXED:-1}
 MIXED_ROUNDS=${MIXED_ROUNDS:-$ROUNDS}
@@ -78,7 +79,8 @@ frac=$(awk -v g="$gib" -v t="$total" 'BEGIN { printf "%.3f", g * 1024 / t }')
 local -a names=() kinds=("$@")
 local -A first=()
 echo "-- $label: [nap] depth = $depth, sessions of $gib GiB: $*"
-write_ini "[nap]" "make_room = true" "min_idle_s = $MIN_IDLE" "depth = $depth" "[log]" "level = info"
+write_ini "[nap]" "make_room = true" "min_idle_s = $MIN_IDLE" "depth = $depth" \
+	"keep_host_copy = $([ "$label" = kept ] && echo true || echo false)" "[log]" "level = info"
 for kind in "${kinds[@]}"; do
 	n=$((n + 1))
 	s=S$n
@@ -135,16 +137,17 @@ stop "${names[@]}"
 [ -z "${BENCH_LOGS:-}" ] || for s in "${names[@]}"; do cp "$T/$s.err" "$BENCH_LOGS/$label-$s.log"; done
 rm -f "$T"/S?.err
 }
-for section in ${SECTIONS:-full light mixed}; do
+for section in ${SECTIONS:-full light kept mixed}; do
 	case $section in
 	full) rounds full full torch torch torch ;;
 	light) rounds light light torch torch torch ;;
+	kept) rounds kept light torch torch torch ;;
 	mixed) [ "$MIXED" = 0 ] || rounds mixed light torch cupy later jax ;;
 	esac
 done
 echo "cells: $cells, right (each as its session's first, PyTorch's as a session alone): $((cells - bad))"
 m() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { if (NR) printf "%.2f", (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2) / 1000; else print "-" }'; }
-printf '%-34s %10s %10s %10s\n' "" "full naps" "light naps" "mixed"
-printf '%-34s %10s %10s %10s\n' "median cell, s (every cell)" "$(m <<< "${cell_ms[full]:-}")" "$(m <<< "${cell_ms[light]:-}")" "$(m <<< "${cell_ms[mixed]:-}")"
-printf '%-34s %10s %10s %10s\n' "median wake that made room, s" "$(m <<< "${wake_ms[full]:-}")" "$(m <<< "${wake_ms[light]:-}")" "$(m <<< "${wake_ms[mixed]:-}")"
+printf '%-34s %10s %10s %10s %10s\n' "" "full naps" "light naps" "light, kept" "mixed"
+printf '%-34s %10s %10s %10s %10s\n' "median cell, s (every cell)" "$(m <<< "${cell_ms[full]:-}")" "$(m <<< "${cell_ms[light]:-}")" "$(m <<< "${cell_ms[kept]:-}")" "$(m <<< "${cell_ms[mixed]:-}")"
+printf '%-34s %10s %10s %10s %10s\n' "median wake that made room, s" "$(m <<< "${wake_ms[full]:-}")" "$(m <<< "${wake_ms[light]:-}")" "$(m <<< "${wake_ms[kept]:-}")" "$(m <<< "${wake_ms[mixed]:-}")"
 [ "$bad" -eq 0 ]
