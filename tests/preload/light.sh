@@ -293,6 +293,8 @@ is "$(words K)" "7 307 606 42" "every word back"
 is "$(pinned_mib "$pid")" 900 "the host copy kept, pinned, after the wake"
 like "$(field "$pid" message)" "^woken: 900 MiB back from the host .*; its host copy kept for the next nap" "the wake's line says so"
 like "$(field "$pid" host_kept_mib)" "^900(\.0+)?$" "the status says what it keeps"
+like "$("$CUDANAP" metrics -c "$T/job.ini")" $'\n'"cudanap_host_kept_bytes\\{pid=\"$pid\",[^}]*\\} 943718400"$'\n' \
+	"cudanap metrics: 900 MiB kept"
 ask K "drv vmm word A 0 11"
 cli2 nap "$pid"
 check "napped again ($out)" eventually 10 light_napped "$pid"

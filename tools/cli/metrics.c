@@ -33,6 +33,8 @@ const char cli_usage_metrics[] =
 	"                                    gave back while it sleeps\n"
 	"  cudanap_light_host_bytes          what a light nap holds in host memory, its context\n"
 	"                                    kept on the GPU ([nap] depth); 0 otherwise\n"
+	"  cudanap_host_kept_bytes           pinned host memory it keeps for its next light nap\n"
+	"                                    ([nap] keep_host_copy)\n"
 	"  cudanap_released_byte_seconds_total\n"
 	"                                    GPU memory given back times the seconds it stayed\n"
 	"                                    given back, since the process started\n"
@@ -266,6 +268,11 @@ static void write_all(FILE *f, const struct cn_status *v, int n, char (*who)[WHO
 				       strcmp(v[i].nap_depth, "light") == 0
 			       ? v[i].light_mib * 1048576
 			       : 0);
+	help(f, "cudanap_host_kept_bytes", "gauge",
+	     "Pinned host memory the process keeps for its next light nap ([nap] keep_host_copy).");
+	for (int i = 0; i < n; i++)
+		sample(f, "cudanap_host_kept_bytes", who[i], "",
+		       v[i].host_kept_mib > 0 ? v[i].host_kept_mib * 1048576 : 0);
 	help(f, "cudanap_released_byte_seconds_total", "counter",
 	     "GPU memory the process gave back times the seconds it stayed given back.");
 	for (int i = 0; i < n; i++)
