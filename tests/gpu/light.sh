@@ -4,7 +4,8 @@
 # without preallocation) naps lightly when idle: what cudanap owns goes to the host, nvidia-smi
 # shows only its context left, and its next cell wakes it and answers bit for bit. Then the same
 # session naps fully (the INI says depth = full, read again at the nap) and wakes, for the figures
-# beside each other. CUDANAP_GPU_TEST_GIB (default 8) GiB of arrays each. Each cell is compared with
+# beside each other; before it, PyTorch and CuPy nap lightly with [nap] keep_host_copy, twice (the
+# second nap into the copy the first wake kept). CUDANAP_GPU_TEST_GIB (default 8) GiB of arrays each. Each cell is compared with
 # the session's first: JAX's result differs between processes by its autotuning (the gemm it times
 # fastest at the start), so a session alone is the reference for PyTorch and CuPy only.
 . "$(dirname "$0")/../lib.sh"
@@ -21,6 +22,28 @@ cell() {
 	t0=$(date +%s%N)
 	ask "$1" compute 300
 	ms=$((($(date +%s%N) - t0) / 1000000))
+}
+
+# kept NAME PID REF FRESH_MS: with [nap] keep_host_copy, session s napped lightly and woken (its
+# host copy kept), then napped into the kept copy and woken; bit for bit each time
+kept() {
+	local name=$1 pid=$2 ref=$3 fresh=$4 into
+	write_ini "[nap]" "idle_s = 3" "depth = light" "keep_host_copy = true" "[log]" "level = info"
+	check "$name: keep_host_copy: idle, it naps lightly" eventually 60 light_napped "$pid"
+	cell s
+	is "$REPLY" "$ref" "$name: woken, right"
+	woke "$pid"
+	check "$name: its pinned host copy kept after the wake ($(field "$pid" host_kept_mib) MiB)" \
+		test "$(field "$pid" host_kept_mib | cut -d. -f1)" -gt 0
+	check "$name: idle, it naps into the kept copy" eventually 60 light_napped "$pid"
+	into=$(field "$pid" total_ms)
+	like "$(grep -o 'light nap: .*' "$T/s.err" | tail -n 1)" "to the host copy kept since its wake" \
+		"$name: the log says the copy went to the kept copy"
+	diag "$(grep -o 'light nap: .*' "$T/s.err" | tail -n 1)"
+	cell s
+	is "$REPLY" "$ref" "$name: its next cell answers bit for bit"
+	woke "$pid"
+	diag "$name kept: napped into the kept copy in $(in_s "$into") s (a fresh copy: $(in_s "$fresh") s); the next cell answered in $ms ms, the wake $(in_s "$(field "$pid" last_wake_ms)") s"
 }
 
 # session NAME ARGS...: the session napped lightly, woken, napped fully, woken
@@ -50,10 +73,12 @@ session() {
 	woke "$pid"
 	diag "$(grep -o 'light nap: .*' "$T/s.err" | tail -n 1)"
 	diag "$name light: $held MiB held, ${lm%.*} MiB to the host in $(in_s "$napms") s (light_ms $(field "$pid" light_ms)), $left MiB kept; the next cell answered in $ms ms, the wake $(in_s "$(field "$pid" last_wake_ms)") s"
+	[ "$1" = jax ] || kept "$name" "$pid" "$ref" "$napms"
 	write_ini "[nap]" "idle_s = 3" "depth = full" "[log]" "level = info"
 	check "$name: with depth = full, it naps to the driver's checkpoint" eventually 60 full_napped "$pid"
 	full_ms=$(field "$pid" total_ms)
 	check "$name: nvidia-smi shows its GPU memory free" test "$(gpu_mib "$pid")" -le 4
+	[ "$1" = jax ] || like "$(field "$pid" host_kept_mib)" "^0(\.0+)?$" "$name: the full nap let its kept host copy go"
 	cell s
 	is "$REPLY" "$ref" "$name: its next cell wakes it, right"
 	woke "$pid"
