@@ -2,12 +2,13 @@
 # Light naps on a real GPU ([nap] depth = light): a notebook-like session of each framework with
 # its defaults (PyTorch's caching allocator, CuPy's pool, JAX with its pool preallocated, and JAX
 # without preallocation) naps lightly when idle: what cudanap owns goes to the host, nvidia-smi
-# shows only its context left, and its next cell wakes it and answers bit for bit. Then the same
-# session naps fully (the INI says depth = full, read again at the nap) and wakes, for the figures
-# beside each other; before it, PyTorch and CuPy nap lightly with [nap] keep_host_copy, twice (the
-# second nap into the copy the first wake kept). CUDANAP_GPU_TEST_GIB (default 8) GiB of arrays each. Each cell is compared with
-# the session's first: JAX's result differs between processes by its autotuning (the gemm it times
-# fastest at the start), so a session alone is the reference for PyTorch and CuPy only.
+# shows only its context left, and its next cell wakes it and answers bit for bit. PyTorch and
+# CuPy then nap lightly with [nap] keep_host_copy, twice (the second nap into the copy the first
+# wake kept). Then the same session naps fully (the INI says depth = full, read again at the nap)
+# and wakes, for the figures beside each other. CUDANAP_GPU_TEST_GIB (default 8) GiB of arrays
+# each. Each cell is compared with the session's first: JAX's result differs between processes by
+# its autotuning (the gemm it times fastest at the start), so a session alone is the reference
+# for PyTorch and CuPy only.
 . "$(dirname "$0")/../lib.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 || skip_all "no NVIDIA GPU or driver"
