@@ -94,15 +94,24 @@ for kind in "${kinds[@]}"; do
 	printf 'start %s %s (%d): %.2f s\n' "$s" "$kind" "$pid" "$((($(date +%s%N) - t0) / 1000000))e-3"
 done
 printf '%5s %7s %6s %8s %8s %8s  %s\n' round session kind cell_s wake_s naps "napped for it"
-# each row printed once the section ends: a wake's "made room" line is logged once the processes
-# it napped have answered, which may be after its cell answers
-local -a rows=() at=() who=()
+# each row printed once the next cell answered (or the section ended): a wake's "made room" line
+# is logged once the processes it napped have answered, which may be after its cell answers
+local row=
+flush_row() {
+	local r s kind ms wake n at victim
+	[ -n "$row" ] || return 0
+	read -r r s kind ms wake n at <<< "$row"
+	victim=$(grep "made room" "$T/$s.err" | tail -n +$((at + 1)) | grep -o 'napped [0-9]* ([0-9]* MiB' | tr '\n' ' ')
+	[ "$r" -eq 1 ] || [ -z "$victim" ] || wake_ms[$label]+=" $wake"
+	printf '%5d %7s %6s %8.2f %8s %8s  %s\n' "$r" "$s" "$kind" "${ms}e-3" \
+		"$(awk -v w="$wake" 'BEGIN { if (w == "null") print "-"; else printf "%.2f", w / 1000 }')" "$n" "${victim:--}"
+	row=
+}
 for r in $(seq "$([ "$label" = mixed ] && echo "$MIXED_ROUNDS" || echo "$ROUNDS")"); do
 	for n in "${!names[@]}"; do
 		s=${names[$n]} kind=${kinds[$n]}
 		eval "pid=\$${s}_pid"
-		at+=("$(grep -c "made room" "$T/$s.err")")
-		who+=("$s")
+		before=$(grep -c "made room" "$T/$s.err")
 		t0=$(date +%s%N)
 		ask $s compute 300
 		ms=$((($(date +%s%N) - t0) / 1000000))
@@ -115,22 +124,12 @@ for r in $(seq "$([ "$label" = mixed ] && echo "$MIXED_ROUNDS" || echo "$ROUNDS"
 		fi
 		wake=$(field "$pid" last_wake_ms)
 		cell_ms[$label]+=" $ms"
-		rows+=("$r $s $kind $ms ${wake:-null} $(field "$pid" naps_room)/$(field "$pid" wakes)")
+		flush_row
+		row="$r $s $kind $ms ${wake:-null} $(field "$pid" naps_room)/$(field "$pid" wakes) $before"
 	done
 done
 sleep 1
-local i j upto
-for i in "${!rows[@]}"; do
-	read -r r s kind ms wake n <<< "${rows[$i]}"
-	upto=$(grep -c "made room" "$T/$s.err")
-	for ((j = i + 1; j < ${#rows[@]}; j++)); do
-		[ "${who[$j]}" != "$s" ] || { upto=${at[$j]}; break; }
-	done
-	victim=$(grep "made room" "$T/$s.err" | sed -n "$((at[i] + 1)),${upto}p" | grep -o 'napped [0-9]* ([0-9]* MiB' | tr '\n' ' ')
-	[ "$r" -eq 1 ] || [ -z "$victim" ] || wake_ms[$label]+=" $wake"
-	printf '%5d %7s %6s %8.2f %8s %8s  %s\n' "$r" "$s" "$kind" "${ms}e-3" \
-		"$(awk -v w="$wake" 'BEGIN { if (w == "null") print "-"; else printf "%.2f", w / 1000 }')" "$n" "${victim:--}"
-done
+flush_row
 echo "out-of-memory errors ($label): $(cat "$T"/S?.err | grep -c -e OutOfMemoryError -e 'out of memory' -e RESOURCE_EXHAUSTED)"
 grep -h "light nap: " "$T"/S?.err | tail -n 2 | sed 's/^/  /'
 stop "${names[@]}"
