@@ -22,7 +22,7 @@
 #include "ctl_proto.h"
 #include "cuda_abi.h"
 #include "driver.h"
-#include "hostmem.h"
+#include "cn_hostmem.h"
 #include "nvml.h"
 #include "placement.h"
 

@@ -114,6 +114,8 @@ int cn_nap_timeout_ms(void)
 		return 1000;
 	if (nap.napping)
 		return nap.retry && !nap.stuck ? retry_in() : -1;
+	if (cn_light_kept() && tick < 0)
+		return 1000; /* the kept copy's room looked at (trim_kept) */
 	if (tick < 0)
 		return -1;
 	return tick < 100 ? 100 : tick > 1000 ? 1000 : tick;
@@ -275,11 +277,32 @@ void cn_nap_now(bool acted)
 	cn_requests_take(CN_NOTE_NAP_FOR, for_whom, sizeof(for_whom));
 }
 
+/* A light nap's host copy kept since its wake ([nap] keep_host_copy) let go, once a second at
+ * most, when the host no longer has room for another as large: others' naps need fresh copies. */
+static void trim_kept(double now)
+{
+	static double last;
+	unsigned long long kept = cn_light_kept();
+
+	if (!kept || now - last < 1000)
+		return;
+	last = now;
+	if (!cn_light_trim((unsigned long long)cn_ag.cfg.host_margin_mib << 20))
+		return;
+	cn_log(&cn_ag.cfg, CN_LOG_INFO,
+	       "let go of its kept host copy (%llu MiB): the host has no room for another as large",
+	       kept >> 20);
+	cn_report_shared();
+	cn_report_write();
+}
+
 void cn_nap_tick(void)
 {
 	double now = cn_clock_ms();
 	double was;
 
+	if (!nap.napping)
+		trim_kept(now);
 	if (nap.napping) {
 		if (nap.retry && !nap.stuck && retry_in() == 0)
 			cn_nap_wake();

@@ -218,7 +218,8 @@ static struct cn_outcome light_back(struct cn_resp *r, unsigned wait_ms, bool re
 	struct cn_light_stats ls;
 	char why[300], msg[420];
 	bool keep = cn_ag.cfg.nap_keep_host && cn_ag.cfg.nap_depth != CN_DEPTH_FULL;
-	int rc = cn_light_in(keep, wait_ms, cn_room_coming, &ls, why, sizeof(why));
+	int rc = cn_light_in(keep, (unsigned long long)cn_ag.cfg.host_margin_mib << 20, wait_ms,
+			     cn_room_coming, &ls, why, sizeof(why));
 
 	r->state = CN_STATE_RUNNING;
 	was_restored |= restored;

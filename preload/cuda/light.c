@@ -4,7 +4,6 @@
 #include "light.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -15,6 +14,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "cn_hostmem.h"
 #include "cuda_abi.h"
 #include "fns.h"
 #include "owned.h"
@@ -271,21 +271,24 @@ static void forget(void)
 	drop(pinned);
 }
 
-/* MemAvailable of /proc/meminfo in bytes; 0 when it cannot be read. */
-static unsigned long long host_available(void)
+/* What this process can still take of the host's memory (MemAvailable, its cgroups' limits),
+ * which bound names; 0 when not known. */
+static unsigned long long host_room(char *which, size_t len)
 {
-	char buf[4096];
-	int fd = open("/proc/meminfo", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-	const char *p;
+	uint64_t room;
 
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
+	if (cn_hostmem_room((int)getpid(), "/proc", "/sys/fs/cgroup", &room, which, len) < 0)
 		return 0;
-	buf[n] = '\0';
-	p = strstr(buf, "MemAvailable:");
-	return p ? strtoull(p + 13, NULL, 10) << 10 : 0;
+	return room;
+}
+
+/* Whether the host has room for another copy of bytes and margin beside one kept. */
+static bool room_to_keep(size_t bytes, unsigned long long margin)
+{
+	char which[64];
+	unsigned long long room = host_room(which, sizeof(which));
+
+	return room && room >= bytes + margin;
 }
 
 /* The spans read, their places in the host copy laid out, the host copy mapped: 0, 1 when it is
@@ -293,6 +296,7 @@ static unsigned long long host_available(void)
 static int lay_out(unsigned long long margin, char *why, size_t len)
 {
 	unsigned long long avail;
+	char which[64];
 	size_t total = 0;
 
 	L.span = cn_owned_spans(&L.n, &L.kept);
@@ -324,12 +328,13 @@ static int lay_out(unsigned long long margin, char *why, size_t len)
 		snprintf(why, len, "out of memory");
 		return -1;
 	}
-	avail = host_available();
+	avail = host_room(which, sizeof(which));
 	if (avail && avail < total + margin) {
-		snprintf(why, len,
-			 "the host has %llu MiB available, the copy needs %zu MiB and [preflight] "
-			 "host_margin_mib %llu",
-			 avail >> 20, total >> 20, margin >> 20);
+		snprintf(
+			why, len,
+			"the host has %llu MiB for it (%s), the copy needs %zu MiB and [preflight] "
+			"host_margin_mib %llu",
+			avail >> 20, which, total >> 20, margin >> 20);
 		return -1;
 	}
 	L.bytes = total;
@@ -458,7 +463,8 @@ static void name_error(CUresult r, const char *what, char *why, size_t len)
  * waited for; the host copy dropped once all is back, or kept pinned for the next nap.
  * CUDA_SUCCESS, or the driver's answer with *at the span it stopped at: what is mapped stays, and
  * the next try copies it again. */
-static CUresult put_back(bool keep, unsigned wait_ms, bool (*coming)(void), size_t *at)
+static CUresult put_back(bool keep, unsigned long long margin, unsigned wait_ms,
+			 bool (*coming)(void), size_t *at)
 {
 	double until = cn_clock_ms() + wait_ms;
 	struct timespec nap = { 0, 2000000 };
@@ -488,7 +494,7 @@ static CUresult put_back(bool keep, unsigned wait_ms, bool (*coming)(void), size
 			L.where[k] = ON_GPU;
 	if (r == CUDA_SUCCESS)
 		r = done;
-	if (r == CUDA_SUCCESS && keep)
+	if (r == CUDA_SUCCESS && keep && room_to_keep(L.bytes, margin))
 		keep_copy();
 	if (r == CUDA_SUCCESS)
 		forget();
@@ -561,7 +567,7 @@ int cn_light_out(unsigned long long margin, struct cn_light_stats *st, char *why
 		name_error(r, "copying its memory to the host", why, len);
 		streams_done();
 		drop_events();
-		if (put_back(false, 0, NULL, &at) != CUDA_SUCCESS)
+		if (put_back(false, 0, 0, NULL, &at) != CUDA_SUCCESS)
 			snprintf(why + strlen(why), len - strlen(why),
 				 "; part of it stays on the host until its wake");
 		return -1;
@@ -579,8 +585,8 @@ int cn_light_out(unsigned long long margin, struct cn_light_stats *st, char *why
 	return 0;
 }
 
-int cn_light_in(bool keep, unsigned wait_ms, bool (*coming)(void), struct cn_light_stats *st,
-		char *why, size_t len)
+int cn_light_in(bool keep, unsigned long long margin, unsigned wait_ms, bool (*coming)(void),
+		struct cn_light_stats *st, char *why, size_t len)
 {
 	const char *lack = missing();
 	double t0 = cn_clock_ms();
@@ -597,7 +603,7 @@ int cn_light_in(bool keep, unsigned wait_ms, bool (*coming)(void), struct cn_lig
 	}
 	bytes = L.total;
 	spans = L.n;
-	r = put_back(keep, wait_ms, coming, &at);
+	r = put_back(keep, margin, wait_ms, coming, &at);
 	if (r == CUDA_ERROR_OUT_OF_MEMORY) {
 		snprintf(why, len, "no room on GPU %d for its %zu MiB still on the host",
 			 L.span[at].dev, (size_t)(cn_light_left(L.span[at].dev) >> 20));
@@ -631,6 +637,14 @@ unsigned long long cn_light_left(int dev)
 unsigned long long cn_light_kept(void)
 {
 	return K.bytes;
+}
+
+bool cn_light_trim(unsigned long long margin)
+{
+	if (!K.host || room_to_keep(K.bytes, margin))
+		return false;
+	let_go_kept();
+	return true;
 }
 
 void cn_light_unpin(void)

@@ -10,7 +10,8 @@
 # back, one back that fails is tried again; two wakes at once each put back their own; making room
 # for a light nap's wake naps lightly, the copy out beside the copy in; a napping process that
 # exits is not woken for its libraries' teardown (a destructor's work wakes it), nor napped while
-# it exits. [nap] keep_host_copy keeps the pinned host copy after the wake for the next nap.
+# it exits. [nap] keep_host_copy keeps the pinned host copy after the wake for the next nap while
+# the host has room for another as large.
 . "$(dirname "$0")/../lib.sh"
 export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake CUDANAP_FAKE_GPUS=2
 export CUDANAP_FAKE_GPU_MIB=4000 # memory counted: what is freed shows
@@ -315,10 +316,28 @@ check "woken" woke "$pid"
 like "$(words K)" " 42$" "the range's word back"
 ask K "drv vmm word A 99"
 is "$REPLY" "vmm word 0 5" "the new allocation's too"
+no_pin() { [ "$(pinned_mib "$1")" = 0 ]; }
+write_ini "[nap]" "depth = light" "keep_host_copy = true" "[preflight]" "host_margin_mib = 16000000" "[log]" "level = info"
+cli2 nap "$pid" # the INI read again
+like "$rc:$out" "^1:$pid: nap failed: NO_HOST_MEMORY" "a nap then: refused, the host has no room for the copy and the margin"
+check "the host without room for another copy as large: the kept copy let go" eventually 10 no_pin "$pid"
+like "$(cat "$T/K.err")" "let go of its kept host copy \(1000 MiB\): the host has no room for another as large" "the log says so"
+check "the status says none is kept" eventually 10 fields_are "$pid" host_kept_mib 0.000
+write_ini "[nap]" "depth = light" "keep_host_copy = true" "[log]" "level = info"
+cli2 nap "$pid"
+check "napped lightly again ($out)" eventually 10 light_napped "$pid"
+write_ini "[nap]" "depth = light" "keep_host_copy = true" "[preflight]" "host_margin_mib = 16000000" "[log]" "level = info"
+ask K "drv launch export 5" 30
+check "woken" woke "$pid"
+is "$(pinned_mib "$pid")" 0 "a wake without the room to keep its copy lets it go"
+write_ini "[nap]" "depth = light" "keep_host_copy = true" "[log]" "level = info"
+cli2 nap "$pid"
+ask K "drv launch export 5" 30
+check "napped and woken: its copy kept" eventually 10 fields_are "$pid" host_kept_mib 1000.000
 cli2 suspend "$pid"
 is "$rc" 0 "a suspend ($out)"
 is "$(pinned_mib "$pid")" 0 "the driver's checkpoint: the kept copy let go before it"
-check "the status says none is kept" eventually 10 fields_are "$pid" host_kept_mib 0.000
+check "none kept now" eventually 10 fields_are "$pid" host_kept_mib 0.000
 cli2 resume "$pid"
 is "$rc" 0 "resumed ($out)"
 ask K "drv vmm word A 99"

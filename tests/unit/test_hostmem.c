@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "hostmem.h"
+#include "cn_hostmem.h"
 #include "tap.h"
 
 static char root[64];

@@ -1,7 +1,7 @@
-/* hostmem: see hostmem.h. A checkpoint's host copy is ordinary memory of the target process:
+/* hostmem: see cn_hostmem.h. A checkpoint's host copy is ordinary memory of the target process:
  * it counts against the host and against the target's cgroup, so both bound it. */
 #define _GNU_SOURCE
-#include "hostmem.h"
+#include "cn_hostmem.h"
 
 #include <inttypes.h>
 #include <limits.h>

@@ -1,4 +1,5 @@
-/* hostmem: the host memory a process can still take, for the check before a suspend. */
+/* hostmem: the host memory a process can still take, for the checks before a suspend or a light
+ * nap and for a light nap's kept copy. */
 #ifndef CN_HOSTMEM_H
 #define CN_HOSTMEM_H
 
