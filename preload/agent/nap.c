@@ -278,7 +278,7 @@ void cn_nap_now(bool acted)
 }
 
 /* A light nap's host copy kept since its wake ([nap] keep_host_copy) let go, once a second at
- * most, when the host no longer has room for another as large: others' naps need fresh copies. */
+ * most, when the host no longer has [preflight] host_margin_mib free beside it. */
 static void trim_kept(double now)
 {
 	static double last;
@@ -290,8 +290,9 @@ static void trim_kept(double now)
 	if (!cn_light_trim((unsigned long long)cn_ag.cfg.host_margin_mib << 20))
 		return;
 	cn_log(&cn_ag.cfg, CN_LOG_INFO,
-	       "let go of its kept host copy (%llu MiB): the host has no room for another as large",
-	       kept >> 20);
+	       "let go of its kept host copy (%llu MiB): the host has less than [preflight] "
+	       "host_margin_mib (%u MiB) free beside it",
+	       kept >> 20, cn_ag.cfg.host_margin_mib);
 	cn_report_shared();
 	cn_report_write();
 }

@@ -282,13 +282,13 @@ static unsigned long long host_room(char *which, size_t len)
 	return room;
 }
 
-/* Whether the host has room for another copy of bytes and margin beside one kept. */
-static bool room_to_keep(size_t bytes, unsigned long long margin)
+/* Whether the host keeps margin free beside a copy kept (measured while it is held). */
+static bool room_to_keep(unsigned long long margin)
 {
 	char which[64];
 	unsigned long long room = host_room(which, sizeof(which));
 
-	return room && room >= bytes + margin;
+	return room && room >= margin;
 }
 
 /* The spans read, their places in the host copy laid out, the host copy mapped: 0, 1 when it is
@@ -494,7 +494,7 @@ static CUresult put_back(bool keep, unsigned long long margin, unsigned wait_ms,
 			L.where[k] = ON_GPU;
 	if (r == CUDA_SUCCESS)
 		r = done;
-	if (r == CUDA_SUCCESS && keep && room_to_keep(L.bytes, margin))
+	if (r == CUDA_SUCCESS && keep && room_to_keep(margin))
 		keep_copy();
 	if (r == CUDA_SUCCESS)
 		forget();
@@ -641,7 +641,7 @@ unsigned long long cn_light_kept(void)
 
 bool cn_light_trim(unsigned long long margin)
 {
-	if (!K.host || room_to_keep(K.bytes, margin))
+	if (!K.host || room_to_keep(margin))
 		return false;
 	let_go_kept();
 	return true;

@@ -320,8 +320,8 @@ no_pin() { [ "$(pinned_mib "$1")" = 0 ]; }
 write_ini "[nap]" "depth = light" "keep_host_copy = true" "[preflight]" "host_margin_mib = 16000000" "[log]" "level = info"
 cli2 nap "$pid" # the INI read again
 like "$rc:$out" "^1:$pid: nap failed: NO_HOST_MEMORY" "a nap then: refused, the host has no room for the copy and the margin"
-check "the host without room for another copy as large: the kept copy let go" eventually 10 no_pin "$pid"
-like "$(cat "$T/K.err")" "let go of its kept host copy \(1000 MiB\): the host has no room for another as large" "the log says so"
+check "the host without the margin free: the kept copy let go" eventually 10 no_pin "$pid"
+like "$(cat "$T/K.err")" "let go of its kept host copy \(1000 MiB\): the host has less than \[preflight\] host_margin_mib \(16000000 MiB\) free beside it" "the log says so"
 check "the status says none is kept" eventually 10 fields_are "$pid" host_kept_mib 0.000
 write_ini "[nap]" "depth = light" "keep_host_copy = true" "[log]" "level = info"
 cli2 nap "$pid"
@@ -329,7 +329,7 @@ check "napped lightly again ($out)" eventually 10 light_napped "$pid"
 write_ini "[nap]" "depth = light" "keep_host_copy = true" "[preflight]" "host_margin_mib = 16000000" "[log]" "level = info"
 ask K "drv launch export 5" 30
 check "woken" woke "$pid"
-is "$(pinned_mib "$pid")" 0 "a wake without the room to keep its copy lets it go"
+is "$(pinned_mib "$pid")" 0 "a wake without the margin free lets its copy go"
 write_ini "[nap]" "depth = light" "keep_host_copy = true" "[log]" "level = info"
 cli2 nap "$pid"
 ask K "drv launch export 5" 30
