@@ -278,7 +278,8 @@ void cn_nap_now(bool acted)
 }
 
 /* A light nap's host copy kept since its wake ([nap] keep_host_copy) let go, once a second at
- * most, when the host no longer has [preflight] host_margin_mib free beside it. */
+ * most, when the host no longer has [preflight] host_margin_mib and a quarter of its memory free
+ * beside it. */
 static void trim_kept(double now)
 {
 	static double last;
@@ -291,7 +292,7 @@ static void trim_kept(double now)
 		return;
 	cn_log(&cn_ag.cfg, CN_LOG_INFO,
 	       "let go of its kept host copy (%llu MiB): the host has less than [preflight] "
-	       "host_margin_mib (%u MiB) free beside it",
+	       "host_margin_mib (%u MiB) and a quarter of its memory free beside it",
 	       kept >> 20, cn_ag.cfg.host_margin_mib);
 	cn_report_shared();
 	cn_report_write();

@@ -282,13 +282,17 @@ static unsigned long long host_room(char *which, size_t len)
 	return room;
 }
 
-/* Whether the host keeps margin free beside a copy kept (measured while it is held). */
+/* Whether the host keeps margin and a quarter of its memory free beside a copy kept (measured
+ * while it is held): pinned pages cannot be reclaimed, and the programs' own pages (their
+ * libraries' code among them) need the rest. */
 static bool room_to_keep(unsigned long long margin)
 {
 	char which[64];
 	unsigned long long room = host_room(which, sizeof(which));
+	unsigned long long total = (unsigned long long)sysconf(_SC_PHYS_PAGES) *
+				   (unsigned long long)sysconf(_SC_PAGESIZE);
 
-	return room && room >= margin;
+	return room && room >= margin + total / 4;
 }
 
 /* The spans read, their places in the host copy laid out, the host copy mapped: 0, 1 when it is

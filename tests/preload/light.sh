@@ -321,7 +321,7 @@ write_ini "[nap]" "depth = light" "keep_host_copy = true" "[preflight]" "host_ma
 cli2 nap "$pid" # the INI read again
 like "$rc:$out" "^1:$pid: nap failed: NO_HOST_MEMORY" "a nap then: refused, the host has no room for the copy and the margin"
 check "the host without the margin free: the kept copy let go" eventually 10 no_pin "$pid"
-like "$(cat "$T/K.err")" "let go of its kept host copy \(1000 MiB\): the host has less than \[preflight\] host_margin_mib \(16000000 MiB\) free beside it" "the log says so"
+like "$(cat "$T/K.err")" "let go of its kept host copy \(1000 MiB\): the host has less than \[preflight\] host_margin_mib \(16000000 MiB\) and a quarter of its memory free beside it" "the log says so"
 check "the status says none is kept" eventually 10 fields_are "$pid" host_kept_mib 0.000
 write_ini "[nap]" "depth = light" "keep_host_copy = true" "[log]" "level = info"
 cli2 nap "$pid"

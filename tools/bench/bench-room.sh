@@ -44,8 +44,17 @@ stop() { # stop NAME...: the sessions end at the end of their input (one still t
 	[ $((($(date +%s%N) - t0) / 1000000)) -lt 10000 ] ||
 		echo "$* took $((($(date +%s%N) - t0) / 1000000)) ms to end" >&2
 }
-# Cut off (a time limit): what each session said last.
-trap 'for f in "$T"/*.err; do echo "== $f"; tail -n 6 "$f" | cut -c 1-400; done >&2; exit 1' TERM INT
+# Cut off (a time limit): what each session said last, and its whole log in BENCH_LOGS.
+cut_off() {
+	local f
+	for f in "$T"/*.err; do
+		echo "== $f"
+		tail -n 6 "$f" | cut -c 1-400
+		[ -z "${BENCH_LOGS:-}" ] || cp "$f" "$BENCH_LOGS/cut-$(basename "$f" .err).log"
+	done >&2
+	exit 1
+}
+trap cut_off TERM INT
 echo "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1); $total MiB; 3 sessions of $GIB GiB"
 
 # the reference: one session with the GPU to itself
