@@ -188,9 +188,10 @@ static int close_gate(const struct how *h, struct cn_resp *r, char *msg, size_t 
 
 	cn_lookup_summary(paths, sizeof(paths));
 	cn_log(&cn_ag.cfg, CN_LOG_DEBUG, "%s", paths);
-	if (cn_gate_close(t, &ms, why, sizeof(why)) < 0) {
+	if (cn_gate_close_drained(t, &ms, why, sizeof(why)) < 0) {
 		if (cn_light_holding())
-			cn_gate_shut(); /* a light nap's: closed while its memory is on the host */
+			cn_gate_close_now(); /* a light nap's: closed while its memory is on the
+						host */
 		r->result = CUDA_ERROR_NOT_READY;
 		r->state = CN_STATE_RUNNING;
 		r->name[0] = '\0';
@@ -466,7 +467,7 @@ struct cn_outcome cn_suspend_as(bool nap, unsigned lock_limit)
 	if (r.state == CN_STATE_RUNNING && cn_nccl_suspend(&r, msg, sizeof(msg)) < 0)
 		return cn_report_finish(&r, msg);
 	if (r.state == CN_STATE_LOCKED) {
-		cn_gate_shut(); /* a failed unlock's: its callers wait inside the driver */
+		cn_gate_close_now(); /* a failed unlock's: its callers wait inside the driver */
 	} else if (r.state == CN_STATE_RUNNING &&
 		   (close_gate(&h, &r, msg, sizeof(msg)) < 0 || peers(&r, msg, sizeof(msg)) < 0)) {
 		comms_stay(msg, sizeof(msg));

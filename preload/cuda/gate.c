@@ -292,7 +292,7 @@ static void set_word(int w)
 		membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
 }
 
-void cn_gate_shut(void)
+void cn_gate_close_now(void)
 {
 	set_word(CLOSED);
 }
@@ -315,14 +315,14 @@ bool cn_gate_is_holding(void)
 	return atomic_load(&cn_gate_word) == HOLDING;
 }
 
-int cn_gate_close(unsigned timeout_ms, double *waited_ms, char *why, size_t len)
+int cn_gate_close_drained(unsigned timeout_ms, double *waited_ms, char *why, size_t len)
 {
 	double t0 = cn_clock_ms();
 	long pause_ns = 50 * 1000;
 	unsigned idx;
 	pid_t tid;
 
-	cn_gate_shut();
+	cn_gate_close_now();
 	for (;;) {
 		struct timespec ts = { 0, pause_ns };
 
@@ -355,7 +355,7 @@ void cn_gate_open(void)
 	pthread_mutex_unlock(&mu);
 }
 
-bool cn_gate_is_closed(void)
+bool cn_gate_stops_calls(void)
 {
 	return atomic_load(&cn_gate_word) != 0;
 }

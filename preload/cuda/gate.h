@@ -28,21 +28,22 @@ void cn_gate_self(void);
  * Then wait, at most timeout_ms (0: for ever), for the app's threads already inside a driver call
  * to return. 0 once none is inside; -1 with why naming a thread still inside and its function,
  * the gate open again. *waited_ms: how long it took. */
-int cn_gate_close(unsigned timeout_ms, double *waited_ms, char *why, size_t len);
+int cn_gate_close_drained(unsigned timeout_ms, double *waited_ms, char *why, size_t len);
 
 /* Close it without waiting for anyone: for a process the driver holds locked already, whose
  * threads inside a call wait there for the unlock. */
-void cn_gate_shut(void);
+void cn_gate_close_now(void);
 
 /* Open the gate: the calls waiting at it go on into libcuda. */
 void cn_gate_open(void);
-bool cn_gate_is_closed(void); /* closed or holding */
+/* Whether the app's calls wait at the gate now: closed, or holding. */
+bool cn_gate_stops_calls(void);
 
 /* Hold it: from now on an app thread's outermost driver call waits unless lets(idx, caller) says
  * it may go (the NCCL cut's filter, nccl/hold.c: the app may not start GPU work, NCCL and the
  * watchdog's queries go on). Threads inside a call stay inside. From a closed gate too (the
- * unlock of a job whose communicators are still suspended). cn_gate_close closes it from here,
- * cn_gate_open opens it. lets runs in the app's threads, with nothing locked, and must be
+ * unlock of a job whose communicators are still suspended). cn_gate_close_drained closes it from
+ * here, cn_gate_open opens it. lets runs in the app's threads, with nothing locked, and must be
  * cheap. */
 void cn_gate_hold(bool (*lets)(unsigned idx, const void *caller));
 /* The filter's answer may have changed (a drain lets the app run): the waiting calls look again. */

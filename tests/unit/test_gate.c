@@ -110,7 +110,7 @@ int main(void)
 	for (int round = 0; round < 20; round++) {
 		long before;
 
-		if (cn_gate_close(2000, &waited, why, sizeof(why)) < 0) {
+		if (cn_gate_close_drained(2000, &waited, why, sizeof(why)) < 0) {
 			clean = false;
 			break;
 		}
@@ -145,19 +145,19 @@ int main(void)
 	atomic_store(hold_ms, 300);
 	pthread_create(&s, NULL, sync_once, NULL);
 	sleep_ms(50);
-	ok(cn_gate_close(5000, &waited, why, sizeof(why)) == 0 && waited >= 150,
+	ok(cn_gate_close_drained(5000, &waited, why, sizeof(why)) == 0 && waited >= 150,
 	   "a close waits for a thread inside a call (%.0f ms)", waited);
 	cn_gate_open();
 	pthread_join(s, NULL);
 	atomic_store(hold_ms, 500);
 	pthread_create(&s, NULL, sync_once, NULL);
 	sleep_ms(50);
-	ok(cn_gate_close(100, &waited, why, sizeof(why)) < 0 && !cn_gate_is_closed(),
+	ok(cn_gate_close_drained(100, &waited, why, sizeof(why)) < 0 && !cn_gate_stops_calls(),
 	   "one that stays past the timeout fails the close, which opens the gate again");
 	ok(strstr(why, "stayed inside cuCtxSynchronize") != NULL, "naming the call: %s", why);
 	pthread_join(s, NULL);
 
-	cn_gate_shut();
+	cn_gate_close_now();
 	pthread_create(&s, NULL, ours, NULL);
 	pthread_join(s, NULL);
 	ok(1, "cudanap's own thread passes a closed gate");
@@ -175,7 +175,7 @@ int main(void)
 		atomic_store(hold_ms, 0);
 		atomic_store(&stop, false);
 		cn_gate_nap(CN_GATE_NAP_CLOSING, wake);
-		ok(cn_gate_close(1000, &waited, why, sizeof(why)) == 0, "closed for a nap");
+		ok(cn_gate_close_drained(1000, &waited, why, sizeof(why)) == 0, "closed for a nap");
 		cn_gate_nap(CN_GATE_NAP_ASLEEP, wake);
 		atomic_store(closed_flag, 1);
 		s0 = atomic_load(syncs);
@@ -199,7 +199,7 @@ int main(void)
 		ok(!entered && atomic_load(syncs) == s0 + THREADS / 2,
 		   "none entered the driver while it napped; after the wake each ran once");
 	}
-	cn_gate_shut();
+	cn_gate_close_now();
 	{
 		pid_t c;
 		int st = -1;
@@ -208,7 +208,7 @@ int main(void)
 		c = fork();
 		if (c == 0) {
 			cn_gate_after_fork();
-			_exit(query(NULL) == 0 && !cn_gate_is_closed() ? 0 : 1);
+			_exit(query(NULL) == 0 && !cn_gate_stops_calls() ? 0 : 1);
 		}
 		waitpid(c, &st, 0);
 		ok(WIFEXITED(st) && WEXITSTATUS(st) == 0,
