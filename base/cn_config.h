@@ -81,7 +81,7 @@ struct cn_config {
 	bool nap_wake_any; /* a nap wakes on any GPU of its model with room, not only home */
 	/* [nap] make_room: when this process needs GPU memory that is not free (a wake, an
 	 * allocation refused as out of memory), nap idle processes of the user on that GPU, idle
-	 * for min_idle_s at least (preload/agent/room.c). */
+	 * for min_idle_s at least (preload/agent/pager.c). */
 	bool nap_make_room;
 	unsigned nap_min_idle_s;
 	/* [nap] depth: full, the driver's checkpoint (the GPU left at 0 MiB); light, what cudanap

@@ -13,4 +13,9 @@
 int cn_hostmem_room(int pid, const char *proc, const char *sys_cgroup, uint64_t *room, char *which,
 		    size_t len);
 
+/* The same, with the size of the bound that won in *total (MemTotal for MemAvailable, the
+ * cgroup's limit for a cgroup's). */
+int cn_hostmem_bound(int pid, const char *proc, const char *sys_cgroup, uint64_t *room,
+		     uint64_t *total, char *which, size_t len);
+
 #endif

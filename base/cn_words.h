@@ -24,7 +24,7 @@
 /* A nap to make room for another process ([nap] make_room): "PID MIB GPU MIN_IDLE_S", the
  * process it makes room for, the MiB that one needs, the GPU (nvidia-smi's index) and that
  * process's [nap] min_idle_s, which the napped one checks against its own last work; written
- * beside the nap's signal by that process's preload (preload/agent/room.c). */
+ * beside the nap's signal by that process's preload (preload/agent/pager.c). */
 #define CN_NOTE_NAP_FOR "nap-for"
 /* CUDANAP_DEBUG=calls: the process's driver calls, counted per function (the process writes it). */
 #define CN_NOTE_CALLS "calls"

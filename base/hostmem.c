@@ -47,18 +47,21 @@ static int read_key(const char *path, const char *key, uint64_t *v)
 	return r;
 }
 
-static void bound(uint64_t *room, uint64_t cand, char *which, size_t len, const char *what,
-		  const char *cg)
+/* A bound's room cand, of its size total, taken when it is the least so far. */
+static void bound(uint64_t *room, uint64_t *total, uint64_t cand, uint64_t size, char *which,
+		  size_t len, const char *what, const char *cg)
 {
 	if (cand < *room) {
 		*room = cand;
+		*total = size;
 		snprintf(which, len, "%s%s%s", cg ? "cgroup " : "", cg ? cg : "", what);
 	}
 }
 
 /* One cgroup directory: limit less usage that cannot be reclaimed. */
 static void cgroup_level(const char *dir, const char *name, const char *limit_file,
-			 const char *usage_file, uint64_t *room, char *which, size_t len)
+			 const char *usage_file, uint64_t *room, uint64_t *total, char *which,
+			 size_t len)
 {
 	char p[PATH_MAX + 32], what[64];
 	uint64_t limit, usage, inactive = 0;
@@ -75,20 +78,30 @@ static void cgroup_level(const char *dir, const char *name, const char *limit_fi
 		read_key(p, "total_inactive_file", &inactive);
 	usage = inactive < usage ? usage - inactive : 0;
 	snprintf(what, sizeof(what), " %s", limit_file);
-	bound(room, limit > usage ? limit - usage : 0, which, len, what, name);
+	bound(room, total, limit > usage ? limit - usage : 0, limit, which, len, what, name);
 }
 
 int cn_hostmem_room(int pid, const char *proc, const char *sys_cgroup, uint64_t *room, char *which,
 		    size_t len)
 {
+	uint64_t total;
+
+	return cn_hostmem_bound(pid, proc, sys_cgroup, room, &total, which, len);
+}
+
+int cn_hostmem_bound(int pid, const char *proc, const char *sys_cgroup, uint64_t *room,
+		     uint64_t *total, char *which, size_t len)
+{
 	char p[PATH_MAX], line[PATH_MAX];
-	uint64_t kb;
+	uint64_t kb, mem = 0;
 	FILE *f;
 
 	snprintf(p, sizeof(p), "%s/meminfo", proc);
 	if (read_key(p, "MemAvailable", &kb) < 0)
 		return -1;
 	*room = kb << 10;
+	read_key(p, "MemTotal", &mem);
+	*total = mem << 10;
 	snprintf(which, len, "MemAvailable");
 
 	snprintf(p, sizeof(p), "%s/%d/cgroup", proc, pid);
@@ -109,10 +122,10 @@ int cn_hostmem_room(int pid, const char *proc, const char *sys_cgroup, uint64_t 
 				 strcmp(path, "/") == 0 ? "" : path);
 			if (v2)
 				cgroup_level(dir, *path ? path : "/", "memory.max",
-					     "memory.current", room, which, len);
+					     "memory.current", room, total, which, len);
 			else
 				cgroup_level(dir, *path ? path : "/", "memory.limit_in_bytes",
-					     "memory.usage_in_bytes", room, which, len);
+					     "memory.usage_in_bytes", room, total, which, len);
 			{
 				char *up = strrchr(path, '/');
 

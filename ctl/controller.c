@@ -98,7 +98,7 @@ static int host_room(const struct cn_req *req, struct cn_resp *resp)
 }
 
 /* CN_OP_USERS: what each process asked about holds on one GPU and the host room for its nap, and
- * what is free there, for a process making room (preload/agent/room.c). NVML and /proc alone: no
+ * what is free there, for a process making room (preload/agent/pager.c). NVML and /proc alone: no
  * driver call. */
 static void users(const struct cn_req *req, struct cn_resp *resp)
 {

@@ -211,8 +211,8 @@ static CUresult hold(CUmemGenericAllocationHandle *h, CUdevice dev, uint64_t byt
  * The hold is let go just before the restore, and still protects it: fewer restores are lost
  * beside a process grabbing memory, for a longer setup at every size (docs/COMPATIBILITY.md,
  * Restore needs room). */
-static int make_room(const struct cn_req *req, const struct plan *p,
-		     CUmemGenericAllocationHandle *h, struct cn_resp *resp)
+static int check_and_hold(const struct cn_req *req, const struct plan *p,
+			  CUmemGenericAllocationHandle *h, struct cn_resp *resp)
 {
 	char why[200], s[CN_UUID_STR_LEN];
 	int n = 0;
@@ -294,7 +294,7 @@ int cn_placement_place(const struct cn_req *req, struct cn_resp *resp, CUcheckpo
 	}
 	if (beside(req, &p, resp) < 0)
 		return -1;
-	*n_held = make_room(req, &p, held, resp);
+	*n_held = check_and_hold(req, &p, held, resp);
 	if (*n_held < 0) {
 		*n_held = 0;
 		return -1;

@@ -13,7 +13,7 @@ enum cn_wake {
 	CN_WAKE_QUERY = 'Q',
 	CN_WAKE_NAP = 'N',  /* cudanap nap */
 	CN_WAKE_CALL = 'C', /* a driver call of a napping process needs the GPU */
-	CN_WAKE_ROOM = 'M', /* an allocation refused as out of memory: make room (agent/room.c) */
+	CN_WAKE_ROOM = 'M', /* an allocation refused as out of memory: make room (agent/pager.c) */
 };
 
 /* The pipe, close-on-exec, non-blocking, off fds 0-2, for this process. 0 or -errno. */

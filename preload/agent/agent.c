@@ -25,7 +25,7 @@
 #include "nap.h"
 #include "nccl.h"
 #include "owned.h"
-#include "room.h"
+#include "pager.h"
 #include "prepare.h"
 #include "query.h"
 #include "report.h"
@@ -116,7 +116,7 @@ static void *agent_main(void *arg)
 				     cn_light_holding(),
 		     prep, want, act;
 		double left = cn_ag.prepared_until ? cn_ag.prepared_until - cn_clock_ms() : -1;
-		int r, tick = cn_nap_timeout_ms(), room = cn_room_timeout_ms();
+		int r, tick = cn_nap_timeout_ms(), room = cn_pager_timeout_ms();
 		struct extra x;
 
 		if (room >= 0 && (tick < 0 || room < tick))
@@ -134,7 +134,7 @@ static void *agent_main(void *arg)
 		}
 		r = poll(p, cn_channel_fd() >= 0 ? 2 : 1, left < 0 ? -1 : (int)left + 1);
 		if (r <= 0) {
-			cn_room_tick();
+			cn_pager_tick();
 			cn_nap_tick();
 			settle_gate(); /* a nap that failed runs on */
 			continue;
@@ -156,7 +156,7 @@ static void *agent_main(void *arg)
 		if (x.call && !act)
 			cn_nap_wake();
 		if (x.room)
-			cn_room_asked();
+			cn_pager_asked();
 		settle_gate();
 		if (x.query)
 			cn_query();
@@ -174,7 +174,7 @@ static void reset(void)
 	cn_ag.prepared_until = 0;
 	cn_report_start();
 	cn_nap_reset();
-	cn_room_reset();
+	cn_pager_reset();
 }
 
 static int start_thread(void)
@@ -204,9 +204,9 @@ static int start_thread(void)
 int cn_agent_start(const struct cn_config *cfg)
 {
 	cn_ag.cfg = *cfg;
-	cn_room_config();
+	cn_pager_config();
 	cn_owned_config(cfg->own, cfg->nap_depth != CN_DEPTH_FULL);
-	cn_wrap_on_oom(cn_room_oom, cn_room_done);
+	cn_wrap_on_oom(cn_pager_oom, cn_pager_done);
 	cn_ag.thp = cn_staging_thp_available();
 	reset();
 	return start_thread();
@@ -221,7 +221,7 @@ int cn_agent_fork_child(bool start)
 		/* no agent in this child: nobody to make room, and the parent's request is not its
 		 */
 		cn_wrap_on_oom(NULL, NULL);
-		cn_room_reset();
+		cn_pager_reset();
 		return -EBADF;
 	}
 	reset();

@@ -20,7 +20,7 @@
 #include "report.h"
 #include "requests.h"
 #include "resume.h"
-#include "room.h"
+#include "pager.h"
 #include "state.h"
 #include "suspend.h"
 #include "wake.h"
@@ -67,7 +67,7 @@ static int retry_in(void)
 	return left > 0 ? (int)left : 0;
 }
 
-/* Its idleness is followed: for its own naps, or for the processes that make room (room.c). */
+/* Its idleness is followed: for its own naps, or for the processes that make room (pager.c). */
 static bool watched(void)
 {
 	return cn_ag.cfg.nap_idle_s || cn_ag.cfg.nap_make_room;
@@ -268,32 +268,42 @@ static void nap_asked(const char *for_whom)
 
 void cn_nap_now(bool acted)
 {
-	char for_whom[64];
+	char for_whom[64], now[64];
 	bool room = cn_requests_read(CN_NOTE_NAP_FOR, for_whom, sizeof(for_whom)) > 0;
 
 	if (!acted)
 		nap_asked(room ? for_whom : NULL);
-	/* taken once answered: an asker that finds it gone reads the answer in the status */
-	cn_requests_take(CN_NOTE_NAP_FOR, for_whom, sizeof(for_whom));
+	/* taken once answered: an asker that finds it gone reads the answer in the status; a note
+	 * another asker wrote since is its own, left for its signal */
+	if (room && cn_requests_read(CN_NOTE_NAP_FOR, now, sizeof(now)) > 0 &&
+	    strcmp(now, for_whom) == 0)
+		cn_requests_take(CN_NOTE_NAP_FOR, now, sizeof(now));
 }
 
 /* A light nap's host copy kept since its wake ([nap] keep_host_copy) let go, once a second at
- * most, when the host no longer has [preflight] host_margin_mib and a quarter of its memory free
- * beside it. */
+ * most, when the option is off or the host no longer has [preflight] host_margin_mib and a quarter
+ * of its memory free beside it. */
 static void trim_kept(double now)
 {
 	static double last;
 	unsigned long long kept = cn_light_kept();
+	bool keep = cn_ag.cfg.nap_keep_host && cn_ag.cfg.nap_depth != CN_DEPTH_FULL;
 
 	if (!kept || now - last < 1000)
 		return;
 	last = now;
-	if (!cn_light_trim((unsigned long long)cn_ag.cfg.host_margin_mib << 20))
+	if (!cn_light_trim(keep, (unsigned long long)cn_ag.cfg.host_margin_mib << 20))
 		return;
-	cn_log(&cn_ag.cfg, CN_LOG_INFO,
-	       "let go of its kept host copy (%llu MiB): the host has less than [preflight] "
-	       "host_margin_mib (%u MiB) and a quarter of its memory free beside it",
-	       kept >> 20, cn_ag.cfg.host_margin_mib);
+	if (!keep)
+		cn_log(&cn_ag.cfg, CN_LOG_INFO,
+		       "let go of its kept host copy (%llu MiB): [nap] keep_host_copy is off",
+		       kept >> 20);
+	else
+		cn_log(&cn_ag.cfg, CN_LOG_INFO,
+		       "let go of its kept host copy (%llu MiB): the host has less than "
+		       "[preflight] "
+		       "host_margin_mib (%u MiB) and a quarter of its memory free beside it",
+		       kept >> 20, cn_ag.cfg.host_margin_mib);
 	cn_report_shared();
 	cn_report_write();
 }
@@ -381,7 +391,7 @@ static bool elsewhere(char *map, size_t len)
 
 /* A light nap's wake: the room it needs, what of its host copy is not back yet on each GPU; -1
  * when it is not one (the checkpoint's footprint is the need). */
-static int light_needs(struct cn_room_need *need)
+static int light_needs(struct cn_pager_need *need)
 {
 	CUresult (*uuid)(void *, int) = cn_lookup_resolve(CN_FN_IDX_cuDeviceGetUuid_v2);
 	int n = 0;
@@ -397,11 +407,11 @@ static int light_needs(struct cn_room_need *need)
 	return n;
 }
 
-/* [nap] make_room: room made on the GPUs it napped from, by napping idle processes there (room.c),
+/* [nap] make_room: room made on the GPUs it napped from, by napping idle processes there (pager.c),
  * and the wake tried again there; the turn held until it is done. */
-static struct cn_outcome make_room(struct cn_outcome o)
+static struct cn_outcome page_for_wake(struct cn_outcome o)
 {
-	struct cn_room_need need[CN_MAX_GPUS];
+	struct cn_pager_need need[CN_MAX_GPUS];
 	char why[600];
 	int r, n = light_needs(need);
 
@@ -409,11 +419,11 @@ static struct cn_outcome make_room(struct cn_outcome o)
 		need[u].uuid = cn_ag.use[u].uuid;
 		need[u].bytes = cn_ag.use[u].bytes;
 	}
-	r = cn_room_make(need, n < 0 ? (int)cn_ag.n_use : n, "its wake", n >= 0, why, sizeof(why));
+	r = cn_pager_make(need, n < 0 ? (int)cn_ag.n_use : n, "its wake", n >= 0, why, sizeof(why));
 	if (r == 0) {
-		o = cn_resume_as(true, NULL, 0); /* copying in while the room comes (room.h) */
-		cn_room_settle();
-		cn_room_release();
+		o = cn_resume_as(true, NULL, 0); /* copying in while the room comes (pager.h) */
+		cn_pager_settle();
+		cn_pager_release();
 		nap.room_said = false;
 	} else if (!nap.room_said) {
 		cn_log(&cn_ag.cfg, CN_LOG_INFO, "no room made for its wake: %s", why);
@@ -445,7 +455,7 @@ void cn_nap_wake(void)
 	o = cn_resume_as(true, NULL, nap.retry && !cn_ag.cfg.nap_make_room ? ROOM_WAIT_MS : 0);
 	if (asleep(o) && o.result == CN_RES_NO_ROOM && cn_ag.cfg.nap_make_room &&
 	    (cn_ag.n_use || cn_light_holding()))
-		o = make_room(o);
+		o = page_for_wake(o);
 	if (o.state == CN_STATE_CHECKPOINTED &&
 	    (o.result == CN_RES_NO_ROOM || o.result == CN_RES_BESIDE) &&
 	    elsewhere(map, sizeof(map)))

@@ -20,6 +20,7 @@
 #include "fns.h"
 #include "gate.h"
 #include "hibernate.h"
+#include "light.h"
 #include "nccl.h"
 #include "peers.h"
 #include "preflight.h"
@@ -122,8 +123,12 @@ static void room(const struct cn_resp *r, double gpu_mib)
 		have = free_b == UINT64_MAX ? -1 : (double)free_b / (1 << 20);
 		snprintf(bound, sizeof(bound), "free space in %s", c->hibernate_dir);
 	} else {
-		have = r->host_which[0] ? (double)(r->host_room + cn_ag.prepared_bytes) / (1 << 20)
-					: -1;
+		/* a host copy kept for a light nap is room for it, as for the lock */
+		have = r->host_which[0]
+			       ? (double)(r->host_room + cn_ag.prepared_bytes +
+					  (c->nap_depth != CN_DEPTH_FULL ? cn_light_kept() : 0)) /
+					 (1 << 20)
+			       : -1;
 		snprintf(bound, sizeof(bound), "%s", r->host_which);
 	}
 	cn_report_host_room(gpu_mib > 0 ? need : -1, have, bound);

@@ -7,7 +7,7 @@
 
 #include "report.h"
 #include "owned.h"
-#include "room.h"
+#include "pager.h"
 #include "state.h"
 
 /* Re-read at each action, so that a scheduler can change gpu_map while the job sleeps, or the
@@ -26,7 +26,7 @@ bool cn_reload_quietly(char *err, size_t len)
 	fresh.resume_signal = cn_ag.cfg.resume_signal;
 	memcpy(fresh.status_dir, cn_ag.cfg.status_dir, sizeof(fresh.status_dir));
 	cn_ag.cfg = fresh;
-	cn_room_config();
+	cn_pager_config();
 	cn_owned_config(fresh.own, fresh.nap_depth != CN_DEPTH_FULL);
 	return true;
 }

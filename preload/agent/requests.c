@@ -34,8 +34,9 @@ int cn_requests_call(uint32_t op, struct cn_resp *resp)
 		req.host_margin_bytes = (uint64_t)cfg->host_margin_mib << 20;
 		req.to_disk = cn_ag.hib;
 		req.disk_free_bytes = cn_ag.hib_free;
-		/* a host copy kept for a light nap is room for this one */
-		req.prepared_bytes = cn_ag.prepared_bytes + cn_light_kept();
+		/* a host copy kept for a light nap is room for this one (a prepare maps its own) */
+		req.prepared_bytes =
+			cn_ag.prepared_bytes + (op == CN_OP_LOCK ? cn_light_kept() : 0);
 	}
 	if (op == CN_OP_QUERY) { /* asleep, the GPUs it slept on tell its model */
 		req.n_use = cn_ag.n_use;

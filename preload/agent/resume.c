@@ -25,7 +25,7 @@
 #include "reload.h"
 #include "report.h"
 #include "requests.h"
-#include "room.h"
+#include "pager.h"
 #include "staging.h"
 #include "state.h"
 
@@ -219,7 +219,7 @@ static struct cn_outcome light_back(struct cn_resp *r, unsigned wait_ms, bool re
 	char why[300], msg[420];
 	bool keep = cn_ag.cfg.nap_keep_host && cn_ag.cfg.nap_depth != CN_DEPTH_FULL;
 	int rc = cn_light_in(keep, (unsigned long long)cn_ag.cfg.host_margin_mib << 20, wait_ms,
-			     cn_room_coming, &ls, why, sizeof(why));
+			     cn_pager_coming, &ls, why, sizeof(why));
 
 	r->state = CN_STATE_RUNNING;
 	was_restored |= restored;

@@ -1,5 +1,5 @@
 /* allocargs: what an allocation's or a context's arguments ask, decoded once for every watcher
- * (peers.c after the call, the agent's room.c when the driver refused it). See allocargs.c. */
+ * (peers.c after the call, the agent's pager.c when the driver refused it). See allocargs.c. */
 #ifndef CN_ALLOCARGS_H
 #define CN_ALLOCARGS_H
 

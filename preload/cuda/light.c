@@ -28,6 +28,7 @@
 #endif
 
 enum { CU_MEMHOSTREGISTER_PORTABLE = 1, CU_STREAM_NON_BLOCKING = 1, CU_EVENT_DISABLE_TIMING = 2 };
+enum { CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713 };
 
 typedef CUresult (*copy_out_fn)(void *, CUdeviceptr, size_t, void *);
 typedef CUresult (*copy_in_fn)(CUdeviceptr, const void *, size_t, void *);
@@ -74,13 +75,17 @@ static CUresult set_ctx(void *ctx)
 
 /* ctx's stream (made at its first use), current: NULL when none could be made. */
 /* A host copy kept, pinned, for the next nap once its wake put all back ([nap] keep_host_copy):
- * the mapping, its chunks' pinning, and the context they were pinned through. */
+ * the mapping, its chunks' pinning, and the context they were pinned through (of device dev).
+ * Changed under kept_mu: the agent keeps, takes and trims it, an app thread that destroys that
+ * context lets it go. */
 static struct {
 	char *host;
 	size_t bytes, chunks;
 	bool *pinned;
 	void *ctx;
+	int dev;
 } K;
+static pthread_mutex_t kept_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void *stream_of(void *ctx)
 {
@@ -193,7 +198,8 @@ static void unpin_all(void)
 	set_ctx(NULL);
 }
 
-/* The kept copy unpinned and unmapped (left mapped where the driver could not unpin it). */
+/* The kept copy unpinned and unmapped (left mapped where the driver could not unpin it); kept_mu
+ * held. Without its context (gone with its pinning) it is unmapped. */
 static void let_go_kept(void)
 {
 	CUresult (*unreg)(void *) = drv(CN_FN_IDX_cuMemHostUnregister);
@@ -202,10 +208,15 @@ static void let_go_kept(void)
 	if (!K.host)
 		return;
 	if (unreg && set_ctx(K.ctx) == CUDA_SUCCESS) {
-		for (size_t c = 0; c < K.chunks; c++)
-			if (K.pinned[c] && unreg(K.host + c * CHUNK) == CUDA_SUCCESS)
+		for (size_t c = 0; c < K.chunks; c++) {
+			CUresult r = K.pinned[c] ? unreg(K.host + c * CHUNK) : CUDA_SUCCESS;
+
+			if (r == CUDA_SUCCESS || r == CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED)
 				K.pinned[c] = false;
+		}
 		set_ctx(NULL);
+	} else {
+		memset(K.pinned, 0, K.chunks * sizeof(*K.pinned));
 	}
 	for (size_t c = 0; c < K.chunks; c++)
 		pinned |= K.pinned[c];
@@ -215,33 +226,50 @@ static void let_go_kept(void)
 	memset(&K, 0, sizeof(K));
 }
 
+/* A context going away (owned.c): the copy kept through it let go first. */
+static void ctx_gone(void *ctx, int dev)
+{
+	pthread_mutex_lock(&kept_mu);
+	if (K.host && (ctx ? K.ctx == ctx : K.dev == dev))
+		let_go_kept();
+	pthread_mutex_unlock(&kept_mu);
+}
+
 /* The host copy, all put back, kept pinned for the next nap: what L held of it moves to K. */
 static void keep_copy(void)
 {
+	cn_owned_watch_ctx(ctx_gone);
+	pthread_mutex_lock(&kept_mu);
 	K.host = L.host;
 	K.bytes = L.bytes;
 	K.chunks = L.chunks;
 	K.pinned = L.pinned;
 	K.ctx = L.span[0].ctx;
+	K.dev = L.span[0].dev;
 	L.host = NULL;
 	L.pinned = NULL;
+	pthread_mutex_unlock(&kept_mu);
 }
 
-/* The kept copy taken for a nap of total bytes through ctx: true when it holds them. */
+/* The kept copy taken for a nap of total bytes through ctx: true when it holds them. One of
+ * another context, too small, or more than twice as large is let go. */
 static bool take_kept(size_t total, void *ctx)
 {
-	if (!K.host)
-		return false;
-	if (K.bytes < total || K.ctx != ctx) {
+	bool took = false;
+
+	pthread_mutex_lock(&kept_mu);
+	if (K.host && (K.bytes < total || K.bytes / 2 > total || K.ctx != ctx)) {
 		let_go_kept();
-		return false;
+	} else if (K.host) {
+		L.host = K.host;
+		L.bytes = K.bytes;
+		L.chunks = K.chunks;
+		L.pinned = K.pinned;
+		memset(&K, 0, sizeof(K));
+		took = true;
 	}
-	L.host = K.host;
-	L.bytes = K.bytes;
-	L.chunks = K.chunks;
-	L.pinned = K.pinned;
-	memset(&K, 0, sizeof(K));
-	return true;
+	pthread_mutex_unlock(&kept_mu);
+	return took;
 }
 
 /* The record of the host copy let go, and the copy itself unless keep. */
@@ -272,34 +300,34 @@ static void forget(void)
 }
 
 /* What this process can still take of the host's memory (MemAvailable, its cgroups' limits),
- * which bound names; 0 when not known. */
-static unsigned long long host_room(char *which, size_t len)
+ * which bound names, and that bound's size in *size; 0 when not known. */
+static unsigned long long host_room(unsigned long long *size, char *which, size_t len)
 {
-	uint64_t room;
+	uint64_t room, total;
 
-	if (cn_hostmem_room((int)getpid(), "/proc", "/sys/fs/cgroup", &room, which, len) < 0)
+	if (cn_hostmem_bound((int)getpid(), "/proc", "/sys/fs/cgroup", &room, &total, which, len) <
+	    0)
 		return 0;
+	*size = total;
 	return room;
 }
 
-/* Whether the host keeps margin and a quarter of its memory free beside a copy kept (measured
- * while it is held): pinned pages cannot be reclaimed, and the programs' own pages (their
- * libraries' code among them) need the rest. */
+/* Whether the host (or the cgroup that bounds this process) keeps margin and a quarter of its
+ * memory free beside a copy kept (measured while it is held): pinned pages cannot be reclaimed,
+ * and the programs' own pages (their libraries' code among them) need the rest. */
 static bool room_to_keep(unsigned long long margin)
 {
 	char which[64];
-	unsigned long long room = host_room(which, sizeof(which));
-	unsigned long long total = (unsigned long long)sysconf(_SC_PHYS_PAGES) *
-				   (unsigned long long)sysconf(_SC_PAGESIZE);
+	unsigned long long size = 0, room = host_room(&size, which, sizeof(which));
 
-	return room && room >= margin + total / 4;
+	return room && room >= margin + size / 4;
 }
 
 /* The spans read, their places in the host copy laid out, the host copy mapped: 0, 1 when it is
  * the copy kept since the last wake (pinned already), -1 with why. */
 static int lay_out(unsigned long long margin, char *why, size_t len)
 {
-	unsigned long long avail;
+	unsigned long long avail, size;
 	char which[64];
 	size_t total = 0;
 
@@ -332,7 +360,7 @@ static int lay_out(unsigned long long margin, char *why, size_t len)
 		snprintf(why, len, "out of memory");
 		return -1;
 	}
-	avail = host_room(which, sizeof(which));
+	avail = host_room(&size, which, sizeof(which));
 	if (avail && avail < total + margin) {
 		snprintf(
 			why, len,
@@ -354,6 +382,8 @@ static int lay_out(unsigned long long margin, char *why, size_t len)
 		return -1;
 	}
 	madvise(L.host, total, MADV_HUGEPAGE);
+	/* pinned pages are copied into a forked child at the fork: none of it goes there */
+	madvise(L.host, total, MADV_DONTFORK);
 	return 0;
 }
 
@@ -643,27 +673,33 @@ unsigned long long cn_light_kept(void)
 	return K.bytes;
 }
 
-bool cn_light_trim(unsigned long long margin)
+bool cn_light_trim(bool keep, unsigned long long margin)
 {
-	if (!K.host || room_to_keep(margin))
-		return false;
-	let_go_kept();
-	return true;
+	bool trimmed = false;
+
+	pthread_mutex_lock(&kept_mu);
+	if (K.host && (!keep || !room_to_keep(margin))) {
+		let_go_kept();
+		trimmed = true;
+	}
+	pthread_mutex_unlock(&kept_mu);
+	return trimmed;
 }
 
 void cn_light_unpin(void)
 {
 	unpin_all();
+	pthread_mutex_lock(&kept_mu);
 	let_go_kept();
+	pthread_mutex_unlock(&kept_mu);
 }
 
 void cn_light_after_fork(void)
 {
 	/* The parent's host copy is not the child's: its pinning is the parent's too. */
 	drop(false);
-	if (K.host)
-		munmap(K.host, K.bytes);
-	free(K.pinned);
+	/* never mapped here (MADV_DONTFORK); its small record left as it may be half changed */
 	memset(&K, 0, sizeof(K));
+	pthread_mutex_init(&kept_mu, NULL);
 	n_streams = 0;
 }

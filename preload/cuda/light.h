@@ -29,8 +29,8 @@ int cn_light_out(unsigned long long margin, struct cn_light_stats *st, char *why
 
 /* The host copy put back: new memory at the same addresses, with the same access, copied in;
  * then let go, or kept pinned for the next light nap when keep and the host has margin bytes and
- * a quarter of its memory free beside it. 0 (nothing was held counts); 1 with why when the GPU has no
- * room, after trying for wait_ms and while coming (NULL: never) says room is still being made
+ * a quarter of its memory free beside it. 0 (nothing was held counts); 1 with why when the GPU has
+ * no room, after trying for wait_ms and while coming (NULL: never) says room is still being made
  * (what was put back stays, the rest waits for the next try); -1 with why on an error. */
 int cn_light_in(bool keep, unsigned long long margin, unsigned wait_ms, bool (*coming)(void),
 		struct cn_light_stats *st, char *why, size_t len);
@@ -42,9 +42,9 @@ unsigned long long cn_light_left(int dev);
 /* The host copy kept for the next light nap: its bytes, 0 when none is. */
 unsigned long long cn_light_kept(void);
 
-/* The kept copy let go when the host no longer has margin bytes and a quarter of its memory free
- * beside it: true when it was. */
-bool cn_light_trim(unsigned long long margin);
+/* The kept copy let go when keep is off or the host (or the cgroup that bounds the process) no
+ * longer has margin bytes and a quarter of its memory free beside it: true when it was. */
+bool cn_light_trim(bool keep, unsigned long long margin);
 
 /* The host copy unpinned, before the driver's checkpoint takes the rest of the process (the
  * wake pins it again); a kept one let go. */

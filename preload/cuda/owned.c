@@ -891,14 +891,29 @@ static void free_with(void *ctx, int dev)
 	} while (n == 64);
 }
 
+static _Atomic(void (*)(void *, int)) ctx_watch;
+
+void cn_owned_watch_ctx(void (*gone)(void *ctx, int dev))
+{
+	atomic_store(&ctx_watch, gone);
+}
+
 static CUresult own_ctx_destroy(void *ctx)
 {
+	void (*gone)(void *, int) = atomic_load(&ctx_watch);
+
+	if (gone)
+		gone(ctx, -1);
 	free_with(ctx, -1);
 	return ((ctx_fn)drv(CN_FN_IDX_cuCtxDestroy_v2))(ctx);
 }
 
 static CUresult own_ctx_reset(int dev)
 {
+	void (*gone)(void *, int) = atomic_load(&ctx_watch);
+
+	if (gone)
+		gone(NULL, dev);
 	free_with(NULL, dev);
 	return ((CUresult(*)(int))drv(CN_FN_IDX_cuDevicePrimaryCtxReset_v2))(dev);
 }

@@ -36,6 +36,11 @@ unsigned long long cn_owned_bytes(void);
  * what is mapped stays. Called inside the app's call (peers.c). */
 void cn_owned_peer(int from, int to, bool on);
 
+/* gone(ctx, -1) is called in the app's thread before the driver destroys a context, gone(NULL,
+ * dev) before it resets a device's primary context: what is kept through it is let go then
+ * (light.c's kept host copy). */
+void cn_owned_watch_ctx(void (*gone)(void *ctx, int dev));
+
 /* For the status: what is owned now ("33608 MiB in 132 pieces of 256 MiB at most, 2
  * allocations"), and the CUDA IPC exports of owned memory refused; the length written. */
 size_t cn_owned_describe(char *out, size_t len);

@@ -11,7 +11,7 @@
 # for a light nap's wake naps lightly, the copy out beside the copy in; a napping process that
 # exits is not woken for its libraries' teardown (a destructor's work wakes it), nor napped while
 # it exits. [nap] keep_host_copy keeps the pinned host copy after the wake for the next nap while
-# the host has room for another as large.
+# the host keeps the margin and a quarter of its memory free, never in a forked child.
 . "$(dirname "$0")/../lib.sh"
 export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake CUDANAP_FAKE_GPUS=2
 export CUDANAP_FAKE_GPU_MIB=4000 # memory counted: what is freed shows
@@ -334,6 +334,22 @@ write_ini "[nap]" "depth = light" "keep_host_copy = true" "[log]" "level = info"
 cli2 nap "$pid"
 ask K "drv launch export 5" 30
 check "napped and woken: its copy kept" eventually 10 fields_are "$pid" host_kept_mib 1000.000
+vm_kb() { awk '/^VmSize/ { print $2 }' "/proc/$1/status"; }
+ask K fork
+child=${REPLY#child }
+like "$REPLY" "^child [0-9]+$" "it forks while it keeps its copy"
+is "$(( $(vm_kb "$pid") - $(vm_kb "$child") >= 1000 * 1024 ))" 1 "the kept copy is not in the child (MADV_DONTFORK): the child maps 1000 MiB less"
+kill "$child" 2> /dev/null
+write_ini "[nap]" "depth = light" "[log]" "level = info"
+cli2 nap "$pid"
+check "keep_host_copy off: napped, into the copy it kept ($out)" eventually 10 light_napped "$pid"
+ask K "drv launch export 5" 30
+check "woken" woke "$pid"
+is "$(pinned_mib "$pid")" 0 "the wake let its copy go"
+write_ini "[nap]" "depth = light" "keep_host_copy = true" "[log]" "level = info"
+cli2 nap "$pid"
+ask K "drv launch export 5" 30
+check "keep_host_copy on again: napped and woken, its copy kept" eventually 10 fields_are "$pid" host_kept_mib 1000.000
 cli2 suspend "$pid"
 is "$rc" 0 "a suspend ($out)"
 is "$(pinned_mib "$pid")" 0 "the driver's checkpoint: the kept copy let go before it"

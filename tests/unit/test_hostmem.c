@@ -29,7 +29,7 @@ static void put(const char *rel, const char *text)
 int main(void)
 {
 	char proc[128], sys[128], which[160];
-	uint64_t room = 0;
+	uint64_t room = 0, total = 0;
 
 	snprintf(root, sizeof(root), "/tmp/cn-hostmem.XXXXXX");
 	if (!mkdtemp(root))
@@ -44,6 +44,9 @@ int main(void)
 		   room == 1000000ull << 10,
 	   "no cgroup file: MemAvailable alone");
 	is_str(which, "MemAvailable", "named MemAvailable");
+	ok(cn_hostmem_bound(42, proc, sys, &room, &total, which, sizeof(which)) == 0 &&
+		   total == 4000000ull << 10,
+	   "its bound's size: MemTotal");
 
 	/* v2: the leaf has no limit, its parent does; inactive file pages can be reclaimed. */
 	put("proc/42/cgroup", "0::/a/b\n");
@@ -59,6 +62,8 @@ int main(void)
 	ok(room == 1536ull << 20, "a parent's limit less its unreclaimable usage: 1.5 GiB (%llu)",
 	   (unsigned long long)room);
 	is_str(which, "cgroup /a memory.max", "named by cgroup and file");
+	cn_hostmem_bound(42, proc, sys, &room, &total, which, sizeof(which));
+	ok(total == 2ull << 30, "its bound's size: the cgroup's limit, 2 GiB");
 	put("sys/memory.max", "1073741824\n");
 	put("sys/memory.current", "0\n");
 	cn_hostmem_room(42, proc, sys, &room, which, sizeof(which));

@@ -1,4 +1,4 @@
-/* room: [nap] make_room, GPU memory for this process made by napping the user's idle processes.
+/* pager: [nap] make_room, GPU memory for this process made by napping the user's idle processes.
  *
  * Two ways in. An allocation the driver refuses as out of memory (cuMemAlloc*, cuMemCreate, a new
  * context): the gate (cuda/wrap.c) hands it here in the app's thread, which asks the agent by a
@@ -19,7 +19,7 @@
  * two processes wanting the same memory take turns instead of napping each other. The turn is
  * taken without blocking: an agent waiting for it stays free to nap when another asks it to. */
 #define _GNU_SOURCE
-#include "room.h"
+#include "pager.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -53,7 +53,7 @@
 #define CTX_BYTES   (512ull << 20) /* what a new context takes, about (H100: 500-520 MiB) */
 
 /* The turn: this process's fd on room.lock while it holds it; -1 when not. Agent thread, but
- * for cn_room_done's release, which comes after the agent handed the turn to an app thread. */
+ * for cn_pager_done's release, which comes after the agent handed the turn to an app thread. */
 static atomic_int turn_fd = -1;
 
 /* The app's request, one at a time (ask), and its answer, under mu. */
@@ -62,7 +62,7 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static struct {
 	bool asked, answered, made;
-	struct cn_room_need need;
+	struct cn_pager_need need;
 	const char *what; /* the call, for the log */
 	double until_ms;  /* when the agent stops trying */
 } req;
@@ -71,7 +71,7 @@ static atomic_bool on;	  /* [nap] make_room, as the agent last read it */
 static bool pending;	  /* agent thread: an app thread waits for an answer */
 static bool failure_said; /* agent thread: the last allocation's failure was logged */
 
-void cn_room_config(void)
+void cn_pager_config(void)
 {
 	atomic_store(&on, cn_ag.cfg.nap_make_room);
 }
@@ -107,7 +107,7 @@ static int take_turn(char *why, size_t len)
 	return 0;
 }
 
-void cn_room_release(void)
+void cn_pager_release(void)
 {
 	int fd = atomic_exchange(&turn_fd, -1);
 
@@ -137,7 +137,7 @@ enum answer { ANS_WAIT, ANS_NAPPED, ANS_NOT };
  * back piece by piece: the candidates that make the room, when all of them nap lightly, are
  * asked at once and not waited for; the wake copies in while they copy out, each piece mapped as
  * soon as one of theirs is given back (both directions of the bus at once), trying again while
- * cn_room_coming says a candidate has not answered yet; cn_room_settle, after the wake, waits for
+ * cn_pager_coming says a candidate has not answered yet; cn_pager_settle, after the wake, waits for
  * the answers, takes back the notes and says it. The agent thread's. */
 static struct {
 	int n;
@@ -151,7 +151,7 @@ static struct {
 	bool coming;
 } over;
 
-void cn_room_reset(void)
+void cn_pager_reset(void)
 {
 	int fd = atomic_exchange(&turn_fd, -1);
 
@@ -331,7 +331,7 @@ static int light_set(const struct cand *c, int n, uint64_t free_bytes, uint64_t 
 }
 
 /* The room asked of the candidates picked, each asked at once: 0, or -1 with said. */
-static int ask_all(const struct cand *c, const int *pick, int k, const struct cn_room_need *need,
+static int ask_all(const struct cand *c, const int *pick, int k, const struct cn_pager_need *need,
 		   int gpu, char *said, size_t len)
 {
 	int asked = 0;
@@ -352,7 +352,7 @@ static int ask_all(const struct cand *c, const int *pick, int k, const struct cn
 	return -1;
 }
 
-bool cn_room_coming(void)
+bool cn_pager_coming(void)
 {
 	double now = cn_clock_ms();
 
@@ -368,7 +368,7 @@ bool cn_room_coming(void)
 	return over.coming;
 }
 
-void cn_room_settle(void)
+void cn_pager_settle(void)
 {
 	char napped[400] = "";
 	int done = 0;
@@ -379,7 +379,7 @@ void cn_room_settle(void)
 		struct timespec ts = { 0, 5 * 1000000L };
 
 		over.seen_ms = 0;
-		if (cn_room_coming())
+		if (cn_pager_coming())
 			nanosleep(&ts, NULL);
 	}
 	for (int i = 0; i < over.n; i++) {
@@ -434,7 +434,7 @@ static uint64_t host_fit(struct cand *c, int n, uint64_t free_bytes, uint64_t wa
 }
 
 /* The room made on one GPU: 0 (room there), -1 (none to be made now). */
-static int make_one(const struct cn_room_need *need, const char *what, bool overlap, char *said,
+static int make_one(const struct cn_pager_need *need, const char *what, bool overlap, char *said,
 		    size_t len)
 {
 	struct cand c[CN_USERS_MAX];
@@ -509,8 +509,8 @@ static int make_one(const struct cn_room_need *need, const char *what, bool over
 	return -1;
 }
 
-int cn_room_make(const struct cn_room_need *need, int n, const char *what, bool overlap, char *why,
-		 size_t len)
+int cn_pager_make(const struct cn_pager_need *need, int n, const char *what, bool overlap,
+		  char *why, size_t len)
 {
 	int r;
 
@@ -528,11 +528,11 @@ int cn_room_make(const struct cn_room_need *need, int n, const char *what, bool 
 	 * processes asked for nothing. */
 	for (int i = 0; i < n; i++)
 		if (make_one(&need[i], what, overlap && n == 1, why, len) < 0) {
-			cn_room_release();
+			cn_pager_release();
 			return -1;
 		}
 	over.coming = over.n > 0;
-	return 0; /* the turn is kept until the room is used: cn_room_release */
+	return 0; /* the turn is kept until the room is used: cn_pager_release */
 }
 
 /* ---- an allocation refused: the app's side ---- */
@@ -558,9 +558,9 @@ static bool call_need(const char *name, const uint64_t *gp, uint64_t *bytes, int
 	return *bytes > 0;
 }
 
-bool cn_room_oom(unsigned idx, const uint64_t *gp)
+bool cn_pager_oom(unsigned idx, const uint64_t *gp)
 {
-	struct cn_room_need need;
+	struct cn_pager_need need;
 	CUuuid id;
 	uuid_fn uuid = (uuid_fn)cn_fns_stub(CN_FN_IDX_cuDeviceGetUuid_v2);
 	const char *name = cn_lookup_name(idx);
@@ -593,9 +593,9 @@ bool cn_room_oom(unsigned idx, const uint64_t *gp)
 	return made;
 }
 
-void cn_room_done(void)
+void cn_pager_done(void)
 {
-	cn_room_release();
+	cn_pager_release();
 	pthread_mutex_unlock(&ask);
 }
 
@@ -613,13 +613,13 @@ static void answer_app(bool made)
 	pthread_cond_broadcast(&cv);
 	pthread_mutex_unlock(&mu);
 	if (made && gone)
-		cn_room_release();
+		cn_pager_release();
 	pending = false;
 }
 
 static void serve_app(void)
 {
-	struct cn_room_need need;
+	struct cn_pager_need need;
 	const char *what;
 	char why[600];
 	double until;
@@ -635,7 +635,7 @@ static void serve_app(void)
 	what = req.what;
 	until = req.until_ms;
 	pthread_mutex_unlock(&mu);
-	r = cn_room_make(&need, 1, what, false, why, sizeof(why));
+	r = cn_pager_make(&need, 1, what, false, why, sizeof(why));
 	if (r == -EAGAIN && cn_clock_ms() < until) {
 		pending = true; /* tried again at the next tick */
 		return;
@@ -649,18 +649,18 @@ static void serve_app(void)
 	answer_app(r == 0);
 }
 
-void cn_room_asked(void)
+void cn_pager_asked(void)
 {
 	pending = true;
 	serve_app();
 }
 
-int cn_room_timeout_ms(void)
+int cn_pager_timeout_ms(void)
 {
 	return pending ? 100 : -1;
 }
 
-void cn_room_tick(void)
+void cn_pager_tick(void)
 {
 	if (pending)
 		serve_app();
