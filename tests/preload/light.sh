@@ -42,6 +42,13 @@ fill() {
 	ask "$1" "drv peer export on 1 0"
 }
 light_napped() { nap_whole "$1" && [ "$(field "$1" nap_depth)" = light ]; }
+# started NAME: a target started and filled; its pid in $pid, what it holds on its GPU in $before
+started() {
+	start "$1" "$TARGET"
+	eval "pid=\$${1}_pid"
+	fill "$1"
+	before=$(held "$pid")
+}
 
 # -- depth = light: the owned memory on the host, the rest kept
 write_ini "[nap]" "depth = light" "[log]" "level = info"
@@ -122,10 +129,7 @@ rm -f "$T/fake/$pid".* # the fake counts a process's memory on its GPU while its
 
 # -- depth = auto: light first, the driver's checkpoint after full_after_s
 write_ini "[nap]" "depth = auto" "full_after_s = 2" "[log]" "level = info"
-start B "$TARGET"
-pid=$B_pid
-fill B
-before=$(held "$pid")
+started B
 cli2 nap "$pid"
 check "auto: napped lightly first" eventually 10 light_napped "$pid"
 is_field "$pid" nap_depth full "deepened after full_after_s (2 s)"
@@ -282,10 +286,7 @@ rm -f "$T/teardown" "$T/fake/$X_pid".*
 # -- [nap] keep_host_copy: the wake keeps its host copy pinned, the next nap copies into it; a
 # larger footprint gets a new one, a full nap lets it go
 write_ini "[nap]" "depth = light" "keep_host_copy = true" "[log]" "level = info"
-start K "$TARGET"
-pid=$K_pid
-fill K
-before=$(held "$pid")
+started K
 cli2 nap "$pid"
 check "keep_host_copy: napped lightly ($out)" eventually 10 light_napped "$pid"
 ask K "drv launch export 5" 30
@@ -363,10 +364,7 @@ wait "$pid" 2> /dev/null
 
 # -- the host lacks room for the copy: refused, nothing moved
 write_ini "[nap]" "depth = light" "[preflight]" "host_margin_mib = 16000000"
-start D "$TARGET"
-pid=$D_pid
-fill D
-before=$(held "$pid")
+started D
 cli2 nap "$pid"
 like "$rc:$out" "^1:$pid: nap failed: NO_HOST_MEMORY: .*host_margin_mib.*; the process keeps running" \
 	"a nap whose copy the host cannot hold: refused in one line"
