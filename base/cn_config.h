@@ -72,12 +72,12 @@ struct cn_config {
 	bool allow_jax;		   /* no longer used: accepted for older files */
 	bool allow_nccl;	   /* suspend NCCL processes whatever their transports */
 	bool nccl_suspendable;	   /* set NCCL's environment to transports a checkpoint survives */
-	int nccl_mode;		   /* enum cn_nccl_mode; sockets whenever nccl_suspendable */
-	bool host_check;	   /* refuse a suspend whose host copy will not fit */
-	unsigned host_margin_mib;  /* host memory to leave beyond the copy */
-	unsigned watchdog_ms;	   /* say so when a driver call runs longer than this */
-	unsigned nap_idle_s;	   /* nap after this long without driver work; 0: never */
-	bool nap_to_disk;	   /* a nap's host copy goes to [hibernate] dir */
+	enum cn_nccl_mode nccl_mode; /* sockets whenever nccl_suspendable */
+	bool host_check;	     /* refuse a suspend whose host copy will not fit */
+	unsigned host_margin_mib;    /* host memory to leave beyond the copy */
+	unsigned watchdog_ms;	     /* say so when a driver call runs longer than this */
+	unsigned nap_idle_s;	     /* nap after this long without driver work; 0: never */
+	bool nap_to_disk;	     /* a nap's host copy goes to [hibernate] dir */
 	bool nap_wake_any; /* a nap wakes on any GPU of its model with room, not only home */
 	/* [nap] make_room: when this process needs GPU memory that is not free (a wake, an
 	 * allocation refused as out of memory), nap idle processes of the user on that GPU, idle

@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "cn_outcome.h"
+
 /* (action, result) pairs kept: the actions' successes and a dozen kinds of failure; a result
  * that does not fit is counted as its action's "OTHER" (cn_counts_add). */
 #define CN_COUNTS_MAX 16
@@ -17,7 +19,7 @@
 extern const double cn_counts_bounds[CN_COUNTS_BUCKETS - 1];
 
 struct cn_count {
-	int action; /* enum cn_action */
+	enum cn_action action;
 	char result[48];
 	unsigned long long n;
 };

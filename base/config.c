@@ -160,7 +160,8 @@ struct key {
 	.n_words = sizeof((const char *const[]){ __VA_ARGS__ }) / sizeof(char *)
 #define KEY(s, k, how, field) .section = s, .key = k, .kind = how, AT(field)
 
-_Static_assert(sizeof(enum cn_depth) == sizeof(int) && sizeof(enum cn_own) == sizeof(int),
+_Static_assert(sizeof(enum cn_depth) == sizeof(int) && sizeof(enum cn_own) == sizeof(int) &&
+		       sizeof(enum cn_nccl_mode) == sizeof(int),
 	       "K_WORD stores an int");
 _Static_assert(sizeof(((struct cn_config *)0)->on_suspended) == CN_HOOK_LEN, "a hook's room");
 
