@@ -5,7 +5,7 @@
  * line to the controller (channel.c), the steps the actions share (requests.c) and what it tells
  * (report.c). It is the only thread of ours in the target that acts; it never calls libcuda. */
 #define _GNU_SOURCE
-#include "agent.h"
+#include "agent/agent.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -14,25 +14,25 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "channel.h"
+#include "agent/channel.h"
 #include "clock.h"
 #include "cn_notes.h"
 #include "cn_words.h"
-#include "fns.h"
-#include "gate.h"
-#include "light.h"
-#include "log.h"
-#include "nap.h"
-#include "nccl.h"
-#include "owned.h"
-#include "pager.h"
-#include "prepare.h"
-#include "query.h"
-#include "report.h"
-#include "resume.h"
-#include "staging.h"
-#include "state.h"
-#include "suspend.h"
+#include "cuda/fns.h"
+#include "cuda/gate.h"
+#include "cuda/light.h"
+#include "agent/log.h"
+#include "agent/nap.h"
+#include "agent/nccl.h"
+#include "cuda/owned.h"
+#include "agent/pager.h"
+#include "agent/prepare.h"
+#include "agent/query.h"
+#include "agent/report.h"
+#include "agent/resume.h"
+#include "hostcopy/staging.h"
+#include "agent/state.h"
+#include "agent/suspend.h"
 #include "wake.h"
 
 /* Drain every pending byte and fold them into one wish: the last signal wins, toggles flip. A

@@ -17,17 +17,17 @@
  * process that starts on a restored rank's GPU asks cudanap nothing; the rank's status says it,
  * the next time it is asked (cn_beside_describe). */
 #define _GNU_SOURCE
-#include "beside.h"
+#include "agent/beside.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cn_gpumap.h"
-#include "comms.h"
-#include "others.h"
-#include "report.h"
-#include "state.h"
+#include "nccl/comms.h"
+#include "agent/others.h"
+#include "agent/report.h"
+#include "agent/state.h"
 
 struct found {
 	int32_t *pids;

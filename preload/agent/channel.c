@@ -3,7 +3,7 @@
  * after it died. A call that runs past the watchdog is said and waited for: a driver call in
  * flight cannot be taken back. Runs in the agent thread only. */
 #define _GNU_SOURCE
-#include "channel.h"
+#include "agent/channel.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -12,10 +12,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "launch.h"
-#include "log.h"
-#include "report.h"
-#include "state.h"
+#include "agent/launch.h"
+#include "agent/log.h"
+#include "agent/report.h"
+#include "agent/state.h"
 
 static int sock = -1;
 

@@ -1,7 +1,7 @@
 /* hooks: see hooks.h. Runs in the agent thread of the target; launch.c starts the command. */
 #define _GNU_SOURCE
-#include "hooks.h"
-#include "launch.h"
+#include "agent/hooks.h"
+#include "agent/launch.h"
 
 #include <errno.h>
 #include <stdio.h>

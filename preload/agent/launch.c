@@ -3,9 +3,10 @@
  * posix_spawn, not fork: the app is multi-threaded and may hold gigabytes, and a vfork-and-exec
  * neither runs the app's atfork handlers nor copies its memory. Every child gets default signal
  * dispositions, an empty mask, stdin on /dev/null, none of the app's other descriptors but its
- * own fd 3, and an LD_PRELOAD without cudanap, so that it is never a job itself. Called from the agent thread only: the buffers are its own. */
+ * own fd 3, and an LD_PRELOAD without cudanap, so that it is never a job itself. Called from the
+ * agent thread only: the buffers are its own. */
 #define _GNU_SOURCE
-#include "launch.h"
+#include "agent/launch.h"
 
 #include <dlfcn.h>
 #include <errno.h>

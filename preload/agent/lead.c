@@ -8,7 +8,7 @@
  * line would (base/cut.c: the same arithmetic); the others wait for its answer. A rank that gives
  * up tells the others, who give up too: all of them suspend or none. */
 #define _GNU_SOURCE
-#include "lead.h"
+#include "agent/lead.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -25,7 +25,7 @@
 #include "cn_notes.h"
 #include "cn_safe.h"
 #include "cn_words.h"
-#include "state.h"
+#include "agent/state.h"
 
 #define MAX_LINES 1024
 #define MAX_PEERS 256

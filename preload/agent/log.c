@@ -1,7 +1,7 @@
 /* log: see log.h. Each line goes out in one write(); a log file is opened for each line, so the
  * app closing or reusing descriptors can never redirect our output into its files. */
 #define _GNU_SOURCE
-#include "log.h"
+#include "agent/log.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,7 +1,7 @@
 /* nap: an idle process's GPU freed by itself, and given back at its next driver call that needs it.
  * Runs in the agent thread, but for the wake's byte (docs/NAPS.md). */
 #define _GNU_SOURCE
-#include "nap.h"
+#include "agent/nap.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -10,19 +10,19 @@
 #include "clock.h"
 #include "cn_words.h"
 #include "cn_gpumap.h"
-#include "gate.h"
+#include "cuda/gate.h"
 #include "cuda_abi.h"
-#include "fns.h"
-#include "light.h"
-#include "owned.h"
-#include "log.h"
-#include "reload.h"
-#include "report.h"
-#include "requests.h"
-#include "resume.h"
-#include "pager.h"
-#include "state.h"
-#include "suspend.h"
+#include "cuda/fns.h"
+#include "cuda/light.h"
+#include "cuda/owned.h"
+#include "agent/log.h"
+#include "agent/reload.h"
+#include "agent/report.h"
+#include "agent/requests.h"
+#include "agent/resume.h"
+#include "agent/pager.h"
+#include "agent/state.h"
+#include "agent/suspend.h"
 #include "wake.h"
 
 #define NAP_LOCK_MS  200 /* a nap's lock: the work it waits for is a kernel older than idle_s */

@@ -15,7 +15,7 @@
  * until its communicators run again (nccl/hold.c), and its lock waits until the work it started
  * has ended and PyTorch's watchdog has dropped it: no collective's clock runs while it sleeps. */
 #define _GNU_SOURCE
-#include "nccl.h"
+#include "agent/nccl.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -26,13 +26,13 @@
 #include "clock.h"
 #include "cn_notes.h"
 #include "cn_words.h"
-#include "comms.h"
+#include "nccl/comms.h"
 #include "cuda_abi.h"
-#include "gate.h"
-#include "hold.h"
-#include "lead.h"
-#include "log.h"
-#include "state.h"
+#include "cuda/gate.h"
+#include "nccl/hold.h"
+#include "agent/lead.h"
+#include "agent/log.h"
+#include "agent/state.h"
 
 /* Waits for the cut's answers, when [lock] timeout_ms is 0 (forever). */
 #define DEFAULT_WAIT_MS 10000

@@ -6,7 +6,7 @@
 #include <stddef.h>
 
 #include "ctl_proto.h"
-#include "preflight.h"
+#include "agent/preflight.h"
 
 /* The suspend will go through NCCL's suspend API (the preflight then leaves the transports be). */
 bool cn_nccl_uses_api(void);

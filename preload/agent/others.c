@@ -3,7 +3,7 @@
  * as cn_status_read believes it, whose process started when the file says (not a reused pid) and
  * is this user's. */
 #define _GNU_SOURCE
-#include "others.h"
+#include "agent/others.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -13,7 +13,7 @@
 
 #include "cn_proc.h"
 #include "cn_safe.h"
-#include "state.h"
+#include "agent/state.h"
 
 void cn_others_each(bool (*fn)(const struct cn_status *s, void *arg), void *arg)
 {

@@ -19,7 +19,7 @@
  * two processes wanting the same memory take turns instead of napping each other. The turn is
  * taken without blocking: an agent waiting for it stays free to nap when another asks it to. */
 #define _GNU_SOURCE
-#include "pager.h"
+#include "agent/pager.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -32,20 +32,20 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "allocargs.h"
-#include "channel.h"
+#include "cuda/allocargs.h"
+#include "agent/channel.h"
 #include "clock.h"
 #include "cn_notes.h"
 #include "cn_proc.h"
 #include "cn_safe.h"
 #include "cn_words.h"
 #include "cuda_abi.h"
-#include "fns.h"
-#include "gate.h"
-#include "log.h"
-#include "others.h"
-#include "report.h"
-#include "state.h"
+#include "cuda/fns.h"
+#include "cuda/gate.h"
+#include "agent/log.h"
+#include "agent/others.h"
+#include "agent/report.h"
+#include "agent/state.h"
 #include "wake.h"
 
 #define ASK_MS	    120000	   /* an allocation waits this long at most for room */

@@ -6,7 +6,7 @@
  * its calls could reach the driver as it held the process checkpointed; they wait at the gate now,
  * cuda/gate.c.) */
 #define _GNU_SOURCE
-#include "preflight.h"
+#include "agent/preflight.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -15,12 +15,12 @@
 #include <unistd.h>
 
 #include "cn_ncclenv.h"
-#include "ipc.h"
-#include "managed.h"
-#include "owned.h"
-#include "peers.h"
-#include "requests.h"
-#include "state.h"
+#include "cuda/ipc.h"
+#include "cuda/managed.h"
+#include "cuda/owned.h"
+#include "cuda/peers.h"
+#include "agent/requests.h"
+#include "agent/state.h"
 
 /* NCCL's shared-memory segments: see nccl_thread below. */
 #define NCCL_SEGMENT "/dev/shm/nccl-"

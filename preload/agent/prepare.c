@@ -2,20 +2,20 @@
  * in now and held a while, so that the suspend only copies; and given back when it is not used in
  * time. Runs in the agent thread. */
 #define _GNU_SOURCE
-#include "prepare.h"
+#include "agent/prepare.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "clock.h"
-#include "log.h"
-#include "nccl.h"
-#include "preflight.h"
-#include "reload.h"
-#include "report.h"
-#include "requests.h"
-#include "staging.h"
-#include "state.h"
+#include "agent/log.h"
+#include "agent/nccl.h"
+#include "agent/preflight.h"
+#include "agent/reload.h"
+#include "agent/report.h"
+#include "agent/requests.h"
+#include "hostcopy/staging.h"
+#include "agent/state.h"
 
 /* A prepared host copy is given back: used by a checkpoint, or not used in time. */
 void cn_prepare_release(void)

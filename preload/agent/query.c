@@ -8,27 +8,27 @@
  * were. A thread seen inside the same call at the query's start and end, or at the last query,
  * has been inside it at least that long; longer than [lock] timeout_ms, a suspend would fail. */
 #define _GNU_SOURCE
-#include "query.h"
+#include "agent/query.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "beside.h"
+#include "agent/beside.h"
 #include "clock.h"
 #include "cn_gpumap.h"
 #include "cuda_abi.h"
-#include "fns.h"
-#include "gate.h"
-#include "hibernate.h"
-#include "light.h"
-#include "nccl.h"
-#include "peers.h"
-#include "preflight.h"
-#include "rates.h"
-#include "reload.h"
-#include "report.h"
-#include "requests.h"
-#include "state.h"
+#include "cuda/fns.h"
+#include "cuda/gate.h"
+#include "hostcopy/hibernate.h"
+#include "cuda/light.h"
+#include "agent/nccl.h"
+#include "cuda/peers.h"
+#include "agent/preflight.h"
+#include "agent/rates.h"
+#include "agent/reload.h"
+#include "agent/report.h"
+#include "agent/requests.h"
+#include "agent/state.h"
 
 #define MAX_INSIDE 64
 

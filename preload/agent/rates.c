@@ -11,7 +11,7 @@
  * of a 1 GiB process took 0.31 s on an H100, the next ones 0.16 s). Written by the agent after each
  * action; read by its query. */
 #define _GNU_SOURCE
-#include "rates.h"
+#include "agent/rates.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,14 +1,14 @@
 /* reload: the INI read again at each action. Runs in the agent thread. */
 #define _GNU_SOURCE
-#include "reload.h"
+#include "agent/reload.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "report.h"
-#include "owned.h"
-#include "pager.h"
-#include "state.h"
+#include "agent/report.h"
+#include "cuda/owned.h"
+#include "agent/pager.h"
+#include "agent/state.h"
 
 /* Re-read at each action, so that a scheduler can change gpu_map while the job sleeps, or the
  * hibernate directory and the timeouts before a suspend. The signals and the status dir stay as

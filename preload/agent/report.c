@@ -2,7 +2,7 @@
  * line, then the INI's hook. The agent thread is the only writer of the status file; the process's
  * exit removes it, under a lock, so that no write comes after. */
 #define _GNU_SOURCE
-#include "report.h"
+#include "agent/report.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,14 +21,14 @@
 #include "cn_proc.h"
 #include "cn_words.h"
 #include "cuda_abi.h"
-#include "hooks.h"
-#include "light.h"
-#include "log.h"
-#include "nccl.h"
-#include "owned.h"
-#include "peers.h"
-#include "staging.h"
-#include "state.h"
+#include "agent/hooks.h"
+#include "cuda/light.h"
+#include "agent/log.h"
+#include "agent/nccl.h"
+#include "cuda/owned.h"
+#include "cuda/peers.h"
+#include "hostcopy/staging.h"
+#include "agent/state.h"
 
 /* The status's nccl and nccl_keys: nccl.c says them. */
 static void describe_nccl(struct cn_status *st)

@@ -2,23 +2,23 @@
  * knows, the INI re-read at each action, where the process stands, and the calls that move its
  * memory (libcuda's copies made parallel, copy.c; restores taking turns, turns.c). */
 #define _GNU_SOURCE
-#include "requests.h"
+#include "agent/requests.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "beside.h"
-#include "channel.h"
+#include "agent/beside.h"
+#include "agent/channel.h"
 #include "clock.h"
 #include "cn_notes.h"
-#include "copy.h"
-#include "light.h"
+#include "hostcopy/copy.h"
+#include "cuda/light.h"
 #include "cuda_abi.h"
-#include "log.h"
-#include "report.h"
-#include "state.h"
-#include "turns.h"
+#include "agent/log.h"
+#include "agent/report.h"
+#include "agent/state.h"
+#include "hostcopy/turns.h"
 
 int cn_requests_call(uint32_t op, struct cn_resp *resp)
 {

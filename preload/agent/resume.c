@@ -4,7 +4,7 @@
  * the gate on the app's driver calls. A restore that cannot be made leaves the process suspended,
  * to be resumed again. */
 #define _GNU_SOURCE
-#include "resume.h"
+#include "agent/resume.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -13,21 +13,21 @@
 #include "clock.h"
 #include "cn_gpumap.h"
 #include "cn_words.h"
-#include "comms.h"
+#include "nccl/comms.h"
 #include "cuda_abi.h"
-#include "gate.h"
-#include "hibernate.h"
-#include "light.h"
-#include "log.h"
-#include "nccl.h"
-#include "peers.h"
-#include "rates.h"
-#include "reload.h"
-#include "report.h"
-#include "requests.h"
-#include "pager.h"
-#include "staging.h"
-#include "state.h"
+#include "cuda/gate.h"
+#include "hostcopy/hibernate.h"
+#include "cuda/light.h"
+#include "agent/log.h"
+#include "agent/nccl.h"
+#include "cuda/peers.h"
+#include "agent/rates.h"
+#include "agent/reload.h"
+#include "agent/report.h"
+#include "agent/requests.h"
+#include "agent/pager.h"
+#include "hostcopy/staging.h"
+#include "agent/state.h"
 
 /* The map of this resume: the one given (a nap's wake), a one-shot `cudanap resume --gpu-map`
  * left, else the INI's. False when

@@ -1,6 +1,6 @@
 /* state: what the agent knows of its process between actions (see state.h), and the changes to
  * where its memory is that the controller's answers bring. Agent thread only. */
-#include "state.h"
+#include "agent/state.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -8,7 +8,7 @@
  * copies in parallel. A step that fails unlocks the process, which runs on; the outcome goes out
  * through report.c. */
 #define _GNU_SOURCE
-#include "suspend.h"
+#include "agent/suspend.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,23 +18,23 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "comms.h"
+#include "nccl/comms.h"
 #include "cuda_abi.h"
-#include "fns.h"
-#include "gate.h"
-#include "hibernate.h"
-#include "light.h"
-#include "log.h"
-#include "nccl.h"
-#include "preflight.h"
-#include "peers.h"
-#include "prepare.h"
-#include "rates.h"
-#include "reload.h"
-#include "report.h"
-#include "requests.h"
-#include "staging.h"
-#include "state.h"
+#include "cuda/fns.h"
+#include "cuda/gate.h"
+#include "hostcopy/hibernate.h"
+#include "cuda/light.h"
+#include "agent/log.h"
+#include "agent/nccl.h"
+#include "agent/preflight.h"
+#include "cuda/peers.h"
+#include "agent/prepare.h"
+#include "agent/rates.h"
+#include "agent/reload.h"
+#include "agent/report.h"
+#include "agent/requests.h"
+#include "hostcopy/staging.h"
+#include "agent/state.h"
 
 /* After the checkpoint, with the host copy in the hibernate file: synced, then out of RAM. The
  * hibernate step is all of it, from the checkpoint's end until the RAM is free: the writer's last

@@ -1,10 +1,10 @@
 /* allocargs: an allocation's or a context's arguments, read from the registers of the call (the
  * app's thread, at the call). */
-#include "allocargs.h"
+#include "cuda/allocargs.h"
 
 #include <string.h>
 
-#include "fns.h"
+#include "cuda/fns.h"
 
 bool cn_allocargs_read(const char *name, const uint64_t *gp, bool done, struct cn_alloc_args *a)
 {

@@ -18,13 +18,13 @@
  * would restore gigabytes to be freed at once and make room for them by napping others. A call
  * that moves data or works the GPU (a destructor saving results) still wakes it. */
 #define _GNU_SOURCE
-#include "answers.h"
+#include "cuda/answers.h"
 
 #include <stdatomic.h>
 #include <string.h>
 
 #include "cuda_abi.h"
-#include "fns.h"
+#include "cuda/fns.h"
 
 static atomic_long captures; /* begun and not yet ended, as the app's calls said */
 

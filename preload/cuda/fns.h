@@ -26,7 +26,7 @@
  * a name a newer driver added). */
 #define CN_FN(name, words) CN_FN_IDX_##name,
 enum {
-#include "names.h"
+#include "cuda/names.h"
 	CN_FNS_KNOWN
 };
 #undef CN_FN

@@ -2,7 +2,7 @@
  * In the app's threads at their calls; the agent closes, holds and opens it (docs/ARCHITECTURE.md,
  * The gate on the app's driver calls). */
 #define _GNU_SOURCE
-#include "gate.h"
+#include "cuda/gate.h"
 
 #include <errno.h>
 #include <linux/membarrier.h>
@@ -13,9 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "answers.h"
+#include "cuda/answers.h"
 #include "clock.h"
-#include "fns.h"
+#include "cuda/fns.h"
 
 #define MAX_THREADS 4096
 

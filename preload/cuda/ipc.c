@@ -12,7 +12,7 @@
  *
  * Runs in the app's threads; the agent reads the count (cn_ipc_imports). */
 #define _GNU_SOURCE
-#include "ipc.h"
+#include "cuda/ipc.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "cuda_abi.h"
-#include "fns.h"
+#include "cuda/fns.h"
 
 #define EXPORT __attribute__((visibility("default")))
 

@@ -1,7 +1,7 @@
 /* light: a light nap's memory: what cudanap owns copied into pinned host memory and released, its
  * addresses kept, and put back at the wake. The agent thread, the gate closed; fault threads. */
 #define _GNU_SOURCE
-#include "light.h"
+#include "cuda/light.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -16,8 +16,8 @@
 #include "clock.h"
 #include "cn_hostmem.h"
 #include "cuda_abi.h"
-#include "fns.h"
-#include "owned.h"
+#include "cuda/fns.h"
+#include "cuda/owned.h"
 
 #define CHUNK	    (256ull << 20) /* the host copy is faulted in and pinned by chunks of this */
 #define LAG	    2		   /* spans copied before the oldest of them is released */

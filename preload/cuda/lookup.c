@@ -19,7 +19,7 @@
  * else the name asked for. One the table does not know (a newer driver's) gets a spare entry
  * point, passes through as it is, and is counted. */
 #define _GNU_SOURCE
-#include "fns.h"
+#include "cuda/fns.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -36,7 +36,7 @@
 
 #define CN_FN(n, w) { .name = #n, .words = ((w) + 1) & ~1 },
 struct cn_fn cn_fns[CN_FNS] = {
-#include "names.h"
+#include "cuda/names.h"
 };
 #undef CN_FN
 

@@ -6,14 +6,14 @@
  * are the driver's own doing, not seen: their suspend still fails at the checkpoint. Runs in the
  * app's threads; the agent reads the count. */
 #define _GNU_SOURCE
-#include "managed.h"
+#include "cuda/managed.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "fns.h"
+#include "cuda/fns.h"
 
 #define MAX_HELD 4096
 

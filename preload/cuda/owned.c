@@ -13,7 +13,7 @@
  * ([nap] depth), every allocation of LIGHT_MIN or more is owned, on one GPU too: a light nap
  * (light.c) moves what is owned, through cn_owned_spans, cn_owned_give and cn_owned_take. */
 #define _GNU_SOURCE
-#include "owned.h"
+#include "cuda/owned.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "cuda_abi.h"
-#include "fns.h"
+#include "cuda/fns.h"
 
 #define MAX_PEERS 256		    /* every direction between 16 GPUs */
 #define SPLIT_TAG (0xc0daull << 48) /* our handles: never one of the driver's */

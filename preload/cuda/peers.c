@@ -2,17 +2,17 @@
  * agent does with it around a suspend. The app's threads record; the agent drops, raises and
  * describes (docs/DRIVER.md, One process on several GPUs). */
 #define _GNU_SOURCE
-#include "peers.h"
+#include "cuda/peers.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "allocargs.h"
+#include "cuda/allocargs.h"
 #include "cuda_abi.h"
-#include "fns.h"
-#include "owned.h"
+#include "cuda/fns.h"
+#include "cuda/owned.h"
 
 #define MAX_PAIRS  64
 #define MAX_GRANTS 32

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "allocargs.h"
+#include "cuda/allocargs.h"
 #include "cn_uuid.h"
 
 /* ---- at the gate, in the app's threads, after the call (wrap.c); result is the call's, which

@@ -4,8 +4,8 @@
  * lookup to lookup.c and every other one to libc's dlsym by a jump, so that libc sees the app's
  * return address and RTLD_NEXT means what it meant for the app. */
 
-#include "fns.h"
-#include "gate.h"
+#include "cuda/fns.h"
+#include "cuda/gate.h"
 
 #if defined(__x86_64__)
 
@@ -47,7 +47,7 @@
 	.hidden cn_stubs
 cn_stubs:
 #define CN_FN(name, words) ENTRY name;
-#include "names.h"
+#include "cuda/names.h"
 #undef CN_FN
 	.rept CN_FNS_SPARE
 	SPARE

@@ -16,16 +16,16 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "allocargs.h"
-#include "answers.h"
+#include "cuda/allocargs.h"
+#include "cuda/answers.h"
 #include "clock.h"
 #include "cuda_abi.h"
-#include "fns.h"
-#include "gate.h"
-#include "ipc.h"
-#include "managed.h"
-#include "owned.h"
-#include "peers.h"
+#include "cuda/fns.h"
+#include "cuda/gate.h"
+#include "cuda/ipc.h"
+#include "cuda/managed.h"
+#include "cuda/owned.h"
+#include "cuda/peers.h"
 
 __thread const void *cn_wrap_caller __attribute__((tls_model("initial-exec")));
 

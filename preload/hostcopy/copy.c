@@ -14,7 +14,7 @@
  * suspend did not move (0.88 s against 0.86 s).
  * Everything here runs in the agent (arm, disarm) or in the driver's threads (the copy). */
 #define _GNU_SOURCE
-#include "copy.h"
+#include "hostcopy/copy.h"
 
 #include <dlfcn.h>
 #include <elf.h>

@@ -11,7 +11,7 @@
  *
  * The agent thread calls everything here; the writer thread only calls sync_file_range. */
 #define _GNU_SOURCE
-#include "hibernate.h"
+#include "hostcopy/hibernate.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -16,7 +16,7 @@
  * targets off_t is 64 bits anyway, and we define both names ourselves. */
 #undef _FILE_OFFSET_BITS
 #define _GNU_SOURCE
-#include "staging.h"
+#include "hostcopy/staging.h"
 
 #include <dlfcn.h>
 #include <errno.h>

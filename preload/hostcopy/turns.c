@@ -2,7 +2,7 @@
  * at most two at a time (flock files in the status dir). The turn is the agent's, around the
  * restore; the place the driver's thread's, inside it (docs/PERFORMANCE.md, Whole jobs). */
 #define _GNU_SOURCE
-#include "turns.h"
+#include "hostcopy/turns.h"
 
 #include <errno.h>
 #include <fcntl.h>

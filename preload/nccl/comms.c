@@ -16,7 +16,7 @@
  * issues work; the agent thread drives the rest. Everything here is cheap on the app's path: an
  * atomic add and a load while the gate is open. */
 #define _GNU_SOURCE
-#include "comms.h"
+#include "nccl/comms.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -29,8 +29,8 @@
 #include <time.h>
 
 #include "cuda_abi.h"
-#include "fns.h"
-#include "gate.h"
+#include "cuda/fns.h"
+#include "cuda/gate.h"
 
 #define MAX_COMMS 64
 

@@ -18,7 +18,7 @@
  * watchdog's list is empty and stays so, asleep or not, and its heartbeat goes on. The facts are
  * in docs/DISTRIBUTED.md (Long sleeps). */
 #define _GNU_SOURCE
-#include "hold.h"
+#include "nccl/hold.h"
 
 #include <stdatomic.h>
 #include <stdint.h>
@@ -26,9 +26,9 @@
 #include <time.h>
 
 #include "clock.h"
-#include "comms.h"
-#include "fns.h"
-#include "gate.h"
+#include "nccl/comms.h"
+#include "cuda/fns.h"
+#include "cuda/gate.h"
 
 /* What a driver function is to the hold; 0: not looked at yet. */
 enum { UNKNOWN, GOES, STARTS, CAPTURING };

@@ -12,9 +12,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "interpose.h"
+#include "nccl/interpose.h"
 
-#include "comms.h"
+#include "nccl/comms.h"
 #include "nccl_abi.h"
 
 #define EXPORT __attribute__((visibility("default")))

@@ -2,7 +2,7 @@
  * functions take them, before and after the call. */
 #include <stdint.h>
 
-#include "allocargs.h"
+#include "cuda/allocargs.h"
 #include "tap.h"
 
 int main(void)

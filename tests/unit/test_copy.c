@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "copy.h"
+#include "hostcopy/copy.h"
 #include "fakecuda.h"
 #include "tap.h"
 

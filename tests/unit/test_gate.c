@@ -17,8 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fns.h"
-#include "gate.h"
+#include "cuda/fns.h"
+#include "cuda/gate.h"
 #include "tap.h"
 
 #define THREADS 8

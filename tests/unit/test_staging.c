@@ -7,7 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "staging.h"
+#include "hostcopy/staging.h"
 #include "tap.h"
 
 #define MIB	     (1ul << 20)
