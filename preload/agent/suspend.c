@@ -115,10 +115,12 @@ static int checkpoint(struct cn_resp *r)
 }
 
 /* A suspend's parameters, made once at its start and passed to its steps: a nap (nap.c) or not,
- * a light one or not, and how long its lock may wait in all (0: [lock] timeout_ms). */
+ * a light one or not, and how long its lock may wait in all (0: [lock] timeout_ms); and what its
+ * steps did that a failure must undo. */
 struct how {
 	bool nap, light;
 	unsigned lock_limit_ms;
+	bool peers_off; /* peer access it turned off ([peer] mode = off), on again if it runs on */
 };
 
 /* What the gate's wait and the lock may take in all: [lock] timeout_ms, or a nap's less. */
@@ -206,18 +208,14 @@ static int close_gate(const struct how *h, struct cn_resp *r, char *msg, size_t 
 	return 0;
 }
 
-/* Peer access this suspend turned off ([peer] mode = off), to be turned on again if the process
- * runs on without a checkpoint. */
-static bool peers_off;
-
 /* With the gate closed no call of the app's turns peer access on any more: a process that holds
  * it is refused now ([peer] mode = refuse), or has it turned off ([peer] mode = off), for the
  * resume to ask for it again. -1 with msg: the process runs on. */
-static int peers(struct cn_resp *r, char *msg, size_t len)
+static int peers(struct how *h, struct cn_resp *r, char *msg, size_t len)
 {
 	char why[200], which[300];
 
-	peers_off = false;
+	h->peers_off = false;
 	if (cn_preflight_peers(&cn_ag.cfg, msg, len) < 0) {
 		r->result = CN_RES_REFUSED;
 		return -1;
@@ -233,20 +231,20 @@ static int peers(struct cn_resp *r, char *msg, size_t len)
 			 which, why);
 		return -1;
 	}
-	peers_off = true;
+	h->peers_off = true;
 	cn_log(&cn_ag.cfg, CN_LOG_DEBUG, "peer access turned off for the suspend: %s", which);
 	return 0;
 }
 
 /* The process runs on without a checkpoint: the peer access this suspend turned off is on again
  * (the driver gives it back to a process it did not restore). */
-static void peers_back(void)
+static void peers_back(struct how *h)
 {
-	if (peers_off && cn_peers_raise(NULL, 0) > 0)
+	if (h->peers_off && cn_peers_raise(NULL, 0) > 0)
 		cn_log(&cn_ag.cfg, CN_LOG_ERROR,
 		       "peer access between its GPUs could not be turned on again after the failed "
 		       "suspend");
-	peers_off = false;
+	h->peers_off = false;
 }
 
 /* After a failed step that came after the communicators' suspend. */
@@ -277,7 +275,7 @@ static int refused(const struct how *h, char *msg, size_t len)
 
 /* The lock, for a running process whose gate is closed. -1 with msg when it failed: the process
  * is unlocked again if the lock was had. */
-static int lock(const struct how *h, struct cn_resp *r, char *msg, size_t len)
+static int lock(struct how *h, struct cn_resp *r, char *msg, size_t len)
 {
 	if (cn_requests_call(CN_OP_LOCK, r) == 0) {
 		cn_report_step(CN_STEP_LOCK, r);
@@ -295,7 +293,7 @@ static int lock(const struct how *h, struct cn_resp *r, char *msg, size_t len)
 	if (r->state == CN_STATE_LOCKED)
 		unlock_after(r, msg, len);
 	if (r->state == CN_STATE_RUNNING) /* the driver holds a locked process's calls */
-		peers_back();
+		peers_back(h);
 	comms_stay(msg, len);
 	return -1;
 }
@@ -303,7 +301,7 @@ static int lock(const struct how *h, struct cn_resp *r, char *msg, size_t len)
 /* After a failed checkpoint. The driver leaves the process LOCKED after one (measured with
  * managed memory: docs/DRIVER.md): it is unlocked, so that it runs on; a controller that died
  * mid-checkpoint may have left it done, and then it stays. */
-static struct cn_outcome checkpoint_failed(struct cn_resp *r, char *msg, size_t len)
+static struct cn_outcome checkpoint_failed(struct how *h, struct cn_resp *r, char *msg, size_t len)
 {
 	snprintf(msg, len, "checkpoint: %s%s", r->message,
 		 r->result == CUDA_ERROR_NOT_SUPPORTED ? " (the driver cannot checkpoint a process "
@@ -313,7 +311,7 @@ static struct cn_outcome checkpoint_failed(struct cn_resp *r, char *msg, size_t 
 	if (r->state != CN_STATE_CHECKPOINTED)
 		unlock_after(r, msg, len);
 	if (r->state == CN_STATE_RUNNING)
-		peers_back();
+		peers_back(h);
 	comms_stay(msg, len);
 	return cn_report_finish(r, msg);
 }
@@ -393,7 +391,7 @@ static int opening(const struct how *h, struct cn_resp *r, struct cn_outcome *o)
 
 struct cn_outcome cn_suspend_light(unsigned lock_limit)
 {
-	const struct how h = { .nap = true, .light = true, .lock_limit_ms = lock_limit };
+	struct how h = { .nap = true, .light = true, .lock_limit_ms = lock_limit };
 	struct cn_light_stats ls;
 	struct cn_outcome o;
 	struct cn_resp r, u;
@@ -455,7 +453,7 @@ struct cn_outcome cn_suspend_light(unsigned lock_limit)
 
 struct cn_outcome cn_suspend_as(bool nap, unsigned lock_limit)
 {
-	const struct how h = { .nap = nap, .lock_limit_ms = lock_limit };
+	struct how h = { .nap = nap, .lock_limit_ms = lock_limit };
 	struct cn_outcome o;
 	struct cn_resp r;
 	char msg[420];
@@ -468,8 +466,8 @@ struct cn_outcome cn_suspend_as(bool nap, unsigned lock_limit)
 		return cn_report_finish(&r, msg);
 	if (r.state == CN_STATE_LOCKED) {
 		cn_gate_close_now(); /* a failed unlock's: its callers wait inside the driver */
-	} else if (r.state == CN_STATE_RUNNING &&
-		   (close_gate(&h, &r, msg, sizeof(msg)) < 0 || peers(&r, msg, sizeof(msg)) < 0)) {
+	} else if (r.state == CN_STATE_RUNNING && (close_gate(&h, &r, msg, sizeof(msg)) < 0 ||
+						   peers(&h, &r, msg, sizeof(msg)) < 0)) {
 		comms_stay(msg, sizeof(msg));
 		return cn_report_finish(&r, msg);
 	}
@@ -486,6 +484,6 @@ struct cn_outcome cn_suspend_as(bool nap, unsigned lock_limit)
 	if (cn_ag.prepared_bytes)
 		cn_prepare_release(); /* used by this checkpoint, or never to be */
 	if (rc < 0)
-		return checkpoint_failed(&r, msg, sizeof(msg));
+		return checkpoint_failed(&h, &r, msg, sizeof(msg));
 	return suspended(&h, was_prepared, &r);
 }
