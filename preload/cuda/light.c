@@ -535,6 +535,38 @@ static CUresult put_back(bool keep, unsigned long long margin, unsigned wait_ms,
 	return r;
 }
 
+/* Every span copied out and given back, span i copied while the one LAG before it, copied, is
+ * released (the copy engine never waits for a release); threads: fault threads ready the chunks.
+ * The steps' times added to st. */
+static CUresult copy_all_out(bool threads, struct cn_light_stats *st)
+{
+	CUresult r = CUDA_SUCCESS;
+
+	for (size_t i = 0; r == CUDA_SUCCESS && i < L.n + LAG; i++) {
+		if (i < L.n) {
+			double c0 = cn_clock_ms();
+
+			r = copy(i, true, threads);
+			if (r == CUDA_SUCCESS)
+				r = mark(i);
+			st->issue_ms += cn_clock_ms() - c0;
+		}
+		if (r == CUDA_SUCCESS && i >= LAG) {
+			double c0 = cn_clock_ms(), t1;
+
+			r = copied(i - LAG);
+			t1 = cn_clock_ms();
+			st->copy_ms += t1 - c0;
+			if (r == CUDA_SUCCESS)
+				r = cn_owned_give(&L.span[i - LAG]);
+			st->give_ms += cn_clock_ms() - t1;
+			if (r == CUDA_SUCCESS)
+				L.where[i - LAG] = ON_HOST;
+		}
+	}
+	return r;
+}
+
 int cn_light_out(unsigned long long margin, struct cn_light_stats *st, char *why, size_t len)
 {
 	pthread_t th[FAULTERS];
@@ -542,9 +574,8 @@ int cn_light_out(unsigned long long margin, struct cn_light_stats *st, char *why
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	const char *lack = missing();
 	double t0 = cn_clock_ms();
-	CUresult r = CUDA_SUCCESS;
+	CUresult r;
 	int kept;
-	size_t i;
 
 	memset(st, 0, sizeof(*st));
 	if (L.host) {
@@ -565,30 +596,7 @@ int cn_light_out(unsigned long long margin, struct cn_light_stats *st, char *why
 	       n_th < L.chunks && pthread_create(&th[n_th], NULL, readier, L.span[0].ctx) == 0)
 		n_th++;
 	st->lay_ms = cn_clock_ms() - t0;
-	/* Span i copied out while the one LAG before it, copied, is released: the copy engine
-	 * never waits for a release. */
-	for (i = 0; r == CUDA_SUCCESS && i < L.n + LAG; i++) {
-		if (i < L.n) {
-			double c0 = cn_clock_ms();
-
-			r = copy(i, true, n_th > 0);
-			if (r == CUDA_SUCCESS)
-				r = mark(i);
-			st->issue_ms += cn_clock_ms() - c0;
-		}
-		if (r == CUDA_SUCCESS && i >= LAG) {
-			double c0 = cn_clock_ms(), t1;
-
-			r = copied(i - LAG);
-			t1 = cn_clock_ms();
-			st->copy_ms += t1 - c0;
-			if (r == CUDA_SUCCESS)
-				r = cn_owned_give(&L.span[i - LAG]);
-			st->give_ms += cn_clock_ms() - t1;
-			if (r == CUDA_SUCCESS)
-				L.where[i - LAG] = ON_HOST;
-		}
-	}
+	r = copy_all_out(n_th > 0, st);
 	st->end_ms = cn_clock_ms();
 	atomic_store(&next_fault, L.chunks); /* the fault threads stop at their next chunk */
 	for (unsigned k = 0; k < n_th; k++)
