@@ -52,6 +52,9 @@ struct cn_req {
 	uint64_t host_margin_bytes;
 	uint64_t
 		prepared_bytes; /* CN_OP_LOCK: host memory the process holds for the copy already */
+	/* CN_OP_LOCK of a light nap: its host copy's size (what cudanap owns), checked instead of
+	 * the footprint (0), which counts the context that stays. */
+	uint64_t copy_bytes;
 	/* ... or, hibernating, beside this much free space in the hibernate dir (statvfs, taken by
 	 * the agent, which opened the file there): then host memory is not checked. */
 	uint32_t to_disk;

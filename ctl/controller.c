@@ -82,15 +82,18 @@ static int host_room(const struct cn_req *req, struct cn_resp *resp)
 		resp->result = CN_RES_NO_DISK;
 		return -1;
 	}
-	if (n <= 0 ||
+	if (req->copy_bytes && !req->to_disk)
+		need = req->copy_bytes; /* a light nap's copy: the context stays on the GPU */
+	if ((n <= 0 && !req->copy_bytes) ||
 	    cn_hostmem_room(target, "/proc", "/sys/fs/cgroup", &room, which, sizeof(which)) < 0)
 		return 0;
 	if (room + req->prepared_bytes >= need + req->host_margin_bytes)
 		return 0;
 	snprintf(resp->message, sizeof(resp->message),
-		 "the process holds %llu MiB on its GPUs, but the host copy can have only %llu "
-		 "MiB (%s) less the %llu MiB margin ([preflight] host_margin_mib)",
-		 (unsigned long long)(need >> 20),
+		 "%s %llu MiB%s, but the host copy can have only %llu MiB (%s) less the %llu MiB "
+		 "margin ([preflight] host_margin_mib)",
+		 req->copy_bytes ? "its light nap copies" : "the process holds",
+		 (unsigned long long)(need >> 20), req->copy_bytes ? "" : " on its GPUs",
 		 (unsigned long long)((room + req->prepared_bytes) >> 20), which,
 		 (unsigned long long)(req->host_margin_bytes >> 20));
 	resp->result = CN_RES_NO_HOST;

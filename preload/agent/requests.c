@@ -20,7 +20,8 @@
 #include "agent/state.h"
 #include "hostcopy/turns.h"
 
-int cn_requests_call(uint32_t op, struct cn_resp *resp)
+/* The request for op, with what the agent knows filled in. */
+static void build(uint32_t op, struct cn_req *r)
 {
 	const struct cn_config *cfg = &cn_ag.cfg;
 	struct cn_req req;
@@ -59,9 +60,31 @@ int cn_requests_call(uint32_t op, struct cn_resp *resp)
 		req.n_pids = (uint32_t)cn_beside_list(req.pids, CN_USERS_MAX, &only);
 		req.pids_only = only;
 	}
-	if (cn_channel_call(&req, resp) == 0 && !cn_report_status()->call_ns)
+	*r = req;
+}
+
+static int send_req(const struct cn_req *req, struct cn_resp *resp)
+{
+	if (cn_channel_call(req, resp) == 0 && !cn_report_status()->call_ns)
 		cn_report_call_ns(resp->call_ns);
 	return resp->result == CUDA_SUCCESS ? 0 : -1;
+}
+
+int cn_requests_call(uint32_t op, struct cn_resp *resp)
+{
+	struct cn_req req;
+
+	build(op, &req);
+	return send_req(&req, resp);
+}
+
+int cn_requests_lock(uint64_t copy_bytes, struct cn_resp *resp)
+{
+	struct cn_req req;
+
+	build(CN_OP_LOCK, &req);
+	req.copy_bytes = copy_bytes;
+	return send_req(&req, resp);
 }
 
 int cn_requests_take(const char *what, char *buf, size_t len)

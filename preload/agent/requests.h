@@ -12,6 +12,10 @@
  * CUDA_SUCCESS, else -1 with resp saying why. */
 int cn_requests_call(uint32_t op, struct cn_resp *resp);
 
+/* The lock (CN_OP_LOCK), its host check made for a copy of copy_bytes (a light nap's, what
+ * cudanap owns) rather than for the footprint (0). */
+int cn_requests_lock(uint64_t copy_bytes, struct cn_resp *resp);
+
 /* A call that moves the process's memory (checkpoint, restore): libcuda's large copies run in
  * parallel and, for a restore, turns are taken on the GPUs (turns.c). */
 int cn_requests_moving(uint32_t op, struct cn_resp *resp);

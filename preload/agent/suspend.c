@@ -24,6 +24,7 @@
 #include "cuda/gate.h"
 #include "hostcopy/hibernate.h"
 #include "cuda/light.h"
+#include "cuda/owned.h"
 #include "agent/log.h"
 #include "agent/nccl.h"
 #include "agent/preflight.h"
@@ -277,7 +278,7 @@ static int refused(const struct how *h, char *msg, size_t len)
  * is unlocked again if the lock was had. */
 static int lock(struct how *h, struct cn_resp *r, char *msg, size_t len)
 {
-	if (cn_requests_call(CN_OP_LOCK, r) == 0) {
+	if (cn_requests_lock(h->light ? cn_owned_bytes() : 0, r) == 0) {
 		cn_report_step(CN_STEP_LOCK, r);
 		return 0;
 	}
@@ -415,8 +416,7 @@ struct cn_outcome cn_suspend_light(unsigned lock_limit)
 		snprintf(msg, sizeof(msg), "unlock after the lock: %s", u.message);
 		return cn_report_finish(&r, msg);
 	}
-	rc = cn_light_out((unsigned long long)cn_ag.cfg.host_margin_mib << 20, &ls, why,
-			  sizeof(why));
+	rc = cn_light_out(&ls, why, sizeof(why));
 	if (rc < 0 && !cn_light_holding()) {
 		r.result = CN_RES_REFUSED;
 		snprintf(msg, sizeof(msg), "light nap: %s; the process keeps running", why);

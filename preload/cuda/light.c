@@ -324,11 +324,10 @@ static bool room_to_keep(unsigned long long margin)
 }
 
 /* The spans read, their places in the host copy laid out, the host copy mapped: 0, 1 when it is
- * the copy kept since the last wake (pinned already), -1 with why. */
-static int lay_out(unsigned long long margin, char *why, size_t len)
+ * the copy kept since the last wake (pinned already), -1 with why. Whether the host has room for
+ * it was checked by the lock (the controller's host check, with its size). */
+static int lay_out(char *why, size_t len)
 {
-	unsigned long long avail, size;
-	char which[64];
 	size_t total = 0;
 
 	L.span = cn_owned_spans(&L.n, &L.kept);
@@ -358,15 +357,6 @@ static int lay_out(unsigned long long margin, char *why, size_t len)
 		if (L.ready && L.pin_r)
 			return 1;
 		snprintf(why, len, "out of memory");
-		return -1;
-	}
-	avail = host_room(&size, which, sizeof(which));
-	if (avail && avail < total + margin) {
-		snprintf(
-			why, len,
-			"the host has %llu MiB for it (%s), the copy needs %zu MiB and [preflight] "
-			"host_margin_mib %llu",
-			avail >> 20, which, total >> 20, margin >> 20);
 		return -1;
 	}
 	L.bytes = total;
@@ -567,7 +557,7 @@ static CUresult copy_all_out(bool threads, struct cn_light_stats *st)
 	return r;
 }
 
-int cn_light_out(unsigned long long margin, struct cn_light_stats *st, char *why, size_t len)
+int cn_light_out(struct cn_light_stats *st, char *why, size_t len)
 {
 	pthread_t th[FAULTERS];
 	unsigned n_th = 0;
@@ -586,7 +576,7 @@ int cn_light_out(unsigned long long margin, struct cn_light_stats *st, char *why
 		snprintf(why, len, "the driver has no %s", lack);
 		return -1;
 	}
-	kept = lay_out(margin, why, len);
+	kept = lay_out(why, len);
 	if (kept < 0) {
 		forget();
 		return -1;

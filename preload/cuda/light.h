@@ -22,10 +22,10 @@ struct cn_light_stats {
 
 /* The memory cudanap owns copied into host memory (faulted in and pinned by chunks, by threads of
  * its own) and given back to the driver, piece by piece as each is copied; its work done first
- * by the caller. 0; -1 with why when it could not be (the host lacks the copy and margin bytes,
- * nothing is owned, a copy failed: what was given back is put back, the process runs on; when
- * even that fails, cn_light_holding says so and the wake puts back the rest). */
-int cn_light_out(unsigned long long margin, struct cn_light_stats *st, char *why, size_t len);
+ * by the caller, and the host's room for it checked (the lock's check). 0; -1 with why when it
+ * could not be (nothing is owned, a copy failed: what was given back is put back, the process runs
+ * on; when even that fails, cn_light_holding says so and the wake puts back the rest). */
+int cn_light_out(struct cn_light_stats *st, char *why, size_t len);
 
 /* The host copy put back: new memory at the same addresses, with the same access, copied in;
  * then let go, or kept pinned for the next light nap when keep and the host has margin bytes and

@@ -369,8 +369,8 @@ wait "$pid" 2> /dev/null
 write_ini "[nap]" "depth = light" "[preflight]" "host_margin_mib = 16000000"
 started D
 cli2 nap "$pid"
-like "$rc:$out" "^1:$pid: nap failed: NO_HOST_MEMORY: .*host_margin_mib.*; the process keeps running" \
-	"a nap whose copy the host cannot hold: refused in one line"
+like "$rc:$out" "^1:$pid: nap failed: NO_HOST_MEMORY: its light nap copies 900 MiB, but the host copy can have only [0-9]+ MiB \(.*\) less the 16000000 MiB margin \(\[preflight\] host_margin_mib\); the process keeps running" \
+	"a nap whose copy the host cannot hold: refused in one line, by the copy's size (what it owns, not its footprint with the context)"
 is "$(held "$pid")" "$before" "nothing moved"
 ask D "drv launch export 5" 10
 is "$REPLY" "launch 0" "it runs on"
