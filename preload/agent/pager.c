@@ -149,6 +149,10 @@ static struct {
 	const char *what;
 	double t0, seen_ms;
 	bool coming;
+	/* the other candidates that nap lightly, in order: one is asked in place of one that could
+	 * not be asked or did not nap */
+	struct cand rest[CN_USERS_MAX];
+	int n_rest;
 } over;
 
 void cn_pager_reset(void)
@@ -331,19 +335,51 @@ static int light_set(const struct cand *c, int n, uint64_t free_bytes, uint64_t 
 }
 
 /* The room asked of the candidates picked, each asked at once: 0, or -1 with said. */
-static int ask_all(const struct cand *c, const int *pick, int k, const struct cn_pager_need *need,
-		   int gpu, char *said, size_t len)
+/* Candidate c, asked, waited for while the wake copies in. */
+static void asked_now(const struct cand *c, uint64_t need, int gpu)
+{
+	over.c[over.n] = *c;
+	over.until[over.n] = cn_clock_ms() + cn_ag.cfg.lock_timeout_ms + NAP_WAIT_MS;
+	over.a[over.n] = ANS_WAIT;
+	over.gpu[over.n] = gpu;
+	over.need[over.n++] = need;
+}
+
+/* The next of the other candidates asked instead of one that could not be asked or did not nap:
+ * true when one was. */
+static bool ask_instead(uint64_t need, int gpu)
+{
+	while (over.n_rest > 0 && over.n < CN_USERS_MAX) {
+		struct cand c = over.rest[0];
+
+		memmove(over.rest, over.rest + 1, (size_t)--over.n_rest * sizeof(c));
+		if (ask_one(&c, need, gpu)) {
+			asked_now(&c, need, gpu);
+			return true;
+		}
+	}
+	return false;
+}
+
+static int ask_all(const struct cand *c, const int *pick, int k, int n,
+		   const struct cn_pager_need *need, int gpu, char *said, size_t len)
 {
 	int asked = 0;
 
+	over.n_rest = 0;
+	for (int i = 0; i < n; i++) {
+		bool picked = false;
+
+		for (int j = 0; j < k; j++)
+			picked |= pick[j] == i;
+		if (!picked && c[i].bytes && c[i].light_mib >= 0)
+			over.rest[over.n_rest++] = c[i];
+	}
 	for (int j = 0; j < k && over.n < CN_USERS_MAX; j++) {
-		if (!ask_one(&c[pick[j]], need->bytes, gpu))
+		if (ask_one(&c[pick[j]], need->bytes, gpu))
+			asked_now(&c[pick[j]], need->bytes, gpu);
+		else if (!ask_instead(need->bytes, gpu))
 			continue;
-		over.c[over.n] = c[pick[j]];
-		over.until[over.n] = cn_clock_ms() + cn_ag.cfg.lock_timeout_ms + NAP_WAIT_MS;
-		over.a[over.n] = ANS_WAIT;
-		over.gpu[over.n] = gpu;
-		over.need[over.n++] = need->bytes;
 		asked++;
 	}
 	if (asked)
@@ -360,9 +396,12 @@ bool cn_pager_coming(void)
 		return over.coming;
 	over.seen_ms = now;
 	over.coming = false;
-	for (int i = 0; i < over.n; i++) {
-		if (over.a[i] == ANS_WAIT)
+	for (int i = 0; i < over.n; i++) { /* over.n grows by those asked instead */
+		if (over.a[i] == ANS_WAIT) {
 			over.a[i] = now < over.until[i] ? answer_of(&over.c[i]) : ANS_NOT;
+			if (over.a[i] == ANS_NOT)
+				ask_instead(over.need[i], over.gpu[i]);
+		}
 		over.coming |= over.a[i] == ANS_WAIT;
 	}
 	return over.coming;
@@ -474,7 +513,7 @@ static int make_one(const struct cn_pager_need *need, const char *what, bool ove
 	}
 	if (overlap && free_bytes < want && (k = light_set(c, n, free_bytes, want, pick)) > 0) {
 		over.what = what;
-		return ask_all(c, pick, k, need, gpu, said, len);
+		return ask_all(c, pick, k, n, need, gpu, said, len);
 	}
 	for (int i = 0; i < n && free_bytes < want; i++) {
 		bool ok;
@@ -522,7 +561,7 @@ int cn_pager_make(const struct cn_pager_need *need, int n, const char *what, boo
 	}
 	if (r < 0)
 		return -1;
-	over.n = 0;
+	over.n = over.n_rest = 0;
 	over.t0 = over.seen_ms = cn_clock_ms();
 	/* Overlapped on one GPU only: a need of another GPU that fails would leave the first's
 	 * processes asked for nothing. */

@@ -8,10 +8,11 @@
 # fails in one line, the process still napping); without the host memory for the copy the nap is
 # refused and the process runs on, its memory untouched; a copy out that fails puts everything
 # back, one back that fails is tried again; two wakes at once each put back their own; making room
-# for a light nap's wake naps lightly, the copy out beside the copy in; a napping process that
-# exits is not woken for its libraries' teardown (a destructor's work wakes it), nor napped while
-# it exits. [nap] keep_host_copy keeps the pinned host copy after the wake for the next nap while
-# the host keeps the margin and a quarter of its memory free, never in a forked child.
+# for a light nap's wake naps lightly, the copy out beside the copy in, one that does not nap
+# replaced by the next; a napping process that exits is not woken for its libraries' teardown (a
+# destructor's work wakes it), nor napped while it exits. [nap] keep_host_copy keeps the pinned
+# host copy after the wake for the next nap while the host keeps the margin and a quarter of its
+# memory free, never in a forked child.
 . "$(dirname "$0")/../lib.sh"
 export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake CUDANAP_FAKE_GPUS=2
 export CUDANAP_FAKE_GPU_MIB=4000 # memory counted: what is freed shows
@@ -239,6 +240,38 @@ for p in P Q; do ask $p quit; done
 wait "$P_pid" "$Q_pid" 2> /dev/null
 rm -f "$T/fake/$P_pid".* "$T/fake/$Q_pid".*
 export CUDANAP_FAKE_GPUS=2
+
+# -- make_room with light naps, one asked that does not nap (its copy out fails): the next idle
+# process is asked instead while the wake copies in (one GPU of 5000 MiB: three contexts of 1000
+# and 600 owned each, Q's 400 more leave 400 of the 600 P needs)
+export CUDANAP_FAKE_GPUS=1 CUDANAP_FAKE_GPU_MIB=5000
+start P "$TARGET"
+start Q "$TARGET"
+start R "$TARGET"
+fill1 P
+fill1 Q
+cli2 nap "$P_pid"
+check "P napped lightly" eventually 10 light_napped "$P_pid"
+ask Q "drv alloc export 400"
+is "$REPLY" "alloc 0" "Q takes 400 MiB of what P gave back"
+fill1 R # R worked last: Q, idle the longest, is asked first
+idle_qr() { [ -n "$(field "$Q_pid" idle_since)" ] && [ -n "$(field "$R_pid" idle_since)" ]; }
+check "Q and R idle" eventually 10 idle_qr
+sleep 1.2 # both idle for min_idle_s
+touch "$T/fake/$Q_pid.failcopyout"
+ask P "drv launch export 5" 30
+is "$REPLY" "launch 0" "P's call wakes it"
+check "P woken" woke "$P_pid"
+is "$(words1 P)" "7 307 606" "P's memory back, intact"
+check "R napped lightly for it, asked instead of Q" eventually 10 light_napped "$R_pid"
+is "$(field "$R_pid" nap_for_pid)" "$P_pid" "R's status: for P"
+is "$(field "$Q_pid" state)" running "Q, whose copy out failed, runs on"
+like "$(cat "$T/P.err")" "made room on GPU 0 for [0-9]+ MiB \(its wake\): napped $Q_pid did not nap, $R_pid \(600 MiB, idle [0-9]+ s\) in [0-9.]+ s, lightly, as it copied in" \
+	"P's log: one making of room, Q did not nap, R did in its place"
+for p in P Q R; do ask $p quit; done
+wait "$P_pid" "$Q_pid" "$R_pid" 2> /dev/null
+rm -f "$T/fake/$P_pid".* "$T/fake/$Q_pid".* "$T/fake/$R_pid".*
+export CUDANAP_FAKE_GPUS=2 CUDANAP_FAKE_GPU_MIB=4000
 
 # -- a napping process that exits: its libraries' teardown (a free, made by an exit handler) is
 # answered CUDA_ERROR_DEINITIALIZED (4) as by a driver shutting down, without a wake; a call that
