@@ -289,7 +289,8 @@ static void trim_kept(double now)
 	unsigned long long kept = cn_light_kept();
 	bool keep = cn_ag.cfg.nap_keep_host && cn_ag.cfg.nap_depth != CN_DEPTH_FULL;
 
-	if (!kept || now - last < 1000)
+	/* the driver is not called while the process is locked or checkpointed */
+	if (!kept || now - last < 1000 || cn_report_status()->state != CN_STATE_RUNNING)
 		return;
 	last = now;
 	if (!cn_light_trim(keep, (unsigned long long)cn_ag.cfg.host_margin_mib << 20))

@@ -75,7 +75,7 @@ static CUresult set_ctx(void *ctx)
 
 /* ctx's stream (made at its first use), current: NULL when none could be made. */
 /* A host copy kept, pinned, for the next nap once its wake put all back ([nap] keep_host_copy):
- * the mapping, its chunks' pinning, and the context they were pinned through (of device dev).
+ * the mapping, its chunks' pinning, and the context they were pinned through.
  * Changed under kept_mu: the agent keeps, takes and trims it, an app thread that destroys that
  * context lets it go. */
 static struct {
@@ -83,7 +83,6 @@ static struct {
 	size_t bytes, chunks;
 	bool *pinned;
 	void *ctx;
-	int dev;
 } K;
 static pthread_mutex_t kept_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -192,9 +191,12 @@ static void unpin_all(void)
 
 	if (!L.pinned || !L.n || set_ctx(L.span[0].ctx) != CUDA_SUCCESS)
 		return;
-	for (size_t c = 0; c < L.chunks; c++)
-		if (L.pinned[c] && unreg(L.host + c * CHUNK) == CUDA_SUCCESS)
+	for (size_t c = 0; c < L.chunks; c++) {
+		CUresult r = L.pinned[c] ? unreg(L.host + c * CHUNK) : CUDA_SUCCESS;
+
+		if (r == CUDA_SUCCESS || r == CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED)
 			L.pinned[c] = false;
+	}
 	set_ctx(NULL);
 }
 
@@ -205,16 +207,21 @@ static void let_go_kept(void)
 	CUresult (*unreg)(void *) = drv(CN_FN_IDX_cuMemHostUnregister);
 	bool pinned = false;
 
+	CUresult (*push)(void *) = drv(CN_FN_IDX_cuCtxPushCurrent_v2);
+	CUresult (*pop)(void **) = drv(CN_FN_IDX_cuCtxPopCurrent_v2);
+	void *was;
+
 	if (!K.host)
 		return;
-	if (unreg && set_ctx(K.ctx) == CUDA_SUCCESS) {
+	/* pushed, not set: an app thread's (ctx_gone) current context stays its own */
+	if (unreg && push && pop && push(K.ctx) == CUDA_SUCCESS) {
 		for (size_t c = 0; c < K.chunks; c++) {
 			CUresult r = K.pinned[c] ? unreg(K.host + c * CHUNK) : CUDA_SUCCESS;
 
 			if (r == CUDA_SUCCESS || r == CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED)
 				K.pinned[c] = false;
 		}
-		set_ctx(NULL);
+		pop(&was);
 	} else {
 		memset(K.pinned, 0, K.chunks * sizeof(*K.pinned));
 	}
@@ -226,11 +233,13 @@ static void let_go_kept(void)
 	memset(&K, 0, sizeof(K));
 }
 
-/* A context going away (owned.c): the copy kept through it let go first. */
+/* A context going away (owned.c): the copy kept through it let go first; at a device's reset,
+ * whichever device it was pinned through. */
 static void ctx_gone(void *ctx, int dev)
 {
+	(void)dev;
 	pthread_mutex_lock(&kept_mu);
-	if (K.host && (ctx ? K.ctx == ctx : K.dev == dev))
+	if (K.host && (!ctx || K.ctx == ctx))
 		let_go_kept();
 	pthread_mutex_unlock(&kept_mu);
 }
@@ -245,7 +254,6 @@ static void keep_copy(void)
 	K.chunks = L.chunks;
 	K.pinned = L.pinned;
 	K.ctx = L.span[0].ctx;
-	K.dev = L.span[0].dev;
 	L.host = NULL;
 	L.pinned = NULL;
 	pthread_mutex_unlock(&kept_mu);
@@ -668,7 +676,12 @@ unsigned long long cn_light_left(int dev)
 
 unsigned long long cn_light_kept(void)
 {
-	return K.bytes;
+	unsigned long long b;
+
+	pthread_mutex_lock(&kept_mu);
+	b = K.bytes;
+	pthread_mutex_unlock(&kept_mu);
+	return b;
 }
 
 bool cn_light_trim(bool keep, unsigned long long margin)
@@ -694,9 +707,9 @@ void cn_light_unpin(void)
 
 void cn_light_after_fork(void)
 {
-	/* The parent's host copy is not the child's: its pinning is the parent's too. */
-	drop(false);
-	/* never mapped here (MADV_DONTFORK); its small record left as it may be half changed */
+	/* The parent's host copy is not the child's, never mapped here (MADV_DONTFORK): its record
+	 * let go, nothing unmapped; K's record left as it may be half changed */
+	drop(true);
 	memset(&K, 0, sizeof(K));
 	pthread_mutex_init(&kept_mu, NULL);
 	n_streams = 0;

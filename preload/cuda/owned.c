@@ -949,6 +949,12 @@ void *cn_owned_route(void *real)
 	};
 	bool some = atomic_load(&any);
 
+	/* a context's end is watched while something is kept through it (cn_owned_watch_ctx) */
+	if (real && atomic_load(&ctx_watch) &&
+	    (drv(CN_FN_IDX_cuCtxDestroy_v2) == real ||
+	     drv(CN_FN_IDX_cuDevicePrimaryCtxReset_v2) == real))
+		return drv(CN_FN_IDX_cuCtxDestroy_v2) == real ? (void *)own_ctx_destroy
+							      : (void *)own_ctx_reset;
 	if (!real || (!some && atomic_load(&mode) == CN_OWN_NEVER))
 		return NULL;
 	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
