@@ -122,4 +122,8 @@ int cn_config_load_env(struct cn_config *c, char *err, size_t errlen);
 /* A decimal number of at most max, digits only: 0, -EINVAL or -ERANGE. */
 int cn_config_uint(const char *s, unsigned long max, unsigned long *out);
 
+/* Whether a light nap's host copy is kept after its wake: [nap] keep_host_copy, where naps may be
+ * light. */
+bool cn_config_keeps_host(const struct cn_config *c);
+
 #endif

@@ -56,6 +56,11 @@ static void nap_from_env(struct cn_config *c)
 		c->nap_idle_s = (unsigned)n;
 }
 
+bool cn_config_keeps_host(const struct cn_config *c)
+{
+	return c->nap_keep_host && c->nap_depth != CN_DEPTH_FULL;
+}
+
 void cn_config_defaults(struct cn_config *c)
 {
 	const char *xdg = secure_getenv("XDG_RUNTIME_DIR");

@@ -287,7 +287,7 @@ static void trim_kept(double now)
 {
 	static double last;
 	unsigned long long kept = cn_light_kept();
-	bool keep = cn_ag.cfg.nap_keep_host && cn_ag.cfg.nap_depth != CN_DEPTH_FULL;
+	bool keep = cn_config_keeps_host(&cn_ag.cfg);
 
 	/* the driver is not called while the process is locked or checkpointed */
 	if (!kept || now - last < 1000 || cn_report_status()->state != CN_STATE_RUNNING)

@@ -87,20 +87,23 @@ int cn_requests_lock(uint64_t copy_bytes, struct cn_resp *resp)
 	return send_req(&req, resp);
 }
 
-int cn_requests_take(const char *what, char *buf, size_t len)
+/* A note's first line, from what cn_notes_read or cn_notes_take gave (got < 0: none). */
+static int first_line(int got, char *buf)
 {
-	if (cn_notes_take(cn_ag.cfg.status_dir, (int)getpid(), what, buf, len) < 0)
+	if (got < 0)
 		return -1;
 	buf[strcspn(buf, "\n")] = '\0';
 	return (int)strlen(buf);
 }
 
+int cn_requests_take(const char *what, char *buf, size_t len)
+{
+	return first_line(cn_notes_take(cn_ag.cfg.status_dir, (int)getpid(), what, buf, len), buf);
+}
+
 int cn_requests_read(const char *what, char *buf, size_t len)
 {
-	if (cn_notes_read(cn_ag.cfg.status_dir, (int)getpid(), what, buf, len) < 0)
-		return -1;
-	buf[strcspn(buf, "\n")] = '\0';
-	return (int)strlen(buf);
+	return first_line(cn_notes_read(cn_ag.cfg.status_dir, (int)getpid(), what, buf, len), buf);
 }
 
 bool cn_requests_state(struct cn_resp *r)

@@ -217,7 +217,7 @@ static struct cn_outcome light_back(struct cn_resp *r, unsigned wait_ms, bool re
 	static bool was_restored; /* a restore's, whose host copy could not all go back then */
 	struct cn_light_stats ls;
 	char why[300], msg[420];
-	bool keep = cn_ag.cfg.nap_keep_host && cn_ag.cfg.nap_depth != CN_DEPTH_FULL;
+	bool keep = cn_config_keeps_host(&cn_ag.cfg);
 	int rc = cn_light_in(keep, (unsigned long long)cn_ag.cfg.host_margin_mib << 20, wait_ms,
 			     cn_pager_coming, &ls, why, sizeof(why));
 

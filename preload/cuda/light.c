@@ -185,18 +185,28 @@ static CUresult pin(size_t c, bool threads)
 }
 
 /* Through a context of the app's (the driver asks for one). */
-static void unpin_all(void)
+/* The pinned chunks of a copy at host unpinned, a context current (one the driver says is not
+ * pinned counts as unpinned): whether any stays pinned. */
+static bool unpin_chunks(char *host, size_t chunks, bool *pinned)
 {
 	CUresult (*unreg)(void *) = drv(CN_FN_IDX_cuMemHostUnregister);
+	bool left = false;
 
-	if (!L.pinned || !L.n || set_ctx(L.span[0].ctx) != CUDA_SUCCESS)
-		return;
-	for (size_t c = 0; c < L.chunks; c++) {
-		CUresult r = L.pinned[c] ? unreg(L.host + c * CHUNK) : CUDA_SUCCESS;
+	for (size_t c = 0; c < chunks; c++) {
+		CUresult r = pinned[c] ? unreg(host + c * CHUNK) : CUDA_SUCCESS;
 
 		if (r == CUDA_SUCCESS || r == CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED)
-			L.pinned[c] = false;
+			pinned[c] = false;
+		left |= pinned[c];
 	}
+	return left;
+}
+
+static void unpin_all(void)
+{
+	if (!L.pinned || !L.n || set_ctx(L.span[0].ctx) != CUDA_SUCCESS)
+		return;
+	unpin_chunks(L.host, L.chunks, L.pinned);
 	set_ctx(NULL);
 }
 
@@ -204,29 +214,18 @@ static void unpin_all(void)
  * held. Without its context (gone with its pinning) it is unmapped. */
 static void let_go_kept(void)
 {
-	CUresult (*unreg)(void *) = drv(CN_FN_IDX_cuMemHostUnregister);
-	bool pinned = false;
-
 	CUresult (*push)(void *) = drv(CN_FN_IDX_cuCtxPushCurrent_v2);
 	CUresult (*pop)(void **) = drv(CN_FN_IDX_cuCtxPopCurrent_v2);
+	bool pinned = false;
 	void *was;
 
 	if (!K.host)
 		return;
 	/* pushed, not set: an app thread's (ctx_gone) current context stays its own */
-	if (unreg && push && pop && push(K.ctx) == CUDA_SUCCESS) {
-		for (size_t c = 0; c < K.chunks; c++) {
-			CUresult r = K.pinned[c] ? unreg(K.host + c * CHUNK) : CUDA_SUCCESS;
-
-			if (r == CUDA_SUCCESS || r == CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED)
-				K.pinned[c] = false;
-		}
+	if (drv(CN_FN_IDX_cuMemHostUnregister) && push && pop && push(K.ctx) == CUDA_SUCCESS) {
+		pinned = unpin_chunks(K.host, K.chunks, K.pinned);
 		pop(&was);
-	} else {
-		memset(K.pinned, 0, K.chunks * sizeof(*K.pinned));
 	}
-	for (size_t c = 0; c < K.chunks; c++)
-		pinned |= K.pinned[c];
 	if (!pinned)
 		munmap(K.host, K.bytes);
 	free(K.pinned);
