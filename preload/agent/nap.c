@@ -309,6 +309,17 @@ static void trim_kept(double now)
 	cn_report_write();
 }
 
+/* After a wake, the app's calls going on: its host copy let go now, unless kept ([nap]
+ * keep_host_copy and the host's room); the wake did not wait for it. */
+static void let_go_copy(void)
+{
+	if (cn_light_kept() && cn_light_trim(cn_config_keeps_host(&cn_ag.cfg),
+					     (unsigned long long)cn_ag.cfg.host_margin_mib << 20)) {
+		cn_report_shared();
+		cn_report_write();
+	}
+}
+
 void cn_nap_tick(void)
 {
 	double now = cn_clock_ms();
@@ -525,6 +536,7 @@ void cn_nap_woken(double asked)
 		       cn_report_status()->footprint_mib, cn_report_status()->total_ms, steps,
 		       cn_report_status()->last_wake_ms);
 	atomic_store(&asked_ms, 0);
+	let_go_copy();
 }
 
 void cn_nap_after_action(struct cn_outcome o)

@@ -248,6 +248,7 @@ static void keep_copy(void)
 {
 	cn_owned_watch_ctx(ctx_gone);
 	pthread_mutex_lock(&kept_mu);
+	let_go_kept();
 	K.host = L.host;
 	K.bytes = L.bytes;
 	K.chunks = L.chunks;
@@ -322,7 +323,7 @@ static unsigned long long host_room(unsigned long long *size, char *which, size_
 /* Whether the host (or the cgroup that bounds this process) keeps margin and a quarter of its
  * memory free beside a copy kept (measured while it is held): pinned pages cannot be reclaimed,
  * and the programs' own pages (their libraries' code among them) need the rest. */
-static bool room_to_keep(unsigned long long margin)
+bool cn_light_room_to_keep(unsigned long long margin)
 {
 	char which[64];
 	unsigned long long size = 0, room = host_room(&size, which, sizeof(which));
@@ -491,11 +492,10 @@ static void name_error(CUresult r, const char *what, char *why, size_t len)
 
 /* What is on the host put back: each span given back made anew and mapped (trying again for
  * wait_ms, and while coming says so, while the GPU has no room), each copied back, the copies
- * waited for; the host copy dropped once all is back, or kept pinned for the next nap.
+ * waited for; once all is back, the host copy moves to K (cn_light_trim lets it go).
  * CUDA_SUCCESS, or the driver's answer with *at the span it stopped at: what is mapped stays, and
  * the next try copies it again. */
-static CUresult put_back(bool keep, unsigned long long margin, unsigned wait_ms,
-			 bool (*coming)(void), size_t *at)
+static CUresult put_back(unsigned wait_ms, bool (*coming)(void), size_t *at)
 {
 	double until = cn_clock_ms() + wait_ms;
 	struct timespec nap = { 0, 2000000 };
@@ -525,7 +525,7 @@ static CUresult put_back(bool keep, unsigned long long margin, unsigned wait_ms,
 			L.where[k] = ON_GPU;
 	if (r == CUDA_SUCCESS)
 		r = done;
-	if (r == CUDA_SUCCESS && keep && room_to_keep(margin))
+	if (r == CUDA_SUCCESS)
 		keep_copy();
 	if (r == CUDA_SUCCESS)
 		forget();
@@ -606,9 +606,11 @@ int cn_light_out(struct cn_light_stats *st, char *why, size_t len)
 		name_error(r, "copying its memory to the host", why, len);
 		streams_done();
 		drop_events();
-		if (put_back(false, 0, 0, NULL, &at) != CUDA_SUCCESS)
+		if (put_back(0, NULL, &at) != CUDA_SUCCESS)
 			snprintf(why + strlen(why), len - strlen(why),
 				 "; part of it stays on the host until its wake");
+		else
+			cn_light_trim(false, 0);
 		return -1;
 	}
 	st->bytes = L.total;
@@ -624,8 +626,8 @@ int cn_light_out(struct cn_light_stats *st, char *why, size_t len)
 	return 0;
 }
 
-int cn_light_in(bool keep, unsigned long long margin, unsigned wait_ms, bool (*coming)(void),
-		struct cn_light_stats *st, char *why, size_t len)
+int cn_light_in(unsigned wait_ms, bool (*coming)(void), struct cn_light_stats *st, char *why,
+		size_t len)
 {
 	const char *lack = missing();
 	double t0 = cn_clock_ms();
@@ -642,7 +644,7 @@ int cn_light_in(bool keep, unsigned long long margin, unsigned wait_ms, bool (*c
 	}
 	bytes = L.total;
 	spans = L.n;
-	r = put_back(keep, margin, wait_ms, coming, &at);
+	r = put_back(wait_ms, coming, &at);
 	if (r == CUDA_ERROR_OUT_OF_MEMORY) {
 		snprintf(why, len, "no room on GPU %d for its %zu MiB still on the host",
 			 L.span[at].dev, (size_t)(cn_light_left(L.span[at].dev) >> 20));
@@ -688,7 +690,7 @@ bool cn_light_trim(bool keep, unsigned long long margin)
 	bool trimmed = false;
 
 	pthread_mutex_lock(&kept_mu);
-	if (K.host && (!keep || !room_to_keep(margin))) {
+	if (K.host && (!keep || !cn_light_room_to_keep(margin))) {
 		let_go_kept();
 		trimmed = true;
 	}

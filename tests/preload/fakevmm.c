@@ -527,6 +527,8 @@ EXPORT CUresult cuMemHostUnregister(void *p)
 	CUresult r = CUDA_ERROR_INVALID_VALUE;
 
 	fake_entered("cuMemHostUnregister");
+	if (getenv("FAKE_UNPIN_MS")) /* letting go of pinned memory takes time */
+		usleep((useconds_t)atoi(getenv("FAKE_UNPIN_MS")) * 1000);
 	pthread_mutex_lock(&mu);
 	for (int i = 0; i < MAX; i++)
 		if (regs[i].p == p) {

@@ -363,7 +363,7 @@ check "napped lightly again ($out)" eventually 10 light_napped "$pid"
 write_ini "[nap]" "depth = light" "keep_host_copy = true" "[preflight]" "host_margin_mib = 16000000" "[log]" "level = info"
 ask K "drv launch export 5" 30
 check "woken" woke "$pid"
-is "$(pinned_mib "$pid")" 0 "a wake without the margin free lets its copy go"
+check "a wake without the margin free lets its copy go" eventually 10 no_pin "$pid"
 write_ini "[nap]" "depth = light" "keep_host_copy = true" "[log]" "level = info"
 cli2 nap "$pid"
 ask K "drv launch export 5" 30
@@ -382,7 +382,7 @@ cli2 nap "$pid"
 check "keep_host_copy off: napped, into the copy it kept ($out)" eventually 10 light_napped "$pid"
 ask K "drv launch export 5" 30
 check "woken" woke "$pid"
-is "$(pinned_mib "$pid")" 0 "the wake let its copy go"
+check "the wake let its copy go" eventually 10 no_pin "$pid"
 write_ini "[nap]" "depth = light" "keep_host_copy = true" "[log]" "level = info"
 cli2 nap "$pid"
 ask K "drv launch export 5" 30
@@ -397,6 +397,19 @@ ask K "drv vmm word A 99"
 is "$REPLY" "vmm word 0 5" "every word back"
 ask K quit
 wait "$pid" 2> /dev/null
+# ... and a wake does not wait for its copy to be let go: the call goes on first
+write_ini "[nap]" "depth = light" "[log]" "level = info"
+FAKE_UNPIN_MS=500 started W
+cli2 nap "$pid"
+check "unpinning slowly (half a second a chunk): napped lightly ($out)" eventually 10 light_napped "$pid"
+ask W "drv launch export 5" 30
+is "$REPLY" "launch 0" "its next call wakes it and runs"
+is "$(($(pinned_mib "$pid") > 0))" 1 "the call answered before its host copy was let go"
+check "then the copy let go" eventually 15 no_pin "$pid"
+is "$(words W)" "7 307 606 42" "every word back"
+ask W quit
+wait "$pid" 2> /dev/null
+rm -f "$T/fake/$pid".* # what it held on the fake GPU
 
 # -- the host lacks room for the copy: refused, nothing moved
 write_ini "[nap]" "depth = light" "[preflight]" "host_margin_mib = 16000000"
