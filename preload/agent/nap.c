@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "agent/nap.h"
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -28,6 +29,7 @@
 #define NAP_LOCK_MS  200 /* a nap's lock: the work it waits for is a kernel older than idle_s */
 #define BACKOFF_MAX  64
 #define ROOM_WAIT_MS 1000 /* a wake waiting for room: one try's wait at home */
+#define TURN_WAIT_MS 100  /* a wake whose room another process is making: its next try */
 
 static struct {
 	unsigned long work; /* the gate's count at the last look */
@@ -36,9 +38,10 @@ static struct {
 	unsigned backoff;   /* the back-off's multiple of idle_s: 1, 2, 4, ... */
 	bool idle;	    /* idle_since was written */
 	bool napping;	    /* asleep by a nap: a call that needs the GPU wakes it */
-	double try_ms; /* when the last wake began: a failed one is tried again ROOM_WAIT_MS on */
-	bool retry;    /* a wake that failed: tried again */
-	bool stuck;    /* the driver failed a wake's restore: tried again only when asked */
+	double try_ms;	/* when the last wake began: a failed one is tried again ROOM_WAIT_MS on */
+	bool retry;	/* a wake that failed: tried again */
+	bool turn_busy; /* another process was making room: tried again TURN_WAIT_MS on */
+	bool stuck;	/* the driver failed a wake's restore: tried again only when asked */
 	bool refusal_said; /* the reason it is not napped was logged */
 	bool room_said;	   /* make_room's failure for this wake was logged */
 	double asleep_ms;  /* when it fell asleep: [nap] full_after_s counts from there */
@@ -58,11 +61,12 @@ static void say_nap(enum cn_nap state, const char *why)
 	cn_report_nap(state, why);
 }
 
-/* A failed wake is tried again ROOM_WAIT_MS after the last began: at once after one that waited
- * that long for room. */
+/* A failed wake is tried again ROOM_WAIT_MS after the last began (at once after one that waited
+ * that long for room), TURN_WAIT_MS when another process was making room: its turn ends as soon
+ * as the process it naps answers. */
 static int retry_in(void)
 {
-	double left = nap.try_ms + ROOM_WAIT_MS - cn_clock_ms();
+	double left = nap.try_ms + (nap.turn_busy ? TURN_WAIT_MS : ROOM_WAIT_MS) - cn_clock_ms();
 
 	return left > 0 ? (int)left : 0;
 }
@@ -432,6 +436,7 @@ static struct cn_outcome page_for_wake(struct cn_outcome o)
 		need[u].bytes = cn_ag.use[u].bytes;
 	}
 	r = cn_pager_make(need, n < 0 ? (int)cn_ag.n_use : n, "its wake", n >= 0, why, sizeof(why));
+	nap.turn_busy = r == -EAGAIN;
 	if (r == 0) {
 		o = cn_resume_as(true, NULL, 0); /* copying in while the room comes (pager.h) */
 		cn_pager_settle();
@@ -514,7 +519,7 @@ void cn_nap_woken(double asked)
 
 	if (!nap.napping)
 		return;
-	nap.napping = nap.idle = nap.retry = nap.stuck = false;
+	nap.napping = nap.idle = nap.retry = nap.stuck = nap.turn_busy = false;
 	nap.active_ms = now;
 	cn_report_active();
 	cn_report_count(CN_REPORT_WAKES);
