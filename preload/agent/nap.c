@@ -45,6 +45,7 @@ static struct {
 	bool refusal_said; /* the reason it is not napped was logged */
 	bool room_said;	   /* make_room's failure for this wake was logged */
 	double asleep_ms;  /* when it fell asleep: [nap] full_after_s counts from there */
+	double awake_ms;   /* when a wake that made room let the calls go on (0: at its end) */
 } nap = { .backoff = 1 };
 
 /* When the call that woke the process asked (monotonic ns, from an app thread). */
@@ -439,6 +440,9 @@ static struct cn_outcome page_for_wake(struct cn_outcome o)
 	nap.turn_busy = r == -EAGAIN;
 	if (r == 0) {
 		o = cn_resume_as(true, NULL, 0); /* copying in while the room comes (pager.h) */
+		if (o.state == CN_STATE_RUNNING && !cn_light_holding())
+			nap.awake_ms =
+				cn_clock_ms(); /* the calls go on while those napped answer */
 		cn_pager_settle();
 		cn_pager_release();
 		nap.room_said = false;
@@ -514,9 +518,10 @@ void cn_nap_wake(void)
 
 void cn_nap_woken(double asked)
 {
-	double now = cn_clock_ms();
+	double now = nap.awake_ms > 0 ? nap.awake_ms : cn_clock_ms();
 	char steps[200];
 
+	nap.awake_ms = 0;
 	if (!nap.napping)
 		return;
 	nap.napping = nap.idle = nap.retry = nap.stuck = nap.turn_busy = false;
