@@ -6,7 +6,8 @@
 # full naps (the driver's checkpoint), the same with light naps ([nap] depth = light: what cudanap
 # owns moved to the host, the context kept, the napped session's copy out beside the waking one's
 # copy in), the same with [nap] keep_host_copy (each session's pinned host copy kept between naps:
-# the napped session copies out at the bus's speed), then four sessions of mixed frameworks with
+# the napped session copies out at the bus's speed, where the host holds a copy of each session and
+# a quarter of its memory free: GIB=24 on a 128 GiB host), then four sessions of mixed frameworks with
 # light naps (PyTorch; CuPy; PyTorch that allocates at its first cell; JAX, its pool preallocated
 # at that size by XLA_PYTHON_CLIENT_MEM_FRACTION) of MIXED_GIB (34 % of the GPU) each, two napped
 # on the host beside one waking; the medians side by side at the end. A PyTorch cell of GIB is
