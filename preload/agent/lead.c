@@ -28,12 +28,6 @@
 #include "agent/state.h"
 
 #define MAX_LINES 1024
-#define MAX_PEERS 256
-
-static bool by_cli;
-static int leader; /* the rank that answers; 0: the command line, or not known yet */
-/* The ranks met at the last gathering, this one among them. */
-static int peers[MAX_PEERS], n_peers;
 
 static const char *dir(void)
 {
@@ -45,14 +39,14 @@ static bool alive(int pid)
 	return kill(pid, 0) == 0 || errno == EPERM;
 }
 
-void cn_lead_begin(void)
+void cn_lead_begin(struct cn_lead *l)
 {
 	char text[64];
 
-	by_cli = cn_notes_take(dir(), (int)getpid(), CN_NOTE_NCCL_LED, text, sizeof(text)) > 0 &&
-		 atoi(text) > 0 && alive(atoi(text));
-	leader = 0;
-	n_peers = 0;
+	l->by_cli = cn_notes_take(dir(), (int)getpid(), CN_NOTE_NCCL_LED, text, sizeof(text)) > 0 &&
+		    atoi(text) > 0 && alive(atoi(text));
+	l->leader = 0;
+	l->n_peers = 0;
 }
 
 /* Wait, until the deadline, for this process's note what: 0 with its text in buf; -1 with why (the
@@ -106,34 +100,34 @@ static int read_all(const char *said, struct cn_cut_line *lines)
 }
 
 /* Of all the lines, those of the ranks whose communicators meet this one's, directly or through
- * another's, moved to the front; their pids into peers. Their count. */
-static int meet(struct cn_cut_line *lines, int n)
+ * another's, moved to the front; their pids into l's peers. Their count. */
+static int meet(struct cn_lead *l, struct cn_cut_line *lines, int n)
 {
 	int k = 0;
 	bool grew = true;
 
-	n_peers = 0;
-	peers[n_peers++] = (int)getpid();
+	l->n_peers = 0;
+	l->peers[l->n_peers++] = (int)getpid();
 	while (grew) {
 		grew = false;
 		for (int a = 0; a < n; a++) {
 			bool in = false, meets = false;
 
-			for (int p = 0; p < n_peers && !in; p++)
-				in = lines[a].who == peers[p];
+			for (int p = 0; p < l->n_peers && !in; p++)
+				in = lines[a].who == l->peers[p];
 			for (int b = 0; b < n && !in && !meets; b++)
-				for (int p = 0; p < n_peers && !meets; p++)
-					meets = lines[b].who == peers[p] &&
+				for (int p = 0; p < l->n_peers && !meets; p++)
+					meets = lines[b].who == l->peers[p] &&
 						lines[b].key == lines[a].key;
-			if (!in && meets && n_peers < MAX_PEERS) {
-				peers[n_peers++] = lines[a].who;
+			if (!in && meets && l->n_peers < CN_LEAD_MAX_PEERS) {
+				l->peers[l->n_peers++] = lines[a].who;
 				grew = true;
 			}
 		}
 	}
 	for (int a = 0; a < n; a++)
-		for (int p = 0; p < n_peers; p++)
-			if (lines[a].who == peers[p]) {
+		for (int p = 0; p < l->n_peers; p++)
+			if (lines[a].who == l->peers[p]) {
 				struct cn_cut_line t = lines[k];
 
 				lines[k++] = lines[a];
@@ -145,19 +139,19 @@ static int meet(struct cn_cut_line *lines, int n)
 
 /* The leader's answers: to each rank met, its counts to reach (what is the go note of a suspend's
  * first step) or the go. -1 with why when one could not be written. */
-static int answer_all(const char *what, const struct cn_cut_line *lines, int n, char *why,
-		      size_t wlen)
+static int answer_all(const struct cn_lead *l, const char *what, const struct cn_cut_line *lines,
+		      int n, char *why, size_t wlen)
 {
 	char text[8192];
 
-	for (int p = 0; p < n_peers; p++) {
+	for (int p = 0; p < l->n_peers; p++) {
 		if (strcmp(what, CN_NOTE_NCCL_GO) == 0)
-			cn_cut_targets(lines, n, peers[p], text, sizeof(text));
+			cn_cut_targets(lines, n, l->peers[p], text, sizeof(text));
 		else
 			snprintf(text, sizeof(text), "%s", CN_NCCL_GO);
-		if (cn_notes_put(dir(), peers[p], what, text) < 0) {
+		if (cn_notes_put(dir(), l->peers[p], what, text) < 0) {
 			snprintf(why, wlen, "the rank that leads the cut cannot write to rank %d",
-				 peers[p]);
+				 l->peers[p]);
 			return -1;
 		}
 	}
@@ -172,11 +166,12 @@ static int answer_all(const char *what, const struct cn_cut_line *lines, int n, 
  * still send it. The leader sends it within its own bound after the last rank said it is there,
  * and that rank was at most a drain's bound behind the first: a rank that is not the leader waits
  * three bounds for it. */
-static int lead_self(const char *said, const char *what, char *buf, size_t len, double until,
+static int lead_self(struct cn_lead *l, const char *said, const char *what, char *buf, size_t len,
 		     unsigned timeout_ms, char *why, size_t wlen)
 {
 	static struct cn_cut_line lines[MAX_LINES];
 	struct timespec tick = { 0, 2 * 1000 * 1000 };
+	double until = cn_clock_ms() + timeout_ms;
 	char whole_why[300] = "";
 	bool answered = false;
 	int n, r;
@@ -185,15 +180,16 @@ static int lead_self(const char *said, const char *what, char *buf, size_t len, 
 		r = hear(what, buf, len, 0, why, wlen);
 		if (r <= 0)
 			return r;
-		if (!answered && (n = meet(lines, read_all(said, lines))) &&
+		if (!answered && (n = meet(l, lines, read_all(said, lines))) &&
 		    cn_cut_whole(lines, n, whole_why, sizeof(whole_why))) {
-			leader = (int)getpid();
-			for (int p = 0; p < n_peers; p++)
-				if (peers[p] < leader)
-					leader = peers[p];
-			if (leader == (int)getpid() && answer_all(what, lines, n, why, wlen) < 0)
+			l->leader = (int)getpid();
+			for (int p = 0; p < l->n_peers; p++)
+				if (l->peers[p] < l->leader)
+					l->leader = l->peers[p];
+			if (l->leader == (int)getpid() &&
+			    answer_all(l, what, lines, n, why, wlen) < 0)
 				return -1;
-			if (leader != (int)getpid() && strcmp(what, CN_NOTE_NCCL_COMMIT) == 0)
+			if (l->leader != (int)getpid() && strcmp(what, CN_NOTE_NCCL_COMMIT) == 0)
 				until += 2.0 * timeout_ms;
 			answered = true;
 			whole_why[0] = '\0';
@@ -202,9 +198,10 @@ static int lead_self(const char *said, const char *what, char *buf, size_t len, 
 		if (cn_clock_ms() >= until) {
 			if (whole_why[0])
 				snprintf(why, wlen, "%s", whole_why);
-			else if (leader)
+			else if (l->leader)
 				snprintf(why, wlen,
-					 "no word from rank %d, which leads the job's cut", leader);
+					 "no word from rank %d, which leads the job's cut",
+					 l->leader);
 			else
 				snprintf(why, wlen, "no rank of the job met");
 			return -1;
@@ -213,14 +210,15 @@ static int lead_self(const char *said, const char *what, char *buf, size_t len, 
 	}
 }
 
-int cn_lead_answer(const char *said, const char *what, char *buf, size_t len, unsigned timeout_ms,
-		   char *why, size_t wlen)
+int cn_lead_answer(struct cn_lead *l, const char *said, const char *what, char *buf, size_t len,
+		   unsigned timeout_ms, char *why, size_t wlen)
 {
-	double until = cn_clock_ms() + timeout_ms;
+	double until;
 	int r;
 
-	if (!by_cli)
-		return lead_self(said, what, buf, len, until, timeout_ms, why, wlen);
+	if (!l->by_cli)
+		return lead_self(l, said, what, buf, len, timeout_ms, why, wlen);
+	until = cn_clock_ms() + timeout_ms;
 	/* The command line's last go too: it sends it once the last rank said it is there. */
 	if (strcmp(what, CN_NOTE_NCCL_COMMIT) == 0)
 		until += 2.0 * timeout_ms;
@@ -230,15 +228,15 @@ int cn_lead_answer(const char *said, const char *what, char *buf, size_t len, un
 	return r ? -1 : 0;
 }
 
-void cn_lead_give_up(const char *why)
+void cn_lead_give_up(struct cn_lead *l, const char *why)
 {
 	char text[400];
 
-	if (by_cli)
+	if (l->by_cli)
 		return;
 	snprintf(text, sizeof(text), "rank %d gave up: %s\n", (int)getpid(), why);
-	for (int p = 0; p < n_peers; p++)
-		if (peers[p] != (int)getpid())
-			cn_notes_put(dir(), peers[p], CN_NOTE_NCCL_ABORT, text);
-	n_peers = 0;
+	for (int p = 0; p < l->n_peers; p++)
+		if (l->peers[p] != (int)getpid())
+			cn_notes_put(dir(), l->peers[p], CN_NOTE_NCCL_ABORT, text);
+	l->n_peers = 0;
 }

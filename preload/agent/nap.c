@@ -382,7 +382,7 @@ static bool elsewhere(char *map, size_t len)
 	struct cn_resp q;
 	char why[200];
 
-	if (!cn_ag.cfg.nap_wake_any || !cn_ag.n_use || cn_requests_call(CN_OP_QUERY, &q) < 0)
+	if (!cn_ag.cfg.nap_wake_any || !cn_ag.n_use || cn_requests_query(&q) < 0)
 		return false;
 	n = (int)q.n_gpus;
 	if (cn_gpumap_now(cn_ag.moves, cn_ag.n_moves, q.gpus, n, cur, why, sizeof(why)) < 0)

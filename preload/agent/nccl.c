@@ -176,13 +176,76 @@ static int none_waiting(struct cn_resp *r, char *msg, size_t len)
 	return -1;
 }
 
-int cn_nccl_suspend(struct cn_resp *r, char *msg, size_t len)
+/* The job's cut, the gate closed: this rank's counts said, the leader's answer reached, and its
+ * word had that every rank is there. 0; -1 with r and msg when the cut was given up (the gate
+ * open again: the process runs on). */
+static int reach_cut(struct cn_lead *lead, struct cn_resp *r, char *msg, size_t len)
 {
 	static char cut[8192], go[8192];
 	struct timespec pause = { 0, SETTLE_MS * 1000 * 1000 };
 	char why[300];
 
-	cn_lead_begin();
+	/* A thread that began a collective just before the hold issues it now, the gate open. */
+	nanosleep(&pause, NULL);
+	clear();
+	if (cn_comms_quiesce(wait_ms(), cut, sizeof(cut), why, sizeof(why)) < 0)
+		goto refused;
+	if (say(CN_NOTE_NCCL_CUT, cut) < 0 ||
+	    cn_lead_answer(lead, CN_NOTE_NCCL_CUT, CN_NOTE_NCCL_GO, go, sizeof(go), wait_ms(), why,
+			   sizeof(why)) < 0 ||
+	    cn_comms_drain(go, wait_ms(), why, sizeof(why)) < 0)
+		goto reopen;
+	nanosleep(&pause, NULL);
+	if (none_waiting(r, msg, len) < 0) {
+		cn_lead_give_up(lead, msg);
+		cn_comms_open();
+		clear();
+		return -1;
+	}
+	if (say(CN_NOTE_NCCL_READY, cut) < 0 ||
+	    cn_lead_answer(lead, CN_NOTE_NCCL_READY, CN_NOTE_NCCL_COMMIT, go, sizeof(go), wait_ms(),
+			   why, sizeof(why)) < 0)
+		goto reopen;
+	/* What was said for this cut is spent either way: a note left would read, to the ranks
+	 * meeting at the resume, as this rank's word that it is restored. */
+	clear();
+	return 0;
+reopen:
+	cn_lead_give_up(lead, why);
+	cn_comms_open();
+refused:
+	clear();
+	snprintf(msg, len, "NCCL: %s; the process keeps running", why);
+	failed(r, CN_RES_NCCL_CUT);
+	return -1;
+}
+
+/* At the cut, where every rank of every communicator makes these calls: the communicators
+ * suspended and the app's GPU work settled. -1 with r and msg: the communicators stay suspended
+ * until the job's resume. */
+static int suspend_comms(struct cn_resp *r, char *msg, size_t len)
+{
+	char why[300];
+
+	if (cn_comms_suspend(why, sizeof(why)) < 0) {
+		snprintf(msg, len, "%s", why);
+		failed(r, CN_RES_NCCL_SUSPEND);
+	} else {
+		cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
+		       "nccl: %d communicators suspended at the job's cut", cn_comms_count());
+		if (settle(r, msg, len) == 0 && none_waiting(r, msg, len) == 0)
+			return 0;
+	}
+	snprintf(msg + strlen(msg), len - strlen(msg),
+		 "; the NCCL communicators stay suspended until the job is resumed");
+	return -1;
+}
+
+int cn_nccl_suspend(struct cn_resp *r, char *msg, size_t len)
+{
+	struct cn_lead lead;
+
+	cn_lead_begin(&lead);
 	if (cn_ag.cfg.nccl_mode == CN_NCCL_API && cn_comms_count() && !cn_comms_have_api()) {
 		cn_nccl_hint(msg, len);
 		failed(r, CN_RES_REFUSED);
@@ -193,53 +256,9 @@ int cn_nccl_suspend(struct cn_resp *r, char *msg, size_t len)
 	cn_hold_begin();
 	if (!cn_nccl_uses_api())
 		return settle(r, msg, len);
-	/* A thread that began a collective just before the hold issues it now, the gate open. */
-	nanosleep(&pause, NULL);
-	clear();
-	if (cn_comms_quiesce(wait_ms(), cut, sizeof(cut), why, sizeof(why)) < 0)
-		goto refused;
-	if (say(CN_NOTE_NCCL_CUT, cut) < 0 ||
-	    cn_lead_answer(CN_NOTE_NCCL_CUT, CN_NOTE_NCCL_GO, go, sizeof(go), wait_ms(), why,
-			   sizeof(why)) < 0 ||
-	    cn_comms_drain(go, wait_ms(), why, sizeof(why)) < 0)
-		goto reopen;
-	nanosleep(&pause, NULL);
-	if (none_waiting(r, msg, len) < 0) {
-		cn_lead_give_up(msg);
-		cn_comms_open();
-		clear();
+	if (reach_cut(&lead, r, msg, len) < 0)
 		return -1;
-	}
-	if (say(CN_NOTE_NCCL_READY, cut) < 0 ||
-	    cn_lead_answer(CN_NOTE_NCCL_READY, CN_NOTE_NCCL_COMMIT, go, sizeof(go), wait_ms(), why,
-			   sizeof(why)) < 0)
-		goto reopen;
-	/* What was said for this cut is spent either way: a note left would read, to the ranks
-	 * meeting at the resume, as this rank's word that it is restored. */
-	clear();
-	/* Every rank of every communicator is at the same cut and makes these calls. */
-	if (cn_comms_suspend(why, sizeof(why)) < 0) {
-		snprintf(msg, len,
-			 "%s; the NCCL communicators stay suspended until the job is resumed", why);
-		failed(r, CN_RES_NCCL_SUSPEND);
-		return -1;
-	}
-	cn_log(&cn_ag.cfg, CN_LOG_DEBUG, "nccl: %d communicators suspended at the job's cut",
-	       cn_comms_count());
-	if (settle(r, msg, len) < 0 || none_waiting(r, msg, len) < 0) {
-		snprintf(msg + strlen(msg), len - strlen(msg),
-			 "; the NCCL communicators stay suspended until the job is resumed");
-		return -1;
-	}
-	return 0;
-reopen:
-	cn_lead_give_up(why);
-	cn_comms_open();
-refused:
-	clear();
-	snprintf(msg, len, "NCCL: %s; the process keeps running", why);
-	failed(r, CN_RES_NCCL_CUT);
-	return -1;
+	return suspend_comms(r, msg, len);
 }
 
 bool cn_nccl_hold_app(void)
@@ -254,17 +273,18 @@ bool cn_nccl_hold_app(void)
 int cn_nccl_resume(struct cn_resp *r, char *msg, size_t len)
 {
 	static char ready[8192], answer[64];
+	struct cn_lead lead;
 	char why[300];
 
-	cn_lead_begin();
+	cn_lead_begin(&lead);
 	if (!cn_comms_suspended())
 		return 0;
 	cn_comms_list(ready, sizeof(ready));
 	clear();
 	if (say(CN_NOTE_NCCL_READY, ready) < 0 ||
-	    cn_lead_answer(CN_NOTE_NCCL_READY, CN_NOTE_NCCL_COMMIT, answer, sizeof(answer),
+	    cn_lead_answer(&lead, CN_NOTE_NCCL_READY, CN_NOTE_NCCL_COMMIT, answer, sizeof(answer),
 			   RESUME_WAIT_MS, why, sizeof(why)) < 0) {
-		cn_lead_give_up(why);
+		cn_lead_give_up(&lead, why);
 		clear();
 		snprintf(msg, len,
 			 "resumed, but its NCCL communicators wait for the job's other ranks (%s): "

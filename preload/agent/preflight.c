@@ -171,7 +171,7 @@ int cn_preflight_peers(const struct cn_config *c, char *why, size_t len)
 	int kind;
 
 	/* The GPUs by the machine's numbers, as everything else of cudanap names them. */
-	if (!cn_ag.n_gpus && cn_requests_call(CN_OP_QUERY, &r) == 0)
+	if (!cn_ag.n_gpus && cn_requests_query(&r) == 0)
 		cn_state_gpus(&r);
 	kind = cn_peers_unrestorable(cn_ag.gpus, (int)cn_ag.n_gpus, c->peer_off, what,
 				     sizeof(what));

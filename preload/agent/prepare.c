@@ -31,6 +31,7 @@ void cn_prepare_release(void)
  * again, it starts over, sized to what the process holds then. */
 struct cn_outcome cn_prepare(void)
 {
+	struct cn_requests_disk disk = { .to_disk = cn_ag.hib, .free_bytes = cn_ag.hib_free };
 	struct cn_staging_stats ss;
 	struct cn_nccl_facts nf;
 	struct cn_resp r;
@@ -58,7 +59,7 @@ struct cn_outcome cn_prepare(void)
 	}
 	cn_prepare_release(); /* the host check must not count our own buffer as taken */
 	cn_report_publish();
-	if (cn_requests_call(CN_OP_PREPARE, &r) < 0 || r.n_use == 0) {
+	if (cn_requests_prepare(&disk, &r) < 0 || r.n_use == 0) {
 		bool unknown = r.result == CN_RES_OK;
 
 		if (unknown)

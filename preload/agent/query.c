@@ -182,7 +182,7 @@ void cn_query(void)
 		stamp();
 		return;
 	}
-	cn_requests_call(CN_OP_QUERY, &r);
+	cn_requests_query(&r);
 	cn_report_call_ns(call_ns); /* the last action's, not this */
 	if (r.result == CUDA_ERROR_NOT_INITIALIZED) {
 		cn_report_ask(CN_ASK_NO_CUDA, "no CUDA state: nothing to suspend");

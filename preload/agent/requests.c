@@ -1,6 +1,6 @@
-/* requests: what the agent's actions share: the request to the controller with what the agent
- * knows, the INI re-read at each action, where the process stands, and the calls that move its
- * memory (libcuda's copies made parallel, copy.c; restores taking turns, turns.c). */
+/* requests: what the agent's actions ask of the controller, one builder per request, and of the
+ * command line (its notes); where the process stands, and the calls that move its memory
+ * (libcuda's copies made parallel, copy.c; restores taking turns, turns.c). */
 #define _GNU_SOURCE
 #include "agent/requests.h"
 
@@ -20,47 +20,31 @@
 #include "agent/state.h"
 #include "hostcopy/turns.h"
 
-/* The request for op, with what the agent knows filled in. */
-static void build(uint32_t op, struct cn_req *r)
+/* The request for op, each builder below filling in what its op needs. */
+static void start(uint32_t op, struct cn_req *req)
 {
-	const struct cn_config *cfg = &cn_ag.cfg;
-	struct cn_req req;
+	memset(req, 0, sizeof(*req));
+	req->op = op;
+}
+
+/* The host check of a lock or a prepare: the INI's, for the copy going where disk says, with the
+ * host memory held for it already. */
+static void host_check(struct cn_req *req, const struct cn_requests_disk *disk, uint64_t held)
+{
+	req->host_check = cn_ag.cfg.host_check;
+	req->host_margin_bytes = (uint64_t)cn_ag.cfg.host_margin_mib << 20;
+	req->to_disk = disk->to_disk;
+	req->disk_free_bytes = disk->free_bytes;
+	req->prepared_bytes = held;
+}
+
+/* The processes that the placement is to look at on the target GPUs (beside.c). */
+static void beside(struct cn_req *req)
+{
 	bool only = false;
 
-	memset(&req, 0, sizeof(req));
-	req.op = op;
-	req.timeout_ms = cn_ag.lock_ms;
-	if (op == CN_OP_LOCK || op == CN_OP_PREPARE) {
-		req.host_check = cfg->host_check;
-		req.host_margin_bytes = (uint64_t)cfg->host_margin_mib << 20;
-		req.to_disk = cn_ag.hib;
-		req.disk_free_bytes = cn_ag.hib_free;
-		/* a host copy kept for a light nap is room for this one (a prepare maps its own) */
-		req.prepared_bytes =
-			cn_ag.prepared_bytes + (op == CN_OP_LOCK ? cn_light_kept() : 0);
-	}
-	if (op == CN_OP_QUERY) { /* asleep, the GPUs it slept on tell its model */
-		req.n_use = cn_ag.n_use;
-		memcpy(req.use, cn_ag.use, sizeof(req.use));
-		/* and, for a wake that may go elsewhere, where it may not (nap.c), or, a restored
-		 * NCCL rank, who else is on its GPUs (beside.c) */
-		if ((cn_ag.n_use && cfg->nap_wake_any) || cn_beside_watched())
-			req.n_pids = (uint32_t)cn_beside_list(req.pids, CN_USERS_MAX, &only);
-		req.pids_only = only;
-	}
-	if (op == CN_OP_RESTORE) {
-		req.n_pairs = cn_ag.n_pairs;
-		memcpy(req.pairs, cn_ag.pairs, sizeof(req.pairs));
-		req.n_moves = cn_ag.n_moves;
-		memcpy(req.moves, cn_ag.moves, sizeof(req.moves));
-		req.n_use = cn_ag.n_use;
-		memcpy(req.use, cn_ag.use, sizeof(req.use));
-		req.margin_bytes = (uint64_t)cfg->margin_mib << 20;
-		req.reserve = cfg->reserve;
-		req.n_pids = (uint32_t)cn_beside_list(req.pids, CN_USERS_MAX, &only);
-		req.pids_only = only;
-	}
-	*r = req;
+	req->n_pids = (uint32_t)cn_beside_list(req->pids, CN_USERS_MAX, &only);
+	req->pids_only = only;
 }
 
 static int send_req(const struct cn_req *req, struct cn_resp *resp)
@@ -74,16 +58,44 @@ int cn_requests_call(uint32_t op, struct cn_resp *resp)
 {
 	struct cn_req req;
 
-	build(op, &req);
+	start(op, &req);
 	return send_req(&req, resp);
 }
 
-int cn_requests_lock(uint64_t copy_bytes, struct cn_resp *resp)
+int cn_requests_lock(unsigned timeout_ms, const struct cn_requests_disk *disk, uint64_t copy_bytes,
+		     struct cn_resp *resp)
 {
 	struct cn_req req;
 
-	build(CN_OP_LOCK, &req);
+	start(CN_OP_LOCK, &req);
+	req.timeout_ms = timeout_ms;
+	/* a host copy kept for a light nap is room for this one */
+	host_check(&req, disk, cn_ag.prepared_bytes + cn_light_kept());
 	req.copy_bytes = copy_bytes;
+	return send_req(&req, resp);
+}
+
+int cn_requests_prepare(const struct cn_requests_disk *disk, struct cn_resp *resp)
+{
+	struct cn_req req;
+
+	start(CN_OP_PREPARE, &req);
+	host_check(&req, disk, cn_ag.prepared_bytes);
+	return send_req(&req, resp);
+}
+
+int cn_requests_query(struct cn_resp *resp)
+{
+	struct cn_req req;
+
+	start(CN_OP_QUERY, &req);
+	/* asleep, the GPUs it slept on tell its model */
+	req.n_use = cn_ag.n_use;
+	memcpy(req.use, cn_ag.use, sizeof(req.use));
+	/* and, for a wake that may go elsewhere, where it may not (nap.c), or, a restored NCCL
+	 * rank, who else is on its GPUs (beside.c) */
+	if ((cn_ag.n_use && cn_ag.cfg.nap_wake_any) || cn_beside_watched())
+		beside(&req);
 	return send_req(&req, resp);
 }
 
@@ -149,15 +161,15 @@ static void copy_done(void)
 
 /* A restore takes its turn on the GPUs it goes to first ([restore] take_turns): those its map puts
  * it on, else those it slept on. */
-static void take_turn(void)
+static void take_turn(const struct cn_req *req)
 {
 	struct cn_uuid gpus[CN_MAX_GPUS];
 	double waited;
-	int n = (int)(cn_ag.n_use < CN_MAX_GPUS ? cn_ag.n_use : CN_MAX_GPUS);
+	int n = (int)(req->n_use < CN_MAX_GPUS ? req->n_use : CN_MAX_GPUS);
 
-	if (cn_state_targets(cn_ag.pairs, cn_ag.n_pairs, gpus) < 0)
+	if (cn_state_targets(req->pairs, req->n_pairs, gpus) < 0)
 		for (int i = 0; i < n; i++)
-			gpus[i] = cn_ag.use[i].uuid;
+			gpus[i] = req->use[i].uuid;
 	mv.turn = cn_turns_enter(cn_ag.cfg.status_dir, gpus, n, TURN_MAX_MS, &waited) == 0;
 	if (waited >= 0.1)
 		cn_report_step_ms(CN_STEP_WAIT, waited);
@@ -187,26 +199,27 @@ static void log_phases(double t0)
 	       mv.turn && !mv.place ? " (not had: copied without it)" : "", rest);
 }
 
-/* A restore moves on to a place to copy in when the driver starts copying and gives that up when
- * the copy is done: the copies are what tell, so with copy_threads = 0 no turns are taken. */
-int cn_requests_moving(uint32_t op, struct cn_resp *r)
+/* The call that moves the process's memory, req. A restore moves on to a place to copy in when the
+ * driver starts copying and gives that up when the copy is done: the copies are what tell, so with
+ * copy_threads = 0 no turns are taken. */
+static int moving(const struct cn_req *req, struct cn_resp *r)
 {
 	struct cn_copy_stats cs;
-	bool restore = op == CN_OP_RESTORE;
+	bool restore = req->op == CN_OP_RESTORE;
 	double t0;
 	int rc;
 
 	if (!cn_ag.cfg.copy_threads)
-		return cn_requests_call(op, r);
+		return send_req(req, r);
 	mv.turn = false;
 	if (restore && cn_ag.cfg.take_turns)
-		take_turn();
+		take_turn(req);
 	mv.place_wait_ms = -1;
 	mv.t_first_copy = mv.t_copied = 0;
 	cn_copy_arm(cn_ag.cfg.copy_threads, restore ? copy_turn : NULL, restore ? copy_done : NULL,
 		    restore ? cn_ag.copy_bytes : 0);
 	t0 = cn_clock_ms();
-	rc = cn_requests_call(op, r);
+	rc = send_req(req, r);
 	cn_copy_disarm(&cs);
 	cn_turns_leave();
 	cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
@@ -221,4 +234,29 @@ int cn_requests_moving(uint32_t op, struct cn_resp *r)
 		cn_report_figure(CN_REPORT_COPY_MS, cs.big_ms);
 	}
 	return rc;
+}
+
+int cn_requests_checkpoint(struct cn_resp *r)
+{
+	struct cn_req req;
+
+	start(CN_OP_CHECKPOINT, &req);
+	return moving(&req, r);
+}
+
+int cn_requests_restore(const struct cn_gpu_pair *pairs, uint32_t n_pairs, struct cn_resp *r)
+{
+	struct cn_req req;
+
+	start(CN_OP_RESTORE, &req);
+	req.n_pairs = n_pairs < CN_MAX_GPUS ? n_pairs : CN_MAX_GPUS;
+	memcpy(req.pairs, pairs, req.n_pairs * sizeof(req.pairs[0]));
+	req.n_moves = cn_ag.n_moves;
+	memcpy(req.moves, cn_ag.moves, sizeof(req.moves));
+	req.n_use = cn_ag.n_use;
+	memcpy(req.use, cn_ag.use, sizeof(req.use));
+	req.margin_bytes = (uint64_t)cn_ag.cfg.margin_mib << 20;
+	req.reserve = cn_ag.cfg.reserve;
+	beside(&req);
+	return moving(&req, r);
 }

@@ -63,7 +63,7 @@ static int restore(struct cn_resp *r, unsigned wait_ms)
 	double t0 = cn_clock_ms(), until = t0 + wait_ms;
 	int rc, tries = 0;
 
-	while ((rc = cn_requests_moving(CN_OP_RESTORE, r)) < 0 &&
+	while ((rc = cn_requests_restore(cn_ag.pairs, cn_ag.n_pairs, r)) < 0 &&
 	       (r->result == CN_RES_NO_ROOM || r->result == CN_RES_BESIDE) &&
 	       cn_clock_ms() < until) {
 		struct timespec tick = { 0, 100 * 1000 * 1000 };

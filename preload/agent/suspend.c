@@ -85,7 +85,7 @@ static int checkpoint(struct cn_resp *r)
 	int rc;
 
 	if (!cn_ag.cfg.hugepages && !cn_ag.hib)
-		return cn_requests_moving(CN_OP_CHECKPOINT, r);
+		return cn_requests_checkpoint(r);
 	if (cn_ag.cfg.hugepages && !cn_ag.thp && !cn_ag.thp_said) {
 		cn_ag.thp_said = true;
 		cn_log(&cn_ag.cfg, CN_LOG_INFO,
@@ -97,7 +97,7 @@ static int checkpoint(struct cn_resp *r)
 		       cn_ag.cfg.keep_host_buffer, cn_ag.hib ? cn_hibernate_fd() : -1);
 	if (cn_ag.hib)
 		cn_hibernate_writer_start();
-	rc = cn_requests_moving(CN_OP_CHECKPOINT, r);
+	rc = cn_requests_checkpoint(r);
 	cn_staging_disarm(&ss);
 	cn_ag.copy_bytes = ss.bytes;
 	if (cn_ag.hib)
@@ -278,7 +278,9 @@ static int refused(const struct how *h, char *msg, size_t len)
  * is unlocked again if the lock was had. */
 static int lock(struct how *h, struct cn_resp *r, char *msg, size_t len)
 {
-	if (cn_requests_lock(h->light ? cn_owned_bytes() : 0, r) == 0) {
+	struct cn_requests_disk disk = { .to_disk = cn_ag.hib, .free_bytes = cn_ag.hib_free };
+
+	if (cn_requests_lock(cn_ag.lock_ms, &disk, h->light ? cn_owned_bytes() : 0, r) == 0) {
 		cn_report_step(CN_STEP_LOCK, r);
 		return 0;
 	}
