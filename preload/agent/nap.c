@@ -40,7 +40,8 @@ static struct {
 	bool napping;	    /* asleep by a nap: a call that needs the GPU wakes it */
 	double try_ms;	/* when the last wake began: a failed one is tried again ROOM_WAIT_MS on */
 	bool retry;	/* a wake that failed: tried again */
-	bool turn_busy; /* another process was making room: tried again TURN_WAIT_MS on */
+	bool turn_busy; /* another process was making room: its turn looked at TURN_WAIT_MS on */
+	double peek_ms; /* when the turn was last looked at */
 	bool stuck;	/* the driver failed a wake's restore: tried again only when asked */
 	bool refusal_said; /* the reason it is not napped was logged */
 	bool room_said;	   /* make_room's failure for this wake was logged */
@@ -67,7 +68,8 @@ static void say_nap(enum cn_nap state, const char *why)
  * as the process it naps answers. */
 static int retry_in(void)
 {
-	double left = nap.try_ms + (nap.turn_busy ? TURN_WAIT_MS : ROOM_WAIT_MS) - cn_clock_ms();
+	double at = nap.try_ms + ROOM_WAIT_MS, peek = nap.peek_ms + TURN_WAIT_MS;
+	double left = (nap.turn_busy && peek < at ? peek : at) - cn_clock_ms();
 
 	return left > 0 ? (int)left : 0;
 }
@@ -314,12 +316,11 @@ static void trim_kept(double now)
 	cn_report_write();
 }
 
-/* After a wake, the app's calls going on: its host copy let go now, unless kept ([nap]
- * keep_host_copy and the host's room); the wake did not wait for it. */
+/* After a wake, the app's calls going on: its host copy let go now, unless the wake kept it
+ * ([nap] keep_host_copy and the host's room); the wake did not wait for it. */
 static void let_go_copy(void)
 {
-	if (cn_light_kept() && cn_light_trim(cn_config_keeps_host(&cn_ag.cfg),
-					     (unsigned long long)cn_ag.cfg.host_margin_mib << 20)) {
+	if (cn_light_let_go_unkept()) {
 		cn_report_shared();
 		cn_report_write();
 	}
@@ -438,11 +439,15 @@ static struct cn_outcome page_for_wake(struct cn_outcome o)
 	}
 	r = cn_pager_make(need, n < 0 ? (int)cn_ag.n_use : n, "its wake", n >= 0, why, sizeof(why));
 	nap.turn_busy = r == -EAGAIN;
+	nap.peek_ms = cn_clock_ms();
 	if (r == 0) {
 		o = cn_resume_as(true, NULL, 0); /* copying in while the room comes (pager.h) */
-		if (o.state == CN_STATE_RUNNING && !cn_light_holding())
-			nap.awake_ms =
-				cn_clock_ms(); /* the calls go on while those napped answer */
+		if (o.state == CN_STATE_RUNNING && !cn_light_holding()) {
+			/* the calls go on while those napped answer; its copy goes first, the next
+			 * waker's room counts the host memory it frees */
+			nap.awake_ms = cn_clock_ms();
+			let_go_copy();
+		}
 		cn_pager_settle();
 		cn_pager_release();
 		nap.room_said = false;
@@ -469,6 +474,13 @@ void cn_nap_wake(void)
 
 	if (!nap.napping)
 		return;
+	/* Another process making room: only its turn looked at until it is free, or for a full try
+	 * once a second (each try maps what fits, taking memory freed for that process's need). */
+	if (nap.turn_busy && cn_clock_ms() - nap.try_ms < ROOM_WAIT_MS && !cn_pager_turn_free()) {
+		nap.peek_ms = cn_clock_ms();
+		return;
+	}
+	nap.turn_busy = false;
 	cn_gate_nap(CN_GATE_NAP_NONE, NULL); /* calls from now on wait for the wake */
 	if (!nap.retry)
 		say_nap(CN_NAP_WAKING, "");

@@ -107,6 +107,18 @@ static int take_turn(char *why, size_t len)
 	return 0;
 }
 
+bool cn_pager_turn_free(void)
+{
+	char why[200];
+
+	if (atomic_load(&turn_fd) >= 0)
+		return true;
+	if (take_turn(why, sizeof(why)) == -EAGAIN)
+		return false;
+	cn_pager_release();
+	return true;
+}
+
 void cn_pager_release(void)
 {
 	int fd = atomic_exchange(&turn_fd, -1);

@@ -32,6 +32,9 @@ bool cn_pager_coming(void);
 void cn_pager_settle(void);
 void cn_pager_release(void);
 
+/* Whether no other process of the directory holds the turn now (looked at, not kept). */
+bool cn_pager_turn_free(void);
+
 /* App thread, from the gate: the driver refused call idx (its argument registers gp) as out of
  * memory. True when room was made: the caller tries the call once more, then cn_pager_done. */
 bool cn_pager_oom(unsigned idx, const uint64_t *gp);

@@ -217,8 +217,11 @@ static struct cn_outcome light_back(struct cn_resp *r, unsigned wait_ms, bool re
 	static bool was_restored; /* a restore's, whose host copy could not all go back then */
 	struct cn_light_stats ls;
 	char why[300], msg[420];
-	bool keep;
-	int rc = cn_light_in(wait_ms, cn_pager_coming, &ls, why, sizeof(why));
+	/* kept for the next nap ([nap] keep_host_copy, the host's room), not by a process leaving
+	 */
+	bool keep = !cn_gate_leaving() && cn_config_keeps_host(&cn_ag.cfg) &&
+		    cn_light_room_to_keep((unsigned long long)cn_ag.cfg.host_margin_mib << 20);
+	int rc = cn_light_in(keep, wait_ms, cn_pager_coming, &ls, why, sizeof(why));
 
 	r->state = CN_STATE_RUNNING;
 	was_restored |= restored;
@@ -232,11 +235,9 @@ static struct cn_outcome light_back(struct cn_resp *r, unsigned wait_ms, bool re
 	/* woken in an exit handler: the copy let go before the exit goes on (else after the wake,
 	 * the app's calls going on: nap.c) */
 	if (cn_gate_leaving())
-		cn_light_trim(false, 0);
+		cn_light_let_go_unkept();
 	running_again(was_restored);
 	was_restored = false;
-	keep = cn_config_keeps_host(&cn_ag.cfg) &&
-	       cn_light_room_to_keep((unsigned long long)cn_ag.cfg.host_margin_mib << 20);
 	snprintf(msg, sizeof(msg), "woken: %.0f MiB back from the host in %.1f ms (%.1f GB/s)%s",
 		 (double)ls.bytes / (1 << 20), ls.ms,
 		 ls.ms > 0 ? (double)ls.bytes / ls.ms / 1e6 : 0.0,

@@ -74,17 +74,21 @@ static CUresult set_ctx(void *ctx)
 }
 
 /* ctx's stream (made at its first use), current: NULL when none could be made. */
-/* A host copy kept, pinned, for the next nap once its wake put all back ([nap] keep_host_copy):
- * the mapping, its chunks' pinning, and the context they were pinned through.
- * Changed under kept_mu: the agent keeps, takes and trims it, an app thread that destroys that
- * context lets it go. */
+/* The host copy a wake put all back from, held pinned: the mapping, its chunks' pinning, the
+ * context they were pinned through, and whether the wake keeps it for the next nap ([nap]
+ * keep_host_copy) or lets it go once the app's calls go on. Changed under kept_mu: the agent
+ * keeps, takes and trims it, an app thread that destroys that context lets it go; once the
+ * process exits (exiting) nothing touches it. */
 static struct {
 	char *host;
 	size_t bytes, chunks;
 	bool *pinned;
 	void *ctx;
+	bool keep;
 } K;
 static pthread_mutex_t kept_mu = PTHREAD_MUTEX_INITIALIZER;
+static bool exiting;
+static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
 
 static void *stream_of(void *ctx)
 {
@@ -219,7 +223,7 @@ static void let_go_kept(void)
 	bool pinned = false;
 	void *was;
 
-	if (!K.host)
+	if (!K.host || exiting)
 		return;
 	/* pushed, not set: an app thread's (ctx_gone) current context stays its own */
 	if (drv(CN_FN_IDX_cuMemHostUnregister) && push && pop && push(K.ctx) == CUDA_SUCCESS) {
@@ -243,12 +247,29 @@ static void ctx_gone(void *ctx, int dev)
 	pthread_mutex_unlock(&kept_mu);
 }
 
-/* The host copy, all put back, kept pinned for the next nap: what L held of it moves to K. */
-static void keep_copy(void)
+/* At exit: a let-go under way ends first, none starts after (the driver tears itself down). This
+ * handler is set after the runtime's, so it runs before the runtime's teardown. */
+static void at_exit(void)
+{
+	pthread_mutex_lock(&kept_mu);
+	exiting = true;
+	pthread_mutex_unlock(&kept_mu);
+}
+
+static void watch_exit(void)
+{
+	atexit(at_exit);
+}
+
+/* The host copy, all put back, held pinned, to keep for the next nap or not: what L held of it
+ * moves to K. */
+static void keep_copy(bool keep)
 {
 	cn_owned_watch_ctx(ctx_gone);
+	pthread_once(&exit_once, watch_exit);
 	pthread_mutex_lock(&kept_mu);
 	let_go_kept();
+	K.keep = keep;
 	K.host = L.host;
 	K.bytes = L.bytes;
 	K.chunks = L.chunks;
@@ -495,7 +516,7 @@ static void name_error(CUresult r, const char *what, char *why, size_t len)
  * waited for; once all is back, the host copy moves to K (cn_light_trim lets it go).
  * CUDA_SUCCESS, or the driver's answer with *at the span it stopped at: what is mapped stays, and
  * the next try copies it again. */
-static CUresult put_back(unsigned wait_ms, bool (*coming)(void), size_t *at)
+static CUresult put_back(bool keep, unsigned wait_ms, bool (*coming)(void), size_t *at)
 {
 	double until = cn_clock_ms() + wait_ms;
 	struct timespec nap = { 0, 2000000 };
@@ -526,7 +547,7 @@ static CUresult put_back(unsigned wait_ms, bool (*coming)(void), size_t *at)
 	if (r == CUDA_SUCCESS)
 		r = done;
 	if (r == CUDA_SUCCESS)
-		keep_copy();
+		keep_copy(keep);
 	if (r == CUDA_SUCCESS)
 		forget();
 	return r;
@@ -606,11 +627,11 @@ int cn_light_out(struct cn_light_stats *st, char *why, size_t len)
 		name_error(r, "copying its memory to the host", why, len);
 		streams_done();
 		drop_events();
-		if (put_back(0, NULL, &at) != CUDA_SUCCESS)
+		if (put_back(false, 0, NULL, &at) != CUDA_SUCCESS)
 			snprintf(why + strlen(why), len - strlen(why),
 				 "; part of it stays on the host until its wake");
 		else
-			cn_light_trim(false, 0);
+			cn_light_let_go_unkept();
 		return -1;
 	}
 	st->bytes = L.total;
@@ -626,8 +647,8 @@ int cn_light_out(struct cn_light_stats *st, char *why, size_t len)
 	return 0;
 }
 
-int cn_light_in(unsigned wait_ms, bool (*coming)(void), struct cn_light_stats *st, char *why,
-		size_t len)
+int cn_light_in(bool keep, unsigned wait_ms, bool (*coming)(void), struct cn_light_stats *st,
+		char *why, size_t len)
 {
 	const char *lack = missing();
 	double t0 = cn_clock_ms();
@@ -644,7 +665,7 @@ int cn_light_in(unsigned wait_ms, bool (*coming)(void), struct cn_light_stats *s
 	}
 	bytes = L.total;
 	spans = L.n;
-	r = put_back(wait_ms, coming, &at);
+	r = put_back(keep, wait_ms, coming, &at);
 	if (r == CUDA_ERROR_OUT_OF_MEMORY) {
 		snprintf(why, len, "no room on GPU %d for its %zu MiB still on the host",
 			 L.span[at].dev, (size_t)(cn_light_left(L.span[at].dev) >> 20));
@@ -698,6 +719,18 @@ bool cn_light_trim(bool keep, unsigned long long margin)
 	return trimmed;
 }
 
+bool cn_light_let_go_unkept(void)
+{
+	bool went;
+
+	pthread_mutex_lock(&kept_mu);
+	went = K.host && !K.keep && !exiting;
+	if (went)
+		let_go_kept();
+	pthread_mutex_unlock(&kept_mu);
+	return went;
+}
+
 void cn_light_unpin(void)
 {
 	unpin_all();
@@ -713,5 +746,6 @@ void cn_light_after_fork(void)
 	drop(true);
 	memset(&K, 0, sizeof(K));
 	pthread_mutex_init(&kept_mu, NULL);
+	exiting = false;
 	n_streams = 0;
 }

@@ -28,13 +28,16 @@ struct cn_light_stats {
 int cn_light_out(struct cn_light_stats *st, char *why, size_t len);
 
 /* The host copy put back: new memory at the same addresses, with the same access, copied in;
- * the copy then held as the kept one, for the caller to trim once the app's calls go on (letting
- * go of pinned memory takes as long as a third of the copy). 0 (nothing was held counts); 1 with
- * why when the GPU has no room, after trying for wait_ms and while coming (NULL: never) says room
- * is still being made (what was put back stays, the rest waits for the next try); -1 with why on
- * an error. */
-int cn_light_in(unsigned wait_ms, bool (*coming)(void), struct cn_light_stats *st, char *why,
-		size_t len);
+ * the copy then held pinned, kept for the next light nap when keep, else let go by
+ * cn_light_let_go_unkept once the app's calls go on (letting go of pinned memory takes as long as
+ * a third of the copy). 0 (nothing was held counts); 1 with why when the GPU has no room, after
+ * trying for wait_ms and while coming (NULL: never) says room is still being made (what was put
+ * back stays, the rest waits for the next try); -1 with why on an error. */
+int cn_light_in(bool keep, unsigned wait_ms, bool (*coming)(void), struct cn_light_stats *st,
+		char *why, size_t len);
+
+/* The copy a wake put back from let go, unless that wake kept it: true when it was. */
+bool cn_light_let_go_unkept(void);
 
 /* Whether a light nap's host copy is held; what of it is not back on device dev yet (-1: any). */
 bool cn_light_holding(void);

@@ -364,6 +364,7 @@ write_ini "[nap]" "depth = light" "keep_host_copy = true" "[preflight]" "host_ma
 ask K "drv launch export 5" 30
 check "woken" woke "$pid"
 check "a wake without the margin free lets its copy go" eventually 10 no_pin "$pid"
+is "$(grep -c "let go of its kept host copy" "$T/K.err")" 1 "by the wake itself (the once-a-second trim did not)"
 write_ini "[nap]" "depth = light" "keep_host_copy = true" "[log]" "level = info"
 cli2 nap "$pid"
 ask K "drv launch export 5" 30
@@ -383,6 +384,7 @@ check "keep_host_copy off: napped, into the copy it kept ($out)" eventually 10 l
 ask K "drv launch export 5" 30
 check "woken" woke "$pid"
 check "the wake let its copy go" eventually 10 no_pin "$pid"
+is "$(grep -c "let go of its kept host copy" "$T/K.err")" 1 "the wake itself, not the trim"
 write_ini "[nap]" "depth = light" "keep_host_copy = true" "[log]" "level = info"
 cli2 nap "$pid"
 ask K "drv launch export 5" 30
@@ -407,8 +409,16 @@ is "$REPLY" "launch 0" "its next call wakes it and runs"
 is "$(($(pinned_mib "$pid") > 0))" 1 "the call answered before its host copy was let go"
 check "then the copy let go" eventually 15 no_pin "$pid"
 is "$(words W)" "7 307 606 42" "every word back"
-ask W quit
-wait "$pid" 2> /dev/null
+# one that quits right after its wake: its exit waits for the copy's letting go, or stops it
+cli2 nap "$pid"
+check "napped lightly again ($out)" eventually 10 light_napped "$pid"
+ask W "drv launch export 5" 30
+is "$REPLY" "launch 0" "woken by its next call"
+echo quit >&"$W_in"
+check "it quits at once, its copy being let go" eventually 15 gone "$pid"
+wait "$pid"
+is "$?" 0 "its exit is clean"
+unlike "$(cat "$T/W.err")" "entered while|abort|Segmentation" "no driver call after its teardown"
 rm -f "$T/fake/$pid".* # what it held on the fake GPU
 
 # -- the host lacks room for the copy: refused, nothing moved
