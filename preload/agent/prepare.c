@@ -31,7 +31,8 @@ void cn_prepare_release(void)
  * again, it starts over, sized to what the process holds then. */
 struct cn_outcome cn_prepare(void)
 {
-	struct cn_requests_disk disk = { .to_disk = cn_ag.hib, .free_bytes = cn_ag.hib_free };
+	/* it stages in RAM: the host's room is checked, whatever the last suspend went to */
+	struct cn_requests_disk disk = { .to_disk = false, .free_bytes = 0 };
 	struct cn_staging_stats ss;
 	struct cn_nccl_facts nf;
 	struct cn_resp r;

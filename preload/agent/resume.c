@@ -202,6 +202,7 @@ static void running_again(bool restored)
 		/* The driver unmapped its copy after the restore: the file goes with its fd. */
 		cn_hibernate_close();
 		cn_ag.hib_addr = NULL;
+		cn_ag.hib = false;
 	}
 	cn_staging_unmap_stats(&ss);
 	if (ss.bytes)

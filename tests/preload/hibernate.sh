@@ -61,6 +61,11 @@ like "$rc:$(field "$pid" message)" "^0:suspended to $T/hib2$" "cudanap suspend -
 "$CUDANAP" resume "$pid" > /dev/null
 ask A verify
 is "$REPLY" "verify ok" "data intact"
+write_ini "[preflight]" "host_margin_mib = 16000000"
+cli2 prepare "$pid"
+like "$rc:$out" "^1:$pid: prepare failed: NO_HOST_MEMORY: .*host copy can have only" \
+	"a prepare after a suspend to disk checks the host's memory (it stages in RAM), not the disk"
+write_ini
 cli suspend --to-disk "$pid"
 like "$rc:$out" "^1:.*REFUSED: --to-disk: no directory given and none in \[hibernate\] dir; the process keeps running" \
 	"--to-disk with no directory anywhere: refused in one line"
