@@ -114,12 +114,68 @@ static void startup_error(const char *msg)
 	_exit(78); /* EX_CONFIG */
 }
 
+/* The status directory made ready; false when it is not and the program runs without cudanap
+ * (said), as [status] if_unusable = run asks; with refuse, the program does not start. */
+static bool status_dir_ready(const struct cn_config *cfg, char *err, size_t len)
+{
+	if (cn_dirs_status_prepare(cfg->status_dir, err, len) >= 0)
+		return true;
+	/* Another user may have made it first (/tmp is anyone's): by default that must not stop
+	 * the program ([status] if_unusable). */
+	if (cfg->status_refuse) {
+		snprintf(err + strlen(err), len - strlen(err),
+			 "; not starting ([status] if_unusable = refuse)");
+		startup_error(err);
+	}
+	dprintf(STDERR_FILENO,
+		"cudanap: %s; running without cudanap ([status] if_unusable = run)\n", err);
+	return false;
+}
+
+/* NCCL's environment for a suspendable job, and a warning when the preload order keeps its
+ * communicators from being interposed. */
+static void prepare_nccl(const struct cn_config *cfg, char *err, size_t len)
+{
+	/* Before main, so before any NCCL code reads it; every process this one starts inherits
+	 * it, whatever launches the ranks. A value the user set is kept (cudanap run says so, and
+	 * the preflight names it if it keeps the job from being suspended). */
+	if (cfg->nccl_suspendable)
+		cn_ncclenv_apply(err, len);
+	if (cfg->nccl_mode != CN_NCCL_OFF && cfg->nccl_mode != CN_NCCL_SOCKETS &&
+	    cn_interpose_shadowed())
+		dprintf(STDERR_FILENO,
+			"cudanap: libnccl is preloaded before libcudanap.so: NCCL's communicators "
+			"cannot be suspended with the job; put libcudanap.so first in "
+			"LD_PRELOAD\n");
+}
+
+/* The agent started, and only then the signal handler armed; on a failure said, neither. */
+static void start_agent(const struct cn_config *cfg)
+{
+	int r = cn_wake_open();
+
+	if (r < 0) {
+		dprintf(STDERR_FILENO, "cudanap: pipe: %s; suspend/resume disabled\n",
+			strerror(-r));
+		return;
+	}
+	r = cn_agent_start(cfg);
+	if (r < 0) {
+		dprintf(STDERR_FILENO, "cudanap: cannot start: %s; suspend/resume disabled\n",
+			strerror(-r));
+		cn_wake_close();
+		return;
+	}
+	owner = getpid();
+	cn_signals_arm(cfg);
+	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+}
+
 __attribute__((constructor)) static void cn_init(void)
 {
 	static struct cn_config cfg;
 	const char *env = secure_getenv("CUDANAP_CONFIG");
 	char err[CN_ERR_LEN], abs[PATH_MAX];
-	int r;
 
 	cn_signals_init();
 	cn_staging_init();
@@ -131,51 +187,16 @@ __attribute__((constructor)) static void cn_init(void)
 		setenv("CUDANAP_CONFIG", abs, 1);
 	if (cn_config_load_env(&cfg, err, sizeof(err)) < 0)
 		startup_error(err);
-	if (cn_dirs_status_prepare(cfg.status_dir, err, sizeof(err)) < 0) {
-		/* Another user may have made it first (/tmp is anyone's): by default that must not
-		 * stop the program ([status] if_unusable). */
-		if (cfg.status_refuse) {
-			snprintf(err + strlen(err), sizeof(err) - strlen(err),
-				 "; not starting ([status] if_unusable = refuse)");
-			startup_error(err);
-		}
-		dprintf(STDERR_FILENO,
-			"cudanap: %s; running without cudanap ([status] if_unusable = run)\n", err);
+	if (!status_dir_ready(&cfg, err, sizeof(err)))
 		return;
-	}
-	/* Before main, so before any NCCL code reads it; every process this one starts inherits
-	 * it, whatever launches the ranks. A value the user set is kept (cudanap run says so, and
-	 * the preflight names it if it keeps the job from being suspended). */
-	if (cfg.nccl_suspendable)
-		cn_ncclenv_apply(err, sizeof(err));
-	if (cfg.nccl_mode != CN_NCCL_OFF && cfg.nccl_mode != CN_NCCL_SOCKETS &&
-	    cn_interpose_shadowed())
-		dprintf(STDERR_FILENO,
-			"cudanap: libnccl is preloaded before libcudanap.so: NCCL's communicators "
-			"cannot be suspended with the job; put libcudanap.so first in "
-			"LD_PRELOAD\n");
+	prepare_nccl(&cfg, err, sizeof(err));
 	/* Armed even so: each signal is then answered with the error, and never kills the app. */
 	if (!cn_launch_ctl_locate())
 		dprintf(STDERR_FILENO,
 			"cudanap: cudanap-ctl is neither beside libcudanap.so nor in %s; every "
 			"suspend will fail until it is installed\n",
 			CN_CTL_PATH);
-	r = cn_wake_open();
-	if (r < 0) {
-		dprintf(STDERR_FILENO, "cudanap: pipe: %s; suspend/resume disabled\n",
-			strerror(-r));
-		return;
-	}
-	r = cn_agent_start(&cfg);
-	if (r < 0) {
-		dprintf(STDERR_FILENO, "cudanap: cannot start: %s; suspend/resume disabled\n",
-			strerror(-r));
-		cn_wake_close();
-		return;
-	}
-	owner = getpid();
-	cn_signals_arm(&cfg);
-	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+	start_agent(&cfg);
 }
 
 __attribute__((destructor)) static void cn_fini(void)

@@ -45,18 +45,16 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* The jobs Slurm has suspended on node, and their users, from squeue; their count, or -1 when
- * squeue fails or has not answered by the deadline (it is killed then). */
-static int suspended_jobs(const char *node, struct job *jobs, int max, double deadline)
+/* squeue started for the jobs suspended on node, its output on *out; 0, or -1 (said when no
+ * squeue is trusted). */
+static int spawn_squeue(const char *node, int *out, pid_t *pid)
 {
 	char *argv[] = {
 		"squeue", "-h", "-t", "SUSPENDED", "-w", (char *)node, "-o", "%A %U", NULL
 	};
 	posix_spawn_file_actions_t fa;
-	char buf[4096], exe[PATH_MAX], why[PATH_MAX + 100];
-	size_t got = 0;
-	int p[2], n = 0, status = -1;
-	pid_t pid;
+	char exe[PATH_MAX], why[PATH_MAX + 100];
+	int p[2];
 
 	/* Root runs only a squeue that root alone could have written, from "/" (cn_safe.h). */
 	if (cn_safe_find_exec("squeue", exe, sizeof(exe), why, sizeof(why)) < 0) {
@@ -69,7 +67,7 @@ static int suspended_jobs(const char *node, struct job *jobs, int max, double de
 	posix_spawn_file_actions_adddup2(&fa, p[1], STDOUT_FILENO);
 	posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
 	posix_spawn_file_actions_addchdir_np(&fa, "/");
-	if (posix_spawn(&pid, exe, &fa, NULL, argv, environ) != 0) {
+	if (posix_spawn(pid, exe, &fa, NULL, argv, environ) != 0) {
 		posix_spawn_file_actions_destroy(&fa);
 		close(p[0]);
 		close(p[1]);
@@ -77,38 +75,77 @@ static int suspended_jobs(const char *node, struct job *jobs, int max, double de
 	}
 	posix_spawn_file_actions_destroy(&fa);
 	close(p[1]);
+	*out = p[0];
+	return 0;
+}
+
+/* fd read into buf until its end, buf full or the deadline; fd closed, buf a string. */
+static void read_until(int fd, char *buf, size_t len, double deadline)
+{
+	size_t got = 0;
+
 	for (;;) {
-		struct pollfd pf = { p[0], POLLIN, 0 };
+		struct pollfd pf = { fd, POLLIN, 0 };
 		double left = deadline - now_s();
 		ssize_t r;
 
 		if (left <= 0 || poll(&pf, 1, (int)(left * 1000) + 1) <= 0)
 			break;
-		r = read(p[0], buf + got, sizeof(buf) - 1 - got);
+		r = read(fd, buf + got, len - 1 - got);
 		if (r <= 0)
 			break;
 		got += (size_t)r;
-		if (got == sizeof(buf) - 1)
+		if (got == len - 1)
 			break;
 	}
-	close(p[0]);
+	close(fd);
 	buf[got] = '\0';
-	/* Its output ended with it, which may not have been reaped yet. */
-	while (waitpid(pid, &status, WNOHANG) == 0) {
+}
+
+/* Its output ended with it, which may not have been reaped yet: reaped by the deadline (0, its
+ * status), or killed (-1). */
+static int reap_by(pid_t pid, double deadline, int *status)
+{
+	while (waitpid(pid, status, WNOHANG) == 0) {
 		if (now_s() >= deadline) {
 			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
+			waitpid(pid, status, 0);
 			return -1;
 		}
 		usleep(1000);
 	}
-	for (char *save, *line = strtok_r(buf, "\n", &save); line && n < max;
+	return 0;
+}
+
+/* The jobs of squeue's "%A %U" lines, max at most; their count. */
+static int parse_jobs(char *out, struct job *jobs, int max)
+{
+	int n = 0;
+
+	for (char *save, *line = strtok_r(out, "\n", &save); line && n < max;
 	     line = strtok_r(NULL, "\n", &save)) {
 		unsigned long id, uid;
 
 		if (sscanf(line, "%lu %lu", &id, &uid) == 2 && id > 0)
 			jobs[n++] = (struct job){ (uint32_t)id, (uid_t)uid };
 	}
+	return n;
+}
+
+/* The jobs Slurm has suspended on node, and their users, from squeue; their count, or -1 when
+ * squeue fails or has not answered by the deadline (it is killed then). */
+static int suspended_jobs(const char *node, struct job *jobs, int max, double deadline)
+{
+	char buf[4096];
+	int fd, n, status = -1;
+	pid_t pid;
+
+	if (spawn_squeue(node, &fd, &pid) < 0)
+		return -1;
+	read_until(fd, buf, sizeof(buf), deadline);
+	if (reap_by(pid, deadline, &status) < 0)
+		return -1;
+	n = parse_jobs(buf, jobs, max);
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? n : -1;
 }
 

@@ -134,15 +134,80 @@ static bool light(void)
 	return cn_ag.cfg.nap_depth != CN_DEPTH_FULL && !cn_ag.cfg.nap_to_disk && cn_owned_some();
 }
 
+/* Its reason counted and said in why: for another process (for_whom: its note, "PID MIB GPU
+ * MIN_IDLE_S"), asked, or idle. */
+static void count_nap_reason(bool asked, const char *for_whom, double idle_ms, char *why,
+			     size_t len)
+{
+	int pid = 0, gpu = -1;
+	unsigned long long mib = 0;
+
+	if (for_whom && sscanf(for_whom, "%d %llu %d", &pid, &mib, &gpu) >= 2) {
+		cn_report_count(CN_REPORT_NAPS_ROOM);
+		cn_report_nap_for(pid, (double)mib);
+		snprintf(why, len, "for %d, which needs %llu MiB on GPU %d", pid, mib, gpu);
+	} else if (asked) {
+		cn_report_nap_for(0, -1);
+		cn_report_count(CN_REPORT_NAPS_ASKED);
+		snprintf(why, len, "cudanap nap");
+	} else {
+		cn_report_nap_for(0, -1);
+		cn_report_count(CN_REPORT_NAPS_IDLE);
+		snprintf(why, len, "after %.0f s idle", idle_ms / 1000);
+	}
+}
+
+/* A nap that took: the status written, then one log line of what it moved or freed, and how
+ * fast. */
+static void say_napped(const char *why)
+{
+	char steps[200];
+
+	say_nap(CN_NAP_NAPPING, "");
+	cn_report_write();
+	cn_status_steps(cn_report_status(), steps, sizeof(steps));
+	if (cn_light_holding())
+		cn_log(&cn_ag.cfg, CN_LOG_INFO,
+		       "napped lightly (%s): %.0f MiB it owns moved to the host in %.1f ms, its "
+		       "context kept; it wakes at its next CUDA call that needs the GPU",
+		       why, cn_report_status()->light_mib, cn_report_status()->total_ms);
+	else
+		cn_log(&cn_ag.cfg, CN_LOG_INFO,
+		       "napped (%s): %.0f MiB of GPU memory freed in %.1f ms (%s); it wakes at "
+		       "its next CUDA call that needs the GPU",
+		       why, cn_report_status()->footprint_mib, cn_report_status()->total_ms, steps);
+}
+
+/* A nap that did not take: the next idle try backs off, twice as long each time; an asked nap's
+ * failure is an error, an idle one's said once until a nap takes. */
+static void say_not_napped(bool asked, const struct cn_outcome *o)
+{
+	char why[360];
+
+	cn_gate_nap(CN_GATE_NAP_NONE, NULL);
+	if (nap.backoff < BACKOFF_MAX)
+		nap.backoff *= 2;
+	nap.not_before = cn_clock_ms() + (double)nap.backoff * cn_ag.cfg.nap_idle_s * 1000;
+	snprintf(why, sizeof(why), "%s: %s", cn_status_result(cn_report_status()),
+		 cn_report_status()->message);
+	say_nap(o->result == CN_RES_REFUSED ? CN_NAP_REFUSED : CN_NAP_AWAKE, why);
+	cn_report_write();
+	if (asked)
+		cn_log(&cn_ag.cfg, CN_LOG_ERROR, "nap failed: %s; state %s", why,
+		       cn_outcome_word(CN_OUTCOME_STATE, o->state));
+	else if (!nap.refusal_said)
+		cn_log(&cn_ag.cfg, CN_LOG_INFO, "not napped: %s; next try after %u s idle", why,
+		       nap.backoff * cn_ag.cfg.nap_idle_s);
+	nap.refusal_said |= !asked;
+}
+
 /* The nap, asked or idle, or asked to make room for another process (for_whom: its note, "PID
  * MIB GPU MIN_IDLE_S"): true when the process naps now. */
 static bool nap_go(bool asked, const char *for_whom)
 {
 	double idle_ms = cn_clock_ms() - nap.active_ms;
-	char why[360], steps[200];
+	char why[360];
 	struct cn_outcome o;
-	int pid = 0, gpu = -1;
-	unsigned long long mib = 0;
 
 	char err[CN_ERR_LEN];
 
@@ -153,62 +218,19 @@ static bool nap_go(bool asked, const char *for_whom)
 		    : cn_suspend_as(true, asked ? 0 : NAP_LOCK_MS);
 	if (o.state == CN_STATE_CHECKPOINTED && !cn_light_holding())
 		cn_report_nap_depth("full");
-	if (o.state == CN_STATE_CHECKPOINTED || cn_light_holding()) {
-		nap.asleep_ms = cn_clock_ms();
-		cn_gate_nap(CN_GATE_NAP_ASLEEP, wake_asked);
-		nap.napping = true;
-		nap.backoff = 1;
-		nap.refusal_said = false;
-		cn_report_count(CN_REPORT_NAPS);
-		if (for_whom && sscanf(for_whom, "%d %llu %d", &pid, &mib, &gpu) >= 2) {
-			cn_report_count(CN_REPORT_NAPS_ROOM);
-			cn_report_nap_for(pid, (double)mib);
-			snprintf(why, sizeof(why), "for %d, which needs %llu MiB on GPU %d", pid,
-				 mib, gpu);
-		} else if (asked) {
-			cn_report_nap_for(0, -1);
-			cn_report_count(CN_REPORT_NAPS_ASKED);
-			snprintf(why, sizeof(why), "cudanap nap");
-		} else {
-			cn_report_nap_for(0, -1);
-			cn_report_count(CN_REPORT_NAPS_IDLE);
-			snprintf(why, sizeof(why), "after %.0f s idle", idle_ms / 1000);
-		}
-		say_nap(CN_NAP_NAPPING, "");
-		cn_report_write();
-		cn_status_steps(cn_report_status(), steps, sizeof(steps));
-		if (cn_light_holding())
-			cn_log(&cn_ag.cfg, CN_LOG_INFO,
-			       "napped lightly (%s): %.0f MiB it owns moved to the host in %.1f "
-			       "ms, "
-			       "its context kept; it wakes at its next CUDA call that needs the "
-			       "GPU",
-			       why, cn_report_status()->light_mib, cn_report_status()->total_ms);
-		else
-			cn_log(&cn_ag.cfg, CN_LOG_INFO,
-			       "napped (%s): %.0f MiB of GPU memory freed in %.1f ms (%s); it "
-			       "wakes "
-			       "at its next CUDA call that needs the GPU",
-			       why, cn_report_status()->footprint_mib, cn_report_status()->total_ms,
-			       steps);
-		return true;
+	if (o.state != CN_STATE_CHECKPOINTED && !cn_light_holding()) {
+		say_not_napped(asked, &o);
+		return false;
 	}
-	cn_gate_nap(CN_GATE_NAP_NONE, NULL);
-	if (nap.backoff < BACKOFF_MAX)
-		nap.backoff *= 2;
-	nap.not_before = cn_clock_ms() + (double)nap.backoff * cn_ag.cfg.nap_idle_s * 1000;
-	snprintf(why, sizeof(why), "%s: %s", cn_status_result(cn_report_status()),
-		 cn_report_status()->message);
-	say_nap(o.result == CN_RES_REFUSED ? CN_NAP_REFUSED : CN_NAP_AWAKE, why);
-	cn_report_write();
-	if (asked)
-		cn_log(&cn_ag.cfg, CN_LOG_ERROR, "nap failed: %s; state %s", why,
-		       cn_outcome_word(CN_OUTCOME_STATE, o.state));
-	else if (!nap.refusal_said)
-		cn_log(&cn_ag.cfg, CN_LOG_INFO, "not napped: %s; next try after %u s idle", why,
-		       nap.backoff * cn_ag.cfg.nap_idle_s);
-	nap.refusal_said |= !asked;
-	return false;
+	nap.asleep_ms = cn_clock_ms();
+	cn_gate_nap(CN_GATE_NAP_ASLEEP, wake_asked);
+	nap.napping = true;
+	nap.backoff = 1;
+	nap.refusal_said = false;
+	cn_report_count(CN_REPORT_NAPS);
+	count_nap_reason(asked, for_whom, idle_ms, why, sizeof(why));
+	say_napped(why);
+	return true;
 }
 
 /* A look at the gate: work since the last look, or a thread inside a call, is activity now. */

@@ -484,62 +484,90 @@ static uint64_t host_fit(struct cand *c, int n, uint64_t free_bytes, uint64_t wa
 	return out;
 }
 
+/* What the candidates would give back by napping, each said in the debug log. */
+static uint64_t candidates_give(const struct cand *c, int n)
+{
+	uint64_t can = 0;
+
+	for (int i = 0; i < n; i++) {
+		cn_log(&cn_ag.cfg, CN_LOG_DEBUG, "make_room: candidate %d, idle %.1f s, %llu MiB",
+		       c[i].pid, c[i].idle_s, (unsigned long long)(c[i].bytes >> 20));
+		can += c[i].bytes;
+	}
+	return can;
+}
+
+/* No nap that cannot make the room: the call fails, or the wake waits, at once. True, said, when
+ * the idle processes (no_host: those the host has no memory for) hold too little to nap for. */
+static bool refuse_useless_nap(int gpu, uint64_t free_bytes, uint64_t want, uint64_t can,
+			       uint64_t no_host, char *said, size_t len)
+{
+	char host_said[200] = "";
+
+	if ((!can && !no_host) || free_bytes + can >= want)
+		return false;
+	if (no_host)
+		snprintf(host_said, sizeof(host_said),
+			 "; %llu MiB more are held by idle processes whose nap's copy the host has "
+			 "no memory for ([preflight] host_margin_mib included)",
+			 (unsigned long long)(no_host >> 20));
+	snprintf(said, len,
+		 "GPU %d has %llu MiB free and its idle processes would give back %llu MiB "
+		 "by napping, %llu MiB wanted ([restore] margin_mib included)%s: no process "
+		 "napped",
+		 gpu, (unsigned long long)(free_bytes >> 20), (unsigned long long)(can >> 20),
+		 (unsigned long long)(want >> 20), host_said);
+	return true;
+}
+
+/* The candidates napped one at a time, in their order, until the GPU has want free (free_bytes
+ * and gpu read again after each nap); napped lists each. How many napped. */
+static int nap_until_free(struct cand *c, int n, const struct cn_pager_need *need, uint64_t want,
+			  uint64_t *free_bytes, int *gpu, char *napped, size_t len)
+{
+	int done = 0;
+
+	for (int i = 0; i < n && *free_bytes < want; i++) {
+		bool ok;
+
+		if (!c[i].bytes)
+			continue;
+		ok = nap_one(&c[i], need->bytes, *gpu);
+		say_napped(napped, len, &c[i], ok);
+		if (!ok)
+			continue;
+		done++;
+		if (users(&need->uuid, c, 0, free_bytes, gpu) < 0)
+			break;
+	}
+	return done;
+}
+
 /* The room made on one GPU: 0 (room there), -1 (none to be made now). */
 static int make_one(const struct cn_pager_need *need, const char *what, bool overlap, char *said,
 		    size_t len)
 {
 	struct cand c[CN_USERS_MAX];
 	int pick[CN_USERS_MAX], k;
-	uint64_t free_bytes, want = need->bytes + ((uint64_t)cn_ag.cfg.margin_mib << 20), can = 0;
+	uint64_t free_bytes, want = need->bytes + ((uint64_t)cn_ag.cfg.margin_mib << 20), can;
 	uint64_t no_host;
 	double t0 = cn_clock_ms();
-	char napped[400] = "", host_said[200] = "";
-	int n = candidates(c, CN_USERS_MAX), gpu, done = 0;
+	char napped[400] = "";
+	int n = candidates(c, CN_USERS_MAX), gpu, done;
 
 	if (users(&need->uuid, c, n, &free_bytes, &gpu) < 0) {
 		snprintf(said, len, "NVML cannot say what is free on the GPU");
 		return -1;
 	}
 	no_host = host_fit(c, n, free_bytes, want);
-	for (int i = 0; i < n; i++) {
-		cn_log(&cn_ag.cfg, CN_LOG_DEBUG, "make_room: candidate %d, idle %.1f s, %llu MiB",
-		       c[i].pid, c[i].idle_s, (unsigned long long)(c[i].bytes >> 20));
-		can += c[i].bytes;
-	}
-	if (no_host)
-		snprintf(host_said, sizeof(host_said),
-			 "; %llu MiB more are held by idle processes whose nap's copy the host has "
-			 "no memory for ([preflight] host_margin_mib included)",
-			 (unsigned long long)(no_host >> 20));
-	/* No nap that cannot make the room: the call fails, or the wake waits, at once. */
-	if ((can || no_host) && free_bytes + can < want) {
-		snprintf(
-			said, len,
-			"GPU %d has %llu MiB free and its idle processes would give back %llu MiB "
-			"by napping, %llu MiB wanted ([restore] margin_mib included)%s: no process "
-			"napped",
-			gpu, (unsigned long long)(free_bytes >> 20),
-			(unsigned long long)(can >> 20), (unsigned long long)(want >> 20),
-			host_said);
+	can = candidates_give(c, n);
+	if (refuse_useless_nap(gpu, free_bytes, want, can, no_host, said, len))
 		return -1;
-	}
 	if (overlap && free_bytes < want && (k = light_set(c, n, free_bytes, want, pick)) > 0) {
 		over.what = what;
 		return ask_all(c, pick, k, n, need, gpu, said, len);
 	}
-	for (int i = 0; i < n && free_bytes < want; i++) {
-		bool ok;
-
-		if (!c[i].bytes)
-			continue;
-		ok = nap_one(&c[i], need->bytes, gpu);
-		say_napped(napped, sizeof(napped), &c[i], ok);
-		if (!ok)
-			continue;
-		done++;
-		if (users(&need->uuid, c, 0, &free_bytes, &gpu) < 0)
-			break;
-	}
+	done = nap_until_free(c, n, need, want, &free_bytes, &gpu, napped, sizeof(napped));
 	if (free_bytes >= want) {
 		if (done) {
 			cn_report_count(CN_REPORT_ROOMS_MADE);

@@ -168,6 +168,17 @@ static void lookup_after(const struct cn_frame *f)
 		*pfn = cn_lookup_wrap(*pfn, symbol, CN_PATH_PROC);
 }
 
+/* An allocation the driver made, noted for peers.c unless cudanap owns the memory; a call before
+ * CUDA 3.2 writes a 32-bit pointer: never owned. */
+static void alloc_after(const struct cn_fn *e, const struct cn_frame *f)
+{
+	struct cn_alloc_args a;
+
+	if (cn_allocargs_read(e->name, f->gp, true, &a) && a.ptr &&
+	    (a.narrow || !cn_owned_has(a.ptr)))
+		cn_peers_alloc(e->name, &a, f->caller);
+}
+
 /* After the call, for the kinds that look at it (the thread's depth settled already); a kind may
  * change the answer the app gets (ret[0]). */
 __attribute__((visibility("hidden"))) void cn_wrap_after(unsigned idx, struct cn_frame *f);
@@ -189,12 +200,9 @@ void cn_wrap_after(unsigned idx, struct cn_frame *f)
 		break;
 	case CN_KIND_IPC_OPEN:
 	case CN_KIND_IPC_IMPORT:
-		if (ok)
-			cn_ipc_count(e->name, f->caller, 1);
-		break;
 	case CN_KIND_IPC_CLOSE:
 		if (ok)
-			cn_ipc_count(e->name, f->caller, -1);
+			cn_ipc_count(e->name, f->caller, e->kind == CN_KIND_IPC_CLOSE ? -1 : 1);
 		break;
 	case CN_KIND_MANAGED:
 		if (ok && f->gp[0])
@@ -206,15 +214,10 @@ void cn_wrap_after(unsigned idx, struct cn_frame *f)
 			cn_peers_free(f->gp[0]);
 		}
 		break;
-	case CN_KIND_ALLOC: {
-		struct cn_alloc_args a;
-
-		/* a call before CUDA 3.2 writes a 32-bit pointer: never owned */
-		if (ok && cn_allocargs_read(e->name, f->gp, true, &a) && a.ptr &&
-		    (a.narrow || !cn_owned_has(a.ptr)))
-			cn_peers_alloc(e->name, &a, f->caller);
+	case CN_KIND_ALLOC:
+		if (ok)
+			alloc_after(e, f);
 		break;
-	}
 	case CN_KIND_CAPTURE:
 	case CN_KIND_CAPTURED:
 		if (ok)
@@ -224,11 +227,10 @@ void cn_wrap_after(unsigned idx, struct cn_frame *f)
 	case CN_KIND_PEER_OFF:
 	case CN_KIND_MAP_ACCESS:
 	case CN_KIND_POOL_ACCESS:
+	case CN_KIND_ROOM: /* only its failure (above) */
 		break;
 	case CN_KIND_PEER_CAN:
 		cn_peers_can((int *)f->gp[0], (int)f->gp[1], (int)f->gp[2], &f->ret[0]);
-		break;
-	case CN_KIND_ROOM: /* only its failure (above) */
 		break;
 	case CN_KIND_QUERY:
 		if ((CUresult)f->ret[0] == CUDA_ERROR_NOT_READY)

@@ -22,7 +22,8 @@
 
 #include "../median.h"
 
-#define PATHS 6
+#define PATHS	   6
+#define BLOCKS_MAX 1000
 
 typedef int (*version_fn)(int *);
 typedef int (*launch_fn)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
@@ -89,84 +90,143 @@ static bool ours(const void *f)
 	return dladdr(f, &where) && where.dli_fname && strstr(where.dli_fname, "libcudanap");
 }
 
-int main(int argc, char **argv)
-{
-	static const struct {
-		const char *name;
-		double (*run)(void *, long);
-	} cases[] = { { "cuDriverGetVersion", version_ns }, { "cuLaunchKernel", launch_ns } };
-	const char *driver = getenv("CUDANAP_LIBCUDA");
-	void *(*libc_dlsym)(void *, const char *);
-	long calls = 1 << 20;
-	int blocks = 15;
-	void *h;
+static const struct {
+	const char *name;
+	double (*run)(void *, long);
+} cases[] = { { "cuDriverGetVersion", version_ns }, { "cuLaunchKernel", launch_ns } };
 
+/* What the command line asks for, and the driver it names once loaded. */
+struct bench {
+	const char *prog, *driver;
+	long calls;
+	int blocks;
+	void *h;
+	void *(*libc_dlsym)(void *, const char *); /* libc's own, past the preload's */
+};
+
+/* --driver, --calls and --blocks; anything else leaves blocks 0, which check_args refuses. */
+static void parse_args(struct bench *b, int argc, char **argv)
+{
 	for (int i = 1; i < argc; i += 2) {
 		if (i + 1 < argc && strcmp(argv[i], "--calls") == 0)
-			calls = atol(argv[i + 1]);
+			b->calls = atol(argv[i + 1]);
 		else if (i + 1 < argc && strcmp(argv[i], "--blocks") == 0)
-			blocks = atoi(argv[i + 1]);
+			b->blocks = atoi(argv[i + 1]);
 		else if (i + 1 < argc && strcmp(argv[i], "--driver") == 0)
-			driver = argv[i + 1];
+			b->driver = argv[i + 1];
 		else
-			blocks = 0;
+			b->blocks = 0;
 	}
-	if (calls < 1 || blocks < 1 || blocks > 1000) {
+}
+
+/* 0, or 2 with the usage said. */
+static int check_args(const struct bench *b)
+{
+	if (b->calls < 1 || b->blocks < 1 || b->blocks > BLOCKS_MAX) {
 		fprintf(stderr, "usage: %s [--driver LIB] [--calls N] [--blocks B (1 to 1000)]\n",
-			argv[0]);
+			b->prog);
 		return 2;
 	}
-	if (!driver)
-		driver = "libcuda.so.1";
-	libc_dlsym = (void *(*)(void *, const char *))dlvsym(RTLD_DEFAULT, "dlsym", "GLIBC_2.34");
-	if (!libc_dlsym)
-		libc_dlsym = (void *(*)(void *, const char *))dlvsym(RTLD_DEFAULT, "dlsym",
-								     "GLIBC_2.2.5");
-	h = dlopen(driver, RTLD_NOW);
-	if (!h || !libc_dlsym) {
-		fprintf(stderr, "bench-gatecall: cannot load %s: %s\n", driver, dlerror());
+	return 0;
+}
+
+/* The driver opened, and libc's own dlsym found; 0, or 1 said. */
+static int load_driver(struct bench *b)
+{
+	if (!b->driver)
+		b->driver = "libcuda.so.1";
+	b->libc_dlsym =
+		(void *(*)(void *, const char *))dlvsym(RTLD_DEFAULT, "dlsym", "GLIBC_2.34");
+	if (!b->libc_dlsym)
+		b->libc_dlsym = (void *(*)(void *, const char *))dlvsym(RTLD_DEFAULT, "dlsym",
+									"GLIBC_2.2.5");
+	b->h = dlopen(b->driver, RTLD_NOW);
+	if (!b->h || !b->libc_dlsym) {
+		fprintf(stderr, "bench-gatecall: cannot load %s: %s\n", b->driver, dlerror());
 		return 1;
 	}
-	printf("driver calls to %s, bare and through cudanap's gate: median of %d blocks of %ld "
-	       "calls, the paths taking turns; membarrier %s\n",
-	       driver, blocks, calls,
-	       syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0) > 0 &&
+	return 0;
+}
+
+/* Whether the kernel's membarrier spares the gate a fence on each call's mark. */
+static const char *membarrier_said(void)
+{
+	return syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0) > 0 &&
 			       (syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0) &
 				MEMBARRIER_CMD_PRIVATE_EXPEDITED)
 		       ? "here (a call's mark needs no fence)"
-		       : "missing (each call's mark is a full barrier)");
+		       : "missing (each call's mark is a full barrier)";
+}
+
+static void print_header(const struct bench *b)
+{
+	printf("driver calls to %s, bare and through cudanap's gate: median of %d blocks of %ld "
+	       "calls, the paths taking turns; membarrier %s\n",
+	       b->driver, b->blocks, b->calls, membarrier_said());
 	printf("%-20s %-22s %9s %9s\n", "call", "path", "ns", "added ns");
+}
+
+/* name's function by each path, the bare ones past the gate and the others behind it; 0, or 1
+ * said. */
+static int find_paths(const struct bench *b, const char *name, void **f)
+{
+	if (resolve(b->h, b->libc_dlsym, name, f) < 0) {
+		fprintf(stderr, "bench-gatecall: %s lacks %s\n", b->driver, name);
+		return 1;
+	}
+	if (ours(f[0]) || !ours(f[2]) || !ours(f[3]) || !ours(f[4])) {
+		fprintf(stderr,
+			"bench-gatecall: the driver's functions are not behind cudanap's "
+			"gate: run it under cudanap (cudanap run -- %s)\n",
+			b->prog);
+		return 1;
+	}
+	return 0;
+}
+
+/* t[path][block]: ns a call, the paths taking turns in each block, the first one rotating. */
+static void time_paths(const struct bench *b, double (*run)(void *, long), void **f,
+		       double (*t)[BLOCKS_MAX])
+{
+	for (int block = 0; block < b->blocks; block++)
+		for (int i = 0; i < PATHS; i++) {
+			int p = (i + block) % PATHS;
+
+			t[p][block] = run(f[p], b->calls);
+		}
+}
+
+/* Each path's median, and what the gate added to bare. */
+static void print_case(const struct bench *b, const char *name, double (*t)[BLOCKS_MAX])
+{
+	double bare = cn_median(t[0], b->blocks);
+
+	for (int p = 0; p < PATHS; p++) {
+		double m = p ? cn_median(t[p], b->blocks) : bare;
+
+		printf("%-20s %-22s %9.1f %9.1f\n", p ? "" : name, paths[p], m, m - bare);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static double t[PATHS][BLOCKS_MAX];
+	struct bench b = {
+		.prog = argv[0], .driver = getenv("CUDANAP_LIBCUDA"), .calls = 1 << 20, .blocks = 15
+	};
+	int rc;
+
+	parse_args(&b, argc, argv);
+	if ((rc = check_args(&b)) || (rc = load_driver(&b)))
+		return rc;
+	print_header(&b);
 	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
-		static double t[PATHS][1000];
 		void *f[PATHS];
 
-		if (resolve(h, libc_dlsym, cases[k].name, f) < 0) {
-			fprintf(stderr, "bench-gatecall: %s lacks %s\n", driver, cases[k].name);
-			return 1;
-		}
-		if (ours(f[0]) || !ours(f[2]) || !ours(f[3]) || !ours(f[4])) {
-			fprintf(stderr,
-				"bench-gatecall: the driver's functions are not behind cudanap's "
-				"gate: run it under cudanap (cudanap run -- %s)\n",
-				argv[0]);
-			return 1;
-		}
-		for (int b = 0; b < blocks; b++)
-			for (int i = 0; i < PATHS; i++) {
-				int p = (i + b) % PATHS;
-
-				t[p][b] = cases[k].run(f[p], calls);
-			}
-		{
-			double bare = cn_median(t[0], blocks);
-
-			for (int p = 0; p < PATHS; p++) {
-				double m = p ? cn_median(t[p], blocks) : bare;
-
-				printf("%-20s %-22s %9.1f %9.1f\n", p ? "" : cases[k].name,
-				       paths[p], m, m - bare);
-			}
-		}
+		if ((rc = find_paths(&b, cases[k].name, f)))
+			return rc;
+		time_paths(&b, cases[k].run, f, t);
+		print_case(&b, cases[k].name, t);
 	}
 	return 0;
 }
