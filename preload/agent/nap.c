@@ -159,7 +159,7 @@ static void count_nap_reason(bool asked, const char *for_whom, double idle_ms, c
 
 /* A nap that took: the status written, then one log line of what it moved or freed, and how
  * fast. */
-static void say_napped(const char *why)
+static void log_napped(const char *why)
 {
 	char steps[200];
 
@@ -229,7 +229,7 @@ static bool nap_go(bool asked, const char *for_whom)
 	nap.refusal_said = false;
 	cn_report_count(CN_REPORT_NAPS);
 	count_nap_reason(asked, for_whom, idle_ms, why, sizeof(why));
-	say_napped(why);
+	log_napped(why);
 	return true;
 }
 
@@ -487,42 +487,27 @@ static bool asleep(struct cn_outcome o)
 	       (o.state == CN_STATE_RUNNING && cn_light_holding());
 }
 
-void cn_nap_wake(void)
+/* Another process making room: only its turn looked at until it is free, or for a full try
+ * once a second (each try maps what fits, taking memory freed for that process's need): true
+ * while the wake waits for it. */
+static bool turn_still_busy(void)
 {
-	double asked = atomic_load(&asked_ms);
-	char map[CN_MAX_GPUS * 8], why[420];
-	struct cn_outcome o;
-	bool room, stuck;
-
-	if (!nap.napping)
-		return;
-	/* Another process making room: only its turn looked at until it is free, or for a full try
-	 * once a second (each try maps what fits, taking memory freed for that process's need). */
 	if (nap.turn_busy && cn_clock_ms() - nap.try_ms < ROOM_WAIT_MS && !cn_pager_turn_free()) {
 		nap.peek_ms = cn_clock_ms();
-		return;
+		return true;
 	}
 	nap.turn_busy = false;
-	cn_gate_nap(CN_GATE_NAP_NONE, NULL); /* calls from now on wait for the wake */
-	if (!nap.retry)
-		say_nap(CN_NAP_WAKING, "");
-	nap.try_ms = cn_clock_ms();
-	o = cn_resume_as(true, NULL, nap.retry && !cn_ag.cfg.nap_make_room ? ROOM_WAIT_MS : 0);
-	if (asleep(o) && o.result == CN_RES_NO_ROOM && cn_ag.cfg.nap_make_room &&
-	    (cn_ag.n_use || cn_light_holding()))
-		o = page_for_wake(o);
-	if (o.state == CN_STATE_CHECKPOINTED &&
-	    (o.result == CN_RES_NO_ROOM || o.result == CN_RES_BESIDE) &&
-	    elsewhere(map, sizeof(map)))
-		o = cn_resume_as(true, map, 0);
-	if (!asleep(o)) {
-		cn_nap_woken(asked);
-		return;
-	}
-	/* Still asleep: waiting for room (or for a restored NCCL job to leave its GPUs, beside.c),
-	 * or after a failure; tried again ROOM_WAIT_MS after this try began, but the first wait at
-	 * once: its home try waits itself. */
-	room = o.result == CN_RES_NO_ROOM || o.result == CN_RES_BESIDE;
+	return false;
+}
+
+/* Still asleep after a try: waiting for room (or for a restored NCCL job to leave its GPUs,
+ * beside.c), or after a failure; tried again ROOM_WAIT_MS after this try began, but the first
+ * wait at once: its home try waits itself. */
+static void still_asleep(struct cn_outcome o)
+{
+	char why[420];
+	bool room = o.result == CN_RES_NO_ROOM || o.result == CN_RES_BESIDE, stuck;
+
 	if (room && !nap.retry)
 		nap.try_ms -= ROOM_WAIT_MS;
 	cn_gate_nap(CN_GATE_NAP_ASLEEP, wake_asked);
@@ -548,6 +533,32 @@ void cn_nap_wake(void)
 		       "a call waits for the GPU: %s; room checked every 100 ms", why);
 	nap.stuck = stuck;
 	nap.retry = true;
+}
+
+void cn_nap_wake(void)
+{
+	double asked = atomic_load(&asked_ms);
+	char map[CN_MAX_GPUS * 8];
+	struct cn_outcome o;
+
+	if (!nap.napping || turn_still_busy())
+		return;
+	cn_gate_nap(CN_GATE_NAP_NONE, NULL); /* calls from now on wait for the wake */
+	if (!nap.retry)
+		say_nap(CN_NAP_WAKING, "");
+	nap.try_ms = cn_clock_ms();
+	o = cn_resume_as(true, NULL, nap.retry && !cn_ag.cfg.nap_make_room ? ROOM_WAIT_MS : 0);
+	if (asleep(o) && o.result == CN_RES_NO_ROOM && cn_ag.cfg.nap_make_room &&
+	    (cn_ag.n_use || cn_light_holding()))
+		o = page_for_wake(o);
+	if (o.state == CN_STATE_CHECKPOINTED &&
+	    (o.result == CN_RES_NO_ROOM || o.result == CN_RES_BESIDE) &&
+	    elsewhere(map, sizeof(map)))
+		o = cn_resume_as(true, map, 0);
+	if (asleep(o))
+		still_asleep(o);
+	else
+		cn_nap_woken(asked);
 }
 
 void cn_nap_woken(double asked)
