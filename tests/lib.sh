@@ -20,6 +20,15 @@ is() { # is GOT WANT DESCRIPTION
 like() { # like GOT REGEX DESCRIPTION
 	if [[ $1 =~ $2 ]]; then ok 0 "$3"; else ok 1 "$3"; diag "got '$1', want /$2/"; fi
 }
+log_like() { # log_like FILE REGEX DESCRIPTION: like on FILE once it matches (10 s at most): a log
+	# line may come after the status a check before it waited for
+	local i
+	for ((i = 0; i < 500; i++)); do
+		[[ $(cat "$1" 2> /dev/null) =~ $2 ]] && break
+		sleep 0.02
+	done
+	like "$(cat "$1" 2> /dev/null)" "$2" "$3"
+}
 unlike() { # unlike GOT REGEX DESCRIPTION
 	if [[ $1 =~ $2 ]]; then ok 1 "$3"; diag "got '$1', which matches /$2/"; else ok 0 "$3"; fi
 }

@@ -29,9 +29,6 @@ struct cn_agent {
 	void *hib_addr;
 	size_t hib_len;
 	char hib_note[320]; /* why this suspend's copy stayed in RAM after all, "" if it did not */
-	/* This suspend's lock waits at most this long: what the gate's wait for the app's calls
-	 * left of [lock] timeout_ms (0: for ever). suspend.c; requests.c sends it. */
-	unsigned lock_ms;
 	/* cudanap prepare: a host copy faulted in ahead is held until this CLOCK_MONOTONIC time
 	 * (ms), or until the suspend that uses it; 0 when none is. prepare.c (agent.c clears it).
 	 */

@@ -121,6 +121,8 @@ static int checkpoint(struct cn_resp *r)
 struct how {
 	bool nap, light;
 	unsigned lock_limit_ms;
+	unsigned lock_ms; /* the lock's wait: what the gate's wait left of lock_budget (0: for ever)
+			   */
 	bool peers_off; /* peer access it turned off ([peer] mode = off), on again if it runs on */
 };
 
@@ -183,7 +185,7 @@ static void unlock_after(struct cn_resp *r, char *msg, size_t len)
 /* The gate closes: from now on no call of the app's enters libcuda, and those inside return
  * within [lock] timeout_ms, whose rest is left to the lock. -1 with msg when one stays inside:
  * the gate is open again. */
-static int close_gate(const struct how *h, struct cn_resp *r, char *msg, size_t len)
+static int close_gate(struct how *h, struct cn_resp *r, char *msg, size_t len)
 {
 	unsigned t = lock_budget(h);
 	char why[160], paths[400];
@@ -203,7 +205,7 @@ static int close_gate(const struct how *h, struct cn_resp *r, char *msg, size_t 
 			 why, t, h->lock_limit_ms ? "a nap's lock" : "[lock] timeout_ms");
 		return -1;
 	}
-	cn_ag.lock_ms = !t ? 0 : ms + 1 >= t ? 1 : t - (unsigned)ms;
+	h->lock_ms = !t ? 0 : ms + 1 >= t ? 1 : t - (unsigned)ms;
 	if (ms >= 1)
 		cn_log(&cn_ag.cfg, CN_LOG_DEBUG, "the app's driver calls returned in %.1f ms", ms);
 	return 0;
@@ -280,7 +282,7 @@ static int lock(struct how *h, struct cn_resp *r, char *msg, size_t len)
 {
 	struct cn_requests_disk disk = { .to_disk = cn_ag.hib, .free_bytes = cn_ag.hib_free };
 
-	if (cn_requests_lock(cn_ag.lock_ms, &disk, h->light ? cn_owned_bytes() : 0, r) == 0) {
+	if (cn_requests_lock(h->lock_ms, &disk, h->light ? cn_owned_bytes() : 0, r) == 0) {
 		cn_report_step(CN_STEP_LOCK, r);
 		return 0;
 	}

@@ -67,7 +67,7 @@ is "$(held "$pid")" $((before - 900)) "the GPU has the owned 900 MiB back; the c
 is "$(pinned_mib "$pid")" 900 "the host copy pinned"
 cli2 status "$pid"
 like "$out" $'\n'"$pid +napping" "cudanap status: napping"
-like "$(cat "$T/A.err")" "napped lightly \(cudanap nap\): 900 MiB it owns moved to the host" "its log says so"
+log_like "$T/A.err" "napped lightly \(cudanap nap\): 900 MiB it owns moved to the host" "its log says so"
 like "$("$CUDANAP" metrics -c "$T/job.ini")" $'\n'"cudanap_light_host_bytes\\{pid=\"$pid\",[^}]*\\} 943718400"$'\n' \
 	"cudanap metrics: 900 MiB on the host by a light nap"
 ask A "drv launch export 5" 30
@@ -99,7 +99,7 @@ check "napped lightly" eventually 10 light_napped "$pid"
 touch "$T/fake/$pid.failcopy"
 ask A "drv launch export 5" 10
 is "$REPLY" "launch 0" "a copy back that fails once: the call waits for the next try, then answers"
-like "$(cat "$T/A.err")" "copying its memory back to the GPU: [^;]*\(999\)" "the failure said in the log"
+log_like "$T/A.err" "copying its memory back to the GPU: [^;]*\(999\)" "the failure said in the log"
 is "$(words A)" "7 307 606 42" "every word back"
 is "$(held "$pid")" "$before" "all of it on the GPU, nothing twice"
 
@@ -135,7 +135,7 @@ cli2 nap "$pid"
 check "auto: napped lightly first" eventually 10 light_napped "$pid"
 is_field "$pid" nap_depth full "deepened after full_after_s (2 s)"
 is "$(pinned_mib "$pid")" 0 "its host copy unpinned for the checkpoint"
-like "$(cat "$T/B.err")" "its light nap deepened after 2 s" "the log says it"
+log_like "$T/B.err" "its light nap deepened after 2 s" "the log says it"
 ask B "drv launch export 5" 30
 is "$REPLY" "launch 0" "its next call wakes it"
 check "woken" woke "$pid"
@@ -228,7 +228,7 @@ check "P woken" woke "$P_pid"
 is "$(words1 P)" "7 307 606" "P's memory back, intact"
 check "Q napped lightly for it" eventually 10 light_napped "$Q_pid"
 is "$(field "$Q_pid" nap_for_pid)" "$P_pid" "Q's status: for P"
-like "$(cat "$T/P.err")" "made room on GPU 0 for [0-9]+ MiB \(its wake\): napped $Q_pid \(1600 MiB, idle [0-9]+ s\) in [0-9.]+ s, lightly, as it copied in" \
+log_like "$T/P.err" "made room on GPU 0 for [0-9]+ MiB \(its wake\): napped $Q_pid \(1600 MiB, idle [0-9]+ s\) in [0-9.]+ s, lightly, as it copied in" \
 	"P's log: Q napped lightly while P copied in"
 is "$(field "$P_pid" rooms_made)" 1 "P's status: room made once"
 sleep 1.2 # P idle for min_idle_s
@@ -266,7 +266,7 @@ is "$(words1 P)" "7 307 606" "P's memory back, intact"
 check "R napped lightly for it, asked instead of Q" eventually 10 light_napped "$R_pid"
 is "$(field "$R_pid" nap_for_pid)" "$P_pid" "R's status: for P"
 is "$(field "$Q_pid" state)" running "Q, whose copy out failed, runs on"
-like "$(cat "$T/P.err")" "made room on GPU 0 for [0-9]+ MiB \(its wake\): napped $Q_pid did not nap, $R_pid \(600 MiB, idle [0-9]+ s\) in [0-9.]+ s, lightly, as it copied in" \
+log_like "$T/P.err" "made room on GPU 0 for [0-9]+ MiB \(its wake\): napped $Q_pid did not nap, $R_pid \(600 MiB, idle [0-9]+ s\) in [0-9.]+ s, lightly, as it copied in" \
 	"P's log: one making of room, Q did not nap, R did in its place"
 for p in P Q R; do ask $p quit; done
 wait "$P_pid" "$Q_pid" "$R_pid" 2> /dev/null
@@ -333,7 +333,7 @@ like "$("$CUDANAP" metrics -c "$T/job.ini")" $'\n'"cudanap_host_kept_bytes\\{pid
 ask K "drv vmm word A 0 11"
 cli2 nap "$pid"
 check "napped again ($out)" eventually 10 light_napped "$pid"
-like "$(cat "$T/K.err")" "light nap: 900 MiB in 5 pieces to the host copy kept since its wake in [0-9.]+ ms: .*waiting for 0 threads" \
+log_like "$T/K.err" "light nap: 900 MiB in 5 pieces to the host copy kept since its wake in [0-9.]+ ms: .*waiting for 0 threads" \
 	"into the kept copy, no fault threads"
 is "$(pinned_mib "$pid")" 900 "no more host memory pinned"
 ask K "drv launch export 5" 30
@@ -355,7 +355,7 @@ write_ini "[nap]" "depth = light" "keep_host_copy = true" "[preflight]" "host_ma
 cli2 nap "$pid" # the INI read again
 like "$rc:$out" "^1:$pid: nap failed: NO_HOST_MEMORY" "a nap then: refused, the host has no room for the copy and the margin"
 check "the host without the margin free: the kept copy let go" eventually 10 no_pin "$pid"
-like "$(cat "$T/K.err")" "let go of its kept host copy \(1000 MiB\): the host has less than \[preflight\] host_margin_mib \(16000000 MiB\) and a quarter of its memory free beside it" "the log says so"
+log_like "$T/K.err" "let go of its kept host copy \(1000 MiB\): the host has less than \[preflight\] host_margin_mib \(16000000 MiB\) and a quarter of its memory free beside it" "the log says so"
 check "the status says none is kept" eventually 10 fields_are "$pid" host_kept_mib 0.000
 write_ini "[nap]" "depth = light" "keep_host_copy = true" "[log]" "level = info"
 cli2 nap "$pid"

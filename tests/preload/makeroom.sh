@@ -45,9 +45,9 @@ is "$(field "$A_pid" state):$(field "$A_pid" naps)" "running:0" "A, idle for les
 is "$(field "$B_pid" nap_for_pid):$(field "$B_pid" nap_for_mib):$(field "$B_pid" naps_room)" "$C_pid:1000.000:1" \
 	"B's status: napped for C, which needed 1000 MiB; one nap to make room"
 is "$(field "$C_pid" rooms_made)" 1 "C's status: room made once"
-like "$(cat "$T/C.err")" "cudanap\[$C_pid\]: made room on GPU 0 for 1000 MiB \(cuMemAlloc_v2\): napped $B_pid \(1000 MiB, idle [0-9]+ s\) in [0-9.]+ s" \
+log_like "$T/C.err" "cudanap\[$C_pid\]: made room on GPU 0 for 1000 MiB \(cuMemAlloc_v2\): napped $B_pid \(1000 MiB, idle [0-9]+ s\) in [0-9.]+ s" \
 	"C's log: one line for the room it made"
-like "$(cat "$T/B.err")" "cudanap\[$B_pid\]: napped \(for $C_pid, which needs 1000 MiB on GPU 0\): 1000 MiB of GPU memory freed" \
+log_like "$T/B.err" "cudanap\[$B_pid\]: napped \(for $C_pid, which needs 1000 MiB on GPU 0\): 1000 MiB of GPU memory freed" \
 	"B's log: for whom it napped"
 like "$("$CUDANAP" status --no-query "$B_pid")" $'\n'"$B_pid: napped for $C_pid: 1.0 GiB" "cudanap status says who was napped for whom"
 
@@ -59,7 +59,7 @@ check "A, now the least recently active, napped for it" napped "$A_pid" 5
 is "$(field "$A_pid" nap_for_pid):$(field "$C_pid" state)" "$B_pid:running" "for B; C runs on"
 ask B verify
 is "$REPLY" "verify ok" "B's memory came back intact"
-like "$(cat "$T/B.err")" "made room on GPU 0 for 1000 MiB \(its wake\): napped $A_pid \(2000 MiB" "B's log says it"
+log_like "$T/B.err" "made room on GPU 0 for 1000 MiB \(its wake\): napped $A_pid \(2000 MiB" "B's log says it"
 
 # -- nobody idle long enough: the wake waits, as without make_room, until someone is
 room_ini 60
@@ -67,7 +67,7 @@ echo "drv launch export 5" >&"$A_in" # A needs 2000 MiB; B and C are not idle fo
 check "A's wake waits for room" eventually 10 nap_is "$A_pid" "waiting for room"
 like "$(field "$A_pid" nap_why)" "." "its status says what it waits for ($(field "$A_pid" nap_why))"
 is "$(field "$B_pid" state):$(field "$C_pid" state)" "running:running" "B and C, idle for less than min_idle_s, are not napped"
-like "$(cat "$T/A.err")" "no room made for its wake: GPU 0 has [0-9]+ MiB free, 2000 MiB wanted .*no process of this user there idle for \[nap\] min_idle_s to nap" \
+log_like "$T/A.err" "no room made for its wake: GPU 0 has [0-9]+ MiB free, 2000 MiB wanted .*no process of this user there idle for \[nap\] min_idle_s to nap" \
 	"A's log says why no room was made, once"
 room_ini 1
 read -r -t 30 -u "$A_out" REPLY || REPLY=
@@ -133,7 +133,7 @@ CUDANAP_FAKE_CTX_MIB=500 start E "$TARGET"
 ask E "drv call export cuDevicePrimaryCtxRetain" 60
 is "$REPLY" "call 0" "E's first context (500 MiB), refused as out of memory, is made once room is"
 is "$(field "$x_pid" state):$(field "$x_pid" nap_for_pid)" "napping:$E_pid" "$X napped for it"
-like "$(cat "$T/E.err")" "made room on GPU 0 for 512 MiB \(cuDevicePrimaryCtxRetain\): napped $x_pid" \
+log_like "$T/E.err" "made room on GPU 0 for 512 MiB \(cuDevicePrimaryCtxRetain\): napped $x_pid" \
 	"E's log: a context is asked 512 MiB"
 
 # -- counts by cause, in the status
@@ -156,7 +156,7 @@ start F "$TARGET"
 ask F "drv alloc export 9000" 20
 is "$REPLY" "alloc 2" "9000 MiB on a GPU of 4000: out of memory, as without make_room"
 is "$(field "$E_pid" state)" running "E was not napped for it"
-like "$(cat "$T/F.err")" "GPU 0 has [0-9]+ MiB free and its idle processes would give back [0-9]+ MiB by napping, 9000 MiB wanted \(\[restore\] margin_mib included\): no process napped" \
+log_like "$T/F.err" "GPU 0 has [0-9]+ MiB free and its idle processes would give back [0-9]+ MiB by napping, 9000 MiB wanted \(\[restore\] margin_mib included\): no process napped" \
 	"F's log says why, in one line"
 
 # -- room whose naps the host cannot hold: nobody napped, the call fails at once and says why
@@ -166,7 +166,7 @@ start G "$TARGET"
 ask G "drv alloc export 1500" 20
 is "$REPLY" "alloc 2" "1500 MiB that a nap of E would free, but not the host's memory: out of memory"
 is "$(field "$E_pid" state)" running "E was not napped for it"
-like "$(cat "$T/G.err")" "GPU 0 has [0-9]+ MiB free and its idle processes would give back 0 MiB by napping, 1500 MiB wanted \(\[restore\] margin_mib included\); [0-9]+ MiB more are held by idle processes whose nap's copy the host has no memory for \(\[preflight\] host_margin_mib included\): no process napped" \
+log_like "$T/G.err" "GPU 0 has [0-9]+ MiB free and its idle processes would give back 0 MiB by napping, 1500 MiB wanted \(\[restore\] margin_mib included\); [0-9]+ MiB more are held by idle processes whose nap's copy the host has no memory for \(\[preflight\] host_margin_mib included\): no process napped" \
 	"G's log says why, in one line"
 for p in A B C D E F G; do ask "$p" quit 10; done
 finish

@@ -37,14 +37,14 @@ $pid +napping +nap +ok .* napping +1/0 " "cudanap status: STATE napping, NAP nap
 like "$("$CUDANAP" status --no-query --json "$pid")" '"state":"napping"' "--json: the same word, napping"
 like "$("$CUDANAP" metrics -c "$T/job.ini")" "cudanap_process_state\{pid=\"$pid\",[^}]*state=\"napping\"\} 1" \
 	"metrics: the same word, napping"
-like "$(cat "$T/A.err")" "cudanap\[$pid\]: napped \(after 1 s idle\): 1000 MiB of GPU memory freed in [0-9.]+ ms \(lock .*checkpoint .*\); it wakes at its next CUDA call that needs the GPU" \
+log_like "$T/A.err" "cudanap\[$pid\]: napped \(after 1 s idle\): 1000 MiB of GPU memory freed in [0-9.]+ ms \(lock .*checkpoint .*\); it wakes at its next CUDA call that needs the GPU" \
 	"one log line for the nap, with its figures"
 ask A "drv launch export 5"
 is "$REPLY" "launch 0" "a launch while it naps: it runs, and answers right"
 woke "$pid"
 is "$(field "$pid" state):$(field "$pid" action):$(field "$pid" wakes)" "running:wake:1" "the launch woke it"
 like "$(field "$pid" last_wake_ms)" "^[0-9]+\.[0-9]+$" "last_wake_ms: the delay the call saw ($(field "$pid" last_wake_ms) ms)"
-like "$(cat "$T/A.err")" "cudanap\[$pid\]: woke for a driver call: 1000 MiB back on the GPU in [0-9.]+ ms \(restore .*unlock .*\); the call waited [0-9.]+ ms" \
+log_like "$T/A.err" "cudanap\[$pid\]: woke for a driver call: 1000 MiB back on the GPU in [0-9.]+ ms \(restore .*unlock .*\); the call waited [0-9.]+ ms" \
 	"one log line for the wake"
 ask A verify
 is "$REPLY" "verify ok" "its memory came back intact"
@@ -117,7 +117,7 @@ seq=$(field "$pid" seq)
 kill -USR1 "$pid"
 eventually 20 seq_above "$pid" "$seq"
 is "$(field "$pid" state):$(field "$pid" nap)" "napping:napping" "a suspend signal changes nothing"
-like "$(cat "$T/B.err")" "cudanap\[$pid\]: napping already: it wakes at its next CUDA call" "and says so"
+log_like "$T/B.err" "cudanap\[$pid\]: napping already: it wakes at its next CUDA call" "and says so"
 cli suspend "$pid"
 is "$rc" 0 "cudanap suspend of a napping process: already asleep ($out)"
 cli nap "$pid"
@@ -149,7 +149,7 @@ check "a kernel of 3 s, no thread waiting: after idle_s the nap's lock gives up"
 eventually 20 has_field "$pid" nap_why
 like "$(field "$pid" nap_why)" "CUDA_ERROR_NOT_READY: .*GPU work still running \(a nap's lock\); the process keeps running" \
 	"nap_why says why"
-like "$(cat "$T/B.err")" "not napped: CUDA_ERROR_NOT_READY.*; next try after 2 s idle" "said once, with the back-off"
+log_like "$T/B.err" "not napped: CUDA_ERROR_NOT_READY.*; next try after 2 s idle" "said once, with the back-off"
 ask B "drv call export cuStreamQuery" 2
 is "$REPLY" "call 600" "and the process runs on: its next call answers at once (not ready: the kernel runs)"
 check "once the kernel ends, it naps after the back-off" napped "$pid" 20
@@ -171,7 +171,7 @@ check "status: waiting for room" eventually 20 nap_is "$pid" "waiting for room"
 like "$("$CUDANAP" status --no-query "$pid")" "
 $pid +napping\*? .* waiting for room .*
 $pid: waiting for room: restore: GPU 0 .*has 500 MiB free" "cudanap status says what it waits for"
-like "$(cat "$T/C.err")" "a call waits for the GPU: NO_GPU_MEMORY: restore: GPU 0 .*; room checked every 100 ms" "a log line says so once"
+log_like "$T/C.err" "a call waits for the GPU: NO_GPU_MEMORY: restore: GPU 0 .*; room checked every 100 ms" "a log line says so once"
 rm "$T/fake/free.0"
 answer C 20
 woke "$pid"
