@@ -201,19 +201,25 @@ static void log_phases(double t0)
 
 /* The call that moves the process's memory, req. A restore moves on to a place to copy in when the
  * driver starts copying and gives that up when the copy is done: the copies are what tell, so with
- * copy_threads = 0 no turns are taken. */
-static int moving(const struct cn_req *req, struct cn_resp *r)
+ * copy_threads = 0 no turns are taken. A restore's processes to stay apart from are listed once
+ * its turn is had, just before it is sent: one restored while it waited is among them. */
+static int moving(struct cn_req *req, struct cn_resp *r)
 {
 	struct cn_copy_stats cs;
 	bool restore = req->op == CN_OP_RESTORE;
 	double t0;
 	int rc;
 
-	if (!cn_ag.cfg.copy_threads)
+	if (!cn_ag.cfg.copy_threads) {
+		if (restore)
+			beside(req);
 		return send_req(req, r);
+	}
 	mv.turn = false;
 	if (restore && cn_ag.cfg.take_turns)
 		take_turn(req);
+	if (restore)
+		beside(req);
 	mv.place_wait_ms = -1;
 	mv.t_first_copy = mv.t_copied = 0;
 	cn_copy_arm(cn_ag.cfg.copy_threads, restore ? copy_turn : NULL, restore ? copy_done : NULL,
@@ -257,6 +263,5 @@ int cn_requests_restore(const struct cn_gpu_pair *pairs, uint32_t n_pairs, struc
 	memcpy(req.use, cn_ag.use, sizeof(req.use));
 	req.margin_bytes = (uint64_t)cn_ag.cfg.margin_mib << 20;
 	req.reserve = cn_ag.cfg.reserve;
-	beside(&req);
 	return moving(&req, r);
 }
