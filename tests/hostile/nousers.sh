@@ -11,6 +11,10 @@ made=$(sed -n 's/^made://p' <<< "$out")
 like "$out" "made:.*
 [0-9]+ [0-9]+$" "users.sh gives the test its two users"
 diag "made by it: ${made:-none (they were there)}"
+# Looked at under users.sh's lock: a hostile test of another run beside this one (another build,
+# CI) may have made the users since; it removes them before it lets the lock go.
+exec {users_lock}> "${TMPDIR:-/tmp}/cudanap-test-users.lock"
+flock -w 500 "$users_lock" || diag "the test users' lock not free after 500 s"
 for u in $made; do
 	check "$u, made for the test, is removed at its end" test -z "$(getent passwd "$u")"
 	check "and its group" test -z "$(getent group "$u")"
