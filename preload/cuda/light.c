@@ -73,7 +73,6 @@ static CUresult set_ctx(void *ctx)
 	return ((CUresult(*)(void *))drv(CN_FN_IDX_cuCtxSetCurrent))(ctx);
 }
 
-/* ctx's stream (made at its first use), current: NULL when none could be made. */
 /* The host copy a wake put all back from, held pinned: the mapping, its chunks' pinning, the
  * context they were pinned through, and whether the wake keeps it for the next nap ([nap]
  * keep_host_copy) or lets it go once the app's calls go on. Changed under kept_mu: the agent
@@ -90,6 +89,7 @@ static pthread_mutex_t kept_mu = PTHREAD_MUTEX_INITIALIZER;
 static bool exiting;
 static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
 
+/* ctx's stream (made at its first use), current: NULL when none could be made. */
 static void *stream_of(void *ctx)
 {
 	CUresult (*create)(void **, unsigned) = drv(CN_FN_IDX_cuStreamCreate);
@@ -513,7 +513,8 @@ static void name_error(CUresult r, const char *what, char *why, size_t len)
 
 /* What is on the host put back: each span given back made anew and mapped (trying again for
  * wait_ms, and while coming says so, while the GPU has no room), each copied back, the copies
- * waited for; once all is back, the host copy moves to K (cn_light_trim lets it go).
+ * waited for; once all is back, the host copy moves to K, kept for the next nap when keep
+ * (else cn_light_let_go_unkept lets it go once the app's calls go on).
  * CUDA_SUCCESS, or the driver's answer with *at the span it stopped at: what is mapped stays, and
  * the next try copies it again. */
 static CUresult put_back(bool keep, unsigned wait_ms, bool (*coming)(void), size_t *at)
@@ -711,7 +712,7 @@ bool cn_light_trim(bool keep, unsigned long long margin)
 	bool trimmed = false;
 
 	pthread_mutex_lock(&kept_mu);
-	if (K.host && (!keep || !cn_light_room_to_keep(margin))) {
+	if (K.host && !exiting && (!keep || !cn_light_room_to_keep(margin))) {
 		let_go_kept();
 		trimmed = true;
 	}
