@@ -121,8 +121,8 @@ static int checkpoint(struct cn_resp *r)
 struct how {
 	bool nap, light;
 	unsigned lock_limit_ms;
-	unsigned lock_ms; /* the lock's wait: what the gate's wait left of lock_budget (0: for ever)
-			   */
+	/* the lock's wait: what the gate's wait left of lock_budget (0: for ever) */
+	unsigned lock_ms;
 	bool peers_off; /* peer access it turned off ([peer] mode = off), on again if it runs on */
 };
 
