@@ -360,15 +360,23 @@ check "the status says none is kept" eventually 10 fields_are "$pid" host_kept_m
 write_ini "[nap]" "depth = light" "keep_host_copy = true" "[log]" "level = info"
 cli2 nap "$pid"
 check "napped lightly again ($out)" eventually 10 light_napped "$pid"
+# wake_lets_go WHAT: K woken by its next call lets its copy go itself (the once-a-second trim,
+# which logs its let-go, did not); kept_again WHAT: napped and woken with keep_host_copy on, it keeps
+wake_lets_go() {
+	ask K "drv launch export 5" 30
+	check "woken" woke "$pid"
+	check "$1" eventually 10 no_pin "$pid"
+	is "$(grep -c "let go of its kept host copy" "$T/K.err")" 1 "by the wake itself, not the trim"
+}
+kept_again() {
+	write_ini "[nap]" "depth = light" "keep_host_copy = true" "[log]" "level = info"
+	cli2 nap "$pid"
+	ask K "drv launch export 5" 30
+	check "$1" eventually 10 fields_are "$pid" host_kept_mib 1000.000
+}
 write_ini "[nap]" "depth = light" "keep_host_copy = true" "[preflight]" "host_margin_mib = 16000000" "[log]" "level = info"
-ask K "drv launch export 5" 30
-check "woken" woke "$pid"
-check "a wake without the margin free lets its copy go" eventually 10 no_pin "$pid"
-is "$(grep -c "let go of its kept host copy" "$T/K.err")" 1 "by the wake itself (the once-a-second trim did not)"
-write_ini "[nap]" "depth = light" "keep_host_copy = true" "[log]" "level = info"
-cli2 nap "$pid"
-ask K "drv launch export 5" 30
-check "napped and woken: its copy kept" eventually 10 fields_are "$pid" host_kept_mib 1000.000
+wake_lets_go "a wake without the margin free lets its copy go"
+kept_again "napped and woken: its copy kept"
 vm_kb() { awk '/^VmSize/ { print $2 }' "/proc/$1/status"; }
 if [ -z "${CN_SANITIZER_RUNTIME:-}" ]; then # ASan's shadow maps its own share of both
 	ask K fork
@@ -381,14 +389,8 @@ fi
 write_ini "[nap]" "depth = light" "[log]" "level = info"
 cli2 nap "$pid"
 check "keep_host_copy off: napped, into the copy it kept ($out)" eventually 10 light_napped "$pid"
-ask K "drv launch export 5" 30
-check "woken" woke "$pid"
-check "the wake let its copy go" eventually 10 no_pin "$pid"
-is "$(grep -c "let go of its kept host copy" "$T/K.err")" 1 "the wake itself, not the trim"
-write_ini "[nap]" "depth = light" "keep_host_copy = true" "[log]" "level = info"
-cli2 nap "$pid"
-ask K "drv launch export 5" 30
-check "keep_host_copy on again: napped and woken, its copy kept" eventually 10 fields_are "$pid" host_kept_mib 1000.000
+wake_lets_go "the wake let its copy go"
+kept_again "keep_host_copy on again: napped and woken, its copy kept"
 cli2 suspend "$pid"
 is "$rc" 0 "a suspend ($out)"
 is "$(pinned_mib "$pid")" 0 "the driver's checkpoint: the kept copy let go before it"
