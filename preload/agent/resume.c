@@ -218,8 +218,7 @@ static struct cn_outcome light_back(struct cn_resp *r, unsigned wait_ms, bool re
 	static bool was_restored; /* a restore's, whose host copy could not all go back then */
 	struct cn_light_stats ls;
 	char why[300], msg[420];
-	/* kept for the next nap ([nap] keep_host_copy, the host's room), not by a process leaving
-	 */
+	/* kept for the next nap ([nap] keep_host_copy, the host's room), not when leaving */
 	bool keep = !cn_gate_leaving() && cn_config_keeps_host(&cn_ag.cfg) &&
 		    cn_light_room_to_keep((unsigned long long)cn_ag.cfg.host_margin_mib << 20);
 	int rc = cn_light_in(keep, wait_ms, cn_pager_coming, &ls, why, sizeof(why));
