@@ -26,10 +26,11 @@
 #include "agent/suspend.h"
 #include "wake.h"
 
-#define NAP_LOCK_MS  200 /* a nap's lock: the work it waits for is a kernel older than idle_s */
-#define BACKOFF_MAX  64
-#define ROOM_WAIT_MS 1000 /* a wake waiting for room: one try's wait at home */
-#define TURN_WAIT_MS 100  /* a wake whose room another process is making: its next try */
+#define NAP_LOCK_MS   200 /* a nap's lock: the work it waits for is a kernel older than idle_s */
+#define BACKOFF_MAX   64
+#define ROOM_WAIT_MS  1000 /* a wake waiting for room: one try's wait at home */
+#define TURN_WAIT_MS  100  /* a wake whose room another process is making: its next try */
+#define IDLE_SLACK_MS 50   /* a try when another becomes idle long enough: this much after */
 
 static struct {
 	unsigned long work; /* the gate's count at the last look */
@@ -42,7 +43,8 @@ static struct {
 	bool retry;	/* a wake that failed: tried again */
 	bool turn_busy; /* another process was making room: its turn looked at TURN_WAIT_MS on */
 	double peek_ms; /* when the turn was last looked at */
-	bool stuck;	/* the driver failed a wake's restore: tried again only when asked */
+	double idle_at_ms; /* a process idle too briefly to nap will be idle enough: tried then */
+	bool stuck;	   /* the driver failed a wake's restore: tried again only when asked */
 	bool refusal_said; /* the reason it is not napped was logged */
 	bool room_said;	   /* make_room's failure for this wake was logged */
 	double asleep_ms;  /* when it fell asleep: [nap] full_after_s counts from there */
@@ -65,11 +67,14 @@ static void say_nap(enum cn_nap state, const char *why)
 
 /* A failed wake is tried again ROOM_WAIT_MS after the last began (at once after one that waited
  * that long for room), TURN_WAIT_MS when another process was making room: its turn ends as soon
- * as the process it naps answers. */
+ * as the process it naps answers; sooner when another will have been idle [nap] min_idle_s. */
 static int retry_in(void)
 {
-	double at = nap.try_ms + ROOM_WAIT_MS, peek = nap.peek_ms + TURN_WAIT_MS;
-	double left = (nap.turn_busy && peek < at ? peek : at) - cn_clock_ms();
+	double at = nap.try_ms + ROOM_WAIT_MS, peek = nap.peek_ms + TURN_WAIT_MS, left;
+
+	if (nap.idle_at_ms && nap.idle_at_ms < at)
+		at = nap.idle_at_ms;
+	left = (nap.turn_busy && peek < at ? peek : at) - cn_clock_ms();
 
 	return left > 0 ? (int)left : 0;
 }
@@ -447,6 +452,21 @@ static int light_needs(struct cn_pager_need *need)
 	return n;
 }
 
+/* After a make_room that found no process idle long enough: when the first idle too briefly will
+ * be (said in the debug log); 0: none. */
+static double idle_soon(void)
+{
+	int pid;
+	double at = cn_pager_idle_soon_ms(&pid);
+
+	if (!at)
+		return 0;
+	cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
+	       "its wake tried again in %.2f s, when %d will have been idle [nap] min_idle_s",
+	       (at + IDLE_SLACK_MS - cn_clock_ms()) / 1000, pid);
+	return at + IDLE_SLACK_MS;
+}
+
 /* [nap] make_room: room made on the GPUs it napped from, by napping idle processes there (pager.c),
  * and the wake tried again there; the turn held until it is done. */
 static struct cn_outcome page_for_wake(struct cn_outcome o)
@@ -462,6 +482,7 @@ static struct cn_outcome page_for_wake(struct cn_outcome o)
 	r = cn_pager_make(need, n < 0 ? (int)cn_ag.n_use : n, "its wake", n >= 0, why, sizeof(why));
 	nap.turn_busy = r == -EAGAIN;
 	nap.peek_ms = cn_clock_ms();
+	nap.idle_at_ms = r == -1 ? idle_soon() : 0;
 	if (r == 0) {
 		o = cn_resume_as(true, NULL, 0); /* copying in while the room comes (pager.h) */
 		if (o.state == CN_STATE_RUNNING && !cn_light_holding()) {
@@ -529,8 +550,11 @@ static void still_asleep(struct cn_outcome o)
 		       "again only at the next one or at cudanap resume",
 		       why);
 	else if (!stuck && !nap.retry)
-		cn_log(&cn_ag.cfg, CN_LOG_INFO,
-		       "a call waits for the GPU: %s; room checked every 100 ms", why);
+		cn_log(&cn_ag.cfg, CN_LOG_INFO, "a call waits for the GPU: %s; %s", why,
+		       cn_ag.cfg.nap_make_room
+			       ? "tried again once a second, and when a process of this user there "
+				 "has been idle [nap] min_idle_s or the one making room is done"
+			       : "room checked every 100 ms");
 	nap.stuck = stuck;
 	nap.retry = true;
 }
@@ -570,6 +594,7 @@ void cn_nap_woken(double asked)
 	if (!nap.napping)
 		return;
 	nap.napping = nap.idle = nap.retry = nap.stuck = nap.turn_busy = false;
+	nap.idle_at_ms = 0;
 	nap.active_ms = now;
 	cn_report_active();
 	cn_report_count(CN_REPORT_WAKES);

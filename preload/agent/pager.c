@@ -70,6 +70,12 @@ static struct {
 static atomic_bool on;	  /* [nap] make_room, as the agent last read it */
 static bool pending;	  /* agent thread: an app thread waits for an answer */
 static bool failure_said; /* agent thread: the last allocation's failure was logged */
+/* agent thread: after a make that found no process idle long enough, when the first that works
+ * no more will have been (monotonic ms; 0: none); pid: which */
+static struct {
+	double at_ms;
+	int pid;
+} idle_soon;
 
 void cn_pager_config(void)
 {
@@ -178,6 +184,7 @@ void cn_pager_reset(void)
 	pthread_cond_init(&cv, NULL);
 	memset(&req, 0, sizeof(req));
 	memset(&over, 0, sizeof(over));
+	memset(&idle_soon, 0, sizeof(idle_soon));
 	pending = failure_said = false;
 }
 
@@ -192,6 +199,8 @@ static int by_idle(const void *a, const void *b)
 struct cands {
 	struct cand *c;
 	int n, max;
+	double soon_s; /* the least wait until one idle too briefly is idle enough (0: none) */
+	int soon_pid;
 };
 
 /* One of this status dir's processes taken as a candidate if it may be napped now. */
@@ -201,8 +210,17 @@ static bool take_candidate(const struct cn_status *s, void *arg)
 	double idle = cn_status_since_s(s->idle_since);
 
 	if (s->state != CN_STATE_RUNNING || s->busy || cn_outcome_nap_asleep(s->nap) ||
-	    s->nap == CN_NAP_REFUSED || idle < 0 || idle < cn_ag.cfg.nap_min_idle_s)
+	    s->nap == CN_NAP_REFUSED || idle < 0)
 		return true;
+	if (idle < cn_ag.cfg.nap_min_idle_s) {
+		double wait = cn_ag.cfg.nap_min_idle_s - idle;
+
+		if (!cs->soon_pid || wait < cs->soon_s) {
+			cs->soon_s = wait;
+			cs->soon_pid = s->pid;
+		}
+		return true;
+	}
 	cs->c[cs->n++] = (struct cand){ .pid = s->pid,
 					.sig = s->suspend_signal,
 					.starttime = s->starttime,
@@ -213,13 +231,16 @@ static bool take_candidate(const struct cn_status *s, void *arg)
 	return cs->n < cs->max;
 }
 
-/* The processes of this status dir that may be napped now, the longest idle first. */
+/* The processes of this status dir that may be napped now, the longest idle first; idle_soon
+ * names the first of the others that will be, once idle [nap] min_idle_s. */
 static int candidates(struct cand *c, int max)
 {
-	struct cands cs = { c, 0, max };
+	struct cands cs = { c, 0, max, 0, 0 };
 
 	cn_others_each(take_candidate, &cs);
 	qsort(c, (size_t)cs.n, sizeof(*c), by_idle);
+	idle_soon.pid = cs.soon_pid;
+	idle_soon.at_ms = cs.soon_pid ? cn_clock_ms() + cs.soon_s * 1000 : 0;
 	return cs.n;
 }
 
@@ -594,6 +615,7 @@ int cn_pager_make(const struct cn_pager_need *need, int n, const char *what, boo
 	int r;
 
 	why[0] = '\0';
+	idle_soon.at_ms = 0;
 	r = take_turn(why, len);
 	if (r == -EAGAIN) {
 		snprintf(why, len, "another process of this user is making room");
@@ -612,6 +634,12 @@ int cn_pager_make(const struct cn_pager_need *need, int n, const char *what, boo
 		}
 	over.coming = over.n > 0;
 	return 0; /* the turn is kept until the room is used: cn_pager_release */
+}
+
+double cn_pager_idle_soon_ms(int *pid)
+{
+	*pid = idle_soon.pid;
+	return idle_soon.at_ms;
 }
 
 /* ---- an allocation refused: the app's side ---- */

@@ -28,6 +28,9 @@ void cn_pager_reset(void);
  * the caller, once it is done, calls cn_pager_settle before cn_pager_release. */
 int cn_pager_make(const struct cn_pager_need *need, int n, const char *what, bool overlap,
 		  char *why, size_t len);
+/* After cn_pager_make's -1: when (monotonic ms) the first process of the user that was idle less
+ * than [nap] min_idle_s will have been idle that long, and which (pid); 0 when none. */
+double cn_pager_idle_soon_ms(int *pid);
 bool cn_pager_coming(void);
 void cn_pager_settle(void);
 void cn_pager_release(void);

@@ -169,4 +169,28 @@ is "$(field "$E_pid" state)" running "E was not napped for it"
 log_like "$T/G.err" "GPU 0 has [0-9]+ MiB free and its idle processes would give back 0 MiB by napping, 1500 MiB wanted \(\[restore\] margin_mib included\); [0-9]+ MiB more are held by idle processes whose nap's copy the host has no memory for \(\[preflight\] host_margin_mib included\): no process napped" \
 	"G's log says why, in one line"
 for p in A B C D E F G; do ask "$p" quit 10; done
+
+# -- a wake that waits for a process to be idle long enough is tried again when it is (a GPU of
+# its own: the fake counts the memory of processes gone)
+export CUDANAP_FAKE_DIR=$T/fake2
+mkdir "$T/fake2"
+write_ini "[nap]" "make_room = true" "min_idle_s = 3" "[restore]" "margin_mib = 0" "[log]" "level = debug"
+start P "$TARGET"
+start Q "$TARGET"
+ask P "drv alloc export 1000"
+is "$REPLY" "alloc 0" "P holds 2000 MiB"
+"$CUDANAP" nap -c "$T/job.ini" "$P_pid" > /dev/null
+check "P napped by hand" napped "$P_pid" 10
+ask Q "drv alloc export 1500"
+is "$REPLY" "alloc 0" "Q takes 1500 MiB more: 1500 of 4000 MiB free, P's 2000 no longer fit"
+ask Q "drv launch export 5"
+ask P "drv launch export 5" 60
+is "$REPLY" "launch 0" "P's call, whose wake needs Q napped, goes on once Q has been idle 3 s"
+log_like "$T/P.err" "its wake tried again in [0-9.]+ s, when $Q_pid will have been idle \[nap\] min_idle_s" \
+	"P's try was set for the moment Q would be idle long enough (debug log)"
+log_like "$T/P.err" "made room on GPU 0 for 2000 MiB \(its wake\): napped $Q_pid \(2500 MiB, idle [34] s\)" \
+	"Q napped for it, idle 3 s"
+ask P verify
+is "$REPLY" "verify ok" "P's memory intact"
+for p in P Q; do ask "$p" quit 10; done
 finish
