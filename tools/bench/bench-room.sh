@@ -105,12 +105,16 @@ for kind in "${kinds[@]}"; do
 done
 printf '%5s %7s %6s %8s %8s %8s  %s\n' round session kind cell_s wake_s naps "napped for it"
 # each row printed once the next cell answered (or the section ended): a wake's "made room" line
-# is logged once the processes it napped have answered, which may be after its cell answers
+# is logged once the processes it napped have answered, and its time and counts written to the
+# status once its calls went on, both of which may be after its cell answers
 local row=
 flush_row() {
-	local r s kind ms wake n at victim
+	local r s kind ms wake n at victim pid
 	[ -n "$row" ] || return 0
-	read -r r s kind ms wake n at <<< "$row"
+	read -r r s kind ms pid at <<< "$row"
+	wake=$(field "$pid" last_wake_ms)
+	wake=${wake:-null}
+	n="$(field "$pid" naps_room)/$(field "$pid" wakes)"
 	victim=$(grep "made room" "$T/$s.err" | tail -n +$((at + 1)) | grep -o 'napped [0-9]* ([0-9]* MiB' | tr '\n' ' ')
 	[ "$r" -eq 1 ] || [ -z "$victim" ] || wake_ms[$label]+=" $wake"
 	printf '%5d %7s %6s %8.2f %8s %8s  %s\n' "$r" "$s" "$kind" "${ms}e-3" \
@@ -132,10 +136,9 @@ for r in $(seq "$([ "$label" = mixed ] && echo "$MIXED_ROUNDS" || echo "$ROUNDS"
 			bad=$((bad + 1))
 			echo "round $r $s ($kind): got '$REPLY', its first cell '${first[$s]}'" >&2
 		fi
-		wake=$(field "$pid" last_wake_ms)
 		cell_ms[$label]+=" $ms"
 		flush_row
-		row="$r $s $kind $ms ${wake:-null} $(field "$pid" naps_room)/$(field "$pid" wakes) $before"
+		row="$r $s $kind $ms $pid $before"
 	done
 done
 sleep 1
