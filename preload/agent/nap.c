@@ -31,6 +31,11 @@
 #define ROOM_WAIT_MS  1000 /* a wake waiting for room: one try's wait at home */
 #define TURN_WAIT_MS  100  /* a wake whose room another process is making: its next try */
 #define IDLE_SLACK_MS 50   /* a try when another becomes idle long enough: this much after */
+#define IDLE_GAP_MS   250  /* ... and this long after the last try at least (others' ticks) */
+/* how a wake waiting for room made by napping others is tried again, as its log says */
+#define AGAIN_MADE                                                                                 \
+	"tried again once a second, and sooner when another process of this user has been idle "   \
+	"[nap] min_idle_s or the one making room is done"
 
 static struct {
 	unsigned long work; /* the gate's count at the last look */
@@ -73,7 +78,8 @@ static int retry_in(void)
 	double at = nap.try_ms + ROOM_WAIT_MS, peek = nap.peek_ms + TURN_WAIT_MS, left;
 
 	if (nap.idle_at_ms && nap.idle_at_ms < at)
-		at = nap.idle_at_ms;
+		at = nap.idle_at_ms > nap.try_ms + IDLE_GAP_MS ? nap.idle_at_ms
+							       : nap.try_ms + IDLE_GAP_MS;
 	left = (nap.turn_busy && peek < at ? peek : at) - cn_clock_ms();
 
 	return left > 0 ? (int)left : 0;
@@ -271,6 +277,9 @@ static bool room_refused(const char *for_whom)
 		 "not napped for %d: it worked its GPU %.1f s ago, less than that process's [nap] "
 		 "min_idle_s (%u s)",
 		 pid, ago, min_idle);
+	/* its idle_since was older than this look: cleared, and written anew at the next tick */
+	nap.idle = false;
+	cn_report_active();
 	cn_report_begin(CN_ACTION_NAP);
 	cn_report_fail(CN_RES_REFUSED, why);
 	cn_log(&cn_ag.cfg, CN_LOG_INFO, "%s", why);
@@ -457,13 +466,14 @@ static int light_needs(struct cn_pager_need *need)
 static double idle_soon(void)
 {
 	int pid;
-	double at = cn_pager_idle_soon_ms(&pid);
+	double at = cn_pager_idle_soon_ms(&pid), in;
 
 	if (!at)
 		return 0;
+	in = at + IDLE_SLACK_MS - cn_clock_ms();
 	cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
 	       "its wake tried again in %.2f s, when %d will have been idle [nap] min_idle_s",
-	       (at + IDLE_SLACK_MS - cn_clock_ms()) / 1000, pid);
+	       in > 0 ? in / 1000 : 0.0, pid);
 	return at + IDLE_SLACK_MS;
 }
 
@@ -551,10 +561,7 @@ static void still_asleep(struct cn_outcome o)
 		       why);
 	else if (!stuck && !nap.retry)
 		cn_log(&cn_ag.cfg, CN_LOG_INFO, "a call waits for the GPU: %s; %s", why,
-		       cn_ag.cfg.nap_make_room
-			       ? "tried again once a second, and when a process of this user there "
-				 "has been idle [nap] min_idle_s or the one making room is done"
-			       : "room checked every 100 ms");
+		       cn_ag.cfg.nap_make_room ? AGAIN_MADE : "room checked every 100 ms");
 	nap.stuck = stuck;
 	nap.retry = true;
 }
@@ -571,6 +578,7 @@ void cn_nap_wake(void)
 	if (!nap.retry)
 		say_nap(CN_NAP_WAKING, "");
 	nap.try_ms = cn_clock_ms();
+	nap.idle_at_ms = 0; /* set again by this try's page_for_wake, if any */
 	o = cn_resume_as(true, NULL, nap.retry && !cn_ag.cfg.nap_make_room ? ROOM_WAIT_MS : 0);
 	if (asleep(o) && o.result == CN_RES_NO_ROOM && cn_ag.cfg.nap_make_room &&
 	    (cn_ag.n_use || cn_light_holding()))

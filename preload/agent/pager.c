@@ -70,8 +70,8 @@ static struct {
 static atomic_bool on;	  /* [nap] make_room, as the agent last read it */
 static bool pending;	  /* agent thread: an app thread waits for an answer */
 static bool failure_said; /* agent thread: the last allocation's failure was logged */
-/* agent thread: after a make that found no process idle long enough, when the first that works
- * no more will have been (monotonic ms; 0: none); pid: which */
+/* agent thread: after a make that found no process idle long enough, when the first passed over
+ * for that will have been idle [nap] min_idle_s (monotonic ms; 0: none), and its pid */
 static struct {
 	double at_ms;
 	int pid;
@@ -199,8 +199,8 @@ static int by_idle(const void *a, const void *b)
 struct cands {
 	struct cand *c;
 	int n, max;
-	double soon_s; /* the least wait until one idle too briefly is idle enough (0: none) */
-	int soon_pid;
+	double soon_s; /* the least wait until one idle too briefly is idle enough */
+	int soon_pid;  /* which (0: none) */
 };
 
 /* One of this status dir's processes taken as a candidate if it may be napped now. */
@@ -577,6 +577,7 @@ static int make_one(const struct cn_pager_need *need, const char *what, bool ove
 	int n = candidates(c, CN_USERS_MAX), gpu, done;
 
 	if (users(&need->uuid, c, n, &free_bytes, &gpu) < 0) {
+		idle_soon.at_ms = 0;
 		snprintf(said, len, "NVML cannot say what is free on the GPU");
 		return -1;
 	}

@@ -188,9 +188,17 @@ ask P "drv launch export 5" 60
 is "$REPLY" "launch 0" "P's call, whose wake needs Q napped, goes on once Q has been idle 3 s"
 log_like "$T/P.err" "its wake tried again in [0-9.]+ s, when $Q_pid will have been idle \[nap\] min_idle_s" \
 	"P's try was set for the moment Q would be idle long enough (debug log)"
-log_like "$T/P.err" "made room on GPU 0 for 2000 MiB \(its wake\): napped $Q_pid \(2500 MiB, idle [34] s\)" \
-	"Q napped for it, idle 3 s"
+log_like "$T/P.err" "made room on GPU 0 for 2000 MiB \(its wake\): napped $Q_pid \(2500 MiB, idle [0-9]+ s\)" \
+	"Q napped for it"
 ask P verify
 is "$REPLY" "verify ok" "P's memory intact"
+
+# -- a nap asked for another by a process that worked since: refused in one line, the process runs
+# on
+printf '%s 100 0 30\n' "$Q_pid" > "$T/status/$P_pid.nap-for"
+cli nap -c "$T/job.ini" "$P_pid"
+is "$rc:$(field "$P_pid" state)" "1:running" "P, asked to nap for Q but working less than Q's min_idle_s (30 s) ago, refuses and runs on"
+log_like "$T/P.err" "not napped for $Q_pid: it worked its GPU [0-9.]+ s ago, less than that process's \[nap\] min_idle_s \(30 s\)" \
+	"P's log says why, in one line"
 for p in P Q; do ask "$p" quit 10; done
 finish

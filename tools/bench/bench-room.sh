@@ -82,7 +82,7 @@ stop N1 N2
 bad=0 cells=0
 declare -A cell_ms wake_ms
 rounds() {
-local label=$1 depth=$2 r s pid t0 ms victim wake n=0 kind gib=$GIB frac
+local label=$1 depth=$2 r s pid t0 ms n=0 kind gib=$GIB frac before wakes
 shift 2
 [ "$label" != mixed ] || gib=$MIXED_GIB
 frac=$(awk -v g="$gib" -v t="$total" 'BEGIN { printf "%.3f", g * 1024 / t }')
@@ -106,17 +106,22 @@ done
 printf '%5s %7s %6s %8s %8s %8s  %s\n' round session kind cell_s wake_s naps "napped for it"
 # each row printed once the next cell answered (or the section ended): a wake's "made room" line
 # is logged once the processes it napped have answered, and its time and counts written to the
-# status once its calls went on, both of which may be after its cell answers
+# status once its calls went on, both of which may be after its cell answers (the section's last
+# row: a session napping at its cell's start waited for until its wake is counted, 10 s at most)
 local row=
 flush_row() {
-	local r s kind ms wake n at victim pid
+	local r s kind ms wake n at victim pid was i
 	[ -n "$row" ] || return 0
-	read -r r s kind ms pid at <<< "$row"
+	read -r r s kind ms pid at was <<< "$row"
+	for ((i = 0; i < 100; i++)); do
+		[ "$was" != - ] && [ "$(field "$pid" wakes)" = "$was" ] || break
+		sleep 0.1
+	done
 	wake=$(field "$pid" last_wake_ms)
 	wake=${wake:-null}
 	n="$(field "$pid" naps_room)/$(field "$pid" wakes)"
 	victim=$(grep "made room" "$T/$s.err" | tail -n +$((at + 1)) | grep -o 'napped [0-9]* ([0-9]* MiB' | tr '\n' ' ')
-	[ "$r" -eq 1 ] || [ -z "$victim" ] || wake_ms[$label]+=" $wake"
+	[ "$r" -eq 1 ] || [ -z "$victim" ] || [ "$wake" = null ] || wake_ms[$label]+=" $wake"
 	printf '%5d %7s %6s %8.2f %8s %8s  %s\n' "$r" "$s" "$kind" "${ms}e-3" \
 		"$(awk -v w="$wake" 'BEGIN { if (w == "null") print "-"; else printf "%.2f", w / 1000 }')" "$n" "${victim:--}"
 	row=
@@ -126,6 +131,8 @@ for r in $(seq "$([ "$label" = mixed ] && echo "$MIXED_ROUNDS" || echo "$ROUNDS"
 		s=${names[$n]} kind=${kinds[$n]}
 		eval "pid=\$${s}_pid"
 		before=$(grep -c "made room" "$T/$s.err")
+		wakes=-
+		[ "$(field "$pid" state)" != napping ] || wakes=$(field "$pid" wakes)
 		t0=$(date +%s%N)
 		ask $s compute 300
 		ms=$((($(date +%s%N) - t0) / 1000000))
@@ -138,10 +145,9 @@ for r in $(seq "$([ "$label" = mixed ] && echo "$MIXED_ROUNDS" || echo "$ROUNDS"
 		fi
 		cell_ms[$label]+=" $ms"
 		flush_row
-		row="$r $s $kind $ms $pid $before"
+		row="$r $s $kind $ms $pid $before ${wakes:-0}"
 	done
 done
-sleep 1
 flush_row
 echo "out-of-memory errors ($label): $(cat "$T"/S?.err | grep -c -e OutOfMemoryError -e 'out of memory' -e RESOURCE_EXHAUSTED)"
 grep -h "light nap: " "$T"/S?.err | tail -n 2 | sed 's/^/  /'
