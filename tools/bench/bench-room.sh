@@ -107,14 +107,14 @@ printf '%5s %7s %6s %8s %8s %8s  %s\n' round session kind cell_s wake_s naps "na
 # each row printed once the next cell answered (or the section ended): a wake's "made room" line
 # is logged once the processes it napped have answered, and its time and counts written to the
 # status once its calls went on, both of which may be after its cell answers (the section's last
-# row: a session napping at its cell's start waited for until its wake is counted, 10 s at most)
+# row, flush_row last: until its session's count of wakes moved, 10 s at most)
 local row=
 flush_row() {
 	local r s kind ms wake n at victim pid was i
 	[ -n "$row" ] || return 0
 	read -r r s kind ms pid at was <<< "$row"
 	for ((i = 0; i < 100; i++)); do
-		[ "$was" != - ] && [ "$(field "$pid" wakes)" = "$was" ] || break
+		[ "${1:-}" = last ] && [ "$(field "$pid" wakes)" = "$was" ] || break
 		sleep 0.1
 	done
 	wake=$(field "$pid" last_wake_ms)
@@ -131,8 +131,7 @@ for r in $(seq "$([ "$label" = mixed ] && echo "$MIXED_ROUNDS" || echo "$ROUNDS"
 		s=${names[$n]} kind=${kinds[$n]}
 		eval "pid=\$${s}_pid"
 		before=$(grep -c "made room" "$T/$s.err")
-		wakes=-
-		[ "$(field "$pid" state)" != napping ] || wakes=$(field "$pid" wakes)
+		wakes=$(field "$pid" wakes)
 		t0=$(date +%s%N)
 		ask $s compute 300
 		ms=$((($(date +%s%N) - t0) / 1000000))
@@ -148,7 +147,7 @@ for r in $(seq "$([ "$label" = mixed ] && echo "$MIXED_ROUNDS" || echo "$ROUNDS"
 		row="$r $s $kind $ms $pid $before ${wakes:-0}"
 	done
 done
-flush_row
+flush_row last
 echo "out-of-memory errors ($label): $(cat "$T"/S?.err | grep -c -e OutOfMemoryError -e 'out of memory' -e RESOURCE_EXHAUSTED)"
 grep -h "light nap: " "$T"/S?.err | tail -n 2 | sed 's/^/  /'
 stop "${names[@]}"
