@@ -2,8 +2,9 @@
 # Jupyter kernels that nap, with the fake driver: `cudanap kernel install` wraps a kernelspec, and
 # a real Jupyter client (jupyter_client's KernelManager, as a notebook server uses it) starts it,
 # runs cells that use the "GPU", interrupts one, lets the kernel nap, wakes it with the next cell,
-# and shuts it down; `cudanap run` is the kernel itself (same pid, SIGINT and SIGTERM reach it,
-# its exit status); list and remove; the refusals.
+# and shuts it down; the same with [nap] depth = light (the memory cudanap owns moved to the host
+# and put back at its address by the next cell); `cudanap run` is the kernel itself (same pid,
+# SIGINT and SIGTERM reach it, its exit status); list and remove; the refusals.
 . "$(dirname "$0")/../lib.sh"
 py=$(python_with jupyter_client ipykernel)
 [ -n "$py" ] || skip_all "no Python here imports jupyter_client and ipykernel"
@@ -73,6 +74,30 @@ say "cell info"
 is "${REPLY%% kept*}" "cell info ok $pid $pid" "a second kernel starts"
 say term
 is "$REPLY" "exited -15" "SIGTERM from the manager ends the kernel; its status is the signal's"
+# -- a light nap ([nap] depth = light): the memory cudanap owns moved to the host, the context kept;
+# the next cell puts it back at the same address
+write_ini "[log]" "level = info" "[nap]" "depth = light"
+say start
+pid=${REPLY#started }
+like "$REPLY" "^started [0-9]+$" "light: a kernel starts"
+say "cell fake_work"
+is "$REPLY" "cell fake_work ok launch 0" "light: a cell uses the GPU"
+say "cell fake_owned"
+is "$REPLY" "cell fake_owned ok alloc 0 0" "light: a cell allocates 64 MiB and writes a word there"
+light_napped() { nap_whole "$1" && [ "$(field "$1" nap_depth)" = light ]; }
+check "light: idle a second, the kernel naps lightly" eventually 20 light_napped "$pid"
+like "$(field "$pid" light_mib)" "^64(\.0+)?$" "light: its status says 64 MiB are on the host"
+say "cell fake_owned_verify"
+is "$REPLY" "cell fake_owned_verify ok launch 0 word 0 0xc0ffee" \
+	"light: the next cell wakes it, the word back at its address"
+is_field "$pid" wakes 1 "light: one wake"
+say "cell fake_verify"
+is "$REPLY" "cell fake_verify ok launch 0 verify True" "light: what the driver kept is intact too"
+say shutdown
+is "$REPLY" "exited 0" "light: a shutdown, exit 0"
+check "light: and is gone" eventually 10 bash -c "! kill -0 $pid 2> /dev/null"
+write_ini "[log]" "level = info"
+
 exec {KC[1]}>&-
 wait "$KC_PID" 2> /dev/null
 [ ! -s "$T/client.err" ] || diag "the client's stderr: $(cat "$T/client.err")"

@@ -37,6 +37,19 @@ CELLS = {
                    "print('launch', lib.cuLaunchKernel(None, 5, 2, 3, 4, 5, 6, 7, v(8), v(9), v(10)),\n"
                    "      'verify', lib.fake_memcpy_dtoh(out, ctypes.c_size_t(0), ctypes.c_size_t(len(DATA))) == 0\n"
                    "      and out.raw == DATA)",
+    # GPU 0's primary context current, 64 MiB of cuMemAlloc's through the preload's entry point
+    # (memory cudanap owns, which a light nap moves), a word written 1 MiB in
+    "fake_owned": "d, ctx = ctypes.CDLL(None), v()\n"
+                  "assert d.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), 0) == 0\n"
+                  "assert d.cuCtxSetCurrent(ctx) == 0\n"
+                  "ptr, word = ctypes.c_uint64(), ctypes.c_uint(0xC0FFEE)\n"
+                  "rc = d.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(64 << 20))\n"
+                  "print('alloc', rc, lib.fake_vmm_word(ctypes.c_uint64(ptr.value + (1 << 20)), True,\n"
+                  "                                      ctypes.byref(word)))",
+    "fake_owned_verify": "got = ctypes.c_uint()\n"
+                         "print('launch', lib.cuLaunchKernel(None, 5, 2, 3, 4, 5, 6, 7, v(8), v(9), v(10)),\n"
+                         "      'word', lib.fake_vmm_word(ctypes.c_uint64(ptr.value + (1 << 20)), False,\n"
+                         "                                ctypes.byref(got)), hex(got.value))",
     # PyTorch: 4 GiB of weights, a product whose checksum a run without naps gives too
     "torch_work": "import torch\n"
                   "g = torch.Generator(device='cuda').manual_seed(7)\n"
