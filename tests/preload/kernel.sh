@@ -86,11 +86,12 @@ say "cell fake_owned"
 is "$REPLY" "cell fake_owned ok alloc 0 0" "light: a cell allocates 64 MiB and writes a word there"
 light_napped() { nap_whole "$1" && [ "$(field "$1" nap_depth)" = light ]; }
 check "light: idle a second, the kernel naps lightly" eventually 20 light_napped "$pid"
+w=$(field "$pid" wakes) # a full nap before the cell that allocated is possible under load
 like "$(field "$pid" light_mib)" "^64(\.0+)?$" "light: its status says 64 MiB are on the host"
 say "cell fake_owned_verify"
 is "$REPLY" "cell fake_owned_verify ok launch 0 word 0 0xc0ffee" \
 	"light: the next cell wakes it, the word back at its address"
-is_field "$pid" wakes 1 "light: one wake"
+is_field "$pid" wakes $((w + 1)) "light: one wake"
 say "cell fake_verify"
 is "$REPLY" "cell fake_verify ok launch 0 verify True" "light: what the driver kept is intact too"
 say shutdown

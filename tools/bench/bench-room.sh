@@ -107,7 +107,8 @@ printf '%5s %7s %6s %8s %8s %8s  %s\n' round session kind cell_s wake_s naps "na
 # each row printed once the next cell answered (or the section ended): a wake's "made room" line
 # is logged once the processes it napped have answered, and its time and counts written to the
 # status once its calls went on, both of which may be after its cell answers (the section's last
-# row, flush_row last: until its session's count of wakes moved, 10 s at most)
+# row, flush_row last: until its session's count of wakes moved, 10 s at most; a cell that woke
+# nothing shows no wake time)
 local row=
 flush_row() {
 	local r s kind ms wake n at victim pid was i
@@ -118,6 +119,7 @@ flush_row() {
 		sleep 0.1
 	done
 	wake=$(field "$pid" last_wake_ms)
+	[ "$(field "$pid" wakes)" != "$was" ] || wake= # no wake in this cell: an older one's time
 	wake=${wake:-null}
 	n="$(field "$pid" naps_room)/$(field "$pid" wakes)"
 	victim=$(grep "made room" "$T/$s.err" | tail -n +$((at + 1)) | grep -o 'napped [0-9]* ([0-9]* MiB' | tr '\n' ' ')
