@@ -78,6 +78,12 @@ done
 like "$(key "$pid" est_source)" "^this machine: 1 suspend \(Fake GPU 80GB\)$" \
 	"after three suspends the estimate is this machine's: the process's first and the boot's first left out"
 is "$(grep -c '^resume ' "$T/state/cudanap/rates")" 2 "two of three resumes kept: the process's first left out"
+# every question answered before the suspend: one its asker gave up on (5 s, under load) would be
+# answered after it, and that answer is not stale
+t0=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)
+"$CUDANAP" status "$pid" > /dev/null
+answered_since() { [[ $(field "$pid" query_time) > $t0 ]]; }
+check "a question answered" eventually 10 answered_since
 "$CUDANAP" suspend "$pid" > /dev/null
 out=$("$CUDANAP" status --no-query "$pid")
 like "$out" "

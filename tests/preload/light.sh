@@ -254,6 +254,9 @@ cli2 nap "$P_pid"
 check "P napped lightly" eventually 10 light_napped "$P_pid"
 ask Q "drv alloc export 400"
 is "$REPLY" "alloc 0" "Q takes 400 MiB of what P gave back"
+# Q seen idle before R works: its idle_since (a tick's look) then comes before R's under load too
+q_idle() { [ -n "$(field "$Q_pid" idle_since)" ]; }
+check "Q idle" eventually 10 q_idle
 fill1 R # R worked last: Q, idle the longest, is asked first
 idle_qr() { [ -n "$(field "$Q_pid" idle_since)" ] && [ -n "$(field "$R_pid" idle_since)" ]; }
 check "Q and R idle" eventually 10 idle_qr
