@@ -196,6 +196,8 @@ woke() { eventually 5 awake_is "$1"; }
 # most): the nap's outcome is written first, then its nap state and count.
 nap_whole() { state_is "$1" napping && nap_is "$1" napping; }
 napped() { eventually "${2:-20}" nap_whole "$1"; }
+# light_napped PID: napping, and lightly (its context kept)
+light_napped() { nap_whole "$1" && [ "$(field "$1" nap_depth)" = light ]; }
 
 # free_port: a TCP port nobody listens on, from a range away from Slurm's own 6817-6819 and the
 # daemons' defaults (Prometheus 9090, node_exporter 9100).

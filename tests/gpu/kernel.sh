@@ -18,7 +18,6 @@ cat > "$T/jupyter/kernels/torchpy/kernel.json" << EOF
 { "argv": ["$py", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
   "display_name": "PyTorch", "language": "python" }
 EOF
-light_napped() { nap_whole "$1" && [ "$(field "$1" nap_depth)" = light ]; }
 say() { echo "$1" >&"${KC[1]}"; REPLY=; read -r -t 300 REPLY <&"${KC[0]}"; }
 took() { say time; echo "${REPLY#time }"; }
 

@@ -15,7 +15,6 @@ command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 || skip_all 
 py=${PYTHON:-python3}
 gib=${CUDANAP_GPU_TEST_GIB:-8}
 has() { "$py" -c "import $1" > /dev/null 2>&1; }
-light_napped() { nap_whole "$1" && [ "$(field "$1" nap_depth)" = light ]; }
 full_napped() { nap_whole "$1" && [ "$(field "$1" nap_depth)" = full ]; }
 # cell NAME: one cell, its time in ms in $ms
 cell() {

@@ -84,7 +84,6 @@ say "cell fake_work"
 is "$REPLY" "cell fake_work ok launch 0" "light: a cell uses the GPU"
 say "cell fake_owned"
 is "$REPLY" "cell fake_owned ok alloc 0 0" "light: a cell allocates 64 MiB and writes a word there"
-light_napped() { nap_whole "$1" && [ "$(field "$1" nap_depth)" = light ]; }
 check "light: idle a second, the kernel naps lightly" eventually 20 light_napped "$pid"
 w=$(field "$pid" wakes) # a full nap before the cell that allocated is possible under load
 like "$(field "$pid" light_mib)" "^64(\.0+)?$" "light: its status says 64 MiB are on the host"

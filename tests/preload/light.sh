@@ -42,7 +42,6 @@ fill() {
 	for off in 0 300 599; do ask "$1" "drv vmm word A $off $((off + 7))"; done
 	ask "$1" "drv peer export on 1 0"
 }
-light_napped() { nap_whole "$1" && [ "$(field "$1" nap_depth)" = light ]; }
 # started NAME: a target started and filled; its pid in $pid, what it holds on its GPU in $before
 started() {
 	start "$1" "$TARGET"
