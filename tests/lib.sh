@@ -192,6 +192,9 @@ nap_is() { [ "$(field "$1" nap)" = "$2" ]; }
 # so a call can answer first.
 awake_is() { state_is "$1" running && [[ $(field "$1" nap) =~ ^(awake|off)$ ]]; }
 woke() { eventually 5 awake_is "$1"; }
+# stopped PID: PID is stopped (SIGSTOP); a signal is delivered after kill returns, so a test polls
+# for it with eventually.
+stopped() { [[ $(cat "/proc/$1/stat" 2> /dev/null) =~ \)\ T\  ]]; }
 # napped PID [SECONDS]: until a nap is all in PID's status, its state and its nap napping (20 s at
 # most): the nap's outcome is written first, then its nap state and count.
 nap_whole() { state_is "$1" napping && nap_is "$1" napping; }

@@ -132,6 +132,7 @@ like "$(dry "$pid")" "^$pid: would refuse: its host copy needs [0-9]+ MiB with t
 	"no room for the host copy: would refuse"
 cp "$T/good.ini" "$T/job.ini"
 kill -STOP "$pid"
+eventually 10 stopped "$pid" # a signal is delivered later, under load after the next command
 like "$(dry "$pid")" "^$pid: would refuse: .*stopped.*:1$" "a stopped process: would refuse, at once"
 like "$("$CUDANAP" status "$pid")" "
 $pid +running .* 1000\? +no .*

@@ -88,7 +88,7 @@ rm "$T/fake/delay_checkpoint"
 # -- a stopped target: a clear error, nothing sent
 start S "$TARGET"
 kill -STOP "$S_pid"
-for _ in $(seq 100); do [[ $(ps -o stat= -p "$S_pid") == T* ]] && break; sleep 0.02; done
+eventually 10 stopped "$S_pid"
 cli suspend "$S_pid"
 like "$out:$rc" "^$S_pid: cannot suspend: it is stopped .*kill -CONT.*nothing sent:1" "a stopped target is refused in one line"
 kill -CONT "$S_pid"

@@ -110,6 +110,7 @@ like "$rc:$out" "^1:.*refused: 1 of 2 processes cannot resume \($gone\); nothing
 is "$(field "$B_pid" state)" checkpointed "the sleeper left asleep"
 "$CUDANAP" resume "$B_pid" > /dev/null
 kill -STOP "$B_pid"
+eventually 10 stopped "$B_pid"
 seqs="$(field "$A_pid" seq):$(field "$B_pid" seq)"
 cli2 suspend "$A_pid" "$B_pid"
 like "$rc:$out" "^1:.*$B_pid: cannot suspend: it is stopped .*; nothing sent

@@ -45,7 +45,6 @@ rm "$T/fake/delay_checkpoint"
 is "$(field "$l" state)" checkpointed "the low job is checkpointed"
 like "$(tr '\n' ' ' < "$T/H.seen")" "(^| )$l\.host " "when the high job started, the low job's memory was off the GPU (the handover)"
 check "and not on it" bash -c "! grep -qx '$l.gpu' '$T/H.seen'"
-stopped() { [ "$(awk '{ print $3 }' "/proc/$1/stat")" = T ]; }
 eventually 20 stopped "$l" # Slurm's SIGSTOP follows its SIGTSTP by 2 s
 is "$(awk '{ print $3 }' "/proc/$l/stat")" T "and Slurm has stopped it"
 ask H verify

@@ -126,7 +126,6 @@ c=$(ready C)
 STATUS_DIR=$(job_dir "$j")
 scontrol suspend "$j"
 until_state "$c" checkpointed
-stopped() { [ "$(awk '{ print $3 }' "/proc/$1/stat")" = T ]; }
 eventually 20 stopped "$c" # Slurm's SIGSTOP follows its SIGTSTP by 2 s
 is "$(field "$c" state):$(awk '{ print $3 }' "/proc/$c/stat")" checkpointed:T \
 	"[signals] suspend = SIGTSTP: scontrol suspend checkpoints the job, then Slurm stops it"
