@@ -88,7 +88,6 @@ b=$(ready B)
 STATUS_DIR=$(job_dir "$jb")
 held=$(gpu_mib "$b")
 scontrol suspend "$jb"
-stopped() { [ "$(awk '{ print $3 }' "/proc/$1/stat")" = T ]; }
 eventually 30 stopped "$b"
 sleep 3 # what it holds while Slurm keeps it stopped
 diag "$big GiB under scontrol suspend: $held MiB before; stopped with state $(field "$b" state) (busy $(field "$b" busy)), $(gpu_mib "$b") MiB on the GPU 3 s after the stop"
