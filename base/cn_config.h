@@ -94,6 +94,14 @@ struct cn_config {
 	 * next light nap (no pages to make and pin: its copy out runs at the bus's speed); the host
 	 * holds it all the time. */
 	bool nap_keep_host;
+	/* [nap] copy_ahead: the pinned host copy made while the process is idle, before its light
+	 * nap, so that the nap copies at the bus's speed (preload/agent/cache.c). */
+	bool nap_copy_ahead;
+	/* [memory] host_cache: the share (percent) of the host's memory, or of the cgroup limit that
+	 * bounds the process, that the kept and made-ahead host copies of this user's processes in
+	 * one status directory may pin together; 0: none kept or made ahead. A light nap whose copy
+	 * is over it naps fully under depth = auto. */
+	unsigned host_cache_pct;
 	/* [peer] mode: a process with peer access between its GPUs is suspended with that access
 	 * turned off (and off after the resume, where the driver cannot give it back), instead of
 	 * refused. */
@@ -123,7 +131,12 @@ int cn_config_load_env(struct cn_config *c, char *err, size_t errlen);
 int cn_config_uint(const char *s, unsigned long max, unsigned long *out);
 
 /* Whether a light nap's host copy is kept after its wake: [nap] keep_host_copy, where naps may be
- * light. */
+ * light and the cache has a share. */
 bool cn_config_keeps_host(const struct cn_config *c);
+
+/* Whether this process's naps may be light: in RAM, and [nap] depth light, or auto with naps on
+ * ([nap] idle_s or make_room). Only then does cudanap own its allocations of 2 MiB and more
+ * (cuda/owned.c), which a light nap moves. */
+bool cn_config_light_naps(const struct cn_config *c);
 
 #endif

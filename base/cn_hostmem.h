@@ -18,4 +18,8 @@ int cn_hostmem_room(int pid, const char *proc, const char *sys_cgroup, uint64_t 
 int cn_hostmem_bound(int pid, const char *proc, const char *sys_cgroup, uint64_t *room,
 		     uint64_t *total, char *which, size_t len);
 
+/* The host's memory pressure: PSI's "some avg10" of <proc>/pressure/memory, the share (percent)
+ * of the last ten seconds in which some task waited for memory. 0, or -1 without PSI. */
+int cn_hostmem_pressure(const char *proc, double *avg10);
+
 #endif

@@ -67,6 +67,17 @@ enum cn_nap {
 	CN_NAP_BESIDE,	/* its wake waits for a restored NCCL job to leave its GPU (beside.c) */
 };
 
+/* Why a process's nap is full rather than light: [nap] depth, and auto's choice. */
+enum cn_depth_why {
+	CN_DEPTH_WHY_NONE = 0,	 /* light, or no nap yet */
+	CN_DEPTH_WHY_ASKED,	 /* [nap] depth = full */
+	CN_DEPTH_WHY_DISK,	 /* [nap] to = disk */
+	CN_DEPTH_WHY_NOT_OWNED,	 /* cudanap owns none of its memory (naps off at its start) */
+	CN_DEPTH_WHY_HOST_CACHE, /* its light copy would be over [memory] host_cache */
+	CN_DEPTH_WHY_EXCLUSIVE,	 /* a GPU of it is in exclusive-process compute mode */
+	CN_DEPTH_WHY_DEEPENED,	 /* a light nap deepened ([nap] full_after_s, a suspend) */
+};
+
 /* What a suspend would do now, as the last query found it. */
 enum cn_ask {
 	CN_ASK_UNASKED = 0,
@@ -85,7 +96,13 @@ struct cn_outcome {
 /* The words of each kind, made here and in no other place: "checkpointed", "suspend", "napping",
  * "yes" ("" for the unknown, unsaid and unasked); and back, the kind's unknown (or unsaid, unasked)
  * value for a word that is none of them. */
-enum cn_outcome_kind { CN_OUTCOME_STATE, CN_OUTCOME_ACTION, CN_OUTCOME_NAP, CN_OUTCOME_ASK };
+enum cn_outcome_kind {
+	CN_OUTCOME_STATE,
+	CN_OUTCOME_ACTION,
+	CN_OUTCOME_NAP,
+	CN_OUTCOME_ASK,
+	CN_OUTCOME_DEPTH_WHY,
+};
 const char *cn_outcome_word(enum cn_outcome_kind kind, int value);
 int cn_outcome_of(enum cn_outcome_kind kind, const char *word);
 

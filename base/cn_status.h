@@ -109,6 +109,8 @@ struct cn_status {
 	/* How the last nap went: "light" (what cudanap owns on the host, the context kept: its
 	 * light_mib moved out in light_ms), "full" (the driver's checkpoint), "" before any. */
 	char nap_depth[8];
+	/* Why it was full (auto's choice, or the INI's), CN_DEPTH_WHY_NONE when light. */
+	enum cn_depth_why depth_why;
 	double light_mib, light_ms;
 	/* What a nap of it would give back now when it naps lightly (what cudanap owns), for the
 	 * processes that make room; < 0 when its naps are full. */
@@ -122,6 +124,9 @@ struct cn_status {
 	 * process; and for which process and how much it needed, the last time (0 and < 0: never).
 	 */
 	unsigned long naps_idle, naps_asked, naps_room;
+	/* The naps [nap] depth = auto made full: its light copy over [memory] host_cache, a GPU in
+	 * an exclusive compute mode. */
+	unsigned long naps_full_host, naps_full_exclusive;
 	int nap_for_pid;
 	double nap_for_mib;
 	/* [nap] make_room: the times other processes were napped to make room for this one. */

@@ -14,6 +14,9 @@
 #define CN_SIGVAL_QUERY 0x636e7171 /* "cnqq" */
 /* cudanap nap: nap now, and wake at the next call that needs the GPU. */
 #define CN_SIGVAL_NAP 0x636e6e70 /* "cnnp" */
+/* Another process of the user needs host memory for its nap: the host copy kept ready for a
+ * light nap given back (preload/agent/cache.c). */
+#define CN_SIGVAL_TRIM 0x636e7472 /* "cntr" */
 
 /* ---- notes: <status dir>/<pid>.<name> ---- */
 

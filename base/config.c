@@ -58,7 +58,14 @@ static void nap_from_env(struct cn_config *c)
 
 bool cn_config_keeps_host(const struct cn_config *c)
 {
-	return c->nap_keep_host && c->nap_depth != CN_DEPTH_FULL;
+	return c->nap_keep_host && c->host_cache_pct && c->nap_depth != CN_DEPTH_FULL;
+}
+
+bool cn_config_light_naps(const struct cn_config *c)
+{
+	return !c->nap_to_disk &&
+	       (c->nap_depth == CN_DEPTH_LIGHT ||
+		(c->nap_depth == CN_DEPTH_AUTO && (c->nap_idle_s || c->nap_make_room)));
 }
 
 void cn_config_defaults(struct cn_config *c)
@@ -89,6 +96,10 @@ void cn_config_defaults(struct cn_config *c)
 	c->watchdog_ms = 60000;
 	c->nap_min_idle_s = 30;
 	c->nap_full_after_s = 600;
+	c->nap_depth = CN_DEPTH_AUTO;
+	c->nap_keep_host = true;
+	c->nap_copy_ahead = true;
+	c->host_cache_pct = 50;
 	nap_from_env(c);
 	cn_dirs_status_default(secure_getenv("CUDANAP_STATUS_DIR"), xdg, getuid(), c->status_dir,
 			       sizeof(c->status_dir));
@@ -220,6 +231,8 @@ static const struct key key_table[] = {
 	{ KEY("nap", "full_after_s", K_COUNT, nap_full_after_s), .max = 24 * 3600,
 	  .unit = "seconds" },
 	{ KEY("nap", "keep_host_copy", K_BOOL, nap_keep_host) },
+	{ KEY("nap", "copy_ahead", K_BOOL, nap_copy_ahead) },
+	{ KEY("memory", "host_cache", K_COUNT, host_cache_pct), .max = 90, .unit = "percent" },
 	{ KEY("peer", "mode", K_FLAG, peer_off), WORDS("refuse", "off"), .why = "refuse or off" },
 	{ KEY("memory", "own", K_WORD, own), WORDS("auto", "always", "never"),
 	  .why = "auto, always or never" },
@@ -265,7 +278,16 @@ static int set_signal(int *dst, const char *v, char *why, size_t len)
 static int set_number(const struct key *k, unsigned *dst, const char *v, char *why, size_t len)
 {
 	unsigned long n, max = k->kind == K_MS ? CN_TIMEOUT_MAX_MS : k->max;
+	char digits[32];
+	size_t l = strlen(v);
 
+	/* a share may be written 50 or 50% */
+	if (k->unit && strcmp(k->unit, "percent") == 0 && l && l < sizeof(digits) &&
+	    v[l - 1] == '%') {
+		memcpy(digits, v, l - 1);
+		digits[l - 1] = '\0';
+		v = digits;
+	}
 	if (cn_config_uint(v, max, &n) < 0) {
 		if (k->kind == K_MS)
 			snprintf(why, len, "'%s' is not a number of milliseconds from 0 to %u", v,

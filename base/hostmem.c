@@ -141,3 +141,25 @@ int cn_hostmem_bound(int pid, const char *proc, const char *sys_cgroup, uint64_t
 	fclose(f);
 	return 0;
 }
+
+int cn_hostmem_pressure(const char *proc, double *avg10)
+{
+	char path[PATH_MAX], line[256];
+	FILE *f;
+	int r = -1;
+
+	snprintf(path, sizeof(path), "%s/pressure/memory", proc);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (r < 0 && fgets(line, sizeof(line), f)) {
+		char *v = strstr(line, "avg10=");
+
+		if (strncmp(line, "some ", 5) == 0 && v) {
+			*avg10 = strtod(v + 6, NULL);
+			r = *avg10 >= 0 && *avg10 <= 100 ? 0 : -1;
+		}
+	}
+	fclose(f);
+	return r;
+}

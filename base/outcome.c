@@ -16,6 +16,8 @@ static const char *const naps[] = { "",		  "off",
 				    "waking",	  "waiting for room",
 				    "not napped", "waiting for an NCCL job to sleep" };
 static const char *const asks[] = { "", "yes", "no", "no-cuda", "asleep" };
+static const char *const depth_whys[] = { "",		"depth full", "to disk", "owns nothing",
+					  "host cache", "exclusive",  "deepened" };
 
 /* Each kind's words, the value of the first, and the value a word that is none of them reads as. */
 static const struct {
@@ -26,6 +28,8 @@ static const struct {
 	[CN_OUTCOME_ACTION] = { actions, N(actions), CN_ACTION_START, CN_ACTION_UNKNOWN },
 	[CN_OUTCOME_NAP] = { naps, N(naps), CN_NAP_UNSAID, CN_NAP_UNSAID },
 	[CN_OUTCOME_ASK] = { asks, N(asks), CN_ASK_UNASKED, CN_ASK_UNASKED },
+	[CN_OUTCOME_DEPTH_WHY] = { depth_whys, N(depth_whys), CN_DEPTH_WHY_NONE,
+				   CN_DEPTH_WHY_NONE },
 };
 
 const char *cn_outcome_word(enum cn_outcome_kind kind, int v)

@@ -119,10 +119,12 @@ static void on_signal(int sig, siginfo_t *info, void *uc)
 	/* cudanap prepare (and a query) queue the suspend signal with a value of ours: meant for us
 	 * alone. */
 	int v = info && info->si_code == SI_QUEUE ? info->si_value.sival_int : 0;
-	bool queued = v == CN_SIGVAL_PREPARE || v == CN_SIGVAL_QUERY || v == CN_SIGVAL_NAP;
+	bool queued = v == CN_SIGVAL_PREPARE || v == CN_SIGVAL_QUERY || v == CN_SIGVAL_NAP ||
+		      v == CN_SIGVAL_TRIM;
 	struct wish *w = slot_of(sig);
 	enum cn_wake b = v == CN_SIGVAL_QUERY				? CN_WAKE_QUERY
 			 : v == CN_SIGVAL_NAP				? CN_WAKE_NAP
+			 : v == CN_SIGVAL_TRIM				? CN_WAKE_TRIM
 			 : v == CN_SIGVAL_PREPARE || sig == sig_prepare ? CN_WAKE_PREPARE
 			 : sig_suspend == sig_resume			? CN_WAKE_TOGGLE
 			 : sig == sig_suspend				? CN_WAKE_SUSPEND

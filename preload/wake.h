@@ -14,6 +14,7 @@ enum cn_wake {
 	CN_WAKE_NAP = 'N',  /* cudanap nap */
 	CN_WAKE_CALL = 'C', /* a driver call of a napping process needs the GPU */
 	CN_WAKE_ROOM = 'M', /* an allocation refused as out of memory: make room (agent/pager.c) */
+	CN_WAKE_TRIM = 'G', /* give back the host copy kept ready (agent/cache.c) */
 };
 
 /* The pipe, close-on-exec, non-blocking, off fds 0-2, for this process. 0 or -errno. */

@@ -105,14 +105,16 @@ write_ini() {
 	} > "$T/job.ini"
 }
 
-# start NAME CMD...: run CMD under `cudanap run -c $T/job.ini`, stdin/stdout on fifos; sets
-# NAME_pid, NAME_in, NAME_out, and waits for its first line "ready PID ...", kept in NAME_ready.
+# start NAME CMD...: run CMD under `cudanap run -c $T/job.ini` (and the options in the array
+# RUN_ARGS, when the test has one: --nap 4), stdin/stdout on fifos; sets NAME_pid, NAME_in,
+# NAME_out, and waits for its first line "ready PID ...", kept in NAME_ready.
 start() {
 	local name=$1 fin fout line; shift
 	rm -f "$T/$name.in" "$T/$name.out"
 	mkfifo "$T/$name.in" "$T/$name.out"
 	env ${CN_SANITIZER_RUNTIME:+LD_PRELOAD=$CN_SANITIZER_RUNTIME${LD_PRELOAD:+:$LD_PRELOAD}} \
-		"$CUDANAP" run -c "$T/job.ini" -- "$@" < "$T/$name.in" > "$T/$name.out" 2>> "$T/$name.err" &
+		"$CUDANAP" run ${RUN_ARGS[@]+"${RUN_ARGS[@]}"} -c "$T/job.ini" -- "$@" \
+		< "$T/$name.in" > "$T/$name.out" 2>> "$T/$name.err" &
 	printf -v "${name}_pid" '%s' $!
 	exec {fin}> "$T/$name.in"
 	exec {fout}< "$T/$name.out"
@@ -192,6 +194,8 @@ nap_is() { [ "$(field "$1" nap)" = "$2" ]; }
 # so a call can answer first.
 awake_is() { state_is "$1" running && [[ $(field "$1" nap) =~ ^(awake|off)$ ]]; }
 woke() { eventually 5 awake_is "$1"; }
+# gone PID: PID has exited (gone, or a zombie not reaped yet).
+gone() { [ ! -e "/proc/$1" ] || grep -q '^[0-9]* (.*) Z' "/proc/$1/stat"; }
 # stopped PID: PID is stopped (SIGSTOP); a signal is delivered after kill returns, so a test polls
 # for it with eventually.
 stopped() { [[ $(cat "/proc/$1/stat" 2> /dev/null) =~ \)\ T\  ]]; }
@@ -201,6 +205,28 @@ nap_whole() { state_is "$1" napping && nap_is "$1" napping; }
 napped() { eventually "${2:-20}" nap_whole "$1"; }
 # light_napped PID: napping, and lightly (its context kept)
 light_napped() { nap_whole "$1" && [ "$(field "$1" nap_depth)" = light ]; }
+
+# memory_cgroup MIB: a memory cgroup of this test limited to MIB (v2, or v1's memory hierarchy), its
+# path in $cg ("" where none can be made), removed at the test's end; a process joins it with
+# `echo PID > $cg/cgroup.procs` (a command started in it: bash -c "echo \$\$ > $cg/cgroup.procs &&
+# exec CMD").
+memory_cgroup() {
+	local v1 name=cudanap-test.$$.${#cgroups_made[@]}
+	cg=
+	v1=/sys/fs/cgroup/memory$(awk -F: '$2 == "memory" { print $3 }' /proc/self/cgroup)
+	if [ -f /sys/fs/cgroup/cgroup.controllers ] && grep -qw memory /sys/fs/cgroup/cgroup.controllers &&
+		mkdir "/sys/fs/cgroup/$name" 2> /dev/null; then
+		cg=/sys/fs/cgroup/$name
+		{ echo +memory > /sys/fs/cgroup/cgroup.subtree_control; echo $(($1 << 20)) > "$cg/memory.max"; } 2> /dev/null
+	elif [ -d "$v1" ] && [ "$v1" != /sys/fs/cgroup/memory ] && mkdir "$v1/$name" 2> /dev/null; then
+		cg=$v1/$name
+		echo $(($1 << 20)) > "$cg/memory.limit_in_bytes"
+	fi
+	cgroups_made+=("$cg")
+}
+cgroups_made=()
+rm_cgroups() { local c; for c in ${cgroups_made[@]+"${cgroups_made[@]}"}; do [ -z "$c" ] || rmdir "$c" 2> /dev/null; done; }
+at_exit rm_cgroups
 
 # free_port: a TCP port nobody listens on, from a range away from Slurm's own 6817-6819 and the
 # daemons' defaults (Prometheus 9090, node_exporter 9100).

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/cache.h"
 #include "agent/channel.h"
 #include "clock.h"
 #include "cn_notes.h"
@@ -43,6 +44,7 @@ struct extra {
 	bool nap;   /* cudanap nap */
 	bool call;  /* a napping process's call needs the GPU */
 	bool room;  /* an allocation refused: make room */
+	bool trim;  /* another process needs the host memory of the copy kept ready */
 };
 
 static int wanted(bool suspended_now, bool *prepare_only, struct extra *x, bool *act)
@@ -51,7 +53,7 @@ static int wanted(bool suspended_now, bool *prepare_only, struct extra *x, bool 
 	char buf[256];
 	ssize_t n;
 
-	*x = (struct extra){ false, false, false, false };
+	*x = (struct extra){ false, false, false, false, false };
 	while ((n = cn_wake_read(buf, sizeof(buf))) > 0)
 		for (ssize_t i = 0; i < n; i++) {
 			if (buf[i] == CN_WAKE_PREPARE) {
@@ -59,7 +61,9 @@ static int wanted(bool suspended_now, bool *prepare_only, struct extra *x, bool 
 				continue;
 			}
 			if (buf[i] == CN_WAKE_QUERY || buf[i] == CN_WAKE_NAP ||
-			    buf[i] == CN_WAKE_CALL || buf[i] == CN_WAKE_ROOM) {
+			    buf[i] == CN_WAKE_CALL || buf[i] == CN_WAKE_ROOM ||
+			    buf[i] == CN_WAKE_TRIM) {
+				x->trim |= buf[i] == CN_WAKE_TRIM;
 				x->room |= buf[i] == CN_WAKE_ROOM;
 				x->query |= buf[i] == CN_WAKE_QUERY;
 				x->nap |= buf[i] == CN_WAKE_NAP;
@@ -157,6 +161,10 @@ static void *agent_main(void *arg)
 			cn_nap_wake();
 		if (x.room)
 			cn_pager_asked();
+		if (x.trim && cn_cache_trim_asked()) {
+			cn_report_shared();
+			cn_report_write();
+		}
 		settle_gate();
 		if (x.query)
 			cn_query();
@@ -175,6 +183,7 @@ static void reset(void)
 	cn_report_start();
 	cn_nap_reset();
 	cn_pager_reset();
+	cn_cache_reset();
 }
 
 static int start_thread(void)
@@ -205,7 +214,7 @@ int cn_agent_start(const struct cn_config *cfg)
 {
 	cn_ag.cfg = *cfg;
 	cn_pager_config();
-	cn_owned_config(cfg->own, cfg->nap_depth != CN_DEPTH_FULL);
+	cn_owned_config(cfg->own, cn_config_light_naps(cfg));
 	cn_wrap_on_oom(cn_pager_oom, cn_pager_done);
 	cn_ag.thp = cn_staging_thp_available();
 	reset();

@@ -16,6 +16,9 @@
 #include "cuda/fns.h"
 #include "cuda/light.h"
 #include "cuda/owned.h"
+#include "cuda/hostbuf.h"
+#include "agent/cache.h"
+#include "agent/depth.h"
 #include "agent/log.h"
 #include "agent/reload.h"
 #include "agent/report.h"
@@ -107,6 +110,7 @@ static void deepen(void)
 	cn_gate_nap(CN_GATE_NAP_ASLEEP, wake_asked);
 	if (o.state == CN_STATE_CHECKPOINTED) {
 		say_nap(CN_NAP_NAPPING, "");
+		cn_report_depth_why(CN_DEPTH_WHY_DEEPENED);
 		cn_report_write();
 		cn_log(&cn_ag.cfg, CN_LOG_INFO,
 		       "its light nap deepened after %u s ([nap] full_after_s): the rest of its "
@@ -132,17 +136,23 @@ int cn_nap_timeout_ms(void)
 		return 1000;
 	if (nap.napping)
 		return nap.retry && !nap.stuck ? retry_in() : -1;
-	if (cn_light_kept() && tick < 0)
-		return 1000; /* the kept copy's room looked at (trim_kept) */
+	if (cn_hostbuf_bytes() && tick < 0)
+		return 1000; /* the ready copy's room looked at (cache.c) */
 	if (tick < 0)
 		return -1;
 	return tick < 100 ? 100 : tick > 1000 ? 1000 : tick;
 }
 
-/* A light nap first ([nap] depth light or auto): when it owns memory and its copy stays in RAM. */
-static bool light(void)
+/* A light nap ([nap] depth light, or auto's choice: depth.c), or a full one with why said. */
+static bool light(char *why, size_t len)
 {
-	return cn_ag.cfg.nap_depth != CN_DEPTH_FULL && !cn_ag.cfg.nap_to_disk && cn_owned_some();
+	enum cn_depth_why w;
+	bool l = cn_depth_light(&w, why, len);
+
+	cn_report_depth_why(w);
+	if (!l && !why[0])
+		snprintf(why, len, "%s", cn_outcome_word(CN_OUTCOME_DEPTH_WHY, w));
+	return l;
 }
 
 /* Its reason counted and said in why: for another process (for_whom: its note, "PID MIB GPU
@@ -169,8 +179,8 @@ static void count_nap_reason(bool asked, const char *for_whom, double idle_ms, c
 }
 
 /* A nap that took: the status written, then one log line of what it moved or freed, and how
- * fast. */
-static void log_napped(const char *why)
+ * fast, and why it was full where auto chose so (depth_why). */
+static void log_napped(const char *why, const char *depth_why)
 {
 	char steps[200];
 
@@ -185,8 +195,10 @@ static void log_napped(const char *why)
 	else
 		cn_log(&cn_ag.cfg, CN_LOG_INFO,
 		       "napped (%s): %.0f MiB of GPU memory freed in %.1f ms (%s); it wakes at "
-		       "its next CUDA call that needs the GPU",
-		       why, cn_report_status()->footprint_mib, cn_report_status()->total_ms, steps);
+		       "its next CUDA call that needs the GPU%s%s",
+		       why, cn_report_status()->footprint_mib, cn_report_status()->total_ms, steps,
+		       cn_report_status()->depth_why >= CN_DEPTH_WHY_HOST_CACHE ? "; full: " : "",
+		       cn_report_status()->depth_why >= CN_DEPTH_WHY_HOST_CACHE ? depth_why : "");
 }
 
 /* A nap that did not take: the next idle try backs off, twice as long each time; an asked nap's
@@ -216,17 +228,23 @@ static void say_not_napped(bool asked, const struct cn_outcome *o)
  * MIB GPU MIN_IDLE_S"): true when the process naps now. */
 static bool nap_go(bool asked, const char *for_whom)
 {
-	double idle_ms = cn_clock_ms() - nap.active_ms;
-	char why[360];
+	double idle_ms = cn_clock_ms() - nap.active_ms, mib;
+	char why[360], depth_why[300] = "", err[CN_ERR_LEN];
 	struct cn_outcome o;
-
-	char err[CN_ERR_LEN];
+	void *ctx;
+	bool l;
 
 	cn_gate_nap(CN_GATE_NAP_CLOSING, wake_asked);
 	/* Its depth as the INI says now; the nap reads it again and says a failure. */
 	cn_reload_quietly(err, sizeof(err));
-	o = light() ? cn_suspend_light(asked ? 0 : NAP_LOCK_MS)
-		    : cn_suspend_as(true, asked ? 0 : NAP_LOCK_MS);
+	l = light(depth_why, sizeof(depth_why));
+	/* the host memory its copy takes, the others' ready copies given back for it (cache.c) */
+	mib = cn_report_status()->gpu_now_mib;
+	cn_cache_room_for(l	    ? cn_depth_light_bytes(&ctx)
+			  : mib > 0 ? (unsigned long long)(mib * (1 << 20))
+				    : cn_owned_bytes());
+	o = l ? cn_suspend_light(asked ? 0 : NAP_LOCK_MS)
+	      : cn_suspend_as(true, asked ? 0 : NAP_LOCK_MS);
 	if (o.state == CN_STATE_CHECKPOINTED && !cn_light_holding())
 		cn_report_nap_depth("full");
 	if (o.state != CN_STATE_CHECKPOINTED && !cn_light_holding()) {
@@ -239,8 +257,12 @@ static bool nap_go(bool asked, const char *for_whom)
 	nap.backoff = 1;
 	nap.refusal_said = false;
 	cn_report_count(CN_REPORT_NAPS);
+	if (cn_report_status()->depth_why == CN_DEPTH_WHY_HOST_CACHE)
+		cn_report_count(CN_REPORT_NAPS_FULL_HOST);
+	else if (cn_report_status()->depth_why == CN_DEPTH_WHY_EXCLUSIVE)
+		cn_report_count(CN_REPORT_NAPS_FULL_EXCLUSIVE);
 	count_nap_reason(asked, for_whom, idle_ms, why, sizeof(why));
-	log_napped(why);
+	log_napped(why, depth_why);
 	return true;
 }
 
@@ -323,40 +345,11 @@ void cn_nap_now(bool acted)
 		cn_requests_take(CN_NOTE_NAP_FOR, now, sizeof(now));
 }
 
-/* A light nap's host copy kept since its wake ([nap] keep_host_copy) let go, once a second at
- * most, when the option is off or the host no longer has [preflight] host_margin_mib and a quarter
- * of its memory free beside it. */
-static void trim_kept(double now)
-{
-	static double last;
-	unsigned long long kept = cn_light_kept();
-	bool keep = cn_config_keeps_host(&cn_ag.cfg);
-
-	/* the driver is not called while the process is locked or checkpointed */
-	if (!kept || now - last < 1000 || cn_report_status()->state != CN_STATE_RUNNING)
-		return;
-	last = now;
-	if (!cn_light_trim(keep, (unsigned long long)cn_ag.cfg.host_margin_mib << 20))
-		return;
-	if (!keep)
-		cn_log(&cn_ag.cfg, CN_LOG_INFO,
-		       "let go of its kept host copy (%llu MiB): [nap] keep_host_copy is off",
-		       kept >> 20);
-	else
-		cn_log(&cn_ag.cfg, CN_LOG_INFO,
-		       "let go of its kept host copy (%llu MiB): the host has less than "
-		       "[preflight] "
-		       "host_margin_mib (%u MiB) and a quarter of its memory free beside it",
-		       kept >> 20, cn_ag.cfg.host_margin_mib);
-	cn_report_shared();
-	cn_report_write();
-}
-
 /* After a wake, the app's calls going on: its host copy let go now, unless the wake kept it
  * ([nap] keep_host_copy and the host's room); the wake did not wait for it. */
 static void let_go_copy(void)
 {
-	if (cn_light_let_go_unkept()) {
+	if (cn_hostbuf_let_go_unkept()) {
 		cn_report_shared();
 		cn_report_write();
 	}
@@ -367,8 +360,10 @@ void cn_nap_tick(void)
 	double now = cn_clock_ms();
 	double was;
 
-	if (!nap.napping)
-		trim_kept(now);
+	if (!nap.napping && cn_cache_tick(now)) {
+		cn_report_shared();
+		cn_report_write();
+	}
 	if (nap.napping) {
 		if (nap.retry && !nap.stuck && retry_in() == 0)
 			cn_nap_wake();

@@ -20,6 +20,7 @@
 #include "cuda/fns.h"
 #include "cuda/gate.h"
 #include "hostcopy/hibernate.h"
+#include "cuda/hostbuf.h"
 #include "cuda/light.h"
 #include "agent/nccl.h"
 #include "cuda/peers.h"
@@ -126,7 +127,7 @@ static void room(const struct cn_resp *r, double gpu_mib)
 		/* a host copy kept for a light nap is room for it, as for the lock */
 		have = r->host_which[0]
 			       ? (double)(r->host_room + cn_ag.prepared_bytes +
-					  (c->nap_depth != CN_DEPTH_FULL ? cn_light_kept() : 0)) /
+					  (c->nap_depth != CN_DEPTH_FULL ? cn_hostbuf_bytes() : 0)) /
 					 (1 << 20)
 			       : -1;
 		snprintf(bound, sizeof(bound), "%s", r->host_which);

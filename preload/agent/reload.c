@@ -27,7 +27,7 @@ bool cn_reload_quietly(char *err, size_t len)
 	memcpy(fresh.status_dir, cn_ag.cfg.status_dir, sizeof(fresh.status_dir));
 	cn_ag.cfg = fresh;
 	cn_pager_config();
-	cn_owned_config(fresh.own, fresh.nap_depth != CN_DEPTH_FULL);
+	cn_owned_config(fresh.own, cn_config_light_naps(&fresh));
 	return true;
 }
 

@@ -22,7 +22,9 @@
 #include "cn_words.h"
 #include "cuda_abi.h"
 #include "agent/hooks.h"
+#include "cuda/hostbuf.h"
 #include "cuda/light.h"
+#include "agent/depth.h"
 #include "agent/log.h"
 #include "agent/nccl.h"
 #include "cuda/owned.h"
@@ -43,10 +45,11 @@ static struct cn_status status;
 /* What a light nap would give back now; -1 when it would nap fully. */
 static void light_able(void)
 {
-	status.light_able_mib = cn_ag.cfg.nap_depth != CN_DEPTH_FULL && !cn_ag.cfg.nap_to_disk
-					? (double)cn_owned_bytes() / (1 << 20)
-					: -1;
-	status.host_kept_mib = (double)cn_light_kept() / (1 << 20);
+	enum cn_depth_why why;
+
+	status.light_able_mib = cn_depth_light(&why, NULL, 0) ? (double)cn_owned_bytes() / (1 << 20)
+							      : -1;
+	status.host_kept_mib = (double)cn_hostbuf_bytes() / (1 << 20);
 }
 
 void cn_report_shared(void)
@@ -228,6 +231,8 @@ static const size_t field_at[] = {
 	[CN_REPORT_NAPS_IDLE] = offsetof(struct cn_status, naps_idle),
 	[CN_REPORT_NAPS_ASKED] = offsetof(struct cn_status, naps_asked),
 	[CN_REPORT_NAPS_ROOM] = offsetof(struct cn_status, naps_room),
+	[CN_REPORT_NAPS_FULL_HOST] = offsetof(struct cn_status, naps_full_host),
+	[CN_REPORT_NAPS_FULL_EXCLUSIVE] = offsetof(struct cn_status, naps_full_exclusive),
 	[CN_REPORT_WAKES] = offsetof(struct cn_status, wakes),
 	[CN_REPORT_RESTORES] = offsetof(struct cn_status, restores),
 	[CN_REPORT_ROOMS_MADE] = offsetof(struct cn_status, rooms_made),
@@ -264,6 +269,11 @@ void cn_report_nap_for(int pid, double mib)
 {
 	status.nap_for_pid = pid;
 	status.nap_for_mib = mib;
+}
+
+void cn_report_depth_why(enum cn_depth_why why)
+{
+	status.depth_why = why;
 }
 
 void cn_report_nap_depth(const char *depth)

@@ -83,6 +83,8 @@ enum cn_report_counter {
 	CN_REPORT_NAPS_IDLE,
 	CN_REPORT_NAPS_ASKED,
 	CN_REPORT_NAPS_ROOM,
+	CN_REPORT_NAPS_FULL_HOST,
+	CN_REPORT_NAPS_FULL_EXCLUSIVE,
 	CN_REPORT_WAKES,
 	CN_REPORT_RESTORES,
 	CN_REPORT_ROOMS_MADE,
@@ -97,6 +99,8 @@ void cn_report_prepared(bool prepared, double host_mib);
 void cn_report_nap(enum cn_nap state, const char *why);
 void cn_report_nap_for(int pid, double mib);
 void cn_report_nap_depth(const char *depth);
+/* Why its nap is full: auto's choice or the INI's (CN_DEPTH_WHY_NONE for a light one). */
+void cn_report_depth_why(enum cn_depth_why why);
 void cn_report_idle_since(double ago_ms);
 void cn_report_active(void);
 void cn_report_wake_ms(double ms);

@@ -13,6 +13,7 @@
 #include "clock.h"
 #include "cn_notes.h"
 #include "hostcopy/copy.h"
+#include "cuda/hostbuf.h"
 #include "cuda/light.h"
 #include "cuda_abi.h"
 #include "agent/log.h"
@@ -70,7 +71,7 @@ int cn_requests_lock(unsigned timeout_ms, const struct cn_requests_disk *disk, u
 	start(CN_OP_LOCK, &req);
 	req.timeout_ms = timeout_ms;
 	/* a host copy kept for a light nap is room for this one */
-	host_check(&req, disk, cn_ag.prepared_bytes + cn_light_kept());
+	host_check(&req, disk, cn_ag.prepared_bytes + cn_hostbuf_bytes());
 	req.copy_bytes = copy_bytes;
 	return send_req(&req, resp);
 }

@@ -17,7 +17,9 @@
 #include "cuda_abi.h"
 #include "cuda/gate.h"
 #include "hostcopy/hibernate.h"
+#include "cuda/hostbuf.h"
 #include "cuda/light.h"
+#include "agent/cache.h"
 #include "agent/log.h"
 #include "agent/nccl.h"
 #include "cuda/peers.h"
@@ -218,9 +220,9 @@ static struct cn_outcome light_back(struct cn_resp *r, unsigned wait_ms, bool re
 	static bool was_restored; /* a restore's, whose host copy could not all go back then */
 	struct cn_light_stats ls;
 	char why[300], msg[420];
-	/* kept for the next nap ([nap] keep_host_copy, the host's room), not when leaving */
-	bool keep = !cn_gate_leaving() && cn_config_keeps_host(&cn_ag.cfg) &&
-		    cn_light_room_to_keep((unsigned long long)cn_ag.cfg.host_margin_mib << 20);
+	/* kept for the next nap ([nap] keep_host_copy, the cache's share, the host's room), not
+	 * when leaving */
+	bool keep = !cn_gate_leaving() && cn_cache_may_keep(cn_light_left(-1));
 	int rc = cn_light_in(keep, wait_ms, cn_pager_coming, &ls, why, sizeof(why));
 
 	r->state = CN_STATE_RUNNING;
@@ -235,7 +237,7 @@ static struct cn_outcome light_back(struct cn_resp *r, unsigned wait_ms, bool re
 	/* woken in an exit handler: the copy let go before the exit goes on (else after the wake,
 	 * the app's calls going on: nap.c) */
 	if (cn_gate_leaving())
-		cn_light_let_go_unkept();
+		cn_hostbuf_let_go_unkept();
 	running_again(was_restored);
 	was_restored = false;
 	snprintf(msg, sizeof(msg), "woken: %.0f MiB back from the host in %.1f ms (%.1f GB/s)%s",

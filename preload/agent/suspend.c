@@ -442,7 +442,7 @@ struct cn_outcome cn_suspend_light(unsigned lock_limit)
 	       "their time pinning), %.1f ms issuing the copies, %.1f ms waiting for them, %.1f ms "
 	       "giving the pieces back, %.1f ms ending",
 	       (double)ls.bytes / (1 << 20), ls.spans,
-	       ls.reused ? "host copy kept since its wake" : "host", ls.ms, ls.lay_ms, ls.wait_ms,
+	       ls.reused ? "host copy made ready before it" : "host", ls.ms, ls.lay_ms, ls.wait_ms,
 	       ls.threads, ls.threads == 1 ? "" : "s", ls.pin_ms, ls.issue_ms, ls.copy_ms,
 	       ls.give_ms, ls.end_ms);
 	cn_report_figure(CN_REPORT_LIGHT_MIB, (double)ls.bytes / (1 << 20));

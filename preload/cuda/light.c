@@ -17,12 +17,13 @@
 #include "cn_hostmem.h"
 #include "cuda_abi.h"
 #include "cuda/fns.h"
+#include "cuda/hostbuf.h"
 #include "cuda/owned.h"
 
-#define CHUNK	    (256ull << 20) /* the host copy is faulted in and pinned by chunks of this */
-#define LAG	    2		   /* spans copied before the oldest of them is released */
-#define FAULTERS    8		   /* threads that fault the host copy in, at most */
-#define MAX_STREAMS 16		   /* contexts copied through at once */
+#define CHUNK	    CN_HOSTBUF_CHUNK /* the host copy is faulted in and pinned by chunks of this */
+#define LAG	    2		     /* spans copied before the oldest of them is released */
+#define FAULTERS    8		     /* threads that fault the host copy in, at most */
+#define MAX_STREAMS 16		     /* contexts copied through at once */
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
@@ -72,22 +73,6 @@ static CUresult set_ctx(void *ctx)
 {
 	return ((CUresult(*)(void *))drv(CN_FN_IDX_cuCtxSetCurrent))(ctx);
 }
-
-/* The host copy a wake put all back from, held pinned: the mapping, its chunks' pinning, the
- * context they were pinned through, and whether the wake keeps it for the next nap ([nap]
- * keep_host_copy) or lets it go once the app's calls go on. Changed under kept_mu: the agent
- * keeps, takes and trims it, an app thread that destroys that context lets it go; once the
- * process exits (exiting) nothing touches it. */
-static struct {
-	char *host;
-	size_t bytes, chunks;
-	bool *pinned;
-	void *ctx;
-	bool keep;
-} K;
-static pthread_mutex_t kept_mu = PTHREAD_MUTEX_INITIALIZER;
-static bool exiting;
-static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
 
 /* ctx's stream (made at its first use), current: NULL when none could be made. */
 static void *stream_of(void *ctx)
@@ -165,7 +150,8 @@ static void *readier(void *arg)
 
 	set_ctx(arg);
 	while ((c = atomic_fetch_add(&next_fault, 1)) < L.chunks)
-		ready_chunk(c, true);
+		if (!atomic_load(&L.ready[c])) /* a buffer made ahead in part: the rest */
+			ready_chunk(c, true);
 	set_ctx(NULL);
 	return NULL;
 }
@@ -188,117 +174,22 @@ static CUresult pin(size_t c, bool threads)
 	return L.pin_r[c];
 }
 
-/* Through a context of the app's (the driver asks for one). */
-/* The pinned chunks of a copy at host unpinned, a context current (one the driver says is not
- * pinned counts as unpinned): whether any stays pinned. */
-static bool unpin_chunks(char *host, size_t chunks, bool *pinned)
+/* The nap's host copy as a buffer of its own (hostbuf.h), for what the two share. */
+static struct cn_hostbuf as_buf(void)
 {
-	CUresult (*unreg)(void *) = drv(CN_FN_IDX_cuMemHostUnregister);
-	bool left = false;
-
-	for (size_t c = 0; c < chunks; c++) {
-		CUresult r = pinned[c] ? unreg(host + c * CHUNK) : CUDA_SUCCESS;
-
-		if (r == CUDA_SUCCESS || r == CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED)
-			pinned[c] = false;
-		left |= pinned[c];
-	}
-	return left;
+	return (struct cn_hostbuf){ L.host, L.bytes, L.chunks, L.pinned,
+				    L.n ? L.span[0].ctx : NULL };
 }
 
+/* Through a context of the app's (the driver asks for one). */
 static void unpin_all(void)
 {
+	struct cn_hostbuf b = as_buf();
+
 	if (!L.pinned || !L.n || set_ctx(L.span[0].ctx) != CUDA_SUCCESS)
 		return;
-	unpin_chunks(L.host, L.chunks, L.pinned);
+	cn_hostbuf_unpin(&b);
 	set_ctx(NULL);
-}
-
-/* The kept copy unpinned and unmapped (left mapped where the driver could not unpin it); kept_mu
- * held. Without its context (gone with its pinning) it is unmapped. */
-static void let_go_kept(void)
-{
-	CUresult (*push)(void *) = drv(CN_FN_IDX_cuCtxPushCurrent_v2);
-	CUresult (*pop)(void **) = drv(CN_FN_IDX_cuCtxPopCurrent_v2);
-	bool pinned = false;
-	void *was;
-
-	if (!K.host || exiting)
-		return;
-	/* pushed, not set: an app thread's (ctx_gone) current context stays its own */
-	if (drv(CN_FN_IDX_cuMemHostUnregister) && push && pop && push(K.ctx) == CUDA_SUCCESS) {
-		pinned = unpin_chunks(K.host, K.chunks, K.pinned);
-		pop(&was);
-	}
-	if (!pinned)
-		munmap(K.host, K.bytes);
-	free(K.pinned);
-	memset(&K, 0, sizeof(K));
-}
-
-/* A context going away (owned.c): the copy kept through it let go first; at a device's reset,
- * whichever device it was pinned through. */
-static void ctx_gone(void *ctx, int dev)
-{
-	(void)dev;
-	pthread_mutex_lock(&kept_mu);
-	if (K.host && (!ctx || K.ctx == ctx))
-		let_go_kept();
-	pthread_mutex_unlock(&kept_mu);
-}
-
-/* At exit: a let-go under way ends first, none starts after (the driver tears itself down). This
- * handler is set after the runtime's, so it runs before the runtime's teardown. */
-static void at_exit(void)
-{
-	pthread_mutex_lock(&kept_mu);
-	exiting = true;
-	pthread_mutex_unlock(&kept_mu);
-}
-
-static void watch_exit(void)
-{
-	atexit(at_exit);
-}
-
-/* The host copy, all put back, held pinned, to keep for the next nap or not: what L held of it
- * moves to K. */
-static void keep_copy(bool keep)
-{
-	cn_owned_watch_ctx(ctx_gone);
-	pthread_once(&exit_once, watch_exit);
-	pthread_mutex_lock(&kept_mu);
-	let_go_kept();
-	K.keep = keep;
-	K.host = L.host;
-	K.bytes = L.bytes;
-	K.chunks = L.chunks;
-	K.pinned = L.pinned;
-	K.ctx = L.span[0].ctx;
-	L.host = NULL;
-	L.pinned = NULL;
-	pthread_mutex_unlock(&kept_mu);
-}
-
-/* The kept copy taken for a nap of total bytes through ctx: true when it holds them. One of
- * another context, too small, or more than twice as large is let go. */
-static bool take_kept(size_t total, void *ctx)
-{
-	bool took = false;
-
-	pthread_mutex_lock(&kept_mu);
-	if (K.host && (K.bytes < total || K.bytes / 2 > total || K.ctx != ctx)) {
-		let_go_kept();
-	} else if (K.host) {
-		L.host = K.host;
-		L.bytes = K.bytes;
-		L.chunks = K.chunks;
-		L.pinned = K.pinned;
-		memset(&K, 0, sizeof(K));
-		took = true;
-	}
-	pthread_mutex_unlock(&kept_mu);
-	return took;
 }
 
 /* The record of the host copy let go, and the copy itself unless keep. */
@@ -328,28 +219,19 @@ static void forget(void)
 	drop(pinned);
 }
 
-/* What this process can still take of the host's memory (MemAvailable, its cgroups' limits),
- * which bound names, and that bound's size in *size; 0 when not known. */
-static unsigned long long host_room(unsigned long long *size, char *which, size_t len)
+/* The buffer ready since the last wake or made ahead (hostbuf.c) taken for a copy of total bytes:
+ * true when it holds them. */
+static bool take_ready(size_t total)
 {
-	uint64_t room, total;
+	struct cn_hostbuf b;
 
-	if (cn_hostmem_bound((int)getpid(), "/proc", "/sys/fs/cgroup", &room, &total, which, len) <
-	    0)
-		return 0;
-	*size = total;
-	return room;
-}
-
-/* Whether the host (or the cgroup that bounds this process) keeps margin and a quarter of its
- * memory free beside a copy kept (measured while it is held): pinned pages cannot be reclaimed,
- * and the programs' own pages (their libraries' code among them) need the rest. */
-bool cn_light_room_to_keep(unsigned long long margin)
-{
-	char which[64];
-	unsigned long long size = 0, room = host_room(&size, which, sizeof(which));
-
-	return room && room >= margin + size / 4;
+	if (!cn_hostbuf_take(total, L.span[0].ctx, &b))
+		return false;
+	L.host = b.host;
+	L.bytes = b.bytes;
+	L.chunks = b.chunks;
+	L.pinned = b.pinned;
+	return true;
 }
 
 /* The spans read, their places in the host copy laid out, the host copy mapped: 0, 1 when it is
@@ -376,9 +258,9 @@ static int lay_out(char *why, size_t len)
 		total += L.span[i].bytes;
 	}
 	L.total = total;
-	if (L.at && take_kept(total, L.span[0].ctx)) {
-		/* pinned already: each chunk ready as it is (one the driver could not pin is pinned
-		 * again by the copy) */
+	if (L.at && take_ready(total)) {
+		/* pinned already: each chunk ready as it is (one the driver could not pin, or one a
+		 * making ahead did not reach, is readied by the copy) */
 		L.ready = calloc(L.chunks, sizeof(*L.ready));
 		L.pin_r = calloc(L.chunks, sizeof(*L.pin_r)); /* CUDA_SUCCESS */
 		for (size_t c = 0; L.ready && c < L.chunks; c++)
@@ -404,6 +286,15 @@ static int lay_out(char *why, size_t len)
 	/* pinned pages are copied into a forked child at the fork: none of it goes there */
 	madvise(L.host, total, MADV_DONTFORK);
 	return 0;
+}
+
+/* Whether a chunk of the host copy is not ready yet (a fresh copy, or one made ahead in part). */
+static bool unready(void)
+{
+	for (size_t c = 0; c < L.chunks; c++)
+		if (!atomic_load(&L.ready[c]))
+			return true;
+	return false;
 }
 
 /* Span i's copy between the GPU and the host copy, cut where the host copy's chunks are, on its
@@ -547,10 +438,14 @@ static CUresult put_back(bool keep, unsigned wait_ms, bool (*coming)(void), size
 			L.where[k] = ON_GPU;
 	if (r == CUDA_SUCCESS)
 		r = done;
-	if (r == CUDA_SUCCESS)
-		keep_copy(keep);
-	if (r == CUDA_SUCCESS)
+	if (r == CUDA_SUCCESS) {
+		struct cn_hostbuf b = as_buf();
+
+		cn_hostbuf_keep(&b, keep);
+		L.host = NULL;
+		L.pinned = NULL;
 		forget();
+	}
 	return r;
 }
 
@@ -611,7 +506,7 @@ int cn_light_out(struct cn_light_stats *st, char *why, size_t len)
 		return -1;
 	}
 	atomic_store(&next_fault, 0);
-	while (!kept && n_th < FAULTERS && n_th + 1 < (unsigned)(cpus > 1 ? cpus : 2) &&
+	while (unready() && n_th < FAULTERS && n_th + 1 < (unsigned)(cpus > 1 ? cpus : 2) &&
 	       n_th < L.chunks && pthread_create(&th[n_th], NULL, readier, L.span[0].ctx) == 0)
 		n_th++;
 	st->lay_ms = cn_clock_ms() - t0;
@@ -632,7 +527,7 @@ int cn_light_out(struct cn_light_stats *st, char *why, size_t len)
 			snprintf(why + strlen(why), len - strlen(why),
 				 "; part of it stays on the host until its wake");
 		else
-			cn_light_let_go_unkept();
+			cn_hostbuf_let_go_unkept();
 		return -1;
 	}
 	st->bytes = L.total;
@@ -697,56 +592,17 @@ unsigned long long cn_light_left(int dev)
 	return b;
 }
 
-unsigned long long cn_light_kept(void)
-{
-	unsigned long long b;
-
-	pthread_mutex_lock(&kept_mu);
-	b = K.bytes;
-	pthread_mutex_unlock(&kept_mu);
-	return b;
-}
-
-bool cn_light_trim(bool keep, unsigned long long margin)
-{
-	bool trimmed = false;
-
-	pthread_mutex_lock(&kept_mu);
-	if (K.host && !exiting && (!keep || !cn_light_room_to_keep(margin))) {
-		let_go_kept();
-		trimmed = true;
-	}
-	pthread_mutex_unlock(&kept_mu);
-	return trimmed;
-}
-
-bool cn_light_let_go_unkept(void)
-{
-	bool went;
-
-	pthread_mutex_lock(&kept_mu);
-	went = K.host && !K.keep && !exiting;
-	if (went)
-		let_go_kept();
-	pthread_mutex_unlock(&kept_mu);
-	return went;
-}
-
 void cn_light_unpin(void)
 {
 	unpin_all();
-	pthread_mutex_lock(&kept_mu);
-	let_go_kept();
-	pthread_mutex_unlock(&kept_mu);
+	cn_hostbuf_let_go();
 }
 
 void cn_light_after_fork(void)
 {
 	/* The parent's host copy is not the child's, never mapped here (MADV_DONTFORK): its record
-	 * let go, nothing unmapped; K's record left as it may be half changed */
+	 * let go, nothing unmapped */
 	drop(true);
-	memset(&K, 0, sizeof(K));
-	pthread_mutex_init(&kept_mu, NULL);
-	exiting = false;
+	cn_hostbuf_after_fork();
 	n_streams = 0;
 }

@@ -28,31 +28,17 @@ struct cn_light_stats {
 int cn_light_out(struct cn_light_stats *st, char *why, size_t len);
 
 /* The host copy put back: new memory at the same addresses, with the same access, copied in;
- * the copy then held pinned, kept for the next light nap when keep, else let go by
- * cn_light_let_go_unkept once the app's calls go on (letting go of pinned memory takes as long as
+ * the copy then held pinned as the ready buffer (hostbuf.h), kept for the next light nap when
+ * keep, else let go by cn_hostbuf_let_go_unkept once the app's calls go on (letting go of pinned memory takes as long as
  * a third of the copy). 0 (nothing was held counts); 1 with why when the GPU has no room, after
  * trying for wait_ms and while coming (NULL: never) says room is still being made (what was put
  * back stays, the rest waits for the next try); -1 with why on an error. */
 int cn_light_in(bool keep, unsigned wait_ms, bool (*coming)(void), struct cn_light_stats *st,
 		char *why, size_t len);
 
-/* The copy a wake put back from let go, unless that wake kept it: true when it was. */
-bool cn_light_let_go_unkept(void);
-
 /* Whether a light nap's host copy is held; what of it is not back on device dev yet (-1: any). */
 bool cn_light_holding(void);
 unsigned long long cn_light_left(int dev);
-
-/* The host copy kept for the next light nap: its bytes, 0 when none is. */
-unsigned long long cn_light_kept(void);
-
-/* Whether the host (or the cgroup that bounds the process) has margin bytes and a quarter of its
- * memory free beside what is pinned now: the rule for keeping a copy. */
-bool cn_light_room_to_keep(unsigned long long margin);
-
-/* The kept copy let go when keep is off or the host (or the cgroup that bounds the process) no
- * longer has margin bytes and a quarter of its memory free beside it: true when it was. */
-bool cn_light_trim(bool keep, unsigned long long margin);
 
 /* The host copy unpinned, before the driver's checkpoint takes the rest of the process (the
  * wake pins it again); a kept one let go. */

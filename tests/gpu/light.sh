@@ -37,7 +37,7 @@ kept() {
 		test "$(field "$pid" host_kept_mib | cut -d. -f1)" -gt 0
 	check "$name: idle, it naps into the kept copy" eventually 60 light_napped "$pid"
 	into=$(field "$pid" total_ms)
-	like "$(grep -o 'light nap: .*' "$T/s.err" | tail -n 1)" "to the host copy kept since its wake" \
+	like "$(grep -o 'light nap: .*' "$T/s.err" | tail -n 1)" "to the host copy made ready before it" \
 		"$name: the log says the copy went to the kept copy"
 	diag "$(grep -o 'light nap: .*' "$T/s.err" | tail -n 1)"
 	cell s

@@ -610,8 +610,11 @@ EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *u, CUdevice d)
 
 EXPORT CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d)
 {
+	const char *mode = getenv("CUDANAP_FAKE_COMPUTE_MODE"); /* 3: exclusive-process */
+
 	*v = attr == CU_DEVICE_ATTRIBUTE_PCI_BUS_ID ? 0x10 + gpu_of_ordinal(d)
 	     : attr == 102 /* CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED */ ? 1
+	     : attr == 20 /* CU_DEVICE_ATTRIBUTE_COMPUTE_MODE */ && mode		 ? atoi(mode)
 										: 0;
 	return CUDA_SUCCESS;
 }

@@ -508,6 +508,8 @@ EXPORT CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned flags)
 
 	(void)flags;
 	fake_entered("cuMemHostRegister_v2");
+	if (getenv("FAKE_PIN_MS")) /* pinning takes time too */
+		usleep((useconds_t)atoi(getenv("FAKE_PIN_MS")) * 1000);
 	pthread_mutex_lock(&mu);
 	for (int i = 0; i < MAX; i++)
 		if (!regs[i].p) {

@@ -123,16 +123,11 @@ else
 fi
 
 # -- bigger than the memory its cgroup may use: the copy streams through the page cache
-lim=$((copy * 3 / 4)) cg=
-v1=/sys/fs/cgroup/memory$(awk -F: '$2 == "memory" { print $3 }' /proc/self/cgroup)
-if [ -f /sys/fs/cgroup/cgroup.controllers ] && grep -qw memory /sys/fs/cgroup/cgroup.controllers &&
-	mkdir "/sys/fs/cgroup/cudanap-test.$$" 2> /dev/null; then
-	cg=/sys/fs/cgroup/cudanap-test.$$
-	{ echo +memory > /sys/fs/cgroup/cgroup.subtree_control; echo $((lim << 20)) > "$cg/memory.max"; } 2> /dev/null
+lim=$((copy * 3 / 4))
+memory_cgroup "$lim"
+if [ -f "$cg/memory.max" ]; then
 	peak() { echo $(( $(cat "$cg/memory.peak" 2> /dev/null || echo 0) >> 20 )); }
-elif [ -d "$v1" ] && [ "$v1" != /sys/fs/cgroup/memory ] && mkdir "$v1/cudanap-test.$$" 2> /dev/null; then
-	cg=$v1/cudanap-test.$$
-	echo $((lim << 20)) > "$cg/memory.limit_in_bytes"
+else
 	peak() { echo $(( $(cat "$cg/memory.max_usage_in_bytes") >> 20 )); }
 fi
 if [ -n "$cg" ]; then
@@ -151,7 +146,6 @@ if [ -n "$cg" ]; then
 	is "$REPLY" "verify ok" "every byte back (the fake driver checks its whole copy)"
 	ask D quit
 	wait "$D_pid"
-	rmdir "$cg"
 else
 	diag "no memory cgroup to limit here"
 	for _ in 1 2 3 4; do ok 0 "# SKIP no memory cgroup"; done

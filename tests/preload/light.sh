@@ -51,7 +51,7 @@ started() {
 }
 
 # -- depth = light: the owned memory on the host, the rest kept
-write_ini "[nap]" "depth = light" "[log]" "level = info"
+write_ini "[nap]" "keep_host_copy = false" "depth = light" "[log]" "level = info"
 start A "$TARGET"
 pid=$A_pid
 fill A
@@ -128,7 +128,7 @@ wait "$pid" 2> /dev/null
 rm -f "$T/fake/$pid".* # the fake counts a process's memory on its GPU while its files stay
 
 # -- depth = auto: light first, the driver's checkpoint after full_after_s
-write_ini "[nap]" "depth = auto" "full_after_s = 2" "[log]" "level = info"
+write_ini "[nap]" "keep_host_copy = false" "depth = auto" "full_after_s = 2" "[log]" "level = info"
 started B
 cli2 nap "$pid"
 check "auto: napped lightly first" eventually 10 light_napped "$pid"
@@ -143,7 +143,7 @@ is "$(held "$pid")" "$before" "its memory back"
 
 # -- no room on its GPU: the wake waits, says so, and goes on once there is room (4000 MiB: its
 # context's 1000 and 1 MiB, another process's 1000 and 1500 leave 499)
-write_ini "[nap]" "depth = light" "[log]" "level = info"
+write_ini "[nap]" "keep_host_copy = false" "depth = light" "[log]" "level = info"
 cli2 nap "$pid"
 check "napped lightly" eventually 10 light_napped "$pid"
 start C "$TARGET"
@@ -169,7 +169,7 @@ wait "$pid" "$C_pid" 2> /dev/null
 rm -f "$T/fake/$pid".* "$T/fake/$C_pid".*
 
 # -- two wakes at once: each puts its own memory back
-write_ini "[nap]" "depth = light" "[log]" "level = info"
+write_ini "[nap]" "keep_host_copy = false" "depth = light" "[log]" "level = info"
 start G "$TARGET"
 start H "$TARGET"
 fill G
@@ -193,7 +193,7 @@ rm -f "$T/fake/$G_pid".* "$T/fake/$H_pid".*
 # (one GPU of 4000 MiB: P's context while it naps, Q's 1600 and 1000 more leave 400 of the 600 P
 # needs)
 export CUDANAP_FAKE_GPUS=1
-write_ini "[nap]" "depth = light" "make_room = true" "min_idle_s = 1" "[restore]" "margin_mib = 0" \
+write_ini "[nap]" "keep_host_copy = false" "depth = light" "make_room = true" "min_idle_s = 1" "[restore]" "margin_mib = 0" \
 	"[log]" "level = info"
 fill1() { # fill1 NAME: 600 MiB by cuMemAlloc, owned, words written
 	local off
@@ -278,12 +278,11 @@ export CUDANAP_FAKE_GPUS=2 CUDANAP_FAKE_GPU_MIB=4000
 # -- a napping process that exits: its libraries' teardown (a free, made by an exit handler) is
 # answered CUDA_ERROR_DEINITIALIZED (4) as by a driver shutting down, without a wake; a call that
 # works the GPU (a destructor's) still wakes it and runs
-gone() { [ ! -e "/proc/$1" ] || grep -q '^[0-9]* (.*) Z' "/proc/$1/stat"; }
 # exit_napping DEPTH CALL: X, whose exit handler makes the drv CALL, napped and told to quit, until
 # it is gone; the handler's answer in $got, X's log in $log, the MiB it left pinned in $left (a
 # light nap's host copy stays pinned until its wake puts it back)
 exit_napping() {
-	write_ini "[nap]" "depth = $1" "[log]" "level = info"
+	write_ini "[nap]" "keep_host_copy = false" "depth = $1" "[log]" "level = info"
 	TARGET_TEARDOWN=$T/teardown TARGET_TEARDOWN_CALL=$2 start X "$TARGET"
 	fill X
 	cli2 nap "$X_pid"
@@ -306,7 +305,7 @@ exit_napping light "launch export 1"
 is "$got" "launch 0" "a launch in its exit handler wakes it and runs"
 is "$left" 0 "its host copy put back for it (the wake's log line may come after the exit)"
 # ... and one asked to nap while it exits says so
-write_ini "[nap]" "depth = light" "[log]" "level = info"
+write_ini "[nap]" "keep_host_copy = false" "depth = light" "[log]" "level = info"
 TARGET_TEARDOWN=$T/teardown TARGET_TEARDOWN_MS=3000 start X "$TARGET"
 fill X
 echo quit >&"$X_in"
@@ -335,7 +334,7 @@ like "$("$CUDANAP" metrics -c "$T/job.ini")" $'\n'"cudanap_host_kept_bytes\\{pid
 ask K "drv vmm word A 0 11"
 cli2 nap "$pid"
 check "napped again ($out)" eventually 10 light_napped "$pid"
-log_like "$T/K.err" "light nap: 900 MiB in 5 pieces to the host copy kept since its wake in [0-9.]+ ms: .*waiting for 0 threads" \
+log_like "$T/K.err" "light nap: 900 MiB in 5 pieces to the host copy made ready before it in [0-9.]+ ms: .*waiting for 0 threads" \
 	"into the kept copy, no fault threads"
 is "$(pinned_mib "$pid")" 900 "no more host memory pinned"
 ask K "drv launch export 5" 30
@@ -357,7 +356,7 @@ write_ini "[nap]" "depth = light" "keep_host_copy = true" "[preflight]" "host_ma
 cli2 nap "$pid" # the INI read again
 like "$rc:$out" "^1:$pid: nap failed: NO_HOST_MEMORY" "a nap then: refused, the host has no room for the copy and the margin"
 check "the host without the margin free: the kept copy let go" eventually 10 no_pin "$pid"
-log_like "$T/K.err" "let go of its kept host copy \(1000 MiB\): the host has less than \[preflight\] host_margin_mib \(16000000 MiB\) and a quarter of its memory free beside it" "the log says so"
+log_like "$T/K.err" "let go of its ready host copy \(1000 MiB\): the host has less than \[preflight\] host_margin_mib \(16000000 MiB\) free" "the log says so"
 check "the status says none is kept" eventually 10 fields_are "$pid" host_kept_mib 0.000
 write_ini "[nap]" "depth = light" "keep_host_copy = true" "[log]" "level = info"
 cli2 nap "$pid"
@@ -368,7 +367,7 @@ wake_lets_go() {
 	ask K "drv launch export 5" 30
 	check "woken" woke "$pid"
 	check "$1" eventually 10 no_pin "$pid"
-	is "$(grep -c "let go of its kept host copy" "$T/K.err")" 1 "by the wake itself, not the trim"
+	is "$(grep -c "let go of its ready host copy" "$T/K.err")" 1 "by the wake itself, not the trim"
 }
 kept_again() {
 	write_ini "[nap]" "depth = light" "keep_host_copy = true" "[log]" "level = info"
@@ -388,7 +387,7 @@ if [ -z "${CN_SANITIZER_RUNTIME:-}" ]; then # ASan's shadow maps its own share o
 		"the kept copy is not in the child (MADV_DONTFORK): the child maps 1000 MiB less"
 	kill "$child" 2> /dev/null
 fi
-write_ini "[nap]" "depth = light" "[log]" "level = info"
+write_ini "[nap]" "keep_host_copy = false" "depth = light" "[log]" "level = info"
 cli2 nap "$pid"
 check "keep_host_copy off: napped, into the copy it kept ($out)" eventually 10 light_napped "$pid"
 wake_lets_go "the wake let its copy go"
@@ -404,7 +403,7 @@ is "$REPLY" "vmm word 0 5" "every word back"
 ask K quit
 wait "$pid" 2> /dev/null
 # ... and a wake does not wait for its copy to be let go: the call goes on first
-write_ini "[nap]" "depth = light" "[log]" "level = info"
+write_ini "[nap]" "keep_host_copy = false" "depth = light" "[log]" "level = info"
 FAKE_UNPIN_MS=500 started W
 cli2 nap "$pid"
 check "unpinning slowly (half a second a chunk): napped lightly ($out)" eventually 10 light_napped "$pid"
@@ -426,7 +425,7 @@ unlike "$(cat "$T/W.err")" "entered while|abort|Segmentation" "no driver call af
 rm -f "$T/fake/$pid".* # what it held on the fake GPU
 
 # -- the host lacks room for the copy: refused, nothing moved
-write_ini "[nap]" "depth = light" "[preflight]" "host_margin_mib = 16000000"
+write_ini "[nap]" "keep_host_copy = false" "depth = light" "[preflight]" "host_margin_mib = 16000000"
 started D
 cli2 nap "$pid"
 like "$rc:$out" "^1:$pid: nap failed: NO_HOST_MEMORY: its light nap copies 900 MiB, but the host copy can have only [0-9]+ MiB \(.*\) less the 16000000 MiB margin \(\[preflight\] host_margin_mib\); the process keeps running" \

@@ -273,6 +273,15 @@ static void write_all(FILE *f, const struct cn_status *v, int n, char (*who)[WHO
 	for (int i = 0; i < n; i++)
 		sample(f, "cudanap_host_kept_bytes", who[i], "",
 		       v[i].host_kept_mib > 0 ? v[i].host_kept_mib * 1048576 : 0);
+	help(f, "cudanap_naps_full_total", "counter",
+	     "Naps made full by [nap] depth = auto: its light copy over [memory] host_cache, or a GPU "
+	     "in an exclusive compute mode.");
+	for (int i = 0; i < n; i++) {
+		sample(f, "cudanap_naps_full_total", who[i], "why=\"host cache\"",
+		       (double)v[i].naps_full_host);
+		sample(f, "cudanap_naps_full_total", who[i], "why=\"exclusive\"",
+		       (double)v[i].naps_full_exclusive);
+	}
 	help(f, "cudanap_released_byte_seconds_total", "counter",
 	     "GPU memory the process gave back times the seconds it stayed given back.");
 	for (int i = 0; i < n; i++)

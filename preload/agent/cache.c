@@ -1,0 +1,338 @@
+/* cache: the pinned host copies ready for light naps (kept since a wake, made ahead while a
+ * process idles) as one budget for this user's processes of the status directory, [memory]
+ * host_cache, given back when the share, the host's pressure or another process's nap needs the
+ * memory. Agent thread.
+ *
+ * Every process decides for its own copy from the same facts (the status files' host_kept_mib and
+ * idle_since), so they agree without talking: over the share, the copies of the processes that
+ * worked most recently go first, since make_room naps the longest idle first and an idle nap
+ * comes after idle_s: the copy of the process that worked last is the one needed last (plain LRU
+ * by the copy's own last use would give back, under notebooks used in turn, the copy of the next
+ * one to be napped). Under pressure (the host short of [preflight] host_margin_mib and a quarter
+ * of its memory, or PSI's some avg10 at 10 % or more) the first of that order goes, one a second;
+ * with not even the margin free, all go. A nap that finds the host short asks the others back at
+ * once (CN_SIGVAL_TRIM), in the same order. */
+#define _GNU_SOURCE
+#include "agent/cache.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "cn_hostmem.h"
+#include "cn_proc.h"
+#include "cn_words.h"
+#include "cuda/hostbuf.h"
+#include "cuda/light.h"
+#include "agent/depth.h"
+#include "agent/log.h"
+#include "agent/others.h"
+#include "agent/report.h"
+#include "agent/state.h"
+
+#define TICK_MS	       1000
+#define PSI_PRESSURE   10.0 /* PSI some avg10, percent: the host is short of memory */
+#define ROOM_WAIT_MS   2000 /* a nap waits this long at most for the copies it asked back */
+#define MAKERS	       4    /* threads that make a copy ahead */
+#define BACKOFF_MIN_MS 10000
+#define BACKOFF_MAX_MS 300000
+#define MAX_HOLDERS    256
+
+struct holder {
+	int pid, sig;
+	unsigned long long starttime;
+	double idle_s; /* 0 while it works */
+	unsigned long long bytes;
+	bool me;
+};
+
+static struct {
+	double last_ms;
+	double not_before_ms; /* no copy made ahead before this: one was given back */
+	double backoff_ms;
+	bool making; /* a copy made ahead, not said done yet */
+	bool trim;   /* asked for while napping: the wake does not keep its copy */
+} C;
+
+void cn_cache_reset(void)
+{
+	memset(&C, 0, sizeof(C));
+	C.backoff_ms = BACKOFF_MIN_MS;
+}
+
+static double idle_of(const char *since)
+{
+	double s = cn_status_since_s(since);
+
+	return s > 0 ? s : 0;
+}
+
+struct holders {
+	struct holder h[MAX_HOLDERS];
+	int n;
+};
+
+static bool take_holder(const struct cn_status *s, void *arg)
+{
+	struct holders *hs = arg;
+
+	if (s->host_kept_mib > 0 && hs->n < MAX_HOLDERS)
+		hs->h[hs->n++] = (struct holder){ .pid = s->pid,
+						  .sig = s->suspend_signal,
+						  .starttime = s->starttime,
+						  .idle_s = idle_of(s->idle_since),
+						  .bytes = (unsigned long long)(s->host_kept_mib *
+										(1 << 20)) };
+	return hs->n < MAX_HOLDERS;
+}
+
+/* The one needed last first: the least idle, then the lower pid (every process sorts alike). */
+static int needed_last_first(const void *a, const void *b)
+{
+	const struct holder *x = a, *y = b;
+
+	if (x->idle_s != y->idle_s)
+		return x->idle_s < y->idle_s ? -1 : 1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+/* The ready copies of this directory's processes, this one's with them when it holds one, in the
+ * order they are given back; their bytes in *total. */
+static void holders(struct holders *hs, bool with_me, unsigned long long *total)
+{
+	unsigned long long mine = cn_hostbuf_bytes();
+
+	hs->n = 0;
+	cn_others_each(take_holder, hs);
+	if (with_me && mine && hs->n < MAX_HOLDERS)
+		hs->h[hs->n++] = (struct holder){ .pid = (int)getpid(),
+						  .idle_s = idle_of(cn_report_status()->idle_since),
+						  .bytes = mine,
+						  .me = true };
+	qsort(hs->h, (size_t)hs->n, sizeof(hs->h[0]), needed_last_first);
+	*total = 0;
+	for (int i = 0; i < hs->n; i++)
+		*total += hs->h[i].bytes;
+}
+
+unsigned long long cn_cache_others_bytes(void)
+{
+	static struct holders hs;
+	unsigned long long total;
+
+	holders(&hs, false, &total);
+	return total;
+}
+
+/* What the process can still take of the host's memory, the bound's size in *size; false when not
+ * known. */
+static bool host_room(unsigned long long *room, unsigned long long *size)
+{
+	uint64_t r, t;
+	char which[64];
+
+	if (cn_hostmem_bound((int)getpid(), "/proc", "/sys/fs/cgroup", &r, &t, which,
+			     sizeof(which)) < 0)
+		return false;
+	*room = r;
+	*size = t;
+	return true;
+}
+
+static unsigned long long margin(void)
+{
+	return (unsigned long long)cn_ag.cfg.host_margin_mib << 20;
+}
+
+/* The ready copy given back, said with why. */
+static void let_go(const char *why)
+{
+	unsigned long long mine = cn_hostbuf_bytes();
+
+	if (!cn_hostbuf_let_go())
+		return;
+	C.making = false;
+	C.not_before_ms = cn_clock_ms() + C.backoff_ms;
+	C.backoff_ms = C.backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : C.backoff_ms * 2;
+	cn_log(&cn_ag.cfg, CN_LOG_INFO, "let go of its ready host copy (%llu MiB): %s", mine >> 20,
+	       why);
+}
+
+/* Over the share, or the host short: whether this process's copy is one to give back, and why. */
+static bool to_give_back(char *why, size_t len)
+{
+	static struct holders hs;
+	unsigned long long total, budget, room, size, over;
+	char which[128] = "";
+	double psi = 0;
+	int first = -1;
+
+	holders(&hs, true, &total);
+	budget = cn_depth_cache_budget(which, sizeof(which));
+	over = total > budget ? total - budget : 0;
+	for (int i = 0; i < hs.n; i++) {
+		if (over && hs.h[i].me) {
+			snprintf(why, len,
+				 "the ready copies of this user's processes hold %llu MiB, over "
+				 "[memory] host_cache (%u %% of %s: %llu MiB)",
+				 total >> 20, cn_ag.cfg.host_cache_pct, which, budget >> 20);
+			return true;
+		}
+		if (over) {
+			over = over > hs.h[i].bytes ? over - hs.h[i].bytes : 0;
+			continue;
+		}
+		first = first < 0 ? i : first;
+	}
+	if (!host_room(&room, &size))
+		return false;
+	if (room < margin()) {
+		snprintf(why, len,
+			 "the host has less than [preflight] host_margin_mib (%u MiB) free",
+			 cn_ag.cfg.host_margin_mib);
+		return true;
+	}
+	if (first < 0 || !hs.h[first].me)
+		return false;
+	if (room < margin() + size / 4) {
+		snprintf(
+			why, len,
+			"the host has less than [preflight] host_margin_mib (%u MiB) and a quarter "
+			"of its memory free",
+			cn_ag.cfg.host_margin_mib);
+		return true;
+	}
+	if (cn_hostmem_pressure("/proc", &psi) == 0 && psi >= PSI_PRESSURE) {
+		snprintf(why, len, "the host is short of memory (PSI some avg10 %.1f %%)", psi);
+		return true;
+	}
+	return false;
+}
+
+/* When a nap may come soon enough to make its copy ahead: half the shortest of [nap] idle_s and,
+ * for make_room, [nap] min_idle_s; 1 s at least. */
+static double ahead_after_s(void)
+{
+	const struct cn_config *c = &cn_ag.cfg;
+	double s = c->nap_idle_s ? c->nap_idle_s : 24 * 3600;
+
+	if (c->nap_make_room && c->nap_min_idle_s < s)
+		s = c->nap_min_idle_s;
+	return s / 2 < 1 ? 1 : s / 2;
+}
+
+/* A copy made ahead, where the share and the host have room for it: true when one is begun. */
+static bool make_ahead(double now)
+{
+	const struct cn_config *c = &cn_ag.cfg;
+	unsigned long long bytes, others, budget, room, size;
+	enum cn_depth_why why;
+	char which[128];
+	void *ctx;
+
+	if (!c->nap_copy_ahead || !cn_config_light_naps(c) || now < C.not_before_ms ||
+	    idle_of(cn_report_status()->idle_since) < ahead_after_s() ||
+	    !cn_depth_light(&why, NULL, 0))
+		return false;
+	bytes = cn_depth_light_bytes(&ctx);
+	budget = cn_depth_cache_budget(which, sizeof(which));
+	others = cn_cache_others_bytes();
+	if (!bytes || !ctx || others + bytes > budget || !host_room(&room, &size) ||
+	    room < margin() + size / 4 + bytes)
+		return false;
+	if (cn_hostbuf_ahead(bytes, ctx, MAKERS) < 0)
+		return false;
+	C.making = true;
+	cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
+	       "making its host copy ahead (%llu MiB), idle %.0f s: its next light nap copies into "
+	       "it",
+	       bytes >> 20, idle_of(cn_report_status()->idle_since));
+	return true;
+}
+
+bool cn_cache_tick(double now)
+{
+	unsigned long long mine;
+	char why[300];
+
+	if (now - C.last_ms < TICK_MS || cn_report_status()->state != CN_STATE_RUNNING)
+		return false;
+	C.last_ms = now;
+	mine = cn_hostbuf_bytes();
+	if (C.making && !cn_hostbuf_making()) {
+		C.making = false;
+		C.backoff_ms = BACKOFF_MIN_MS;
+		cn_log(&cn_ag.cfg, CN_LOG_INFO,
+		       "made its host copy ahead (%llu MiB): its next light nap copies at the "
+		       "bus's "
+		       "speed",
+		       mine >> 20);
+	}
+	if (mine && !cn_config_keeps_host(&cn_ag.cfg)) {
+		let_go(cn_ag.cfg.host_cache_pct ? "[nap] keep_host_copy is off"
+						: "[memory] host_cache is 0");
+		return true;
+	}
+	if (mine && to_give_back(why, sizeof(why))) {
+		let_go(why);
+		return true;
+	}
+	return !mine && cn_config_keeps_host(&cn_ag.cfg) && make_ahead(now);
+}
+
+bool cn_cache_may_keep(unsigned long long bytes)
+{
+	unsigned long long budget, room, size;
+	bool asked = C.trim;
+	char which[128];
+
+	C.trim = false;
+	if (asked || !cn_config_keeps_host(&cn_ag.cfg) || !host_room(&room, &size))
+		return false;
+	budget = cn_depth_cache_budget(which, sizeof(which));
+	return cn_cache_others_bytes() + bytes <= budget && room >= margin() + size / 4;
+}
+
+void cn_cache_room_for(unsigned long long bytes)
+{
+	static struct holders hs;
+	unsigned long long total, room, size, want = bytes + margin(), asked = 0;
+	union sigval v = { .sival_int = CN_SIGVAL_TRIM };
+	char pids[200] = "";
+	double until;
+
+	/* its own ready copy is room for it: taken by its light nap, or let go before a full one */
+	if (!host_room(&room, &size) || room + cn_hostbuf_bytes() >= want)
+		return;
+	holders(&hs, false, &total);
+	for (int i = 0; i < hs.n && room + cn_hostbuf_bytes() + asked < want; i++) {
+		size_t o = strlen(pids);
+
+		if (cn_proc_signal(hs.h[i].pid, hs.h[i].starttime, hs.h[i].sig, &v) < 0)
+			continue;
+		asked += hs.h[i].bytes;
+		snprintf(pids + o, sizeof(pids) - o, "%s%d", o ? ", " : "", hs.h[i].pid);
+	}
+	if (!asked)
+		return;
+	cn_log(&cn_ag.cfg, CN_LOG_INFO,
+	       "asked %s to give back their ready host copies (%llu MiB) for its nap's %llu MiB",
+	       pids, asked >> 20, bytes >> 20);
+	until = cn_clock_ms() + ROOM_WAIT_MS;
+	while (cn_clock_ms() < until && host_room(&room, &size) && room + cn_hostbuf_bytes() < want)
+		nanosleep(&(struct timespec){ 0, 20000000 }, NULL);
+}
+
+bool cn_cache_trim_asked(void)
+{
+	/* napping: its copy is the nap's, and not kept by its wake */
+	C.trim = cn_light_holding() || cn_report_status()->state == CN_STATE_CHECKPOINTED;
+	if (cn_report_status()->state != CN_STATE_RUNNING || !cn_hostbuf_bytes())
+		return false;
+	let_go("another process of this user needs the host memory for its nap");
+	return true;
+}

@@ -1,0 +1,24 @@
+/* depth: the depth a nap takes now, light or full, and why full ([nap] depth and auto's choice).
+ * Agent thread. */
+#ifndef CN_DEPTH_H
+#define CN_DEPTH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "cn_outcome.h"
+
+/* What a light nap would copy now (the spans cudanap owns and moves), and a context of the app's
+ * it copies through; 0 and NULL when it owns nothing. */
+unsigned long long cn_depth_light_bytes(void **ctx);
+
+/* Whether a nap now is light; when not, why (never CN_DEPTH_WHY_NONE), and the reason in a line
+ * for the log (text, may be NULL). */
+bool cn_depth_light(enum cn_depth_why *why, char *text, size_t len);
+
+/* The share of the host's memory the ready host copies may pin ([memory] host_cache of the bound
+ * that limits this process: MemTotal or its cgroup's limit), and that bound's name; 0 when it is
+ * not known or the share is 0. */
+unsigned long long cn_depth_cache_budget(char *which, size_t len);
+
+#endif

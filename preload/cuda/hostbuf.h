@@ -1,0 +1,52 @@
+/* hostbuf: the pinned host buffer a light nap copies into when it is ready before the nap: kept
+ * since the last wake, or made ahead while the process idles. See hostbuf.c. */
+#ifndef CN_HOSTBUF_H
+#define CN_HOSTBUF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Host copies are faulted in and pinned by chunks of this. */
+#define CN_HOSTBUF_CHUNK (256ull << 20)
+
+/* A host buffer: its mapping of bytes, its chunks and which are pinned, and the context they were
+ * pinned through (the pinning is portable: any of the process's contexts). */
+struct cn_hostbuf {
+	char *host;
+	size_t bytes, chunks;
+	bool *pinned;
+	void *ctx;
+};
+
+/* The pinned chunks of b unpinned through the current context (one the driver says is not pinned
+ * counts as unpinned): whether any stays pinned. */
+bool cn_hostbuf_unpin(struct cn_hostbuf *b);
+
+/* The ready buffer moved into *b for a copy of total bytes through ctx: true when there was one
+ * that holds them. One of another context, too small, or more than twice as large is let go. A
+ * making under way is stopped first; the chunks it did not reach are not pinned. */
+bool cn_hostbuf_take(size_t total, void *ctx, struct cn_hostbuf *b);
+
+/* b, whose copy is all back on the GPU, made the ready buffer: kept for the next nap (keep), or
+ * until cn_hostbuf_let_go_unkept; b is emptied. */
+void cn_hostbuf_keep(struct cn_hostbuf *b, bool keep);
+
+/* A ready buffer of bytes made ahead through ctx: mapped now, its chunks faulted in and pinned by
+ * up to threads threads of low priority, which end by themselves. 0, -EEXIST when a buffer is
+ * ready or being made already, -ENOMEM. */
+int cn_hostbuf_ahead(size_t bytes, void *ctx, unsigned threads);
+
+/* The ready buffer: its bytes (0: none), and whether threads still make it. */
+unsigned long long cn_hostbuf_bytes(void);
+bool cn_hostbuf_making(void);
+
+/* The ready buffer let go (unpinned, unmapped): true when there was one. Never after the process
+ * began to exit. */
+bool cn_hostbuf_let_go(void);
+/* ... only when its wake did not keep it. */
+bool cn_hostbuf_let_go_unkept(void);
+
+/* In a forked child: the parent's buffer is not its own (MADV_DONTFORK: never mapped there). */
+void cn_hostbuf_after_fork(void);
+
+#endif

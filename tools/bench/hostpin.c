@@ -1,0 +1,439 @@
+/* cudanap-hostpin: the ways to make fresh host memory ready for a light nap's copy out, each timed
+ * against the pinned floor (a copy into memory pinned long before) in the same run, on GPU 0.
+ *
+ * A light nap copies the GPU memory it owns into anonymous host memory it pins first (the driver
+ * copies only into pinned memory at the bus's speed). The ways: fault and pin 256 MiB or 1 GiB
+ * chunks by threads while the copies follow them (what cuda/light.c did); fault everything first,
+ * then pin it in one call; let the pinning fault the pages itself; the driver's own pinned
+ * allocation; no pinning at all, the copy going through a small pinned bounce buffer that threads
+ * copy out of into the fresh pages. The bounce way back (host to GPU) is timed too, against the
+ * pinned floor that way. Each way runs on memory never touched before by this process; the host
+ * floors (fault rate alone, pin rate alone) come first, the very first fault of the run beside a
+ * second one (a fresh virtual machine's memory is slower the first time). Figures only. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cuda_abi.h"
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+#define MIB	(1ull << 20)
+#define PIECE	(64 * MIB) /* a copy's piece: the stream's unit of work */
+#define MAX_TH	64
+#define BOUNCES 4	    /* bounce buffers in flight */
+#define BPIECE	(256 * MIB) /* each bounce buffer */
+
+static struct {
+	CUresult (*init)(unsigned);
+	CUresult (*retain)(void **, int);
+	CUresult (*set)(void *);
+	CUresult (*alloc)(CUdeviceptr *, size_t);
+	CUresult (*memset)(CUdeviceptr, unsigned char, size_t);
+	CUresult (*free)(CUdeviceptr);
+	CUresult (*host_alloc)(void **, size_t, unsigned);
+	CUresult (*host_free)(void *);
+	CUresult (*reg)(void *, size_t, unsigned);
+	CUresult (*unreg)(void *);
+	CUresult (*stream)(void **, unsigned);
+	CUresult (*sync)(void *);
+	CUresult (*d2h)(void *, CUdeviceptr, size_t, void *);
+	CUresult (*h2d)(CUdeviceptr, const void *, size_t, void *);
+	CUresult (*ev_create)(void **, unsigned);
+	CUresult (*ev_record)(void *, void *);
+	CUresult (*ev_sync)(void *);
+} cu;
+
+static void *ctx, *st;
+static CUdeviceptr dev;
+static unsigned threads;
+
+static double now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static void check(CUresult r, const char *what)
+{
+	if (r != CUDA_SUCCESS) {
+		fprintf(stderr, "cudanap-hostpin: %s: CUDA error %d\n", what, r);
+		exit(1);
+	}
+}
+
+static void load(void)
+{
+	const char *lib = getenv("CUDANAP_LIBCUDA");
+	void *h = dlopen(lib && *lib ? lib : "libcuda.so.1", RTLD_NOW);
+
+	if (!h) {
+		fprintf(stderr, "cudanap-hostpin: needs a GPU: %s\n", dlerror());
+		exit(1);
+	}
+#define SYM(f, n) *(void **)&cu.f = dlsym(h, n)
+	SYM(init, "cuInit");
+	SYM(retain, "cuDevicePrimaryCtxRetain");
+	SYM(set, "cuCtxSetCurrent");
+	SYM(alloc, "cuMemAlloc_v2");
+	SYM(memset, "cuMemsetD8_v2");
+	SYM(free, "cuMemFree_v2");
+	SYM(host_alloc, "cuMemHostAlloc");
+	SYM(host_free, "cuMemFreeHost");
+	SYM(reg, "cuMemHostRegister_v2");
+	SYM(unreg, "cuMemHostUnregister");
+	SYM(stream, "cuStreamCreate");
+	SYM(sync, "cuStreamSynchronize");
+	SYM(d2h, "cuMemcpyDtoHAsync_v2");
+	SYM(h2d, "cuMemcpyHtoDAsync_v2");
+	SYM(ev_create, "cuEventCreate");
+	SYM(ev_record, "cuEventRecord");
+	SYM(ev_sync, "cuEventSynchronize");
+#undef SYM
+	for (size_t i = 0; i < sizeof(cu) / sizeof(void *); i++)
+		if (!((void **)&cu)[i]) {
+			fprintf(stderr,
+				"cudanap-hostpin: the driver lacks function %zu of the table\n", i);
+			exit(1);
+		}
+}
+
+static char *fresh(size_t bytes)
+{
+	char *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED) {
+		perror("cudanap-hostpin: mmap");
+		exit(1);
+	}
+	madvise(p, bytes, MADV_HUGEPAGE);
+	return p;
+}
+
+/* ---- chunks readied by threads: faulted (fault), pinned (pin), in order of a shared counter ----
+ */
+
+struct ready {
+	char *host;
+	size_t bytes, chunk, n;
+	bool fault, pin;
+	atomic_size_t next;
+	atomic_bool *done;
+};
+
+static void ready_one(struct ready *r, size_t c)
+{
+	char *p = r->host + c * r->chunk;
+	size_t len = r->bytes - c * r->chunk < r->chunk ? r->bytes - c * r->chunk : r->chunk;
+
+	if (r->fault && madvise(p, len, MADV_POPULATE_WRITE) != 0)
+		for (size_t o = 0; o < len; o += 4096)
+			p[o] = 0;
+	if (r->pin)
+		check(cu.reg(p, len, 1), "cuMemHostRegister");
+	atomic_store(&r->done[c], true);
+}
+
+static void *readier(void *arg)
+{
+	struct ready *r = arg;
+	size_t c;
+
+	cu.set(ctx);
+	while ((c = atomic_fetch_add(&r->next, 1)) < r->n)
+		ready_one(r, c);
+	return NULL;
+}
+
+static void ready_start(struct ready *r, pthread_t *th, unsigned n)
+{
+	r->n = (r->bytes + r->chunk - 1) / r->chunk;
+	r->done = calloc(r->n, sizeof(*r->done));
+	atomic_store(&r->next, 0);
+	for (unsigned i = 0; i < n; i++)
+		pthread_create(&th[i], NULL, readier, r);
+}
+
+static void ready_join(struct ready *r, pthread_t *th, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	free(r->done);
+}
+
+/* The GPU's bytes into host, PIECE by PIECE, each piece issued once its chunk is ready. */
+static void copy_out_following(struct ready *r)
+{
+	struct timespec w = { 0, 20000 };
+
+	for (size_t o = 0; o < r->bytes; o += PIECE) {
+		size_t c = o / r->chunk, n = r->bytes - o < PIECE ? r->bytes - o : PIECE;
+
+		while (r->done && !atomic_load(&r->done[c]))
+			nanosleep(&w, NULL);
+		check(cu.d2h(r->host + o, dev + o, n, st), "cuMemcpyDtoHAsync");
+	}
+	check(cu.sync(st), "cuStreamSynchronize");
+}
+
+static void unpin(char *host, size_t bytes, size_t chunk)
+{
+	for (size_t o = 0; o < bytes; o += chunk)
+		cu.unreg(host + o);
+}
+
+/* ---- the ways ---- */
+
+/* fault and pin by chunks of chunk bytes, th threads, the copies following: ms. */
+static double way_chunks(size_t bytes, size_t chunk, unsigned th, bool fault)
+{
+	struct ready r = {
+		.host = fresh(bytes), .bytes = bytes, .chunk = chunk, .fault = fault, .pin = true
+	};
+	pthread_t t[MAX_TH];
+	double t0 = now_ms(), ms;
+
+	ready_start(&r, t, th);
+	copy_out_following(&r);
+	ms = now_ms() - t0;
+	ready_join(&r, t, th);
+	unpin(r.host, bytes, chunk);
+	munmap(r.host, bytes);
+	return ms;
+}
+
+/* every page faulted by th threads, then pinned in one call, then copied: ms, and the steps. */
+static double way_fault_then_pin(size_t bytes, unsigned th, double *f_ms, double *p_ms)
+{
+	struct ready r = {
+		.host = fresh(bytes), .bytes = bytes, .chunk = 256 * MIB, .fault = true
+	};
+	pthread_t t[MAX_TH];
+	double t0 = now_ms(), t1, t2, ms;
+
+	ready_start(&r, t, th);
+	ready_join(&r, t, th);
+	t1 = now_ms();
+	check(cu.reg(r.host, bytes, 1), "cuMemHostRegister (whole)");
+	t2 = now_ms();
+	r.done = NULL;
+	copy_out_following(&r);
+	ms = now_ms() - t0;
+	*f_ms = t1 - t0;
+	*p_ms = t2 - t1;
+	cu.unreg(r.host);
+	munmap(r.host, bytes);
+	return ms;
+}
+
+/* the driver's own pinned allocation, then the copy: ms. */
+static double way_host_alloc(size_t bytes, double *a_ms)
+{
+	struct ready r = { .bytes = bytes, .chunk = bytes };
+	double t0 = now_ms(), ms;
+	void *p;
+
+	check(cu.host_alloc(&p, bytes, 1), "cuMemHostAlloc");
+	*a_ms = now_ms() - t0;
+	r.host = p;
+	copy_out_following(&r);
+	ms = now_ms() - t0;
+	cu.host_free(p);
+	return ms;
+}
+
+/* no pinning: BOUNCES pinned buffers of PIECE, the GPU copying into one while threads copy the
+ * last out of another into fresh pages (which the copy faults). out: GPU to host. ms. */
+struct bounce_job {
+	char *dst;
+	const char *src;
+	size_t len;
+};
+
+static void *bounce_part(void *arg)
+{
+	struct bounce_job *j = arg;
+
+	memcpy(j->dst, j->src, j->len);
+	return NULL;
+}
+
+static void split_copy(char *dst, const char *src, size_t len, unsigned th)
+{
+	struct bounce_job j[MAX_TH];
+	pthread_t t[MAX_TH];
+	size_t per = (len / th + 4095) & ~4095ull;
+	unsigned n = 0;
+
+	for (size_t o = 0; o < len && n < th; o += per, n++) {
+		j[n] = (struct bounce_job){ dst + o, src + o, len - o < per ? len - o : per };
+		pthread_create(&t[n], NULL, bounce_part, &j[n]);
+	}
+	for (unsigned i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+}
+
+static double way_bounce(size_t bytes, unsigned th, bool out, char *host)
+{
+	void *b[BOUNCES], *ev[BOUNCES];
+	size_t at[BOUNCES];
+	double t0;
+	size_t pieces = (bytes + BPIECE - 1) / BPIECE;
+
+	for (int i = 0; i < BOUNCES; i++) {
+		check(cu.host_alloc(&b[i], BPIECE, 1), "cuMemHostAlloc (bounce)");
+		check(cu.ev_create(&ev[i], 2), "cuEventCreate");
+	}
+	t0 = now_ms();
+	for (size_t k = 0; k < pieces + BOUNCES; k++) {
+		int s = (int)(k % BOUNCES);
+
+		if (k >= BOUNCES) { /* the piece BOUNCES ago, done on the GPU: its host side */
+			size_t o = at[s], n = bytes - o < BPIECE ? bytes - o : BPIECE;
+
+			check(cu.ev_sync(ev[s]), "cuEventSynchronize");
+			if (out)
+				split_copy(host + o, b[s], n, th);
+		}
+		if (k < pieces) {
+			size_t o = k * BPIECE, n = bytes - o < BPIECE ? bytes - o : BPIECE;
+
+			at[s] = o;
+			if (out)
+				check(cu.d2h(b[s], dev + o, n, st), "cuMemcpyDtoHAsync (bounce)");
+			else {
+				split_copy(b[s], host + o, n, th);
+				check(cu.h2d(dev + o, b[s], n, st), "cuMemcpyHtoDAsync (bounce)");
+			}
+			check(cu.ev_record(ev[s], st), "cuEventRecord");
+		}
+	}
+	check(cu.sync(st), "cuStreamSynchronize");
+	t0 = now_ms() - t0;
+	for (int i = 0; i < BOUNCES; i++)
+		cu.host_free(b[i]);
+	return t0;
+}
+
+static void row(const char *way, size_t bytes, double ms, double floor_ms, const char *steps)
+{
+	printf("| %-44s | %6.1f | %7.1f | %5.2fx | %s |\n", way, (double)bytes / (1ull << 30), ms,
+	       ms / floor_ms, steps);
+}
+
+int main(int argc, char **argv)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	char thp[64] = "?", steps[128];
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "re");
+	double floor_out, floor_in, a, b, ms;
+	void *pinned;
+
+	threads = cpus > 1 ? (unsigned)(cpus - 1 > 8 ? 8 : cpus - 1) : 1;
+	if (f && fgets(thp, sizeof(thp), f))
+		thp[strcspn(thp, "\n")] = '\0';
+	if (f)
+		fclose(f);
+	load();
+	check(cu.init(0), "cuInit");
+	check(cu.retain(&ctx, 0), "cuDevicePrimaryCtxRetain");
+	check(cu.set(ctx), "cuCtxSetCurrent");
+	check(cu.stream(&st, 1), "cuStreamCreate");
+	printf("cudanap-hostpin: %ld CPUs, %u threads (light.c's count), THP %s\n", cpus, threads,
+	       thp);
+	for (int i = 1; i < argc; i++) {
+		size_t bytes = (size_t)(atof(argv[i]) * 1024) * MIB;
+		struct ready r = { .bytes = bytes, .chunk = bytes };
+		pthread_t t[MAX_TH];
+		char *host;
+
+		check(cu.alloc(&dev, bytes), "cuMemAlloc");
+		check(cu.memset(dev, 0x5a, bytes), "cuMemsetD8");
+		/* the host floors: the first fault of this much, a second, the pin of faulted
+		 * memory */
+		for (int k = 0; k < 2; k++) {
+			struct ready q = { .host = fresh(bytes),
+					   .bytes = bytes,
+					   .chunk = 256 * MIB,
+					   .fault = true };
+
+			a = now_ms();
+			ready_start(&q, t, threads);
+			ready_join(&q, t, threads);
+			a = now_ms() - a;
+			if (k == 1) {
+				b = now_ms();
+				check(cu.reg(q.host, bytes, 1), "cuMemHostRegister");
+				b = now_ms() - b;
+				cu.unreg(q.host);
+			}
+			printf("%.0f GiB: fault %s %.1f ms (%.1f GB/s, %u threads)%s",
+			       atof(argv[i]), k ? "again" : "first", a, bytes / a / 1e6, threads,
+			       k ? "" : "; ");
+			if (k)
+				printf("; pin of faulted memory in one call %.1f ms (%.1f GB/s)\n",
+				       b, bytes / b / 1e6);
+			munmap(q.host, bytes);
+		}
+		check(cu.host_alloc(&pinned, bytes, 1), "cuMemHostAlloc (floor)");
+		r.host = pinned;
+		copy_out_following(&r); /* a warm-up */
+		a = now_ms();
+		copy_out_following(&r);
+		floor_out = now_ms() - a;
+		a = now_ms();
+		for (size_t o = 0; o < bytes; o += PIECE)
+			check(cu.h2d(dev + o, (char *)pinned + o,
+				     bytes - o < PIECE ? bytes - o : PIECE, st),
+			      "h2d");
+		check(cu.sync(st), "sync");
+		floor_in = now_ms() - a;
+		printf("\n| way (%.0f GiB, out: GPU to host) | GiB | ms | x floor | steps |\n| --- "
+		       "| --- | --- | --- | --- |\n",
+		       atof(argv[i]));
+		row("floor: into memory pinned before", bytes, floor_out, floor_out, "");
+		row("fault+pin 256 MiB chunks, copies follow", bytes,
+		    way_chunks(bytes, 256 * MIB, threads, true), floor_out, "light.c's way");
+		row("fault+pin 1 GiB chunks, copies follow", bytes,
+		    way_chunks(bytes, 1024 * MIB, threads, true), floor_out, "");
+		row("pin (faulting) 256 MiB chunks, copies follow", bytes,
+		    way_chunks(bytes, 256 * MIB, threads, false), floor_out, "");
+		if ((unsigned)cpus - 1 > threads)
+			row("fault+pin 256 MiB chunks, all CPUs", bytes,
+			    way_chunks(bytes, 256 * MIB,
+				       (unsigned)(cpus - 1 > MAX_TH ? MAX_TH : cpus - 1), true),
+			    floor_out, "");
+		ms = way_fault_then_pin(bytes, threads, &a, &b);
+		snprintf(steps, sizeof(steps), "fault %.0f, pin %.0f, copy %.0f", a, b, ms - a - b);
+		row("fault all, pin in one call, copy", bytes, ms, floor_out, steps);
+		ms = way_host_alloc(bytes, &a);
+		snprintf(steps, sizeof(steps), "alloc %.0f, copy %.0f", a, ms - a);
+		row("cuMemHostAlloc, copy", bytes, ms, floor_out, steps);
+		host = fresh(bytes);
+		row("bounce: no pinning, fresh pages", bytes,
+		    way_bounce(bytes, threads, true, host), floor_out, "");
+		row("bounce again: no pinning, faulted pages", bytes,
+		    way_bounce(bytes, threads, true, host), floor_out, "");
+		printf("| %-44s | %6.0f | %7.1f | %5.2fx | %s |\n",
+		       "in, floor: from memory pinned before", atof(argv[i]), floor_in, 1.0, "");
+		ms = way_bounce(bytes, threads, false, host);
+		printf("| %-44s | %6.0f | %7.1f | %5.2fx | %s |\n\n",
+		       "in, bounce: from faulted pages", atof(argv[i]), ms, ms / floor_in, "");
+		munmap(host, bytes);
+		cu.host_free(pinned);
+		check(cu.free(dev), "cuMemFree");
+	}
+	return 0;
+}
