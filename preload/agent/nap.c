@@ -476,7 +476,7 @@ static double idle_soon(void)
  * and the wake tried again there; the turn held until it is done. */
 static struct cn_outcome page_for_wake(struct cn_outcome o)
 {
-	struct cn_pager_need need[CN_MAX_GPUS];
+	struct cn_pager_need need[CN_MAX_GPUS] = { 0 };
 	char why[600];
 	int r, n = light_needs(need);
 

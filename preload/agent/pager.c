@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "cuda/allocargs.h"
+#include "agent/cache.h"
 #include "agent/channel.h"
 #include "clock.h"
 #include "cn_notes.h"
@@ -42,6 +43,7 @@
 #include "cuda_abi.h"
 #include "cuda/fns.h"
 #include "cuda/gate.h"
+#include "cuda/hostbuf.h"
 #include "agent/log.h"
 #include "agent/others.h"
 #include "agent/report.h"
@@ -476,10 +478,12 @@ void cn_pager_settle(void)
 
 /* The candidates whose nap the host has no memory for, taken out (their bytes 0), in the order
  * they would be napped until free_bytes reach want: each nap's copy ([preflight] host_margin_mib
- * beside it) and those of the ones before it must fit in its host room. What they hold. */
+ * beside it) and those of the ones before it must fit in its host room, with the ready host
+ * copies of the others (cache.c), which a nap asks back. What they hold. */
 static uint64_t host_fit(struct cand *c, int n, uint64_t free_bytes, uint64_t want)
 {
 	uint64_t margin = (uint64_t)cn_ag.cfg.host_margin_mib << 20, spent = 0, out = 0;
+	uint64_t ready = cn_cache_others_bytes() + cn_hostbuf_bytes();
 
 	for (int i = 0; i < n && free_bytes < want; i++) {
 		/* a light nap into the copy it kept takes no more host memory */
@@ -490,7 +494,12 @@ static uint64_t host_fit(struct cand *c, int n, uint64_t free_bytes, uint64_t wa
 
 		if (!c[i].bytes)
 			continue;
-		if (copy && c[i].host && c[i].host < spent + copy + margin) {
+		/* its own ready copy is in its host room already, not to be asked back */
+		uint64_t back = ready - (uint64_t)(c[i].kept_mib * (1 << 20) < (double)ready
+							   ? c[i].kept_mib * (1 << 20)
+							   : (double)ready);
+
+		if (copy && c[i].host && c[i].host + back < spent + copy + margin) {
 			cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
 			       "make_room: %d's nap needs %llu MiB of host memory, %llu MiB there",
 			       c[i].pid, (unsigned long long)((copy + margin) >> 20),
@@ -564,6 +573,104 @@ static int nap_until_free(struct cand *c, int n, const struct cn_pager_need *nee
 	return done;
 }
 
+/* ---- the contexts light naps keep ---- */
+
+/* One of this status dir's processes napping lightly, its context kept: one to deepen. */
+static bool take_light(const struct cn_status *s, void *arg)
+{
+	struct cands *cs = arg;
+
+	if (s->busy || !cn_outcome_nap_asleep(s->nap) || strcmp(s->nap_depth, "light") != 0 ||
+	    s->light_mib <= 0)
+		return true;
+	cs->c[cs->n++] = (struct cand){ .pid = s->pid,
+					.sig = s->suspend_signal,
+					.starttime = s->starttime,
+					.seq = s->seq,
+					.light_mib = -1 /* what it holds there is its context */ };
+	return cs->n < cs->max;
+}
+
+/* A light napper deepened to the driver's checkpoint by its suspend signal (docs/NAPS.md), its
+ * answer waited for: whether it gave its context back. */
+static bool deepen_one(const struct cand *c)
+{
+	double until = cn_clock_ms() + cn_ag.cfg.lock_timeout_ms + NAP_WAIT_MS;
+	struct cn_status s;
+
+	if (cn_proc_signal(c->pid, c->starttime, c->sig, NULL) < 0)
+		return false;
+	while (cn_clock_ms() < until) {
+		nanosleep(&(struct timespec){ 0, 50 * 1000000L }, NULL);
+		if (cn_status_read(cn_ag.cfg.status_dir, c->pid, &s) < 0 ||
+		    s.starttime != c->starttime)
+			return false;
+		if (s.seq > c->seq && !s.busy)
+			return s.state == CN_STATE_CHECKPOINTED;
+	}
+	return false;
+}
+
+/* For a new context: the light nappers of the directory on the GPU deepened, one at a time, until
+ * want is free there (every one of them, for the GPU to itself), each said in list. Their count. */
+static int deepen_light(const struct cn_pager_need *need, uint64_t want, uint64_t *free_bytes,
+			int *gpu, char *list, size_t len)
+{
+	struct cand c[CN_USERS_MAX];
+	struct cands cs = { c, 0, CN_USERS_MAX, 0, 0 };
+	int done = 0;
+
+	cn_others_each(take_light, &cs);
+	if (!cs.n || users(&need->uuid, c, cs.n, free_bytes, gpu) < 0)
+		return 0;
+	for (int i = 0; i < cs.n && (need->exclusive || *free_bytes < want); i++) {
+		size_t o = strlen(list);
+		bool ok;
+
+		if (!c[i].bytes)
+			continue;
+		ok = deepen_one(&c[i]);
+		snprintf(list + o, len - o, "%s%d (its light nap deepened)%s", o ? ", " : "",
+			 c[i].pid, ok ? "" : " did not answer");
+		done += ok;
+		if (users(&need->uuid, c, 0, free_bytes, gpu) < 0)
+			break;
+	}
+	return done;
+}
+
+/* The GPU to itself (a context refused as unavailable): every idle process of the directory there
+ * napped (fully: auto's choice in an exclusive compute mode) and every light napper deepened. 0
+ * once one gave its context back, -1 with said. */
+static int make_exclusive(const struct cn_pager_need *need, struct cand *c, int n, int gpu,
+			  uint64_t free_bytes, char *said, size_t len)
+{
+	char napped[400] = "";
+	int done = 0;
+
+	for (int i = 0; i < n; i++)
+		if (c[i].bytes) {
+			bool ok = nap_one(&c[i], 0, gpu);
+
+			say_napped(napped, sizeof(napped), &c[i], ok);
+			done += ok;
+		}
+	done += deepen_light(need, 0, &free_bytes, &gpu, napped, sizeof(napped));
+	if (done) {
+		cn_log(&cn_ag.cfg, CN_LOG_INFO,
+		       "made GPU %d free of this user's other contexts for a new one (its "
+		       "exclusive "
+		       "compute mode): %s",
+		       gpu, napped);
+		return 0;
+	}
+	snprintf(said, len,
+		 "GPU %d is in an exclusive compute mode and no process of this user there has a "
+		 "context to give back%s%s",
+		 gpu, napped[0] ? ": " : "", napped);
+	return -1;
+}
+
 /* The room made on one GPU: 0 (room there), -1 (none to be made now). */
 static int make_one(const struct cn_pager_need *need, const char *what, bool overlap, char *said,
 		    size_t len)
@@ -581,6 +688,8 @@ static int make_one(const struct cn_pager_need *need, const char *what, bool ove
 		snprintf(said, len, "NVML cannot say what is free on the GPU");
 		return -1;
 	}
+	if (need->exclusive)
+		return make_exclusive(need, c, n, gpu, free_bytes, said, len);
 	no_host = host_fit(c, n, free_bytes, want);
 	can = candidates_give(c, n);
 	if (refuse_useless_nap(gpu, free_bytes, want, can, no_host, said, len))
@@ -590,6 +699,8 @@ static int make_one(const struct cn_pager_need *need, const char *what, bool ove
 		return ask_all(c, pick, k, n, need, gpu, said, len);
 	}
 	done = nap_until_free(c, n, need, want, &free_bytes, &gpu, napped, sizeof(napped));
+	if (need->context && free_bytes < want) /* the contexts light naps keep */
+		done += deepen_light(need, want, &free_bytes, &gpu, napped, sizeof(napped));
 	if (free_bytes >= want) {
 		if (done) {
 			cn_report_count(CN_REPORT_ROOMS_MADE);
@@ -649,13 +760,14 @@ typedef CUresult (*dev_fn)(int *);
 typedef CUresult (*uuid_fn)(CUuuid *, int);
 
 /* The bytes the call wanted, and on which device (CUDA's ordinal); false when not known. */
-static bool call_need(const char *name, const uint64_t *gp, uint64_t *bytes, int *dev)
+static bool call_need(const char *name, const uint64_t *gp, struct cn_pager_need *need, int *dev)
 {
 	struct cn_alloc_args a;
 
 	if (!cn_allocargs_read(name, gp, false, &a))
 		return false;
-	*bytes = a.context ? CTX_BYTES : a.asked;
+	need->bytes = a.context ? CTX_BYTES : a.asked;
+	need->context = a.context;
 	*dev = a.dev;
 	if (*dev < 0) { /* the calling thread's context's */
 		dev_fn get = (dev_fn)cn_fns_stub(CN_FN_IDX_cuCtxGetDevice);
@@ -663,12 +775,12 @@ static bool call_need(const char *name, const uint64_t *gp, uint64_t *bytes, int
 		if (get(dev) != CUDA_SUCCESS)
 			return false;
 	}
-	return *bytes > 0;
+	return need->bytes > 0;
 }
 
-bool cn_pager_oom(unsigned idx, const uint64_t *gp)
+bool cn_pager_oom(unsigned idx, const uint64_t *gp, bool unavailable)
 {
-	struct cn_pager_need need;
+	struct cn_pager_need need = { .exclusive = unavailable };
 	CUuuid id;
 	uuid_fn uuid = (uuid_fn)cn_fns_stub(CN_FN_IDX_cuDeviceGetUuid_v2);
 	const char *name = cn_lookup_name(idx);
@@ -676,8 +788,8 @@ bool cn_pager_oom(unsigned idx, const uint64_t *gp)
 	bool made = false;
 	int dev;
 
-	if (!atomic_load(&on) || !name || !call_need(name, gp, &need.bytes, &dev) ||
-	    uuid(&id, dev) != CUDA_SUCCESS)
+	if (!atomic_load(&on) || !name || !call_need(name, gp, &need, &dev) ||
+	    (unavailable && !need.context) || uuid(&id, dev) != CUDA_SUCCESS)
 		return false;
 	need.uuid = cn_uuid_of_cu(&id);
 	pthread_mutex_lock(&ask);

@@ -9,10 +9,13 @@
 
 #include "cn_uuid.h"
 
-/* What is needed on one GPU. */
+/* What is needed on one GPU: bytes, for a new context (context), or the GPU to itself
+ * (exclusive: a context the driver refused as unavailable, the GPU being in an exclusive compute
+ * mode with another process's context there). */
 struct cn_pager_need {
 	struct cn_uuid uuid;
 	uint64_t bytes;
+	bool context, exclusive;
 };
 
 /* The agent read its INI: make_room on or off for the gate's side. */
@@ -39,8 +42,9 @@ void cn_pager_release(void);
 bool cn_pager_turn_free(void);
 
 /* App thread, from the gate: the driver refused call idx (its argument registers gp) as out of
- * memory. True when room was made: the caller tries the call once more, then cn_pager_done. */
-bool cn_pager_oom(unsigned idx, const uint64_t *gp);
+ * memory, or a context as unavailable (unavailable). True when room was made: the caller tries the
+ * call once more, then cn_pager_done. */
+bool cn_pager_oom(unsigned idx, const uint64_t *gp, bool unavailable);
 void cn_pager_done(void);
 
 /* Agent thread: an app thread asked (its byte on the pipe); and the ticks that try again while

@@ -90,9 +90,11 @@ bool cn_gate_leaving(void);
 double cn_wrap_busy_ms(void);
 
 /* [nap] make_room: ask, in the app's thread, when the driver refused an outermost allocation or
- * context of the app's as out of memory (idx, its argument registers gp); when it says room was
- * made the call is tried once more, through the gate, and done is called after. wrap.c. */
-void cn_wrap_on_oom(bool (*ask)(unsigned idx, const uint64_t *gp), void (*done)(void));
+ * context of the app's as out of memory, or a context as unavailable (idx, its argument
+ * registers gp); when it says room was made the call is tried once more, through the gate, and
+ * done is called after. wrap.c. */
+void cn_wrap_on_oom(bool (*ask)(unsigned idx, const uint64_t *gp, bool unavailable),
+		    void (*done)(void));
 
 /* ---- for the calls' side (stubs.S, wrap.c) ---- */
 

@@ -128,27 +128,28 @@ double cn_wrap_busy_ms(void)
 }
 
 /* [nap] make_room (cn_wrap_on_oom). */
-static bool (*_Atomic oom_ask)(unsigned, const uint64_t *);
+static bool (*_Atomic oom_ask)(unsigned, const uint64_t *, bool);
 static void (*_Atomic oom_done)(void);
 
-void cn_wrap_on_oom(bool (*ask)(unsigned, const uint64_t *), void (*done)(void))
+void cn_wrap_on_oom(bool (*ask)(unsigned, const uint64_t *, bool), void (*done)(void))
 {
 	atomic_store(&oom_done, done);
 	atomic_store(&oom_ask, ask);
 }
 
-/* An allocation or a context the driver refused as out of memory: once room is made, the same
+/* An allocation or a context the driver refused as out of memory (a context as unavailable
+ * too): once room is made, the same
  * call again, through its entry point (so through the gate), with the same argument registers
  * (these functions take no stack arguments and no vectors). True when it was tried again: its
  * own after looked at it. */
-static bool retry_oom(unsigned idx, struct cn_frame *f)
+static bool retry_oom(unsigned idx, struct cn_frame *f, bool unavailable)
 {
 	typedef CUresult (*fn6)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t);
-	bool (*ask)(unsigned, const uint64_t *) = atomic_load(&oom_ask);
+	bool (*ask)(unsigned, const uint64_t *, bool) = atomic_load(&oom_ask);
 	const uint64_t *g = f->gp;
 
 	if (!ask || cn_gate_tl.retrying || !outermost() || passes(f) || cn_fns[idx].words ||
-	    !ask(idx, g))
+	    !ask(idx, g, unavailable))
 		return false;
 	cn_gate_tl.retrying = true;
 	f->ret[0] = (uint64_t)((fn6)cn_fns_stub(idx))(g[0], g[1], g[2], g[3], g[4], g[5]);
@@ -187,8 +188,12 @@ void cn_wrap_after(unsigned idx, struct cn_frame *f)
 	const struct cn_fn *e = &cn_fns[idx];
 	bool ok = (CUresult)f->ret[0] == CUDA_SUCCESS;
 
+	/* a context refused as unavailable: an exclusive compute mode, another context there */
 	if ((e->kind == CN_KIND_ALLOC || e->kind == CN_KIND_ROOM) &&
-	    (CUresult)f->ret[0] == CUDA_ERROR_OUT_OF_MEMORY && retry_oom(idx, f))
+	    (CUresult)f->ret[0] == CUDA_ERROR_OUT_OF_MEMORY && retry_oom(idx, f, false))
+		return;
+	if (e->kind == CN_KIND_ROOM && (CUresult)f->ret[0] == CUDA_ERROR_DEVICE_UNAVAILABLE &&
+	    retry_oom(idx, f, true))
 		return;
 	switch (e->kind) {
 	case CN_KIND_LOOKUP:

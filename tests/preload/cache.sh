@@ -187,6 +187,31 @@ is "$?" 0 "its exit is clean"
 rm -f "$T/fake/$pid".*
 unlike "$(cat "$T/H.err")" "entered while|abort|Segmentation" "no driver call after its teardown"
 
+# -- a new context the GPU has no room for: the light napper's kept context is given back, its nap
+# deepened to the driver's checkpoint (a context is 500 MiB here, the GPU 3000 MiB, a filler that
+# does not nap holds 2200; no footprint of the fake's own)
+export CUDANAP_FAKE_GPU_MIB=3000 CUDANAP_FAKE_CTX_MIB=500 CUDANAP_FAKE_FOOTPRINT_MIB=0
+write_ini "[log]" "level = info"
+holding Fill 1700 # with its context, 2200 MiB
+write_ini "[nap]" "make_room = true" "min_idle_s = 1" "[restore]" "margin_mib = 0" "[log]" "level = info"
+holding L 100 4
+cli2 nap "$pid"
+check "L napped lightly: 100 MiB given back, its 500 MiB context kept" eventually 10 light_napped "$pid"
+start M "$TARGET"
+ask M "drv vmm use 0" 30
+is "$REPLY" "vmm use 0" "M's context made, once L's light nap is deepened"
+is_field "$L_pid" nap_depth:state full:napping "L napped fully now"
+log_like "$T/M.err" "made room on GPU 0 for 512 MiB \(cuDevicePrimaryCtxRetain\): napped $L_pid \(its light nap deepened\)" \
+	"M's log says whom it deepened"
+ask L "drv launch export 5" 30
+is "$REPLY" "launch 0" "L's next call wakes it, where M's work leaves room"
+check "L's word back" word_is L 4
+quit M
+quit L
+quit Fill
+export CUDANAP_FAKE_GPU_MIB=8000
+unset CUDANAP_FAKE_CTX_MIB CUDANAP_FAKE_FOOTPRINT_MIB
+
 # -- [memory] host_cache and [nap] copy_ahead in check-config
 printf '[memory]\nhost_cache = 95\n' > "$T/bad.ini"
 cli2 check-config "$T/bad.ini"
