@@ -72,6 +72,7 @@ static struct {
 static atomic_bool on;	  /* [nap] make_room, as the agent last read it */
 static bool pending;	  /* agent thread: an app thread waits for an answer */
 static bool failure_said; /* agent thread: the last allocation's failure was logged */
+static bool wait_said;	  /* agent thread: this allocation's wait for the turn was logged */
 /* agent thread: after a make that found no process idle long enough, when the first passed over
  * for that will have been idle [nap] min_idle_s (monotonic ms; 0: none), and its pid */
 static struct {
@@ -187,7 +188,7 @@ void cn_pager_reset(void)
 	memset(&req, 0, sizeof(req));
 	memset(&over, 0, sizeof(over));
 	memset(&idle_soon, 0, sizeof(idle_soon));
-	pending = failure_said = false;
+	pending = failure_said = wait_said = false;
 }
 
 static int by_idle(const void *a, const void *b)
@@ -858,8 +859,17 @@ static void serve_app(void)
 	r = cn_pager_make(&need, 1, what, false, why, sizeof(why));
 	if (r == -EAGAIN && cn_clock_ms() < until) {
 		pending = true; /* tried again at the next tick */
+		/* a wait that may be long is said once, a second in */
+		if (!wait_said && cn_clock_ms() > until - ASK_MS + 1000) {
+			cn_log(&cn_ag.cfg, CN_LOG_INFO,
+			       "%s: out of memory; another process of this user is making room on "
+			       "that GPU: the call waits for its turn, %.0f s more at most",
+			       what, (until - cn_clock_ms()) / 1000);
+			wait_said = true;
+		}
 		return;
 	}
+	wait_said = false;
 	if (r < 0 && !failure_said)
 		cn_log(&cn_ag.cfg, CN_LOG_INFO,
 		       "%s: out of memory, and no room could be made (%s): the call fails as it "

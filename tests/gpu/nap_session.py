@@ -9,7 +9,10 @@ usage: nap_session.py torch GIB   GIB GiB of tensors; the result: their checksum
                                   8 tokens generated greedily from one prompt
        nap_session.py cupy GIB    the same with CuPy's memory pool
        nap_session.py jax [GIB]   a jitted matmul (and GIB GiB of arrays); XLA's poller runs
-                                  between lines"""
+                                  between lines
+       nap_session.py train GIB   a trainer that never idles: matmuls over GIB GiB without a
+                                  pause until its input ends; each line "compute" is answered
+                                  with its step count"""
 import os
 import sys
 
@@ -47,6 +50,25 @@ elif kind == "hf":
         with torch.no_grad():
             out = model.generate(ids, max_new_tokens=8, do_sample=False, pad_token_id=0)
         return " ".join(str(t) for t in out[0].tolist())
+elif kind == "train":
+    import threading
+
+    import torch
+
+    gib = int(sys.argv[2])
+    held = torch.ones(gib << 28, device="cuda")  # GIB GiB
+    m = torch.randn(4096, 4096, device="cuda")
+    steps = [0]
+    done = threading.Event()
+
+    def loop():
+        while not done.is_set():
+            m.copy_(torch.tanh(m @ m))
+            torch.cuda.synchronize()
+            steps[0] += 1
+
+    def work():
+        return f"{steps[0]}"
 elif kind == "cupy":
     import cupy as cp
 
@@ -70,9 +92,15 @@ else:
         total = sum(float(h.sum(dtype=jnp.float32)) for h in held)
         return float(f(a)).hex() + f" {total:.1f}"
 
-if kind != "later":
+if kind not in ("later", "train"):
     work()
+if kind == "train":
+    trainer = threading.Thread(target=loop)
+    trainer.start()
 print("ready", os.getpid(), flush=True)
 for line in sys.stdin:
     if line.strip() == "compute":
         print("result", work(), flush=True)
+if kind == "train":
+    done.set()
+    trainer.join()

@@ -14,7 +14,13 @@
 # compared with a session that had the GPU alone, every cell with its session's first; each
 # cell's time, its wake's and whom it napped are printed. MIXED=0 leaves the mixed sessions out,
 # MIXED_ROUNDS (ROUNDS) is their rounds, SECTIONS (full light kept mixed) picks; BENCH_LOGS, a
-# folder, keeps each session's log there. Run through `ninja -C build bench-room`.
+# folder, keeps each session's log there. The section "many" (SECTIONS=many) is the defaults'
+# test: MANY (8) sessions of MANY_GIB (24) GiB, in turn PyTorch, CuPy, PyTorch allocating at its
+# first cell and JAX without preallocation, started at once, with a trainer that never idles
+# beside them, [nap] make_room and nothing else in the INI (light naps, host copies kept and made
+# ahead by default), ROUNDS rounds; it prints each cell, then the median, p90 and longest cell of
+# round 1 and of the rounds after, and whether the trainer was ever napped.
+# Run through `ninja -C build bench-room`.
 set -u
 ROUNDS=${ROUNDS:-10} MIN_IDLE=${MIN_IDLE:-1} MIXED=${MIXED:-1}
 MIXED_ROUNDS=${MIXED_ROUNDS:-$ROUNDS}
@@ -58,6 +64,8 @@ cut_off() {
 trap cut_off TERM INT
 echo "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1); $total MiB; 3 sessions of $GIB GiB"
 
+sections=${SECTIONS:-full light kept mixed}
+if [[ " $sections " =~ \ (full|light|kept|mixed)\  ]]; then
 # the reference: one session with the GPU to itself
 write_ini
 start R "$py" "$session" torch "$GIB"
@@ -76,6 +84,7 @@ if [ -n "${N3_ready:-}" ]; then
 fi
 echo "without make_room: the third session's start fails: $(grep -m 1 -o 'OutOfMemoryError: .*' "$T/N3.err" | cut -c 1-110)"
 stop N1 N2
+fi
 
 # with make_room: rounds LABEL DEPTH KIND...: a session per KIND (nap_session.py's, "jax" with its
 # pool at GIB), ROUNDS rounds of a cell each, with naps of DEPTH
@@ -156,12 +165,90 @@ stop "${names[@]}"
 [ -z "${BENCH_LOGS:-}" ] || for s in "${names[@]}"; do cp "$T/$s.err" "$BENCH_LOGS/$label-$s.log"; done
 rm -f "$T"/S?.err
 }
-for section in ${SECTIONS:-full light kept mixed}; do
+# launch NAME CMD...: a session started without waiting for its "ready" line (ready NAME reads it)
+launch() {
+	local name=$1 fin fout; shift
+	rm -f "$T/$name.in" "$T/$name.out"
+	mkfifo "$T/$name.in" "$T/$name.out"
+	"$CUDANAP" run -c "$T/job.ini" -- "$@" < "$T/$name.in" > "$T/$name.out" 2>> "$T/$name.err" &
+	printf -v "${name}_pid" '%s' $!
+	exec {fin}> "$T/$name.in"
+	exec {fout}< "$T/$name.out"
+	printf -v "${name}_in" '%s' "$fin"
+	printf -v "${name}_out" '%s' "$fout"
+}
+ready() { local fout line; eval "fout=\$${1}_out"; read -r -t 600 -u "$fout" line && [ "${line%% *}" = ready ]; }
+# stats MS...: median, p90 and longest of the cells, in s
+stats() {
+	tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END {
+		if (!NR) { print "- - -"; exit }
+		p = int(NR * 0.9 + 0.999); if (p > NR) p = NR
+		printf "%.2f %.2f %.2f", (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2) / 1000, a[p] / 1000, a[NR] / 1000 }'
+}
+# many N GIB: the defaults with N sessions of GIB GiB and a busy trainer
+many() {
+	local count=$1 gib=$2 n s kind pid t0 ms r first1= later= tr_pid wakes
+	local -a names=() kinds=() all=(torch cupy later jax)
+	local -A first=()
+	echo "-- many: $count sessions of $gib GiB (PyTorch, CuPy, PyTorch allocating late, JAX without preallocation), a trainer beside them; [nap] make_room = true, min_idle_s = $MIN_IDLE, the rest the defaults"
+	write_ini "[nap]" "make_room = true" "min_idle_s = $MIN_IDLE" "[log]" "level = info"
+	launch TR "$py" "$session" train 4
+	ready TR || { echo "bench-room: the trainer did not start" >&2; exit 1; }
+	tr_pid=$TR_pid
+	t0=$(date +%s%N)
+	for ((n = 1; n <= count; n++)); do
+		s=M$n kind=${all[$(((n - 1) % 4))]}
+		names+=("$s")
+		kinds+=("$kind")
+		case $kind in
+		jax) launch $s env XLA_PYTHON_CLIENT_PREALLOCATE=false "$py" "$session" jax "$gib" ;;
+		*) launch $s "$py" "$session" "$kind" "$gib" ;;
+		esac
+	done
+	for s in "${names[@]}"; do ready "$s" || { echo "bench-room: $s did not start: $(tail -n 2 "$T/$s.err")" >&2; cut_off; }; done
+	printf 'all %d started in %.1f s\n' "$count" "$((($(date +%s%N) - t0) / 1000000))e-3"
+	printf '%5s %7s %6s %8s %8s\n' round session kind cell_s wake_s
+	for ((r = 1; r <= ROUNDS; r++)); do
+		for n in "${!names[@]}"; do
+			s=${names[$n]} kind=${kinds[$n]}
+			eval "pid=\$${s}_pid"
+			wakes=$(field "$pid" wakes)
+			t0=$(date +%s%N)
+			ask $s compute 600
+			ms=$((($(date +%s%N) - t0) / 1000000))
+			cells=$((cells + 1))
+			[ -n "${first[$s]:-}" ] || first[$s]=$REPLY
+			if [ -z "$REPLY" ] || [ "$REPLY" != "${first[$s]}" ]; then
+				bad=$((bad + 1))
+				echo "round $r $s ($kind): got '$REPLY', its first cell '${first[$s]}'" >&2
+			fi
+			if [ "$r" = 1 ]; then first1+=" $ms"; else later+=" $ms"; fi
+			# its wake's time, once the wake is counted (written after its calls went on)
+			for _ in $(seq 25); do [ "$(field "$pid" wakes)" != "$wakes" ] && break; sleep 0.02; done
+			[ "$(field "$pid" wakes)" != "$wakes" ] || wakes=none
+			printf '%5d %7s %6s %8.2f %8s\n' "$r" "$s" "$kind" "${ms}e-3" \
+				"$(awk -v w="$(field "$pid" last_wake_ms)" -v n="$wakes" 'BEGIN { if (n == "none" || w !~ /^[0-9.]+$/) print "-"; else printf "%.2f", w / 1000 }')"
+		done
+	done
+	read -r m1 p1 x1 <<< "$(stats <<< "$first1")"
+	read -r m2 p2 x2 <<< "$(stats <<< "$later")"
+	printf '%-26s %8s %8s %8s\n' "cells, s" median p90 longest "round 1" "$m1" "$p1" "$x1" "rounds 2-$ROUNDS" "$m2" "$p2" "$x2"
+	echo "the trainer: napped $(field "$tr_pid" naps) times, $(field "$tr_pid" naps_room) for others; its steps at the end: $(ask TR compute; echo "${REPLY#result }")"
+	echo "out-of-memory errors (many): $(cat "$T"/M*.err | grep -c -e OutOfMemoryError -e 'out of memory' -e RESOURCE_EXHAUSTED)"
+	echo "naps: $(cat "$T"/M*.err | grep -c 'napped lightly (') light, $(cat "$T"/M*.err | grep -c '^cudanap\[[0-9]*\]: napped (') full; copies made ahead: $(cat "$T"/M*.err | grep -c 'made its host copy ahead'), given back: $(cat "$T"/M*.err | grep -c 'let go of its ready host copy')"
+	grep -h "light nap: " "$T"/M*.err | tail -n 3 | sed 's/^/  /'
+	[ "$(field "$tr_pid" naps)" = 0 ] || { echo "bench-room: the trainer was napped" >&2; bad=$((bad + 1)); }
+	stop TR "${names[@]}"
+	[ -z "${BENCH_LOGS:-}" ] || for s in "${names[@]}"; do cp "$T/$s.err" "$BENCH_LOGS/many-$s.log"; done
+	rm -f "$T"/M*.err
+}
+for section in $sections; do
 	case $section in
 	full) rounds full full torch torch torch ;;
 	light) rounds light light torch torch torch ;;
 	kept) rounds kept light torch torch torch ;;
 	mixed) [ "$MIXED" = 0 ] || rounds mixed light torch cupy later jax ;;
+	many) many "${MANY:-8}" "${MANY_GIB:-24}" ;;
 	esac
 done
 echo "cells: $cells, right (each as its session's first, PyTorch's as a session alone): $((cells - bad))"

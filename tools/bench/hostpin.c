@@ -9,7 +9,8 @@
  * copy out of into the fresh pages. The bounce way back (host to GPU) is timed too, against the
  * pinned floor that way. Each way runs on memory never touched before by this process; the host
  * floors (fault rate alone, pin rate alone) come first, the very first fault of the run beside a
- * second one (a fresh virtual machine's memory is slower the first time). Figures only. */
+ * second one (a fresh virtual machine's memory is slower the first time). Figures only.
+ * `cudanap-hostpin --floor GIB` prints the pinned floors alone ("floor out MS in MS"). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -333,6 +334,35 @@ static void row(const char *way, size_t bytes, double ms, double floor_ms, const
 	       ms / floor_ms, steps);
 }
 
+/* "floor out MS in MS": bytes between GPU 0 and memory pinned before, each way, best of three. */
+static int floor_only(size_t bytes)
+{
+	struct ready r = { .bytes = bytes, .chunk = bytes };
+	double out = 1e30, in = 1e30, t;
+	void *pinned;
+
+	check(cu.alloc(&dev, bytes), "cuMemAlloc");
+	check(cu.host_alloc(&pinned, bytes, 1), "cuMemHostAlloc (floor)");
+	r.host = pinned;
+	for (int k = 0; k < 3; k++) {
+		t = now_ms();
+		copy_out_following(&r);
+		t = now_ms() - t;
+		out = t < out ? t : out;
+		t = now_ms();
+		for (size_t o = 0; o < bytes; o += PIECE)
+			check(cu.h2d(dev + o, (char *)pinned + o, bytes - o < PIECE ? bytes - o : PIECE, st),
+			      "cuMemcpyHtoDAsync");
+		check(cu.sync(st), "cuStreamSynchronize");
+		t = now_ms() - t;
+		in = t < in ? t : in;
+	}
+	printf("floor out %.1f in %.1f\n", out, in);
+	cu.host_free(pinned);
+	check(cu.free(dev), "cuMemFree");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -351,6 +381,8 @@ int main(int argc, char **argv)
 	check(cu.retain(&ctx, 0), "cuDevicePrimaryCtxRetain");
 	check(cu.set(ctx), "cuCtxSetCurrent");
 	check(cu.stream(&st, 1), "cuStreamCreate");
+	if (argc > 2 && strcmp(argv[1], "--floor") == 0) /* the floors alone, for bench-light */
+		return floor_only((size_t)(atof(argv[2]) * 1024) * MIB);
 	printf("cudanap-hostpin: %ld CPUs, %u threads (light.c's count), THP %s\n", cpus, threads,
 	       thp);
 	for (int i = 1; i < argc; i++) {
