@@ -72,7 +72,8 @@ enum cn_depth_why {
 	CN_DEPTH_WHY_NONE = 0,	 /* light, or no nap yet */
 	CN_DEPTH_WHY_ASKED,	 /* [nap] depth = full */
 	CN_DEPTH_WHY_DISK,	 /* [nap] to = disk */
-	CN_DEPTH_WHY_NOT_OWNED,	 /* cudanap owns none of its memory (naps off at its start) */
+	CN_DEPTH_WHY_NAPS_OFF,	 /* depth = auto, and naps are off ([nap] idle_s, make_room) */
+	CN_DEPTH_WHY_NOT_OWNED,	 /* cudanap owns none of its memory */
 	CN_DEPTH_WHY_HOST_CACHE, /* its light copy would be over [memory] host_cache */
 	CN_DEPTH_WHY_EXCLUSIVE,	 /* a GPU of it is in exclusive-process compute mode */
 	CN_DEPTH_WHY_DEEPENED,	 /* a light nap deepened ([nap] full_after_s, a suspend) */

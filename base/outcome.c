@@ -16,8 +16,10 @@ static const char *const naps[] = { "",		  "off",
 				    "waking",	  "waiting for room",
 				    "not napped", "waiting for an NCCL job to sleep" };
 static const char *const asks[] = { "", "yes", "no", "no-cuda", "asleep" };
-static const char *const depth_whys[] = { "",		"depth full", "to disk", "owns nothing",
-					  "host cache", "exclusive",  "deepened" };
+static const char *const depth_whys[] = { "",	       "depth full",   "to disk",
+					  "naps off",  "owns nothing", "host cache",
+					  "exclusive", "deepened" };
+_Static_assert(N(depth_whys) == CN_DEPTH_WHY_DEEPENED + 1, "a word for each enum cn_depth_why");
 
 /* Each kind's words, the value of the first, and the value a word that is none of them reads as. */
 static const struct {

@@ -95,6 +95,8 @@ bool cn_depth_light(enum cn_depth_why *why, char *text, size_t len)
 		return full(why, CN_DEPTH_WHY_ASKED);
 	if (c->nap_to_disk)
 		return full(why, CN_DEPTH_WHY_DISK);
+	if (!cn_config_light_naps(c)) /* what it owns it owns for another GPU's sake */
+		return full(why, CN_DEPTH_WHY_NAPS_OFF);
 	if (!cn_owned_some() || !(bytes = cn_depth_light_bytes(&ctx)))
 		return full(why, CN_DEPTH_WHY_NOT_OWNED);
 	if (c->nap_depth == CN_DEPTH_LIGHT)

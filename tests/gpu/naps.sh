@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Naps on a real GPU: a PyTorch session fed through a pipe like a notebook (CUDANAP_GPU_TEST_GIB,
-# default 8, GiB of tensors) naps when idle, nvidia-smi shows its memory free, and its next cell
-# wakes it and answers right; an idle JAX process naps and its poller neither keeps it awake nor
+# Naps on a real GPU, with the defaults but idle_s: a PyTorch session fed through a pipe like a
+# notebook (CUDANAP_GPU_TEST_GIB, default 8, GiB of tensors) naps lightly when idle, nvidia-smi
+# shows its memory free but its context, and its next cell wakes it and answers right; an idle JAX process naps and its poller neither keeps it awake nor
 # wakes it; a Hugging Face transformers server naps between requests and its tokens equal those of
 # a run without naps; a kernel longer than idle_s is not napped (the static-runtime holdmem), and
 # naps once it ends; a nap to disk leaves the sleeper at most 2 % of its footprint in RSS. Each
@@ -24,14 +24,16 @@ if has torch; then
 	is "$REPLY" "$ref" "PyTorch session ($gib GiB of tensors): its first cell"
 	held=$(gpu_mib "$pid")
 	check "idle for 3 s, it naps (it held $held MiB)" napped "$pid" 60
-	check "nvidia-smi shows its GPU memory free ($(gpu_mib "$pid") MiB left)" test "$(gpu_mib "$pid")" -le 4
+	is "$(field "$pid" nap_depth)" light "the defaults nap lightly ([nap] depth = auto)"
+	check "nvidia-smi shows its GPU memory free but its context ($(gpu_mib "$pid") MiB left)" \
+		test "$(gpu_mib "$pid")" -le 1024
 	t0=$(date +%s%N)
 	ask nb compute 300
 	ms=$((($(date +%s%N) - t0) / 1000000))
 	is "$REPLY" "$ref" "its next cell wakes it and answers as before"
 	woke "$pid"
 	is_field "$pid" wakes:state "1:running" "one wake"
-	diag "PyTorch $gib GiB: napped in $(grep -o 'napped ([^)]*): [0-9]* MiB of GPU memory freed in [0-9.]* ms' "$T/nb.err" | head -n 1 | sed 's/.* in //'); the cell after it answered in $ms ms, of which the wake $(in_s "$(field "$pid" last_wake_ms)") s"
+	diag "PyTorch $gib GiB: napped lightly in $(grep -o 'napped lightly ([^)]*): [0-9]* MiB it owns moved to the host in [0-9.]* ms' "$T/nb.err" | head -n 1 | sed 's/.* in //'); the cell after it answered in $ms ms, of which the wake $(in_s "$(field "$pid" last_wake_ms)") s"
 	check "and it naps again when idle" napped "$pid" 60
 	ask nb compute 300
 	woke "$pid"

@@ -127,8 +127,9 @@ ask A quit
 wait "$pid" 2> /dev/null
 rm -f "$T/fake/$pid".* # the fake counts a process's memory on its GPU while its files stay
 
-# -- depth = auto: light first, the driver's checkpoint after full_after_s
-write_ini "[nap]" "keep_host_copy = false" "depth = auto" "full_after_s = 2" "[log]" "level = info"
+# -- depth = auto, naps on (an idle nap an hour away): light first, the driver's checkpoint after
+# full_after_s
+write_ini "[nap]" "keep_host_copy = false" "depth = auto" "idle_s = 3600" "full_after_s = 2" "[log]" "level = info"
 started B
 cli2 nap "$pid"
 check "auto: napped lightly first" eventually 10 light_napped "$pid"
@@ -437,7 +438,8 @@ is "$(words D)" "7 307 606 42" "its memory untouched"
 ask D quit
 wait "$pid" 2> /dev/null
 
-# -- depth = full (the default): the driver's checkpoint; a bad value is one line
+# -- the default depth (auto) with naps off: cudanap owns nothing of it, the driver's checkpoint;
+# a bad value is one line
 write_ini "[log]" "level = info"
 start E "$TARGET"
 pid=$E_pid
@@ -445,7 +447,7 @@ ask E "drv vmm use 0"
 ask E "drv alloc export 100"
 cli2 nap "$pid"
 is "$rc" 0 "the default: napped ($out)"
-is_field "$pid" nap_depth full "by the driver's checkpoint"
+is_field "$pid" nap_depth:depth_why "full:naps off" "by the driver's checkpoint: its naps are off ([nap] idle_s, make_room)"
 ask E quit
 wait "$pid" 2> /dev/null
 printf '[nap]\ndepth = deep\n' > "$T/bad.ini"
