@@ -19,7 +19,8 @@
 # first cell and JAX without preallocation, started at once, with a trainer that never idles
 # beside them, [nap] make_room and nothing else in the INI (light naps, host copies kept and made
 # ahead by default), ROUNDS rounds; it prints each cell, then the median, p90 and longest cell of
-# round 1 and of the rounds after, and whether the trainer was ever napped.
+# round 1 and of the rounds after, and whether the trainer was ever napped. FILL_GIB (0) GiB held
+# first by a program without cudanap make the GPU smaller (60 on an H200 leaves an H100's 80).
 # Run through `ninja -C build bench-room`.
 set -u
 ROUNDS=${ROUNDS:-10} MIN_IDLE=${MIN_IDLE:-1} MIXED=${MIXED:-1}
@@ -187,11 +188,16 @@ stats() {
 }
 # many N GIB: the defaults with N sessions of GIB GiB and a busy trainer
 many() {
-	local count=$1 gib=$2 n s kind pid t0 ms r first1= later= tr_pid wakes
+	local count=$1 gib=$2 n s kind pid t0 ms r first1= later= tr_pid wakes fill
 	local -a names=() kinds=() all=(torch cupy later jax)
 	local -A first=()
 	echo "-- many: $count sessions of $gib GiB (PyTorch, CuPy, PyTorch allocating late, JAX without preallocation), a trainer beside them; [nap] make_room = true, min_idle_s = $MIN_IDLE, the rest the defaults"
 	write_ini "[nap]" "make_room = true" "min_idle_s = $MIN_IDLE" "[log]" "level = info"
+	if [ "${FILL_GIB:-0}" -gt 0 ]; then # plain, never napped: the GPU is that much smaller
+		exec {fill}> >("$py" -c "import sys, torch; x = torch.empty(${FILL_GIB} << 30, dtype=torch.uint8, device='cuda'); print('held', flush=True); sys.stdin.read()" > "$T/fill.out")
+		until grep -q held "$T/fill.out" 2> /dev/null; do sleep 0.2; done
+		echo "a program without cudanap holds $FILL_GIB GiB"
+	fi
 	launch TR "$py" "$session" train 4
 	ready TR || { echo "bench-room: the trainer did not start" >&2; exit 1; }
 	tr_pid=$TR_pid
@@ -239,6 +245,7 @@ many() {
 	grep -h "light nap: " "$T"/M*.err | tail -n 3 | sed 's/^/  /'
 	[ "$(field "$tr_pid" naps)" = 0 ] || { echo "bench-room: the trainer was napped" >&2; bad=$((bad + 1)); }
 	stop TR "${names[@]}"
+	[ "${FILL_GIB:-0}" -eq 0 ] || exec {fill}>&-
 	[ -z "${BENCH_LOGS:-}" ] || for s in "${names[@]}"; do cp "$T/$s.err" "$BENCH_LOGS/many-$s.log"; done
 	rm -f "$T"/M*.err
 }
