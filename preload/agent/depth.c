@@ -13,6 +13,7 @@
 #include "cuda_abi.h"
 #include "cuda/fns.h"
 #include "cuda/owned.h"
+#include "cuda/gate.h"
 #include "agent/state.h"
 
 enum { CU_DEVICE_ATTRIBUTE_COMPUTE_MODE = 20 };
@@ -110,7 +111,9 @@ bool cn_depth_light(enum cn_depth_why *why, char *text, size_t len)
 			bytes >> 20, c->host_cache_pct, of, budget >> 20);
 		return full(why, CN_DEPTH_WHY_HOST_CACHE);
 	}
-	if ((gpu = exclusive_gpu()) >= 0) {
+	/* the driver is asked only while the app's calls go on: never while the process is locked or
+	 * checkpointed, which closes the gate */
+	if (!cn_gate_stops_calls() && (gpu = exclusive_gpu()) >= 0) {
 		snprintf(text, len,
 			 "GPU %d is in an exclusive compute mode: the context a light nap keeps "
 			 "would keep every other program off it",
