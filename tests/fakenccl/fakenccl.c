@@ -2,7 +2,9 @@
  *
  * Built twice: as NCCL 2.30.7, with ncclCommSuspend and ncclCommResume, and as 2.28.9 without
  * them (-DFAKE_OLD). The ranks are the test's processes; they share each communicator's state
- * through files in $CUDANAP_FAKE_DIR/nccl:
+ * through files in $CUDANAP_FAKE_DIR/nccl (or $CUDANAP_FAKE_NCCL_DIR: ranks on several "nodes",
+ * each with a fake driver of its own, share the communicators' state there, as the network between
+ * them):
  *   KEY.op.SEQ.RANK   rank RANK issued its SEQth operation on communicator KEY. An operation is
  *                     "on the GPU" until every rank has issued it: ncclCommSuspend first waits for
  *                     that, as NCCL's cudaDeviceSynchronize does, and fails after 10 s ("a rank
@@ -73,9 +75,12 @@ static atomic_int live; /* communicators not suspended, holding peer imports */
 static const char *dir(void)
 {
 	static __thread char d[4096];
-	const char *f = getenv("CUDANAP_FAKE_DIR");
+	const char *f = getenv("CUDANAP_FAKE_DIR"), *own = getenv("CUDANAP_FAKE_NCCL_DIR");
 
-	snprintf(d, sizeof(d), "%s/nccl", f ? f : "/tmp");
+	if (own && *own)
+		snprintf(d, sizeof(d), "%s", own);
+	else
+		snprintf(d, sizeof(d), "%s/nccl", f ? f : "/tmp");
 	mkdir(d, 0700);
 	return d;
 }

@@ -116,19 +116,29 @@ const char cli_usage_nap[] =
 	"0 if every PID naps (or was asleep already), 1 otherwise, 2 on usage errors.\n"
 	"Example: cudanap nap 4711; cudanap status 4711\n";
 
-/* The JSON of one job: its outcome, its line, and its status file as last read (null if none). */
-static void print_job_json(const struct job *j, bool first)
+int act_job_json(const struct job *j, char *out, size_t len)
 {
 	char line[sizeof(j->line) * 6 + 3], st[CN_STATUS_MAX];
+	int n;
 
 	if (cn_json_str(line, sizeof(line), j->line) < 0)
 		snprintf(line, sizeof(line), "\"\"");
 	if (!j->have_st || cn_status_format(&j->st, st, sizeof(st)) < 0)
 		snprintf(st, sizeof(st), "null");
 	st[strcspn(st, "\n")] = '\0';
-	printf("%s\n  {\"pid\":%d,\"ok\":%s,\"outcome\":\"%s\",\"line\":%s,\"status\":%s}",
-	       first ? "" : ",", j->pid, j->ok ? "true" : "false", j->outcome ? j->outcome : "",
-	       line, st);
+	n = snprintf(out, len,
+		     "{\"pid\":%d,\"ok\":%s,\"outcome\":\"%s\",\"line\":%s,\"status\":%s}", j->pid,
+		     j->ok ? "true" : "false", j->outcome ? j->outcome : "", line, st);
+	return n >= 0 && (size_t)n < len ? 0 : -1;
+}
+
+/* The JSON of one job: its outcome, its line, and its status file as last read (null if none). */
+static void print_job_json(const struct job *j, bool first)
+{
+	static char obj[CN_STATUS_MAX + sizeof(j->line) * 6 + 256];
+
+	if (act_job_json(j, obj, sizeof(obj)) == 0)
+		printf("%s\n  %s", first ? "" : ",", obj);
 }
 
 /* One JSON object for scripts: every process, the rollback and the failed attempts, the total. */
@@ -218,39 +228,42 @@ static void not_a_pid(const char *arg, const char *to_disk)
 	exit(2);
 }
 
-/* The processes --slurm, --all or --tree name; -1 when there are none, said. */
+/* The processes --slurm, --all or --tree name; -1 when there are none, why saying so. */
 static int select_group(const struct plan *p, const char *slurm, bool all, const int *roots,
-			int n_roots, int **pids)
+			int n_roots, int **pids, char *why, size_t len)
 {
 	int n;
 
 	/* Root acts for every user: a Slurm job's processes, a tree, all of them are anyone's. */
 	procs_all_users(geteuid() == 0);
+	why[0] = '\0';
 	if (slurm) {
 		char note[300];
 		int *job_pids, k = slurm_job_pids(slurm, &job_pids, note, sizeof(note));
 
-		if (note[0])
+		if (note[0] && k >= 0)
 			fprintf(stderr, "%s: %s\n", cli_prog, note);
-		if (k < 0)
+		if (k < 0) {
+			snprintf(why, len, "%s", note);
 			return -1;
+		}
 		n = procs_select(p->cfg, NULL, 0, job_pids, k, pids);
 		free(job_pids);
 		if (n <= 0)
-			fprintf(stderr,
-				"%s: no process of Slurm job %s on this node runs under cudanap\n",
-				cli_prog, slurm);
+			snprintf(why, len,
+				 "no process of Slurm job %s on this node runs under cudanap",
+				 slurm);
 		return n > 0 ? n : -1;
 	}
 	for (int r = 0; r < n_roots; r++)
 		if (kill(roots[r], 0) < 0 && errno == ESRCH) {
-			fprintf(stderr, "%s: %d: no such process\n", cli_prog, roots[r]);
+			snprintf(why, len, "%d: no such process", roots[r]);
 			return -1;
 		}
 	n = procs_select(p->cfg, roots, n_roots, NULL, 0, pids);
 	if (n <= 0)
-		fprintf(stderr, "%s: no process %s runs under cudanap\n", cli_prog,
-			all ? "of this user" : "in that tree");
+		snprintf(why, len, "no process %s runs under cudanap",
+			 all ? "of this user" : "in that tree");
 	return n > 0 ? n : -1;
 }
 
@@ -297,6 +310,9 @@ struct act_args {
 	double timeout;
 	bool all, each, json, dry;
 	bool tree_flag, slurm_flag; /* --tree, --slurm given without a value of their own */
+	bool this_node;		    /* --this-node: a Slurm job's processes here only */
+	bool relay;		    /* this node's part in a job led from another host (span.c) */
+	const char *map;	    /* --gpu-map as given */
 	int roots[64], n_roots;
 	int n; /* the PIDs given, from argv[optind] */
 };
@@ -329,7 +345,7 @@ static int parse_gpu_map(struct act_args *a, const char *map)
 		fprintf(stderr, "%s: --gpu-map: %s\n", cli_prog, err);
 		return 2;
 	}
-	a->p.gpu_map = map;
+	a->p.gpu_map = a->map = map;
 	return 0;
 }
 
@@ -366,6 +382,12 @@ static int parse_option(struct act_args *a, int c, int argc, char **argv)
 	case 'S':
 		a->slurm = cli_flag_value(argc, argv);
 		a->slurm_flag = !a->slurm;
+		break;
+	case 'H':
+		a->this_node = true;
+		break;
+	case 'R':
+		a->this_node = a->relay = true;
 		break;
 	case 'e':
 		if (verb == VERB_PREPARE || verb == VERB_NAP)
@@ -412,12 +434,14 @@ static int parse_args(struct act_args *a, int argc, char **argv)
 		{ "gpu-map", required_argument, NULL, 'g' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "dry-run", no_argument, NULL, 'd' },
+		{ "this-node", no_argument, NULL, 'H' },
+		{ "relay", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, ":c:wnt:aT::S::er:D::g:jdh", opts, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, ":c:wnt:aT::S::er:D::g:jdHh", opts, NULL)) != -1)
 		if (parse_option(a, c, argc, argv))
 			return 2;
 	a->n = argc - optind;
@@ -457,19 +481,20 @@ static int check_args(const struct act_args *a)
 }
 
 /* The jobs: the group's processes, or the PIDs given from argv[optind], each once; their number,
- * or -1 when there are none (said) or no memory. */
-static int make_jobs(struct act_args *a, char **argv, struct job **out)
+ * or -1 when there are none (why says so) or no memory. */
+static int make_jobs(struct act_args *a, char **argv, struct job **out, char *why, size_t len)
 {
 	int n = a->n, *pids = NULL;
 	struct job *jobs;
 
+	why[0] = '\0';
 	a->p.group = a->all || a->n_roots || a->slurm;
-	if (a->p.group &&
-	    (n = select_group(&a->p, a->slurm, a->all, a->roots, a->n_roots, &pids)) < 0) {
+	if (a->p.group && (n = select_group(&a->p, a->slurm, a->all, a->roots, a->n_roots, &pids,
+					    why, len)) < 0) {
 		free(pids);
 		return -1;
 	}
-	jobs = calloc((size_t)n, sizeof(*jobs));
+	jobs = calloc((size_t)(n ? n : 1), sizeof(*jobs));
 	if (!jobs)
 		return -1;
 	for (int i = 0; i < n; i++) {
@@ -482,22 +507,118 @@ static int make_jobs(struct act_args *a, char **argv, struct job **out)
 	return dedupe(jobs, n);
 }
 
-/* Act on the jobs, all or nothing unless --each, and print the outcome; the exit status. */
+/* Act on the jobs, all or nothing unless --each, and print the outcome; the exit status. A node's
+ * part in a job led from another host prints nothing: its leader does (span.c). */
 static int run_and_print(struct act_args *a, struct job *jobs, int n)
 {
 	static struct group_result r;
 	struct plan *p = &a->p;
+	bool many = n > 1 || p->relay;
 
 	p->timeout = a->timeout;
 	p->deadline = cli_now_s() + a->timeout;
-	p->atomic = p->verb == VERB_SUSPEND && p->wait && !a->each && n > 1;
-	p->whole = (p->verb == VERB_SUSPEND || p->verb == VERB_RESUME) && !a->each && n > 1;
+	p->atomic = p->verb == VERB_SUSPEND && p->wait && !a->each && many;
+	p->whole = (p->verb == VERB_SUSPEND || p->verb == VERB_RESUME) && !a->each && many;
 	group_run(jobs, n, p, &r);
+	if (p->relay)
+		return r.all_ok ? 0 : 1;
 	if (a->json)
 		print_json(jobs, n, p, &r);
 	else
 		print_text(jobs, n, p, &r);
 	return r.all_ok ? 0 : 1;
+}
+
+/* What each node of a job is given to run (span.c): this command, for that node's processes. */
+static char **node_args(const struct act_args *a)
+{
+	static char timeout[48], retries[32], cfg[PATH_MAX], disk[PATH_MAX + 16], map[4096];
+	static char *v[24];
+	int k = 0;
+
+	v[k++] = (char *)cli_verb_name[a->p.verb];
+	v[k++] = "--slurm";
+	v[k++] = (char *)a->slurm;
+	v[k++] = a->dry ? "--this-node" : "--relay";
+	snprintf(timeout, sizeof(timeout), "--timeout=%.3f", a->timeout);
+	v[k++] = timeout;
+	snprintf(retries, sizeof(retries), "--retries=%u", a->p.retries);
+	v[k++] = retries;
+	if (a->p.cfg && realpath(a->p.cfg, cfg)) {
+		v[k++] = "-c";
+		v[k++] = cfg;
+	}
+	if (a->dry)
+		v[k++] = "--dry-run";
+	if (a->each)
+		v[k++] = "--each";
+	if (!a->p.wait)
+		v[k++] = "--no-wait";
+	if (a->json)
+		v[k++] = "--json";
+	if (a->p.to_disk) {
+		snprintf(disk, sizeof(disk), "--to-disk=%s", a->p.to_disk);
+		v[k++] = disk;
+	}
+	if (a->map) {
+		snprintf(map, sizeof(map), "--gpu-map=%s", a->map);
+		v[k++] = map;
+	}
+	v[k] = NULL;
+	return v;
+}
+
+/* The job on several nodes, or on one that is not this host: led from here on all of them. */
+static int spanned(struct act_args *a, const char *nodes, int n)
+{
+	struct span_req q = {
+		.verb = a->p.verb,
+		.job = a->slurm,
+		.args = node_args(a),
+		.json = a->json,
+		.wait = a->p.wait,
+		.whole = (a->p.verb == VERB_SUSPEND || a->p.verb == VERB_RESUME) && !a->each,
+		.atomic = a->p.verb == VERB_SUSPEND && a->p.wait && !a->each,
+		.cut = a->p.wait && (a->p.verb == VERB_SUSPEND || a->p.verb == VERB_RESUME),
+		.retries = a->p.retries,
+		.timeout = a->timeout,
+		.on_attempt = a->json ? NULL : print_attempt,
+	};
+
+	if (a->dry)
+		return span_look(a->slurm, nodes, n, q.args, a->json, true);
+	return span_act(&q, nodes, n);
+}
+
+/* This node's part in a job led from another host: its processes acted on, every step said to
+ * the leader, whose word decides (relay.c). */
+static int relayed(struct act_args *a, char **argv)
+{
+	char why[600];
+	struct job *jobs = NULL;
+	int n = make_jobs(a, argv, &jobs, why, sizeof(why)), rc = 0;
+
+	a->p.relay = relay_open(n > 0 ? n : 0, n > 0 ? NULL : why[0] ? why : "out of memory");
+	if (!a->p.relay) {
+		free(jobs);
+		return 1;
+	}
+	a->p.json = a->json;
+	a->p.on_attempt = NULL;
+	if (n > 0)
+		rc = run_and_print(a, jobs, n);
+	relay_close(a->p.relay);
+	free(jobs);
+	return rc;
+}
+
+/* cudanap suspend --slurm J run in each task of a step of job J with several tasks (the recipe
+ * before a command reached every node): once is enough now. */
+static bool in_each_task(const char *job)
+{
+	const char *id = getenv("SLURM_JOB_ID"), *tasks = getenv("SLURM_STEP_NUM_TASKS");
+
+	return id && tasks && strcmp(id, job) == 0 && atoi(tasks) > 1;
 }
 
 int act_main(int argc, char **argv, enum verb verb)
@@ -506,13 +627,33 @@ int act_main(int argc, char **argv, enum verb verb)
 		.p = { .verb = verb, .wait = true, .retries = 2, .on_attempt = print_attempt },
 		.timeout = 600,
 	};
+	char why[600], nodes[4096];
 	struct job *jobs;
 	int n, rc;
 
 	if (parse_args(&a, argc, argv) || check_args(&a))
 		return 2;
-	if ((n = make_jobs(&a, argv, &jobs)) < 0)
+	if (a.slurm && !a.this_node) {
+		if (in_each_task(a.slurm)) {
+			fprintf(stderr,
+				"%s: %s --slurm %s reaches every node of the job by itself: run it "
+				"once, not in each task of a step (or give --this-node)\n",
+				cli_prog, cli_verb_name[verb], a.slurm);
+			return 2;
+		}
+		n = span_nodes(a.slurm, nodes, sizeof(nodes), why, sizeof(why));
+		if (why[0])
+			fprintf(stderr, "%s: %s\n", cli_prog, why);
+		if (n != 0)
+			return n < 0 ? 1 : spanned(&a, nodes, n);
+	}
+	if (a.relay)
+		return relayed(&a, argv);
+	if ((n = make_jobs(&a, argv, &jobs, why, sizeof(why))) < 0) {
+		if (why[0])
+			fprintf(stderr, "%s: %s\n", cli_prog, why);
 		return 1;
+	}
 	if (a.dry)
 		rc = dry_run(jobs, n, &a.p, a.json, a.timeout < 600 ? a.timeout : 30);
 	else

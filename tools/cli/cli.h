@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "cn_config.h"
 #include "cn_status.h"
@@ -95,9 +96,23 @@ int slurm_job_pids(const char *jobid, int **out, char *note, size_t len);
 /* This node's name as Slurm knows it (SLURMD_NODENAME, else the host name). */
 void slurm_node_name(char *out, size_t len);
 
+/* Job jobid's state (RUNNING, SUSPENDED, ...) and nodes (a Slurm host list), from squeue; the
+ * number of nodes, or -1 with err holding why. */
+int slurm_job_nodes(const char *jobid, char *state, size_t slen, char *nodes, size_t nlen,
+		    char *err, size_t elen);
+
+/* argv[0] started from "/" without a shell, if it is in PATH's trusted directories (cn_safe.h):
+ * our ends of pipes to its stdin (to; NULL: /dev/null), from its stdout (from) and from its stderr
+ * (errs; NULL: with stdout). 0, or -1 with err holding why. */
+int slurm_spawn(char *const argv[], int *to, int *from, int *errs, pid_t *pid, char *err,
+		size_t len);
+
 /* ---- group.c: processes acted on at once, all or nothing ---- */
 enum verb { VERB_SUSPEND, VERB_RESUME, VERB_PREPARE, VERB_NAP };
 extern const char *const cli_verb_name[]; /* "suspend", "resume", "prepare", "nap" */
+extern const char *const cli_verb_done[]; /* "suspended", "resumed", "prepared", "napping" */
+
+struct relay;
 
 struct job {
 	int pid;
@@ -123,6 +138,9 @@ struct plan {
 		*to_disk; /* suspend --to-disk[=DIR]: NULL when not asked, "" for the INI's dir */
 	const char *gpu_map;		      /* resume --gpu-map MAP: NULL when not asked */
 	void (*on_attempt)(const char *line); /* told of each failed attempt as it happens */
+	bool json;			      /* relay: each process's JSON said too */
+	struct relay
+		*relay; /* this node's part in a job led from another host (relay.c), or NULL */
 };
 
 #define MAX_ATTEMPTS 101
@@ -140,6 +158,66 @@ struct group_result {
 
 void group_run(struct job *jobs, int n, const struct plan *p, struct group_result *r);
 
+/* ---- span.c: a Slurm job over all its nodes, led from here ---- */
+
+/* Every line between the leader and the nodes begins with it (span.c says the words). */
+#define SPAN_MARK "@cn "
+/* The phases of an NCCL job's cut: a suspend's counts and its ranks at the cut, a resume's ranks
+ * restored. */
+#define SPAN_COUNT    "count"
+#define SPAN_THERE    "there"
+#define SPAN_RESTORED "restored"
+
+/* Whether job reaches beyond this node: the number of its nodes when it runs on several, or on
+ * one that is not this one (their host list into nodes); 0 when it is this node's alone, or
+ * Slurm cannot say (note says so); -1 when it cannot be reached now (note says why). */
+int span_nodes(const char *job, char *nodes, size_t len, char *note, size_t nlen);
+
+/* What the command on each node of a job is to do, and what the leader needs to know of it. */
+struct span_req {
+	enum verb verb;
+	const char *job;
+	char *const *args; /* this program's arguments on each node, NULL-terminated */
+	bool json, wait;
+	bool whole, atomic,
+		cut; /* as group.c's plan on each node: checked, rolled back, an NCCL cut */
+	unsigned retries;
+	double timeout;
+	void (*on_attempt)(const char *line);
+};
+
+/* Suspend, resume, prepare or nap job over its n nodes: the outcome printed, one line per process
+ * and per node, then a total. The exit status. */
+int span_act(const struct span_req *q, const char *nodes, int n);
+/* A command that only looks (status, suspend --dry-run) run on every node with args: their output
+ * printed together, marked with each node's name when marked. The exit status. */
+int span_look(const char *job, const char *nodes, int n, char *const args[], bool json,
+	      bool marked);
+
+/* ---- relay.c: this node's part in a job led from another host (span.c) ---- */
+struct cn_cut_line;
+
+/* Hello said: this node has n_procs of the job (none: why_none). NULL without memory. */
+struct relay *relay_open(int n_procs, const char *why_none);
+void relay_close(struct relay *r); /* "end" said */
+/* Whether the signals may go out: this node's refusal (NULL: none) said, the leader's word heard;
+ * false with why (another node's refusal, or the leader gone). */
+bool relay_may_send(struct relay *r, const char *refused_here, double deadline, char *why,
+		    size_t len);
+/* A phase of the NCCL cut: this node's lines (who: the index in its jobs) and state (ok, hint:
+ * note names a failure, bad: note says why the cut is off here) said; 0 when the ranks go on (a
+ * count phase's targets by relay_target), 1 when there is no cut, -1 with why when it is given
+ * up. */
+int relay_phase(struct relay *r, const char *phase, const struct cn_cut_line *lines, int n,
+		const char *state, const char *note, double deadline, char *why, size_t len);
+const char *relay_target(const struct relay *r, int idx);
+/* An attempt's outcome said (each process's line, the first failure); true when the leader says
+ * to roll back. */
+bool relay_outcome(struct relay *r, const struct job *jobs, int n, const struct job *failed,
+		   bool transient, bool json, double deadline);
+/* The rollback's outcome said; true when the leader says to try again. */
+bool relay_rolled_back(struct relay *r, int m, int bad, const char *line, double deadline);
+
 /* ---- ask.c: what a suspend would do now, without doing it ---- */
 
 /* Ask each job what a suspend would do now, all at once, and wait at most timeout seconds for the
@@ -155,12 +233,15 @@ bool ask_line(const struct job *j, char *out, size_t len);
 
 /* After the signals went out: the ranks that say their NCCL counts are answered, together, until
  * all of them are at the same cut (or told to give up); nothing when none does. */
-void ncclcut_run(struct job *jobs, int n, enum verb v, double deadline);
+void ncclcut_run(struct job *jobs, int n, enum verb v, double deadline, struct relay *relay);
 
 /* ---- the commands: each file's usage text and entry point ---- */
 /* act.c: suspend, resume and prepare */
 extern const char cli_usage_suspend[], cli_usage_prepare[], cli_usage_nap[];
 int act_main(int argc, char **argv, enum verb verb);
+/* One process's outcome as the JSON object of --json, on one line. 0, or -1 when it does not fit.
+ */
+int act_job_json(const struct job *j, char *out, size_t len);
 /* status.c */
 extern const char cli_usage_status[];
 int status_main(int argc, char **argv);

@@ -25,6 +25,7 @@
 #include "cuda_abi.h"
 
 const char *const cli_verb_name[] = { "suspend", "resume", "prepare", "nap" };
+const char *const cli_verb_done[] = { "suspended", "resumed", "prepared", "napping" };
 
 static bool comms_suspended(const struct cn_status *s)
 {
@@ -257,6 +258,29 @@ static bool refuse(struct job *jobs, int n, const struct plan *p, char *line, si
 	return true;
 }
 
+/* Whether the signals may go out, after this node's check refused the job (here: refused says
+ * why) or not. Of a job led from another host, every node must agree: one refused elsewhere
+ * refuses this node's processes, and refused says why. */
+static bool agreed(struct job *jobs, int n, const struct plan *p, bool here, char *refused,
+		   size_t len)
+{
+	char why[1200];
+
+	if (!p->relay)
+		return !here;
+	if (relay_may_send(p->relay, here ? refused : NULL, p->deadline, why, sizeof(why)) && !here)
+		return true;
+	if (here)
+		return false;
+	for (int i = 0; i < n; i++)
+		if (!jobs[i].done) {
+			jobs[i].done = true;
+			say(&jobs[i], "refused", "nothing sent: the job is refused (%s)", why);
+		}
+	snprintf(refused, len, "refused: %s; nothing was signalled", why);
+	return false;
+}
+
 /* Send every job its signal, all at once, then wait for each outcome until the deadline. A whole
  * job (p->whole) is checked first, and refused as a whole (refused says why). */
 static void act(struct job *jobs, int n, const struct plan *p, char *refused, size_t len)
@@ -268,14 +292,14 @@ static void act(struct job *jobs, int n, const struct plan *p, char *refused, si
 		jobs[i].pid = pid;
 		check_one(&jobs[i], p);
 	}
-	if (p->whole && refuse(jobs, n, p, refused, len))
+	if (p->whole && !agreed(jobs, n, p, refuse(jobs, n, p, refused, len), refused, len))
 		return;
 	for (int i = 0; i < n; i++)
 		if (!jobs[i].done)
 			send_one(&jobs[i], p);
 	/* The ranks of an NCCL job meet at a cut before their communicators go (ncclcut.c). */
 	if (p->wait)
-		ncclcut_run(jobs, n, p->verb, p->deadline);
+		ncclcut_run(jobs, n, p->verb, p->deadline, p->relay);
 	for (bool pending = p->wait; pending;) {
 		pending = false;
 		for (int i = 0; i < n; i++) {
@@ -340,8 +364,10 @@ static const struct job *first_failure(const struct job *jobs, int n, bool *all_
  * how many are still not running. Nothing was suspended: nothing to say. */
 static int roll_back(const struct job *jobs, int n, const struct plan *p, struct group_result *r)
 {
-	struct plan back_plan = { .cfg = p->cfg, .verb = VERB_RESUME, .wait = true, .group = true };
-	struct job *back = calloc((size_t)n, sizeof(*back));
+	struct plan back_plan = {
+		.cfg = p->cfg, .verb = VERB_RESUME, .wait = true, .group = true, .relay = p->relay
+	};
+	struct job *back = calloc((size_t)(n ? n : 1), sizeof(*back));
 	double t0 = cli_now_s();
 	int m = 0, bad = 0;
 	size_t o, len = sizeof(r->rollback);
@@ -359,12 +385,18 @@ static int roll_back(const struct job *jobs, int n, const struct plan *p, struct
 		    (!(j->done && j->st.state == CN_STATE_RUNNING) || comms_suspended(&j->st)))
 			back[m++].pid = j->pid;
 	}
-	if (m == 0) {
+	/* A node of a job led from elsewhere meets the others' ranks at the rollback's cut even
+	 * with nothing of its own to resume. */
+	if (m == 0 && !p->relay) {
 		free(back);
 		return 0;
 	}
 	back_plan.deadline = t0 + p->timeout;
 	act(back, m, &back_plan, NULL, 0);
+	if (m == 0) {
+		free(back);
+		return 0;
+	}
 	r->rolled_back = m;
 	o = (size_t)snprintf(r->rollback, len, "rollback: %d process%s resumed in %.2f s", m,
 			     m == 1 ? "" : "es", cli_now_s() - t0);
@@ -381,14 +413,35 @@ static int roll_back(const struct job *jobs, int n, const struct plan *p, struct
 	return bad;
 }
 
-/* Act on the jobs; for an atomic suspend, roll back and try again as this file's opening says. */
-void group_run(struct job *jobs, int n, const struct plan *p, struct group_result *r)
+/* This node's part in a job led from another host: each attempt's outcome said, and rolled back
+ * and tried again as the leader says, which sees every node's. */
+static int run_relayed(struct job *jobs, int n, const struct plan *p, struct group_result *r)
 {
-	double t0 = cli_now_s(), pause = 0.5;
 	int rest = 0;
 
-	memset(r, 0, sizeof(*r));
-	r->all_ok = true;
+	for (;;) {
+		const struct job *f;
+		bool transient = false;
+
+		act(jobs, n, p, r->refused, sizeof(r->refused));
+		f = p->atomic && !r->refused[0] ? first_failure(jobs, n, &transient) : NULL;
+		if (!relay_outcome(p->relay, jobs, n, f, transient, p->json, p->deadline))
+			return rest;
+		rest = roll_back(jobs, n, p, r);
+		if (!relay_rolled_back(p->relay, r->rolled_back, rest, r->rollback, p->deadline))
+			return rest;
+		r->rollback[0] = '\0';
+		r->rolled_back = 0;
+	}
+}
+
+/* Act on the jobs; for an atomic suspend, roll back and try again as this file's opening says.
+ * How many are still not running after the last rollback. */
+static int run_here(struct job *jobs, int n, const struct plan *p, struct group_result *r)
+{
+	double pause = 0.5;
+	int rest = 0;
+
 	for (unsigned attempt = 1;; attempt++) {
 		const struct job *f;
 		bool transient;
@@ -396,11 +449,11 @@ void group_run(struct job *jobs, int n, const struct plan *p, struct group_resul
 		act(jobs, n, p, r->refused, sizeof(r->refused));
 		f = p->atomic && !r->refused[0] ? first_failure(jobs, n, &transient) : NULL;
 		if (!f)
-			break;
+			return rest;
 		rest = roll_back(jobs, n, p, r);
 		if (rest || !transient || attempt > p->retries ||
 		    cli_now_s() + pause >= p->deadline)
-			break;
+			return rest;
 		if (r->n_attempts < MAX_ATTEMPTS)
 			snprintf(r->attempts[r->n_attempts++], sizeof(r->attempts[0]),
 				 "attempt %u: %s; %s; trying again in %.1f s", attempt, f->line,
@@ -412,6 +465,16 @@ void group_run(struct job *jobs, int n, const struct plan *p, struct group_resul
 		r->rollback[0] = '\0';
 		r->rolled_back = 0;
 	}
+}
+
+void group_run(struct job *jobs, int n, const struct plan *p, struct group_result *r)
+{
+	double t0 = cli_now_s();
+	int rest;
+
+	memset(r, 0, sizeof(*r));
+	r->all_ok = true;
+	rest = p->relay ? run_relayed(jobs, n, p, r) : run_here(jobs, n, p, r);
 	for (int i = 0; i < n; i++) {
 		struct job *j = &jobs[i];
 

@@ -117,84 +117,129 @@ static void commit(struct job *jobs, int n, const int *state)
 			say(&jobs[i], CN_NOTE_NCCL_COMMIT, CN_NCCL_GO);
 }
 
-static void cut_suspend(struct job *jobs, int n, int *state, bool *part, struct cn_cut_line *lines,
-			double deadline)
-{
-	int n_lines = 0, said = gather(jobs, n, CN_NOTE_NCCL_CUT, state, lines, &n_lines, deadline);
-	char why[400];
+/* One cut: the processes, where each stands, and who decides. */
+struct cut {
+	struct job *jobs;
+	int n, *state;
+	bool *part; /* those that said their counts */
+	struct cn_cut_line *lines;
+	int n_lines;
+	double deadline;
+	struct relay *relay; /* a job led from another host: the leader decides (relay.c) */
+};
 
-	if (said <= 0) {
-		if (said < 0)
-			abort_all(jobs, n, state,
-				  "the job's other ranks did not all say their counts");
+/* The verdict on a phase (the lines said, n_lines, by said processes; -1: not all in time):
+ * 0 to go on, 1 when there is no cut (no rank anywhere), -1 given up with why. Decided here, or,
+ * for a job led from another host, by its leader, which has every node's lines. */
+static int judge(struct cut *c, const char *phase, int said, int n_lines, const char *late,
+		 char *why, size_t len)
+{
+	char failure[400];
+	bool failed =
+		any_failed(c->jobs, c->n, c->state, strcmp(phase, SPAN_THERE) == 0 ? c->part : NULL,
+			   failure, sizeof(failure));
+
+	if (c->relay)
+		return relay_phase(c->relay, phase, c->lines, n_lines,
+				   said < 0 || (failed && strcmp(phase, SPAN_THERE) == 0) ? "bad"
+				   : failed						  ? "hint"
+											  : "ok",
+				   said < 0 ? late
+				   : failed ? failure
+					    : "",
+				   c->deadline, why, len);
+	if (said < 0 || (failed && strcmp(phase, SPAN_THERE) == 0)) {
+		snprintf(why, len, "%s", said < 0 ? late : failure);
+		return -1;
+	}
+	if (said == 0)
+		return 1;
+	if (strcmp(phase, SPAN_THERE) != 0 && !cn_cut_whole(c->lines, n_lines, why, len)) {
+		/* A process that finished now (no CUDA, refused, failed) is a rank only if a
+		 * communicator misses it; the one that failed is named first. */
+		if (failed)
+			snprintf(why, len, "%s", failure);
+		return -1;
+	}
+	return 0;
+}
+
+/* What the ranks said in their notes what, gathered, and the verdict on it (judge). */
+static int meet(struct cut *c, const char *what, const char *phase, const char *late, char *why,
+		size_t len)
+{
+	int said = gather(c->jobs, c->n, what, c->state, c->lines, &c->n_lines, c->deadline);
+
+	return judge(c, phase, said, c->n_lines, late, why, len);
+}
+
+static void cut_suspend(struct cut *c)
+{
+	char why[1200];
+
+	switch (meet(c, CN_NOTE_NCCL_CUT, SPAN_COUNT,
+		     "the job's other ranks did not all say their counts", why, sizeof(why))) {
+	case 1:
+		return;
+	case -1:
+		abort_all(c->jobs, c->n, c->state, why);
 		return;
 	}
-	/* A process that finished now (no CUDA, refused, failed) is a rank only if a communicator
-	 * misses it; the one that failed is named first. */
-	if (!cn_cut_whole(lines, n_lines, why, sizeof(why))) {
-		any_failed(jobs, n, state, NULL, why, sizeof(why));
-		abort_all(jobs, n, state, why);
-		return;
-	}
-	for (int i = 0; i < n; i++)
-		part[i] = state[i] == SAID;
+	for (int i = 0; i < c->n; i++)
+		c->part[i] = c->state[i] == SAID;
 	/* Each rank's target on each of its communicators: the most any rank has issued. */
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < c->n; i++) {
 		char text[8192];
 
-		if (state[i] != SAID)
+		if (c->state[i] != SAID)
 			continue;
-		cn_cut_targets(lines, n_lines, i, text, sizeof(text));
-		say(&jobs[i], CN_NOTE_NCCL_GO, text);
-		state[i] = WAITING;
+		if (c->relay)
+			snprintf(text, sizeof(text), "%s", relay_target(c->relay, i));
+		else
+			cn_cut_targets(c->lines, c->n_lines, i, text, sizeof(text));
+		say(&c->jobs[i], CN_NOTE_NCCL_GO, text);
+		c->state[i] = WAITING;
 	}
-	n_lines = 0;
-	said = gather(jobs, n, CN_NOTE_NCCL_READY, state, lines, &n_lines, deadline);
-	if (said < 0 || any_failed(jobs, n, state, part, why, sizeof(why)))
-		abort_all(jobs, n, state,
-			  said < 0 ? "the job's other ranks did not all reach the cut" : why);
-	else if (said > 0)
-		commit(jobs, n, state);
+	c->n_lines = 0;
+	if (meet(c, CN_NOTE_NCCL_READY, SPAN_THERE,
+		 "the job's other ranks did not all reach the cut", why, sizeof(why)) < 0)
+		abort_all(c->jobs, c->n, c->state, why);
+	else
+		commit(c->jobs, c->n, c->state);
 }
 
-static void cut_resume(struct job *jobs, int n, int *state, struct cn_cut_line *lines,
-		       double deadline)
+static void cut_resume(struct cut *c)
 {
-	int n_lines = 0,
-	    said = gather(jobs, n, CN_NOTE_NCCL_READY, state, lines, &n_lines, deadline);
-	char why[400];
+	char why[1200];
 
-	if (said <= 0) {
-		if (said < 0)
-			abort_all(jobs, n, state, "the job's other ranks were not all restored");
-		return;
-	}
-	if (!cn_cut_whole(lines, n_lines, why, sizeof(why))) {
-		any_failed(jobs, n, state, NULL, why, sizeof(why));
-		abort_all(jobs, n, state, why);
-	} else {
-		commit(jobs, n, state);
+	switch (meet(c, CN_NOTE_NCCL_READY, SPAN_RESTORED,
+		     "the job's other ranks were not all restored", why, sizeof(why))) {
+	case 0:
+		commit(c->jobs, c->n, c->state);
+		break;
+	case -1:
+		abort_all(c->jobs, c->n, c->state, why);
+		break;
 	}
 }
 
-void ncclcut_run(struct job *jobs, int n, enum verb v, double deadline)
+void ncclcut_run(struct job *jobs, int n, enum verb v, double deadline, struct relay *relay)
 {
 	static struct cn_cut_line lines[MAX_LINES]; /* who: the index in jobs */
-	bool *part;
-	int *state;
+	struct cut c = { jobs, n, NULL, NULL, lines, 0, deadline, relay };
 
-	if (v == VERB_PREPARE || v == VERB_NAP || !(state = calloc((size_t)n, sizeof(*state))))
+	if (v == VERB_PREPARE || v == VERB_NAP)
 		return;
-	if (!(part = calloc((size_t)n, sizeof(*part)))) {
-		free(state);
-		return;
+	c.state = calloc((size_t)(n ? n : 1), sizeof(*c.state));
+	c.part = calloc((size_t)(n ? n : 1), sizeof(*c.part));
+	if (c.state && c.part) {
+		for (int i = 0; i < n; i++)
+			c.state[i] = jobs[i].sent ? WAITING : FINISHED;
+		if (v == VERB_SUSPEND)
+			cut_suspend(&c);
+		else
+			cut_resume(&c);
 	}
-	for (int i = 0; i < n; i++)
-		state[i] = jobs[i].sent ? WAITING : FINISHED;
-	if (v == VERB_SUSPEND)
-		cut_suspend(jobs, n, state, part, lines, deadline);
-	else
-		cut_resume(jobs, n, state, lines, deadline);
-	free(part);
-	free(state);
+	free(c.part);
+	free(c.state);
 }

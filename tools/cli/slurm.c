@@ -1,6 +1,7 @@
-/* slurm: a Slurm job's processes on this node, as Slurm knows them. It asks `scontrol listpids`
- * (the job's step daemons answer it, even while slurmd is down) and falls back to the environment
- * every process of a job inherits. */
+/* slurm: a Slurm job as Slurm knows it: its processes on this node (`scontrol listpids`, which
+ * the job's step daemons answer even while slurmd is down, else the environment every process of
+ * a job inherits), its state and nodes (squeue), and Slurm's programs started as root may start
+ * them: found in trusted directories only, from "/", without a shell. */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cn_hostlist.h"
 #include "cn_proc.h"
 #include "cn_safe.h"
 
@@ -30,35 +32,61 @@ static bool job_id_ok(const char *s)
 	return i > 0 && isdigit((unsigned char)s[i - 1]);
 }
 
-/* scontrol's output and errors, read through *f; its pid in *pid. Only a scontrol that root or
- * this user alone could have written is run, from "/" (cn_safe.h): no shell in between. */
-static int run_scontrol(const char *jobid, FILE **f, pid_t *pid, char *err, size_t len)
+int slurm_spawn(char *const argv[], int *to, int *from, int *errs, pid_t *pid, char *err,
+		size_t len)
 {
 	char exe[PATH_MAX], why[PATH_MAX + 100];
-	char *argv[] = { "scontrol", "listpids", (char *)jobid, NULL };
+	int p[3][2] = { { -1, -1 }, { -1, -1 }, { -1, -1 } }, r = -1;
+	int *ends[3] = { to, from, errs };
 	posix_spawn_file_actions_t fa;
-	int p[2], r;
 
-	if (cn_safe_find_exec("scontrol", exe, sizeof(exe), why, sizeof(why)) < 0) {
+	if (cn_safe_find_exec(argv[0], exe, sizeof(exe), why, sizeof(why)) < 0) {
 		snprintf(err, len, "%s", why);
 		return -1;
 	}
-	if (pipe2(p, O_CLOEXEC) < 0) {
-		snprintf(err, len, "cannot run scontrol: %s", strerror(errno));
-		return -1;
-	}
+	for (int i = 0; i < 3; i++)
+		if (ends[i] && pipe2(p[i], O_CLOEXEC) < 0) {
+			snprintf(err, len, "cannot run %s: %s", argv[0], strerror(errno));
+			goto out;
+		}
 	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, p[1], STDOUT_FILENO);
-	posix_spawn_file_actions_adddup2(&fa, p[1], STDERR_FILENO);
+	if (to)
+		posix_spawn_file_actions_adddup2(&fa, p[0][0], STDIN_FILENO);
+	else
+		posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, p[1][1], STDOUT_FILENO);
+	posix_spawn_file_actions_adddup2(&fa, errs ? p[2][1] : p[1][1], STDERR_FILENO);
 	posix_spawn_file_actions_addchdir_np(&fa, "/");
 	r = posix_spawn(pid, exe, &fa, NULL, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
-	close(p[1]);
-	if (r != 0 || !(*f = fdopen(p[0], "re"))) {
-		snprintf(err, len, "cannot run %s: %s", exe, strerror(r ? r : errno));
-		close(p[0]);
-		if (r == 0)
-			waitpid(*pid, NULL, 0);
+	if (r != 0)
+		snprintf(err, len, "cannot run %s: %s", exe, strerror(r));
+out:
+	/* The child's ends closed here; ours handed out, or closed on a failure. */
+	for (int i = 0; i < 3; i++) {
+		int mine = i == 0 ? p[i][1] : p[i][0], theirs = i == 0 ? p[i][0] : p[i][1];
+
+		if (theirs >= 0)
+			close(theirs);
+		if (r == 0 && ends[i])
+			*ends[i] = mine;
+		else if (mine >= 0)
+			close(mine);
+	}
+	return r == 0 ? 0 : -1;
+}
+
+/* A program's output and errors, read through *f; its pid in *pid. */
+static int run_reading(char *const argv[], FILE **f, pid_t *pid, char *err, size_t len)
+{
+	int fd;
+
+	if (slurm_spawn(argv, NULL, &fd, NULL, pid, err, len) < 0)
+		return -1;
+	if (!(*f = fdopen(fd, "re"))) {
+		snprintf(err, len, "cannot read %s: %s", argv[0], strerror(errno));
+		close(fd);
+		waitpid(*pid, NULL, 0);
 		return -1;
 	}
 	return 0;
@@ -67,14 +95,14 @@ static int run_scontrol(const char *jobid, FILE **f, pid_t *pid, char *err, size
 /* `scontrol listpids JOBID`: "PID JOBID STEPID LOCALID GLOBALID" under a header line. */
 static int listpids(const char *jobid, int **out, char *err, size_t len)
 {
-	char line[512];
+	char line[512], *argv[] = { "scontrol", "listpids", (char *)jobid, NULL };
 	int n = 0, cap = 64, rc = 0;
 	int *v = malloc((size_t)cap * sizeof(int));
 	FILE *f = NULL;
 	pid_t child;
 
 	err[0] = '\0';
-	if (!v || run_scontrol(jobid, &f, &child, err, len) < 0) {
+	if (!v || run_reading(argv, &f, &child, err, len) < 0) {
 		free(v);
 		if (!err[0])
 			snprintf(err, len, "cannot run scontrol");
@@ -152,6 +180,43 @@ int slurm_job_pids(const char *jobid, int **out, char *note, size_t len)
 			 "SLURM_JOB_ID=%s",
 			 jobid, err, jobid);
 	return n > 0 ? n : -1;
+}
+
+int slurm_job_nodes(const char *jobid, char *state, size_t slen, char *nodes, size_t nlen,
+		    char *err, size_t elen)
+{
+	char line[4096] = "",
+	     *argv[] = { "squeue", "-h", "-j", (char *)jobid, "-o", "%T %N", NULL };
+	int rc = -1, n;
+	FILE *f;
+	pid_t child;
+
+	if (!job_id_ok(jobid)) {
+		snprintf(err, elen, "'%s' is not a Slurm job id", jobid);
+		return -1;
+	}
+	if (run_reading(argv, &f, &child, err, elen) < 0)
+		return -1;
+	if (!fgets(line, sizeof(line), f))
+		line[0] = '\0';
+	fclose(f);
+	while (waitpid(child, &rc, 0) < 0 && errno == EINTR)
+		;
+	line[strcspn(line, "\n")] = '\0';
+	if (rc != 0 || !strchr(line, ' ')) {
+		snprintf(err, elen, "squeue -j %s: %s", jobid,
+			 line[0] ? line
+			 : rc	 ? "failed"
+				 : "no such job");
+		return -1;
+	}
+	*strchr(line, ' ') = '\0';
+	snprintf(state, slen, "%s", line);
+	snprintf(nodes, nlen, "%s", line + strlen(line) + 1);
+	n = cn_hostlist_count(nodes);
+	if (n < 0)
+		snprintf(err, elen, "squeue -j %s: cannot read the node list '%s'", jobid, nodes);
+	return n;
 }
 
 void slurm_node_name(char *out, size_t len)

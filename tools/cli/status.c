@@ -49,8 +49,9 @@ const char cli_usage_status[] =
 	"  -c, --config FILE   where to find the status files (default: $CUDANAP_CONFIG, else the\n"
 	"                      built-in default directory)\n"
 	"  -j, --json          print a JSON array of the status objects\n"
-	"  -S, --slurm JOBID   the processes of Slurm job JOBID on this node, with the node's\n"
-	"                      name\n"
+	"  -S, --slurm JOBID   the processes of Slurm job JOBID on every node of it, with each\n"
+	"                      node's name (from any host: through srun --jobid=JOBID --overlap)\n"
+	"  -H, --this-node     with --slurm: the job's processes on this node only\n"
 	"  -n, --no-query      read the status files only: NOW_MIB and SUSPEND as last asked\n"
 	"\n"
 	"Options go anywhere, before or after the PIDs; --slurm followed by an option takes the\n"
@@ -448,23 +449,29 @@ static int status_slurm(const char *cfg, const char *jobid, struct rows *r)
 /* What the command line of cudanap status asks for. */
 struct status_args {
 	const char *cfg, *slurm;
-	bool json, query;
+	bool json, query, this_node;
 };
 
 /* Options anywhere, before or after the PIDs; --slurm's job may be the one other argument. */
 static void parse_args(struct status_args *a, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'c' }, { "json", no_argument, NULL, 'j' },
-		{ "slurm", optional_argument, NULL, 'S' },  { "no-query", no_argument, NULL, 'n' },
-		{ "help", no_argument, NULL, 'h' },	    { NULL, 0, NULL, 0 },
+		{ "config", required_argument, NULL, 'c' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "slurm", optional_argument, NULL, 'S' },
+		{ "no-query", no_argument, NULL, 'n' },
+		{ "this-node", no_argument, NULL, 'H' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	bool slurm_flag = false;
 	int c;
 
-	while ((c = getopt_long(argc, argv, ":c:jS::nh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":c:jS::nHh", opts, NULL)) != -1) {
 		if (c == 'n')
 			a->query = false;
+		else if (c == 'H')
+			a->this_node = true;
 		else if (c == 'c')
 			a->cfg = optarg;
 		else if (c == 'j')
@@ -506,13 +513,43 @@ static int rows_of_pids(const char *cfg, int argc, char **argv, struct rows *row
 	return rc;
 }
 
+/* The job on several nodes, or on another host's: every node's rows, asked there (span.c). */
+static int status_spanned(const struct status_args *a, const char *nodes, int n)
+{
+	char cfg[PATH_MAX], *v[10];
+	int k = 0;
+
+	v[k++] = "status";
+	v[k++] = "--slurm";
+	v[k++] = (char *)a->slurm;
+	v[k++] = "--this-node";
+	if (a->cfg && realpath(a->cfg, cfg)) {
+		v[k++] = "-c";
+		v[k++] = cfg;
+	}
+	if (a->json)
+		v[k++] = "--json";
+	if (!a->query)
+		v[k++] = "--no-query";
+	v[k] = NULL;
+	return span_look(a->slurm, nodes, n, v, a->json, false);
+}
+
 int status_main(int argc, char **argv)
 {
 	struct status_args a = { .query = true };
 	struct rows rows = { 0 };
-	int rc = 0;
+	char nodes[4096], note[600];
+	int rc = 0, n;
 
 	parse_args(&a, argc, argv);
+	if (a.slurm && !a.this_node) {
+		n = span_nodes(a.slurm, nodes, sizeof(nodes), note, sizeof(note));
+		if (note[0])
+			fprintf(stderr, "%s: %s\n", cli_prog, note);
+		if (n != 0)
+			return n < 0 ? 1 : status_spanned(&a, nodes, n);
+	}
 	if (a.slurm) {
 		rc = status_slurm(a.cfg, a.slurm, &rows);
 	} else if (optind < argc) {
