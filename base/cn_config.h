@@ -73,6 +73,7 @@ struct cn_config {
 	bool allow_nccl;	   /* suspend NCCL processes whatever their transports */
 	bool nccl_suspendable;	   /* set NCCL's environment to transports a checkpoint survives */
 	enum cn_nccl_mode nccl_mode; /* sockets whenever nccl_suspendable */
+	unsigned nccl_cut_port; /* the ranks on several nodes meet at their cut here; 0: they do not */
 	bool host_check;	     /* refuse a suspend whose host copy will not fit */
 	unsigned host_margin_mib;    /* host memory to leave beyond the copy */
 	unsigned watchdog_ms;	     /* say so when a driver call runs longer than this */

@@ -26,6 +26,21 @@
 #define CN_SPANWIRE_NONCE_HEX 32
 #define CN_SPANWIRE_LINE      8192 /* the longest line either side reads */
 
+/* What a connection has brought and no line took yet. */
+struct cn_spanwire_in {
+	char buf[2 * CN_SPANWIRE_LINE];
+	size_t used;
+};
+
+/* All of text written to the socket fd (no SIGPIPE): 0 or -errno. */
+int cn_spanwire_send(int fd, const char *text);
+/* What the socket fd has now, added to in without blocking: the bytes read, 0 at its end, or
+ * -errno (-EAGAIN: nothing yet). */
+long cn_spanwire_fill(int fd, struct cn_spanwire_in *in);
+/* The next whole line in in, into line without its newline: true when there was one. A line
+ * longer than the buffer is dropped. */
+bool cn_spanwire_take(struct cn_spanwire_in *in, char *line, size_t len);
+
 /* A communicator's secret, from its unique id. */
 void cn_spanwire_secret(const void *id, size_t len, uint8_t out[CN_SHA256_LEN]);
 /* A communicator's secret from its parent's: how it was made (split, shrink, grow) and with

@@ -5,6 +5,7 @@
 #include "cn_gpumap.h"
 #include "cn_safe.h"
 #include "cn_signame.h"
+#include "cn_spanwire.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -100,6 +101,7 @@ void cn_config_defaults(struct cn_config *c)
 	c->nap_keep_host = true;
 	c->nap_copy_ahead = true;
 	c->host_cache_pct = 50;
+	c->nccl_cut_port = 28640;
 	nap_from_env(c);
 	cn_dirs_status_default(secure_getenv("CUDANAP_STATUS_DIR"), xdg, getuid(), c->status_dir,
 			       sizeof(c->status_dir));
@@ -221,6 +223,8 @@ static const struct key key_table[] = {
 	{ KEY("nccl", "suspendable", K_BOOL, nccl_suspendable) },
 	{ KEY("nccl", "mode", K_WORD, nccl_mode), WORDS("auto", "suspend-api", "sockets", "off"),
 	  .why = "one of auto, suspend-api, sockets, off" },
+	{ KEY("nccl", "cut_port", K_COUNT, nccl_cut_port), .max = 65536 - CN_SPANWIRE_PORTS,
+	  .unit = "the first port" },
 	{ KEY("nap", "idle_s", K_COUNT, nap_idle_s), .max = 24 * 3600, .unit = "seconds" },
 	{ KEY("nap", "to", K_FLAG, nap_to_disk), WORDS("ram", "disk"), .why = "ram or disk" },
 	{ KEY("nap", "wake_on", K_FLAG, nap_wake_any), WORDS("home", "any"), .why = "home or any" },

@@ -6,11 +6,52 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 static void hex(const uint8_t *b, size_t n, char *out)
 {
 	for (size_t i = 0; i < n; i++)
 		snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
+int cn_spanwire_send(int fd, const char *text)
+{
+	for (size_t n = strlen(text), w = 0; w < n;) {
+		ssize_t k = send(fd, text + w, n - w, MSG_NOSIGNAL);
+
+		if (k < 0 && errno != EINTR)
+			return -errno;
+		w += k > 0 ? (size_t)k : 0;
+	}
+	return 0;
+}
+
+long cn_spanwire_fill(int fd, struct cn_spanwire_in *in)
+{
+	ssize_t k;
+
+	if (in->used == sizeof(in->buf))
+		in->used = 0; /* a line longer than any of ours */
+	k = recv(fd, in->buf + in->used, sizeof(in->buf) - in->used, MSG_DONTWAIT);
+	if (k < 0)
+		return -errno;
+	in->used += (size_t)k;
+	return (long)k;
+}
+
+bool cn_spanwire_take(struct cn_spanwire_in *in, char *line, size_t len)
+{
+	char *nl = memchr(in->buf, '\n', in->used);
+	size_t n;
+
+	if (!nl)
+		return false;
+	n = (size_t)(nl - in->buf);
+	snprintf(line, len, "%.*s", (int)n, in->buf);
+	memmove(in->buf, nl + 1, in->used - n - 1);
+	in->used -= n + 1;
+	return true;
 }
 
 void cn_spanwire_secret(const void *id, size_t len, uint8_t out[CN_SHA256_LEN])

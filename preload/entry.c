@@ -29,6 +29,7 @@
 #include "nccl/interpose.h"
 #include "cuda/ipc.h"
 #include "agent/launch.h"
+#include "agent/span.h"
 #include "cuda/managed.h"
 #include "cuda/light.h"
 #include "cuda/owned.h"
@@ -96,6 +97,7 @@ static void after_fork_child(void)
 	cn_peers_after_fork();
 	cn_owned_after_fork();
 	cn_light_after_fork();
+	cn_span_after_fork();
 	if (cn_wake_open() < 0) {
 		cn_agent_fork_child(false);
 	} else if (cn_agent_fork_child(true) < 0) {

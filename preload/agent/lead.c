@@ -6,7 +6,8 @@
  * the ranks whose communicators meet its own, and waits until every communicator among them has
  * all of its ranks there. The one with the lowest pid then answers each of them as the command
  * line would (base/cut.c: the same arithmetic); the others wait for its answer. A rank that gives
- * up tells the others, who give up too: all of them suspend or none. */
+ * up tells the others, who give up too: all of them suspend or none. The ranks of a Slurm step on
+ * several nodes see only their own node's notes: they meet over TCP instead (span.c). */
 #define _GNU_SOURCE
 #include "agent/lead.h"
 
@@ -25,6 +26,7 @@
 #include "cn_notes.h"
 #include "cn_safe.h"
 #include "cn_words.h"
+#include "agent/span.h"
 #include "agent/state.h"
 
 #define MAX_LINES 1024
@@ -43,8 +45,10 @@ void cn_lead_begin(struct cn_lead *l)
 {
 	char text[64];
 
+	cn_span_end(); /* a meeting an action before left open */
 	l->by_cli = cn_notes_take(dir(), (int)getpid(), CN_NOTE_NCCL_LED, text, sizeof(text)) > 0 &&
 		    atoi(text) > 0 && alive(atoi(text));
+	l->span = !l->by_cli && cn_span_wanted();
 	l->leader = 0;
 	l->n_peers = 0;
 }
@@ -210,12 +214,28 @@ static int lead_self(struct cn_lead *l, const char *said, const char *what, char
 	}
 }
 
+/* Over TCP: this rank's note said sent to the job's leader (span.c), its answer what heard; the
+ * go after the ranks said they are there waited for three bounds, as from a rank that leads. */
+static int across(const char *said, const char *what, char *buf, size_t len, unsigned timeout_ms,
+		  char *why, size_t wlen)
+{
+	static char text[8192];
+	bool last = strcmp(what, CN_NOTE_NCCL_COMMIT) == 0;
+
+	if (cn_notes_read(dir(), (int)getpid(), said, text, sizeof(text)) < 0)
+		text[0] = '\0';
+	return cn_span_answer(said, text, timeout_ms, last ? 3 * timeout_ms : timeout_ms + 1000,
+			      last, buf, len, why, wlen);
+}
+
 int cn_lead_answer(struct cn_lead *l, const char *said, const char *what, char *buf, size_t len,
 		   unsigned timeout_ms, char *why, size_t wlen)
 {
 	double until;
 	int r;
 
+	if (l->span)
+		return across(said, what, buf, len, timeout_ms, why, wlen);
 	if (!l->by_cli)
 		return lead_self(l, said, what, buf, len, timeout_ms, why, wlen);
 	until = cn_clock_ms() + timeout_ms;
@@ -232,7 +252,9 @@ void cn_lead_give_up(struct cn_lead *l, const char *why)
 {
 	char text[400];
 
-	if (l->by_cli)
+	if (l->span)
+		cn_span_give_up(why);
+	if (l->by_cli || l->span)
 		return;
 	snprintf(text, sizeof(text), "rank %d gave up: %s\n", (int)getpid(), why);
 	for (int p = 0; p < l->n_peers; p++)

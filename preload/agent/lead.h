@@ -11,7 +11,8 @@
  * the action, passed to its other calls. */
 struct cn_lead {
 	bool by_cli; /* the command line leads (it left a note before its signal) */
-	int leader;  /* the rank that answers; 0: the command line, or not known yet */
+	bool span; /* else the ranks meet over TCP: the job's step runs on several nodes (span.c) */
+	int leader; /* the rank that answers; 0: the command line, or not known yet */
 	/* The ranks met at the last gathering, this one among them. */
 	int n_peers;
 	int peers[CN_LEAD_MAX_PEERS];

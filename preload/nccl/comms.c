@@ -28,6 +28,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cn_sha256.h"
 #include "cuda_abi.h"
 #include "cuda/fns.h"
 #include "cuda/gate.h"
@@ -37,6 +38,11 @@
 struct comm {
 	_Atomic(ncclComm_t) comm; /* NULL: a free slot */
 	uint64_t key;
+	/* What only its ranks know (its unique id's hash, or its parent's and how it was made),
+	 * for the proofs of the cut across nodes (base/cn_spanwire.h); none for one made of a
+	 * process's own devices. */
+	uint8_t secret[CN_SHA256_LEN];
+	bool has_secret;
 	int rank, nranks; /* nranks 0: not known yet (a split): asked at the suspend */
 	atomic_ulong issued;
 	atomic_int waiting;   /* app threads waiting at the gate to issue one more */
@@ -87,13 +93,16 @@ static struct comm *find(ncclComm_t c)
 	return NULL;
 }
 
-void cn_comms_add(ncclComm_t c, uint64_t key, int rank, int nranks)
+void cn_comms_add(ncclComm_t c, uint64_t key, const uint8_t *secret, int rank, int nranks)
 {
 	pthread_mutex_lock(&registry);
 	for (int i = 0; c && !find(c) && i < MAX_COMMS; i++) {
 		if (atomic_load(&comms[i].comm))
 			continue;
 		comms[i].key = key;
+		comms[i].has_secret = secret != NULL;
+		if (secret)
+			memcpy(comms[i].secret, secret, CN_SHA256_LEN);
 		comms[i].rank = rank;
 		comms[i].nranks = nranks;
 		atomic_store(&comms[i].issued, 0);
@@ -121,6 +130,32 @@ uint64_t cn_comms_key(ncclComm_t c)
 	struct comm *e = find(c);
 
 	return e ? e->key : 0;
+}
+
+const uint8_t *cn_comms_secret(ncclComm_t c)
+{
+	struct comm *e = find(c);
+
+	return e && e->has_secret ? e->secret : NULL;
+}
+
+int cn_comms_secrets(uint8_t (*out)[CN_SHA256_LEN], int max)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&registry);
+	for (int i = 0; i < MAX_COMMS && n < max; i++) {
+		bool seen = false;
+
+		if (!atomic_load(&comms[i].comm) || !comms[i].has_secret)
+			continue;
+		for (int j = 0; j < n && !seen; j++)
+			seen = memcmp(out[j], comms[i].secret, CN_SHA256_LEN) == 0;
+		if (!seen)
+			memcpy(out[n++], comms[i].secret, CN_SHA256_LEN);
+	}
+	pthread_mutex_unlock(&registry);
+	return n;
 }
 
 void cn_comms_issued(ncclComm_t c)

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cn_sha256.h"
 #include "nccl_abi.h"
 
 /* ---- from the interposed NCCL calls (interpose.c), in the app's threads ---- */
@@ -14,10 +15,12 @@
  * loaded libnccl.so.2's own. NULL when none is loaded. */
 void *cn_comms_sym(const char *name);
 
-/* A communicator created (key: the same on every rank of it) or gone. */
-void cn_comms_add(ncclComm_t comm, uint64_t key, int rank, int nranks);
+/* A communicator created (key: the same on every rank of it; secret: what only its ranks know,
+ * NULL for none) or gone. */
+void cn_comms_add(ncclComm_t comm, uint64_t key, const uint8_t *secret, int rank, int nranks);
 void cn_comms_remove(ncclComm_t comm);
-uint64_t cn_comms_key(ncclComm_t comm); /* 0 when not known */
+uint64_t cn_comms_key(ncclComm_t comm);		 /* 0 when not known */
+const uint8_t *cn_comms_secret(ncclComm_t comm); /* NULL when none */
 
 /* The gate: every call that issues work or changes a communicator enters before it calls NCCL
  * and leaves after. CN_COMMS_OP: an operation on comm outside a group (a collective, a send or
@@ -56,6 +59,9 @@ bool cn_comms_suspended(void); /* the last suspend of them has not been resumed 
  * share: "KEY,KEY" (hex, the first CN_COMMS_KEYS, in the registry's order); "" when none. */
 #define CN_COMMS_KEYS 8
 void cn_comms_keys(char *out, size_t len);
+/* The secrets of its live communicators that have one, each once, into out (max of them); their
+ * number. */
+int cn_comms_secrets(uint8_t (*out)[CN_SHA256_LEN], int max);
 
 /* Close the gate and wait, at most timeout_ms, for the app's NCCL calls under way to return.
  * cut gets a line per communicator: "KEY RANK NRANKS ISSUED" (hex key), ISSUED counting the

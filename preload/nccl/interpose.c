@@ -1,6 +1,7 @@
 /* interpose: NCCL's entry points, as the app calls them. The calls that create or destroy a
  * communicator tell the registry (comms.c), with a key that is the same on every rank of it (a
- * hash of its unique id, or of its parent's key and the split's colour); the calls that issue work
+ * hash of its unique id, or of its parent's key and the split's colour) and a secret only its
+ * ranks know (made the same way, with SHA-256: base/cn_spanwire.h); the calls that issue work
  * pass the gate and are counted. Everything else goes straight to NCCL: the real function is
  * found once by name (cn_comms_sym), also where the framework loaded NCCL late or privately. The
  * preload must come before libnccl in LD_PRELOAD for these to be the app's (cudanap run puts it
@@ -14,6 +15,7 @@
 
 #include "nccl/interpose.h"
 
+#include "cn_spanwire.h"
 #include "nccl/comms.h"
 #include "nccl_abi.h"
 
@@ -54,10 +56,30 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 
 /* A created communicator counts when NCCL returned it: ncclSuccess, or ncclInProgress (7) for a
  * non-blocking one still being set up. */
-static void created(ncclResult_t r, ncclComm_t c, uint64_t key, int rank, int nranks)
+static void created(ncclResult_t r, ncclComm_t c, uint64_t key, int rank, int nranks,
+		    const uint8_t *secret)
 {
 	if ((r == NCCL_SUCCESS || r == 7) && c)
-		cn_comms_add(c, key, rank, nranks);
+		cn_comms_add(c, key, secret, rank, nranks);
+}
+
+/* A communicator's secret, into buf: from its unique id. */
+static const uint8_t *of_id(const void *id, size_t len, uint8_t buf[CN_SHA256_LEN])
+{
+	cn_spanwire_secret(id, len, buf);
+	return buf;
+}
+
+/* From its parent's and how it was made; NULL when the parent has none. */
+static const uint8_t *of_parent(ncclComm_t parent, const char *how, const void *arg, size_t len,
+				uint8_t buf[CN_SHA256_LEN])
+{
+	const uint8_t *from = cn_comms_secret(parent);
+
+	if (!from)
+		return NULL;
+	cn_spanwire_derive(from, how, arg, len, buf);
+	return buf;
 }
 
 struct order {
@@ -93,37 +115,41 @@ bool cn_interpose_shadowed(void)
 
 EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank)
 {
+	uint8_t secret[CN_SHA256_LEN];
 	ncclResult_t r;
 
 	cn_comms_enter(NULL, CN_COMMS_OTHER);
 	r = real(ncclCommInitRank)(comm, nranks, id, rank);
 	cn_comms_leave();
-	created(r, *comm, fnv(FNV0, &id, sizeof(id)), rank, nranks);
+	created(r, *comm, fnv(FNV0, &id, sizeof(id)), rank, nranks, of_id(&id, sizeof(id), secret));
 	return r;
 }
 
 EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank,
 					   ncclConfig_t *config)
 {
+	uint8_t secret[CN_SHA256_LEN];
 	ncclResult_t r;
 
 	cn_comms_enter(NULL, CN_COMMS_OTHER);
 	r = real(ncclCommInitRankConfig)(comm, nranks, id, rank, config);
 	cn_comms_leave();
-	created(r, *comm, fnv(FNV0, &id, sizeof(id)), rank, nranks);
+	created(r, *comm, fnv(FNV0, &id, sizeof(id)), rank, nranks, of_id(&id, sizeof(id), secret));
 	return r;
 }
 
 EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, int rank, int n_ids,
 					     ncclUniqueId *ids, ncclConfig_t *config)
 {
+	size_t len = sizeof(*ids) * (size_t)(n_ids > 0 ? n_ids : 0);
+	uint8_t secret[CN_SHA256_LEN];
 	ncclResult_t r;
 
 	cn_comms_enter(NULL, CN_COMMS_OTHER);
 	r = real(ncclCommInitRankScalable)(comm, nranks, rank, n_ids, ids, config);
 	cn_comms_leave();
-	created(r, *comm, fnv(FNV0, ids, sizeof(*ids) * (size_t)(n_ids > 0 ? n_ids : 0)), rank,
-		nranks);
+	created(r, *comm, fnv(FNV0, ids, len), rank, nranks,
+		n_ids > 0 ? of_id(ids, len, secret) : NULL);
 	return r;
 }
 
@@ -138,8 +164,9 @@ EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devl
 	cn_comms_leave();
 	key = devlist ? fnv(key, devlist, sizeof(*devlist) * (size_t)ndev)
 		      : fnv(key, &ndev, sizeof(ndev));
+	/* All of its ranks are this process: none of them proves anything to a peer. */
 	for (int i = 0; i < ndev; i++)
-		created(r, comms[i], key, i, ndev);
+		created(r, comms[i], key, i, ndev, NULL);
 	return r;
 }
 
@@ -149,28 +176,32 @@ EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_
 				  ncclConfig_t *config)
 {
 	uint64_t k = fnv(cn_comms_key(comm), &color, sizeof(color));
+	uint8_t secret[CN_SHA256_LEN];
 	ncclResult_t r;
 
 	cn_comms_enter(comm, CN_COMMS_OP);
 	cn_comms_issued(comm);
 	r = real(ncclCommSplit)(comm, color, key, newcomm, config);
 	cn_comms_leave();
-	created(r, newcomm ? *newcomm : NULL, k, 0, 0);
+	created(r, newcomm ? *newcomm : NULL, k, 0, 0,
+		of_parent(comm, "split", &color, sizeof(color), secret));
 	return r;
 }
 
 EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *exclude, int n_exclude,
 				   ncclComm_t *newcomm, ncclConfig_t *config, int flags)
 {
-	uint64_t k = fnv(fnv(cn_comms_key(comm), "shrink", 6), exclude,
-			 sizeof(*exclude) * (size_t)(n_exclude > 0 ? n_exclude : 0));
+	size_t len = sizeof(*exclude) * (size_t)(n_exclude > 0 ? n_exclude : 0);
+	uint64_t k = fnv(fnv(cn_comms_key(comm), "shrink", 6), exclude, len);
+	uint8_t secret[CN_SHA256_LEN];
 	ncclResult_t r;
 
 	cn_comms_enter(comm, CN_COMMS_OP);
 	cn_comms_issued(comm);
 	r = real(ncclCommShrink)(comm, exclude, n_exclude, newcomm, config, flags);
 	cn_comms_leave();
-	created(r, newcomm ? *newcomm : NULL, k, 0, 0);
+	created(r, newcomm ? *newcomm : NULL, k, 0, 0,
+		of_parent(comm, "shrink", exclude, len, secret));
 	return r;
 }
 
@@ -178,12 +209,14 @@ EXPORT ncclResult_t ncclCommGrow(ncclComm_t comm, int nranks, const ncclUniqueId
 				 ncclComm_t *newcomm, ncclConfig_t *config)
 {
 	uint64_t k = id ? fnv(FNV0, id, sizeof(*id)) : fnv(cn_comms_key(comm), "grow", 4);
+	uint8_t secret[CN_SHA256_LEN];
 	ncclResult_t r;
 
 	cn_comms_enter(NULL, CN_COMMS_OTHER);
 	r = real(ncclCommGrow)(comm, nranks, id, rank, newcomm, config);
 	cn_comms_leave();
-	created(r, newcomm ? *newcomm : NULL, k, rank, nranks);
+	created(r, newcomm ? *newcomm : NULL, k, rank, nranks,
+		id ? of_id(id, sizeof(*id), secret) : of_parent(comm, "grow", NULL, 0, secret));
 	return r;
 }
 
