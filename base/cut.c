@@ -41,8 +41,7 @@ bool cn_cut_whole(const struct cn_cut_line *lines, int n, char *why, size_t len)
 			snprintf(
 				why, len,
 				"communicator %016" PRIx64 " has %d ranks and %d of them are here: "
-				"suspend and resume the whole job at once (--tree, --slurm, --all; "
-				"jobs over several nodes need [nccl] suspendable)",
+				"suspend and resume the whole job at once (--tree, --slurm, --all)",
 				lines[a].key, lines[a].nranks, ranks);
 			return false;
 		}

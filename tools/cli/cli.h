@@ -101,11 +101,12 @@ void slurm_node_name(char *out, size_t len);
 int slurm_job_nodes(const char *jobid, char *state, size_t slen, char *nodes, size_t nlen,
 		    char *err, size_t elen);
 
-/* argv[0] started from "/" without a shell, if it is in PATH's trusted directories (cn_safe.h):
- * our ends of pipes to its stdin (to; NULL: /dev/null), from its stdout (from) and from its stderr
- * (errs; NULL: with stdout). 0, or -1 with err holding why. */
-int slurm_spawn(char *const argv[], int *to, int *from, int *errs, pid_t *pid, char *err,
-		size_t len);
+/* argv[0] started from "/" without a shell, if it is in PATH's trusted directories (cn_safe.h),
+ * with envp (NULL: this environment): our ends of pipes to its stdin (to; NULL: /dev/null), from
+ * its stdout (from) and from its stderr (errs; NULL: with stdout). 0, or -1 with err holding why.
+ */
+int slurm_spawn(char *const argv[], char *const envp[], int *to, int *from, int *errs, pid_t *pid,
+		char *err, size_t len);
 
 /* ---- group.c: processes acted on at once, all or nothing ---- */
 enum verb { VERB_SUSPEND, VERB_RESUME, VERB_PREPARE, VERB_NAP };

@@ -32,8 +32,8 @@ static bool job_id_ok(const char *s)
 	return i > 0 && isdigit((unsigned char)s[i - 1]);
 }
 
-int slurm_spawn(char *const argv[], int *to, int *from, int *errs, pid_t *pid, char *err,
-		size_t len)
+int slurm_spawn(char *const argv[], char *const envp[], int *to, int *from, int *errs, pid_t *pid,
+		char *err, size_t len)
 {
 	char exe[PATH_MAX], why[PATH_MAX + 100];
 	int p[3][2] = { { -1, -1 }, { -1, -1 }, { -1, -1 } }, r = -1;
@@ -57,7 +57,7 @@ int slurm_spawn(char *const argv[], int *to, int *from, int *errs, pid_t *pid, c
 	posix_spawn_file_actions_adddup2(&fa, p[1][1], STDOUT_FILENO);
 	posix_spawn_file_actions_adddup2(&fa, errs ? p[2][1] : p[1][1], STDERR_FILENO);
 	posix_spawn_file_actions_addchdir_np(&fa, "/");
-	r = posix_spawn(pid, exe, &fa, NULL, argv, environ);
+	r = posix_spawn(pid, exe, &fa, NULL, argv, envp ? envp : environ);
 	posix_spawn_file_actions_destroy(&fa);
 	if (r != 0)
 		snprintf(err, len, "cannot run %s: %s", exe, strerror(r));
@@ -81,7 +81,7 @@ static int run_reading(char *const argv[], FILE **f, pid_t *pid, char *err, size
 {
 	int fd;
 
-	if (slurm_spawn(argv, NULL, &fd, NULL, pid, err, len) < 0)
+	if (slurm_spawn(argv, NULL, NULL, &fd, NULL, pid, err, len) < 0)
 		return -1;
 	if (!(*f = fdopen(fd, "re"))) {
 		snprintf(err, len, "cannot read %s: %s", argv[0], strerror(errno));

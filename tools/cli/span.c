@@ -357,6 +357,28 @@ static bool phase(struct span *s, const char *name)
 	return true;
 }
 
+extern char **environ;
+
+/* This environment without what describes the job or step this command may run in: srun takes
+ * it for the allocation to start in (a step's one node, say), whatever --jobid says. Slurm's own
+ * configuration stays. NULL without memory. */
+static char **clean_env(void)
+{
+	size_t n = 0, k = 0;
+	char **v;
+
+	while (environ[n])
+		n++;
+	if (!(v = calloc(n + 1, sizeof(*v))))
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], "SLURM_", 6) != 0 ||
+		    strncmp(environ[i], "SLURM_CONF=", 11) == 0 ||
+		    strncmp(environ[i], "SLURM_CLUSTERS=", 15) == 0)
+			v[k++] = environ[i];
+	return v;
+}
+
 /* srun started with one task per node of the job, each running this program with args. */
 static int start(struct span *s, bool label, char *const args[], char *why, size_t len)
 {
@@ -370,7 +392,7 @@ static int start(struct span *s, bool label, char *const args[], char *why, size
 			  "--kill-on-bad-exit=0",
 			  "--input=all",
 			  "--quiet" };
-	char *argv[96];
+	char *argv[96], **env;
 	ssize_t k = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	int a = 0;
 
@@ -392,7 +414,13 @@ static int start(struct span *s, bool label, char *const args[], char *why, size
 	for (int i = 0; args[i] && a < 95; i++)
 		argv[a++] = args[i];
 	argv[a] = NULL;
-	return slurm_spawn(argv, &s->to, &s->from, &s->errs, &s->srun, why, len);
+	if (!(env = clean_env())) {
+		snprintf(why, len, "out of memory");
+		return -1;
+	}
+	a = slurm_spawn(argv, env, &s->to, &s->from, &s->errs, &s->srun, why, len);
+	free(env);
+	return a;
 }
 
 /* srun's end: its stdin closed (every task reads its end), reaped within a few seconds or
@@ -578,9 +606,9 @@ static void node_line(const struct span *s, int i, const struct span_req *q, boo
 	else if (n->procs <= 0)
 		snprintf(out, len, "node %s: %s", n->name,
 			 n->note[0] ? n->note : "no process of the job runs under cudanap");
-	else
+	else /* rolled back: what is still suspended is what could not be resumed */
 		snprintf(out, len, "node %s: %d process%s, %d %s, %d without CUDA, %d failed%s",
-			 n->name, t.counted, t.counted == 1 ? "" : "es", t.ok,
+			 n->name, t.counted, t.counted == 1 ? "" : "es", rolled ? n->bad : t.ok,
 			 !q->wait ? "signalled" : cli_verb_done[q->verb], t.none, t.failed,
 			 rolled ? " (rolled back)" : "");
 }
