@@ -15,7 +15,9 @@
  * (CUDA_ERROR_NOT_SUPPORTED, and the process is lost, as on driver 580). ncclCommSuspend removes
  * it, ncclCommResume puts it back; with NCCL_P2P_DISABLE=1 and NCCL_SHM_DISABLE=1 (sockets) it is
  * never made. An operation on a suspended communicator fails and is logged in
- * $CUDANAP_FAKE_DIR/nccl/misuse: the app's calls must have been held back.
+ * $CUDANAP_FAKE_DIR/nccl/misuse: the app's calls must have been held back. While the file
+ * hold.<pid> is there, that process's ncclAllReduce waits inside the call (20 s at most) before it
+ * issues: an app thread under way in NCCL, which holds its rank back at the cut for a test.
  * A communicator's device is its rank's, modulo CUDANAP_FAKE_GPUS (1). ncclCommSuspend and
  * ncclCommResume save the caller's device and set it back, as NCCL's do (cudaGetDevice: the current
  * context's device, 0 without one): setting back another device than the communicator's would
@@ -339,6 +341,8 @@ EXPORT ncclResult_t ncclAllReduce(const void *s, void *d, size_t n, int t, int o
 		misuse("ncclAllReduce", comm);
 		return invalid_usage;
 	}
+	for (int i = 0; i < 10000 && exists("%s/hold.%d", dir(), (int)getpid()); i++)
+		usleep(2000);
 	kernel();
 	comm->seq++;
 	return touch("%s/%016llx.op.%lu.%d", dir(), (unsigned long long)comm->key, comm->seq,

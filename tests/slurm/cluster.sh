@@ -17,28 +17,22 @@ cluster_pids=() cluster_slices=()
 # daemon_failed NAME LOG: skip the suite with the daemon's last error line.
 daemon_failed() {
 	local why
-	why=$(grep -iE 'error|fatal' "$2" "$S/log/$1.log" 2> /dev/null | grep -v 'initialization failed' | tail -n 1)
+	why=$(grep -iE 'error|fatal' "$2" "$S/log/$1"*.log 2> /dev/null | grep -v 'initialization failed' | tail -n 1)
 	why=${why#*:}
 	skip_all "$1 did not start: ${why:-$(tail -n 1 "$2" 2> /dev/null)}"
 }
 
-# cluster_start PLUGSTACK_LINE [SLURM.CONF LINE...]: the cluster up with that line in
-# plugstack.conf, one node idle; $S/st is there for the plugin's statusbase. Lines given replace
-# the two partitions (debug, the default, and gpu) when one of them names a partition, and are
-# added to slurm.conf either way.
-cluster_start() {
-	local plug=$1 parts="PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
-PartitionName=gpu Nodes=ALL MaxTime=INFINITE State=UP"
-	shift
-	# One test cluster per host at a time: two share the node's name, and with it slurmd's cgroup
-	# (system.slice/NODE_slurmstepd.scope), which each cleans up after itself. A second suite
-	# running beside this one (another build, CI) waits here.
+# cluster_lock NAME: one test cluster of this kind per host at a time: a second suite running
+# beside this one (another build, CI) waits here.
+cluster_lock() {
 	if [ -z "${cluster_lock:-}" ]; then
-		exec {cluster_lock}> "${TMPDIR:-/tmp}/cudanap-test-cluster.lock"
+		exec {cluster_lock}> "${TMPDIR:-/tmp}/$1"
 		flock -w 500 "$cluster_lock" || { ok 1 "no test cluster free after 500 s"; finish; }
 	fi
-	printf '%s\n' "$@" | grep -q '^PartitionName=' && parts=
+}
 
+# munge_start: munged up, its socket and key under $S/munge; the directories of $S made.
+munge_start() {
 	mkdir -p "$S/munge" "$S/ctld" "$S/d" "$S/log" "$S/st"
 	chmod 700 "$S/munge"
 	chmod 755 "$S/st" # the plugin's statusbase: root makes cudanap/ in it
@@ -49,11 +43,22 @@ PartitionName=gpu Nodes=ALL MaxTime=INFINITE State=UP"
 	cluster_pids+=($!)
 	for _ in $(seq 100); do [ -S "$S/munge/sock" ] && break; sleep 0.1; done
 	[ -S "$S/munge/sock" ] || daemon_failed munged "$S/log/munged.out"
+}
 
+# slurm_conf PLUGSTACK_LINE CTLD_ADDR NODE_LINES [SLURM.CONF LINE...]: plugstack.conf and
+# slurm.conf for a cluster whose slurmctld listens on CTLD_ADDR and whose nodes NODE_LINES name.
+# Lines given replace the two partitions (debug, the default, and gpu) when one of them names a
+# partition, and are added either way. With per_node set, each slurmd's files are named after its
+# node (%n): several run on one host.
+slurm_conf() {
+	local plug=$1 addr=$2 nodes=$3 parts="PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+PartitionName=gpu Nodes=ALL MaxTime=INFINITE State=UP"
+	shift 3
+	printf '%s\n' "$@" | grep -q '^PartitionName=' && parts=
 	printf '%s\n' "$plug" > "$S/plugstack.conf"
 	cat > "$SLURM_CONF" <<-CONF
 	ClusterName=cudanap
-	SlurmctldHost=$NODE(127.0.0.1)
+	SlurmctldHost=$NODE($addr)
 	SlurmctldPort=$(free_port)
 	SlurmdPort=$(free_port)
 	SlurmUser=root
@@ -62,11 +67,11 @@ PartitionName=gpu Nodes=ALL MaxTime=INFINITE State=UP"
 	AuthInfo=socket=$S/munge/sock
 	CredType=cred/munge
 	StateSaveLocation=$S/ctld
-	SlurmdSpoolDir=$S/d
+	SlurmdSpoolDir=$S/d${per_node:+/%n}
 	SlurmctldPidFile=$S/ctld.pid
-	SlurmdPidFile=$S/d.pid
+	SlurmdPidFile=$S/d${per_node:+/%n}.pid
 	SlurmctldLogFile=$S/log/slurmctld.log
-	SlurmdLogFile=$S/log/slurmd.log
+	SlurmdLogFile=$S/log/slurmd${per_node:+.%n}.log
 	PlugStackConfig=$S/plugstack.conf
 	ProctrackType=proctrack/linuxproc
 	TaskPlugin=task/none
@@ -81,16 +86,17 @@ PartitionName=gpu Nodes=ALL MaxTime=INFINITE State=UP"
 	AccountingStorageType=accounting_storage/none
 	MailProg=/bin/true
 	${SLURM_PLUGINDIR:+PluginDir=$SLURM_PLUGINDIR}
-	NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$(nproc) State=UNKNOWN
+	$nodes
 	$parts
 	CONF
 	[ $# -eq 0 ] || printf '%s\n' "$@" >> "$SLURM_CONF"
+}
 
-	# On a cgroup v2 host slurmd asks systemd over D-Bus for a scope; a test machine may have
-	# neither, and slurmd then makes its cgroup itself.
-	# Its stepd's cgroup goes under system.slice beside the cgroup slurmd starts in (the root's on
-	# most hosts; a sandbox may put the test in a cgroup of its own), made here if missing and
-	# removed again.
+# cgroup_slices: on a cgroup v2 host slurmd asks systemd over D-Bus for a scope; a test machine may
+# have neither, and slurmd then makes its cgroup itself. Its stepd's cgroup goes under
+# system.slice beside the cgroup slurmd starts in (the root's on most hosts; a sandbox may put the
+# test in a cgroup of its own), made here if missing and removed again.
+cgroup_slices() {
 	local own slice
 	own=$(sed -n 's/^0:://p' /proc/self/cgroup 2> /dev/null)
 	own=${own%/*}
@@ -99,11 +105,29 @@ PartitionName=gpu Nodes=ALL MaxTime=INFINITE State=UP"
 		[ -f /sys/fs/cgroup/cgroup.controllers ] && [ ! -d "$slice" ] && mkdir "$slice" 2> /dev/null &&
 			cluster_slices+=("$slice")
 	done
+}
 
+# ctld_start: slurmctld up (10 s at most), or the suite skipped with its error.
+ctld_start() {
 	slurmctld -D -i > "$S/log/slurmctld.out" 2>&1 &
 	cluster_pids+=($!)
 	for _ in $(seq 100); do scontrol ping 2> /dev/null | grep -q UP && break; sleep 0.1; done
 	scontrol ping 2> /dev/null | grep -q UP || daemon_failed slurmctld "$S/log/slurmctld.out"
+}
+
+# cluster_start PLUGSTACK_LINE [SLURM.CONF LINE...]: the cluster up with that line in
+# plugstack.conf, one node idle; $S/st is there for the plugin's statusbase (slurm_conf says what
+# the lines do).
+cluster_start() {
+	local plug=$1
+	shift
+	# Two clusters of this kind share the node's name, and with it slurmd's cgroup
+	# (system.slice/NODE_slurmstepd.scope), which each cleans up after itself.
+	cluster_lock cudanap-test-cluster.lock
+	munge_start
+	slurm_conf "$plug" 127.0.0.1 "NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$(nproc) State=UNKNOWN" "$@"
+	cgroup_slices
+	ctld_start
 	slurmd_start && return 0
 	# slurmd initialises a cgroup plugin whatever the other plugins are; where cgroup v2 cannot
 	# serve it (a sandbox that gives the test a cgroup it may not make system.slice beside), the v1
@@ -193,6 +217,9 @@ attach() {
 	printf -v "${1}_in" '%s' "$fin"
 	printf -v "${1}_out" '%s' "$fout"
 }
+# tell NAME LINE: LINE to its target, no answer awaited (quit answers nothing: ask would wait
+# for its timeout on the fifo attach keeps open)
+tell() { local fd; eval "fd=\$${1}_in"; echo "$2" >&"$fd"; }
 # ready NAME: its target's pid, once it has said "ready PID ..."
 ready() {
 	answer "$1" 60

@@ -55,7 +55,7 @@ like "$said" "handover: job $high waited (0\.[5-9]|[1-9])[0-9.]* s for 1 suspend
 diag "${said#*cudanap: }"
 
 # -- the high job ends: Slurm resumes the low job, and cudanap its GPU memory
-ask H quit
+tell H quit
 wait_final "$high"
 is "$(job_state "$high")" COMPLETED "the high job completes"
 wait_state "$low" RUNNING
@@ -64,7 +64,7 @@ is "$(job_state "$low"):$(field "$l" state)" RUNNING:running "Slurm resumes the 
 check "its memory is back on the GPU" test -e "$T/fake/$l.gpu"
 ask L verify
 is "$REPLY" "verify ok" "every byte back"
-ask L quit
+tell L quit
 wait_final "$low"
 is "$(job_state "$low")" COMPLETED "and it finishes"
 
@@ -94,7 +94,7 @@ is "$(job_state "$low"):$(field "$a" state):$(field "$b" state)" SUSPENDED:check
 check "when the high job started, neither rank's memory was on the GPU" \
 	bash -c "! grep -qxE '($a|$b)\.gpu' '$T/H.seen'"
 diag "$(grep 'handover' "$S/log/slurmd.log" | tail -n 1 | sed 's/.*cudanap: //')"
-ask H quit
+tell H quit
 wait_final "$high"
 wait_state "$low" RUNNING
 until_state "$a" running && until_state "$b" running
@@ -104,8 +104,8 @@ check "A trains on" advancing A
 check "B trains on" advancing B
 is "$(steps A | cut -d' ' -f2):$(steps B | cut -d' ' -f2):$(cat "$T/fake/nccl/misuse" 2> /dev/null)" "0:0:" \
 	"no NCCL call failed, none reached a suspended communicator"
-ask A quit
-ask B quit
+tell A quit
+tell B quit
 wait_final "$low"
 is "$(job_state "$low")" COMPLETED "and the job finishes"
 

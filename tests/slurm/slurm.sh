@@ -89,8 +89,8 @@ ask A verify
 r=$REPLY
 ask B verify
 is "$r:$REPLY" "verify ok:verify ok" "data intact"
-ask A quit
-ask B quit
+tell A quit
+tell B quit
 wait_state "$j" COMPLETED 300
 is "$(job_state "$j")" COMPLETED "the job completes"
 for _ in $(seq 300); do [ -e "$STATUS_DIR" ] || break; sleep 0.1; done
@@ -134,7 +134,7 @@ until_state "$c" running
 like "$(field "$c" state):$(awk '{ print $3 }' "/proc/$c/stat")" "^running:[SR]$" "resume = SIGCONT: scontrol resume restores it"
 ask C verify
 is "$REPLY" "verify ok" "data intact"
-ask C quit
+tell C quit
 
 # -- sbatch --signal=B:USR1@T: the batch shell's trap suspends the whole job before its time limit
 attach D
@@ -157,5 +157,5 @@ cli resume --slurm "$j"
 is "$rc" 0 "resume --slurm"
 ask D verify
 is "$REPLY" "verify ok" "data intact"
-ask D quit
+tell D quit
 finish
