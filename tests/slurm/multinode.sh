@@ -111,7 +111,17 @@ like "$rc:$out" "suspend --slurm $job reaches every node of the job by itself: r
 	"the recipe of one command per node is refused: it would take the job over and over"
 check "and nothing was suspended" all_are running
 
-# -- status across nodes
+# -- the commands that only look, across nodes: status, a dry run; the JSON of an action
+cli suspend --dry-run --slurm "$job"
+like "$rc:$out" "^0:(.*
+)?cnode1: ${pid[0]}: would suspend: .*
+cnode2: ${pid[2]}: would suspend: " "suspend --dry-run --slurm from the controller asks the ranks of both nodes, each line naming its node"
+cli suspend --slurm "$job" --json
+like "$rc:$(tr -d '\n' <<< "$out")" '^0:\{"action":"suspend","job":"[0-9]+","nodes":\[ *\{"node":"cnode1","answered":true,"processes":[0-9]+,"ok":2,.*\{"node":"cnode2","answered":true,"processes":2,"ok":2,' \
+	"suspend --slurm --json: an object with one entry per node"
+like "$(tr -d '\n' <<< "$out")" '"processes":\[ *\{"node":"cnode1","pid":[0-9]+,"ok":true,' "and each process's entry naming its node"
+cli resume --slurm "$job"
+check "resumed" eval 'all_are running && trains'
 cli status --slurm "$job"
 like "$out" "(^|
 )cnode1 +${pid[0]} +running.*

@@ -52,7 +52,11 @@ const char cli_usage_suspend[] =
 	"  -T, --tree PID      PID and all its descendants that run under cudanap (repeatable;\n"
 	"                      other processes in the tree, such as a launcher shell, are "
 	"skipped)\n"
-	"  -S, --slurm JOBID   the processes of Slurm job JOBID on this node (scontrol listpids)\n"
+	"  -S, --slurm JOBID   the processes of Slurm job JOBID on every node of it, from any\n"
+	"                      host: a job on several nodes, or on another, is reached through\n"
+	"                      one step of it (srun --jobid=JOBID --overlap, one task a node),\n"
+	"                      kept whole across them; a line per node in the outcome\n"
+	"  -H, --this-node     with --slurm: the job's processes on this node only\n"
 	"  -e, --each          act on each process on its own: no rollback, no retries\n"
 	"  -r, --retries N     attempts after the first for an all-or-nothing suspend (default 2)\n"
 	"  -D, --to-disk[=DIR] suspend: put the host copy in a file in DIR (default: the INI's\n"
@@ -77,7 +81,7 @@ const char cli_usage_suspend[] =
 	"Exit status: 0 if every PID succeeded, 1 if any failed or timed out, 2 on usage errors.\n"
 	"Examples: cudanap suspend 4711 && sleep 60 && cudanap resume 4711\n"
 	"          cudanap suspend --tree $SLURM_TASK_PID\n"
-	"          srun --jobid=$J --overlap --ntasks-per-node=1 cudanap suspend --slurm $J\n";
+	"          cudanap suspend --slurm $J     (every node of job J, from any host)\n";
 
 const char cli_usage_prepare[] =
 	"usage: cudanap prepare [-c FILE] [--wait|--no-wait] [--timeout S] PID...\n"

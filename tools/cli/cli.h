@@ -213,7 +213,7 @@ int relay_phase(struct relay *r, const char *phase, const struct cn_cut_line *li
 		const char *state, const char *note, double deadline, char *why, size_t len);
 const char *relay_target(const struct relay *r, int idx);
 /* An attempt's outcome said (each process's line, the first failure); true when the leader says
- * to roll back. */
+ * to roll back, or is gone: a job half asleep across its nodes is the worst state to leave. */
 bool relay_outcome(struct relay *r, const struct job *jobs, int n, const struct job *failed,
 		   bool transient, bool json, double deadline);
 /* The rollback's outcome said; true when the leader says to try again. */

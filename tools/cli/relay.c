@@ -40,12 +40,12 @@ static void say(struct relay *r, const char *fmt, ...)
 {
 	char line[8192];
 	va_list ap;
-	int o = snprintf(line, sizeof(line), SPAN_MARK "%s ", r->node), n;
+	int o = snprintf(line, sizeof(line), SPAN_MARK "%s ", r->node);
 
 	va_start(ap, fmt);
-	n = vsnprintf(line + o, sizeof(line) - (size_t)o - 1, fmt, ap);
+	vsnprintf(line + o, sizeof(line) - (size_t)o - 1, fmt, ap);
 	va_end(ap);
-	o += n < 0 ? 0 : n < (int)(sizeof(line) - (size_t)o - 1) ? n : (int)(sizeof(line) - o - 2);
+	o = (int)strlen(line); /* what fit, one byte kept for the newline */
 	/* A line of ours is one line whatever it quotes. */
 	for (char *p = line; p < line + o; p++)
 		if (*p == '\n')

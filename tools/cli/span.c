@@ -79,12 +79,12 @@ static void tell(struct span *s, const char *fmt, ...)
 {
 	char line[8192];
 	va_list ap;
-	int o = snprintf(line, sizeof(line), SPAN_MARK), n;
+	int o = snprintf(line, sizeof(line), SPAN_MARK);
 
 	va_start(ap, fmt);
-	n = vsnprintf(line + o, sizeof(line) - (size_t)o - 1, fmt, ap);
+	vsnprintf(line + o, sizeof(line) - (size_t)o - 1, fmt, ap);
 	va_end(ap);
-	o += n < 0 ? 0 : n < (int)(sizeof(line) - (size_t)o - 1) ? n : (int)(sizeof(line) - o - 2);
+	o = (int)strlen(line); /* what fit, one byte kept for the newline */
 	line[o++] = '\n';
 	/* A node's next report answers this: what came before is spent. */
 	for (int i = 0; i < s->n; i++)
