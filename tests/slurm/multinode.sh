@@ -120,6 +120,8 @@ cli suspend --slurm "$job" --json
 like "$rc:$(tr -d '\n' <<< "$out")" '^0:\{"action":"suspend","job":"[0-9]+","nodes":\[ *\{"node":"cnode1","answered":true,"processes":[0-9]+,"ok":2,.*\{"node":"cnode2","answered":true,"processes":2,"ok":2,' \
 	"suspend --slurm --json: an object with one entry per node"
 like "$(tr -d '\n' <<< "$out")" '"processes":\[ *\{"node":"cnode1","pid":[0-9]+,"ok":true,' "and each process's entry naming its node"
+is "$(grep -o '"status":{"pid":' <<< "$out" | wc -l)" "$(grep -o '{"node":"cnode[12]","pid":' <<< "$out" | wc -l)" \
+	"each with its whole status file, however long (a node's lines come in pieces srun keeps apart)"
 cli resume --slurm "$job"
 check "resumed" eval 'all_are running && trains'
 cli status --slurm "$job"

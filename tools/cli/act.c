@@ -591,7 +591,7 @@ static int spanned(struct act_args *a, const char *nodes, int n)
 
 	if (a->dry)
 		return span_look(a->slurm, nodes, n, q.args, a->json, true);
-	return span_act(&q, nodes, n);
+	return spanjob_act(&q, nodes, n);
 }
 
 /* This node's part in a job led from another host: its processes acted on, every step said to

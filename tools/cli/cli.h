@@ -163,6 +163,9 @@ void group_run(struct job *jobs, int n, const struct plan *p, struct group_resul
 
 /* Every line between the leader and the nodes begins with it (span.c says the words). */
 #define SPAN_MARK "@cn "
+/* and is at most this long: srun's --label keeps the lines of its tasks apart only up to 1024
+ * bytes, cutting longer ones into pieces that another task's may come between. */
+#define SPAN_LINE_MAX 1000
 /* The phases of an NCCL job's cut: a suspend's counts and its ranks at the cut, a resume's ranks
  * restored. */
 #define SPAN_COUNT    "count"
@@ -187,9 +190,10 @@ struct span_req {
 	void (*on_attempt)(const char *line);
 };
 
+/* ---- spanjob.c: an action on a Slurm job over all its nodes ---- */
 /* Suspend, resume, prepare or nap job over its n nodes: the outcome printed, one line per process
  * and per node, then a total. The exit status. */
-int span_act(const struct span_req *q, const char *nodes, int n);
+int spanjob_act(const struct span_req *q, const char *nodes, int n);
 /* A command that only looks (status, suspend --dry-run) run on every node with args: their output
  * printed together, marked with each node's name when marked. The exit status. */
 int span_look(const char *job, const char *nodes, int n, char *const args[], bool json,

@@ -38,7 +38,7 @@ struct relay {
 static void say(struct relay *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void say(struct relay *r, const char *fmt, ...)
 {
-	char line[8192];
+	char line[SPAN_LINE_MAX + 1];
 	va_list ap;
 	int o = snprintf(line, sizeof(line), SPAN_MARK "%s ", r->node);
 
@@ -60,6 +60,16 @@ static void say(struct relay *r, const char *fmt, ...)
 		w += k > 0 ? (size_t)k : 0;
 	}
 	pthread_mutex_unlock(&r->out);
+}
+
+/* A text longer than a line, in lines of its pieces: "KIND+ PIECE"..., then "KIND PIECE". */
+static void say_long(struct relay *r, const char *kind, const char *text)
+{
+	size_t n = strlen(text), piece = SPAN_LINE_MAX / 2;
+
+	for (; n > piece; text += piece, n -= piece)
+		say(r, "%s+ %.*s", kind, (int)piece, text);
+	say(r, "%s %s", kind, text);
 }
 
 static void *beat(void *arg)
@@ -244,7 +254,7 @@ bool relay_outcome(struct relay *r, const struct job *jobs, int n, const struct 
 		say(r, "proc %d %s %d %s", jobs[i].ok, jobs[i].outcome ? jobs[i].outcome : "-",
 		    jobs[i].pid, jobs[i].line);
 		if (json && act_job_json(&jobs[i], obj, sizeof(obj)) == 0)
-			say(r, "json %s", obj);
+			say_long(r, "json", obj);
 	}
 	if (failed)
 		say(r, "result %s %s", transient ? "transient" : "failed", failed->line);

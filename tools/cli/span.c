@@ -1,5 +1,6 @@
-/* span: a whole Slurm job over its nodes, led from here. When a job runs on several nodes, or on
- * one that is not this host (the controller, a login node), `cudanap suspend|resume|prepare|nap
+/* span: a whole Slurm job over its nodes, led from here: the step on every node and the words
+ * with it (spanjob.c decides what an action does with them). When a job runs on several nodes, or
+ * on one that is not this host (the controller, a login node), `cudanap suspend|resume|prepare|nap
  * --slurm J` starts itself on every node of the job through Slurm, as the tasks of one step (srun
  * --jobid=J --overlap, one task per node, never ssh), each acting on its node's processes
  * (relay.c). They act as one job: the same all-or-nothing rule and rollback as on one node, and
@@ -20,6 +21,8 @@
  * (status, suspend --dry-run) run there with --this-node, and their lines come back with the
  * node's name (passthrough). */
 #define _GNU_SOURCE
+#include "spanstep.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -30,52 +33,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli.h"
 #include "cn_cut.h"
 #include "cn_hostlist.h"
 #include "cn_json.h"
 
 #define SILENCE_S 10.0
 #define HELLO_S	  60.0 /* for srun to start the step on every node */
-#define MAX_NODES 4096
-#define PER_NODE  65536 /* a cut line's who: node * PER_NODE + the process's index there */
 
-struct node {
-	char name[256];
-	int procs;
-	bool hello, dead, ended;
-	double heard;
-	char note[1024]; /* hello's why, the refusal, the cut's note, the result's line */
-	char said[16], state[16], result[16];
-	int rolled, bad; /* rolledback's */
-	bool got;	 /* the report asked for is in */
-};
-
-struct proc {
-	int node, pid, order;
-	bool ok;
-	char outcome[32], line[600];
-	char *json;
-};
-
-struct span {
-	const char *job;
-	struct node *nodes;
-	int n;
-	int to, from, errs;
-	pid_t srun;
-	char in[1 << 16], err_line[512];
-	size_t used;
-	bool eof;
-	struct proc *procs;
-	int n_procs, cap_procs;
-	struct cn_cut_line *lines;
-	int n_lines, cap_lines;
-	double deadline;
-};
-
-static void tell(struct span *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void tell(struct span *s, const char *fmt, ...)
+void span_tell(struct span *s, const char *fmt, ...)
 {
 	char line[8192];
 	va_list ap;
@@ -118,6 +83,18 @@ static bool room(void **v, int *cap, int n, size_t size)
 	*v = w;
 	*cap = *cap ? 2 * *cap : 64;
 	return true;
+}
+
+/* text added at the end of *v (a string, or NULL for none yet). */
+static void append(char **v, const char *text)
+{
+	size_t had = *v ? strlen(*v) : 0;
+	char *w = realloc(*v, had + strlen(text) + 1);
+
+	if (w) {
+		strcpy(w + had, text);
+		*v = w;
+	}
 }
 
 static void add_proc(struct span *s, int node, const char *args)
@@ -184,12 +161,11 @@ static void heard(struct span *s, char *line)
 				 : "");
 	} else if (strcmp(kind, "proc") == 0) {
 		add_proc(s, (int)(n - s->nodes), args);
-	} else if (strcmp(kind, "json") == 0) {
-		/* The node's last process: the nodes' lines come interleaved. */
+	} else if (strcmp(kind, "json") == 0 || strcmp(kind, "json+") == 0) {
+		/* The node's last process's, in pieces: the nodes' lines come interleaved. */
 		for (int i = s->n_procs - 1; i >= 0; i--)
 			if (s->procs[i].node == (int)(n - s->nodes)) {
-				free(s->procs[i].json);
-				s->procs[i].json = strdup(args);
+				append(&s->procs[i].json, args);
 				break;
 			}
 	} else if (strcmp(kind, "result") == 0) {
@@ -204,6 +180,18 @@ static void heard(struct span *s, char *line)
 	} else if (strcmp(kind, "end") == 0) {
 		n->ended = true;
 	}
+}
+
+/* A task's line of `srun --label`, "N: TEXT": N, and TEXT at *text. -1 when not one. */
+static int labelled(char *line, char **text)
+{
+	char *end;
+	long t = strtol(line, &end, 10);
+
+	if (end == line || end[0] != ':' || t < 0 || t >= MAX_NODES)
+		return -1;
+	*text = end + 1 + (end[1] == ' ');
+	return (int)t;
 }
 
 /* srun's errors: the last line kept, for a node that never started. */
@@ -242,9 +230,11 @@ static void pump(struct span *s)
 	}
 	while ((nl = memchr(s->in, '\n', s->used))) {
 		size_t n = (size_t)(nl - s->in);
+		char *text;
 
 		*nl = '\0';
-		heard(s, s->in);
+		if (labelled(s->in, &text) >= 0)
+			heard(s, text);
 		memmove(s->in, nl + 1, s->used - n - 1);
 		s->used -= n + 1;
 	}
@@ -264,20 +254,20 @@ static void pump(struct span *s)
 	}
 }
 
-static bool active(const struct node *n)
+bool span_active(const struct node *n)
 {
 	return n->hello && n->procs > 0 && !n->dead;
 }
 
 /* Until every active node has given its report on what was last told (its got), or the
  * deadline. */
-static void collect(struct span *s)
+void span_collect(struct span *s)
 {
 	for (;;) {
 		bool all = true;
 
 		for (int i = 0; i < s->n; i++)
-			all &= !active(&s->nodes[i]) || s->nodes[i].got;
+			all &= !span_active(&s->nodes[i]) || s->nodes[i].got;
 		if (all || cli_now_s() >= s->deadline)
 			return;
 		pump(s);
@@ -285,7 +275,7 @@ static void collect(struct span *s)
 }
 
 /* The first node that died since the action began, into why; false when none did. */
-static bool lost(const struct span *s, char *why, size_t len)
+bool span_lost(const struct span *s, char *why, size_t len)
 {
 	for (int i = 0; i < s->n; i++)
 		if (s->nodes[i].dead && s->nodes[i].procs > 0) {
@@ -298,44 +288,44 @@ static bool lost(const struct span *s, char *why, size_t len)
 /* One phase of the NCCL ranks' cut: every node's lines and word, then the answer to all. True
  * when the ranks go on (the counts to reach, or the go); false when there was no cut to make or
  * it was given up. */
-static bool phase(struct span *s, const char *name)
+bool span_phase(struct span *s, const char *name)
 {
 	char why[1200] = "", text[8192], list[8192];
 	bool whole;
 
 	s->n_lines = 0;
-	collect(s);
+	span_collect(s);
 	for (int i = 0; i < s->n && !why[0]; i++) {
 		struct node *n = &s->nodes[i];
 
-		if (active(n) && !n->got)
+		if (span_active(n) && !n->got)
 			snprintf(why, sizeof(why), "node %s: no word at the cut in time", n->name);
-		else if (active(n) && strcmp(n->state, "bad") == 0)
+		else if (span_active(n) && strcmp(n->state, "bad") == 0)
 			snprintf(why, sizeof(why), "node %s: %s", n->name, n->note);
 	}
 	if (!why[0])
-		lost(s, why, sizeof(why));
+		span_lost(s, why, sizeof(why));
 	if (why[0]) {
-		tell(s, "abort %s", why);
+		span_tell(s, "abort %s", why);
 		return false;
 	}
 	if (s->n_lines == 0) {
-		tell(s, "nocut");
+		span_tell(s, "nocut");
 		return false;
 	}
 	whole = cn_cut_whole(s->lines, s->n_lines, text, sizeof(text));
 	for (int i = 0; i < s->n && !whole; i++) /* a process that failed is named first */
-		if (active(&s->nodes[i]) && strcmp(s->nodes[i].state, "hint") == 0) {
+		if (span_active(&s->nodes[i]) && strcmp(s->nodes[i].state, "hint") == 0) {
 			snprintf(text, sizeof(text), "node %s: %s", s->nodes[i].name,
 				 s->nodes[i].note);
 			break;
 		}
 	if (!whole) {
-		tell(s, "abort %s", text);
+		span_tell(s, "abort %s", text);
 		return false;
 	}
 	if (strcmp(name, "count") != 0) {
-		tell(s, "commit");
+		span_tell(s, "commit");
 		return true;
 	}
 	for (int a = 0; a < s->n_lines; a++) {
@@ -351,9 +341,9 @@ static bool phase(struct span *s, const char *name)
 		for (const char *p = text; *p && o + 1 < sizeof(list); p++)
 			list[o++] = *p == ' ' ? ':' : *p == '\n' ? ',' : *p;
 		list[o > 0 ? o - 1 : 0] = '\0';
-		tell(s, "go %s %d %s", s->nodes[who / PER_NODE].name, who % PER_NODE, list);
+		span_tell(s, "go %s %d %s", s->nodes[who / PER_NODE].name, who % PER_NODE, list);
 	}
-	tell(s, "went");
+	span_tell(s, "went");
 	return true;
 }
 
@@ -380,7 +370,7 @@ static char **clean_env(void)
 }
 
 /* srun started with one task per node of the job, each running this program with args. */
-static int start(struct span *s, bool label, char *const args[], char *why, size_t len)
+int span_start(struct span *s, char *const args[], char *why, size_t len)
 {
 	char exe[PATH_MAX] = "", job[64], nodes[32], tasks[32];
 	char *fixed[] = { "srun",
@@ -408,8 +398,8 @@ static int start(struct span *s, bool label, char *const args[], char *why, size
 	 * written here reaches every task; a task that fails does not end the others. */
 	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
 		argv[a++] = fixed[i];
-	if (label)
-		argv[a++] = "--label";
+	/* Each line whole, under its task's number (SPAN_LINE_MAX). */
+	argv[a++] = "--label";
 	argv[a++] = exe;
 	for (int i = 0; args[i] && a < 95; i++)
 		argv[a++] = args[i];
@@ -425,7 +415,7 @@ static int start(struct span *s, bool label, char *const args[], char *why, size
 
 /* srun's end: its stdin closed (every task reads its end), reaped within a few seconds or
  * killed. */
-static void finish(struct span *s)
+void span_finish(struct span *s)
 {
 	double until = cli_now_s() + 5;
 	int status;
@@ -457,7 +447,7 @@ static void finish(struct span *s)
 
 /* Every node's hello within HELLO_S; one that did not start the command is gone. The number of
  * processes of the job on all of them. */
-static int hellos(struct span *s)
+int span_hellos(struct span *s)
 {
 	double until = cli_now_s() + HELLO_S;
 	int total = 0;
@@ -484,215 +474,9 @@ static int hellos(struct span *s)
 	return total;
 }
 
-/* The answer to every node's check: one that cannot be signalled refuses the whole job. Its
- * line into refused ("" when sent). */
-static void agree_send(struct span *s, char *refused, size_t len)
-{
-	refused[0] = '\0';
-	collect(s);
-	for (int i = 0; i < s->n && !refused[0]; i++) {
-		struct node *n = &s->nodes[i];
-
-		if (n->procs > 0 && (n->dead || !n->got))
-			snprintf(refused, len, "node %s: %s", n->name,
-				 n->dead ? n->note : "no answer in time");
-		else if (active(n) && strcmp(n->state, "refused") == 0)
-			snprintf(refused, len, "node %s: %s", n->name, n->note);
-	}
-	if (refused[0])
-		tell(s, "refuse %s", refused);
-	else
-		tell(s, "send");
-}
-
-/* The outcome of one attempt: whether it failed (a node gone counts), all of it transient. */
-static bool failed(struct span *s, bool *transient, char *first, size_t len)
-{
-	bool any = false;
-
-	*transient = true;
-	first[0] = '\0';
-	collect(s);
-	for (int i = 0; i < s->n; i++) {
-		struct node *n = &s->nodes[i];
-
-		if (n->procs <= 0 || (!n->dead && n->got && strcmp(n->result, "ok") == 0))
-			continue;
-		any = true;
-		*transient &= !n->dead && n->got && strcmp(n->result, "transient") == 0;
-		if (!first[0])
-			snprintf(first, len, "node %s: %s", n->name,
-				 n->dead  ? n->note
-				 : n->got ? n->note
-					  : "no outcome in time");
-	}
-	return any;
-}
-
-/* The rollback on every node: the job's NCCL ranks resumed together, then each node's line. How
- * many processes are still not running. */
-static int roll_back(struct span *s, char *line, size_t len)
-{
-	int bad = 0;
-	size_t o;
-
-	phase(s, "restored");
-	collect(s);
-	o = (size_t)snprintf(line, len, "rollback:");
-	for (int i = 0; i < s->n; i++) {
-		struct node *n = &s->nodes[i];
-
-		if (n->procs <= 0)
-			continue;
-		if (n->dead || !n->got) {
-			bad += n->procs;
-			o += (size_t)snprintf(line + o, o < len ? len - o : 0, " node %s: %s;",
-					      n->name, n->dead ? n->note : "no answer in time");
-			continue;
-		}
-		bad += n->bad;
-		if (strcmp(n->note, "-") != 0)
-			o += (size_t)snprintf(
-				line + o, o < len ? len - o : 0, " node %s: %s;", n->name,
-				strncmp(n->note, "rollback: ", 10) == 0 ? n->note + 10 : n->note);
-	}
-	if (o < len && line[o - 1] == ';')
-		line[o - 1] = '\0';
-	return bad;
-}
-
-/* ---- what is printed ---- */
-
-static int by_node(const void *a, const void *b)
-{
-	const struct proc *x = a, *y = b;
-
-	return x->node != y->node ? x->node - y->node : x->order - y->order;
-}
-
-struct tally {
-	int counted, ok, none, failed;
-};
-
-static struct tally count(const struct span *s, int node)
-{
-	struct tally t = { 0 };
-
-	for (int i = 0; i < s->n_procs; i++) {
-		const struct proc *p = &s->procs[i];
-
-		if ((node >= 0 && p->node != node) || strcmp(p->outcome, "gone") == 0)
-			continue;
-		t.counted++;
-		t.none += strcmp(p->outcome, "no-cuda") == 0;
-		t.ok += p->ok && strcmp(p->outcome, "no-cuda") != 0;
-	}
-	t.failed = t.counted - t.ok - t.none;
-	return t;
-}
-
-/* A node's line: what its processes came to, or why there is nothing to say of them. */
-static void node_line(const struct span *s, int i, const struct span_req *q, bool rolled, char *out,
-		      size_t len)
-{
-	const struct node *n = &s->nodes[i];
-	struct tally t = count(s, i);
-
-	if (n->dead)
-		snprintf(out, len,
-			 "node %s: %s: its processes are as they were then; see "
-			 "'cudanap status --slurm %s'",
-			 n->name, n->note, s->job);
-	else if (n->procs <= 0)
-		snprintf(out, len, "node %s: %s", n->name,
-			 n->note[0] ? n->note : "no process of the job runs under cudanap");
-	else /* rolled back: what is still suspended is what could not be resumed */
-		snprintf(out, len, "node %s: %d process%s, %d %s, %d without CUDA, %d failed%s",
-			 n->name, t.counted, t.counted == 1 ? "" : "es", rolled ? n->bad : t.ok,
-			 !q->wait ? "signalled" : cli_verb_done[q->verb], t.none, t.failed,
-			 rolled ? " (rolled back)" : "");
-}
-
-static void print_text(const struct span *s, const struct span_req *q, const char *refused,
-		       const char *rollback, double seconds, int still)
-{
-	struct tally t = count(s, -1);
-	char line[2048];
-
-	for (int i = 0; i < s->n_procs; i++)
-		printf("%s: %s\n", s->nodes[s->procs[i].node].name, s->procs[i].line);
-	for (int i = 0; i < s->n; i++) {
-		node_line(s, i, q, rollback[0], line, sizeof(line));
-		printf("%s\n", line);
-	}
-	if (refused[0])
-		printf("refused: %s; nothing was signalled on any node\n", refused);
-	if (rollback[0])
-		printf("%s\n", rollback);
-	printf("total: %d node%s, %d process%s, %d %s, %d without CUDA, %d failed%s, %.2f s\n",
-	       s->n, s->n == 1 ? "" : "s", t.counted, t.counted == 1 ? "" : "es",
-	       rollback[0] ? still : t.ok, !q->wait ? "signalled" : cli_verb_done[q->verb], t.none,
-	       t.failed, rollback[0] ? " (rolled back)" : "", seconds);
-}
-
-static void json_str(const char *text)
-{
-	static char buf[8192 * 6 + 3];
-
-	printf("%s", cn_json_str(buf, sizeof(buf), text) > 0 ? buf : "\"\"");
-}
-
-static void print_json(const struct span *s, const struct span_req *q, const char *refused,
-		       const char *rollback, const char *attempts, double seconds, int still)
-{
-	struct tally t = count(s, -1);
-	char line[2048];
-
-	printf("{\"action\":\"%s\",\"job\":", cli_verb_name[q->verb]);
-	json_str(s->job);
-	printf(",\"nodes\":[");
-	for (int i = 0; i < s->n; i++) {
-		struct tally n = count(s, i);
-
-		node_line(s, i, q, rollback[0], line, sizeof(line));
-		printf("%s\n  {\"node\":", i ? "," : "");
-		json_str(s->nodes[i].name);
-		printf(",\"answered\":%s,\"processes\":%d,\"ok\":%d,\"line\":",
-		       s->nodes[i].dead ? "false" : "true", n.counted, n.ok);
-		json_str(line);
-		printf("}");
-	}
-	printf("],\n \"processes\":[");
-	for (int i = 0; i < s->n_procs; i++) {
-		const struct proc *p = &s->procs[i];
-
-		printf("%s\n  {\"node\":", i ? "," : "");
-		json_str(s->nodes[p->node].name);
-		if (p->json && p->json[0] == '{')
-			printf(",%s", p->json + 1);
-		else
-			printf(",\"pid\":%d,\"ok\":%s,\"outcome\":\"%s\",\"status\":null}", p->pid,
-			       p->ok ? "true" : "false", p->outcome);
-	}
-	printf("],\n \"attempts\":[%s],\n \"refused\":", attempts);
-	if (refused[0])
-		json_str(refused);
-	else
-		printf("null");
-	printf(",\n \"rollback\":");
-	if (rollback[0])
-		json_str(rollback);
-	else
-		printf("null");
-	printf(",\n \"total\":{\"nodes\":%d,\"processes\":%d,\"ok\":%d,\"without_cuda\":%d,"
-	       "\"failed\":%d,\"rolled_back\":%s,\"seconds\":%.3f}}\n",
-	       s->n, t.counted, rollback[0] ? still : t.ok, t.none, t.failed,
-	       rollback[0] ? "true" : "false", seconds);
-}
-
 /* ---- the action ---- */
 
-static int setup(struct span *s, const char *job, const char *nodes, int n)
+int span_setup(struct span *s, const char *job, const char *nodes, int n)
 {
 	memset(s, 0, sizeof(*s));
 	s->job = job;
@@ -708,7 +492,7 @@ static int setup(struct span *s, const char *job, const char *nodes, int n)
 	return 0;
 }
 
-static void teardown(struct span *s)
+void span_teardown(struct span *s)
 {
 	for (int i = 0; i < s->n_procs; i++)
 		free(s->procs[i].json);
@@ -717,103 +501,14 @@ static void teardown(struct span *s)
 	free(s->nodes);
 }
 
-/* One attempt, as group.c's act() on each node, and its verdict: true when it is rolled back. */
-static bool attempt(struct span *s, const struct span_req *q, char *refused, size_t rlen,
-		    char *first, size_t flen, bool *transient)
+void span_json_str(const char *text)
 {
-	for (int i = 0; i < s->n_procs; i++)
-		free(s->procs[i].json);
-	s->n_procs = 0;
-	refused[0] = '\0';
-	if (q->whole)
-		agree_send(s, refused, rlen);
-	if (!refused[0] && q->cut && phase(s, q->verb == VERB_SUSPEND ? "count" : "restored") &&
-	    q->verb == VERB_SUSPEND)
-		phase(s, "there");
-	if (!failed(s, transient, first, flen) || !q->atomic || refused[0]) {
-		tell(s, "ok");
-		return false;
-	}
-	tell(s, "rollback");
-	return true;
-}
+	static char buf[8192 * 6 + 3];
 
-int span_act(const struct span_req *q, const char *nodes, int n)
-{
-	static char refused[1200], first[1200], rollback[4096], attempts[MAX_ATTEMPTS * 1400];
-	double t0 = cli_now_s(), pause = 0.5;
-	size_t ao = 0;
-	int still = 0, rc;
-	struct span s;
-	bool transient;
-
-	rollback[0] = attempts[0] = '\0';
-	if (setup(&s, q->job, nodes, n) < 0 ||
-	    start(&s, false, q->args, first, sizeof(first)) < 0) {
-		fprintf(stderr, "%s: cannot reach the nodes of Slurm job %s: %s\n", cli_prog,
-			q->job, s.n ? first : "cannot read its node list");
-		teardown(&s);
-		return 1;
-	}
-	s.deadline = t0 + q->timeout;
-	if (hellos(&s) == 0) {
-		fprintf(stderr,
-			"%s: no process of Slurm job %s runs under cudanap on its nodes (%s)\n",
-			cli_prog, q->job, nodes);
-		finish(&s);
-		teardown(&s);
-		return 1;
-	}
-	for (unsigned a = 1;; a++) {
-		char line[1400];
-
-		if (!attempt(&s, q, refused, sizeof(refused), first, sizeof(first), &transient))
-			break;
-		still = roll_back(&s, rollback, sizeof(rollback));
-		if (still || !transient || a > q->retries || cli_now_s() + pause >= s.deadline) {
-			tell(&s, "stop");
-			break;
-		}
-		snprintf(line, sizeof(line), "attempt %u: %s; %s; trying again in %.1f s", a, first,
-			 rollback, pause);
-		if (q->on_attempt)
-			q->on_attempt(line);
-		if (ao < sizeof(attempts) - 1) {
-			char js[sizeof(line) * 6 + 3];
-
-			if (cn_json_str(js, sizeof(js), line) > 0)
-				ao += (size_t)snprintf(attempts + ao, sizeof(attempts) - ao, "%s%s",
-						       ao ? "," : "", js);
-		}
-		usleep((useconds_t)(pause * 1e6));
-		pause *= 2;
-		rollback[0] = '\0';
-		tell(&s, "retry");
-	}
-	finish(&s);
-	qsort(s.procs, (size_t)s.n_procs, sizeof(*s.procs), by_node);
-	if (q->json)
-		print_json(&s, q, refused, rollback, attempts, cli_now_s() - t0, still);
-	else
-		print_text(&s, q, refused, rollback, cli_now_s() - t0, still);
-	rc = refused[0] || rollback[0] || count(&s, -1).failed || lost(&s, first, sizeof(first));
-	teardown(&s);
-	return rc;
+	printf("%s", cn_json_str(buf, sizeof(buf), text) > 0 ? buf : "\"\"");
 }
 
 /* ---- the commands that only look ---- */
-
-/* A task's line of `srun --label`, "N: TEXT": N, and TEXT at *text. -1 when not one. */
-static int labelled(char *line, char **text)
-{
-	char *end;
-	long t = strtol(line, &end, 10);
-
-	if (end == line || end[0] != ':' || t < 0 || t >= MAX_NODES)
-		return -1;
-	*text = end + 1 + (end[1] == ' ');
-	return (int)t;
-}
 
 /* A node's lines of text: how 2, every line marked with its node; 1, a table's header (the
  * first only) and rows (those that start with the node's name); 0, the rest, marked. */
@@ -854,7 +549,7 @@ static void print_looks(const struct span *s, char **out, bool json, bool marked
 			first &= strspn(a + 1, " \n\t") == strlen(a + 1);
 		} else if (json) {
 			printf("%s\n  {\"node\":", i ? "," : "");
-			json_str(s->nodes[i].name);
+			span_json_str(s->nodes[i].name);
 			printf(",\"result\":%s}", t[strspn(t, " \n")] ? t : "null");
 		} else {
 			print_lines(s->nodes[i].name, t, marked ? 2 : 1, &first);
@@ -873,10 +568,10 @@ int span_look(const char *job, const char *nodes, int n, char *const args[], boo
 	char why[600], **out, *text, err[4096];
 	int status = 1;
 
-	if (setup(&s, job, nodes, n) < 0 || !(out = calloc((size_t)n, sizeof(*out))) ||
-	    start(&s, true, args, why, sizeof(why)) < 0) {
+	if (span_setup(&s, job, nodes, n) < 0 || !(out = calloc((size_t)n, sizeof(*out))) ||
+	    span_start(&s, args, why, sizeof(why)) < 0) {
 		fprintf(stderr, "%s: cannot reach the nodes of Slurm job %s\n", cli_prog, job);
-		teardown(&s);
+		span_teardown(&s);
 		return 1;
 	}
 	close(s.to);
@@ -915,7 +610,7 @@ int span_look(const char *job, const char *nodes, int n, char *const args[], boo
 	for (int i = 0; i < n; i++)
 		free(out[i]);
 	free(out);
-	teardown(&s);
+	span_teardown(&s);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
@@ -934,9 +629,11 @@ int span_nodes(const char *job, char *nodes, size_t len, char *note, size_t nlen
 		return 0;
 	if (strcmp(state, "RUNNING") != 0) {
 		snprintf(note, nlen,
-			 "Slurm job %s is %s%s%s: Slurm starts no step in it to reach its nodes%s",
+			 "Slurm job %s is %s%s%s: Slurm starts no step in it to reach its nodes; "
+			 "run "
+			 "this on each of them with --this-node%s",
 			 job, state, n ? " on " : "", n ? nodes : "",
-			 strcmp(state, "SUSPENDED") == 0 ? " (scontrol resume it first)" : "");
+			 strcmp(state, "SUSPENDED") == 0 ? ", or after scontrol resume" : "");
 		return -1;
 	}
 	return n;
