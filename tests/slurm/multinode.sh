@@ -124,6 +124,10 @@ is "$(grep -o '"status":{"pid":' <<< "$out" | wc -l)" "$(grep -o '{"node":"cnode
 	"each with its whole status file, however long (a node's lines come in pieces srun keeps apart)"
 cli resume --slurm "$job"
 check "resumed" eval 'all_are running && trains'
+cli prepare --slurm "$job"
+like "$rc:$out" "^0:.*
+node cnode1: [0-9]+ processes, 2 prepared, [0-9]+ without CUDA, 0 failed
+node cnode2: 2 processes, 2 prepared, 0 without CUDA, 0 failed" "prepare --slurm: the ranks of both nodes fault their host copies in ahead"
 cli status --slurm "$job"
 like "$out" "(^|
 )cnode1 +${pid[0]} +running.*
