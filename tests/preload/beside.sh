@@ -219,6 +219,7 @@ write_ini "[restore]" "beside_restored = true"
 is "$(field "$Y_pid" beside)" "" "with beside_restored = true nothing is named"
 write_ini
 ask G quit
+wait "$G_pid" 2> /dev/null # reaped: a zombie still counts as running on the fake GPU
 eventually 10 test ! -e "$T/status/$G_pid.json"
 out=$("$CUDANAP" status "$Y_pid")
 is "$(field "$Y_pid" beside):$(grep -c 'beside another job' <<< "$out")" ":0" "G gone: nothing named"
