@@ -1,17 +1,54 @@
 /* log: see log.h. Each line goes out in one write(); a log file is opened for each line, so the
- * app closing or reusing descriptors can never redirect our output into its files. */
+ * app closing or reusing descriptors can never redirect our output into its files. The target may
+ * be in a directory anyone can write in: it is opened without blocking (a FIFO nobody reads is
+ * refused at once, one whose reader stops drops the line) and without following a link, and is
+ * used only if it is our own file or FIFO, or a device (a terminal, /dev/null); else the lines go
+ * to stderr, after one line that says why. */
 #define _GNU_SOURCE
 #include "agent/log.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+/* The target opened for one line: its fd, or -1 with why. */
+static int open_target(const char *path, char *why, size_t len)
+{
+	int fd =
+		open(path,
+		     O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
+		     0600);
+	struct stat st = { 0 };
+
+	if (fd < 0) {
+		snprintf(why, len, "%s",
+			 errno == ENXIO	  ? "a FIFO nobody reads"
+			 : errno == ELOOP ? "a symbolic link"
+					  : strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) == 0 &&
+	    (S_ISCHR(st.st_mode) ||
+	     ((S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode)) && st.st_uid == geteuid())))
+		return fd;
+	snprintf(why, len, "%s owned by uid %u, not yours",
+		 S_ISFIFO(st.st_mode)  ? "a FIFO"
+		 : S_ISREG(st.st_mode) ? "a file"
+				       : "not a file,",
+		 (unsigned)st.st_uid);
+	close(fd);
+	return -1;
+}
 
 void cn_log(const struct cn_config *c, int level, const char *fmt, ...)
 {
-	char line[1024];
+	static bool said; /* that the target is refused: once */
+	char line[1024], why[160];
 	int saved = errno, n, fd = STDERR_FILENO;
 	va_list ap;
 
@@ -25,8 +62,13 @@ void cn_log(const struct cn_config *c, int level, const char *fmt, ...)
 		n = (int)sizeof(line) - 2;
 	line[n++] = '\n';
 	if (c->log_target[0]) {
-		fd = open(c->log_target, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
-			  0600);
+		fd = open_target(c->log_target, why, sizeof(why));
+		if (fd < 0 && !said) {
+			said = true;
+			dprintf(STDERR_FILENO,
+				"cudanap[%d]: [log] target %s: %s; logging to stderr instead\n",
+				(int)getpid(), c->log_target, why);
+		}
 		if (fd < 0)
 			fd = STDERR_FILENO;
 	}

@@ -9,9 +9,12 @@
 #include "agent/preflight.h"
 
 #include <dirent.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "cn_ncclenv.h"
@@ -74,41 +77,28 @@ static bool nccl_thread(void)
 	return hit;
 }
 
-/* An NCCL fd-passing socket among our own: its inode in /proc/net/unix, named "@/tmp/nccl-socket-",
- * and a link socket:[inode] in /proc/self/fd. */
+/* An NCCL fd-passing socket among our own: a Unix socket of ours bound to an abstract name
+ * "/tmp/nccl-socket-...", each of our descriptors asked by getsockname(). Not the host's table of
+ * sockets (/proc/net/unix): every user's are in it, and any of them could bury ours there. */
 static bool nccl_socket(void)
 {
-	static char line[512];
-	unsigned long inodes[64];
-	int n = 0;
-	bool hit = false;
-	FILE *f = fopen("/proc/net/unix", "re");
-	DIR *d;
+	static const char name[] = "/tmp/nccl-socket-";
+	DIR *d = opendir("/proc/self/fd");
 	struct dirent *e;
+	bool hit = false;
 
-	while (f && n < 64 && fgets(line, sizeof(line), f)) {
-		unsigned long ino;
-
-		if (strstr(line, "@/tmp/nccl-socket-") &&
-		    sscanf(line, "%*s %*s %*s %*s %*s %*s %lu", &ino) == 1)
-			inodes[n++] = ino;
-	}
-	if (f)
-		fclose(f);
-	d = n ? opendir("/proc/self/fd") : NULL;
 	while (d && !hit && (e = readdir(d))) {
-		char path[64], link[64];
-		unsigned long ino;
-		ssize_t len;
+		struct sockaddr_un a;
+		socklen_t len = sizeof(a);
+		int fd = atoi(e->d_name);
 
-		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
-		len = readlink(path, link, sizeof(link) - 1);
-		if (len <= 0)
+		if (e->d_name[0] == '.' || fd == dirfd(d) ||
+		    getsockname(fd, (struct sockaddr *)&a, &len) < 0)
 			continue;
-		link[len] = '\0';
-		if (sscanf(link, "socket:[%lu]", &ino) == 1)
-			for (int i = 0; i < n; i++)
-				hit |= inodes[i] == ino;
+		/* abstract: a NUL, then the name */
+		hit = a.sun_family == AF_UNIX &&
+		      len >= offsetof(struct sockaddr_un, sun_path) + sizeof(name) &&
+		      a.sun_path[0] == '\0' && memcmp(a.sun_path + 1, name, sizeof(name) - 1) == 0;
 	}
 	if (d)
 		closedir(d);

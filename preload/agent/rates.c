@@ -45,11 +45,13 @@ static const struct {
 	{ "H200", "an H200's", { 0.12, 0.09, 0.2, 0.14 }, { 0.062, 0.030, 0.65, 0.75 } },
 };
 
-/* The state directory, made 0700 when missing: 0, or -1 (no home to keep it in). */
-static int state_dir(char *out, size_t len)
+/* The state directory, made 0700 when missing, and used only if it is ours and nobody else may
+ * write in it (another user may have made it first where XDG_STATE_HOME is shared): its fd, or -1
+ * (none, or not ours: the estimates keep to the defaults). */
+static int state_dir(void)
 {
 	const char *xdg = secure_getenv("XDG_STATE_HOME"), *home = secure_getenv("HOME");
-	char base[4096];
+	char base[4096], why[300];
 
 	if (xdg && xdg[0] == '/') {
 		snprintf(base, sizeof(base), "%s", xdg);
@@ -61,10 +63,10 @@ static int state_dir(char *out, size_t len)
 		return -1;
 	}
 	mkdir(base, 0700);
-	snprintf(out, len, "%s/cudanap", base);
-	if (mkdir(out, 0700) < 0 && errno != EEXIST)
-		return -1;
-	return 0;
+	snprintf(base + strlen(base), sizeof(base) - strlen(base), "/cudanap");
+	mkdir(base, 0700);
+	return cn_safe_dir(AT_FDCWD, base, (struct cn_owner){ geteuid(), false }, false, why,
+			   sizeof(why));
 }
 
 static void boot_id(char *out, size_t len)
@@ -79,15 +81,14 @@ static void boot_id(char *out, size_t len)
 }
 
 /* The file's lines (the first, "boot ID", kept apart): their count. */
-static int load(const char *dir, char (*lines)[LINE_LEN], char *boot, size_t blen)
+static int load(int dir, char (*lines)[LINE_LEN], char *boot, size_t blen)
 {
 	static char text[MAX_LINES * LINE_LEN];
-	char path[4200], why[300], *save = NULL;
+	char why[300], *save = NULL;
 	int n = 0;
 
 	boot[0] = '\0';
-	snprintf(path, sizeof(path), "%s/rates", dir);
-	if (cn_safe_read(AT_FDCWD, path, (struct cn_owner){ geteuid(), false }, text, sizeof(text),
+	if (cn_safe_read(dir, "rates", (struct cn_owner){ geteuid(), false }, text, sizeof(text),
 			 why, sizeof(why)) < 0)
 		return 0;
 	for (char *l = strtok_r(text, "\n", &save); l && n < MAX_LINES;
@@ -98,6 +99,27 @@ static int load(const char *dir, char (*lines)[LINE_LEN], char *boot, size_t ble
 			snprintf(lines[n++], LINE_LEN, "%s", l);
 	}
 	return n;
+}
+
+/* The lock on the file, taken without waiting on anyone for long: only this user's agents take it,
+ * each for a moment, but one of them may be stopped while it holds it. Its fd, or -1. */
+static int lock_rates(int dir)
+{
+	int fd = cn_safe_lock_file(dir, "rates.lock");
+	struct stat st;
+
+	if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_uid != geteuid())) {
+		close(fd);
+		return -1;
+	}
+	for (int i = 0; fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0; i++) {
+		if (errno != EWOULDBLOCK || i == 20) {
+			close(fd);
+			return -1;
+		}
+		usleep(10000);
+	}
+	return fd;
 }
 
 static bool same(const char *line, int kind, const char *model)
@@ -112,31 +134,30 @@ static bool same(const char *line, int kind, const char *model)
 void cn_rates_record(const char *model, enum cn_rate_kind kind, double gib, double seconds)
 {
 	static char lines[MAX_LINES][LINE_LEN];
-	char dir[4096], path[4200], tmp[4220], boot[64], now[64];
+	char tmp[32], boot[64], now[64];
 	static pid_t owner; /* whose counts: a forked child starts its own */
 	static unsigned done[4];
-	int n, fd, lock, kept = 0;
+	int n, fd, dir, lock, kept = 0;
 	FILE *f;
 
 	if (owner != getpid()) {
 		owner = getpid();
 		memset(done, 0, sizeof(done));
 	}
-	if (!model[0] || gib <= 0 || seconds <= 0 || done[kind]++ == 0 ||
-	    state_dir(dir, sizeof(dir)) < 0)
+	if (!model[0] || gib <= 0 || seconds <= 0 || done[kind]++ == 0 || (dir = state_dir()) < 0)
 		return;
-	snprintf(path, sizeof(path), "%s/rates.lock", dir);
-	lock = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (lock < 0)
+	lock = lock_rates(dir);
+	if (lock < 0) {
+		close(dir);
 		return;
-	flock(lock, LOCK_EX);
+	}
 	n = load(dir, lines, boot, sizeof(boot));
 	boot_id(now, sizeof(now));
-	snprintf(path, sizeof(path), "%s/rates", dir);
-	snprintf(tmp, sizeof(tmp), "%s/.rates.%d", dir, (int)getpid());
+	snprintf(tmp, sizeof(tmp), ".rates.%d", (int)getpid());
 	/* Made anew, never a FIFO or link left at the name (base/safe.c's rule for temp files). */
-	unlink(tmp);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+	unlinkat(dir, tmp, 0);
+	fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+		    0600);
 	f = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (f) {
 		bool cold = kind == CN_RATE_SUSPEND && strcmp(boot, now) != 0;
@@ -153,13 +174,14 @@ void cn_rates_record(const char *model, enum cn_rate_kind kind, double gib, doub
 		if (!cold)
 			fprintf(f, "%s %.4f %.4f %s\n", kinds[kind], gib, seconds, model);
 		if (fclose(f) == 0)
-			rename(tmp, path);
+			renameat(dir, tmp, dir, "rates");
 		else
-			unlink(tmp);
+			unlinkat(dir, tmp, 0);
 	} else if (fd >= 0) {
 		close(fd);
 	}
 	close(lock);
+	close(dir);
 }
 
 /* The defaults' row for a model. */
@@ -182,12 +204,14 @@ double cn_rates_estimate(const char *model, enum cn_rate_kind kind, double gib, 
 {
 	static char lines[MAX_LINES][LINE_LEN];
 	double sx = 0, sy = 0, sxx = 0, sxy = 0, ratio = 0, lo = 1e30, hi = 0, a, b;
-	char dir[4096], boot[64];
-	int n = 0, m = 0;
+	char boot[64];
+	int n = 0, m = 0, dir = model[0] ? state_dir() : -1;
 	unsigned row = defaults_of(model);
 
-	if (model[0] && state_dir(dir, sizeof(dir)) == 0)
+	if (dir >= 0) {
 		n = load(dir, lines, boot, sizeof(boot));
+		close(dir);
+	}
 	for (int i = 0; i < n; i++) {
 		double x, y;
 
