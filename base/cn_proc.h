@@ -4,6 +4,12 @@
 
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
+
+/* The whole of /proc/PID/NAME (a process's environment, its cgroups: no size of ours decides
+ * what is seen), NUL-terminated, its length in *len (when len is not NULL); NULL when it cannot be
+ * read. The caller frees it. */
+char *cn_proc_file(int pid, const char *name, size_t *len);
 
 /* /proc/PID/stat's start time, or 0 when the process is gone. */
 unsigned long long cn_proc_starttime(int pid);
@@ -20,5 +26,10 @@ int cn_proc_signal(int pid, unsigned long long starttime, int sig, const union s
  * directory root owns: Slurm's cgroup plugins), or a descendant of the job's step daemon
  * (slurmstepd, root's, titled "slurmstepd: [<J>.<step>]", which proctrack/linuxproc follows). */
 bool cn_proc_in_job(int pid, unsigned long job);
+
+/* The Slurm job pid runs in, by its cgroup alone: the first directory job_<J> in
+ * /proc/PID/cgroup that root owns (what cn_proc_in_job believes); 0 when none. A label another user
+ * could set (a job_<J> directory of their own, SLURM_JOB_ID) is never taken. */
+unsigned long cn_proc_job(int pid);
 
 #endif

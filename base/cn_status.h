@@ -165,6 +165,11 @@ double cn_status_since_s(const char *utc);
  * length written. */
 size_t cn_status_steps(const struct cn_status *s, char *buf, size_t len);
 int cn_status_parse(const char *buf, struct cn_status *s);
+/* src copied into dst (len bytes at most, cut short if need be) as text fit for a terminal and a
+ * JSON or Prometheus reader: tabs and newlines made spaces, control characters (C0, DEL, C1) and
+ * every byte that is not part of valid UTF-8 (strict: no overlong form, surrogate or code point
+ * above U+10FFFF) made '?'. Every string the parser reads goes through it. */
+void cn_status_text(char *dst, size_t len, const char *src);
 
 /* Atomic replace of <dir>/<pid>.json. Needs no allocation, so the helper thread can call it at
  * any time. */

@@ -3,6 +3,7 @@
 #include "cn_proc.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -145,29 +146,87 @@ static bool cgroup_root(const char *ctl, size_t n, char *out, size_t len)
 	return hit;
 }
 
-/* Whether line, one of /proc/PID/cgroup's ("ID:CONTROLLERS:PATH"), puts the process below a
- * cgroup directory job_<J> that root owns: Slurm's cgroup plugins make one per job; a directory a
- * user made in a subtree delegated to them (systemd's user@.service) is theirs, whatever its name.
- */
-static bool in_job_cgroup(const char *line, const char *want)
+/* In line, one of /proc/PID/cgroup's ("ID:CONTROLLERS:PATH"), the first cgroup directory
+ * job_<J> of the path (of job J, or of any job when job is 0) that root owns: Slurm's cgroup
+ * plugins make one per job; a directory a user made in a subtree delegated to them (systemd's
+ * user@.service) is theirs, whatever its name. Its J, or 0. */
+static unsigned long job_in_line(const char *line, unsigned long job)
 {
 	const char *ctl = strchr(line, ':'), *path = ctl ? strchr(ctl + 1, ':') : NULL, *p;
-	char root[512], dir[4200];
-	struct stat st;
-	size_t k = strlen(want);
+	char root[512] = "", dir[PATH_MAX + 600];
 
 	if (!path)
-		return false;
-	for (p = path + 1; (p = strstr(p, want)); p += k) {
-		if (p[k] != '/' && p[k] != '\0')
+		return 0;
+	for (p = path + 1; (p = strstr(p, "/job_")); p += 5) {
+		size_t n = strspn(p + 5, "0123456789");
+		unsigned long j = strtoul(p + 5, NULL, 10);
+		struct stat st;
+
+		if (!n || n >= 20 || (p[5 + n] != '/' && p[5 + n] != '\0') || !j ||
+		    (job && j != job))
 			continue;
 		/* The first controller names a v1 hierarchy ("cpu,cpuacct" is mounted once). */
-		if (!cgroup_root(ctl + 1, strcspn(ctl + 1, ",:"), root, sizeof(root)))
-			return false;
-		snprintf(dir, sizeof(dir), "%s%.*s", root, (int)(p + k - path - 1), path + 1);
-		return stat(dir, &st) == 0 && st.st_uid == 0;
+		if (!root[0] && !cgroup_root(ctl + 1, strcspn(ctl + 1, ",:"), root, sizeof(root)))
+			return 0;
+		snprintf(dir, sizeof(dir), "%s%.*s", root, (int)(p + 5 + n - path - 1), path + 1);
+		if (stat(dir, &st) == 0 && st.st_uid == 0)
+			return j;
 	}
-	return false;
+	return 0;
+}
+
+char *cn_proc_file(int pid, const char *name, size_t *len)
+{
+	char path[64];
+	size_t cap = 4096, n = 0;
+	char *buf = malloc(cap);
+	ssize_t r = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", pid, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	while (buf && fd >= 0 && (r = read(fd, buf + n, cap - n - 1)) > 0) {
+		char *more;
+
+		n += (size_t)r;
+		if (cap - n > 1)
+			continue;
+		more = realloc(buf, cap *= 2);
+		if (!more)
+			free(buf);
+		buf = more;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (buf && (fd < 0 || r < 0)) {
+		free(buf);
+		buf = NULL;
+	}
+	if (buf) {
+		buf[n] = '\0';
+		if (len)
+			*len = n;
+	}
+	return buf;
+}
+
+/* The first line of pid's cgroups below a job's directory root owns (of job, or of any when job
+ * is 0): its job, or 0. */
+static unsigned long job_cgroup(int pid, unsigned long job)
+{
+	char *buf = cn_proc_file(pid, "cgroup", NULL), *save, *line;
+	unsigned long j = 0;
+
+	for (line = buf ? strtok_r(buf, "\n", &save) : NULL; line && !j;
+	     line = strtok_r(NULL, "\n", &save))
+		j = job_in_line(line, job);
+	free(buf);
+	return j;
+}
+
+unsigned long cn_proc_job(int pid)
+{
+	return job_cgroup(pid, 0);
 }
 
 /* Whether pid is a step daemon of job's: root's, slurmstepd itself (its executable, not a title
@@ -196,18 +255,14 @@ static bool step_daemon(int pid, const char *want, size_t k)
 
 bool cn_proc_in_job(int pid, unsigned long job)
 {
-	char path[64], buf[4096], want[48];
+	char want[48];
 	size_t k;
 
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
-	snprintf(want, sizeof(want), "/job_%lu", job);
-	if (read_proc(path, buf, sizeof(buf)) > 0)
-		for (char *save, *line = strtok_r(buf, "\n", &save); line;
-		     line = strtok_r(NULL, "\n", &save))
-			if (in_job_cgroup(line, want))
-				return true;
+	if (job && job_cgroup(pid, job) == job)
+		return true;
 	k = (size_t)snprintf(want, sizeof(want), "slurmstepd: [%lu.", job);
-	for (int depth = 0; pid > 1 && depth < 64; depth++, pid = parent_of(pid))
+	/* Up the parents to init; the bound only stops a loop a reused pid could make. */
+	for (int depth = 0; pid > 1 && depth < (1 << 22); depth++, pid = parent_of(pid))
 		if (step_daemon(pid, want, k))
 			return true;
 	return false;

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -405,7 +406,11 @@ static bool number_ok(const char *v)
 }
 
 /* The length of the UTF-8 sequence of a character at p (at most n bytes there), 0 when it is
- * none (a stray continuation byte, an overlong or cut one). */
+ * none by a strict decoder's rules (RFC 3629): a stray continuation byte, a cut sequence, an
+ * overlong form (C0 80, E0 80 80, F0 80 80 80), a surrogate (ED A0 80 to ED BF BF) or a code point
+ * above U+10FFFF (F4 90 80 80 on). What another user's process put in its command line reaches
+ * root's --json and metrics, whose readers (Prometheus's parser, node_exporter) refuse the whole
+ * file for one such sequence. */
 static size_t utf8_len(const char *p, size_t n)
 {
 	const unsigned char *u = (const unsigned char *)p;
@@ -414,10 +419,19 @@ static size_t utf8_len(const char *p, size_t n)
 		     : (u[0] & 0xf0) == 0xe0 ? 3
 		     : (u[0] & 0xf8) == 0xf0 ? 4
 					     : 0;
+	/* The second byte's range after the lead bytes that narrow it; 80-BF after the others. */
+	unsigned char lo = u[0] == 0xe0	  ? 0xa0
+			   : u[0] == 0xf0 ? 0x90
+					  : 0x80,
+		      hi = u[0] == 0xed	  ? 0x9f
+			   : u[0] == 0xf4 ? 0x8f
+					  : 0xbf;
 
 	if (!len || len > n || (len == 2 && u[0] < 0xc2) || (len == 4 && u[0] > 0xf4))
 		return 0;
-	for (size_t i = 1; i < len; i++)
+	if (len > 1 && (u[1] < lo || u[1] > hi))
+		return 0;
+	for (size_t i = 2; i < len; i++)
 		if ((u[i] & 0xc0) != 0x80)
 			return 0;
 	return len;
@@ -427,7 +441,7 @@ static size_t utf8_len(const char *p, size_t n)
  * characters become a space (tab, newline, return) or '?': what a reader prints goes to a terminal,
  * and a file another user wrote could otherwise set its colours or title (C0, DEL, C1 as UTF-8, and
  * a lone 8-bit CSI). */
-static void copy_field(char *dst, size_t len, const char *v)
+void cn_status_text(char *dst, size_t len, const char *v)
 {
 	size_t n = strnlen(v, len - 1);
 
@@ -449,13 +463,29 @@ static void copy_field(char *dst, size_t len, const char *v)
 	}
 }
 
+/* An integer as the writer writes one: digits only (a '-' first when neg_ok), its magnitude at
+ * most max, into *out; false for anything else (a fraction, an exponent, a number out of range:
+ * "-1" in an unsigned field is no count of ours, and strtoull would wrap it). */
+static bool integer(const char *v, bool neg_ok, unsigned long long max, unsigned long long *out)
+{
+	const char *d = v + (neg_ok && *v == '-');
+
+	if (!isdigit((unsigned char)*d) || d[strspn(d, "0123456789")])
+		return false;
+	errno = 0;
+	*out = strtoull(d, NULL, 10);
+	return !errno && *out <= max;
+}
+
 /* One key's value into s; false when the file is not to be believed for it: a number of ours
- * given as a string, or as one not finite and bounded (number_ok). Keys not of the table (a
- * newer version's) are left out. */
+ * given as a string, or as one not finite and bounded (number_ok), an integer field's value that is
+ * none in its type's range, a boolean that is not true or false. Keys not of the table (a newer
+ * version's) are left out. */
 static bool set_field(struct cn_status *s, const char *key, const char *v, bool is_null,
 		      bool quoted)
 {
 	const struct field *f = NULL;
+	unsigned long long n;
 	void *p;
 
 	for (size_t i = 0; i < N_FIELDS && !f; i++)
@@ -468,16 +498,24 @@ static bool set_field(struct cn_status *s, const char *key, const char *v, bool 
 	}
 	p = at(s, f);
 	switch (f->type) {
-	case F_INT:
-		*(int *)p = atoi(v);
+	case F_INT: /* INT_MIN's magnitude is more than INT_MAX: not one the writer writes */
+		if (quoted || !integer(v, true, INT_MAX, &n))
+			return false;
+		*(int *)p = *v == '-' ? -(int)n : (int)n;
 		break;
 	case F_ULL:
-		*(unsigned long long *)p = strtoull(v, NULL, 10);
+		if (quoted || !integer(v, false, ULLONG_MAX, &n))
+			return false;
+		*(unsigned long long *)p = n;
 		break;
 	case F_UL:
-		*(unsigned long *)p = strtoul(v, NULL, 10);
+		if (quoted || !integer(v, false, ULONG_MAX, &n))
+			return false;
+		*(unsigned long *)p = (unsigned long)n;
 		break;
 	case F_BOOL:
+		if (quoted || (strcmp(v, "true") != 0 && strcmp(v, "false") != 0))
+			return false;
 		*(bool *)p = strcmp(v, "true") == 0;
 		break;
 	case F_NUM:
@@ -496,7 +534,7 @@ static bool set_field(struct cn_status *s, const char *key, const char *v, bool 
 		break;
 	case F_TEXT:
 	case F_RESULT:
-		copy_field(p, f->arg, v);
+		cn_status_text(p, f->arg, v);
 		break;
 	}
 	return true;

@@ -137,6 +137,33 @@ static void test_round_trip(void)
 	ok(cn_status_parse("{\"pid\":7,\"command\":\"\xc3\xa9t\xe9\xff\xc3\"}", &b) == 0 &&
 		   strcmp(b.command, "\xc3\xa9t???") == 0,
 	   "UTF-8 kept, bytes that are not UTF-8 read as '?'");
+	ok(cn_status_parse("{\"pid\":7,\"command\":\"k\xc0\x80l\xe0\x80\x80m\xf0\x80\x80\x80n"
+			   "\xed\xa0\x80o\xed\xbf\xbfp\xf4\x90\x80\x80q\xf5\x80\x80\x80r\"}",
+			   &b) == 0 &&
+		   strcmp(b.command, "k??l???m????n???o???p????q????r") == 0,
+	   "a strict decoder's UTF-8: overlongs, surrogates, code points above U+10FFFF as '?'");
+	ok(cn_status_parse("{\"pid\":7,\"command\":\"\xe0\xa0\x80\xed\x9f\xbf\xee\x80\x80"
+			   "\xf0\x90\x80\x80\xf4\x8f\xbf\xbf\"}",
+			   &b) == 0 &&
+		   strcmp(b.command, "\xe0\xa0\x80\xed\x9f\xbf\xee\x80\x80\xf0\x90\x80\x80"
+				     "\xf4\x8f\xbf\xbf") == 0,
+	   "and the characters at the edges of those ranges kept (U+0800, U+D7FF, U+E000, "
+	   "U+10000, U+10FFFF)");
+	ok(cn_status_parse("{\"pid\":7,\"naps\":-1}", &b) < 0 &&
+		   cn_status_parse("{\"pid\":7,\"starttime\":-1}", &b) < 0 &&
+		   cn_status_parse("{\"pid\":7,\"seq\":1.5}", &b) < 0 &&
+		   cn_status_parse("{\"pid\":7,\"query_seq\":1e3}", &b) < 0 &&
+		   cn_status_parse("{\"pid\":2147483648}", &b) < 0 &&
+		   cn_status_parse("{\"pid\":\"7\"}", &b) < 0 &&
+		   cn_status_parse("{\"pid\":7,\"busy\":1}", &b) < 0 &&
+		   cn_status_parse("{\"pid\":7,\"busy\":\"true\"}", &b) < 0,
+	   "an integer that is none of its field's type (-1 unsigned, a fraction, an exponent, "
+	   "out of range, a string), a boolean not true or false: the file is not believed");
+	ok(cn_status_parse("{\"pid\":7,\"nap_for_pid\":-3,\"starttime\":17999999999999999999,"
+			   "\"naps\":0}",
+			   &b) == 0 &&
+		   b.nap_for_pid == -3 && b.starttime == 17999999999999999999ULL,
+	   "and integers in range are taken");
 	b.step_ms[CN_STEP_LOCK] = 1.0 / 0.0;
 	b.step_ms[CN_STEP_CHECKPOINT] = 0.0 / 0.0;
 	ok(cn_status_format(&b, buf, sizeof(buf)) > 0 && !strstr(buf, "inf") &&

@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "cn_counts.h"
 #include "cn_outcome.h"
+#include "cn_proc.h"
 #include "cn_safe.h"
 
 const char cli_usage_metrics[] =
@@ -57,6 +58,9 @@ const char cli_usage_metrics[] =
  * to exported_job. */
 #define WHO_LEN 1200
 
+/* The GPU indices a status file's lists may name: more than a machine has. */
+#define MAX_GPU 1024
+
 /* One sample line: name{labels[,more]} value. */
 static void sample(FILE *f, const char *name, const char *who, const char *more, double v)
 {
@@ -81,26 +85,14 @@ static void escaped(const char *in, char *out, size_t len)
 	out[o] = '\0';
 }
 
-/* The Slurm job pid runs in, as Slurm made it: ".../job_<J>/..." in /proc/PID/cgroup (the cgroup
- * plugins'); "" when none. The process's environment is not believed (anyone may set
- * SLURM_JOB_ID). */
+/* The Slurm job pid runs in, as Slurm made it: a job_<J> cgroup directory root owns
+ * (cn_proc_job); "" when none. Neither the process's environment (anyone may set SLURM_JOB_ID) nor
+ * a job_<J> directory a user made in a cgroup delegated to them is believed. */
 static void job_of(int pid, char *out, size_t len)
 {
-	char path[64], buf[4096];
-	const char *p;
+	unsigned long job = cn_proc_job(pid);
 
-	out[0] = '\0';
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
-	if (cli_read_file(path, buf, sizeof(buf)) <= 0)
-		return;
-	for (p = buf; (p = strstr(p, "/job_")); p += 5) {
-		size_t n = strspn(p + 5, "0123456789");
-
-		if (n && n < 20 && (p[5 + n] == '/' || p[5 + n] == '\n' || p[5 + n] == '\0')) {
-			snprintf(out, len, "%.*s", (int)n, p + 5);
-			return;
-		}
-	}
+	snprintf(out, len, job ? "%lu" : "", job);
 }
 
 /* The user pid runs as (the owner of /proc/PID): its name, else its number. */
@@ -153,10 +145,12 @@ static void uuid_of(const char *gpus, int k, char *out, size_t len)
 }
 
 /* For each "INDEX:MiB" of list, a cudanap_gpu_memory_bytes sample in state state (none when f is
- * NULL). The bytes. */
+ * NULL); a GPU named twice counts once, its first entry: two samples of one series would make
+ * node_exporter refuse them. The bytes. */
 static double memory(FILE *f, const struct cn_status *s, const char *who, const char *list,
 		     const char *state)
 {
+	unsigned char seen[MAX_GPU / 8] = { 0 };
 	double total = 0;
 
 	for (const char *p = list; p && *p; p = strchr(p, ','), p = p ? p + 1 : NULL) {
@@ -165,9 +159,10 @@ static double memory(FILE *f, const struct cn_status *s, const char *who, const 
 		char uuid[64], more[160];
 
 		/* A list another user's file holds: only a GPU's index and a size it could be. */
-		if (sscanf(p, "%d:%lf", &k, &mib) != 2 || k < 0 || k >= 1024 || !(mib >= 0) ||
-		    mib > 1e9)
+		if (sscanf(p, "%d:%lf", &k, &mib) != 2 || k < 0 || k >= MAX_GPU || !(mib >= 0) ||
+		    mib > 1e9 || (seen[k / 8] & (1u << (k % 8))))
 			continue;
+		seen[k / 8] |= (unsigned char)(1u << (k % 8));
 		uuid_of(s->gpus, k, uuid, sizeof(uuid));
 		snprintf(more, sizeof(more), "gpu=\"%d\",UUID=\"%s\",state=\"%s\"", k, uuid, state);
 		if (f)

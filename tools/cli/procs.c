@@ -13,22 +13,19 @@
 #include "cli.h"
 #include "cn_proc.h"
 
-/* A process's environment, as it was when it started. NUL-separated; returns the length. */
-static size_t read_environ(int pid, char *env, size_t len)
+/* A process's environment, as it was when it started, whole (environment modules put tens of
+ * kilobytes before cudanap's variables): NUL-separated, its length in *n; NULL when unreadable.
+ * The caller frees it. */
+static char *read_environ(int pid, size_t *n)
 {
-	char path[64];
-	int n;
-
-	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
-	n = cli_read_file(path, env, len);
-	return n > 0 ? (size_t)n : 0;
+	return cn_proc_file(pid, "environ", n);
 }
 
 static const char *env_value(const char *env, size_t n, const char *name)
 {
 	size_t k = strlen(name);
 
-	for (size_t i = 0; i < n; i += strlen(env + i) + 1)
+	for (size_t i = 0; env && i < n; i += strlen(env + i) + 1)
 		if (strncmp(env + i, name, k) == 0 && env[i + k] == '=')
 			return env + i + k + 1;
 	return NULL;
@@ -36,10 +33,9 @@ static const char *env_value(const char *env, size_t n, const char *name)
 
 void procs_status_dir(int pid, const char *cfg_path, char *dir, size_t len)
 {
-	static char env[65536];
-	char path[32];
+	char path[32], clean[PATH_MAX], *env;
 	struct stat st;
-	size_t n;
+	size_t n = 0;
 
 	/* Its user's: the default dir is /tmp/cudanap-UID of its UID, and an INI its environment
 	 * names is read as that user would (root opens no device another user names). */
@@ -52,10 +48,15 @@ void procs_status_dir(int pid, const char *cfg_path, char *dir, size_t len)
 		return;
 	}
 	/* Its default dir follows its own environment, which need not be ours. */
-	n = read_environ(pid, env, sizeof(env));
+	env = read_environ(pid, &n);
 	cn_config_status_dir(env_value(env, n, "CUDANAP_CONFIG"),
 			     env_value(env, n, "CUDANAP_STATUS_DIR"),
 			     env_value(env, n, "XDG_RUNTIME_DIR"), st.st_uid, st.st_gid, dir, len);
+	free(env);
+	/* Its name is another user's text, said in the lines about it: control characters and
+	 * bytes that are not UTF-8 are not (a directory of such a name is not used). */
+	cn_status_text(clean, sizeof(clean), dir);
+	snprintf(dir, len, "%s", clean);
 }
 
 bool procs_alive(const struct cn_status *s)
@@ -65,17 +66,16 @@ bool procs_alive(const struct cn_status *s)
 
 const char *procs_stopped(int pid)
 {
-	char path[PATH_MAX], buf[4096], *line, *save = NULL;
-	const char *p;
+	char path[PATH_MAX], buf[4096], *all, *line, *save = NULL;
+	const char *p, *why = NULL;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 	if (cli_read_file(path, buf, sizeof(buf)) > 0 && (p = strrchr(buf, ')')) &&
 	    (p[2] == 'T' || p[2] == 't'))
 		return "it is stopped (SIGSTOP or a debugger); continue it first (kill -CONT)";
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
-	if (cli_read_file(path, buf, sizeof(buf)) < 0)
+	if (!(all = cn_proc_file(pid, "cgroup", NULL)))
 		return NULL;
-	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+	for (line = strtok_r(all, "\n", &save); line && !why; line = strtok_r(NULL, "\n", &save)) {
 		char state[64];
 		const char *cg = strrchr(line, ':');
 
@@ -90,10 +90,11 @@ const char *procs_stopped(int pid)
 			continue;
 		if (cli_read_file(path, state, sizeof(state)) > 0 &&
 		    (strstr(state, "frozen 1") || strstr(state, "FROZEN")))
-			return "its cgroup is frozen (cgroup freezer, or the scheduler's suspend); "
-			       "thaw it first";
+			why = "its cgroup is frozen (cgroup freezer, or the scheduler's suspend); "
+			      "thaw it first";
 	}
-	return NULL;
+	free(all);
+	return why;
 }
 
 struct proc {
@@ -109,24 +110,36 @@ void procs_all_users(bool on)
 	all_users = on;
 }
 
+/* Whether a line of /proc/PID/maps maps cudanap's library: ".../libcudanap.so" and its versions
+ * (".so.1"), also once the file was replaced on disk (" (deleted)", after an upgrade). */
+static bool maps_lib(const char *line, const char *name)
+{
+	size_t k = strlen(name);
+
+	for (const char *lib = line; (lib = strstr(lib, name)); lib += k)
+		if (lib[k] == '\n' || lib[k] == '\0' || lib[k] == '.' ||
+		    strncmp(lib + k, " (deleted)", 10) == 0)
+			return true;
+	return false;
+}
+
 /* Whether pid has cudanap's library mapped: what it runs, not what its environment says (any
- * process may put "libcudanap" there, and a decoy must cost its maker a process of its own). */
+ * process may put "libcudanap" there, and a decoy must cost its maker a process of its own). Every
+ * line read whole, whatever its length. */
 static bool preloaded(int pid)
 {
-	static char line[4096];
-	char path[64];
+	char path[64], *line = NULL;
+	size_t cap = 0;
 	bool hit = false;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
 	f = fopen(path, "re");
-	while (f && !hit && fgets(line, sizeof(line), f)) {
-		const char *lib = strstr(line, "/libcudanap.so");
-
-		hit = lib && (lib[14] == '\n' || lib[14] == '.');
-	}
+	while (f && !hit && getline(&line, &cap, f) > 0)
+		hit = maps_lib(line, "/libcudanap.so");
 	if (f)
 		fclose(f);
+	free(line);
 	return hit;
 }
 
@@ -177,7 +190,9 @@ static int scan_procs(struct proc **out)
 /* Is pid root or one of its descendants? Walks up the parent chain. */
 static bool in_tree(const struct proc *v, int n, int pid, int root)
 {
-	for (int depth = 0; pid > 1 && depth < 4096; depth++) {
+	/* A chain of parents is no longer than the processes seen (a pid reused meanwhile could
+	 * make a loop): the bound decides nothing else. */
+	for (int depth = 0; pid > 1 && depth <= n; depth++) {
 		int i;
 
 		if (pid == root)
@@ -225,9 +240,9 @@ int procs_job_dirs(struct procs_dir **out)
 
 bool procs_cuda_loaded(int pid)
 {
-	static char env[65536], line[4096];
-	char path[64], fake[PATH_MAX] = "";
-	size_t len = read_environ(pid, env, sizeof(env));
+	char path[64], fake[PATH_MAX] = "", *line = NULL;
+	size_t len = 0, cap = 0;
+	char *env = read_environ(pid, &len);
 	const char *lib = env_value(env, len, "CUDANAP_LIBCUDA");
 	bool hit = false;
 	FILE *f;
@@ -236,13 +251,15 @@ bool procs_cuda_loaded(int pid)
 	if (lib && *lib)
 		snprintf(fake, sizeof(fake), "/%s",
 			 strrchr(lib, '/') ? strrchr(lib, '/') + 1 : lib);
+	free(env);
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
 	f = fopen(path, "re");
 	if (!f)
 		return true;
-	while (!hit && fgets(line, sizeof(line), f))
+	while (!hit && getline(&line, &cap, f) > 0)
 		hit = strstr(line, "/libcuda.so") || (fake[0] && strstr(line, fake));
 	fclose(f);
+	free(line);
 	return hit;
 }
 
@@ -284,17 +301,18 @@ int procs_select(const char *cfg, const int *roots, int n_roots, const int *pids
 
 int procs_with_env(const char *name, const char *value, int **out)
 {
-	static char env[65536];
 	struct proc *v;
 	int np = scan_procs(&v), n = 0;
 	int *sel = calloc((size_t)np + 1, sizeof(int));
 
 	for (int p = 0; sel && p < np; p++) {
-		size_t len = read_environ(v[p].pid, env, sizeof(env));
+		size_t len = 0;
+		char *env = read_environ(v[p].pid, &len);
 		const char *got = env_value(env, len, name);
 
 		if (got && strcmp(got, value) == 0)
 			sel[n++] = v[p].pid;
+		free(env);
 	}
 	free(v);
 	*out = sel;
