@@ -64,55 +64,107 @@ int cn_jobdirs_make(const char *statusbase, uint32_t job, uid_t uid, gid_t gid, 
 	return 0;
 }
 
-#define MAX_DEPTH 64 /* directories in directories a user may leave; deeper ones stay */
-
-/* Everything in the directory fd (closed here), depth first, through fds: its mode fixed first
- * (so that a 0777 or 0000 directory can be emptied), no link followed (a link is removed, not
- * what it names). 0, or -errno of the first failure with why. */
-static int empty_tree(int fd, const char *path, int depth, char *why, size_t len)
+/* The first failure of a removal: its -errno in *err and why, in one line; the later ones not. */
+static void failed(int *err, char *why, size_t len, const char *path, const char *a, const char *b)
 {
-	DIR *d;
-	struct dirent *e;
-	int r = 0;
+	if (*err)
+		return;
+	*err = -errno;
+	snprintf(why, len, "%s%s%s%s%s: %s", path, a[0] ? "/" : "", a, b[0] ? "/" : "", b,
+		 strerror(errno));
+}
 
-	if (fchmod(fd, 0700) < 0 || !(d = fdopendir(fd))) {
-		r = -errno;
-		snprintf(why, len, "%s: %s", path, strerror(errno));
-		close(fd);
-		return r;
+/* The directory name in top emptied and removed: its files and links removed, its directories
+ * moved up into top (under a name of ours) to be drained in their turn, its mode fixed first (so
+ * that a 0000 or 0777 directory can be emptied). Whether anything was removed or moved. */
+static bool drain(int top, const char *name, const char *path, unsigned long *seq, int *err,
+		  char *why, size_t len)
+{
+	int fd = openat(top, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	bool done = false;
+	struct dirent *e;
+	DIR *d;
+
+	if (fd >= 0)
+		fchmod(fd, 0700); /* what it cannot fix, the removals below say */
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		failed(err, why, len, path, name, "");
+		if (fd >= 0)
+			close(fd);
+		return false;
 	}
 	while ((e = readdir(d))) {
 		struct stat st;
-		char sub[4200];
-		int c, s = 0;
+		char to[32];
+		int s;
 
 		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
 			continue;
-		snprintf(sub, sizeof(sub), "%s/%s", path, e->d_name);
 		if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
-			c = openat(fd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (c < 0 || depth >= MAX_DEPTH) {
-				s = c < 0 ? -errno : -ELOOP;
-				if (c >= 0)
-					close(c);
-				snprintf(why, len, "%s: %s", sub,
-					 c < 0 ? strerror(-s) : "directories too deep; left");
-			} else {
-				s = empty_tree(c, sub, depth + 1, why, len);
-			}
-			if (s == 0 && unlinkat(fd, e->d_name, AT_REMOVEDIR) < 0) {
-				s = -errno;
-				snprintf(why, len, "%s: %s", sub, strerror(errno));
-			}
-		} else if (unlinkat(fd, e->d_name, 0) < 0) {
-			s = -errno;
-			snprintf(why, len, "%s: %s", sub, strerror(errno));
+			/* Moved, not entered: no depth to keep, no ".." to trust. A name taken
+			 * (one its user made, a directory in it) takes the next. */
+			do
+				snprintf(to, sizeof(to), ".cn-rm-%lu", (*seq)++);
+			while ((s = renameat(fd, e->d_name, top, to)) < 0 &&
+			       (errno == EEXIST || errno == ENOTEMPTY || errno == ENOTDIR ||
+				errno == EISDIR));
+		} else {
+			s = unlinkat(fd, e->d_name, 0);
 		}
-		if (s && !r)
-			r = s; /* the first said; the rest removed as far as they go */
+		if (s < 0)
+			failed(err, why, len, path, name, e->d_name);
+		done |= s == 0;
 	}
 	closedir(d);
-	return r;
+	if (unlinkat(top, name, AT_REMOVEDIR) == 0)
+		return true;
+	if (errno != ENOTEMPTY)
+		failed(err, why, len, path, name, "");
+	return done;
+}
+
+/* Everything in the directory fd, through fds, whatever its depth: each directory in it drained
+ * into it (drain), pass after pass while one removes or moves anything; no link followed (a link
+ * is removed, not what it names), no ".." ever taken (a directory its user moves elsewhere
+ * meanwhile takes the removal nowhere), no recursion. 0, or -errno of the last pass's first
+ * failure with why. */
+static int empty_tree(int fd, const char *path, char *why, size_t len)
+{
+	unsigned long seq = 0;
+	bool more = true;
+	int err = 0;
+
+	fchmod(fd, 0700);
+	while (more) {
+		int dup = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+		DIR *d = dup >= 0 ? fdopendir(dup) : NULL;
+		struct dirent *e;
+
+		err = 0;
+		more = false;
+		if (!d) {
+			failed(&err, why, len, path, "", "");
+			if (dup >= 0)
+				close(dup);
+			return err;
+		}
+		rewinddir(d); /* the duplicate shares the offset the last pass left at the end */
+		while ((e = readdir(d))) {
+			struct stat st;
+
+			if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+				continue;
+			if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    S_ISDIR(st.st_mode))
+				more |= drain(fd, e->d_name, path, &seq, &err, why, len);
+			else if (unlinkat(fd, e->d_name, 0) == 0)
+				more = true;
+			else
+				failed(&err, why, len, path, e->d_name, "");
+		}
+		closedir(d);
+	}
+	return err;
 }
 
 int cn_jobdirs_remove(const char *statusbase, uint32_t job, uid_t uid, char *why, size_t len)
@@ -130,7 +182,8 @@ int cn_jobdirs_remove(const char *statusbase, uint32_t job, uid_t uid, char *why
 		return j == -ENOENT ? 0 : j;
 	}
 	snprintf(path, sizeof(path), "%s/" BASE "/%s", statusbase, name);
-	r = empty_tree(j, path, 0, why, len);
+	r = empty_tree(j, path, why, len);
+	close(j);
 	if (unlinkat(b, name, AT_REMOVEDIR) < 0 && !r) {
 		r = -errno;
 		snprintf(why, len, "%s: %s", path, strerror(errno));

@@ -352,6 +352,54 @@ static void test_remove(void)
 	   "a second epilog: nothing to do");
 }
 
+/* What a job's user may leave that no fixed depth can hold: directories 5000 deep (made by fds:
+ * their path is longer than PATH_MAX), a file at the bottom, directories of mode 0000 on the way,
+ * and 2000 directories side by side, each with one of its own; the epilog removes it all. */
+static void test_remove_deep(void)
+{
+	char why[512], name[32];
+	int fd, top, n = 0, r;
+	double t0;
+	bool made = true;
+
+	ok(cn_jobdirs_make(base, JOB, OWNER, OWNER, why, sizeof(why)) == 0,
+	   "a job directory again");
+	top = open(job, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = dup(top);
+	for (int i = 0; made && i < 5000; i++) {
+		int next;
+
+		made = mkdirat(fd, "d", 0755) == 0 &&
+		       (next = openat(fd, "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0;
+		if (made && i % 1000 == 500)
+			fchmod(fd, 0); /* its child is made: now nobody may enter it but root */
+		close(fd);
+		fd = made ? next : -1;
+		n += made;
+	}
+	if (fd >= 0) {
+		int f = openat(fd, "bottom.json", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+
+		made = f >= 0 && write(f, "{}", 2) == 2;
+		if (f >= 0)
+			close(f);
+		close(fd);
+	}
+	for (int i = 0; made && i < 2000; i++) {
+		snprintf(name, sizeof(name), "w%d", i);
+		made = mkdirat(top, name, 0755) == 0;
+		snprintf(name, sizeof(name), "w%d/x", i);
+		made = made && mkdirat(top, name, 0700) == 0;
+	}
+	close(top);
+	ok(made && n == 5000, "5000 directories deep, a file at the bottom, 2000 side by side");
+	t0 = now_s();
+	r = cn_jobdirs_remove(base, JOB, OWNER, why, sizeof(why));
+	ok(r == 0 && access(job, F_OK) < 0,
+	   "the epilog removes them all, whatever their depth (%.2f s)%s%s", now_s() - t0,
+	   r ? ": " : "", r ? why : "");
+}
+
 static void test_readers(void)
 {
 	char dir[300], p[400], why[512], buf[64], sdir[PATH_MAX];
@@ -450,6 +498,7 @@ int main(void)
 	test_wait();
 #endif
 	test_remove();
+	test_remove_deep();
 	test_readers();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", base);
 	if (system(cmd) != 0)
