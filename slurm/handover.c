@@ -6,10 +6,18 @@
  * squeue says, with their users; where their processes stand, their status files in the job
  * directories of the plugin's statusbase (jobdirs.c, which believes only what the job's own user
  * could have written there). Runs in the task's process, as root, before its exec: max_s bounds
- * the whole wait, squeue included. */
+ * the whole wait, squeue included.
+ *
+ * A job's user can continue its own processes after Slurm stopped them (SIGCONT: the job stays
+ * suspended for Slurm), and write what it likes in its status files: such a process looks like one
+ * still letting its GPU go, for as long as its job stays suspended. So a suspended job's processes
+ * are waited for only during the first max_s seconds after Slurm suspended it (its SuspendTime, as
+ * scontrol says it): the window of a preemption, which a slow checkpoint could fill as well; a task
+ * that starts later does not wait for them. */
 #define _GNU_SOURCE
 #include "handover.h"
 
+#include <ctype.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -28,13 +36,13 @@
 #include "cn_safe.h"
 #include "jobdirs.h"
 
-#define MAX_JOBS 64
-
 extern char **environ;
 
 struct job {
 	uint32_t id;
 	uid_t uid;
+	double since; /* seconds from Slurm's suspend to the wait's start; -1 not asked, -2 unknown
+		       */
 };
 
 static double now_s(void)
@@ -45,19 +53,16 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* squeue started for the jobs suspended on node, its output on *out; 0, or -1 (said when no
- * squeue is trusted). */
-static int spawn_squeue(const char *node, int *out, pid_t *pid)
+/* A Slurm command (found as cn_safe.h says, run from "/", with env) started, its output on *out;
+ * 0, or -1 (said when it is not trusted). */
+static int spawn_slurm(char *const argv[], char *const env[], int *out, pid_t *pid)
 {
-	char *argv[] = {
-		"squeue", "-h", "-t", "SUSPENDED", "-w", (char *)node, "-o", "%A %U", NULL
-	};
 	posix_spawn_file_actions_t fa;
 	char exe[PATH_MAX], why[PATH_MAX + 100];
 	int p[2];
 
-	/* Root runs only a squeue that root alone could have written, from "/" (cn_safe.h). */
-	if (cn_safe_find_exec("squeue", exe, sizeof(exe), why, sizeof(why)) < 0) {
+	/* Root runs only a program that root alone could have written. */
+	if (cn_safe_find_exec(argv[0], exe, sizeof(exe), why, sizeof(why)) < 0) {
 		slurm_info("cudanap: handover: %s", why);
 		return -1;
 	}
@@ -67,7 +72,7 @@ static int spawn_squeue(const char *node, int *out, pid_t *pid)
 	posix_spawn_file_actions_adddup2(&fa, p[1], STDOUT_FILENO);
 	posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
 	posix_spawn_file_actions_addchdir_np(&fa, "/");
-	if (posix_spawn(pid, exe, &fa, NULL, argv, environ) != 0) {
+	if (posix_spawn(pid, exe, &fa, NULL, argv, env) != 0) {
 		posix_spawn_file_actions_destroy(&fa);
 		close(p[0]);
 		close(p[1]);
@@ -79,27 +84,35 @@ static int spawn_squeue(const char *node, int *out, pid_t *pid)
 	return 0;
 }
 
-/* fd read into buf until its end, buf full or the deadline; fd closed, buf a string. */
-static void read_until(int fd, char *buf, size_t len, double deadline)
+/* fd read whole until its end or the deadline; fd closed. A string to free, or NULL. */
+static char *read_until(int fd, double deadline)
 {
-	size_t got = 0;
+	size_t got = 0, cap = 4096;
+	char *buf = malloc(cap);
 
-	for (;;) {
+	while (buf) {
 		struct pollfd pf = { fd, POLLIN, 0 };
 		double left = deadline - now_s();
 		ssize_t r;
 
 		if (left <= 0 || poll(&pf, 1, (int)(left * 1000) + 1) <= 0)
 			break;
-		r = read(fd, buf + got, len - 1 - got);
+		r = read(fd, buf + got, cap - 1 - got);
 		if (r <= 0)
 			break;
 		got += (size_t)r;
-		if (got == len - 1)
-			break;
+		if (got == cap - 1) {
+			char *more = realloc(buf, cap *= 2);
+
+			if (!more)
+				free(buf);
+			buf = more;
+		}
 	}
 	close(fd);
-	buf[got] = '\0';
+	if (buf)
+		buf[got] = '\0';
+	return buf;
 }
 
 /* Its output ended with it, which may not have been reaped yet: reaped by the deadline (0, its
@@ -117,43 +130,125 @@ static int reap_by(pid_t pid, double deadline, int *status)
 	return 0;
 }
 
-/* The jobs of squeue's "%A %U" lines, max at most; their count. */
-static int parse_jobs(char *out, struct job *jobs, int max)
+/* The output of a Slurm command by the deadline, if it exited 0 then (it is killed at the
+ * deadline): a string to free, or NULL. */
+static char *run_slurm(char *const argv[], char *const env[], double deadline)
 {
-	int n = 0;
+	int fd, status = -1;
+	pid_t pid;
+	char *out;
 
-	for (char *save, *line = strtok_r(out, "\n", &save); line && n < max;
-	     line = strtok_r(NULL, "\n", &save)) {
+	if (spawn_slurm(argv, env, &fd, &pid) < 0)
+		return NULL;
+	out = read_until(fd, deadline);
+	if (reap_by(pid, deadline, &status) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+/* The jobs Slurm has suspended on node, and their users, from squeue's "%A %U" lines, into *jobs
+ * (to free); their count, or -1 when squeue fails or has not answered by the deadline. */
+static int suspended_jobs(const char *node, struct job **jobs, double deadline)
+{
+	char *argv[] = {
+		"squeue", "-h", "-t", "SUSPENDED", "-w", (char *)node, "-o", "%A %U", NULL
+	};
+	char *out = run_slurm(argv, environ, deadline), *save, *line;
+	int n = 0, cap = 0;
+
+	*jobs = NULL;
+	if (!out)
+		return -1;
+	for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		unsigned long id, uid;
 
-		if (sscanf(line, "%lu %lu", &id, &uid) == 2 && id > 0)
-			jobs[n++] = (struct job){ (uint32_t)id, (uid_t)uid };
+		if (sscanf(line, "%lu %lu", &id, &uid) != 2 || id == 0)
+			continue;
+		if (n == cap) {
+			struct job *more =
+				realloc(*jobs, (size_t)(cap = cap ? 2 * cap : 8) * sizeof(**jobs));
+
+			if (!more)
+				break;
+			*jobs = more;
+		}
+		(*jobs)[n++] = (struct job){ (uint32_t)id, (uid_t)uid, -1 };
 	}
+	free(out);
 	return n;
 }
 
-/* The jobs Slurm has suspended on node, and their users, from squeue; their count, or -1 when
- * squeue fails or has not answered by the deadline (it is killed then). */
-static int suspended_jobs(const char *node, struct job *jobs, int max, double deadline)
+/* How long ago Slurm suspended job (its SuspendTime, asked of scontrol in seconds since the
+ * epoch), or -2 when scontrol cannot say by the deadline. */
+static double suspended_for(uint32_t job, double deadline)
 {
-	char buf[4096];
-	int fd, n, status = -1;
-	pid_t pid;
+	char id[16], *argv[] = { "scontrol", "-o", "show", "job", id, NULL }, **env, *out;
+	const char *at;
+	size_t n = 0;
+	double since = -2;
 
-	if (spawn_squeue(node, &fd, &pid) < 0)
-		return -1;
-	read_until(fd, buf, sizeof(buf), deadline);
-	if (reap_by(pid, deadline, &status) < 0)
-		return -1;
-	n = parse_jobs(buf, jobs, max);
-	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? n : -1;
+	snprintf(id, sizeof(id), "%u", (unsigned)job);
+	while (environ[n])
+		n++;
+	env = calloc(n + 2, sizeof(*env));
+	if (!env)
+		return -2;
+	n = 0;
+	for (char **e = environ; *e; e++)
+		if (strncmp(*e, "SLURM_TIME_FORMAT=", 18) != 0)
+			env[n++] = *e;
+	env[n] = "SLURM_TIME_FORMAT=%s"; /* strftime's seconds since the epoch */
+	out = run_slurm(argv, env, deadline);
+	free(env);
+	at = out ? strstr(out, " SuspendTime=") : NULL;
+	if (at && isdigit((unsigned char)at[13])) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		since = (double)ts.tv_sec - strtod(at + 13, NULL);
+		since = since < 0 ? 0 : since; /* the controller's clock a little ahead */
+	}
+	free(out);
+	return since;
+}
+
+/* One look at the jobs' processes: how many hold their GPU (*pid the first), how many were stopped
+ * mid-checkpoint (*frozen), and how many of the jobs are left out as suspended more than max_s
+ * ago (*late, their holders in *late_n). */
+static int look(const char *statusbase, struct job *jobs, int n, uint32_t self, double t0,
+		double max_s, double deadline, int *frozen, int *pid, int *late, int *late_n)
+{
+	int left = 0;
+
+	*frozen = *late = *late_n = 0;
+	for (int i = 0; i < n; i++) {
+		int f = 0, h;
+
+		if (jobs[i].id == self)
+			continue;
+		h = cn_jobdirs_holding(statusbase, jobs[i].id, jobs[i].uid, deadline + 0.5, &f,
+				       pid);
+		if (h && jobs[i].since == -1)
+			jobs[i].since = suspended_for(jobs[i].id, deadline) - (now_s() - t0);
+		if (h && jobs[i].since >= 0 && now_s() >= t0 - jobs[i].since + max_s) {
+			(*late)++;
+			*late_n += h;
+			h = 0;
+		}
+		left += h;
+		*frozen += f;
+	}
+	return left;
 }
 
 void cn_handover_wait(const char *statusbase, const char *node, uint32_t self, double max_s)
 {
-	struct job jobs[MAX_JOBS];
 	double t0 = now_s(), deadline = t0 + max_s;
-	int n = suspended_jobs(node, jobs, MAX_JOBS, deadline), left = 0, frozen = 0, pid = 0;
+	struct job *jobs;
+	int n = suspended_jobs(node, &jobs, deadline), left = 0, frozen = 0, pid = 0, late = 0,
+	    late_n = 0;
 
 	if (n < 0) {
 		slurm_info(
@@ -165,19 +260,13 @@ void cn_handover_wait(const char *statusbase, const char *node, uint32_t self, d
 	/* Each look is let past the deadline by half a second at most (a directory of many files
 	 * on a slow disk), so that the last one is whole and its answer right. */
 	for (;;) {
-		left = frozen = 0;
-		for (int i = 0; i < n; i++) {
-			int f = 0;
-
-			if (jobs[i].id != self)
-				left += cn_jobdirs_holding(statusbase, jobs[i].id, jobs[i].uid,
-							   deadline + 0.5, &f, &pid);
-			frozen += f;
-		}
+		left = look(statusbase, jobs, n, self, t0, max_s, deadline, &frozen, &pid, &late,
+			    &late_n);
 		if (!left || now_s() + 0.05 >= deadline)
 			break;
 		usleep(50000);
 	}
+	free(jobs);
 	if (left)
 		slurm_info("cudanap: handover: job %u starts after %.1f s with %d process%s of "
 			   "suspended jobs (pid %d) still holding GPU memory",
@@ -186,6 +275,11 @@ void cn_handover_wait(const char *statusbase, const char *node, uint32_t self, d
 		slurm_info("cudanap: handover: job %u waited %.2f s for %d suspended job%s to let "
 			   "their GPUs go",
 			   (unsigned)self, now_s() - t0, n, n == 1 ? "" : "s");
+	if (late)
+		slurm_info("cudanap: handover: not waiting for %d process%s of %d job%s suspended "
+			   "more than %g s ago: still running with GPU memory, continued by their "
+			   "user",
+			   late_n, late_n == 1 ? "" : "es", late, late == 1 ? "" : "s", max_s);
 	if (frozen)
 		slurm_info(
 			"cudanap: handover: %d process%s of suspended jobs were stopped by Slurm "

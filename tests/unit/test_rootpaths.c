@@ -267,7 +267,8 @@ void slurm_info(const char *fmt, ...)
 	va_end(ap);
 }
 
-static void fake_squeue(const char *body)
+/* A program of the test's, in PATH before the system's: squeue, or scontrol. */
+static void fake(const char *name, const char *body)
 {
 	char p[400], path[600];
 
@@ -275,9 +276,31 @@ static void fake_squeue(const char *body)
 	mkdir(p, 0755);
 	snprintf(path, sizeof(path), "%s/bin:/usr/bin:/bin", base);
 	setenv("PATH", path, 1);
-	snprintf(p, sizeof(p), "%s/bin/squeue", base);
+	snprintf(p, sizeof(p), "%s/bin/%s", base, name);
 	put(p, body, 0);
 	chmod(p, 0755);
+}
+
+static void fake_squeue(const char *body)
+{
+	fake("squeue", body);
+}
+
+/* scontrol show job, saying the job was suspended ago seconds ago (in SLURM_TIME_FORMAT's %s), or
+ * that it cannot say (ago < 0). */
+static void fake_scontrol(int ago)
+{
+	char body[300];
+
+	if (ago < 0)
+		snprintf(body, sizeof(body), "#!/bin/sh\nexit 1\n");
+	else
+		snprintf(body, sizeof(body),
+			 "#!/bin/sh\n[ \"$SLURM_TIME_FORMAT\" = %%s ] || exit 1\necho \"JobId=$4 "
+			 "JobState=SUSPENDED SuspendTime=$(($(date +%%s) - %d)) "
+			 "SecsPreSuspend=9\"\n",
+			 ago);
+	fake("scontrol", body);
 }
 
 static double wait_s(double max_s)
@@ -300,9 +323,21 @@ static void test_wait(void)
 	ok(took < 0.5 && strstr(said, "waited"),
 	   "with junk alone the wait ends at once (%.2f s): %s", took, said);
 	status_of(mine, OWNER);
+	fake_scontrol(-1);
 	took = wait_s(1.5);
 	ok(took >= 1.4 && took < 2.0 && strstr(said, "starts after 1.5 s with 1 process"),
 	   "a process of the job claiming its GPU holds the wait to max_s, no longer (%.2f s): %s",
+	   took, said);
+	fake_scontrol(0);
+	took = wait_s(1.5);
+	ok(took >= 1.4 && took < 2.0 && strstr(said, "starts after 1.5 s with 1 process"),
+	   "the same when Slurm suspended the job just now (%.2f s): %s", took, said);
+	fake_scontrol(100);
+	took = wait_s(1.5);
+	ok(took < 0.5 &&
+		   strstr(said, "not waiting for 1 process of 1 job suspended more than 1.5 s ago"),
+	   "but not when it suspended the job longer ago than max_s: a process of it that runs was "
+	   "continued by its user (%.2f s): %s",
 	   took, said);
 	fake_squeue("#!/bin/sh\nexec sleep 100\n");
 	took = wait_s(1.5);
