@@ -126,26 +126,42 @@ static bool jupyter_python(char *out, size_t len)
 	       cn_safe_find_exec(name, out, len, why, sizeof(why)) == 0;
 }
 
+/* A candidate found as cn_safe.h says: whether its library may be run too; the first refusal's
+ * why kept in refused. */
+static bool candidate(int found, char *cand, char *why, size_t wlen, char *refused, size_t rlen)
+{
+	if (found < 0)
+		return false;
+	if (python_trusted(cand, why, wlen) == 0)
+		return true;
+	if (!refused[0])
+		snprintf(refused, rlen, "; %s", why);
+	return false;
+}
+
 /* The Python that runs Jupyter, into out (an absolute path); exits 69 when there is none. */
 static void find_python(const char *helper, char *out, size_t len)
 {
 	const char *env = getenv("CUDANAP_PYTHON");
-	char cand[3][PATH_MAX], tried[3 * PATH_MAX + 8] = "", why[PATH_MAX + 100];
+	char cand[3][PATH_MAX], tried[3 * PATH_MAX + 8] = "", why[2 * PATH_MAX + 300],
+						     refused[sizeof(why) + 2] = "";
 	int n = 0;
 
 	if (env && *env) {
-		if (cn_safe_find_exec(env, out, len, why, sizeof(why)) == 0)
+		if (cn_safe_find_exec(env, out, len, why, sizeof(why)) == 0 &&
+		    python_trusted(out, why, sizeof(why)) == 0)
 			return;
 		fprintf(stderr, "%s kernel: CUDANAP_PYTHON: %s\n", cli_prog, why);
 		exit(69);
 	}
-	if (jupyter_python(cand[n], sizeof(cand[n])))
-		n++;
-	if (cn_safe_find_exec("python3", cand[n], sizeof(cand[n]), why, sizeof(why)) == 0)
-		n++;
-	if (cn_safe_trusted("/usr/bin/python3", true, cand[n], sizeof(cand[n]), why, sizeof(why)) ==
-	    0)
-		n++;
+	/* Each candidate, its library too, before it runs at all (the probe imports). */
+	n += candidate(jupyter_python(cand[n], sizeof(cand[n])) ? 0 : -1, cand[n], why, sizeof(why),
+		       refused, sizeof(refused));
+	n += candidate(cn_safe_find_exec("python3", cand[n], sizeof(cand[n]), why, sizeof(why)),
+		       cand[n], why, sizeof(why), refused, sizeof(refused));
+	n += candidate(cn_safe_trusted("/usr/bin/python3", true, cand[n], sizeof(cand[n]), why,
+				       sizeof(why)),
+		       cand[n], why, sizeof(why), refused, sizeof(refused));
 	for (int i = 0; i < n; i++) {
 		if (imports_jupyter(cand[i], helper)) {
 			snprintf(out, len, "%s", cand[i]);
@@ -155,9 +171,11 @@ static void find_python(const char *helper, char *out, size_t len)
 			 i ? ", " : "", cand[i]);
 	}
 	fprintf(stderr,
-		"%s kernel: no Python here imports jupyter_client (tried %s); install Jupyter, or "
+		"%s kernel: no Python here imports jupyter_client (tried %s%s); install Jupyter, "
+		"or "
 		"set CUDANAP_PYTHON to the Python that runs it\n",
-		cli_prog, n ? tried : "none: none found that only root or you could have written");
+		cli_prog, n ? tried : "none: none found that only root or you could have written",
+		refused);
 	exit(69);
 }
 

@@ -12,9 +12,9 @@ that jupyter_client's KernelSpecManager decides where kernels are found and inst
 It runs isolated and without site (python -I -S, from /): neither the working directory nor
 PYTHON* variables put anything on sys.path, and no site directory is added, nor its .pth files
 run, until it is checked here: only one that root or the caller alone could have written (the
-directory, every directory above it and every .pth file in it), so that root running it imports
-nothing another user wrote. A caller other than root gets its own user site back (pip install
---user).
+directory, every directory above it, and every directory, file and .pth file in it and what its
+links name), so that root running it imports nothing another user wrote. A caller other than root
+gets its own user site back (pip install --user).
 
 WHERE is user, sys-prefix or prefix (then PREFIX is the directory); CONFIG is "" for none. A
 kernelspec is cudanap's when its metadata has a "cudanap" object; install and remove touch no
@@ -44,13 +44,44 @@ def ours_alone(path):
         path = os.path.dirname(path)
 
 
+def _fail(e):
+    raise e
+
+
+def tree_ours_alone(d):
+    """Whether everything in the tree at d (every directory and file, and what each link names,
+    and the trees of the directories links name) only root or this user could have written: a
+    package is imported from anywhere in it."""
+    todo, seen = [d], set()
+    while todo:
+        top = os.path.realpath(todo.pop())
+        if top in seen:
+            continue
+        seen.add(top)
+        for root, dirs, files in os.walk(top, onerror=_fail):
+            for name in dirs + files:
+                p = os.path.join(root, name)
+                if os.path.islink(p):
+                    if not ours_alone(p):
+                        return False
+                    if os.path.isdir(p):
+                        todo.append(p)
+                    continue
+                st = os.lstat(p)
+                if st.st_uid not in (0, os.getuid()) or st.st_mode & 0o022:
+                    return False
+    return True
+
+
 def add_site(d):
-    """d on sys.path with its .pth files, if it and they are ours alone."""
+    """d on sys.path with its .pth files, if it and everything in it are ours alone."""
     if not os.path.isdir(d) or not ours_alone(d):
         return
-    pth = [os.path.join(d, f) for f in os.listdir(d) if f.endswith(".pth")]
-    if all(ours_alone(f) for f in pth):
-        site.addsitedir(d)
+    try:
+        if tree_ours_alone(d):
+            site.addsitedir(d)
+    except OSError:
+        pass
 
 
 if sys.flags.no_site:
