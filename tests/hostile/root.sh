@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Root's own commands against what a user planted (a third round): root's `cudanap kernel` run in
-# a directory the attacker can write imports none of the attacker's Python, runs no `jupyter` or
-# python3 found there through PATH, nor a Python the attacker could change; root's status and
-# metrics, while the attacker flips a link in its status directory's path between its own
-# directory and the victim's, remove nothing of the victim's (and still remove a stale file of
+# Root's own commands against what a user planted (a third round, and a fourth's Pythons): root's
+# `cudanap kernel` run in a directory the attacker can write imports none of the attacker's
+# Python, runs no `jupyter` or python3 found there through PATH, nor a Python the attacker could
+# change, nor one whose standard library or site packages the attacker could write (its lib/, a
+# sticky directory Python looks in for one, a package directory of a site directory); root's
+# status and metrics, while the attacker flips a link in its status directory's path between its
+# own directory and the victim's, remove nothing of the victim's (and still remove a stale file of
 # the victim's own in a directory root visits for the victim); twenty decoy processes with status
 # directories of their own hide no one from root's table or metrics; a number no status file may
 # hold makes the file unbelieved, and root's --json stays JSON; a kernel.json with escape
@@ -57,6 +59,67 @@ if [ -x "$sysp" ] && "$sysp" -m venv --copies --without-pip "$T/pub/venv" > /dev
 		"a Python beside a directory anyone can write in (its pyvenv.cfg): not run, in one line"
 else
 	skip "a Python of root's with a site directory the attacker can write" "no /usr/bin/python3 that makes a venv"
+fi
+
+# -- 1c. a Python of root's, in directories only root may write, whose standard library another
+# user can write: its prefix's lib/ made 0777, or no lib/ of its own below a sticky directory where
+# Python looks next (it goes up from its directory for lib/pythonX.Y/os.py), or a package directory
+# anyone may write in a site directory of its prefix: the attacker's encodings or jupyter_client
+# planted there never runs as root; the Python is refused in one line
+sysp=$(readlink -f /usr/bin/python3 2> /dev/null)
+ver=$("$sysp" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2> /dev/null)
+plant() { # plant DIR: the attacker's copy of the standard library in DIR/lib/pythonX.Y, links to
+	# the real one but for encodings/__init__.py (imported before io: posix's calls), which says
+	# it ran
+	"${AS_A[@]}" sh -c 'mkdir -p "$1/lib" && cp -rs "$2" "$1/lib/python$3" && e="$1/lib/python$3/encodings/__init__.py" &&
+		rm "$e" && { printf "import posix\nposix.close(posix.open(\"%s/ran-stdlib\", posix.O_WRONLY | posix.O_CREAT, 0o644))\n" "$4"; cat "$2/encodings/__init__.py"; } > "$e"' \
+		_ "$1" "/usr/lib/python$ver" "$ver" "$T/pub"
+}
+if [ -x "$sysp" ] && [ -n "$ver" ] && [ -d "/usr/lib/python$ver/encodings" ]; then
+	mkdir -m 755 "$T/py" "$T/py/bin"
+	cp "$sysp" "$T/py/bin/python$ver"
+	mkdir -m 777 "$T/py/lib"
+	plant "$T/py"
+	out=$(cd "$proj" && CUDANAP_PYTHON="$T/py/bin/python$ver" "$CUDANAP" kernel list 2>&1); rc=$?
+	check "a Python whose lib/ anyone may write: the standard library planted there does not run as root" \
+		test ! -e "$T/pub/ran-stdlib"
+	is "$rc:$out" "69:cudanap kernel: CUDANAP_PYTHON: $T/py/bin/python$ver: its standard library's directory $T/py/lib: in $T/py/lib, which another user may write to; not run" \
+		"it is refused, in one line"
+	rm -f "$T/pub/ran-stdlib"
+	mkdir -m 755 "$T/pub/opt" "$T/pub/opt/bin"
+	cp "$sysp" "$T/pub/opt/bin/python$ver"
+	plant "$T/pub"
+	out=$(cd "$proj" && CUDANAP_PYTHON="$T/pub/opt/bin/python$ver" "$CUDANAP" kernel list 2>&1); rc=$?
+	check "a Python without a library of its own below a sticky directory: the one planted there does not run as root" \
+		test ! -e "$T/pub/ran-stdlib"
+	is "$rc:$out" "69:cudanap kernel: CUDANAP_PYTHON: $T/pub/opt/bin/python$ver: it looks for its standard library in $T/pub, which another user may write to; not run" \
+		"it is refused, in one line"
+	rm -rf "$T/pub/ran-stdlib" "$T/pub/lib"
+	# a whole Python of root's, its site directory lib/python3/dist-packages root's (Debian's
+	# layout), one package directory in it anyone may write; in /run, where every directory
+	# above it is root's alone (under /tmp the site directory is not taken at all)
+	py2=$(mktemp -d /run/cudanap-hostile.XXXXXX 2> /dev/null)
+	site=
+	if [ -n "$py2" ]; then
+		py2_gone() { rm -rf "$py2"; }
+		at_exit py2_gone
+		chmod 755 "$py2"
+		mkdir -m 755 "$py2/bin" "$py2/lib"
+		cp "$sysp" "$py2/bin/python$ver"
+		cp -r "/usr/lib/python$ver" "$py2/lib/python$ver"
+		site=$("$py2/bin/python$ver" -I -S -c 'import site; print("\n".join(site.getsitepackages()))' | grep -m1 "^$py2/lib/python3/")
+	fi
+	if [ -n "$site" ] && [ -z "$(find /run -maxdepth 0 -perm /022)" ]; then
+		mkdir -p "$site" && mkdir -m 777 "$site/jupyter_client"
+		"${AS_A[@]}" sh -c 'printf "open(\"%s/ran-site\", \"w\").write(\"planted\")\n" "$1" > "$2/jupyter_client/__init__.py"' _ "$T/pub" "$site"
+		out=$(cd "$proj" && CUDANAP_PYTHON="$py2/bin/python$ver" "$CUDANAP" kernel list 2>&1); rc=$?
+		check "a package directory anyone may write in a site directory of root's: nothing planted there runs as root (rc $rc)" \
+			test ! -e "$T/pub/ran-site"
+	else
+		skip "a package directory anyone may write in a site directory" "no lib/python3 site directory, or no /run of root's alone"
+	fi
+else
+	skip "a Python of root's whose standard library another user can write" "no /usr/bin/python3 with its library in /usr/lib"
 fi
 
 # -- 6. kernel.json with escape sequences, and one whose cudanap entry is not an object
