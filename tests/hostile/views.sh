@@ -103,7 +103,8 @@ mkdir -m 755 "$T/pub/esc" && chown "$V" "$T/pub/esc"
 e_pid=$!
 eventually 20 grep -q libcudanap "/proc/$e_pid/maps"
 out=$("$CUDANAP" suspend --timeout 3 "$e_pid" 2>&1)
-like "$out" "^$e_pid: " "root's suspend of it: one line about it"
+like "$out" "^$e_pid: its status is not believed: $T/pub/esc/\?\]0;owned\?\?\[31m: mode 777" \
+	"root's suspend of it: one line, naming the directory with '?' for its control characters"
 check "that holds no escape character (${out//[$'\e\a']/^})" no_escape "$out"
 out=$("$CUDANAP" suspend --dry-run --json "$e_pid" 2>&1)
 check "its --json: UTF-8 JSON" utf8_json <<< "$out"

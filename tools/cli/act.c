@@ -357,6 +357,7 @@ static int parse_gpu_map(struct act_args *a, const char *map)
 static int parse_option(struct act_args *a, int c, int argc, char **argv)
 {
 	enum verb verb = a->p.verb;
+	unsigned long n;
 	char *end;
 
 	switch (c) {
@@ -410,9 +411,9 @@ static int parse_option(struct act_args *a, int c, int argc, char **argv)
 		a->p.on_attempt = NULL;
 		break;
 	case 'r':
-		a->p.retries = (unsigned)strtoul(optarg, &end, 10);
-		if (!*optarg || *end || a->p.retries > 100)
+		if (cn_config_uint(optarg, 100, &n) < 0) /* digits only: "-1" would wrap */
 			cli_die_usage("cudanap: --retries wants a number from 0 to 100\n");
+		a->p.retries = (unsigned)n;
 		break;
 	default:
 		cli_die_option(cli_verb_name[verb], argv, c);

@@ -89,7 +89,8 @@ int kernel_main(int argc, char **argv);
 /* ---- python.c: whether root may run a Python, its standard library included ---- */
 /* The Python at real (a path cn_safe_trusted passed): the standard library it would load, found
  * from where it is as Python finds it, written by root or this user alone, every directory on the
- * way too. 0, or -errno with why in one line. */
+ * way too; a script ("#!", a wrapper) is taken as the trusted program it is. 0, or -errno with
+ * why in one line. */
 int python_trusted(const char *real, char *why, size_t len);
 
 /* ---- slurm.c: a Slurm job's processes on this node ---- */

@@ -43,13 +43,18 @@ static void say(struct job *j, const char *outcome, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static void say(struct job *j, const char *outcome, const char *fmt, ...)
 {
+	char raw[sizeof(j->line)];
 	va_list ap;
-	int o = snprintf(j->line, sizeof(j->line), "%d: ", j->pid);
+	int o = snprintf(raw, sizeof(raw), "%d: ", j->pid);
 
 	j->outcome = outcome;
 	va_start(ap, fmt);
-	vsnprintf(j->line + o, sizeof(j->line) - (size_t)o, fmt, ap);
+	vsnprintf(raw + o, sizeof(raw) - (size_t)o, fmt, ap);
 	va_end(ap);
+	/* A line may name what another user's environment named (its status directory): its
+	 * control characters and bytes that are not UTF-8 are not passed on to a terminal or JSON.
+	 */
+	cn_status_text(j->line, sizeof(j->line), raw);
 }
 
 /* Where a resumed process went, when that is news: " on GPU 1 (it started on GPU 0)" when it is

@@ -233,7 +233,6 @@ static void parse_args(struct kernel_args *k, int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	char *end;
 	int c;
 
 	while ((c = getopt_long(argc, argv, ":f:n:N:c:h", opts, NULL)) != -1) {
@@ -243,9 +242,9 @@ static void parse_args(struct kernel_args *k, int argc, char **argv)
 		} else if (c == 'n') {
 			k->name = optarg;
 		} else if (c == 'N') {
-			unsigned long v = strtoul(optarg, &end, 10);
+			unsigned long v;
 
-			if (!*optarg || *end || v > 24 * 3600)
+			if (cn_config_uint(optarg, 24 * 3600, &v) < 0)
 				cli_die_usage(
 					"cudanap kernel: --nap wants seconds, from 0 to 86400\n");
 			k->nap = optarg;

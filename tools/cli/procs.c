@@ -33,7 +33,7 @@ static const char *env_value(const char *env, size_t n, const char *name)
 
 void procs_status_dir(int pid, const char *cfg_path, char *dir, size_t len)
 {
-	char path[32], clean[PATH_MAX], *env;
+	char path[32], *env;
 	struct stat st;
 	size_t n = 0;
 
@@ -53,10 +53,6 @@ void procs_status_dir(int pid, const char *cfg_path, char *dir, size_t len)
 			     env_value(env, n, "CUDANAP_STATUS_DIR"),
 			     env_value(env, n, "XDG_RUNTIME_DIR"), st.st_uid, st.st_gid, dir, len);
 	free(env);
-	/* Its name is another user's text, said in the lines about it: control characters and
-	 * bytes that are not UTF-8 are not (a directory of such a name is not used). */
-	cn_status_text(clean, sizeof(clean), dir);
-	snprintf(dir, len, "%s", clean);
 }
 
 bool procs_alive(const struct cn_status *s)

@@ -77,6 +77,26 @@ static int add_link(const char *real)
 	return 0;
 }
 
+/* A link that names nothing yet: the directory its name would be made in (which must be ours,
+ * so that nobody else can make it) into dir; false when even that is not there. */
+static bool dangling_dir(const char *link, char *dir)
+{
+	char to[PATH_MAX], full[2 * PATH_MAX + 2];
+	ssize_t n = readlink(link, to, sizeof(to) - 1);
+	char *slash;
+
+	if (n <= 0)
+		return false;
+	to[n] = '\0';
+	if (to[0] == '/')
+		snprintf(full, sizeof(full), "%s", to);
+	else
+		snprintf(full, sizeof(full), "%.*s/%s", (int)(strrchr(link, '/') - link), link, to);
+	slash = strrchr(full, '/');
+	slash[slash == full] = '\0';
+	return realpath(full, dir) != NULL;
+}
+
 static int visit(const char *path, const struct stat *st, int type, struct FTW *f)
 {
 	char real[PATH_MAX];
@@ -84,9 +104,11 @@ static int visit(const char *path, const struct stat *st, int type, struct FTW *
 
 	(void)f;
 	if (type == FTW_SL) { /* what it names, and all above that, ours; a directory walked */
-		if (ours_up(path, walk.what, walk.why, walk.len) < 0)
+		if (!realpath(path, real) && errno == ENOENT && dangling_dir(path, real))
+			walk.r = ours_up(real, walk.what, walk.why, walk.len);
+		else if (ours_up(path, walk.what, walk.why, walk.len) < 0)
 			walk.r = -EPERM;
-		else if (realpath(path, real) && stat(real, &t) == 0 && S_ISDIR(t.st_mode))
+		else if (stat(real, &t) == 0 && S_ISDIR(t.st_mode))
 			walk.r = add_link(real);
 		return walk.r ? 1 : 0;
 	}
@@ -245,12 +267,28 @@ static int search_up(const char *dir, const char *ver, char *why, size_t len)
 	return -ENOENT;
 }
 
+/* Whether the file at path is a script ("#!"), not an interpreter. */
+static bool script(const char *path)
+{
+	char head[2] = "";
+	FILE *f = fopen(path, "re");
+	bool is = f && fread(head, 1, 2, f) == 2 && head[0] == '#' && head[1] == '!';
+
+	if (f)
+		fclose(f);
+	return is;
+}
+
 int python_trusted(const char *real, char *why, size_t len)
 {
 	char dir[PATH_MAX], home[PATH_MAX], ver[16], what[PATH_MAX + 300], p[PATH_MAX + 32];
 	const char *base = strrchr(real, '/') ? strrchr(real, '/') + 1 : real;
 	int r;
 
+	/* A wrapper script (root's or this user's alone, as cn_safe_trusted found it) runs what its
+	 * author chose: a program root trusts, as squeue is; its library is the interpreter's. */
+	if (script(real))
+		return 0;
 	snprintf(dir, sizeof(dir), "%.*s", (int)(base - real - (base > real + 1)), real);
 	snprintf(p, sizeof(p), "%s/pybuilddir.txt", dir);
 	if (access(p, F_OK) == 0) {
@@ -277,7 +315,12 @@ int python_trusted(const char *real, char *why, size_t len)
 	r = search_up(home[0] ? home : dir, ver, what, sizeof(what));
 	if (r == 0 && home[0] && realpath(home, p) && strcmp(p, home) != 0)
 		r = search_up(p, ver, what, sizeof(what));
-	if (r < 0)
-		snprintf(why, len, "%s: %s; not run", real, what);
+	if (r < 0) {
+		char line[sizeof(what) + PATH_MAX + 16];
+
+		/* a name in the tree may be another user's: its control characters not said */
+		snprintf(line, sizeof(line), "%s: %s; not run", real, what);
+		cn_status_text(why, len, line);
+	}
 	return r;
 }

@@ -105,15 +105,13 @@ static const char *parse_args(int argc, char **argv)
 	};
 	const char *cfg = NULL;
 	unsigned long nap;
-	char *end;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "+:c:N:Mh", opts, NULL)) != -1) {
 		if (c == 'c') {
 			cfg = optarg;
 		} else if (c == 'N') {
-			nap = strtoul(optarg, &end, 10);
-			if (!*optarg || *end || nap > 24 * 3600)
+			if (cn_config_uint(optarg, 24 * 3600, &nap) < 0)
 				cli_die_usage("cudanap: --nap wants seconds, from 0 to 86400\n");
 			setenv("CUDANAP_NAP_S", optarg, 1);
 		} else if (c == 'M') {

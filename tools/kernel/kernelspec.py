@@ -62,7 +62,9 @@ def tree_ours_alone(d):
             for name in dirs + files:
                 p = os.path.join(root, name)
                 if os.path.islink(p):
-                    if not ours_alone(p):
+                    # what it names; where it names nothing yet, where that would be made
+                    if not ours_alone(p if os.path.exists(p)
+                                      else os.path.dirname(os.path.realpath(p))):
                         return False
                     if os.path.isdir(p):
                         todo.append(p)
