@@ -11,9 +11,17 @@ done
 # One hostile test per host at a time: the users, and the victim's default status directory
 # (/tmp/cudanap-UID) that hostile.sh squats, are the host's. A second run beside this one (another
 # build, CI) waits here, before the users are made, and the lock is held until they are removed
-# (the test's end); always taken before the Slurm cluster's lock.
-exec {users_lock}> "${TMPDIR:-/tmp}/cudanap-test-users.lock"
-flock -w 500 "$users_lock" || { ok 1 "the test users not free after 500 s"; finish; }
+# (the test's end); always taken before the Slurm cluster's lock. It is held by a process of its
+# own, which lives as long as this test's shell and no longer, not by a descriptor of the shell's:
+# a daemon the test leaves behind would inherit that and hold the lock for ever (a JupyterHub left
+# by another suite did, and every hostile run on the host waited for it).
+mkfifo "$T/users-lock"
+flock -w 500 "${TMPDIR:-/tmp}/cudanap-test-users.lock" \
+	sh -c 'echo locked; exec 1> /dev/null; while kill -0 "$1" 2> /dev/null; do sleep 0.2; done' _ $$ \
+	> "$T/users-lock" 2> /dev/null < /dev/null &
+disown $! # not one of the test's processes that cleanup kills first: it ends after the users
+read -r -t 510 locked < "$T/users-lock" || locked=
+[ "$locked" = locked ] || { ok 1 "the test users not free after 500 s"; finish; }
 users_made=()
 # After the test's processes are gone (lib.sh's cleanup); a Slurm job's may take a moment more.
 user_gone() { userdel "$1" 2> /dev/null; }
