@@ -54,7 +54,8 @@ static int ours_up(const char *path, const char *what, char *why, size_t len)
 /* The tree walk's state (nftw passes none): the first refusal, and the directories links name,
  * walked after the tree (each once). */
 static struct {
-	char *why, *what;
+	char *why;
+	const char *what;
 	size_t len;
 	int r;
 	char (*links)[PATH_MAX];
@@ -128,7 +129,7 @@ static int tree_ours(const char *root, const char *what, char *why, size_t len)
 {
 	int done = 0, r;
 
-	walk.why = why, walk.what = (char *)what, walk.len = len, walk.r = 0, walk.n_links = 0;
+	walk.why = why, walk.what = what, walk.len = len, walk.r = 0, walk.n_links = 0;
 	r = nftw(root, visit, 16, FTW_PHYS) < 0 ? -errno : walk.r;
 	/* The directories links name, as Python would follow them; a name seen before is not
 	 * walked again (a link to a directory above it would loop). */
