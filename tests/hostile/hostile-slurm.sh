@@ -69,19 +69,22 @@ kill "$ap" "$stray" "$forged" 2> /dev/null
 # suspended for Slurm) and says in its status file, again and again, that it holds its GPU: a
 # task that starts more than handover= seconds after the suspend does not wait for it (every task
 # of every job on the node waited the whole handover= time, for as long as the job stayed
-# suspended).
+# suspended). The file names the job's own signals: a root `cudanap status` of a run beside this
+# one asks every process on the host, and one naming none would send the job's sleep SIGUSR1.
 check "Slurm stopped the victim's job's process after its grace" eventually 20 stopped "$vp"
 "${AS_V[@]}" kill -CONT "$vp"
 check "and the victim continued it: it runs, its job still suspended" \
 	eventually 20 not stopped "$vp"
 is "$(job_state "$jv")" SUSPENDED "squeue still says the job is suspended"
 "${AS_V[@]}" sh -c 'while :; do printf %s "$2" > "$1/.f" && mv "$1/.f" "$1/$3.json"; sleep 0.2; done' \
-	_ "$vdir" "$(claim "$vp" | sed 's/}$/,"gpu_now":"0:1000","gpus":"0=GPU-x"}/')" "$vp" &
+	_ "$vdir" "$(claim "$vp" | sed 's/}$/,"gpu_now":"0:1000","gpus":"0=GPU-x","suspend_signal":20,"resume_signal":18}/')" "$vp" &
 claimer=$!
 past() { awk -v t0="$1" -v s="$2" -v now="$(date +%s.%N)" 'BEGIN { exit !(now > t0 + s) }'; }
 eventually 20 past "$t_suspend" 6
+is "$(job_state "$jv"):$(test -d "$vdir" && echo dir)" SUSPENDED:dir "6 s after its suspend the job is still suspended, its directory there"
 jr2=$(sbatch --parsable -D "$T/pub" -o "$T/pub/r2.log" --wrap "echo started > '$T/pub/r2.start'")
-eventually 60 test -s "$T/pub/r2.start" || diag "r2: $(cat "$T/pub/r2.log" 2>&1) $(squeue 2>&1) $(tail -n 5 "$S/log/slurmd.log")"
+eventually 60 test -s "$T/pub/r2.start" ||
+	diag "job $jr2 did not start: $(cat "$T/pub/r2.log" 2>&1) $(squeue 2>&1) $(tail -n 5 "$S/log/slurmd.log")"
 said=$(grep "handover: job $jr2 " "$S/log/slurmd.log" | tail -n 1)
 took=$(sed -n 's/.* waited \([0-9.]*\) s .*/\1/p' <<< "$said")
 check "a task 6 s after the suspend starts at once: it waited ${took:-?} s (handover=5): $said" \
