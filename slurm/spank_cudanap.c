@@ -13,8 +13,9 @@
  *                        (default /run; DIR/cudanap must not be another user's)
  *   handover=SECONDS     every task of every job on the node (under cudanap or not) waits, at
  *                        most this long, before it starts, for the cudanap processes of the jobs
- *                        Slurm has suspended on the node to let their GPUs go: a preemptor then
- *                        starts on a free GPU (handover.c; default 0, no wait) */
+ *                        Slurm has suspended on the node to let their GPUs go, in the first
+ *                        SECONDS after each job's suspend: a preemptor then starts on a free GPU
+ *                        (handover.c; default 0, no wait) */
 #define _GNU_SOURCE
 #include <limits.h>
 #include <stdbool.h>
