@@ -6,8 +6,9 @@
 # node_exporter (its textfile collector: no scrape error, every user's series there), root's
 # --json is UTF-8, no escape reaches root's terminal, the unbelievable file is not believed. What
 # hides a process from root's status and metrics hides it no longer: its library replaced on disk
-# (an upgrade), 70 KB of environment before cudanap's variables. And a job_<J> cgroup of the
-# user's own (a delegated subtree) gives no slurm_job label.
+# (an upgrade), 70 KB of environment before cudanap's variables. A job_<J> cgroup of the user's
+# own (a delegated subtree) gives no slurm_job label, and root's status on the host removes no
+# status file of a process in a container (a pid namespace of its own).
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/users.sh"
 for b in promtool prometheus-node-exporter curl python3; do
@@ -169,6 +170,27 @@ else
 fi
 kill "$a_pid"
 wait "$a_pid" 2> /dev/null
+
+# -- 7. a process of the victim's in a pid namespace of its own (a container's), its status
+# directory one that root's status on the host reaches: its file names a pid of that namespace,
+# which no process here has; root's status and metrics remove none of it (they took it for a
+# stale file and removed it)
+if command -v unshare > /dev/null && unshare --pid --fork --mount-proc true 2> /dev/null; then
+	mkdir -m 700 "$T/pub/ns" && chown "$V" "$T/pub/ns"
+	unshare --pid --fork --kill-child --mount-proc "${AS_V[@]}" LD_PRELOAD="$lib" \
+		CUDANAP_STATUS_DIR="$T/pub/ns" /bin/sleep 300 &
+	ns_pid=$!
+	eventually 20 test -n "$(ls "$T/pub/ns")"
+	f=$(ls "$T/pub/ns")
+	"$CUDANAP" status --no-query > /dev/null 2>&1
+	"$CUDANAP" metrics > /dev/null 2>&1
+	check "a container's process: root's status and metrics on the host leave its file ($f) alone" \
+		test -n "$f" -a -e "$T/pub/ns/$f"
+	kill "$ns_pid"
+	wait "$ns_pid" 2> /dev/null
+else
+	skip "a process in a pid namespace of its own" "no unshare that makes one here"
+fi
 
 kill "$ne_pid"
 finish

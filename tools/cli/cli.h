@@ -66,6 +66,9 @@ int procs_with_env(const char *name, const char *value, int **out);
 struct procs_dir {
 	char path[4096];
 	uid_t uid;
+	/* one of the processes that use it is in another pid namespace (a container): the pids
+	 * its files name are not ours, and a file is not stale because no process of ours has its pid */
+	bool foreign;
 };
 /* Every status dir in use by this user's preloaded processes (root's: every user's), each once
  * per user, however many: *out is allocated; returns the count. */

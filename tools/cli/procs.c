@@ -202,6 +202,20 @@ static bool in_tree(const struct proc *v, int n, int pid, int root)
 	return pid == root;
 }
 
+/* Whether pid is in another pid namespace than this command (a container's process seen from
+ * the host): its status files name pids of that namespace. */
+static bool foreign_ns(int pid)
+{
+	char path[64], ns[64] = "", self[64] = "";
+	ssize_t n, m = readlink("/proc/self/ns/pid", self, sizeof(self) - 1);
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", pid);
+	n = readlink(path, ns, sizeof(ns) - 1);
+	if (m <= 0) /* a kernel without namespaces: every process is in ours */
+		return false;
+	return n <= 0 || n != m || memcmp(ns, self, (size_t)n) != 0;
+}
+
 int procs_job_dirs(struct procs_dir **out)
 {
 	struct proc *v;
@@ -210,13 +224,17 @@ int procs_job_dirs(struct procs_dir **out)
 
 	for (int p = 0; p < np; p++) {
 		char dir[PATH_MAX];
-		bool dup = false;
+		bool dup = false, foreign;
 
 		if (!v[p].preloaded)
 			continue;
 		procs_status_dir(v[p].pid, NULL, dir, sizeof(dir));
+		foreign = foreign_ns(v[p].pid);
 		for (int i = 0; i < n && !dup; i++)
-			dup = d[i].uid == v[p].uid && strcmp(d[i].path, dir) == 0;
+			if (d[i].uid == v[p].uid && strcmp(d[i].path, dir) == 0) {
+				dup = true;
+				d[i].foreign |= foreign;
+			}
 		if (dup)
 			continue;
 		if (!(n & (n - 1))) { /* 0, 1, 2, 4, ...: room for twice as many */
@@ -227,6 +245,7 @@ int procs_job_dirs(struct procs_dir **out)
 			d = nd;
 		}
 		snprintf(d[n].path, sizeof(d[n].path), "%s", dir);
+		d[n].foreign = foreign;
 		d[n++].uid = v[p].uid;
 	}
 	free(v);

@@ -292,7 +292,7 @@ static void print_json(const struct rows *r)
  * as cn_status_read asks); removed when its process is gone or the pid is another's now, and the
  * file is the directory owner's own (which that user could remove anyway), through the directory's
  * fd and only if it is still the file read (cn_status_remove_in): no path is resolved again. */
-static void take_file(int dirfd, uid_t dir_uid, int pid, struct rows *r)
+static void take_file(int dirfd, uid_t dir_uid, int pid, bool prune, struct rows *r)
 {
 	struct cn_status s;
 	struct cn_owner o;
@@ -305,14 +305,14 @@ static void take_file(int dirfd, uid_t dir_uid, int pid, struct rows *r)
 		if (cn_safe_owner_of(pid, true, &o) == 0 && dir_uid == o.uid &&
 		    (st.st_uid == o.uid || st.st_uid == 0))
 			add(r, &s);
-	} else if (st.st_uid == dir_uid) {
+	} else if (prune && st.st_uid == dir_uid) {
 		cn_status_remove_in(dirfd, pid, &st);
 	}
 }
 
 /* The status files in dir, a directory of uid's that nobody else may write to: the check the
  * preload made at its start, made again and the directory used by its fd from there. */
-static void list_dir(const char *dir, uid_t uid, struct rows *r)
+static void list_dir(const char *dir, uid_t uid, bool prune, struct rows *r)
 {
 	char why[300];
 	int fd = cn_safe_dir(AT_FDCWD, dir, (struct cn_owner){ uid, uid == 0 }, false, why,
@@ -332,7 +332,7 @@ static void list_dir(const char *dir, uid_t uid, struct rows *r)
 
 		snprintf(name, sizeof(name), "%d.json", pid);
 		if (pid > 0 && strcmp(name, e->d_name) == 0)
-			take_file(fd, st.st_uid, pid, r);
+			take_file(fd, st.st_uid, pid, prune, r);
 	}
 	if (d)
 		closedir(d);
@@ -348,18 +348,26 @@ int status_gather(const char *cfg, struct cn_status **out)
 	struct procs_dir *dirs = NULL;
 	int n = 0;
 
+	bool prune = true;
+
 	if (cfg) {
 		cli_load_config(cfg, &conf);
-	} else {
-		if (cn_config_load_env(&conf, err, sizeof(err)) < 0)
-			cn_config_defaults(&conf);
-		procs_all_users(geteuid() == 0); /* root's: every user's */
-		n = procs_job_dirs(&dirs);
+	} else if (cn_config_load_env(&conf, err, sizeof(err)) < 0) {
+		cn_config_defaults(&conf);
 	}
-	list_dir(conf.status_dir, geteuid(), &rows);
-	for (int i = 0; i < n; i++) /* the default dir, in use by processes too, read once */
+	/* Every directory in use (root's: by every user), for the directories to list without -c,
+	 * and for whether a process of another pid namespace uses one: a file there is nobody's
+	 * stale file for the pids of this one (root on a host removed its containers' files). */
+	procs_all_users(geteuid() == 0);
+	n = procs_job_dirs(&dirs);
+	for (int i = 0; i < n; i++)
+		if (dirs[i].foreign && dirs[i].uid == geteuid() &&
+		    strcmp(dirs[i].path, conf.status_dir) == 0)
+			prune = false;
+	list_dir(conf.status_dir, geteuid(), prune, &rows);
+	for (int i = 0; i < n && !cfg; i++) /* the default dir, in use by processes too, read once */
 		if (dirs[i].uid != geteuid() || strcmp(dirs[i].path, conf.status_dir) != 0)
-			list_dir(dirs[i].path, dirs[i].uid, &rows);
+			list_dir(dirs[i].path, dirs[i].uid, !dirs[i].foreign, &rows);
 	free(dirs);
 	*out = rows.s;
 	return rows.n;
