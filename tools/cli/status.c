@@ -365,7 +365,8 @@ int status_gather(const char *cfg, struct cn_status **out)
 		    strcmp(dirs[i].path, conf.status_dir) == 0)
 			prune = false;
 	list_dir(conf.status_dir, geteuid(), prune, &rows);
-	for (int i = 0; i < n && !cfg; i++) /* the default dir, in use by processes too, read once */
+	/* without -c, every one in use; the default dir, in use by processes too, read once */
+	for (int i = 0; i < n && !cfg; i++)
 		if (dirs[i].uid != geteuid() || strcmp(dirs[i].path, conf.status_dir) != 0)
 			list_dir(dirs[i].path, dirs[i].uid, !dirs[i].foreign, &rows);
 	free(dirs);
