@@ -186,7 +186,9 @@ if command -v unshare > /dev/null && unshare --pid --fork --mount-proc true 2> /
 	"$CUDANAP" metrics > /dev/null 2>&1
 	check "a container's process: root's status and metrics on the host leave its file ($f) alone" \
 		test -n "$f" -a -e "$T/pub/ns/$f"
-	kill "$ns_pid"
+	# unshare waits out SIGTERM, and the victim's uid cleared the child's parent-death signal:
+	# the namespace's first process (the sleep) goes first, then unshare returns
+	pkill -KILL -P "$ns_pid"
 	wait "$ns_pid" 2> /dev/null
 else
 	skip "a process in a pid namespace of its own" "no unshare that makes one here"
