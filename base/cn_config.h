@@ -11,12 +11,14 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "cn_names.h"
 #include "cn_uuid.h"
 
 #define CN_MAX_GPUS 64
 #define CN_ERR_LEN  512
 #define CN_HOOK_LEN 2048
 
+/* [log] level. */
 enum cn_log_level { CN_LOG_ERROR = 0, CN_LOG_INFO = 1, CN_LOG_DEBUG = 2 };
 
 /* [nccl] mode: how a process's NCCL communicators are handled at a suspend. */
@@ -26,6 +28,22 @@ enum cn_nccl_mode {
 	CN_NCCL_SOCKETS, /* ranks over sockets ([nccl] suspendable), the API not used */
 	CN_NCCL_OFF,	 /* not looked at: no API, no refusal */
 };
+
+/* [nap] depth: full, the driver's checkpoint (the GPU left at 0 MiB); light, what cudanap owns
+ * copied to host memory and released, the context kept (preload/cuda/light.c); auto, light first,
+ * then full after full_after_s of the nap (0: never) or when the wake must go to other GPUs. A
+ * status says by it how its last nap went: light or full, none before any. */
+enum cn_depth { CN_DEPTH_NONE = -1, CN_DEPTH_FULL, CN_DEPTH_LIGHT, CN_DEPTH_AUTO };
+
+/* [memory] own: large device memory served by cudanap in pieces the driver restores
+ * (preload/cuda/owned.c); auto: in a process that sees more than one GPU. */
+enum cn_own { CN_OWN_AUTO, CN_OWN_ALWAYS, CN_OWN_NEVER };
+
+/* The words of each, as the INI writes them ("debug", "suspend-api", "light", "never"). */
+CN_NAMES_DECLARE(cn_config_log_level, enum cn_log_level);
+CN_NAMES_DECLARE(cn_config_nccl_mode, enum cn_nccl_mode);
+CN_NAMES_DECLARE(cn_config_depth, enum cn_depth);
+CN_NAMES_DECLARE(cn_config_own, enum cn_own);
 
 /* One side of a gpu_map pair: a device index as nvidia-smi numbers GPUs, or a UUID. */
 struct cn_gpu_ref {
@@ -85,11 +103,7 @@ struct cn_config {
 	 * for min_idle_s at least (preload/agent/pager.c). */
 	bool nap_make_room;
 	unsigned nap_min_idle_s;
-	/* [nap] depth: full, the driver's checkpoint (the GPU left at 0 MiB); light, what cudanap
-	 * owns copied to host memory and released, the context kept (preload/cuda/light.c); auto,
-	 * light first, then full after full_after_s of the nap (0: never) or when the wake must go
-	 * to other GPUs. */
-	enum cn_depth { CN_DEPTH_FULL, CN_DEPTH_LIGHT, CN_DEPTH_AUTO } nap_depth;
+	enum cn_depth nap_depth; /* [nap] depth */
 	unsigned nap_full_after_s;
 	/* [nap] keep_host_copy: a light nap's pinned host copy kept while the process runs, for its
 	 * next light nap (no pages to make and pin: its copy out runs at the bus's speed); the host
@@ -98,18 +112,16 @@ struct cn_config {
 	/* [nap] copy_ahead: the pinned host copy made while the process is idle, before its light
 	 * nap, so that the nap copies at the bus's speed (preload/agent/cache.c). */
 	bool nap_copy_ahead;
-	/* [memory] host_cache: the share (percent) of the host's memory, or of the cgroup limit that
-	 * bounds the process, that the kept and made-ahead host copies of this user's processes in
-	 * one status directory may pin together; 0: none kept or made ahead. A light nap whose copy
-	 * is over it naps fully under depth = auto. */
+	/* [memory] host_cache: the share (percent) of the host's memory, or of the cgroup limit
+	 * that bounds the process, that the kept and made-ahead host copies of this user's
+	 * processes in one status directory may pin together; 0: none kept or made ahead. A light
+	 * nap whose copy is over it naps fully under depth = auto. */
 	unsigned host_cache_pct;
 	/* [peer] mode: a process with peer access between its GPUs is suspended with that access
 	 * turned off (and off after the resume, where the driver cannot give it back), instead of
 	 * refused. */
 	bool peer_off;
-	/* [memory] own: large device memory served by cudanap in pieces the driver restores
-	 * (preload/cuda/owned.c); auto: in a process that sees more than one GPU. */
-	enum cn_own { CN_OWN_AUTO, CN_OWN_ALWAYS, CN_OWN_NEVER } own;
+	enum cn_own own; /* [memory] own */
 };
 
 /* Defaults for every key; the status dir from the environment (cn_dirs_status_default). */

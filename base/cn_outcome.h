@@ -7,6 +7,8 @@
 
 #include <stdbool.h>
 
+#include "cn_names.h"
+
 /* A process's CUDA state: CUprocessState's numbers, and ours. */
 enum cn_state {
 	CN_STATE_UNKNOWN = -1, /* not said, or not readable */
@@ -94,18 +96,14 @@ struct cn_outcome {
 	int result; /* enum cn_result */
 };
 
-/* The words of each kind, made here and in no other place: "checkpointed", "suspend", "napping",
- * "yes" ("" for the unknown, unsaid and unasked); and back, the kind's unknown (or unsaid, unasked)
- * value for a word that is none of them. */
-enum cn_outcome_kind {
-	CN_OUTCOME_STATE,
-	CN_OUTCOME_ACTION,
-	CN_OUTCOME_NAP,
-	CN_OUTCOME_ASK,
-	CN_OUTCOME_DEPTH_WHY,
-};
-const char *cn_outcome_word(enum cn_outcome_kind kind, int value);
-int cn_outcome_of(enum cn_outcome_kind kind, const char *word);
+/* The words of each, made here and in no other place: "checkpointed", "suspend", "napping", "yes"
+ * ("" for the unknown, unsaid and unasked); and back, the unknown (or unsaid, unasked) value for a
+ * word that is none of them. */
+CN_NAMES_DECLARE(cn_outcome_state, enum cn_state);
+CN_NAMES_DECLARE(cn_outcome_action, enum cn_action);
+CN_NAMES_DECLARE(cn_outcome_nap, enum cn_nap);
+CN_NAMES_DECLARE(cn_outcome_ask, enum cn_ask);
+CN_NAMES_DECLARE(cn_outcome_depth_why, enum cn_depth_why);
 
 /* The name of a result: "ok", cudanap's own ("NO_GPU_MEMORY"), or a CUDA error's that cudanap
  * itself gives (CUDA_ERROR_NOT_READY); NULL for another CUDA error, whose name the driver gives. */

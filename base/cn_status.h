@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "cn_config.h"
 #include "cn_counts.h"
 #include "cn_outcome.h"
 #include "cn_safe.h"
@@ -39,8 +40,8 @@ struct cn_status {
 	unsigned long long starttime; /* /proc/PID/stat field 22: tells a reused pid apart */
 	char command[256];
 	enum cn_state state;
-	bool busy;	      /* an action is under way; state is the one before it */
-	unsigned long seq;    /* actions completed so far */
+	bool busy;	   /* an action is under way; state is the one before it */
+	unsigned long seq; /* actions completed so far */
 	enum cn_action action;
 	int result;	      /* enum cn_result: CUDA's, or cudanap's own */
 	char result_name[48]; /* a CUDA result's name, as the driver gave it (cudanap's own are
@@ -82,7 +83,7 @@ struct cn_status {
 	/* What a suspend would do now, as the last query found it (cudanap status, suspend
 	 * --dry-run), apart from the actions' fields: query_seq counts the queries answered. */
 	unsigned long query_seq;
-	char query_time[32];  /* UTC, ISO 8601 */
+	char query_time[32]; /* UTC, ISO 8601 */
 	enum cn_ask suspendable;
 	char why_not[300];    /* why not, in a few words */
 	char gpu_now[160];    /* "0:8712,1:0": MiB on each GPU by nvidia-smi's index */
@@ -106,9 +107,9 @@ struct cn_status {
 	/* Naps ([nap] idle_s, cudanap nap), also kept across actions. */
 	enum cn_nap nap;
 	char nap_why[300]; /* why it is not napped, or what its wake waits for */
-	/* How the last nap went: "light" (what cudanap owns on the host, the context kept: its
-	 * light_mib moved out in light_ms), "full" (the driver's checkpoint), "" before any. */
-	char nap_depth[8];
+	/* How the last nap went: light (what cudanap owns on the host, the context kept: its
+	 * light_mib moved out in light_ms), full (the driver's checkpoint), none before any. */
+	enum cn_depth nap_depth;
 	/* Why it was full (auto's choice, or the INI's), CN_DEPTH_WHY_NONE when light. */
 	enum cn_depth_why depth_why;
 	double light_mib, light_ms;
@@ -143,7 +144,8 @@ struct cn_status {
 	struct cn_counts counts;
 };
 
-extern const char *const cn_step_names[CN_STEPS];
+/* A step's word ("checkpoint"; the file's key adds "_ms"), and back (CN_STEPS for none). */
+CN_NAMES_DECLARE(cn_status_step, enum cn_step);
 
 void cn_status_init(struct cn_status *s, int pid);
 /* Start a new action: busy, no result yet, every step and measurement cleared. */
@@ -151,8 +153,9 @@ void cn_status_new_action(struct cn_status *s, int action);
 int cn_status_format(const struct cn_status *s, char *buf, size_t len);
 /* Whether a light nap holds the process's host copy (its state is running meanwhile). */
 bool cn_status_light_held(const struct cn_status *s);
-/* The state's word, as every output says it: the driver's state, but "napping" for a process
- * checkpointed by a nap or napping lightly (cn_outcome.h). */
+/* The state as every output says it: the driver's state, but napping for a process checkpointed by
+ * a nap or napping lightly; and its word (cn_outcome.h). */
+enum cn_state cn_status_state_of(const struct cn_status *s);
 const char *cn_status_state(const struct cn_status *s);
 /* The result's name, as the file says it: "ok", cudanap's own, the driver's name of a CUDA result
  * (as the process was told it, or read), "" while the action runs. */

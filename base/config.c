@@ -24,6 +24,13 @@
 
 #define CN_TIMEOUT_MAX_MS (24u * 3600u * 1000u)
 
+CN_NAMES_DEFINE(cn_config_log_level, enum cn_log_level, CN_LOG_ERROR, -1, "error", "info", "debug")
+CN_NAMES_DEFINE(cn_config_nccl_mode, enum cn_nccl_mode, CN_NCCL_AUTO, -1, "auto", "suspend-api",
+		"sockets", "off")
+CN_NAMES_DEFINE(cn_config_depth, enum cn_depth, CN_DEPTH_FULL, CN_DEPTH_NONE, "full", "light",
+		"auto")
+CN_NAMES_DEFINE(cn_config_own, enum cn_own, CN_OWN_AUTO, -1, "auto", "always", "never")
+
 /* A decimal number of at most max, digits only. */
 int cn_config_uint(const char *s, unsigned long max, unsigned long *out)
 {
@@ -177,6 +184,8 @@ struct key {
 	.words = (const char *const[]){ __VA_ARGS__ },                                             \
 	.n_words = sizeof((const char *const[]){ __VA_ARGS__ }) / sizeof(char *)
 #define KEY(s, k, how, field) .section = s, .key = k, .kind = how, AT(field)
+/* A K_WORD key's words: its enum's table (CN_NAMES_DEFINE above), a value its word's index. */
+#define ENUM(name) .words = name##_words, .n_words = sizeof(name##_words) / sizeof(name##_words[0])
 
 _Static_assert(sizeof(enum cn_depth) == sizeof(int) && sizeof(enum cn_own) == sizeof(int) &&
 		       sizeof(enum cn_nccl_mode) == sizeof(int),
@@ -199,7 +208,7 @@ static const struct key key_table[] = {
 	{ KEY("status", "if_unusable", K_FLAG, status_refuse), WORDS("run", "refuse"),
 	  .why = "one of run, refuse" },
 	{ KEY("hibernate", "dir", K_PATH, hibernate_dir), WORDS("") },
-	{ KEY("log", "level", K_WORD, log_level), WORDS("error", "info", "debug"),
+	{ KEY("log", "level", K_WORD, log_level), ENUM(cn_config_log_level),
 	  .why = "one of error, info, debug" },
 	{ KEY("log", "target", K_PATH, log_target), WORDS("stderr") },
 	{ KEY("hooks", "on_suspended", K_HOOK, on_suspended) },
@@ -221,7 +230,7 @@ static const struct key key_table[] = {
 	{ KEY("controller", "watchdog_ms", K_MS, watchdog_ms), .min = 1000,
 	  .why = "must be at least 1000 ms" },
 	{ KEY("nccl", "suspendable", K_BOOL, nccl_suspendable) },
-	{ KEY("nccl", "mode", K_WORD, nccl_mode), WORDS("auto", "suspend-api", "sockets", "off"),
+	{ KEY("nccl", "mode", K_WORD, nccl_mode), ENUM(cn_config_nccl_mode),
 	  .why = "one of auto, suspend-api, sockets, off" },
 	{ KEY("nccl", "cut_port", K_COUNT, nccl_cut_port), .max = 65536 - CN_SPANWIRE_PORTS,
 	  .unit = "the first port" },
@@ -230,7 +239,7 @@ static const struct key key_table[] = {
 	{ KEY("nap", "wake_on", K_FLAG, nap_wake_any), WORDS("home", "any"), .why = "home or any" },
 	{ KEY("nap", "make_room", K_BOOL, nap_make_room) },
 	{ KEY("nap", "min_idle_s", K_COUNT, nap_min_idle_s), .max = 24 * 3600, .unit = "seconds" },
-	{ KEY("nap", "depth", K_WORD, nap_depth), WORDS("full", "light", "auto"),
+	{ KEY("nap", "depth", K_WORD, nap_depth), ENUM(cn_config_depth),
 	  .why = "full, light or auto" },
 	{ KEY("nap", "full_after_s", K_COUNT, nap_full_after_s), .max = 24 * 3600,
 	  .unit = "seconds" },
@@ -238,8 +247,7 @@ static const struct key key_table[] = {
 	{ KEY("nap", "copy_ahead", K_BOOL, nap_copy_ahead) },
 	{ KEY("memory", "host_cache", K_COUNT, host_cache_pct), .max = 90, .unit = "percent" },
 	{ KEY("peer", "mode", K_FLAG, peer_off), WORDS("refuse", "off"), .why = "refuse or off" },
-	{ KEY("memory", "own", K_WORD, own), WORDS("auto", "always", "never"),
-	  .why = "auto, always or never" },
+	{ KEY("memory", "own", K_WORD, own), ENUM(cn_config_own), .why = "auto, always or never" },
 };
 #define N_KEYS (sizeof(key_table) / sizeof(key_table[0]))
 _Static_assert(N_KEYS <= 64, "one bit per key in load_ctx.seen");

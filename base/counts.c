@@ -90,8 +90,8 @@ static int format(const struct cn_counts *c, char *buf, size_t len)
 	buf[0] = '\0';
 	for (int i = 0; i < c->n_by; i++) {
 		int n = snprintf(buf + o, len - o, "%s%s %s %llu", o ? "," : "",
-				 cn_outcome_word(CN_OUTCOME_ACTION, c->by[i].action),
-				 c->by[i].result, c->by[i].n);
+				 cn_outcome_action_to_string(c->by[i].action), c->by[i].result,
+				 c->by[i].n);
 
 		if (n < 0 || (size_t)n >= len - o)
 			return -ENOSPC;
@@ -144,8 +144,8 @@ static void parse(struct cn_counts *c, const char *text)
 			result[r] = '\0';
 			v = count_of(p + a + 1 + r + 1, n - a - 1 - r - 1);
 			if (v >= 0 && a_name(result) &&
-			    cn_outcome_of(CN_OUTCOME_ACTION, action) != CN_ACTION_UNKNOWN)
-				add_n(c, cn_outcome_of(CN_OUTCOME_ACTION, action), result,
+			    cn_outcome_action_from_string(action) != CN_ACTION_UNKNOWN)
+				add_n(c, cn_outcome_action_from_string(action), result,
 				      (unsigned long long)v);
 		}
 		p += n;

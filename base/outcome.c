@@ -8,46 +8,20 @@
 
 #define N(a) (int)(sizeof(a) / sizeof((a)[0]))
 
-static const char *const states[] = { "running", "locked",  "checkpointed",
-				      "failed",	 "no-cuda", "napping" };
-static const char *const actions[] = { "start", "prepare", "suspend", "resume", "nap", "wake" };
-static const char *const naps[] = { "",		  "off",
-				    "awake",	  "napping",
-				    "waking",	  "waiting for room",
-				    "not napped", "waiting for an NCCL job to sleep" };
-static const char *const asks[] = { "", "yes", "no", "no-cuda", "asleep" };
-static const char *const depth_whys[] = { "",	       "depth full",   "to disk",
-					  "naps off",  "owns nothing", "host cache",
-					  "exclusive", "deepened" };
-_Static_assert(N(depth_whys) == CN_DEPTH_WHY_DEEPENED + 1, "a word for each enum cn_depth_why");
-
-/* Each kind's words, the value of the first, and the value a word that is none of them reads as. */
-static const struct {
-	const char *const *words;
-	int n, first, unknown;
-} kinds[] = {
-	[CN_OUTCOME_STATE] = { states, N(states), CN_STATE_RUNNING, CN_STATE_UNKNOWN },
-	[CN_OUTCOME_ACTION] = { actions, N(actions), CN_ACTION_START, CN_ACTION_UNKNOWN },
-	[CN_OUTCOME_NAP] = { naps, N(naps), CN_NAP_UNSAID, CN_NAP_UNSAID },
-	[CN_OUTCOME_ASK] = { asks, N(asks), CN_ASK_UNASKED, CN_ASK_UNASKED },
-	[CN_OUTCOME_DEPTH_WHY] = { depth_whys, N(depth_whys), CN_DEPTH_WHY_NONE,
-				   CN_DEPTH_WHY_NONE },
-};
-
-const char *cn_outcome_word(enum cn_outcome_kind kind, int v)
-{
-	int i = v - kinds[kind].first;
-
-	return i >= 0 && i < kinds[kind].n ? kinds[kind].words[i] : "";
-}
-
-int cn_outcome_of(enum cn_outcome_kind kind, const char *w)
-{
-	for (int i = 0; i < kinds[kind].n; i++)
-		if (strcmp(kinds[kind].words[i], w) == 0)
-			return kinds[kind].first + i;
-	return kinds[kind].unknown;
-}
+CN_NAMES_DEFINE(cn_outcome_state, enum cn_state, CN_STATE_RUNNING, CN_STATE_UNKNOWN, "running",
+		"locked", "checkpointed", "failed", "no-cuda", "napping")
+CN_NAMES_DEFINE(cn_outcome_action, enum cn_action, CN_ACTION_START, CN_ACTION_UNKNOWN, "start",
+		"prepare", "suspend", "resume", "nap", "wake")
+CN_NAMES_DEFINE(cn_outcome_nap, enum cn_nap, CN_NAP_UNSAID, CN_NAP_UNSAID, "", "off", "awake",
+		"napping", "waking", "waiting for room", "not napped",
+		"waiting for an NCCL job to sleep")
+CN_NAMES_DEFINE(cn_outcome_ask, enum cn_ask, CN_ASK_UNASKED, CN_ASK_UNASKED, "", "yes", "no",
+		"no-cuda", "asleep")
+CN_NAMES_DEFINE(cn_outcome_depth_why, enum cn_depth_why, CN_DEPTH_WHY_NONE, CN_DEPTH_WHY_NONE, "",
+		"depth full", "to disk", "naps off", "owns nothing", "host cache", "exclusive",
+		"deepened")
+_Static_assert(N(cn_outcome_depth_why_words) == CN_DEPTH_WHY_DEEPENED + 1,
+	       "a word for each enum cn_depth_why");
 
 bool cn_outcome_nap_asleep(int nap)
 {

@@ -22,10 +22,31 @@
 
 /* The file's fields, in its order (the counters follow: cn_counts_json): each written and read
  * by its type. F_STATE and F_RESULT are written as words of their own (cn_status_state,
- * cn_status_result); F_WORD is an enum's word (cn_outcome.h, kind); F_NUM a number of the action's
- * that may be null (< 0 in the struct), cleared at each action; F_KEPT the same kept across
- * actions (the query's and the naps'). */
-enum ftype { F_INT, F_ULL, F_UL, F_BOOL, F_TEXT, F_WORD, F_NUM, F_KEPT, F_STATE, F_RESULT };
+ * cn_status_result); F_WORD is an enum's word (its table: enum fword); F_STEPS the steps' times,
+ * "NAME_ms" each (the steps' table), numbers as F_NUM; F_NUM a number of the action's that may
+ * be null (< 0 in the struct), cleared at each action; F_KEPT the same kept across actions (the
+ * query's and the naps'). */
+enum ftype {
+	F_INT,
+	F_ULL,
+	F_UL,
+	F_BOOL,
+	F_TEXT,
+	F_WORD,
+	F_STEPS,
+	F_NUM,
+	F_KEPT,
+	F_STATE,
+	F_RESULT
+};
+
+/* The enums whose words F_WORD fields are. */
+enum fword { W_ACTION, W_ASK, W_NAP, W_DEPTH, W_DEPTH_WHY };
+
+CN_NAMES_DEFINE(cn_status_step, enum cn_step, CN_STEP_PREPARE, CN_STEPS, "prepare", "lock",
+		"checkpoint", "hibernate", "readback", "wait", "restore", "unlock")
+_Static_assert(sizeof(cn_status_step_words) / sizeof(cn_status_step_words[0]) == CN_STEPS,
+	       "a word for every step");
 
 #define AT(field) offsetof(struct cn_status, field)
 #define INT(field)                                                                                 \
@@ -60,10 +81,6 @@ enum ftype { F_INT, F_ULL, F_UL, F_BOOL, F_TEXT, F_WORD, F_NUM, F_KEPT, F_STATE,
 	{                                                                                          \
 #field, AT(field), F_KEPT, 0                                                       \
 	}
-#define STEP(name, step)                                                                           \
-	{                                                                                          \
-		name, AT(step_ms) + (step) * sizeof(double), F_NUM, 0                              \
-	}
 static const struct field {
 	const char *key;
 	size_t off;
@@ -76,18 +93,11 @@ static const struct field {
 	{ "state", AT(state), F_STATE, 0 },
 	BOOL(busy),
 	UL(seq),
-	WORD(action, CN_OUTCOME_ACTION),
+	WORD(action, W_ACTION),
 	{ "result", AT(result_name), F_RESULT, sizeof(((struct cn_status *)0)->result_name) },
 	{ "result_code", AT(result), F_INT, 0 },
 	TEXT(message),
-	STEP("prepare_ms", CN_STEP_PREPARE),
-	STEP("lock_ms", CN_STEP_LOCK),
-	STEP("checkpoint_ms", CN_STEP_CHECKPOINT),
-	STEP("hibernate_ms", CN_STEP_HIBERNATE),
-	STEP("readback_ms", CN_STEP_READBACK),
-	STEP("wait_ms", CN_STEP_WAIT),
-	STEP("restore_ms", CN_STEP_RESTORE),
-	STEP("unlock_ms", CN_STEP_UNLOCK),
+	{ "", AT(step_ms), F_STEPS, 0 },
 	NUM(total_ms),
 	NUM(staged_mib),
 	NUM(prefault_ms),
@@ -121,7 +131,7 @@ static const struct field {
 	UL(restores),
 	/* The query's and the naps' fields, kept across actions. */
 	TEXT(query_time),
-	WORD(suspendable, CN_OUTCOME_ASK),
+	WORD(suspendable, W_ASK),
 	TEXT(why_not),
 	TEXT(gpu_now),
 	TEXT(gpu_model),
@@ -130,10 +140,10 @@ static const struct field {
 	TEXT(inside),
 	TEXT(peer),
 	TEXT(beside),
-	WORD(nap, CN_OUTCOME_NAP),
+	WORD(nap, W_NAP),
 	TEXT(nap_why),
-	TEXT(nap_depth),
-	WORD(depth_why, CN_OUTCOME_DEPTH_WHY),
+	WORD(nap_depth, W_DEPTH),
+	WORD(depth_why, W_DEPTH_WHY),
 	TEXT(idle_since),
 	TEXT(released_gpus),
 	KEPT(gpu_now_mib),
@@ -159,11 +169,23 @@ static const struct field {
 #undef WORD
 #undef NUM
 #undef KEPT
-#undef STEP
 #define N_FIELDS (sizeof(fields) / sizeof(fields[0]))
 _Static_assert(sizeof(enum cn_action) == sizeof(int) && sizeof(enum cn_ask) == sizeof(int) &&
-		       sizeof(enum cn_nap) == sizeof(int),
+		       sizeof(enum cn_nap) == sizeof(int) && sizeof(enum cn_depth) == sizeof(int) &&
+		       sizeof(enum cn_depth_why) == sizeof(int),
 	       "F_WORD fields are read and written as int");
+
+/* Each F_WORD field's enum: its word of a value, and back. */
+static const struct {
+	const char *(*to_string)(int v);
+	int (*from_string)(const char *s);
+} words[] = {
+	[W_ACTION] = { cn_outcome_action_to_string, cn_outcome_action_from_string },
+	[W_ASK] = { cn_outcome_ask_to_string, cn_outcome_ask_from_string },
+	[W_NAP] = { cn_outcome_nap_to_string, cn_outcome_nap_from_string },
+	[W_DEPTH] = { cn_config_depth_to_string, cn_config_depth_from_string },
+	[W_DEPTH_WHY] = { cn_outcome_depth_why_to_string, cn_outcome_depth_why_from_string },
+};
 
 /* A string of the struct escaped (six bytes a character at worst) and quoted: its widest. */
 #define JSON_MAX (CN_STATUS_GPUS * 6 + 3)
@@ -176,10 +198,6 @@ static void *at(const struct cn_status *s, const struct field *f)
 	return (char *)s + f->off;
 }
 
-const char *const cn_step_names[CN_STEPS] = { "prepare_ms",   "lock_ms",     "checkpoint_ms",
-					      "hibernate_ms", "readback_ms", "wait_ms",
-					      "restore_ms",   "unlock_ms" };
-
 /* The rest of an action's time beyond its steps is said when it is this large. */
 #define OTHER_MS 50.0
 
@@ -191,13 +209,12 @@ size_t cn_status_steps(const struct cn_status *s, char *buf, size_t len)
 	buf[0] = '\0';
 	for (int i = 0; i <= CN_STEPS && o < len; i++) {
 		double ms = i < CN_STEPS ? s->step_ms[i] : s->total_ms - sum;
-		const char *name = i < CN_STEPS ? cn_step_names[i] : "other_ms";
+		const char *name = i < CN_STEPS ? cn_status_step_to_string(i) : "other";
 
 		if (ms < 0 || (i == CN_STEPS && (!o || ms < OTHER_MS)))
 			continue;
 		sum += ms;
-		o += (size_t)snprintf(buf + o, len - o, "%s%.*s ", o ? ", " : "",
-				      (int)strcspn(name, "_"), name);
+		o += (size_t)snprintf(buf + o, len - o, "%s%s ", o ? ", " : "", name);
 		if (o < len)
 			o += (size_t)snprintf(buf + o, len - o, ms < 1000 ? "%.1f ms" : "%.2f s",
 					      ms < 1000 ? ms : ms / 1000);
@@ -214,6 +231,8 @@ void cn_status_new_action(struct cn_status *s, int action)
 	for (size_t i = 0; i < N_FIELDS; i++)
 		if (fields[i].type == F_NUM)
 			*(double *)at(s, &fields[i]) = -1;
+	for (int i = 0; i < CN_STEPS; i++)
+		s->step_ms[i] = -1;
 	s->call_ns = 0;
 }
 
@@ -224,6 +243,7 @@ void cn_status_init(struct cn_status *s, int pid)
 	s->state = CN_STATE_UNKNOWN;
 	s->suspend_signal = SIGUSR1;
 	s->resume_signal = SIGUSR2;
+	s->nap_depth = CN_DEPTH_NONE;
 	cn_status_new_action(s, CN_ACTION_START);
 	s->busy = false;
 	for (size_t i = 0; i < N_FIELDS; i++)
@@ -245,11 +265,10 @@ static bool cuda_name(const char *n)
 bool cn_status_light_held(const struct cn_status *s)
 {
 	/* From the light nap's outcome on, light_mib says what is on the host. */
-	return s->state == CN_STATE_RUNNING && strcmp(s->nap_depth, "light") == 0 &&
-	       s->light_mib > 0;
+	return s->state == CN_STATE_RUNNING && s->nap_depth == CN_DEPTH_LIGHT && s->light_mib > 0;
 }
 
-const char *cn_status_state(const struct cn_status *s)
+enum cn_state cn_status_state_of(const struct cn_status *s)
 {
 	/* Asleep by a nap: its nap says so, or the nap that checkpointed it just ended (its nap
 	 * state is written right after). */
@@ -257,7 +276,12 @@ const char *cn_status_state(const struct cn_status *s)
 			(cn_outcome_nap_asleep(s->nap) || s->action == CN_ACTION_NAP)) ||
 		       cn_status_light_held(s);
 
-	return cn_outcome_word(CN_OUTCOME_STATE, napping ? CN_STATE_NAPPING : s->state);
+	return napping ? CN_STATE_NAPPING : s->state;
+}
+
+const char *cn_status_state(const struct cn_status *s)
+{
+	return cn_outcome_state_to_string(cn_status_state_of(s));
 }
 
 const char *cn_status_result(const struct cn_status *s)
@@ -269,13 +293,19 @@ const char *cn_status_result(const struct cn_status *s)
 	return s->result > 0 && cuda_name(s->result_name) ? s->result_name : "CUDA_ERROR_UNKNOWN";
 }
 
+/* A number that may be null (< 0), as the file says it. */
+static int format_num(double d, char *buf, size_t len)
+{
+	return d < 0 || !isfinite(d) || d > CN_STATUS_NUM_MAX ? snprintf(buf, len, "null")
+							      : snprintf(buf, len, "%.3f", d);
+}
+
 /* One field's value, as the file says it, at buf: its length, or -1 when it does not fit. Every
  * string escaped, whoever wrote it: a file another user made is formatted again by the CLI's
  * --json. */
 static int format_value(const struct cn_status *s, const struct field *f, char *buf, size_t len)
 {
 	const void *v = at(s, f);
-	double d;
 
 	switch (f->type) {
 	case F_INT:
@@ -288,16 +318,15 @@ static int format_value(const struct cn_status *s, const struct field *f, char *
 		return snprintf(buf, len, "%s", *(const bool *)v ? "true" : "false");
 	case F_NUM:
 	case F_KEPT:
-		d = *(const double *)v;
-		return d < 0 || !isfinite(d) || d > CN_STATUS_NUM_MAX
-			       ? snprintf(buf, len, "null")
-			       : snprintf(buf, len, "%.3f", d);
+		return format_num(*(const double *)v, buf, len);
 	case F_STATE:
 		return cn_json_str(buf, len, cn_status_state(s));
 	case F_RESULT:
 		return cn_json_str(buf, len, cn_status_result(s));
 	case F_WORD:
-		return cn_json_str(buf, len, cn_outcome_word((int)f->arg, *(const int *)v));
+		return cn_json_str(buf, len, words[f->arg].to_string(*(const int *)v));
+	case F_STEPS:
+		return -1; /* several keys: cn_status_format writes them */
 	case F_TEXT:
 		return cn_json_str(buf, len, v);
 	}
@@ -312,6 +341,16 @@ int cn_status_format(const struct cn_status *s, char *buf, size_t len)
 	for (size_t i = 0; i < N_FIELDS; i++) {
 		char v[JSON_MAX];
 
+		for (int k = 0; fields[i].type == F_STEPS && k < CN_STEPS; k++) {
+			format_num(s->step_ms[k], v, sizeof(v));
+			n = snprintf(buf + o, len - o, ",\"%s_ms\":%s", cn_status_step_to_string(k),
+				     v);
+			if (n < 0 || (size_t)n >= len - o)
+				return -ENOSPC;
+			o += (size_t)n;
+		}
+		if (fields[i].type == F_STEPS)
+			continue;
 		n = format_value(s, &fields[i], v, sizeof(v));
 		if (n < 0 || (size_t)n >= sizeof(v))
 			return -ENOSPC;
@@ -477,6 +516,19 @@ static bool integer(const char *v, bool neg_ok, unsigned long long max, unsigned
 	return !errno && *out <= max;
 }
 
+/* The step whose time a key is ("lock_ms"); -1 for another key. */
+static int step_of(const char *key)
+{
+	size_t n = strlen(key);
+	char name[32];
+
+	if (n < 4 || n >= sizeof(name) || strcmp(key + n - 3, "_ms") != 0)
+		return -1;
+	memcpy(name, key, n - 3);
+	name[n - 3] = '\0';
+	return cn_status_step_from_string(name) < CN_STEPS ? cn_status_step_from_string(name) : -1;
+}
+
 /* One key's value into s; false when the file is not to be believed for it: a number of ours
  * given as a string, or as one not finite and bounded (number_ok), an integer field's value that is
  * none in its type's range, a boolean that is not true or false. Keys not of the table (a newer
@@ -486,11 +538,18 @@ static bool set_field(struct cn_status *s, const char *key, const char *v, bool 
 {
 	const struct field *f = NULL;
 	unsigned long long n;
+	int step;
 	void *p;
 
 	for (size_t i = 0; i < N_FIELDS && !f; i++)
-		if (strcmp(key, fields[i].key) == 0)
+		if (fields[i].type != F_STEPS && strcmp(key, fields[i].key) == 0)
 			f = &fields[i];
+	if (!f && (step = step_of(key)) >= 0) {
+		if (!is_null && (quoted || !number_ok(v)))
+			return false;
+		s->step_ms[step] = is_null ? -1 : strtod(v, NULL);
+		return true;
+	}
 	if (!f) {
 		cn_counts_field(&s->counts, key,
 				v); /* its own checks: left out when not well formed */
@@ -525,12 +584,14 @@ static bool set_field(struct cn_status *s, const char *key, const char *v, bool 
 		*(double *)p = is_null ? -1 : strtod(v, NULL);
 		break;
 	case F_STATE: /* a nap's word, "napping", is read as checkpointed */
-		s->state = cn_outcome_of(CN_OUTCOME_STATE, v) == CN_STATE_NAPPING
+		s->state = cn_outcome_state_from_string(v) == CN_STATE_NAPPING
 				   ? CN_STATE_CHECKPOINTED
-				   : cn_outcome_of(CN_OUTCOME_STATE, v);
+				   : cn_outcome_state_from_string(v);
+		break;
+	case F_STEPS: /* no key of its own: step_of above */
 		break;
 	case F_WORD:
-		*(int *)p = cn_outcome_of((int)f->arg, v);
+		*(int *)p = words[f->arg].from_string(v);
 		break;
 	case F_TEXT:
 	case F_RESULT:

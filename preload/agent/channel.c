@@ -16,16 +16,12 @@
 #include "agent/log.h"
 #include "agent/report.h"
 #include "agent/state.h"
+#include "cn_names.h"
 
 static int sock = -1;
 
-const char *cn_channel_op_name(uint32_t op)
-{
-	static const char *const names[] = { "",	"state",  "lock",   "checkpoint",
-					     "restore", "unlock", "prepare" };
-
-	return op < sizeof(names) / sizeof(names[0]) ? names[op] : "request";
-}
+CN_NAMES_DEFINE(cn_channel_op, enum cn_op, CN_OP_STATE, 0, "state", "lock", "checkpoint", "restore",
+		"unlock", "prepare", "query", "users")
 
 int cn_channel_fd(void)
 {
@@ -72,7 +68,7 @@ static ssize_t wait_answer(uint32_t op, struct cn_resp *resp)
 			continue;
 		if (r == 0) {
 			waited += cn_ag.cfg.watchdog_ms;
-			cn_report_waiting(cn_channel_op_name(op), waited / 1000);
+			cn_report_waiting(cn_channel_op_to_string((enum cn_op)op), waited / 1000);
 			continue;
 		}
 		break;
@@ -111,7 +107,7 @@ int cn_channel_call(const struct cn_req *req, struct cn_resp *resp)
 	cn_channel_close();
 	cn_log(&cn_ag.cfg, CN_LOG_ERROR,
 	       "the cudanap controller died during the %s request; starting another",
-	       cn_channel_op_name(req->op));
+	       cn_channel_op_to_string((enum cn_op)req->op));
 	ask = *req;
 	ask.op = CN_OP_STATE;
 	n = exchange(&ask, &now);
@@ -125,7 +121,8 @@ int cn_channel_call(const struct cn_req *req, struct cn_resp *resp)
 	resp->result = CN_RES_CONTROLLER_GONE;
 	resp->state = n == (ssize_t)sizeof(now) ? now.state : CN_STATE_UNKNOWN;
 	snprintf(resp->message, sizeof(resp->message),
-		 "the cudanap controller died during the %s%s", cn_channel_op_name(req->op),
+		 "the cudanap controller died during the %s%s",
+		 cn_channel_op_to_string((enum cn_op)req->op),
 		 n == (ssize_t)sizeof(now) ? ""
 					   : ", and no new one answers; the process's CUDA state "
 					     "is unknown");

@@ -2,6 +2,7 @@
 #ifndef CN_CHANNEL_H
 #define CN_CHANNEL_H
 
+#include "cn_names.h"
 #include "ctl_proto.h"
 
 /* Send req and wait for its answer, starting a controller first where none runs. 0 when resp is
@@ -17,6 +18,7 @@ int cn_channel_fd(void);
 /* Close the line: the controller died, or, in a forked child, it is the parent's. */
 void cn_channel_close(void);
 
-const char *cn_channel_op_name(uint32_t op);
+/* A request's word, for what the agent says ("checkpoint"). */
+CN_NAMES_DECLARE(cn_channel_op, enum cn_op);
 
 #endif

@@ -151,7 +151,7 @@ static bool light(char *why, size_t len)
 
 	cn_report_depth_why(w);
 	if (!l && !why[0])
-		snprintf(why, len, "%s", cn_outcome_word(CN_OUTCOME_DEPTH_WHY, w));
+		snprintf(why, len, "%s", cn_outcome_depth_why_to_string(w));
 	return l;
 }
 
@@ -217,7 +217,7 @@ static void say_not_napped(bool asked, const struct cn_outcome *o)
 	cn_report_write();
 	if (asked)
 		cn_log(&cn_ag.cfg, CN_LOG_ERROR, "nap failed: %s; state %s", why,
-		       cn_outcome_word(CN_OUTCOME_STATE, o->state));
+		       cn_outcome_state_to_string(o->state));
 	else if (!nap.refusal_said)
 		cn_log(&cn_ag.cfg, CN_LOG_INFO, "not napped: %s; next try after %u s idle", why,
 		       nap.backoff * cn_ag.cfg.nap_idle_s);
@@ -246,7 +246,7 @@ static bool nap_go(bool asked, const char *for_whom)
 	o = l ? cn_suspend_light(asked ? 0 : NAP_LOCK_MS)
 	      : cn_suspend_as(true, asked ? 0 : NAP_LOCK_MS);
 	if (o.state == CN_STATE_CHECKPOINTED && !cn_light_holding())
-		cn_report_nap_depth("full");
+		cn_report_nap_depth(CN_DEPTH_FULL);
 	if (o.state != CN_STATE_CHECKPOINTED && !cn_light_holding()) {
 		say_not_napped(asked, &o);
 		return false;
@@ -606,7 +606,7 @@ void cn_nap_woken(double asked)
 	say_nap(watched() ? CN_NAP_AWAKE : CN_NAP_OFF, "");
 	cn_report_write();
 	cn_status_steps(cn_report_status(), steps, sizeof(steps));
-	if (asked > 0 && strcmp(cn_report_status()->nap_depth, "light") == 0)
+	if (asked > 0 && cn_report_status()->nap_depth == CN_DEPTH_LIGHT)
 		cn_log(&cn_ag.cfg, CN_LOG_INFO,
 		       "woke for a driver call: %s; the call waited %.1f ms",
 		       cn_report_status()->message +

@@ -581,7 +581,7 @@ static bool take_light(const struct cn_status *s, void *arg)
 {
 	struct cands *cs = arg;
 
-	if (s->busy || !cn_outcome_nap_asleep(s->nap) || strcmp(s->nap_depth, "light") != 0 ||
+	if (s->busy || !cn_outcome_nap_asleep(s->nap) || s->nap_depth != CN_DEPTH_LIGHT ||
 	    s->light_mib <= 0)
 		return true;
 	cs->c[cs->n++] = (struct cand){ .pid = s->pid,

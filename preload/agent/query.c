@@ -127,7 +127,8 @@ static void room(const struct cn_resp *r, double gpu_mib)
 		/* a host copy kept for a light nap is room for it, as for the lock */
 		have = r->host_which[0]
 			       ? (double)(r->host_room + cn_ag.prepared_bytes +
-					  (c->nap_depth != CN_DEPTH_FULL ? cn_hostbuf_bytes() : 0)) /
+					  (c->nap_depth != CN_DEPTH_FULL ? cn_hostbuf_bytes()
+									 : 0)) /
 					 (1 << 20)
 			       : -1;
 		snprintf(bound, sizeof(bound), "%s", r->host_which);

@@ -28,11 +28,15 @@
 #define KEEP	  32
 #define MAX_LINES 1024
 #define LINE_LEN  160
-static const char *const kinds[] = { "suspend", "resume", "suspend-disk", "resume-disk" };
-static const char *const said[][2] = { { "suspend", "suspends" },
-				       { "resume", "resumes" },
-				       { "suspend to disk", "suspends to disk" },
-				       { "resume from disk", "resumes from disk" } };
+/* Each kind's one table: its word in the file, and its name in an estimate's source (one, many). */
+static const struct {
+	const char *word, *said[2];
+} kinds[] = {
+	[CN_RATE_SUSPEND] = { "suspend", { "suspend", "suspends" } },
+	[CN_RATE_RESUME] = { "resume", { "resume", "resumes" } },
+	[CN_RATE_SUSPEND_DISK] = { "suspend-disk", { "suspend to disk", "suspends to disk" } },
+	[CN_RATE_RESUME_DISK] = { "resume-disk", { "resume from disk", "resumes from disk" } },
+};
 /* The defaults: a fixed part and seconds a GiB for each kind, fitted to a model's measured
  * suspends and resumes; the first row is taken for any other model. The H200's: 8.5 to 60.5 GiB
  * (holdmem and JAX's default pool), suspended in 0.66-4.00 s and resumed in 0.34-1.92 s, fitted
@@ -128,7 +132,7 @@ static bool same(const char *line, int kind, const char *model)
 	int off = 0;
 
 	return sscanf(line, "%15s %*f %*f %n", k, &off) == 1 && off &&
-	       strcmp(k, kinds[kind]) == 0 && strcmp(line + off, model) == 0;
+	       strcmp(k, kinds[kind].word) == 0 && strcmp(line + off, model) == 0;
 }
 
 void cn_rates_record(const char *model, enum cn_rate_kind kind, double gib, double seconds)
@@ -172,7 +176,7 @@ void cn_rates_record(const char *model, enum cn_rate_kind kind, double gib, doub
 			fprintf(f, "%s\n", lines[i]);
 		}
 		if (!cold)
-			fprintf(f, "%s %.4f %.4f %s\n", kinds[kind], gib, seconds, model);
+			fprintf(f, "%s %.4f %.4f %s\n", kinds[kind].word, gib, seconds, model);
 		if (fclose(f) == 0)
 			renameat(dir, tmp, dir, "rates");
 		else
@@ -228,7 +232,7 @@ double cn_rates_estimate(const char *model, enum cn_rate_kind kind, double gib, 
 			 defaults[row].name);
 		return by_default(row, kind, gib);
 	}
-	snprintf(source, len, "this machine: %d %s (%s)", m, said[kind][m != 1], model);
+	snprintf(source, len, "this machine: %d %s (%s)", m, kinds[kind].said[m != 1], model);
 	/* A line through them where their sizes differ enough to tell its slope, for a size near
 	 * theirs; else the defaults' shape, scaled by how this machine compared with them (one
 	 * 1 GiB suspend says little of a 32 GiB one's slope: measured on an H100, the line from it

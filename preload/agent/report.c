@@ -47,8 +47,8 @@ static void light_able(void)
 {
 	enum cn_depth_why why;
 
-	status.light_able_mib = cn_depth_light(&why, NULL, 0) ? (double)cn_owned_bytes() / (1 << 20)
-							      : -1;
+	status.light_able_mib =
+		cn_depth_light(&why, NULL, 0) ? (double)cn_owned_bytes() / (1 << 20) : -1;
 	status.host_kept_mib = (double)cn_hostbuf_bytes() / (1 << 20);
 }
 
@@ -276,9 +276,9 @@ void cn_report_depth_why(enum cn_depth_why why)
 	status.depth_why = why;
 }
 
-void cn_report_nap_depth(const char *depth)
+void cn_report_nap_depth(enum cn_depth depth)
 {
-	snprintf(status.nap_depth, sizeof(status.nap_depth), "%s", depth);
+	status.nap_depth = depth;
 }
 
 void cn_report_idle_since(double ago_ms)
@@ -520,8 +520,8 @@ static struct cn_outcome finish(const struct cn_resp *r, const char *message, bo
 		cn_log(&cn_ag.cfg, CN_LOG_INFO, "%s", message);
 	else
 		cn_log(&cn_ag.cfg, CN_LOG_ERROR, "%s failed: %s: %s; state %s",
-		       cn_outcome_word(CN_OUTCOME_ACTION, st->action), cn_status_result(st),
-		       message, cn_status_state(st));
+		       cn_outcome_action_to_string(st->action), cn_status_result(st), message,
+		       cn_status_state(st));
 	/* The host copy a restore gave back is unmapped now that the outcome is out. */
 	cn_staging_free_retired_soon();
 	if (!already)

@@ -94,11 +94,11 @@ void cn_report_count(enum cn_report_counter c);
 void cn_report_prepared(bool prepared, double host_mib);
 
 /* The naps' fields: its nap state and why, for which process it napped (0 and < 0: not for
- * one), how deep ("light", "full"), since how long ago its CUDA has been idle (cn_report_active:
+ * one), how deep (light, full), since how long ago its CUDA has been idle (cn_report_active:
  * it works), the delay its last waking call saw. */
 void cn_report_nap(enum cn_nap state, const char *why);
 void cn_report_nap_for(int pid, double mib);
-void cn_report_nap_depth(const char *depth);
+void cn_report_nap_depth(enum cn_depth depth);
 /* Why its nap is full: auto's choice or the INI's (CN_DEPTH_WHY_NONE for a light one). */
 void cn_report_depth_why(enum cn_depth_why why);
 void cn_report_idle_since(double ago_ms);

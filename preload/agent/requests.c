@@ -126,7 +126,7 @@ bool cn_requests_state(struct cn_resp *r)
 	if (cn_requests_call(CN_OP_STATE, r) == 0)
 		return true;
 	snprintf(msg, sizeof(msg), "this process has not initialised CUDA: nothing to %s",
-		 cn_outcome_word(CN_OUTCOME_ACTION, cn_report_status()->action));
+		 cn_outcome_action_to_string(cn_report_status()->action));
 	cn_report_finish(r, r->result == CUDA_ERROR_NOT_INITIALIZED ? msg : r->message);
 	return false;
 }

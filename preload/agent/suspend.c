@@ -329,7 +329,7 @@ static struct cn_outcome suspended(const struct how *h, bool was_prepared, struc
 
 	cn_report_step(CN_STEP_CHECKPOINT, r);
 	if (cn_light_holding())
-		cn_report_nap_depth("full");
+		cn_report_nap_depth(CN_DEPTH_FULL);
 	cn_state_remember(r);
 	cn_report_gpus(true);
 	cn_report_figure(CN_REPORT_FOOTPRINT_MIB, cn_state_footprint_mib());
@@ -429,13 +429,13 @@ struct cn_outcome cn_suspend_light(unsigned lock_limit)
 	if (rc < 0) {
 		/* A copy failed and not all could be put back: it naps, its wake puts the rest
 		 * back. */
-		cn_report_nap_depth("light");
+		cn_report_nap_depth(CN_DEPTH_LIGHT);
 		cn_report_figure(CN_REPORT_LIGHT_MIB, (double)cn_light_left(-1) / (1 << 20));
 		snprintf(msg, sizeof(msg), "napped lightly after a failure: %s", why);
 		cn_log(&cn_ag.cfg, CN_LOG_ERROR, "light nap: %s", why);
 		return cn_report_finish(&r, msg);
 	}
-	cn_report_nap_depth("light");
+	cn_report_nap_depth(CN_DEPTH_LIGHT);
 	cn_log(&cn_ag.cfg, CN_LOG_INFO,
 	       "light nap: %.0f MiB in %zu pieces to the %s in %.1f ms: %.1f ms laying it out, "
 	       "%.1f ms waiting for %u thread%s that fault in and pin the host copy (%.1f ms of "

@@ -13,7 +13,7 @@ struct cn_outcome cn_suspend(void);
 struct cn_outcome cn_suspend_as(bool nap, unsigned lock_limit);
 /* A light nap ([nap] depth): the nap's checks and lock, the lock let go, then the memory cudanap
  * owns moved to the host (cuda/light.c); the context stays. Its outcome's state is running: the
- * nap is said by the status's nap_depth "light" and the host copy held. */
+ * nap is said by the status's nap_depth (light) and the host copy held. */
 struct cn_outcome cn_suspend_light(unsigned lock_limit);
 
 #endif

@@ -61,7 +61,7 @@ like "$("$CUDANAP" help)" "  help \[COMMAND\] " "and help"
 # -- one vocabulary of states: the words the status file writes (base/outcome.c, the only place
 # they are made), each named by status's help, the man page and the README, the napping one too
 src=$(dirname "$0")/../..
-words=$(sed -n '/states\[\] = {/,/};/p' "$src/base/outcome.c" | grep -o '"[a-z-]*"' | tr -d '"' | xargs)
+words=$(sed -n '/CN_NAMES_DEFINE(cn_outcome_state,/,/)$/p' "$src/base/outcome.c" | grep -o '"[a-z-]*"' | tr -d '"' | xargs)
 is "$words" "running locked checkpointed failed no-cuda napping" "the states' words, napping its own"
 help=$("$CUDANAP" status --help | tr '\n' ' ')
 man=$(tr '\n' ' ' < "$src/docs/cudanap.1.scd")

@@ -182,16 +182,15 @@ static void test_words(void)
 	bool all = true;
 
 	for (int st = CN_STATE_RUNNING; st <= CN_STATE_NO_CUDA; st++)
-		all &= cn_outcome_of(CN_OUTCOME_STATE, cn_outcome_word(CN_OUTCOME_STATE, st)) == st;
+		all &= cn_outcome_state_from_string(cn_outcome_state_to_string(st)) == st;
 	for (int ac = CN_ACTION_START; ac <= CN_ACTION_WAKE; ac++)
-		all &= cn_outcome_of(CN_OUTCOME_ACTION, cn_outcome_word(CN_OUTCOME_ACTION, ac)) ==
-		       ac;
+		all &= cn_outcome_action_from_string(cn_outcome_action_to_string(ac)) == ac;
 	for (int nap = CN_NAP_OFF; nap <= CN_NAP_BESIDE; nap++)
-		all &= cn_outcome_of(CN_OUTCOME_NAP, cn_outcome_word(CN_OUTCOME_NAP, nap)) == nap;
+		all &= cn_outcome_nap_from_string(cn_outcome_nap_to_string(nap)) == nap;
 	for (int ask = CN_ASK_YES; ask <= CN_ASK_ASLEEP; ask++)
-		all &= cn_outcome_of(CN_OUTCOME_ASK, cn_outcome_word(CN_OUTCOME_ASK, ask)) == ask;
+		all &= cn_outcome_ask_from_string(cn_outcome_ask_to_string(ask)) == ask;
 	ok(all, "every state, action, nap and answer has a word, and the word its value");
-	is_str(cn_outcome_word(CN_OUTCOME_NAP, CN_NAP_WAITING), "waiting for room", "a nap's word");
+	is_str(cn_outcome_nap_to_string(CN_NAP_WAITING), "waiting for room", "a nap's word");
 	is_str(cn_outcome_result_name(CN_RES_NO_ROOM), "NO_GPU_MEMORY", "a result of ours named");
 	ok(cn_outcome_result_name(801) == NULL, "a CUDA result the driver names is not named here");
 

@@ -101,7 +101,7 @@ bool ask_line(const struct job *j, char *out, size_t len)
 	}
 	if (strcmp(j->outcome, "busy") == 0 || (strcmp(j->outcome, "no-answer") == 0 && s->busy)) {
 		snprintf(out, len, "%d: would refuse: an action is under way (%s, since %s)",
-			 j->pid, cn_outcome_word(CN_OUTCOME_ACTION, s->action), s->timestamp);
+			 j->pid, cn_outcome_action_to_string(s->action), s->timestamp);
 		return false;
 	}
 	if (strcmp(j->outcome, "no-answer") == 0) {

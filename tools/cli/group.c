@@ -197,7 +197,7 @@ static void send_one(struct job *j, const struct plan *p)
 	/* A light nap keeps its context: a suspend takes the rest (light.c). */
 	if (s.state == (v == VERB_PREPARE ? CN_STATE_CHECKPOINTED : goal(v)) && !s.busy &&
 	    !(v == VERB_RESUME && comms_suspended(&s)) &&
-	    !(v == VERB_SUSPEND && strcmp(s.nap_depth, "light") == 0)) {
+	    !(v == VERB_SUSPEND && s.nap_depth == CN_DEPTH_LIGHT)) {
 		j->done = j->ok = true;
 		say(j, "already", "already %s%s", v == VERB_RESUME ? "running" : "suspended",
 		    v == VERB_PREPARE ? ": nothing to prepare" : "");

@@ -200,7 +200,7 @@ static void actions(FILE *f, const struct cn_status *s, const char *who)
 			if (c->by[i].action == kinds[k] && strcmp(c->by[i].result, "ok") == 0)
 				n = (double)c->by[i].n;
 		snprintf(more, sizeof(more), "action=\"%s\",result=\"ok\"",
-			 cn_outcome_word(CN_OUTCOME_ACTION, kinds[k]));
+			 cn_outcome_action_to_string(kinds[k]));
 		sample(f, "cudanap_actions_total", who, more, n);
 	}
 	for (int i = 0; i < c->n_by; i++) {
@@ -209,7 +209,7 @@ static void actions(FILE *f, const struct cn_status *s, const char *who)
 		if (strcmp(c->by[i].result, "ok") == 0 && a != CN_ACTION_PREPARE)
 			continue; /* said above */
 		snprintf(more, sizeof(more), "action=\"%s\",result=\"%s\"",
-			 cn_outcome_word(CN_OUTCOME_ACTION, a), c->by[i].result);
+			 cn_outcome_action_to_string(a), c->by[i].result);
 		sample(f, "cudanap_actions_total", who, more, (double)c->by[i].n);
 	}
 }
@@ -259,8 +259,8 @@ static void write_all(FILE *f, const struct cn_status *v, int n, char (*who)[WHO
 	     "GPU; 0 when it is awake or napped fully.");
 	for (int i = 0; i < n; i++)
 		sample(f, "cudanap_light_host_bytes", who[i], "",
-		       strcmp(cn_status_state(&v[i]), "napping") == 0 && v[i].light_mib > 0 &&
-				       strcmp(v[i].nap_depth, "light") == 0
+		       cn_status_state_of(&v[i]) == CN_STATE_NAPPING && v[i].light_mib > 0 &&
+				       v[i].nap_depth == CN_DEPTH_LIGHT
 			       ? v[i].light_mib * 1048576
 			       : 0);
 	help(f, "cudanap_host_kept_bytes", "gauge",

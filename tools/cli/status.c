@@ -158,7 +158,7 @@ static void suspend_col(const struct cn_status *s, unsigned char mark, char *out
 	else if (s->suspendable == CN_ASK_YES && s->est_suspend_s >= 0)
 		snprintf(out, len, "yes %.1f/%.1f%s", s->est_suspend_s, s->est_resume_s, stale);
 	else
-		snprintf(out, len, "%s%s", cn_outcome_word(CN_OUTCOME_ASK, s->suspendable), stale);
+		snprintf(out, len, "%s%s", cn_outcome_ask_to_string(s->suspendable), stale);
 }
 
 /* The NAP column: where its naps stand. */
@@ -170,7 +170,7 @@ static void nap_col(const struct cn_status *s, char *out, size_t len)
 	if (s->nap == CN_NAP_AWAKE && idle >= 0)
 		snprintf(out, len, "idle %.0fs", idle);
 	else if (s->nap != CN_NAP_UNSAID)
-		snprintf(out, len, "%s", cn_outcome_word(CN_OUTCOME_NAP, s->nap));
+		snprintf(out, len, "%s", cn_outcome_nap_to_string(s->nap));
 	else
 		snprintf(out, len, "-");
 }
@@ -210,8 +210,8 @@ static bool print_row(const struct rows *r, int i, int wres)
 	nap_col(s, nap, sizeof(nap));
 	naps_col(s, naps, sizeof(naps));
 	printf("%-8d %-14s %-8s %-*s %-9s %-5s %8s %8s %8s %8s %-13s %-10s %-13s %-9s %s\n", s->pid,
-	       state, cn_outcome_word(CN_OUTCOME_ACTION, s->action), wres, cn_status_result(s),
-	       total, on, gpu, host, disk, now, sus, nap, naps, nccl_col(s), cmd);
+	       state, cn_outcome_action_to_string(s->action), wres, cn_status_result(s), total, on,
+	       gpu, host, disk, now, sus, nap, naps, nccl_col(s), cmd);
 	return r->mark[i] & (STALE_NOW | STALE_ASK);
 }
 
@@ -239,7 +239,7 @@ static void print_notes(const struct rows *r)
 		if ((s->nap == CN_NAP_REFUSED || s->nap == CN_NAP_WAITING ||
 		     s->nap == CN_NAP_BESIDE) &&
 		    s->nap_why[0])
-			printf("%d: %s: %s\n", s->pid, cn_outcome_word(CN_OUTCOME_NAP, s->nap),
+			printf("%d: %s: %s\n", s->pid, cn_outcome_nap_to_string(s->nap),
 			       s->nap_why);
 	}
 }
