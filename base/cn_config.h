@@ -55,6 +55,13 @@ struct cn_gpu_pair {
 	struct cn_gpu_ref from, to;
 };
 
+/* [restore] gpu_map, or a one-shot `cudanap resume --gpu-map`: where the GPUs a job started on go,
+ * as its text says it (cn_gpumap.h), unresolved until it meets a machine's GPUs. */
+struct cn_gpumap {
+	unsigned n;
+	struct cn_gpu_pair pairs[CN_MAX_GPUS];
+};
+
 struct cn_config {
 	char path[PATH_MAX]; /* "" when built from defaults alone */
 	int suspend_signal;
@@ -62,8 +69,7 @@ struct cn_config {
 	int prepare_signal;	  /* 0: none (cudanap prepare queues the suspend signal instead) */
 	bool chain;		  /* call the app's own handler for our signals after ours */
 	unsigned lock_timeout_ms; /* 0 waits forever */
-	unsigned n_pairs;
-	struct cn_gpu_pair pairs[CN_MAX_GPUS];
+	struct cn_gpumap gpu_map;
 	unsigned margin_mib; /* free GPU memory a restore needs beyond the job's footprint */
 	bool reserve;	     /* hold that memory from the check until the restore */
 	bool take_turns;     /* restores of one status directory go through setup one at a time */

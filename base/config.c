@@ -162,7 +162,7 @@ enum key_kind {
 	K_FLAG,	  /* one of two words: a bool, true for the second */
 	K_PATH,	  /* an absolute path, or the word off for none ("") */
 	K_HOOK,	  /* a command of fewer than CN_HOOK_LEN characters */
-	K_GPU_MAP /* [restore] gpu_map, into pairs and n_pairs */
+	K_GPU_MAP /* [restore] gpu_map: a struct cn_gpumap */
 };
 
 /* One key of the INI: its kind, where it goes in struct cn_config (size: a string's room), and
@@ -198,7 +198,7 @@ static const struct key key_table[] = {
 	{ KEY("signals", "prepare", K_SIGNAL, prepare_signal) },
 	{ KEY("signals", "chain", K_BOOL, chain) },
 	{ KEY("lock", "timeout_ms", K_MS, lock_timeout_ms) },
-	{ KEY("restore", "gpu_map", K_GPU_MAP, pairs) },
+	{ KEY("restore", "gpu_map", K_GPU_MAP, gpu_map) },
 	{ KEY("restore", "margin_mib", K_COUNT, margin_mib), .max = 1ul << 20, .unit = "MiB" },
 	{ KEY("restore", "reserve", K_BOOL, reserve) },
 	{ KEY("restore", "take_turns", K_BOOL, take_turns) },
@@ -364,7 +364,7 @@ static int set_key(const struct key *k, struct cn_config *c, const char *v, char
 	case K_HOOK:
 		return set_string(k, dst, v, why, len);
 	case K_GPU_MAP:
-		return cn_gpumap_parse(v, c->pairs, &c->n_pairs, why, len);
+		return cn_gpumap_parse(v, dst, why, len);
 	}
 	return -EINVAL;
 }

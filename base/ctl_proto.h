@@ -26,17 +26,10 @@ enum cn_op {
 /* CN_OP_USERS and CN_OP_RESTORE: the processes asked about at most. */
 #define CN_USERS_MAX 64
 
-/* What the process held on one GPU when it was checkpointed, as NVML counts it. */
-struct cn_gpu_use {
-	struct cn_uuid uuid;
-	uint64_t bytes;
-};
-
 struct cn_req {
 	uint32_t op;
-	uint32_t timeout_ms; /* CN_OP_LOCK */
-	uint32_t n_pairs;    /* CN_OP_RESTORE: gpu_map (the INI's or a one-shot), unresolved */
-	struct cn_gpu_pair pairs[CN_MAX_GPUS];
+	uint32_t timeout_ms;  /* CN_OP_LOCK */
+	struct cn_gpumap map; /* CN_OP_RESTORE: gpu_map (the INI's or a one-shot), unresolved */
 	/* CN_OP_RESTORE: where the GPUs the process started on are now (those not at home). */
 	uint32_t n_moves;
 	struct cn_gpu_move moves[CN_MAX_GPUS];

@@ -31,16 +31,16 @@ static int resolve_ref(const struct cn_gpu_ref *r, const struct cn_uuid *gpus, i
 	return -1;
 }
 
-int cn_gpumap_want(const struct cn_gpu_pair *pairs, unsigned n_pairs, const struct cn_uuid *gpus,
-		   int n, int *want, char *why, size_t len)
+int cn_gpumap_want(const struct cn_gpumap *map, const struct cn_uuid *gpus, int n, int *want,
+		   char *why, size_t len)
 {
 	int src_of[CN_MAX_GPUS];
 
 	for (int i = 0; i < n; i++)
 		src_of[i] = want[i] = -1;
-	for (unsigned p = 0; p < n_pairs; p++) {
-		int a = resolve_ref(&pairs[p].from, gpus, n, why, len);
-		int b = a < 0 ? -1 : resolve_ref(&pairs[p].to, gpus, n, why, len);
+	for (unsigned p = 0; p < map->n && p < CN_MAX_GPUS; p++) {
+		int a = resolve_ref(&map->pairs[p].from, gpus, n, why, len);
+		int b = a < 0 ? -1 : resolve_ref(&map->pairs[p].to, gpus, n, why, len);
 
 		if (b < 0)
 			return -1;
@@ -155,15 +155,35 @@ int cn_gpumap_elsewhere(const int *cur, int n, const int *at, const unsigned lon
 	return 1;
 }
 
-void cn_gpumap_format(const int *want, int n, char *out, size_t len)
+void cn_gpumap_of_want(const int *want, int n, struct cn_gpumap *map)
 {
-	size_t o = 0;
-
-	out[0] = '\0';
-	for (int h = 0; h < n && o < len; h++)
+	map->n = 0;
+	for (int h = 0; h < n && h < CN_MAX_GPUS; h++)
 		if (want[h] != h)
-			o += (size_t)snprintf(out + o, len - o, "%s%d=%d", o ? ", " : "", h,
-					      want[h]);
+			map->pairs[map->n++] = (struct cn_gpu_pair){ .from = { .index = h },
+								     .to = { .index = want[h] } };
+}
+
+int cn_gpumap_resolve(const struct cn_gpumap *map, const struct cn_gpu_move *moves,
+		      unsigned n_moves, const struct cn_uuid *gpus, int n,
+		      const struct cn_gpu_use *use, unsigned n_use, struct cn_gpumap_plan *p,
+		      char *why, size_t len)
+{
+	if (cn_gpumap_want(map, gpus, n, p->want, why, len) < 0 ||
+	    cn_gpumap_now(moves, n_moves, gpus, n, p->cur, why, len) < 0)
+		return -1;
+	p->moved = false;
+	for (int h = 0; h < n; h++)
+		p->moved |= p->cur[h] != p->want[h];
+	/* The memory on GPU at goes with the home GPU now there, if anything moves. */
+	for (unsigned u = 0; u < n_use && u < CN_MAX_GPUS; u++) {
+		int at = cn_uuid_index(gpus, n, &use[u].uuid), h = 0;
+
+		while (p->moved && at >= 0 && h < n && p->cur[h] != at)
+			h++;
+		p->to[u] = p->moved && at >= 0 && h < n ? p->want[h] : at;
+	}
+	return 0;
 }
 
 void cn_gpumap_home_of(const struct cn_gpu_move *moves, unsigned n_moves, const struct cn_uuid *now,
@@ -196,7 +216,7 @@ void cn_gpumap_list(const struct cn_uuid *uuids, int k, const struct cn_uuid *gp
 
 /* ---- the text: GPU references and the map ---- */
 
-void cn_gpumap_ref_format(const struct cn_gpu_ref *r, char *out, size_t len)
+static void ref_format(const struct cn_gpu_ref *r, char *out, size_t len)
 {
 	char u[CN_UUID_STR_LEN];
 
@@ -243,9 +263,24 @@ static bool gpu_ref_same(const struct cn_gpu_ref *a, const struct cn_gpu_ref *b)
 	return cn_uuid_eq(&a->uuid, &b->uuid);
 }
 
-int cn_gpumap_parse(const char *s, struct cn_gpu_pair *pairs, unsigned *n, char *err, size_t errlen)
+void cn_gpumap_write(const struct cn_gpumap *map, char *out, size_t len)
+{
+	size_t o = 0;
+
+	out[0] = '\0';
+	for (unsigned p = 0; p < map->n && p < CN_MAX_GPUS && o < len; p++) {
+		char from[CN_UUID_STR_LEN], to[CN_UUID_STR_LEN];
+
+		ref_format(&map->pairs[p].from, from, sizeof(from));
+		ref_format(&map->pairs[p].to, to, sizeof(to));
+		o += (size_t)snprintf(out + o, len - o, "%s%s=%s", o ? ", " : "", from, to);
+	}
+}
+
+int cn_gpumap_parse(const char *s, struct cn_gpumap *map, char *err, size_t errlen)
 {
 	char buf[CN_MAX_GPUS * 96], *save = NULL, *item;
+	struct cn_gpu_pair *pairs = map->pairs;
 	unsigned count = 0;
 
 	if (strlen(s) >= sizeof(buf)) {
@@ -254,7 +289,7 @@ int cn_gpumap_parse(const char *s, struct cn_gpu_pair *pairs, unsigned *n, char 
 	}
 	strcpy(buf, s);
 	if (trim(buf)[0] == '\0') {
-		*n = 0;
+		map->n = 0;
 		return 0;
 	}
 	for (item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
@@ -290,6 +325,6 @@ int cn_gpumap_parse(const char *s, struct cn_gpu_pair *pairs, unsigned *n, char 
 		}
 		count++;
 	}
-	*n = count;
+	map->n = count;
 	return 0;
 }

@@ -72,48 +72,36 @@ static int list_gpus(struct gpu *g, int *n, char *why, size_t len)
 	return 0;
 }
 
-/* A restore's plan: the machine's GPUs, where each GPU the process started on goes, and where the
- * memory it held on each GPU (req->use[u], where it slept) goes, resolved once. */
+/* A restore's plan: the machine's GPUs, and the map resolved on them (cn_gpumap_resolve): where
+ * each GPU the process started on goes, and where the memory it held on each GPU (req->use[u],
+ * where it slept) goes. */
 struct plan {
 	struct gpu g[CN_MAX_GPUS];
 	int n;
 	const struct cn_uuid *uuids; /* g's UUIDs, in g's order (the response's gpus) */
-	int want[CN_MAX_GPUS];	     /* home GPU h goes to GPU want[h] */
-	int to[CN_MAX_GPUS]; /* req->use[u]'s memory goes to GPU to[u]; -1: not on this machine */
+	struct cn_gpumap_plan map;
 };
 
 /* The pairs the driver wants, one for every GPU: each GPU the process started on, from where it is
- * now to where the map puts it. *n_list 0 when nothing moves. Fills p's want and to. */
+ * now to where the map puts it. *n_list 0 when nothing moves. Fills p's map. */
 static int pairs_for(const struct cn_req *req, struct plan *p, CUcheckpointGpuPair *out,
 		     int *n_list, char *why, size_t len)
 {
-	int cur[CN_MAX_GPUS], n = p->n;
-	bool moved = false;
-
-	if (cn_gpumap_want(req->pairs, req->n_pairs, p->uuids, n, p->want, why, len) < 0 ||
-	    cn_gpumap_now(req->moves, req->n_moves, p->uuids, n, cur, why, len) < 0)
+	if (cn_gpumap_resolve(&req->map, req->moves, req->n_moves, p->uuids, p->n, req->use,
+			      req->n_use, &p->map, why, len) < 0)
 		return -1;
-	for (int h = 0; h < n; h++) {
-		out[h].oldUuid = p->g[cur[h]].uuid;
-		out[h].newUuid = p->g[p->want[h]].uuid;
-		moved |= cur[h] != p->want[h];
+	for (int h = 0; h < p->n; h++) {
+		out[h].oldUuid = p->g[p->map.cur[h]].uuid;
+		out[h].newUuid = p->g[p->map.want[h]].uuid;
 	}
-	*n_list = moved ? n : 0;
-	/* The memory on GPU at goes with the home GPU now there, if the list moves it. */
-	for (uint32_t u = 0; u < req->n_use && u < CN_MAX_GPUS; u++) {
-		int at = cn_uuid_index(p->uuids, n, &req->use[u].uuid), h = 0;
-
-		while (moved && at >= 0 && h < n && cur[h] != at)
-			h++;
-		p->to[u] = moved && at >= 0 && h < n ? p->want[h] : at;
-	}
+	*n_list = p->map.moved ? p->n : 0;
 	return 0;
 }
 
 /* The GPU the memory of req->use[u] goes to. */
 static const struct cn_uuid *target(const struct cn_req *req, const struct plan *p, uint32_t u)
 {
-	return p->to[u] >= 0 ? &p->uuids[p->to[u]] : &req->use[u].uuid;
+	return p->map.to[u] >= 0 ? &p->uuids[p->map.to[u]] : &req->use[u].uuid;
 }
 
 /* ---- beside other processes ---- */
@@ -152,7 +140,7 @@ static int beside(const struct cn_req *req, const struct plan *p, struct cn_resp
 		const struct cn_uuid *to = target(req, p, u);
 		int32_t pid = cn_placement_beside(req, to);
 		char why[240], s[CN_UUID_STR_LEN];
-		int at = p->to[u] >= 0 ? p->to[u] : p->n;
+		int at = p->map.to[u] >= 0 ? p->map.to[u] : p->n;
 
 		if (!pid)
 			continue;
@@ -222,7 +210,7 @@ static int check_and_hold(const struct cn_req *req, const struct plan *p,
 		uint64_t need = req->use[u].bytes, free_b;
 		CUresult r;
 		double t0;
-		int k = p->to[u], k_free;
+		int k = p->map.to[u], k_free;
 
 		cn_uuid_fmt(to, s);
 		if (k < 0) {
@@ -275,14 +263,14 @@ int cn_placement_place(const struct cn_req *req, struct cn_resp *resp, CUcheckpo
 	char why[200];
 
 	*n_list = *n_held = 0;
-	if (req->n_pairs > CN_MAX_GPUS || req->n_moves > CN_MAX_GPUS) {
+	if (req->map.n > CN_MAX_GPUS || req->n_moves > CN_MAX_GPUS) {
 		cn_driver_fail(resp, CN_RES_BAD_MAP, "too many pairs");
 		return -1;
 	}
-	if (!req->n_pairs && !req->n_moves && !req->n_use)
+	if (!req->map.n && !req->n_moves && !req->n_use)
 		return 0;
 	if (list_gpus(p.g, &p.n, why, sizeof(why)) < 0) {
-		cn_driver_fail(resp, req->n_pairs ? CN_RES_BAD_MAP : CN_RES_NO_ROOM, why);
+		cn_driver_fail(resp, req->map.n ? CN_RES_BAD_MAP : CN_RES_NO_ROOM, why);
 		return -1;
 	}
 	resp->n_gpus = (uint32_t)p.n;
@@ -300,6 +288,6 @@ int cn_placement_place(const struct cn_req *req, struct cn_resp *resp, CUcheckpo
 		return -1;
 	}
 	/* Where the GPUs the process started on will be, once restored. */
-	resp->n_moves = cn_gpumap_moves(p.want, resp->gpus, p.n, resp->moves);
+	resp->n_moves = cn_gpumap_moves(p.map.want, resp->gpus, p.n, resp->moves);
 	return 0;
 }

@@ -407,12 +407,12 @@ void cn_nap_tick(void)
 /* [nap] wake_on = any: a map that puts the parts of its memory without room where they are, or
  * where a restored NCCL rank runs (beside.c), onto other GPUs of its model with room and no such
  * rank (cn_gpumap_elsewhere); false when there is none. */
-static bool elsewhere(char *map, size_t len)
+static bool elsewhere(struct cn_gpumap *map)
 {
 	unsigned long long need[CN_MAX_GPUS], free_bytes[CN_MAX_GPUS];
 	int at[CN_MAX_GPUS], cur[CN_MAX_GPUS], want[CN_MAX_GPUS], n;
+	char why[200], text[CN_MAX_GPUS * 8];
 	struct cn_resp q;
-	char why[200];
 
 	if (!cn_ag.cfg.nap_wake_any || !cn_ag.n_use || cn_requests_query(&q) < 0)
 		return false;
@@ -432,9 +432,10 @@ static bool elsewhere(char *map, size_t len)
 		cn_log(&cn_ag.cfg, CN_LOG_DEBUG, "wake_on = any: no GPU of its model has room");
 		return false;
 	}
-	cn_gpumap_format(want, n, map, len);
+	cn_gpumap_of_want(want, n, map);
+	cn_gpumap_write(map, text, sizeof(text));
 	cn_log(&cn_ag.cfg, CN_LOG_DEBUG, "wake_on = any: no room where it was, trying gpu_map %s",
-	       map);
+	       text);
 	return true;
 }
 
@@ -564,7 +565,7 @@ static void still_asleep(struct cn_outcome o)
 void cn_nap_wake(void)
 {
 	double asked = atomic_load(&asked_ms);
-	char map[CN_MAX_GPUS * 8];
+	struct cn_gpumap map;
 	struct cn_outcome o;
 
 	if (!nap.napping || turn_still_busy())
@@ -579,9 +580,8 @@ void cn_nap_wake(void)
 	    (cn_ag.n_use || cn_light_holding()))
 		o = page_for_wake(o);
 	if (o.state == CN_STATE_CHECKPOINTED &&
-	    (o.result == CN_RES_NO_ROOM || o.result == CN_RES_BESIDE) &&
-	    elsewhere(map, sizeof(map)))
-		o = cn_resume_as(true, map, 0);
+	    (o.result == CN_RES_NO_ROOM || o.result == CN_RES_BESIDE) && elsewhere(&map))
+		o = cn_resume_as(true, &map, 0);
 	if (asleep(o))
 		still_asleep(o);
 	else

@@ -167,7 +167,7 @@ void cn_report_gpus(bool asleep)
 	cn_gpumap_list(now, k, all, n, st->gpus, sizeof(st->gpus));
 	cn_gpumap_list(home, k, all, n, st->home_gpus, sizeof(st->home_gpus));
 	st->restore_gpus[0] = '\0';
-	if (!asleep || cn_state_targets(cn_ag.cfg.pairs, cn_ag.cfg.n_pairs, to) < 0)
+	if (!asleep || cn_state_targets(&cn_ag.cfg.gpu_map, to) < 0)
 		return;
 	cn_gpumap_list(to, k, all, n, st->restore_gpus, sizeof(st->restore_gpus));
 }

@@ -168,7 +168,7 @@ static void take_turn(const struct cn_req *req)
 	double waited;
 	int n = (int)(req->n_use < CN_MAX_GPUS ? req->n_use : CN_MAX_GPUS);
 
-	if (cn_state_targets(req->pairs, req->n_pairs, gpus) < 0)
+	if (cn_state_targets(&req->map, gpus) < 0)
 		for (int i = 0; i < n; i++)
 			gpus[i] = req->use[i].uuid;
 	mv.turn = cn_turns_enter(cn_ag.cfg.status_dir, gpus, n, TURN_MAX_MS, &waited) == 0;
@@ -251,13 +251,12 @@ int cn_requests_checkpoint(struct cn_resp *r)
 	return moving(&req, r);
 }
 
-int cn_requests_restore(const struct cn_gpu_pair *pairs, uint32_t n_pairs, struct cn_resp *r)
+int cn_requests_restore(const struct cn_gpumap *map, struct cn_resp *r)
 {
 	struct cn_req req;
 
 	start(CN_OP_RESTORE, &req);
-	req.n_pairs = n_pairs < CN_MAX_GPUS ? n_pairs : CN_MAX_GPUS;
-	memcpy(req.pairs, pairs, req.n_pairs * sizeof(req.pairs[0]));
+	req.map = *map;
 	req.n_moves = cn_ag.n_moves;
 	memcpy(req.moves, cn_ag.moves, sizeof(req.moves));
 	req.n_use = cn_ag.n_use;

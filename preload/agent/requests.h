@@ -37,9 +37,9 @@ int cn_requests_query(struct cn_resp *resp);
 
 /* The calls that move the process's memory: libcuda's large copies run in parallel and a restore
  * takes turns on its GPUs (turns.c). The checkpoint (CN_OP_CHECKPOINT); the restore
- * (CN_OP_RESTORE) under the map pairs, the INI's or a one-shot, unresolved. */
+ * (CN_OP_RESTORE) under map, the INI's or a one-shot, unresolved. */
 int cn_requests_checkpoint(struct cn_resp *resp);
-int cn_requests_restore(const struct cn_gpu_pair *pairs, uint32_t n_pairs, struct cn_resp *resp);
+int cn_requests_restore(const struct cn_gpumap *map, struct cn_resp *resp);
 
 /* What the CLI asks of this action beyond the INI, in <status dir>/<pid>.<what>, taken (read and
  * removed): its first line into buf; its length, or -1 when there is none. */

@@ -31,25 +31,17 @@
 #include "hostcopy/staging.h"
 #include "agent/state.h"
 
-/* The map of this resume: the one given (a nap's wake), a one-shot `cudanap resume --gpu-map`
- * left, else the INI's. False when
- * the one-shot is broken (checked by the CLI, but the file is the process's to trust or not): the
- * resume is over, and reported. */
-static bool this_map(const char *given)
+/* The map of this resume, into map: the one given (a nap's wake), a one-shot `cudanap resume
+ * --gpu-map` left, else the INI's. False when the one-shot is broken (checked by the CLI, but the
+ * file is the process's to trust or not): the resume is over, and reported. */
+static bool this_map(const struct cn_gpumap *given, struct cn_gpumap *map)
 {
 	char text[CN_ERR_LEN], err[CN_ERR_LEN], msg[CN_ERR_LEN + 64];
-	unsigned n;
 
-	cn_ag.n_pairs = cn_ag.cfg.n_pairs;
-	memcpy(cn_ag.pairs, cn_ag.cfg.pairs, sizeof(cn_ag.pairs));
-	if (given)
-		snprintf(text, sizeof(text), "%s", given);
-	else if (cn_requests_take(CN_NOTE_GPU_MAP, text, sizeof(text)) < 0)
+	*map = given ? *given : cn_ag.cfg.gpu_map;
+	if (given || cn_requests_take(CN_NOTE_GPU_MAP, text, sizeof(text)) < 0 ||
+	    cn_gpumap_parse(text, map, err, sizeof(err)) == 0)
 		return true;
-	if (cn_gpumap_parse(text, cn_ag.pairs, &n, err, sizeof(err)) == 0) {
-		cn_ag.n_pairs = n;
-		return true;
-	}
 	snprintf(msg, sizeof(msg), "--gpu-map: %s; still suspended", err);
 	cn_report_fail(CN_RES_BAD_MAP, msg);
 	return false;
@@ -60,12 +52,12 @@ static bool this_map(const char *given)
  * scheduler resuming one job as it suspends another on the same GPUs; a wake waiting for room,
  * nap.c): the controller refuses before the driver's call, so trying again is safe. The wait step
  * is then all that came before the last try's call. */
-static int restore(struct cn_resp *r, unsigned wait_ms)
+static int restore(const struct cn_gpumap *map, struct cn_resp *r, unsigned wait_ms)
 {
 	double t0 = cn_clock_ms(), until = t0 + wait_ms;
 	int rc, tries = 0;
 
-	while ((rc = cn_requests_restore(cn_ag.pairs, cn_ag.n_pairs, r)) < 0 &&
+	while ((rc = cn_requests_restore(map, r)) < 0 &&
 	       (r->result == CN_RES_NO_ROOM || r->result == CN_RES_BESIDE) &&
 	       cn_clock_ms() < until) {
 		struct timespec tick = { 0, 100 * 1000 * 1000 };
@@ -140,11 +132,11 @@ static void peers_follow(const struct cn_resp *r)
 /* The restore onto the map's GPUs. A controller that died mid-restore may have left the process
  * restored and locked: then the unlock that follows finishes the resume. -1 when it did not
  * restore: reported, the process still asleep. */
-static int restore_step(struct cn_resp *r, unsigned wait_ms)
+static int restore_step(const struct cn_gpumap *map, struct cn_resp *r, unsigned wait_ms)
 {
 	char msg[320];
 
-	if (restore(r, wait_ms) < 0 &&
+	if (restore(map, r, wait_ms) < 0 &&
 	    !(r->result == CN_RES_CONTROLLER_GONE && r->state == CN_STATE_LOCKED)) {
 		snprintf(msg, sizeof(msg), "restore: %s%s", r->message,
 			 r->result == CN_RES_NO_ROOM
@@ -252,16 +244,17 @@ struct cn_outcome cn_resume(void)
 	return cn_resume_as(false, NULL, 0);
 }
 
-struct cn_outcome cn_resume_as(bool wake, const char *map, unsigned wake_wait_ms)
+struct cn_outcome cn_resume_as(bool wake, const struct cn_gpumap *given, unsigned wake_wait_ms)
 {
 	struct cn_status before = *cn_report_status();
 	bool from_disk = cn_ag.hib_addr != NULL, restored;
+	struct cn_gpumap map;
 	struct cn_outcome o;
 	struct cn_resp r;
 	char msg[320];
 
 	cn_report_begin(wake ? CN_ACTION_WAKE : CN_ACTION_RESUME);
-	if (!cn_reload() || !this_map(map) || !cn_requests_state(&r))
+	if (!cn_reload() || !this_map(given, &map) || !cn_requests_state(&r))
 		return cn_report_outcome();
 	if (r.state == CN_STATE_RUNNING && cn_comms_suspended()) {
 		/* Running, its communicators waiting for the job: a resume that failed to meet the
@@ -283,7 +276,7 @@ struct cn_outcome cn_resume_as(bool wake, const char *map, unsigned wake_wait_ms
 	if (r.state == CN_STATE_CHECKPOINTED && cn_ag.hib_addr && read_back(&r) < 0)
 		return cn_report_outcome();
 	if (r.state == CN_STATE_CHECKPOINTED &&
-	    restore_step(&r, wake ? wake_wait_ms : cn_ag.cfg.room_wait_s * 1000) < 0)
+	    restore_step(&map, &r, wake ? wake_wait_ms : cn_ag.cfg.room_wait_s * 1000) < 0)
 		return cn_report_outcome();
 	if (cn_requests_call(CN_OP_UNLOCK, &r) < 0) {
 		snprintf(msg, sizeof(msg), "unlock: %s", r.message);

@@ -4,13 +4,14 @@
 
 #include <stdbool.h>
 
+#include "cn_config.h"
 #include "cn_outcome.h"
 
 /* A resume asked by a signal; what it ended with. */
 struct cn_outcome cn_resume(void);
-/* The same for a nap's wake (nap.c): onto the GPUs of map (gpu_map syntax; NULL: the INI's),
- * waiting up to wake_wait_ms for room there (a resume waits [restore] room_wait_s, as the INI
- * says at that moment). */
-struct cn_outcome cn_resume_as(bool wake, const char *map, unsigned wake_wait_ms);
+/* The same for a nap's wake (nap.c): onto the GPUs of map (NULL: the INI's), waiting up to
+ * wake_wait_ms for room there (a resume waits [restore] room_wait_s, as the INI says at that
+ * moment). */
+struct cn_outcome cn_resume_as(bool wake, const struct cn_gpumap *map, unsigned wake_wait_ms);
 
 #endif

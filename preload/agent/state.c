@@ -53,22 +53,17 @@ void cn_state_moved(const struct cn_resp *r)
 	cn_state_gpus(r);
 }
 
-int cn_state_targets(const struct cn_gpu_pair *pairs, unsigned n_pairs, struct cn_uuid *to)
+int cn_state_targets(const struct cn_gpumap *map, struct cn_uuid *to)
 {
-	const struct cn_uuid *all = cn_ag.gpus;
-	int n = (int)cn_ag.n_gpus, want[CN_MAX_GPUS];
+	struct cn_gpumap_plan p;
 	char why[200];
 
-	if (!n || cn_gpumap_want(pairs, n_pairs, all, n, want, why, sizeof(why)) < 0)
+	if (!cn_ag.n_gpus ||
+	    cn_gpumap_resolve(map, cn_ag.moves, cn_ag.n_moves, cn_ag.gpus, (int)cn_ag.n_gpus,
+			      cn_ag.use, cn_ag.n_use, &p, why, sizeof(why)) < 0)
 		return -1;
-	for (uint32_t u = 0; u < cn_ag.n_use; u++) {
-		struct cn_uuid home;
-		int h;
-
-		cn_gpumap_home_of(cn_ag.moves, cn_ag.n_moves, &cn_ag.use[u].uuid, &home);
-		h = cn_uuid_index(all, n, &home);
-		to[u] = h >= 0 ? cn_ag.gpus[want[h]] : home;
-	}
+	for (uint32_t u = 0; u < cn_ag.n_use; u++)
+		to[u] = p.to[u] >= 0 ? cn_ag.gpus[p.to[u]] : cn_ag.use[u].uuid;
 	return 0;
 }
 

@@ -38,13 +38,9 @@ struct cn_agent {
 	 * restore copies back, which tells the turns when the copy is done. suspend.c. */
 	size_t copy_bytes;
 	/* Placement: where the GPUs the process started on are now (those not at home: state.c);
-	 * the map of the resume under way, the INI's or a one-shot (cudanap resume --gpu-map:
-	 * resume.c); the machine's GPUs in nvidia-smi order, as the controller last listed them
-	 * (state.c). */
+	 * the machine's GPUs in nvidia-smi order, as the controller last listed them (state.c). */
 	uint32_t n_moves;
 	struct cn_gpu_move moves[CN_MAX_GPUS];
-	uint32_t n_pairs;
-	struct cn_gpu_pair pairs[CN_MAX_GPUS];
 	uint32_t n_gpus;
 	struct cn_uuid gpus[CN_MAX_GPUS];
 	char model[96]; /* of its GPU at the last checkpoint, for the rates (rates.c): state.c */
@@ -62,10 +58,10 @@ void cn_state_remember(const struct cn_resp *r);
 void cn_state_moved(const struct cn_resp *r);
 /* Where the restore r puts the GPU the process is on at was (before cn_state_moved takes r in). */
 void cn_state_follow(const struct cn_resp *r, const struct cn_uuid *was, struct cn_uuid *now);
-/* Where a restore under the map pairs puts the memory on each GPU of use (to[u] for use[u]), by
- * the machine's GPUs as last listed: 0, or -1 when those are not known or the map does not fit
- * them (the controller then says why). */
-int cn_state_targets(const struct cn_gpu_pair *pairs, unsigned n_pairs, struct cn_uuid *to);
+/* Where a restore under map puts the memory on each GPU of use (to[u] for use[u]), by the
+ * machine's GPUs as last listed (cn_gpumap_resolve): 0, or -1 when those are not known or the map
+ * does not fit them (the controller then says why). */
+int cn_state_targets(const struct cn_gpumap *map, struct cn_uuid *to);
 /* The GPU memory of the last checkpoint, in MiB; -1 when not known. */
 double cn_state_footprint_mib(void);
 

@@ -68,7 +68,7 @@ static void test_full_file(void)
 	ok(example && cn_config_load(&c, example, err, sizeof(err)) == 0,
 	   "the documented example INI loads");
 	ok(c.suspend_signal == SIGUSR1 && c.resume_signal == SIGUSR2 &&
-		   c.lock_timeout_ms == 10000 && c.n_pairs == 0 && c.hook_timeout_ms == 30000 &&
+		   c.lock_timeout_ms == 10000 && c.gpu_map.n == 0 && c.hook_timeout_ms == 30000 &&
 		   c.margin_mib == 256 && c.reserve && c.take_turns && !c.beside_restored &&
 		   !c.allow_nccl && !c.nccl_suspendable,
 	   "the example INI states the defaults");
@@ -85,8 +85,9 @@ static void test_full_file(void)
 	   "a file setting every key loads");
 	ok(c.suspend_signal == SIGRTMIN + 3 && c.resume_signal == 40, "signals set");
 	ok(c.lock_timeout_ms == 0, "timeout 0 means wait forever");
-	ok(c.n_pairs == 2 && c.pairs[0].from.index == 0 && c.pairs[0].to.index == 1 &&
-		   c.pairs[1].from.index == 1 && c.pairs[1].to.index == 0,
+	ok(c.gpu_map.n == 2 && c.gpu_map.pairs[0].from.index == 0 &&
+		   c.gpu_map.pairs[0].to.index == 1 && c.gpu_map.pairs[1].from.index == 1 &&
+		   c.gpu_map.pairs[1].to.index == 0,
 	   "gpu_map parsed");
 	is_str(c.status_dir, "/var/tmp/x", "status dir set");
 	ok(c.status_refuse, "status.if_unusable = refuse");
@@ -217,28 +218,31 @@ static void test_signals(void)
 
 static void test_gpu_map(void)
 {
-	struct cn_gpu_pair p[CN_MAX_GPUS];
-	char err[CN_ERR_LEN], s[CN_UUID_STR_LEN];
+	char err[CN_ERR_LEN], s[CN_UUID_STR_LEN], text[200];
+	struct cn_gpumap m = { .n = 99 };
+	struct cn_gpu_pair *p = m.pairs;
 	struct cn_uuid u;
-	unsigned n = 99;
 
-	ok(cn_gpumap_parse("  ", p, &n, err, sizeof(err)) == 0 && n == 0, "empty map");
-	ok(cn_gpumap_parse("GPU-8c5c8d2e-0a1b-2c3d-4e5f-60718293a4b5=1", p, &n, err, sizeof(err)) ==
+	ok(cn_gpumap_parse("  ", &m, err, sizeof(err)) == 0 && m.n == 0, "empty map");
+	ok(cn_gpumap_parse("GPU-8c5c8d2e-0a1b-2c3d-4e5f-60718293a4b5=1", &m, err, sizeof(err)) ==
 			   0 &&
-		   n == 1 && p[0].from.index == -1 && p[0].from.uuid.b[0] == 0x8c &&
+		   m.n == 1 && p[0].from.index == -1 && p[0].from.uuid.b[0] == 0x8c &&
 		   p[0].from.uuid.b[15] == 0xb5 && p[0].to.index == 1,
 	   "UUID on the left, index on the right");
 	cn_uuid_fmt(&p[0].from.uuid, s);
 	is_str(s, "GPU-8c5c8d2e-0a1b-2c3d-4e5f-60718293a4b5", "UUID round trip");
+	cn_gpumap_write(&m, text, sizeof(text));
+	is_str(text, "GPU-8c5c8d2e-0a1b-2c3d-4e5f-60718293a4b5=1", "the map's text again");
 	ok(cn_uuid_parse("gpu-8C5C8D2E0A1B2C3D4E5F60718293A4B5", &u) == 0, "UUID without dashes");
 	ok(cn_uuid_parse("MIG-8c5c8d2e-0a1b-2c3d-4e5f-60718293a4b5", &u) < 0, "MIG UUID refused");
 	ok(cn_uuid_parse("GPU-8c5c8d2e-0a1b-2c3d-4e5f-60718293a4b5ff", &u) < 0,
 	   "long UUID refused");
-	ok(cn_gpumap_parse("0=1,1=0,2=3,3=2", p, &n, err, sizeof(err)) == 0 && n == 4,
-	   "four pairs");
-	ok(cn_gpumap_parse("0=1,", p, &n, err, sizeof(err)) == 0 && n == 1,
+	ok(cn_gpumap_parse("0=1,1=0,2=3,3=2", &m, err, sizeof(err)) == 0 && m.n == 4, "four pairs");
+	cn_gpumap_write(&m, text, sizeof(text));
+	is_str(text, "0=1, 1=0, 2=3, 3=2", "written back as it parses");
+	ok(cn_gpumap_parse("0=1,", &m, err, sizeof(err)) == 0 && m.n == 1,
 	   "trailing comma tolerated");
-	ok(cn_gpumap_parse("=1", p, &n, err, sizeof(err)) < 0, "empty side refused");
+	ok(cn_gpumap_parse("=1", &m, err, sizeof(err)) < 0, "empty side refused");
 }
 
 /* The INI is read again at every action: only a regular file will do. */

@@ -8,30 +8,28 @@
 #define N 3
 static struct cn_uuid gpus[N];
 
-static void map(const char *text, struct cn_gpu_pair *pairs, unsigned *n)
+static void map(const char *text, struct cn_gpumap *m)
 {
 	char err[CN_ERR_LEN];
 
-	if (cn_gpumap_parse(text, pairs, n, err, sizeof(err)) < 0)
+	if (cn_gpumap_parse(text, m, err, sizeof(err)) < 0)
 		printf("# cannot parse '%s': %s\n", text, err);
 }
 
-/* Where each home GPU goes, as "a b c", from the map and the moves so far; "" on a refusal, with
- * why filled. */
+/* Where each home GPU goes, as "a b c", from the map and the moves so far (cn_gpumap_resolve);
+ * "" on a refusal, with why filled. */
 static const char *plan(const char *text, const struct cn_gpu_move *moves, unsigned n_moves,
 			char *why)
 {
 	static char out[32];
-	struct cn_gpu_pair pairs[CN_MAX_GPUS];
-	int want[N], cur[N];
-	unsigned n;
+	struct cn_gpumap_plan p;
+	struct cn_gpumap m;
 
-	map(text, pairs, &n);
+	map(text, &m);
 	why[0] = out[0] = '\0';
-	if (cn_gpumap_want(pairs, n, gpus, N, want, why, 200) < 0 ||
-	    cn_gpumap_now(moves, n_moves, gpus, N, cur, why, 200) < 0)
+	if (cn_gpumap_resolve(&m, moves, n_moves, gpus, N, NULL, 0, &p, why, 200) < 0)
 		return out;
-	snprintf(out, sizeof(out), "%d %d %d", want[0], want[1], want[2]);
+	snprintf(out, sizeof(out), "%d %d %d", p.want[0], p.want[1], p.want[2]);
 	return out;
 }
 
@@ -45,9 +43,12 @@ static const char *elsewhere(const int *cur, const int *at, int k, unsigned long
 	const unsigned long long need[4] = { 10, 10, 10, 10 }, free_bytes[4] = { f0, f1, f2, f3 };
 	int want[4];
 
+	struct cn_gpumap m;
+
 	if (!cn_gpumap_elsewhere(cur, 4, at, need, k, free_bytes, fits, want))
 		return "none";
-	cn_gpumap_format(want, 4, out, sizeof(out));
+	cn_gpumap_of_want(want, 4, &m);
+	cn_gpumap_write(&m, out, sizeof(out));
 	return out;
 }
 
@@ -71,12 +72,14 @@ static void test_elsewhere(void)
 	       "moved before (homes 0,1 on GPUs 1,0): the part on GPU 0 (home 1's) goes to GPU 2");
 	{
 		const unsigned long long need[2] = { 10, 30 }, f[4] = { 5, 5, 20, 40 };
+		struct cn_gpumap m;
 		int want[4];
 		char out[64];
 
 		ok(cn_gpumap_elsewhere(home, 4, on01, need, 2, f, all, want) == 1,
 		   "two sizes: placed");
-		cn_gpumap_format(want, 4, out, sizeof(out));
+		cn_gpumap_of_want(want, 4, &m);
+		cn_gpumap_write(&m, out, sizeof(out));
 		is_str(out, "0=2, 1=3, 2=1, 3=0",
 		       "the largest part first: 30 onto GPU 3, 10 onto GPU 2");
 	}
@@ -112,6 +115,21 @@ int main(void)
 	   "and where each home GPU is now");
 	is_str(plan("0=1, 1=0", moves, k, why), "1 0 2",
 	       "the same map again wants what is already so: the job stays");
+	{
+		struct cn_gpu_use use[1] = { { .uuid = gpus[1], .bytes = 8 } };
+		struct cn_gpumap_plan p;
+		struct cn_gpumap m;
+
+		map("", &m);
+		ok(cn_gpumap_resolve(&m, moves, k, gpus, N, use, 1, &p, why, sizeof(why)) == 0 &&
+			   p.moved && p.to[0] == 0,
+		   "an empty map brings the memory home: what is on GPU 1 (home 0's) goes to GPU "
+		   "0");
+		map("0=1, 1=0", &m);
+		ok(cn_gpumap_resolve(&m, moves, k, gpus, N, use, 1, &p, why, sizeof(why)) == 0 &&
+			   !p.moved && p.to[0] == 1,
+		   "the same map again: nothing moves, the memory stays on GPU 1");
+	}
 	{
 		struct cn_uuid home;
 

@@ -316,9 +316,9 @@ struct act_args {
 	bool tree_flag, slurm_flag; /* --tree, --slurm given without a value of their own */
 	bool this_node;		    /* --this-node: a Slurm job's processes here only */
 	bool relay;		    /* this node's part in a job led from another host (span.c) */
-	const char *map;	    /* --gpu-map as given */
 	int roots[64], n_roots;
-	int n; /* the PIDs given, from argv[optind] */
+	int n;		      /* the PIDs given, from argv[optind] */
+	struct cn_gpumap map; /* --gpu-map's, once parsed (p.gpu_map points here) */
 };
 
 /* --tree with a value: one more root; without: the PIDs given are the trees' roots. */
@@ -336,20 +336,18 @@ static void parse_tree(struct act_args *a, int argc, char **argv)
 		not_a_pid(v, NULL);
 }
 
-/* --gpu-map MAP, checked now; 2 when it does not parse, said. */
-static int parse_gpu_map(struct act_args *a, const char *map)
+/* --gpu-map MAP, parsed now into a->map; 2 when it does not parse, said. */
+static int parse_gpu_map(struct act_args *a, const char *text)
 {
-	struct cn_gpu_pair pairs[CN_MAX_GPUS];
 	char err[CN_ERR_LEN];
-	unsigned k;
 
 	if (a->p.verb != VERB_RESUME)
 		cli_die_usage("cudanap: --gpu-map is for resume\n");
-	if (cn_gpumap_parse(map, pairs, &k, err, sizeof(err)) < 0) {
+	if (cn_gpumap_parse(text, &a->map, err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s: --gpu-map: %s\n", cli_prog, err);
 		return 2;
 	}
-	a->p.gpu_map = a->map = map;
+	a->p.gpu_map = &a->map;
 	return 0;
 }
 
@@ -565,8 +563,9 @@ static char **node_args(const struct act_args *a)
 		snprintf(disk, sizeof(disk), "--to-disk=%s", a->p.to_disk);
 		v[k++] = disk;
 	}
-	if (a->map) {
-		snprintf(map, sizeof(map), "--gpu-map=%s", a->map);
+	if (a->p.gpu_map) {
+		snprintf(map, sizeof(map), "--gpu-map=");
+		cn_gpumap_write(a->p.gpu_map, map + strlen(map), sizeof(map) - strlen(map));
 		v[k++] = map;
 	}
 	v[k] = NULL;

@@ -147,7 +147,7 @@ struct plan {
 	double timeout, deadline;
 	const char
 		*to_disk; /* suspend --to-disk[=DIR]: NULL when not asked, "" for the INI's dir */
-	const char *gpu_map;		      /* resume --gpu-map MAP: NULL when not asked */
+	const struct cn_gpumap *gpu_map;      /* resume --gpu-map MAP: NULL when not asked */
 	void (*on_attempt)(const char *line); /* told of each failed attempt as it happens */
 	bool json;			      /* relay: each process's JSON said too */
 	struct relay

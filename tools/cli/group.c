@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cn_gpumap.h"
 #include "cn_notes.h"
 #include "cn_proc.h"
 #include "cn_words.h"
@@ -182,7 +183,7 @@ static void send_one(struct job *j, const struct plan *p)
 	enum verb v = p->verb;
 	union sigval prep = { .sival_int = v == VERB_NAP ? CN_SIGVAL_NAP : CN_SIGVAL_PREPARE };
 	struct cn_status s = j->st;
-	char led[32];
+	char led[32], map[CN_MAX_GPUS * 96];
 	int r;
 
 	snprintf(led, sizeof(led), "%d\n", (int)getpid());
@@ -204,8 +205,10 @@ static void send_one(struct job *j, const struct plan *p)
 		return;
 	}
 	j->seq0 = s.seq;
+	if (p->gpu_map)
+		cn_gpumap_write(p->gpu_map, map, sizeof(map));
 	if ((v == VERB_SUSPEND && p->to_disk && ask(j, CN_NOTE_HIBERNATE, p->to_disk) < 0) ||
-	    (v == VERB_RESUME && p->gpu_map && ask(j, CN_NOTE_GPU_MAP, p->gpu_map) < 0)) {
+	    (v == VERB_RESUME && p->gpu_map && ask(j, CN_NOTE_GPU_MAP, map) < 0)) {
 		j->done = true;
 		say(j, "error", "%s: cannot write in %s: %s; nothing sent",
 		    v == VERB_SUSPEND ? "--to-disk" : "--gpu-map", j->dir, strerror(errno));
