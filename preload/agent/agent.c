@@ -213,7 +213,7 @@ static int start_thread(void)
 int cn_agent_start(const struct cn_config *cfg)
 {
 	cn_ag.cfg = *cfg;
-	cn_pager_config();
+	cn_wrap_oom_on(cfg->nap_make_room);
 	cn_owned_config(cfg->own, cn_config_light_naps(cfg));
 	cn_wrap_on_oom(cn_pager_oom, cn_pager_done);
 	cn_ag.thp = cn_staging_thp_available();

@@ -26,7 +26,6 @@
 #include "cn_gpumap.h"
 #include "nccl/comms.h"
 #include "agent/others.h"
-#include "agent/report.h"
 #include "agent/state.h"
 
 struct found {
@@ -95,17 +94,17 @@ int cn_beside_list(int32_t *pids, int max, bool *only)
 	return f.n;
 }
 
-bool cn_beside_watched(void)
+bool cn_beside_watched(unsigned long restores)
 {
-	return !cn_ag.cfg.beside_restored && cn_report_status()->restores && cn_comms_count() > 0;
+	return !cn_ag.cfg.beside_restored && restores && cn_comms_count() > 0;
 }
 
-void cn_beside_describe(const struct cn_resp *r)
+void cn_beside_describe(const struct cn_resp *r, unsigned long restores, char *out, size_t len)
 {
-	char out[sizeof(cn_report_status()->beside)] = "";
-	size_t o = 0, len = sizeof(out);
+	size_t o = 0;
 
-	if (cn_beside_watched() && r->state == CN_STATE_RUNNING)
+	out[0] = '\0';
+	if (cn_beside_watched(restores) && r->state == CN_STATE_RUNNING)
 		for (uint32_t i = 0; i < r->n_use && i < CN_MAX_GPUS; i++) {
 			int k = cn_uuid_index(r->gpus, (int)r->n_gpus, &r->use[i].uuid);
 
@@ -113,5 +112,4 @@ void cn_beside_describe(const struct cn_resp *r)
 				o += (size_t)snprintf(out + o, len - o, "%sGPU %d runs pid %d",
 						      o ? ", " : "", k, (int)r->gpu_beside[k]);
 		}
-	cn_report_beside(out);
 }

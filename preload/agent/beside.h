@@ -3,6 +3,7 @@
 #define CN_BESIDE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ctl_proto.h"
@@ -14,13 +15,13 @@
  * count; 0 without *only when nothing is to be checked ([restore] beside_restored, or none). */
 int cn_beside_list(int32_t *pids, int max, bool *only);
 
-/* Whether this process is a restored NCCL rank that the rule protects: its query asks who else is
- * on its GPUs, for the warning below. */
-bool cn_beside_watched(void);
+/* Whether this process, restored that many times, is a restored NCCL rank that the rule protects:
+ * its query asks who else is on its GPUs, for the warning below. */
+bool cn_beside_watched(unsigned long restores);
 
-/* Agent thread, after a query's answer r: the status's beside field, the processes of another job
- * on this restored rank's GPUs now (a process that started there after the restore, which nothing
- * of cudanap was asked about); "" when none, or not such a rank. */
-void cn_beside_describe(const struct cn_resp *r);
+/* Agent thread, after a query's answer r: for the status's beside field, into out, the processes
+ * of another job on this restored rank's GPUs now (a process that started there after the
+ * restore, which nothing of cudanap was asked about); "" when none, or not such a rank. */
+void cn_beside_describe(const struct cn_resp *r, unsigned long restores, char *out, size_t len);
 
 #endif

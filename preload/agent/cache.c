@@ -119,15 +119,6 @@ static void holders(struct holders *hs, bool with_me, unsigned long long *total)
 		*total += hs->h[i].bytes;
 }
 
-unsigned long long cn_cache_others_bytes(void)
-{
-	static struct holders hs;
-	unsigned long long total;
-
-	holders(&hs, false, &total);
-	return total;
-}
-
 /* What the process can still take of the host's memory, the bound's size in *size; false when not
  * known. */
 static bool host_room(unsigned long long *room, unsigned long long *size)
@@ -240,7 +231,7 @@ static bool make_ahead(double now)
 		return false;
 	bytes = cn_depth_light_bytes(&ctx);
 	budget = cn_depth_cache_budget(which, sizeof(which));
-	others = cn_cache_others_bytes();
+	others = cn_others_kept_bytes();
 	if (!bytes || !ctx || others + bytes > budget || !host_room(&room, &size) ||
 	    room < margin() + size / 4 + bytes)
 		return false;
@@ -294,7 +285,7 @@ bool cn_cache_may_keep(unsigned long long bytes)
 	if (asked || !cn_config_keeps_host(&cn_ag.cfg) || !host_room(&room, &size))
 		return false;
 	budget = cn_depth_cache_budget(which, sizeof(which));
-	return cn_cache_others_bytes() + bytes <= budget && room >= margin() + size / 4;
+	return cn_others_kept_bytes() + bytes <= budget && room >= margin() + size / 4;
 }
 
 void cn_cache_room_for(unsigned long long bytes)

@@ -24,9 +24,6 @@ void cn_cache_room_for(unsigned long long bytes);
  * now, when the process runs awake; true when it was. */
 bool cn_cache_trim_asked(void);
 
-/* What the other processes' ready copies hold, in bytes: host memory a nap may have back. */
-unsigned long long cn_cache_others_bytes(void);
-
 /* In a fresh process or a forked child. */
 void cn_cache_reset(void);
 

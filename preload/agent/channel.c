@@ -14,7 +14,6 @@
 
 #include "agent/launch.h"
 #include "agent/log.h"
-#include "agent/report.h"
 #include "agent/state.h"
 #include "cn_names.h"
 
@@ -55,7 +54,7 @@ static int ensure_controller(struct cn_resp *resp)
 
 /* Wait for the answer; a call that runs past the watchdog is said, in the log and the status
  * file, at every interval, and waited for. */
-static ssize_t wait_answer(uint32_t op, struct cn_resp *resp)
+static ssize_t wait_answer(uint32_t op, struct cn_resp *resp, cn_channel_waiting waiting)
 {
 	struct pollfd p = { .fd = sock, .events = POLLIN };
 	unsigned waited = 0;
@@ -68,7 +67,7 @@ static ssize_t wait_answer(uint32_t op, struct cn_resp *resp)
 			continue;
 		if (r == 0) {
 			waited += cn_ag.cfg.watchdog_ms;
-			cn_report_waiting(cn_channel_op_to_string((enum cn_op)op), waited / 1000);
+			waiting(cn_channel_op_to_string((enum cn_op)op), waited / 1000);
 			continue;
 		}
 		break;
@@ -79,7 +78,7 @@ static ssize_t wait_answer(uint32_t op, struct cn_resp *resp)
 	return n;
 }
 
-static ssize_t exchange(const struct cn_req *req, struct cn_resp *resp)
+static ssize_t exchange(const struct cn_req *req, struct cn_resp *resp, cn_channel_waiting waiting)
 {
 	ssize_t n;
 
@@ -88,17 +87,17 @@ static ssize_t exchange(const struct cn_req *req, struct cn_resp *resp)
 	memset(resp, 0, sizeof(*resp));
 	n = send(sock, req, sizeof(*req), MSG_NOSIGNAL);
 	if (n == (ssize_t)sizeof(*req))
-		n = wait_answer(req->op, resp);
+		n = wait_answer(req->op, resp, waiting);
 	return n;
 }
 
 /* A controller that died is replaced, and the new one asked where the process stands, so that
  * what is reported is the truth; only a state query is asked again. */
-int cn_channel_call(const struct cn_req *req, struct cn_resp *resp)
+int cn_channel_call(const struct cn_req *req, struct cn_resp *resp, cn_channel_waiting waiting)
 {
 	struct cn_req ask;
 	struct cn_resp now;
-	ssize_t n = exchange(req, resp);
+	ssize_t n = exchange(req, resp, waiting);
 
 	if (n == (ssize_t)sizeof(*resp))
 		return 0;
@@ -110,7 +109,7 @@ int cn_channel_call(const struct cn_req *req, struct cn_resp *resp)
 	       cn_channel_op_to_string((enum cn_op)req->op));
 	ask = *req;
 	ask.op = CN_OP_STATE;
-	n = exchange(&ask, &now);
+	n = exchange(&ask, &now, waiting);
 	if (n != (ssize_t)sizeof(now))
 		cn_channel_close();
 	if (n == (ssize_t)sizeof(now) && req->op == CN_OP_STATE) {

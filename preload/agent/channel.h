@@ -5,11 +5,15 @@
 #include "cn_names.h"
 #include "ctl_proto.h"
 
-/* Send req and wait for its answer, starting a controller first where none runs. 0 when resp is
- * the controller's answer (its result may be an error); -1 when none came: resp then says why
+/* What is told of a request op that has not been answered after s seconds. */
+typedef void (*cn_channel_waiting)(const char *op, unsigned s);
+
+/* Send req and wait for its answer, starting a controller first where none runs; waiting is told,
+ * at every [controller] watchdog_ms, of a call that runs that long. 0 when resp is the
+ * controller's answer (its result may be an error); -1 when none came: resp then says why
  * (CN_RES_NO_CONTROLLER, CN_RES_CONTROLLER_GONE), with the process's state as a new controller sees
  * it, if one could be asked. */
-int cn_channel_call(const struct cn_req *req, struct cn_resp *resp);
+int cn_channel_call(const struct cn_req *req, struct cn_resp *resp, cn_channel_waiting waiting);
 
 /* The socket to watch while idle (-1 when no controller runs): readable or hung up means the
  * controller died. */

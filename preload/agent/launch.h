@@ -1,9 +1,11 @@
-/* launch: start a helper program from the agent thread. See launch.c. */
+/* launch: the programs the agent starts, the controller and the INI's hooks. See launch.c. */
 #ifndef CN_LAUNCH_H
 #define CN_LAUNCH_H
 
 #include <stdbool.h>
 #include <sys/types.h>
+
+#include "cn_config.h"
 
 struct cn_launch_spawn {
 	const char *path;
@@ -28,5 +30,13 @@ const char *cn_launch_ctl_path(void);
 
 /* Start a controller for this process; *sock gets the agent's end (close-on-exec). 0 or -errno. */
 int cn_launch_ctl_spawn(int *sock);
+
+/* The INI's on_suspended / on_resumed / on_failure command after an event: `sh -c cmd` with
+ * CUDANAP_PID, _EVENT, _STATE and _RESULT set, cudanap stripped from LD_PRELOAD, stdin on
+ * /dev/null, default signal dispositions and an empty mask, in its own process group; waited for
+ * at most c->hook_timeout_ms, then its group killed. Returns the exit status (0-255),
+ * 128+signal, -ETIMEDOUT, or another -errno. */
+int cn_launch_hook(const struct cn_config *c, const char *cmd, const char *event, const char *state,
+		   const char *result);
 
 #endif

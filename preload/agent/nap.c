@@ -24,7 +24,7 @@
 #include "agent/report.h"
 #include "agent/requests.h"
 #include "agent/resume.h"
-#include "agent/pager.h"
+#include "agent/room.h"
 #include "agent/state.h"
 #include "agent/suspend.h"
 #include "wake.h"
@@ -441,7 +441,7 @@ static bool elsewhere(struct cn_gpumap *map)
 
 /* A light nap's wake: the room it needs, what of its host copy is not back yet on each GPU; -1
  * when it is not one (the checkpoint's footprint is the need). */
-static int light_needs(struct cn_pager_need *need)
+static int light_needs(struct cn_room_need *need)
 {
 	CUresult (*uuid)(void *, int) = cn_lookup_resolve(CN_FN_IDX_cuDeviceGetUuid_v2);
 	int n = 0;
@@ -462,7 +462,7 @@ static int light_needs(struct cn_pager_need *need)
 static double idle_soon(void)
 {
 	int pid;
-	double at = cn_pager_idle_soon_ms(&pid), in;
+	double at = cn_room_idle_soon_ms(&pid), in;
 
 	if (!at)
 		return 0;
@@ -473,11 +473,11 @@ static double idle_soon(void)
 	return at + IDLE_SLACK_MS;
 }
 
-/* [nap] make_room: room made on the GPUs it napped from, by napping idle processes there (pager.c),
+/* [nap] make_room: room made on the GPUs it napped from, by napping idle processes there (room.c),
  * and the wake tried again there; the turn held until it is done. */
 static struct cn_outcome page_for_wake(struct cn_outcome o)
 {
-	struct cn_pager_need need[CN_MAX_GPUS] = { 0 };
+	struct cn_room_need need[CN_MAX_GPUS] = { 0 };
 	char why[600];
 	int r, n = light_needs(need);
 
@@ -485,20 +485,20 @@ static struct cn_outcome page_for_wake(struct cn_outcome o)
 		need[u].uuid = cn_ag.use[u].uuid;
 		need[u].bytes = cn_ag.use[u].bytes;
 	}
-	r = cn_pager_make(need, n < 0 ? (int)cn_ag.n_use : n, "its wake", n >= 0, why, sizeof(why));
+	r = cn_room_make(need, n < 0 ? (int)cn_ag.n_use : n, "its wake", n >= 0, why, sizeof(why));
 	nap.turn_busy = r == -EAGAIN;
 	nap.peek_ms = cn_clock_ms();
 	nap.idle_at_ms = r == -1 ? idle_soon() : 0;
 	if (r == 0) {
-		o = cn_resume_as(true, NULL, 0); /* copying in while the room comes (pager.h) */
+		o = cn_resume_as(true, NULL, 0); /* copying in while the room comes (room.h) */
 		if (o.state == CN_STATE_RUNNING && !cn_light_holding()) {
 			/* the calls go on while those napped answer; its copy goes first, the next
 			 * waker's room counts the host memory it frees */
 			nap.awake_ms = cn_clock_ms();
 			let_go_copy();
 		}
-		cn_pager_settle();
-		cn_pager_release();
+		cn_room_settle();
+		cn_room_release();
 		nap.room_said = false;
 	} else if (!nap.room_said) {
 		cn_log(&cn_ag.cfg, CN_LOG_INFO, "no room made for its wake: %s", why);
@@ -519,7 +519,7 @@ static bool asleep(struct cn_outcome o)
  * while the wake waits for it. */
 static bool turn_still_busy(void)
 {
-	if (nap.turn_busy && cn_clock_ms() - nap.try_ms < ROOM_WAIT_MS && !cn_pager_turn_free()) {
+	if (nap.turn_busy && cn_clock_ms() - nap.try_ms < ROOM_WAIT_MS && !cn_room_turn_free()) {
 		nap.peek_ms = cn_clock_ms();
 		return true;
 	}

@@ -32,6 +32,7 @@
 #include "nccl/hold.h"
 #include "agent/lead.h"
 #include "agent/log.h"
+#include "agent/route.h"
 #include "agent/state.h"
 
 /* Waits for the cut's answers, when [lock] timeout_ms is 0 (forever). */
@@ -44,66 +45,6 @@
 /* How long a thread already on its way to an NCCL call gets to reach it: after the hold begins,
  * before the gate closes, and after the drain, before the rank says it is at the cut. */
 #define SETTLE_MS 20
-
-static void version(char *out, size_t len)
-{
-	int v = cn_comms_nccl_version();
-
-	if (v >= 10000)
-		snprintf(out, len, "NCCL %d.%d.%d", v / 10000, v / 100 % 100, v % 100);
-	else if (v)
-		snprintf(out, len, "NCCL %d.%d.%d", v / 1000, v / 100 % 10, v % 100);
-	else
-		snprintf(out, len, "NCCL");
-}
-
-bool cn_nccl_uses_api(void)
-{
-	int mode = cn_ag.cfg.nccl_mode;
-
-	return cn_comms_count() > 0 && (mode == CN_NCCL_AUTO || mode == CN_NCCL_API) &&
-	       cn_comms_have_api();
-}
-
-void cn_nccl_describe(char *out, size_t len, char *keys, size_t keys_len)
-{
-	int n = cn_comms_count(), mode = cn_ag.cfg.nccl_mode;
-	const char *many = n == 1 ? "" : "s";
-	char v[32];
-
-	version(v, sizeof(v));
-	cn_comms_keys(keys, keys_len);
-	if (cn_comms_suspended())
-		snprintf(out, len, "suspended: %d communicator%s (%s)", n, many, v);
-	else if (!n || mode == CN_NCCL_OFF)
-		out[0] = '\0';
-	else if (mode == CN_NCCL_SOCKETS)
-		snprintf(out, len, "sockets: %d communicator%s (%s)", n, many, v);
-	else if (cn_comms_have_api())
-		snprintf(out, len, "suspend-api: %d communicator%s (%s)", n, many, v);
-	else
-		snprintf(out, len, "no suspend API: %d communicator%s (%s)", n, many, v);
-}
-
-void cn_nccl_hint(char *out, size_t len)
-{
-	char v[32];
-
-	out[0] = '\0';
-	if (!cn_comms_count() || cn_comms_have_api())
-		return;
-	version(v, sizeof(v));
-	if (cn_ag.cfg.nccl_mode == CN_NCCL_API)
-		snprintf(out, len,
-			 "[nccl] mode = suspend-api, but %s has no ncclCommSuspend: load NCCL "
-			 "2.29.7 or later, or set mode = sockets",
-			 v);
-	else
-		snprintf(out, len,
-			 "%s has no ncclCommSuspend: load NCCL 2.29.7 or later to keep NVLink, or "
-			 "set [nccl] suspendable = true for sockets",
-			 v);
-}
 
 static void failed(struct cn_resp *r, int result)
 {
@@ -247,14 +188,14 @@ int cn_nccl_suspend(struct cn_resp *r, char *msg, size_t len)
 
 	cn_lead_begin(&lead);
 	if (cn_ag.cfg.nccl_mode == CN_NCCL_API && cn_comms_count() && !cn_comms_have_api()) {
-		cn_nccl_hint(msg, len);
+		cn_route_hint(msg, len);
 		failed(r, CN_RES_REFUSED);
 		return -1;
 	}
 	if (!cn_comms_count() || cn_ag.cfg.nccl_mode == CN_NCCL_OFF)
 		return 0;
 	cn_hold_begin();
-	if (!cn_nccl_uses_api())
+	if (!cn_route_uses_api())
 		return settle(r, msg, len);
 	if (reach_cut(&lead, r, msg, len) < 0)
 		return -1;
@@ -301,15 +242,4 @@ int cn_nccl_resume(struct cn_resp *r, char *msg, size_t len)
 	}
 	cn_gate_open(); /* the app's GPU work goes on with its collectives */
 	return 0;
-}
-
-const struct cn_nccl_facts *cn_nccl_facts(struct cn_nccl_facts *f)
-{
-	static char hint[300];
-
-	cn_nccl_hint(hint, sizeof(hint));
-	f->comms = cn_comms_count();
-	f->handled = cn_nccl_uses_api();
-	f->hint = hint;
-	return f;
 }

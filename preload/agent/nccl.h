@@ -6,21 +6,6 @@
 #include <stddef.h>
 
 #include "ctl_proto.h"
-#include "agent/preflight.h"
-
-/* The suspend will go through NCCL's suspend API (the preflight then leaves the transports be). */
-bool cn_nccl_uses_api(void);
-
-/* For the status (report.c): how the process's communicators are handled ("" when it has none),
- * into out, and the keys of those its job's other processes share, into keys. */
-void cn_nccl_describe(char *out, size_t len, char *keys, size_t keys_len);
-
-/* For a refusal over the transports: what the loaded NCCL lacks and the ways out ("" when
- * nothing to add). */
-void cn_nccl_hint(char *out, size_t len);
-
-/* What the preflight is to know of the process's NCCL, in f (its hint valid until the next). */
-const struct cn_nccl_facts *cn_nccl_facts(struct cn_nccl_facts *f);
 
 /* Before the lock of a suspend: the app's GPU work held back and settled, and with NCCL's
  * suspend API the communicators suspended at the job's cut. 0 to go on (or nothing to do); -1

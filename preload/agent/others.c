@@ -38,3 +38,30 @@ void cn_others_each(bool (*fn)(const struct cn_status *s, void *arg), void *arg)
 	if (d)
 		closedir(d);
 }
+
+/* The ready host copies of at most this many of them are counted. */
+#define MAX_KEPT 256
+
+struct kept {
+	unsigned long long bytes;
+	int n;
+};
+
+static bool add_kept(const struct cn_status *s, void *arg)
+{
+	struct kept *k = arg;
+
+	if (s->host_kept_mib > 0 && k->n < MAX_KEPT) {
+		k->bytes += (unsigned long long)(s->host_kept_mib * (1 << 20));
+		k->n++;
+	}
+	return k->n < MAX_KEPT;
+}
+
+unsigned long long cn_others_kept_bytes(void)
+{
+	struct kept k = { 0, 0 };
+
+	cn_others_each(add_kept, &k);
+	return k.bytes;
+}

@@ -11,4 +11,8 @@
  * belong to another user, left out) until it returns false. */
 void cn_others_each(bool (*fn)(const struct cn_status *s, void *arg), void *arg);
 
+/* What their ready host copies hold ([memory] host_cache, cache.c), in bytes: host memory a nap
+ * may have back. */
+unsigned long long cn_others_kept_bytes(void);
+
 #endif

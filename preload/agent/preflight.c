@@ -22,7 +22,6 @@
 #include "cuda/managed.h"
 #include "cuda/owned.h"
 #include "cuda/peers.h"
-#include "agent/requests.h"
 #include "agent/state.h"
 
 /* NCCL's shared-memory segments: see nccl_thread below. */
@@ -105,7 +104,7 @@ static bool nccl_socket(void)
 	return hit;
 }
 
-int cn_preflight_suspend(const struct cn_config *c, const struct cn_nccl_facts *nccl, char *why,
+int cn_preflight_suspend(const struct cn_config *c, const struct cn_route *nccl, char *why,
 			 size_t len)
 {
 	char env[200], who[160];
@@ -157,12 +156,8 @@ int cn_preflight_suspend(const struct cn_config *c, const struct cn_nccl_facts *
 int cn_preflight_peers(const struct cn_config *c, char *why, size_t len)
 {
 	char what[600];
-	struct cn_resp r;
 	int kind;
 
-	/* The GPUs by the machine's numbers, as everything else of cudanap names them. */
-	if (!cn_ag.n_gpus && cn_requests_query(&r) == 0)
-		cn_state_gpus(&r);
 	kind = cn_peers_unrestorable(cn_ag.gpus, (int)cn_ag.n_gpus, c->peer_off, what,
 				     sizeof(what));
 	if (!kind)
@@ -179,7 +174,7 @@ int cn_preflight_peers(const struct cn_config *c, char *why, size_t len)
 	return -1;
 }
 
-int cn_preflight_nap(const struct cn_nccl_facts *nccl, char *why, size_t len)
+int cn_preflight_nap(const struct cn_route *nccl, char *why, size_t len)
 {
 	if (nccl->comms > 0 || nccl_thread() || nccl_segment() || nccl_socket()) {
 		snprintf(why, len,

@@ -9,20 +9,18 @@
 
 #include "clock.h"
 #include "agent/log.h"
-#include "agent/nccl.h"
 #include "agent/preflight.h"
 #include "agent/reload.h"
 #include "agent/report.h"
+#include "agent/route.h"
 #include "agent/requests.h"
 #include "hostcopy/staging.h"
 #include "agent/state.h"
 
-/* A prepared host copy is given back: used by a checkpoint, or not used in time. */
-void cn_prepare_release(void)
+/* A prepared host copy is given back: before another is made, or not used in time. */
+static void release(void)
 {
-	cn_staging_release();
-	cn_ag.prepared_bytes = 0;
-	cn_ag.prepared_until = 0;
+	cn_state_unprepare();
 	cn_report_prepared(false, -1);
 }
 
@@ -34,7 +32,7 @@ struct cn_outcome cn_prepare(void)
 {
 	struct cn_requests_disk disk = { .to_disk = false, .free_bytes = 0 };
 	struct cn_staging_stats ss;
-	struct cn_nccl_facts nf;
+	struct cn_route nf;
 	struct cn_resp r;
 	char msg[320];
 	uint64_t need = 0;
@@ -54,11 +52,12 @@ struct cn_outcome cn_prepare(void)
 	else if (cn_ag.cfg.hibernate_dir[0])
 		snprintf(msg, sizeof(msg),
 			 "the host copy goes to disk ([hibernate] dir): nothing to prepare in RAM");
-	if (msg[0] || cn_preflight_suspend(&cn_ag.cfg, cn_nccl_facts(&nf), msg, sizeof(msg)) < 0) {
+	cn_requests_know_gpus();
+	if (msg[0] || cn_preflight_suspend(&cn_ag.cfg, cn_route_facts(&nf), msg, sizeof(msg)) < 0) {
 		r.result = CN_RES_REFUSED;
 		return cn_report_finish(&r, msg);
 	}
-	cn_prepare_release(); /* the host check must not count our own buffer as taken */
+	release(); /* the host check must not count our own buffer as taken */
 	cn_report_publish();
 	if (cn_requests_prepare(&disk, &r) < 0 || r.n_use == 0) {
 		bool unknown = r.result == CN_RES_OK;
@@ -98,7 +97,7 @@ void cn_prepare_expired(void)
 {
 	double mib = (double)cn_ag.prepared_bytes / (1 << 20);
 
-	cn_prepare_release();
+	release();
 	cn_report_message("prepared host copy (%.0f MiB) given back after %u s without a suspend",
 			  mib, cn_ag.cfg.prepare_s);
 	cn_report_publish();

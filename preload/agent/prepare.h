@@ -8,7 +8,5 @@
 struct cn_outcome cn_prepare(void);
 /* The prepared copy was not used in time: give it back, and say so. */
 void cn_prepare_expired(void);
-/* Give a prepared copy back: used by a checkpoint, or never to be. */
-void cn_prepare_release(void);
 
 #endif

@@ -22,12 +22,12 @@
 #include "hostcopy/hibernate.h"
 #include "cuda/hostbuf.h"
 #include "cuda/light.h"
-#include "agent/nccl.h"
 #include "cuda/peers.h"
 #include "agent/preflight.h"
 #include "agent/rates.h"
 #include "agent/reload.h"
 #include "agent/report.h"
+#include "agent/route.h"
 #include "agent/requests.h"
 #include "agent/state.h"
 
@@ -169,12 +169,12 @@ static void stamp(void)
 void cn_query(void)
 {
 	struct cn_inside first[MAX_INSIDE];
-	struct cn_nccl_facts nf;
+	struct cn_route nf;
 	unsigned long long call_ns = cn_report_status()->call_ns;
 	double t0 = cn_clock_ms(), gpu_mib;
 	int n_first = cn_gate_inside(first, MAX_INSIDE);
+	char why[420], beside[sizeof(cn_report_status()->beside)];
 	struct cn_resp r;
-	char why[420];
 
 	cn_report_ask(CN_ASK_YES, "");
 	cn_report_inside("");
@@ -205,12 +205,14 @@ void cn_query(void)
 			"= "
 			"off)");
 	gpu_mib = memory_now(&r);
-	cn_beside_describe(&r);
+	cn_beside_describe(&r, cn_report_status()->restores, beside, sizeof(beside));
+	cn_report_beside(beside);
+	cn_requests_know_gpus();
 	if (r.state == CN_STATE_CHECKPOINTED) {
 		cn_report_ask(CN_ASK_ASLEEP, "suspended already");
 	} else if (r.state != CN_STATE_RUNNING) {
 		no(r.state == CN_STATE_LOCKED ? "its CUDA is locked" : "its CUDA has failed");
-	} else if (cn_preflight_suspend(&cn_ag.cfg, cn_nccl_facts(&nf), why, sizeof(why)) < 0) {
+	} else if (cn_preflight_suspend(&cn_ag.cfg, cn_route_facts(&nf), why, sizeof(why)) < 0) {
 		no(why);
 	}
 	room(&r, gpu_mib);

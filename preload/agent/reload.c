@@ -7,7 +7,7 @@
 
 #include "agent/report.h"
 #include "cuda/owned.h"
-#include "agent/pager.h"
+#include "cuda/gate.h"
 #include "agent/state.h"
 
 /* Re-read at each action, so that a scheduler can change gpu_map while the job sleeps, or the
@@ -26,7 +26,7 @@ bool cn_reload_quietly(char *err, size_t len)
 	fresh.resume_signal = cn_ag.cfg.resume_signal;
 	memcpy(fresh.status_dir, cn_ag.cfg.status_dir, sizeof(fresh.status_dir));
 	cn_ag.cfg = fresh;
-	cn_pager_config();
+	cn_wrap_oom_on(fresh.nap_make_room);
 	cn_owned_config(fresh.own, cn_config_light_naps(&fresh));
 	return true;
 }

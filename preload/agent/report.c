@@ -21,21 +21,21 @@
 #include "cn_proc.h"
 #include "cn_words.h"
 #include "cuda_abi.h"
-#include "agent/hooks.h"
+#include "agent/launch.h"
 #include "cuda/hostbuf.h"
 #include "cuda/light.h"
 #include "agent/depth.h"
 #include "agent/log.h"
-#include "agent/nccl.h"
+#include "agent/route.h"
 #include "cuda/owned.h"
 #include "cuda/peers.h"
 #include "hostcopy/staging.h"
 #include "agent/state.h"
 
-/* The status's nccl and nccl_keys: nccl.c says them. */
+/* The status's nccl and nccl_keys: route.c says them. */
 static void describe_nccl(struct cn_status *st)
 {
-	cn_nccl_describe(st->nccl, sizeof(st->nccl), st->nccl_keys, sizeof(st->nccl_keys));
+	cn_route_describe(st->nccl, sizeof(st->nccl), st->nccl_keys, sizeof(st->nccl_keys));
 }
 
 /* What the status file says: written here only; the other rooms read it (cn_report_status) and
@@ -414,7 +414,7 @@ static void run_hook(const struct cn_outcome *o)
 		hook = cfg->on_resumed, event = done_word(action);
 	if (!hook || !hook[0])
 		return;
-	rc = cn_hooks_run(cfg, hook, event, cn_status_state(&status), cn_status_result(&status));
+	rc = cn_launch_hook(cfg, hook, event, cn_status_state(&status), cn_status_result(&status));
 	if (rc == -ETIMEDOUT)
 		cn_log(cfg, CN_LOG_ERROR, "%s hook killed after %u ms", event,
 		       cfg->hook_timeout_ms);

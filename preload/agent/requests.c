@@ -50,7 +50,7 @@ static void beside(struct cn_req *req)
 
 static int send_req(const struct cn_req *req, struct cn_resp *resp)
 {
-	if (cn_channel_call(req, resp) == 0 && !cn_report_status()->call_ns)
+	if (cn_channel_call(req, resp, cn_report_waiting) == 0 && !cn_report_status()->call_ns)
 		cn_report_call_ns(resp->call_ns);
 	return resp->result == CUDA_SUCCESS ? 0 : -1;
 }
@@ -95,9 +95,18 @@ int cn_requests_query(struct cn_resp *resp)
 	memcpy(req.use, cn_ag.use, sizeof(req.use));
 	/* and, for a wake that may go elsewhere, where it may not (nap.c), or, a restored NCCL
 	 * rank, who else is on its GPUs (beside.c) */
-	if ((cn_ag.n_use && cn_ag.cfg.nap_wake_any) || cn_beside_watched())
+	if ((cn_ag.n_use && cn_ag.cfg.nap_wake_any) ||
+	    cn_beside_watched(cn_report_status()->restores))
 		beside(&req);
 	return send_req(&req, resp);
+}
+
+void cn_requests_know_gpus(void)
+{
+	struct cn_resp r;
+
+	if (!cn_ag.n_gpus && cn_requests_query(&r) == 0)
+		cn_state_gpus(&r);
 }
 
 /* A note's first line, from what cn_notes_read or cn_notes_take gave (got < 0: none). */

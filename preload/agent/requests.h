@@ -34,6 +34,9 @@ int cn_requests_prepare(const struct cn_requests_disk *disk, struct cn_resp *res
 
 /* What the process holds and the machine's GPUs (CN_OP_QUERY). */
 int cn_requests_query(struct cn_resp *resp);
+/* The machine's GPUs, asked when not known yet: what names them by the machine's numbers, as
+ * everything else of cudanap does (the preflight's refusals). */
+void cn_requests_know_gpus(void);
 
 /* The calls that move the process's memory: libcuda's large copies run in parallel and a restore
  * takes turns on its GPUs (turns.c). The checkpoint (CN_OP_CHECKPOINT); the restore

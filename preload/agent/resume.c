@@ -27,7 +27,7 @@
 #include "agent/reload.h"
 #include "agent/report.h"
 #include "agent/requests.h"
-#include "agent/pager.h"
+#include "agent/room.h"
 #include "hostcopy/staging.h"
 #include "agent/state.h"
 
@@ -215,7 +215,7 @@ static struct cn_outcome light_back(struct cn_resp *r, unsigned wait_ms, bool re
 	/* kept for the next nap ([nap] keep_host_copy, the cache's share, the host's room), not
 	 * when leaving */
 	bool keep = !cn_gate_leaving() && cn_cache_may_keep(cn_light_left(-1));
-	int rc = cn_light_in(keep, wait_ms, cn_pager_coming, &ls, why, sizeof(why));
+	int rc = cn_light_in(keep, wait_ms, cn_room_coming, &ls, why, sizeof(why));
 
 	r->state = CN_STATE_RUNNING;
 	was_restored |= restored;

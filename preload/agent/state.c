@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cn_gpumap.h"
+#include "hostcopy/staging.h"
 
 struct cn_agent cn_ag;
 
@@ -74,4 +75,11 @@ double cn_state_footprint_mib(void)
 	for (uint32_t i = 0; i < cn_ag.n_use; i++)
 		mib += (double)cn_ag.use[i].bytes / (1 << 20);
 	return cn_ag.n_use ? mib : -1;
+}
+
+void cn_state_unprepare(void)
+{
+	cn_staging_release();
+	cn_ag.prepared_bytes = 0;
+	cn_ag.prepared_until = 0;
 }

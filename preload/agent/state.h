@@ -64,5 +64,7 @@ void cn_state_follow(const struct cn_resp *r, const struct cn_uuid *was, struct 
 int cn_state_targets(const struct cn_gpumap *map, struct cn_uuid *to);
 /* The GPU memory of the last checkpoint, in MiB; -1 when not known. */
 double cn_state_footprint_mib(void);
+/* A prepared host copy given back (hostcopy/staging.c's): used by a checkpoint, or never to be. */
+void cn_state_unprepare(void);
 
 #endif

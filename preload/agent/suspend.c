@@ -29,10 +29,10 @@
 #include "agent/nccl.h"
 #include "agent/preflight.h"
 #include "cuda/peers.h"
-#include "agent/prepare.h"
 #include "agent/rates.h"
 #include "agent/reload.h"
 #include "agent/report.h"
+#include "agent/route.h"
 #include "agent/requests.h"
 #include "hostcopy/staging.h"
 #include "agent/state.h"
@@ -267,10 +267,12 @@ struct cn_outcome cn_suspend(void)
  * room for the host copy on disk. -1 with msg when the suspend is refused. */
 static int refused(const struct how *h, char *msg, size_t len)
 {
-	struct cn_nccl_facts nf;
+	struct cn_route nf;
 
-	return (h->nap && cn_preflight_nap(cn_nccl_facts(&nf), msg, len) < 0) ||
-			       cn_preflight_suspend(&cn_ag.cfg, cn_nccl_facts(&nf), msg, len) < 0 ||
+	cn_requests_know_gpus();
+	return (h->nap && cn_preflight_nap(cn_route_facts(&nf), msg, len) < 0) ||
+			       cn_preflight_suspend(&cn_ag.cfg, cn_route_facts(&nf), msg, len) <
+				       0 ||
 			       hibernate_setup(h, msg, len) < 0
 		       ? -1
 		       : 0;
@@ -485,8 +487,10 @@ struct cn_outcome cn_suspend_as(bool nap, unsigned lock_limit)
 		return cn_report_finish(&r, msg);
 	was_prepared = cn_ag.prepared_bytes != 0;
 	rc = checkpoint(&r);
-	if (cn_ag.prepared_bytes)
-		cn_prepare_release(); /* used by this checkpoint, or never to be */
+	if (cn_ag.prepared_bytes) { /* used by this checkpoint, or never to be */
+		cn_state_unprepare();
+		cn_report_prepared(false, -1);
+	}
 	if (rc < 0)
 		return checkpoint_failed(&h, &r, msg, sizeof(msg));
 	return suspended(&h, was_prepared, &r);

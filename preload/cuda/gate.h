@@ -95,6 +95,8 @@ double cn_wrap_busy_ms(void);
  * done is called after. wrap.c. */
 void cn_wrap_on_oom(bool (*ask)(unsigned idx, const uint64_t *gp, bool unavailable),
 		    void (*done)(void));
+/* [nap] make_room as the INI says now (read again at each action): off, no call asks. wrap.c. */
+void cn_wrap_oom_on(bool on);
 
 /* ---- for the calls' side (stubs.S, wrap.c) ---- */
 

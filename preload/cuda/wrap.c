@@ -127,14 +127,20 @@ double cn_wrap_busy_ms(void)
 	return (double)atomic_load(&busy_us) / 1000;
 }
 
-/* [nap] make_room (cn_wrap_on_oom). */
+/* [nap] make_room (cn_wrap_on_oom), and whether the INI as the agent last read it has it on. */
 static bool (*_Atomic oom_ask)(unsigned, const uint64_t *, bool);
 static void (*_Atomic oom_done)(void);
+static atomic_bool oom_on;
 
 void cn_wrap_on_oom(bool (*ask)(unsigned, const uint64_t *, bool), void (*done)(void))
 {
 	atomic_store(&oom_done, done);
 	atomic_store(&oom_ask, ask);
+}
+
+void cn_wrap_oom_on(bool on)
+{
+	atomic_store(&oom_on, on);
 }
 
 /* An allocation or a context the driver refused as out of memory (a context as unavailable
@@ -148,8 +154,8 @@ static bool retry_oom(unsigned idx, struct cn_frame *f, bool unavailable)
 	bool (*ask)(unsigned, const uint64_t *, bool) = atomic_load(&oom_ask);
 	const uint64_t *g = f->gp;
 
-	if (!ask || cn_gate_tl.retrying || !outermost() || passes(f) || cn_fns[idx].words ||
-	    !ask(idx, g, unavailable))
+	if (!ask || !atomic_load(&oom_on) || cn_gate_tl.retrying || !outermost() || passes(f) ||
+	    cn_fns[idx].words || !ask(idx, g, unavailable))
 		return false;
 	cn_gate_tl.retrying = true;
 	f->ret[0] = (uint64_t)((fn6)cn_fns_stub(idx))(g[0], g[1], g[2], g[3], g[4], g[5]);
