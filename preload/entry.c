@@ -152,7 +152,7 @@ static void prepare_nccl(const struct cn_config *cfg, char *err, size_t len)
 }
 
 /* The agent started, and only then the signal handler armed; on a failure said, neither. */
-static void start_agent(const struct cn_config *cfg)
+static void start_agent(const struct cn_config *cfg, const char *ctl_path)
 {
 	int r = cn_wake_open();
 
@@ -161,7 +161,7 @@ static void start_agent(const struct cn_config *cfg)
 			strerror(-r));
 		return;
 	}
-	r = cn_agent_start(cfg);
+	r = cn_agent_start(cfg, ctl_path);
 	if (r < 0) {
 		dprintf(STDERR_FILENO, "cudanap: cannot start: %s; suspend/resume disabled\n",
 			strerror(-r));
@@ -177,7 +177,7 @@ __attribute__((constructor)) static void cn_init(void)
 {
 	static struct cn_config cfg;
 	const char *env = secure_getenv("CUDANAP_CONFIG");
-	char err[CN_ERR_LEN], abs[PATH_MAX];
+	char err[CN_ERR_LEN], abs[PATH_MAX], ctl[PATH_MAX];
 
 	cn_signals_init();
 	cn_staging_init();
@@ -193,12 +193,12 @@ __attribute__((constructor)) static void cn_init(void)
 		return;
 	prepare_nccl(&cfg, err, sizeof(err));
 	/* Armed even so: each signal is then answered with the error, and never kills the app. */
-	if (!cn_launch_ctl_locate())
+	if (!cn_launch_ctl_locate(ctl, sizeof(ctl)))
 		dprintf(STDERR_FILENO,
 			"cudanap: cudanap-ctl is neither beside libcudanap.so nor in %s; every "
 			"suspend will fail until it is installed\n",
 			CN_CTL_PATH);
-	start_agent(&cfg);
+	start_agent(&cfg, ctl);
 }
 
 __attribute__((destructor)) static void cn_fini(void)

@@ -1,9 +1,5 @@
-/* agent: the helper thread inside the target: its loop, its start, and a forked child's own.
- *
- * It waits on the wake pipe that the signal handler writes to, folds the bytes into the state the
- * signals asked for and runs the action that gets there (suspend.c, resume.c). Its rooms: the
- * line to the controller (channel.c), the steps the actions share (requests.c) and what it tells
- * (report.c). It is the only thread of ours in the target that acts; it never calls libcuda. */
+/* agent: the helper thread inside the target, the loop on top of the actions (a wish read from the
+ * wake pipe, the action that answers it); its start, and a forked child's own. */
 #define _GNU_SOURCE
 #include "agent/agent.h"
 
@@ -11,6 +7,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -84,109 +81,157 @@ static int wanted(bool suspended_now, bool *prepare_only, struct extra *x, bool 
  * rewritten every second while they change. */
 #define CALLS_EVERY_MS 1000
 
-static void publish_calls(void)
+#define CALLS_LEN (64 * 1024)
+
+/* The agent's life: its context, and what each action keeps of its own from one wake to the next.
+ * One per process, and the one file-scope anchor of agent/: the constructor, a forked child's
+ * atfork handler and the exits (app threads, with no argument to take it) reach it here; the
+ * agent thread is handed it. */
+static struct life {
+	struct cn_agent ag;
+	struct cn_naps nap;
+	struct cn_pager pager;
+	struct cn_look look;
+	char calls[CALLS_LEN]; /* CUDANAP_DEBUG=calls: the counts last written */
+} life;
+
+static void publish_calls(struct life *l)
 {
-	static char text[64 * 1024], last[sizeof(text)];
+	static char text[CALLS_LEN];
 
 	cn_lookup_counts(text, sizeof(text));
-	if (strcmp(text, last) == 0)
+	if (strcmp(text, l->calls) == 0)
 		return;
-	memcpy(last, text, sizeof(text));
-	cn_notes_put(cn_ag.cfg.status_dir, (int)getpid(), CN_NOTE_CALLS, text);
+	memcpy(l->calls, text, sizeof(text));
+	cn_notes_put(l->ag.cfg.status_dir, (int)getpid(), CN_NOTE_CALLS, text);
 }
 
 /* The gate on the app's driver calls is open exactly while the process's CUDA runs (holding the
  * app's GPU work while its NCCL communicators are suspended): the suspend closes it before the
  * lock, the resume opens it after the unlock, and any other way an action ends (a suspend that
  * failed, a controller that died) is settled here. */
-static void settle_gate(void)
+static void settle_gate(const struct cn_agent *ag)
 {
-	if (cn_report_status()->state != CN_STATE_LOCKED &&
-	    cn_report_status()->state != CN_STATE_CHECKPOINTED && !cn_light_holding() &&
-	    !cn_nccl_hold_app())
+	if (ag->status.state != CN_STATE_LOCKED && ag->status.state != CN_STATE_CHECKPOINTED &&
+	    !cn_light_holding() && !cn_nccl_hold_app())
 		cn_gate_open();
+}
+
+/* A nap's deeds are the suspend's and the resume's (nap.h). */
+static struct cn_outcome nap_sleep(struct cn_agent *ag, bool light, unsigned lock_ms)
+{
+	return light ? cn_suspend_light(ag, lock_ms) : cn_suspend_as(ag, true, lock_ms);
+}
+
+static struct cn_outcome nap_wake(struct cn_agent *ag, const struct cn_gpumap *map,
+				  unsigned wait_ms)
+{
+	return cn_resume_as(ag, true, map, wait_ms);
+}
+
+static const struct cn_nap_deeds deeds = { nap_sleep, nap_wake };
+
+/* How long the loop may sleep: until a prepared copy expires, the naps' or the pager's next tick,
+ * the next count of the app's calls; -1 for ever. */
+static double wait_ms(struct life *l)
+{
+	struct cn_agent *ag = &l->ag;
+	double left = ag->held.prepared_until ? ag->held.prepared_until - cn_clock_ms() : -1;
+	int tick = cn_nap_timeout_ms(ag, &l->nap), room = cn_pager_timeout_ms(&l->pager);
+
+	if (room >= 0 && (tick < 0 || room < tick))
+		tick = room;
+	if (cn_lookup_counting) {
+		publish_calls(l);
+		if (left < 0 || left > CALLS_EVERY_MS)
+			left = CALLS_EVERY_MS;
+	}
+	if (tick >= 0 && (left < 0 || left > tick))
+		left = tick;
+	return left;
+}
+
+/* What the bytes asked for: the action, then the nap's, the wake's and the pager's answers, then
+ * the query's. */
+static void answer(struct life *l)
+{
+	struct cn_agent *ag = &l->ag;
+	bool suspended_now = ag->status.state == CN_STATE_CHECKPOINTED || cn_light_holding(), prep,
+	     want, act;
+	struct extra x;
+
+	want = wanted(suspended_now, &prep, &x, &act);
+	if (act)
+		cn_nap_after_action(ag, &l->nap,
+				    prep   ? cn_prepare(ag)
+				    : want ? cn_suspend(ag)
+					   : cn_resume(ag));
+	if (x.nap)
+		cn_nap_now(ag, &l->nap, act);
+	if (x.call && !act)
+		cn_nap_wake(ag, &l->nap);
+	if (x.room)
+		cn_pager_asked(ag, &l->pager);
+	if (x.trim && cn_cache_trim_asked(ag)) {
+		cn_report_shared(ag);
+		cn_report_write(ag);
+	}
+	settle_gate(ag);
+	if (x.query)
+		cn_query(ag, &l->look);
+	cn_nap_tick(ag, &l->nap);
+	settle_gate(ag);
 }
 
 static void *agent_main(void *arg)
 {
-	(void)arg;
+	struct life *l = arg;
+	struct cn_agent *ag = &l->ag;
+
 	cn_gate_self();
 	for (;;) {
 		/* The controller's socket is watched too: one that dies while idle is noticed and
 		 * replaced at the next request, not found dead in the middle of one. */
 		struct pollfd p[2] = { { .fd = cn_wake_fd(), .events = POLLIN },
-				       { .fd = cn_channel_fd(), .events = POLLIN } };
-		bool suspended_now = cn_report_status()->state == CN_STATE_CHECKPOINTED ||
-				     cn_light_holding(),
-		     prep, want, act;
-		double left = cn_ag.prepared_until ? cn_ag.prepared_until - cn_clock_ms() : -1;
-		int r, tick = cn_nap_timeout_ms(), room = cn_pager_timeout_ms();
-		struct extra x;
+				       { .fd = cn_channel_fd(ag), .events = POLLIN } };
+		double left = wait_ms(l);
+		int r;
 
-		if (room >= 0 && (tick < 0 || room < tick))
-			tick = room;
-		if (cn_lookup_counting) {
-			publish_calls();
-			if (left < 0 || left > CALLS_EVERY_MS)
-				left = CALLS_EVERY_MS;
-		}
-		if (tick >= 0 && (left < 0 || left > tick))
-			left = tick;
-		if (cn_ag.prepared_until && cn_ag.prepared_until <= cn_clock_ms()) {
-			cn_prepare_expired();
+		if (ag->held.prepared_until && ag->held.prepared_until <= cn_clock_ms()) {
+			cn_prepare_expired(ag);
 			continue;
 		}
-		r = poll(p, cn_channel_fd() >= 0 ? 2 : 1, left < 0 ? -1 : (int)left + 1);
+		r = poll(p, cn_channel_fd(ag) >= 0 ? 2 : 1, left < 0 ? -1 : (int)left + 1);
 		if (r <= 0) {
-			cn_pager_tick();
-			cn_nap_tick();
-			settle_gate(); /* a nap that failed runs on */
+			cn_pager_tick(ag, &l->pager);
+			cn_nap_tick(ag, &l->nap);
+			settle_gate(ag); /* a nap that failed runs on */
 			continue;
 		}
-		if (cn_channel_fd() >= 0 && p[1].revents) {
-			cn_channel_close();
-			cn_log(&cn_ag.cfg, CN_LOG_ERROR,
+		if (cn_channel_fd(ag) >= 0 && p[1].revents) {
+			cn_channel_close(ag);
+			cn_log(&ag->cfg, CN_LOG_ERROR,
 			       "the cudanap controller died; another starts at the next request");
 		}
-		if (!(p[0].revents & POLLIN))
-			continue;
-		want = wanted(suspended_now, &prep, &x, &act);
-		if (act)
-			cn_nap_after_action(prep   ? cn_prepare()
-					    : want ? cn_suspend()
-						   : cn_resume());
-		if (x.nap)
-			cn_nap_now(act);
-		if (x.call && !act)
-			cn_nap_wake();
-		if (x.room)
-			cn_pager_asked();
-		if (x.trim && cn_cache_trim_asked()) {
-			cn_report_shared();
-			cn_report_write();
-		}
-		settle_gate();
-		if (x.query)
-			cn_query();
-		cn_nap_tick();
-		settle_gate();
+		if (p[0].revents & POLLIN)
+			answer(l);
 	}
 	return NULL;
 }
 
 /* Everything but the configuration and the host facts: a fresh process's state. */
-static void reset(void)
+static void reset(struct life *l)
 {
-	cn_ag.n_use = 0;
-	cn_ag.prepared_bytes = 0;
-	cn_ag.prepared_until = 0;
-	cn_report_start();
-	cn_nap_reset();
-	cn_pager_reset();
-	cn_cache_reset();
+	l->ag.where.n_use = 0;
+	l->ag.held.prepared_bytes = 0;
+	l->ag.held.prepared_until = 0;
+	cn_report_start(&l->ag);
+	cn_nap_reset(&l->ag, &l->nap, &deeds);
+	cn_pager_reset(&l->pager);
+	cn_cache_reset(&l->ag);
 }
 
-static int start_thread(void)
+static int start_thread(struct life *l)
 {
 	sigset_t all, old;
 	pthread_attr_t at;
@@ -200,7 +245,7 @@ static int start_thread(void)
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&at, 256 * 1024);
-	r = pthread_create(&t, &at, agent_main, NULL);
+	r = pthread_create(&t, &at, agent_main, l);
 	pthread_attr_destroy(&at);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (r == 0)
@@ -210,36 +255,40 @@ static int start_thread(void)
 
 /* The first status file is written before the thread starts, by the caller: a process that
  * exits at once must not have its file written after its exit removed it. */
-int cn_agent_start(const struct cn_config *cfg)
+int cn_agent_start(const struct cn_config *cfg, const char *ctl_path)
 {
-	cn_ag.cfg = *cfg;
+	struct cn_agent *ag = &life.ag;
+
+	ag->cfg = *cfg;
+	ag->sock = -1;
+	snprintf(ag->ctl_path, sizeof(ag->ctl_path), "%s", ctl_path);
 	cn_wrap_oom_on(cfg->nap_make_room);
 	cn_owned_config(cfg->own, cn_config_light_naps(cfg));
 	cn_wrap_on_oom(cn_pager_oom, cn_pager_done);
-	cn_ag.thp = cn_staging_thp_available();
-	reset();
-	return start_thread();
+	ag->held.thp = cn_staging_thp_available();
+	reset(&life);
+	return start_thread(&life);
 }
 
 int cn_agent_fork_child(bool start)
 {
 	/* The parent's socket: ours to close, never to use; its controller must see its own end
 	 * close when the parent exits, whatever the child does. */
-	cn_channel_close();
+	cn_channel_close(&life.ag);
 	if (!start) {
 		/* no agent in this child: nobody to make room, and the parent's request is not its
 		 */
 		cn_wrap_on_oom(NULL, NULL);
-		cn_pager_reset();
+		cn_pager_reset(&life.pager);
 		return -EBADF;
 	}
-	reset();
-	return start_thread() == 0 ? 0 : -EAGAIN;
+	reset(&life);
+	return start_thread(&life) == 0 ? 0 : -EAGAIN;
 }
 
 void cn_agent_exit(void)
 {
-	cn_report_exit();
+	cn_report_exit(&life.ag);
 }
 
 void cn_agent_exit_now(void)

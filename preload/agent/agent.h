@@ -7,8 +7,8 @@
 #include "cn_config.h"
 
 /* Start the thread with every signal blocked in it, reading the wake pipe (wake.c, open); it starts
- * the controller at the first request. 0 or -errno. */
-int cn_agent_start(const struct cn_config *cfg);
+ * the controller at ctl_path (cn_launch_ctl_locate) at the first request. 0 or -errno. */
+int cn_agent_start(const struct cn_config *cfg, const char *ctl_path);
 
 /* In a child forked without exec, which has no agent thread: close the parent's line to its
  * controller and, with start (the child's own wake pipe is open), start a thread of the child's

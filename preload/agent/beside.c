@@ -26,7 +26,6 @@
 #include "cn_gpumap.h"
 #include "nccl/comms.h"
 #include "agent/others.h"
-#include "agent/state.h"
 
 struct found {
 	int32_t *pids;
@@ -75,36 +74,37 @@ static bool restored(const struct cn_status *s, void *arg)
 	return f->n < f->max;
 }
 
-int cn_beside_list(int32_t *pids, int max, bool *only)
+int cn_beside_list(const struct cn_config *c, int32_t *pids, int max, bool *only)
 {
 	struct found f = { pids, 0, max, "" };
 
 	*only = false;
-	if (cn_ag.cfg.beside_restored || max <= 0)
+	if (c->beside_restored || max <= 0)
 		return 0;
 	if (cn_comms_count() == 0) {
-		cn_others_each(restored, &f);
+		cn_others_each(c->status_dir, restored, &f);
 		return f.n;
 	}
 	*only = true;
 	f.pids[f.n++] = (int32_t)getpid();
 	cn_comms_keys(f.keys, sizeof(f.keys));
 	if (f.keys[0] && f.n < f.max)
-		cn_others_each(same_job, &f);
+		cn_others_each(c->status_dir, same_job, &f);
 	return f.n;
 }
 
-bool cn_beside_watched(unsigned long restores)
+bool cn_beside_watched(const struct cn_config *c, unsigned long restores)
 {
-	return !cn_ag.cfg.beside_restored && restores && cn_comms_count() > 0;
+	return !c->beside_restored && restores && cn_comms_count() > 0;
 }
 
-void cn_beside_describe(const struct cn_resp *r, unsigned long restores, char *out, size_t len)
+void cn_beside_describe(const struct cn_config *c, const struct cn_resp *r, unsigned long restores,
+			char *out, size_t len)
 {
 	size_t o = 0;
 
 	out[0] = '\0';
-	if (cn_beside_watched(restores) && r->state == CN_STATE_RUNNING)
+	if (cn_beside_watched(c, restores) && r->state == CN_STATE_RUNNING)
 		for (uint32_t i = 0; i < r->n_use && i < CN_MAX_GPUS; i++) {
 			int k = cn_uuid_index(r->gpus, (int)r->n_gpus, &r->use[i].uuid);
 

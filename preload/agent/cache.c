@@ -50,18 +50,10 @@ struct holder {
 	bool me;
 };
 
-static struct {
-	double last_ms;
-	double not_before_ms; /* no copy made ahead before this: one was given back */
-	double backoff_ms;
-	bool making; /* a copy made ahead, not said done yet */
-	bool trim;   /* asked for while napping: the wake does not keep its copy */
-} C;
-
-void cn_cache_reset(void)
+void cn_cache_reset(struct cn_agent *ag)
 {
-	memset(&C, 0, sizeof(C));
-	C.backoff_ms = BACKOFF_MIN_MS;
+	memset(&ag->held.ready, 0, sizeof(ag->held.ready));
+	ag->held.ready.backoff_ms = BACKOFF_MIN_MS;
 }
 
 static double idle_of(const char *since)
@@ -102,15 +94,16 @@ static int needed_last_first(const void *a, const void *b)
 
 /* The ready copies of this directory's processes, this one's with them when it holds one, in the
  * order they are given back; their bytes in *total. */
-static void holders(struct holders *hs, bool with_me, unsigned long long *total)
+static void holders(struct cn_agent *ag, struct holders *hs, bool with_me,
+		    unsigned long long *total)
 {
 	unsigned long long mine = cn_hostbuf_bytes();
 
 	hs->n = 0;
-	cn_others_each(take_holder, hs);
+	cn_others_each(ag->cfg.status_dir, take_holder, hs);
 	if (with_me && mine && hs->n < MAX_HOLDERS)
 		hs->h[hs->n++] = (struct holder){ .pid = (int)getpid(),
-						  .idle_s = idle_of(cn_report_status()->idle_since),
+						  .idle_s = idle_of(ag->status.idle_since),
 						  .bytes = mine,
 						  .me = true };
 	qsort(hs->h, (size_t)hs->n, sizeof(hs->h[0]), needed_last_first);
@@ -134,27 +127,29 @@ static bool host_room(unsigned long long *room, unsigned long long *size)
 	return true;
 }
 
-static unsigned long long margin(void)
+static unsigned long long margin(const struct cn_agent *ag)
 {
-	return (unsigned long long)cn_ag.cfg.host_margin_mib << 20;
+	return (unsigned long long)ag->cfg.host_margin_mib << 20;
 }
 
 /* The ready copy given back, said with why. */
-static void let_go(const char *why)
+static void let_go(struct cn_agent *ag, const char *why)
 {
 	unsigned long long mine = cn_hostbuf_bytes();
 
 	if (!cn_hostbuf_let_go())
 		return;
-	C.making = false;
-	C.not_before_ms = cn_clock_ms() + C.backoff_ms;
-	C.backoff_ms = C.backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : C.backoff_ms * 2;
-	cn_log(&cn_ag.cfg, CN_LOG_INFO, "let go of its ready host copy (%llu MiB): %s", mine >> 20,
+	ag->held.ready.making = false;
+	ag->held.ready.not_before_ms = cn_clock_ms() + ag->held.ready.backoff_ms;
+	ag->held.ready.backoff_ms = ag->held.ready.backoff_ms * 2 > BACKOFF_MAX_MS
+					    ? BACKOFF_MAX_MS
+					    : ag->held.ready.backoff_ms * 2;
+	cn_log(&ag->cfg, CN_LOG_INFO, "let go of its ready host copy (%llu MiB): %s", mine >> 20,
 	       why);
 }
 
 /* Over the share, or the host short: whether this process's copy is one to give back, and why. */
-static bool to_give_back(char *why, size_t len)
+static bool to_give_back(struct cn_agent *ag, char *why, size_t len)
 {
 	static struct holders hs;
 	unsigned long long total, budget, room, size, over;
@@ -162,15 +157,15 @@ static bool to_give_back(char *why, size_t len)
 	double psi = 0;
 	int first = -1;
 
-	holders(&hs, true, &total);
-	budget = cn_depth_cache_budget(which, sizeof(which));
+	holders(ag, &hs, true, &total);
+	budget = cn_depth_cache_budget(&ag->cfg, which, sizeof(which));
 	over = total > budget ? total - budget : 0;
 	for (int i = 0; i < hs.n; i++) {
 		if (over && hs.h[i].me) {
 			snprintf(why, len,
 				 "the ready copies of this user's processes hold %llu MiB, over "
 				 "[memory] host_cache (%u %% of %s: %llu MiB)",
-				 total >> 20, cn_ag.cfg.host_cache_pct, which, budget >> 20);
+				 total >> 20, ag->cfg.host_cache_pct, which, budget >> 20);
 			return true;
 		}
 		if (over) {
@@ -181,20 +176,20 @@ static bool to_give_back(char *why, size_t len)
 	}
 	if (!host_room(&room, &size))
 		return false;
-	if (room < margin()) {
+	if (room < margin(ag)) {
 		snprintf(why, len,
 			 "the host has less than [preflight] host_margin_mib (%u MiB) free",
-			 cn_ag.cfg.host_margin_mib);
+			 ag->cfg.host_margin_mib);
 		return true;
 	}
 	if (first < 0 || !hs.h[first].me)
 		return false;
-	if (room < margin() + size / 4) {
+	if (room < margin(ag) + size / 4) {
 		snprintf(
 			why, len,
 			"the host has less than [preflight] host_margin_mib (%u MiB) and a quarter "
 			"of its memory free",
-			cn_ag.cfg.host_margin_mib);
+			ag->cfg.host_margin_mib);
 		return true;
 	}
 	if (cn_hostmem_pressure("/proc", &psi) == 0 && psi >= PSI_PRESSURE) {
@@ -206,9 +201,9 @@ static bool to_give_back(char *why, size_t len)
 
 /* When a nap may come soon enough to make its copy ahead: half the shortest of [nap] idle_s and,
  * for make_room, [nap] min_idle_s; 1 s at least. */
-static double ahead_after_s(void)
+static double ahead_after_s(struct cn_agent *ag)
 {
-	const struct cn_config *c = &cn_ag.cfg;
+	const struct cn_config *c = &ag->cfg;
 	double s = c->nap_idle_s ? c->nap_idle_s : 24 * 3600;
 
 	if (c->nap_make_room && c->nap_min_idle_s < s)
@@ -217,81 +212,82 @@ static double ahead_after_s(void)
 }
 
 /* A copy made ahead, where the share and the host have room for it: true when one is begun. */
-static bool make_ahead(double now)
+static bool make_ahead(struct cn_agent *ag, double now)
 {
-	const struct cn_config *c = &cn_ag.cfg;
+	const struct cn_config *c = &ag->cfg;
 	unsigned long long bytes, others, budget, room, size;
 	enum cn_depth_why why;
 	char which[128];
 	void *ctx;
 
-	if (!c->nap_copy_ahead || !cn_config_light_naps(c) || now < C.not_before_ms ||
-	    idle_of(cn_report_status()->idle_since) < ahead_after_s() ||
-	    !cn_depth_light(&why, NULL, 0))
+	if (!c->nap_copy_ahead || !cn_config_light_naps(c) || now < ag->held.ready.not_before_ms ||
+	    idle_of(ag->status.idle_since) < ahead_after_s(ag) ||
+	    !cn_depth_light(&ag->cfg, &why, NULL, 0))
 		return false;
 	bytes = cn_depth_light_bytes(&ctx);
-	budget = cn_depth_cache_budget(which, sizeof(which));
-	others = cn_others_kept_bytes();
+	budget = cn_depth_cache_budget(&ag->cfg, which, sizeof(which));
+	others = cn_others_kept_bytes(ag->cfg.status_dir);
 	if (!bytes || !ctx || others + bytes > budget || !host_room(&room, &size) ||
-	    room < margin() + size / 4 + bytes)
+	    room < margin(ag) + size / 4 + bytes)
 		return false;
 	if (cn_hostbuf_ahead(bytes, ctx, MAKERS) < 0)
 		return false;
-	C.making = true;
-	cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
+	ag->held.ready.making = true;
+	cn_log(&ag->cfg, CN_LOG_DEBUG,
 	       "making its host copy ahead (%llu MiB), idle %.0f s: its next light nap copies into "
 	       "it",
-	       bytes >> 20, idle_of(cn_report_status()->idle_since));
+	       bytes >> 20, idle_of(ag->status.idle_since));
 	return true;
 }
 
-bool cn_cache_tick(double now)
+bool cn_cache_tick(struct cn_agent *ag, double now)
 {
 	unsigned long long mine;
 	char why[300];
 
-	if (now - C.last_ms < TICK_MS || cn_report_status()->state != CN_STATE_RUNNING)
+	if (now - ag->held.ready.last_ms < TICK_MS || ag->status.state != CN_STATE_RUNNING)
 		return false;
-	C.last_ms = now;
+	ag->held.ready.last_ms = now;
 	mine = cn_hostbuf_bytes();
-	if (C.making && !cn_hostbuf_making()) {
-		C.making = false;
-		C.backoff_ms = BACKOFF_MIN_MS;
-		cn_log(&cn_ag.cfg, CN_LOG_INFO,
+	if (ag->held.ready.making && !cn_hostbuf_making()) {
+		ag->held.ready.making = false;
+		ag->held.ready.backoff_ms = BACKOFF_MIN_MS;
+		cn_log(&ag->cfg, CN_LOG_INFO,
 		       "made its host copy ahead (%llu MiB): its next light nap copies at the "
 		       "bus's "
 		       "speed",
 		       mine >> 20);
 	}
-	if (mine && !cn_config_keeps_host(&cn_ag.cfg)) {
-		let_go(cn_ag.cfg.host_cache_pct ? "[nap] keep_host_copy is off"
-						: "[memory] host_cache is 0");
+	if (mine && !cn_config_keeps_host(&ag->cfg)) {
+		let_go(ag, ag->cfg.host_cache_pct ? "[nap] keep_host_copy is off"
+						  : "[memory] host_cache is 0");
 		return true;
 	}
-	if (mine && to_give_back(why, sizeof(why))) {
-		let_go(why);
+	if (mine && to_give_back(ag, why, sizeof(why))) {
+		let_go(ag, why);
 		return true;
 	}
-	return !mine && cn_config_keeps_host(&cn_ag.cfg) && make_ahead(now);
+	return !mine && cn_config_keeps_host(&ag->cfg) && make_ahead(ag, now);
 }
 
-bool cn_cache_may_keep(unsigned long long bytes)
+bool cn_cache_may_keep(struct cn_agent *ag, unsigned long long bytes)
 {
 	unsigned long long budget, room, size;
-	bool asked = C.trim;
+	bool asked = ag->held.ready.trim;
 	char which[128];
 
-	C.trim = false;
-	if (asked || !cn_config_keeps_host(&cn_ag.cfg) || !host_room(&room, &size))
+	ag->held.ready.trim = false;
+	if (asked || !cn_config_keeps_host(&ag->cfg) || !host_room(&room, &size))
 		return false;
-	budget = cn_depth_cache_budget(which, sizeof(which));
-	return cn_others_kept_bytes() + bytes <= budget && room >= margin() + size / 4;
+	budget = cn_depth_cache_budget(&ag->cfg, which, sizeof(which));
+	return cn_others_kept_bytes(ag->cfg.status_dir) + bytes <= budget &&
+	       room >= margin(ag) + size / 4;
 }
 
-void cn_cache_room_for(unsigned long long bytes)
+void cn_cache_room_for(struct cn_agent *ag, unsigned long long bytes)
 {
 	static struct holders hs;
-	unsigned long long total, room, size, want = bytes + margin(), asked = 0;
+	unsigned long long total, room, size, want = bytes + margin(ag), asked = 0;
 	union sigval v = { .sival_int = CN_SIGVAL_TRIM };
 	char pids[200] = "";
 	double until;
@@ -299,7 +295,7 @@ void cn_cache_room_for(unsigned long long bytes)
 	/* its own ready copy is room for it: taken by its light nap, or let go before a full one */
 	if (!host_room(&room, &size) || room + cn_hostbuf_bytes() >= want)
 		return;
-	holders(&hs, false, &total);
+	holders(ag, &hs, false, &total);
 	for (int i = 0; i < hs.n && room + cn_hostbuf_bytes() + asked < want; i++) {
 		size_t o = strlen(pids);
 
@@ -310,7 +306,7 @@ void cn_cache_room_for(unsigned long long bytes)
 	}
 	if (!asked)
 		return;
-	cn_log(&cn_ag.cfg, CN_LOG_INFO,
+	cn_log(&ag->cfg, CN_LOG_INFO,
 	       "asked %s to give back their ready host copies (%llu MiB) for its nap's %llu MiB",
 	       pids, asked >> 20, bytes >> 20);
 	until = cn_clock_ms() + ROOM_WAIT_MS;
@@ -318,12 +314,12 @@ void cn_cache_room_for(unsigned long long bytes)
 		nanosleep(&(struct timespec){ 0, 20000000 }, NULL);
 }
 
-bool cn_cache_trim_asked(void)
+bool cn_cache_trim_asked(struct cn_agent *ag)
 {
 	/* napping: its copy is the nap's, and not kept by its wake */
-	C.trim = cn_light_holding() || cn_report_status()->state == CN_STATE_CHECKPOINTED;
-	if (cn_report_status()->state != CN_STATE_RUNNING || !cn_hostbuf_bytes())
+	ag->held.ready.trim = cn_light_holding() || ag->status.state == CN_STATE_CHECKPOINTED;
+	if (ag->status.state != CN_STATE_RUNNING || !cn_hostbuf_bytes())
 		return false;
-	let_go("another process of this user needs the host memory for its nap");
+	let_go(ag, "another process of this user needs the host memory for its nap");
 	return true;
 }

@@ -17,101 +17,102 @@
 #include "agent/state.h"
 #include "cn_names.h"
 
-static int sock = -1;
-
 CN_NAMES_DEFINE(cn_channel_op, enum cn_op, CN_OP_STATE, 0, "state", "lock", "checkpoint", "restore",
 		"unlock", "prepare", "query", "users")
 
-int cn_channel_fd(void)
+int cn_channel_fd(const struct cn_agent *ag)
 {
-	return sock;
+	return ag->sock;
 }
 
-void cn_channel_close(void)
+void cn_channel_close(struct cn_agent *ag)
 {
-	if (sock >= 0)
-		close(sock);
-	sock = -1;
+	if (ag->sock >= 0)
+		close(ag->sock);
+	ag->sock = -1;
 }
 
 /* The controller is started at the first request, and again after it died: an exec'd program
  * (launch.c) can be started at any moment. */
-static int ensure_controller(struct cn_resp *resp)
+static int ensure_controller(struct cn_agent *ag, struct cn_resp *resp)
 {
 	int r;
 
-	if (sock >= 0)
+	if (ag->sock >= 0)
 		return 0;
-	r = cn_launch_ctl_spawn(&sock);
+	r = cn_launch_ctl_spawn(ag->ctl_path, &ag->sock);
 	if (r == 0)
 		return 0;
 	resp->result = CN_RES_NO_CONTROLLER;
 	resp->state = CN_STATE_UNKNOWN;
-	snprintf(resp->message, sizeof(resp->message), "cannot start %s: %s", cn_launch_ctl_path(),
+	snprintf(resp->message, sizeof(resp->message), "cannot start %s: %s", ag->ctl_path,
 		 strerror(-r));
 	return -1;
 }
 
 /* Wait for the answer; a call that runs past the watchdog is said, in the log and the status
  * file, at every interval, and waited for. */
-static ssize_t wait_answer(uint32_t op, struct cn_resp *resp, cn_channel_waiting waiting)
+static ssize_t wait_answer(struct cn_agent *ag, uint32_t op, struct cn_resp *resp,
+			   cn_channel_waiting waiting)
 {
-	struct pollfd p = { .fd = sock, .events = POLLIN };
+	struct pollfd p = { .fd = ag->sock, .events = POLLIN };
 	unsigned waited = 0;
 	ssize_t n;
 
 	for (;;) {
-		int r = poll(&p, 1, (int)cn_ag.cfg.watchdog_ms);
+		int r = poll(&p, 1, (int)ag->cfg.watchdog_ms);
 
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r == 0) {
-			waited += cn_ag.cfg.watchdog_ms;
-			waiting(cn_channel_op_to_string((enum cn_op)op), waited / 1000);
+			waited += ag->cfg.watchdog_ms;
+			waiting(ag, cn_channel_op_to_string((enum cn_op)op), waited / 1000);
 			continue;
 		}
 		break;
 	}
 	do
-		n = recv(sock, resp, sizeof(*resp), 0);
+		n = recv(ag->sock, resp, sizeof(*resp), 0);
 	while (n < 0 && errno == EINTR);
 	return n;
 }
 
-static ssize_t exchange(const struct cn_req *req, struct cn_resp *resp, cn_channel_waiting waiting)
+static ssize_t exchange(struct cn_agent *ag, const struct cn_req *req, struct cn_resp *resp,
+			cn_channel_waiting waiting)
 {
 	ssize_t n;
 
-	if (ensure_controller(resp) < 0)
+	if (ensure_controller(ag, resp) < 0)
 		return -1;
 	memset(resp, 0, sizeof(*resp));
-	n = send(sock, req, sizeof(*req), MSG_NOSIGNAL);
+	n = send(ag->sock, req, sizeof(*req), MSG_NOSIGNAL);
 	if (n == (ssize_t)sizeof(*req))
-		n = wait_answer(req->op, resp, waiting);
+		n = wait_answer(ag, req->op, resp, waiting);
 	return n;
 }
 
 /* A controller that died is replaced, and the new one asked where the process stands, so that
  * what is reported is the truth; only a state query is asked again. */
-int cn_channel_call(const struct cn_req *req, struct cn_resp *resp, cn_channel_waiting waiting)
+int cn_channel_call(struct cn_agent *ag, const struct cn_req *req, struct cn_resp *resp,
+		    cn_channel_waiting waiting)
 {
 	struct cn_req ask;
 	struct cn_resp now;
-	ssize_t n = exchange(req, resp, waiting);
+	ssize_t n = exchange(ag, req, resp, waiting);
 
 	if (n == (ssize_t)sizeof(*resp))
 		return 0;
 	if (n < 0 && resp->result == CN_RES_NO_CONTROLLER)
 		return -1; /* no controller could be started */
-	cn_channel_close();
-	cn_log(&cn_ag.cfg, CN_LOG_ERROR,
+	cn_channel_close(ag);
+	cn_log(&ag->cfg, CN_LOG_ERROR,
 	       "the cudanap controller died during the %s request; starting another",
 	       cn_channel_op_to_string((enum cn_op)req->op));
 	ask = *req;
 	ask.op = CN_OP_STATE;
-	n = exchange(&ask, &now, waiting);
+	n = exchange(ag, &ask, &now, waiting);
 	if (n != (ssize_t)sizeof(now))
-		cn_channel_close();
+		cn_channel_close(ag);
 	if (n == (ssize_t)sizeof(now) && req->op == CN_OP_STATE) {
 		*resp = now;
 		return 0;

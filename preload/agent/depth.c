@@ -14,7 +14,6 @@
 #include "cuda/fns.h"
 #include "cuda/owned.h"
 #include "cuda/gate.h"
-#include "agent/state.h"
 
 enum { CU_DEVICE_ATTRIBUTE_COMPUTE_MODE = 20 };
 enum { CU_COMPUTEMODE_EXCLUSIVE = 1, CU_COMPUTEMODE_EXCLUSIVE_PROCESS = 3 };
@@ -32,20 +31,20 @@ unsigned long long cn_depth_light_bytes(void **ctx)
 	return total;
 }
 
-unsigned long long cn_depth_cache_budget(char *of, size_t len)
+unsigned long long cn_depth_cache_budget(const struct cn_config *c, char *of, size_t len)
 {
 	uint64_t room, total;
 	char which[64];
 
-	if (!cn_ag.cfg.host_cache_pct || cn_hostmem_bound((int)getpid(), "/proc", "/sys/fs/cgroup",
-							  &room, &total, which, sizeof(which)) < 0)
+	if (!c->host_cache_pct || cn_hostmem_bound((int)getpid(), "/proc", "/sys/fs/cgroup", &room,
+						   &total, which, sizeof(which)) < 0)
 		return 0;
 	/* MemAvailable's bound is the host's memory; a cgroup's, its limit */
 	if (strcmp(which, "MemAvailable") == 0)
 		snprintf(of, len, "the host's %llu MiB", (unsigned long long)(total >> 20));
 	else
 		snprintf(of, len, "%s's %llu MiB", which, (unsigned long long)(total >> 20));
-	return total / 100 * cn_ag.cfg.host_cache_pct;
+	return total / 100 * c->host_cache_pct;
 }
 
 /* A GPU of the owned memory in an exclusive compute mode: its index, or -1. A context kept there
@@ -78,9 +77,8 @@ static bool full(enum cn_depth_why *why, enum cn_depth_why w)
 	return false;
 }
 
-bool cn_depth_light(enum cn_depth_why *why, char *text, size_t len)
+bool cn_depth_light(const struct cn_config *c, enum cn_depth_why *why, char *text, size_t len)
 {
-	const struct cn_config *c = &cn_ag.cfg;
 	unsigned long long bytes, budget;
 	char of[128] = "", none[1];
 	void *ctx;
@@ -102,7 +100,7 @@ bool cn_depth_light(enum cn_depth_why *why, char *text, size_t len)
 		return full(why, CN_DEPTH_WHY_NOT_OWNED);
 	if (c->nap_depth == CN_DEPTH_LIGHT)
 		return true;
-	budget = cn_depth_cache_budget(of, sizeof(of));
+	budget = cn_depth_cache_budget(c, of, sizeof(of));
 	if (budget && bytes > budget) {
 		snprintf(
 			text, len,
@@ -111,8 +109,8 @@ bool cn_depth_light(enum cn_depth_why *why, char *text, size_t len)
 			bytes >> 20, c->host_cache_pct, of, budget >> 20);
 		return full(why, CN_DEPTH_WHY_HOST_CACHE);
 	}
-	/* the driver is asked only while the app's calls go on: never while the process is locked or
-	 * checkpointed, which closes the gate */
+	/* the driver is asked only while the app's calls go on: never while the process is locked
+	 * or checkpointed, which closes the gate */
 	if (!cn_gate_stops_calls() && (gpu = exclusive_gpu()) >= 0) {
 		snprintf(text, len,
 			 "GPU %d is in an exclusive compute mode: the context a light nap keeps "

@@ -6,19 +6,20 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "cn_config.h"
 #include "cn_outcome.h"
 
 /* What a light nap would copy now (the spans cudanap owns and moves), and a context of the app's
  * it copies through; 0 and NULL when it owns nothing. */
 unsigned long long cn_depth_light_bytes(void **ctx);
 
-/* Whether a nap now is light; when not, why (never CN_DEPTH_WHY_NONE), and the reason in a line
- * for the log (text, may be NULL). */
-bool cn_depth_light(enum cn_depth_why *why, char *text, size_t len);
+/* Whether a nap now is light, by the INI c; when not, why (never CN_DEPTH_WHY_NONE), and the reason
+ * in a line for the log (text, may be NULL). */
+bool cn_depth_light(const struct cn_config *c, enum cn_depth_why *why, char *text, size_t len);
 
-/* The share of the host's memory the ready host copies may pin ([memory] host_cache of the bound
- * that limits this process: MemTotal or its cgroup's limit), and that bound's name; 0 when it is
- * not known or the share is 0. */
-unsigned long long cn_depth_cache_budget(char *which, size_t len);
+/* By the INI c: the share of the host's memory the ready host copies may pin ([memory] host_cache
+ * of the bound that limits this process: MemTotal or its cgroup's limit), and that bound's name; 0
+ * when it is not known or the share is 0. */
+unsigned long long cn_depth_cache_budget(const struct cn_config *c, char *which, size_t len);
 
 #endif

@@ -26,8 +26,6 @@ extern char **environ;
 
 #define MAX_ENV 4096
 
-static char ctl_path[PATH_MAX];
-
 /* LD_PRELOAD without any libcudanap entry. */
 static void strip_preload(const char *in, char *out, size_t len)
 {
@@ -106,16 +104,16 @@ int cn_launch_spawn(const struct cn_launch_spawn *s, pid_t *pid)
 	return -r;
 }
 
-/* dir/rel into ctl_path if that is an executable file. */
-static bool try_ctl(const char *dir, size_t dir_len, const char *rel)
+/* dir/rel into path if that is an executable file. */
+static bool try_ctl(char *path, size_t len, const char *dir, size_t dir_len, const char *rel)
 {
-	if (!rel[0] || dir_len + 1 + strlen(rel) >= sizeof(ctl_path))
+	if (!rel[0] || dir_len + 1 + strlen(rel) >= len)
 		return false;
-	snprintf(ctl_path, sizeof(ctl_path), "%.*s/%s", (int)dir_len, dir, rel);
-	return access(ctl_path, X_OK) == 0;
+	snprintf(path, len, "%.*s/%s", (int)dir_len, dir, rel);
+	return access(path, X_OK) == 0;
 }
 
-bool cn_launch_ctl_locate(void)
+bool cn_launch_ctl_locate(char *path, size_t len)
 {
 	char lib[PATH_MAX];
 	const char *slash;
@@ -123,20 +121,15 @@ bool cn_launch_ctl_locate(void)
 
 	if (dladdr((void *)cn_launch_ctl_locate, &info) && info.dli_fname &&
 	    realpath(info.dli_fname, lib) && (slash = strrchr(lib, '/')) &&
-	    (try_ctl(lib, (size_t)(slash - lib), "cudanap-ctl") ||
-	     try_ctl(lib, (size_t)(slash - lib), "../ctl/cudanap-ctl") ||
-	     try_ctl(lib, (size_t)(slash - lib), CN_CTL_REL)))
+	    (try_ctl(path, len, lib, (size_t)(slash - lib), "cudanap-ctl") ||
+	     try_ctl(path, len, lib, (size_t)(slash - lib), "../ctl/cudanap-ctl") ||
+	     try_ctl(path, len, lib, (size_t)(slash - lib), CN_CTL_REL)))
 		return true;
-	snprintf(ctl_path, sizeof(ctl_path), "%s", CN_CTL_PATH);
-	return access(ctl_path, X_OK) == 0;
+	snprintf(path, len, "%s", CN_CTL_PATH);
+	return access(path, X_OK) == 0;
 }
 
-const char *cn_launch_ctl_path(void)
-{
-	return ctl_path;
-}
-
-int cn_launch_ctl_spawn(int *sock_out)
+int cn_launch_ctl_spawn(const char *ctl_path, int *sock_out)
 {
 	static const char *const drop[] = {
 		/* nvidia-smi numbering is the PCI order over all GPUs,

@@ -3,6 +3,7 @@
 #define CN_LAUNCH_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 #include "cn_config.h"
@@ -21,15 +22,14 @@ struct cn_launch_spawn {
  * Returns 0 or -errno. */
 int cn_launch_spawn(const struct cn_launch_spawn *s, pid_t *pid);
 
-/* Where cudanap-ctl is: beside libcudanap.so, else in ctl/ beside it (the build tree), else the
- * installed libexec path. Called once from the constructor; false if there is none. */
-bool cn_launch_ctl_locate(void);
+/* Where cudanap-ctl is, into path: beside libcudanap.so, else in ctl/ beside it (the build tree),
+ * else the installed libexec path (there when none was found). Called once from the constructor;
+ * false if there is none. */
+bool cn_launch_ctl_locate(char *path, size_t len);
 
-/* The path cn_launch_ctl_locate settled on (the installed one when none was found). */
-const char *cn_launch_ctl_path(void);
-
-/* Start a controller for this process; *sock gets the agent's end (close-on-exec). 0 or -errno. */
-int cn_launch_ctl_spawn(int *sock);
+/* Start the controller at ctl_path for this process; *sock gets the agent's end (close-on-exec).
+ * 0 or -errno. */
+int cn_launch_ctl_spawn(const char *ctl_path, int *sock);
 
 /* The INI's on_suspended / on_resumed / on_failure command after an event: `sh -c cmd` with
  * CUDANAP_PID, _EVENT, _STATE and _RESULT set, cudanap stripped from LD_PRELOAD, stdin on

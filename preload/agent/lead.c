@@ -26,47 +26,40 @@
 #include "cn_notes.h"
 #include "cn_safe.h"
 #include "cn_words.h"
-#include "agent/span.h"
-#include "agent/state.h"
 
 #define MAX_LINES 1024
-
-static const char *dir(void)
-{
-	return cn_ag.cfg.status_dir;
-}
 
 static bool alive(int pid)
 {
 	return kill(pid, 0) == 0 || errno == EPERM;
 }
 
-void cn_lead_begin(struct cn_lead *l)
+void cn_lead_begin(struct cn_lead *l, const char *dir)
 {
 	char text[64];
 
-	cn_span_end(); /* a meeting an action before left open */
-	l->by_cli = cn_notes_take(dir(), (int)getpid(), CN_NOTE_NCCL_LED, text, sizeof(text)) > 0 &&
+	l->dir = dir;
+	l->by_cli = cn_notes_take(dir, (int)getpid(), CN_NOTE_NCCL_LED, text, sizeof(text)) > 0 &&
 		    atoi(text) > 0 && alive(atoi(text));
-	l->span = !l->by_cli && cn_span_wanted();
 	l->leader = 0;
 	l->n_peers = 0;
 }
 
 /* Wait, until the deadline, for this process's note what: 0 with its text in buf; -1 with why (the
  * reason the leader or a peer gave up); 1 when none came in time. */
-static int hear(const char *what, char *buf, size_t len, double until, char *why, size_t wlen)
+static int hear(const struct cn_lead *l, const char *what, char *buf, size_t len, double until,
+		char *why, size_t wlen)
 {
 	struct timespec tick = { 0, 2 * 1000 * 1000 };
 
 	for (;;) {
-		if (cn_notes_take(dir(), (int)getpid(), CN_NOTE_NCCL_ABORT, why, wlen) >= 0) {
+		if (cn_notes_take(l->dir, (int)getpid(), CN_NOTE_NCCL_ABORT, why, wlen) >= 0) {
 			why[strcspn(why, "\n")] = '\0';
 			if (!why[0])
 				snprintf(why, wlen, "the command line gave up");
 			return -1;
 		}
-		if (cn_notes_take(dir(), (int)getpid(), what, buf, len) >= 0)
+		if (cn_notes_take(l->dir, (int)getpid(), what, buf, len) >= 0)
 			return 0;
 		if (cn_clock_ms() >= until)
 			return 1;
@@ -76,12 +69,12 @@ static int hear(const char *what, char *buf, size_t len, double until, char *why
 
 /* The lines every live process in the status directory said in its note said. The directory is
  * listed only as far as it is trusted (base/safe.c), and each note read as its owner's. */
-static int read_all(const char *said, struct cn_cut_line *lines)
+static int read_all(const struct cn_lead *l, const char *said, struct cn_cut_line *lines)
 {
 	char suffix[64], text[8192], why[200];
 	struct cn_owner o;
 	struct dirent *e;
-	int n = 0, fd = cn_safe_dir_of(dir(), (int)getpid(), &o, why, sizeof(why));
+	int n = 0, fd = cn_safe_dir_of(l->dir, (int)getpid(), &o, why, sizeof(why));
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 
 	if (!d) {
@@ -95,7 +88,7 @@ static int read_all(const char *said, struct cn_cut_line *lines)
 		long pid = strtol(e->d_name, &end, 10);
 
 		if (pid <= 0 || strcmp(end, suffix) != 0 || !alive((int)pid) ||
-		    cn_notes_read(dir(), (int)pid, said, text, sizeof(text)) < 0)
+		    cn_notes_read(l->dir, (int)pid, said, text, sizeof(text)) < 0)
 			continue;
 		n = cn_cut_parse(text, (int)pid, lines, n, MAX_LINES);
 	}
@@ -153,7 +146,7 @@ static int answer_all(const struct cn_lead *l, const char *what, const struct cn
 			cn_cut_targets(lines, n, l->peers[p], text, sizeof(text));
 		else
 			snprintf(text, sizeof(text), "%s", CN_NCCL_GO);
-		if (cn_notes_put(dir(), l->peers[p], what, text) < 0) {
+		if (cn_notes_put(l->dir, l->peers[p], what, text) < 0) {
 			snprintf(why, wlen, "the rank that leads the cut cannot write to rank %d",
 				 l->peers[p]);
 			return -1;
@@ -181,10 +174,10 @@ static int lead_self(struct cn_lead *l, const char *said, const char *what, char
 	int n, r;
 
 	for (;;) {
-		r = hear(what, buf, len, 0, why, wlen);
+		r = hear(l, what, buf, len, 0, why, wlen);
 		if (r <= 0)
 			return r;
-		if (!answered && (n = meet(l, lines, read_all(said, lines))) &&
+		if (!answered && (n = meet(l, lines, read_all(l, said, lines))) &&
 		    cn_cut_whole(lines, n, whole_why, sizeof(whole_why))) {
 			l->leader = (int)getpid();
 			for (int p = 0; p < l->n_peers; p++)
@@ -214,35 +207,19 @@ static int lead_self(struct cn_lead *l, const char *said, const char *what, char
 	}
 }
 
-/* Over TCP: this rank's note said sent to the job's leader (span.c), its answer what heard; the
- * go after the ranks said they are there waited for three bounds, as from a rank that leads. */
-static int across(const char *said, const char *what, char *buf, size_t len, unsigned timeout_ms,
-		  char *why, size_t wlen)
-{
-	static char text[8192];
-	bool last = strcmp(what, CN_NOTE_NCCL_COMMIT) == 0;
-
-	if (cn_notes_read(dir(), (int)getpid(), said, text, sizeof(text)) < 0)
-		text[0] = '\0';
-	return cn_span_answer(said, text, timeout_ms, last ? 3 * timeout_ms : timeout_ms + 1000,
-			      last, buf, len, why, wlen);
-}
-
 int cn_lead_answer(struct cn_lead *l, const char *said, const char *what, char *buf, size_t len,
 		   unsigned timeout_ms, char *why, size_t wlen)
 {
 	double until;
 	int r;
 
-	if (l->span)
-		return across(said, what, buf, len, timeout_ms, why, wlen);
 	if (!l->by_cli)
 		return lead_self(l, said, what, buf, len, timeout_ms, why, wlen);
 	until = cn_clock_ms() + timeout_ms;
 	/* The command line's last go too: it sends it once the last rank said it is there. */
 	if (strcmp(what, CN_NOTE_NCCL_COMMIT) == 0)
 		until += 2.0 * timeout_ms;
-	r = hear(what, buf, len, until, why, wlen);
+	r = hear(l, what, buf, len, until, why, wlen);
 	if (r > 0)
 		snprintf(why, wlen, "no word from the command line in time");
 	return r ? -1 : 0;
@@ -252,13 +229,11 @@ void cn_lead_give_up(struct cn_lead *l, const char *why)
 {
 	char text[400];
 
-	if (l->span)
-		cn_span_give_up(why);
-	if (l->by_cli || l->span)
+	if (l->by_cli)
 		return;
 	snprintf(text, sizeof(text), "rank %d gave up: %s\n", (int)getpid(), why);
 	for (int p = 0; p < l->n_peers; p++)
 		if (l->peers[p] != (int)getpid())
-			cn_notes_put(dir(), l->peers[p], CN_NOTE_NCCL_ABORT, text);
+			cn_notes_put(l->dir, l->peers[p], CN_NOTE_NCCL_ABORT, text);
 	l->n_peers = 0;
 }

@@ -33,7 +33,7 @@
 #include "agent/lead.h"
 #include "agent/log.h"
 #include "agent/route.h"
-#include "agent/state.h"
+#include "agent/span.h"
 
 /* Waits for the cut's answers, when [lock] timeout_ms is 0 (forever). */
 #define DEFAULT_WAIT_MS 10000
@@ -52,29 +52,75 @@ static void failed(struct cn_resp *r, int result)
 	r->name[0] = '\0';
 }
 
-static unsigned wait_ms(void)
+static unsigned wait_ms(const struct cn_config *c)
 {
-	return cn_ag.cfg.lock_timeout_ms ? cn_ag.cfg.lock_timeout_ms : DEFAULT_WAIT_MS;
+	return c->lock_timeout_ms ? c->lock_timeout_ms : DEFAULT_WAIT_MS;
 }
 
 /* ---- the cut ---- */
+
+/* Who answers this rank at one action's cut: the command line or a rank of this node (lead.c),
+ * or, when the job's Slurm step runs on several nodes and no command line leads, the ranks'
+ * leader over TCP (span.c: each node's notes are its own). */
+struct leader {
+	struct cn_lead here;
+	bool span;
+};
+
+static void leader_begin(const struct cn_config *c, struct leader *l)
+{
+	cn_span_end(); /* a meeting an action before left open */
+	cn_lead_begin(&l->here, c->status_dir);
+	l->span = !l->here.by_cli && cn_span_wanted(c->nccl_cut_port);
+}
+
+/* Over TCP: this rank's note said sent to the job's leader (span.c), its answer what heard; the
+ * go after the ranks said they are there waited for three bounds, as from a rank that leads. */
+static int across(const struct cn_config *c, const char *said, const char *what, char *buf,
+		  size_t len, unsigned timeout_ms, char *why, size_t wlen)
+{
+	static char text[8192];
+	bool last = strcmp(what, CN_NOTE_NCCL_COMMIT) == 0;
+
+	if (cn_notes_read(c->status_dir, (int)getpid(), said, text, sizeof(text)) < 0)
+		text[0] = '\0';
+	return cn_span_answer(c->nccl_cut_port, said, text, timeout_ms,
+			      last ? 3 * timeout_ms : timeout_ms + 1000, last, buf, len, why, wlen);
+}
+
+/* After this rank said its lines in the note said: the answer what into buf (cn_lead_answer). */
+static int answer(const struct cn_config *c, struct leader *l, const char *said, const char *what,
+		  char *buf, size_t len, unsigned timeout_ms, char *why, size_t wlen)
+{
+	if (l->span)
+		return across(c, said, what, buf, len, timeout_ms, why, wlen);
+	return cn_lead_answer(&l->here, said, what, buf, len, timeout_ms, why, wlen);
+}
+
+static void give_up(struct leader *l, const char *why)
+{
+	if (l->span)
+		cn_span_give_up(why);
+	else
+		cn_lead_give_up(&l->here, why);
+}
 
 static const char *const notes[] = { CN_NOTE_NCCL_CUT, CN_NOTE_NCCL_GO, CN_NOTE_NCCL_READY,
 				     CN_NOTE_NCCL_COMMIT, CN_NOTE_NCCL_ABORT };
 
 /* Write <status dir>/<pid>.<what> (atomically: a reader sees all of it or nothing). */
-static int say(const char *what, const char *text)
+static int say(const struct cn_config *c, const char *what, const char *text)
 {
-	return cn_notes_put(cn_ag.cfg.status_dir, (int)getpid(), what, text) < 0 ? -EIO : 0;
+	return cn_notes_put(c->status_dir, (int)getpid(), what, text) < 0 ? -EIO : 0;
 }
 
 /* Remove what this process said and what was said to it. */
-static void clear(void)
+static void clear(const struct cn_config *c)
 {
 	char path[4300];
 
 	for (size_t i = 0; i < sizeof(notes) / sizeof(notes[0]); i++) {
-		cn_notes_path(cn_ag.cfg.status_dir, (int)getpid(), notes[i], path, sizeof(path));
+		cn_notes_path(c->status_dir, (int)getpid(), notes[i], path, sizeof(path));
 		unlink(path);
 	}
 }
@@ -84,18 +130,18 @@ static void clear(void)
 /* The work the app started has ended and the watchdog has dropped it. -1 with r and msg when it
  * did not within the bound: a collective waits for a rank that stopped before it (over sockets,
  * where the ranks stop each at its own point), to be tried again. */
-static int settle(struct cn_resp *r, char *msg, size_t len)
+static int settle(const struct cn_config *c, struct cn_resp *r, char *msg, size_t len)
 {
-	double ms = cn_hold_settle(QUIET_MS, wait_ms());
+	double ms = cn_hold_settle(QUIET_MS, wait_ms(c));
 
 	if (ms >= 0) {
-		cn_log(&cn_ag.cfg, CN_LOG_DEBUG, "nccl: the app's GPU work settled in %.0f ms", ms);
+		cn_log(c, CN_LOG_DEBUG, "nccl: the app's GPU work settled in %.0f ms", ms);
 		return 0;
 	}
 	snprintf(msg, len,
 		 "NCCL: the app's GPU work was still running after %u ms (a collective waiting for "
 		 "a rank that stopped before it)",
-		 wait_ms());
+		 wait_ms(c));
 	failed(r, CUDA_ERROR_NOT_READY);
 	return -1;
 }
@@ -120,7 +166,8 @@ static int none_waiting(struct cn_resp *r, char *msg, size_t len)
 /* The job's cut, the gate closed: this rank's counts said, the leader's answer reached, and its
  * word had that every rank is there. 0; -1 with r and msg when the cut was given up (the gate
  * open again: the process runs on). */
-static int reach_cut(struct cn_lead *lead, struct cn_resp *r, char *msg, size_t len)
+static int reach_cut(const struct cn_config *c, struct leader *lead, struct cn_resp *r, char *msg,
+		     size_t len)
 {
 	static char cut[8192], go[8192];
 	struct timespec pause = { 0, SETTLE_MS * 1000 * 1000 };
@@ -128,34 +175,34 @@ static int reach_cut(struct cn_lead *lead, struct cn_resp *r, char *msg, size_t 
 
 	/* A thread that began a collective just before the hold issues it now, the gate open. */
 	nanosleep(&pause, NULL);
-	clear();
-	if (cn_comms_quiesce(wait_ms(), cut, sizeof(cut), why, sizeof(why)) < 0)
+	clear(c);
+	if (cn_comms_quiesce(wait_ms(c), cut, sizeof(cut), why, sizeof(why)) < 0)
 		goto refused;
-	if (say(CN_NOTE_NCCL_CUT, cut) < 0 ||
-	    cn_lead_answer(lead, CN_NOTE_NCCL_CUT, CN_NOTE_NCCL_GO, go, sizeof(go), wait_ms(), why,
-			   sizeof(why)) < 0 ||
-	    cn_comms_drain(go, wait_ms(), why, sizeof(why)) < 0)
+	if (say(c, CN_NOTE_NCCL_CUT, cut) < 0 ||
+	    answer(c, lead, CN_NOTE_NCCL_CUT, CN_NOTE_NCCL_GO, go, sizeof(go), wait_ms(c), why,
+		   sizeof(why)) < 0 ||
+	    cn_comms_drain(go, wait_ms(c), why, sizeof(why)) < 0)
 		goto reopen;
 	nanosleep(&pause, NULL);
 	if (none_waiting(r, msg, len) < 0) {
-		cn_lead_give_up(lead, msg);
+		give_up(lead, msg);
 		cn_comms_open();
-		clear();
+		clear(c);
 		return -1;
 	}
-	if (say(CN_NOTE_NCCL_READY, cut) < 0 ||
-	    cn_lead_answer(lead, CN_NOTE_NCCL_READY, CN_NOTE_NCCL_COMMIT, go, sizeof(go), wait_ms(),
-			   why, sizeof(why)) < 0)
+	if (say(c, CN_NOTE_NCCL_READY, cut) < 0 ||
+	    answer(c, lead, CN_NOTE_NCCL_READY, CN_NOTE_NCCL_COMMIT, go, sizeof(go), wait_ms(c),
+		   why, sizeof(why)) < 0)
 		goto reopen;
 	/* What was said for this cut is spent either way: a note left would read, to the ranks
 	 * meeting at the resume, as this rank's word that it is restored. */
-	clear();
+	clear(c);
 	return 0;
 reopen:
-	cn_lead_give_up(lead, why);
+	give_up(lead, why);
 	cn_comms_open();
 refused:
-	clear();
+	clear(c);
 	snprintf(msg, len, "NCCL: %s; the process keeps running", why);
 	failed(r, CN_RES_NCCL_CUT);
 	return -1;
@@ -164,7 +211,7 @@ refused:
 /* At the cut, where every rank of every communicator makes these calls: the communicators
  * suspended and the app's GPU work settled. -1 with r and msg: the communicators stay suspended
  * until the job's resume. */
-static int suspend_comms(struct cn_resp *r, char *msg, size_t len)
+static int suspend_comms(const struct cn_config *c, struct cn_resp *r, char *msg, size_t len)
 {
 	char why[300];
 
@@ -172,9 +219,9 @@ static int suspend_comms(struct cn_resp *r, char *msg, size_t len)
 		snprintf(msg, len, "%s", why);
 		failed(r, CN_RES_NCCL_SUSPEND);
 	} else {
-		cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
-		       "nccl: %d communicators suspended at the job's cut", cn_comms_count());
-		if (settle(r, msg, len) == 0 && none_waiting(r, msg, len) == 0)
+		cn_log(c, CN_LOG_DEBUG, "nccl: %d communicators suspended at the job's cut",
+		       cn_comms_count());
+		if (settle(c, r, msg, len) == 0 && none_waiting(r, msg, len) == 0)
 			return 0;
 	}
 	snprintf(msg + strlen(msg), len - strlen(msg),
@@ -182,24 +229,24 @@ static int suspend_comms(struct cn_resp *r, char *msg, size_t len)
 	return -1;
 }
 
-int cn_nccl_suspend(struct cn_resp *r, char *msg, size_t len)
+int cn_nccl_suspend(const struct cn_config *c, struct cn_resp *r, char *msg, size_t len)
 {
-	struct cn_lead lead;
+	struct leader lead;
 
-	cn_lead_begin(&lead);
-	if (cn_ag.cfg.nccl_mode == CN_NCCL_API && cn_comms_count() && !cn_comms_have_api()) {
-		cn_route_hint(msg, len);
+	leader_begin(c, &lead);
+	if (c->nccl_mode == CN_NCCL_API && cn_comms_count() && !cn_comms_have_api()) {
+		cn_route_hint(c, msg, len);
 		failed(r, CN_RES_REFUSED);
 		return -1;
 	}
-	if (!cn_comms_count() || cn_ag.cfg.nccl_mode == CN_NCCL_OFF)
+	if (!cn_comms_count() || c->nccl_mode == CN_NCCL_OFF)
 		return 0;
 	cn_hold_begin();
-	if (!cn_route_uses_api())
-		return settle(r, msg, len);
-	if (reach_cut(&lead, r, msg, len) < 0)
+	if (!cn_route_uses_api(c))
+		return settle(c, r, msg, len);
+	if (reach_cut(c, &lead, r, msg, len) < 0)
 		return -1;
-	return suspend_comms(r, msg, len);
+	return suspend_comms(c, r, msg, len);
 }
 
 bool cn_nccl_hold_app(void)
@@ -211,22 +258,22 @@ bool cn_nccl_hold_app(void)
 	return true;
 }
 
-int cn_nccl_resume(struct cn_resp *r, char *msg, size_t len)
+int cn_nccl_resume(const struct cn_config *c, struct cn_resp *r, char *msg, size_t len)
 {
-	static char ready[8192], answer[64];
-	struct cn_lead lead;
+	static char ready[8192], go[64];
+	struct leader lead;
 	char why[300];
 
-	cn_lead_begin(&lead);
+	leader_begin(c, &lead);
 	if (!cn_comms_suspended())
 		return 0;
 	cn_comms_list(ready, sizeof(ready));
-	clear();
-	if (say(CN_NOTE_NCCL_READY, ready) < 0 ||
-	    cn_lead_answer(&lead, CN_NOTE_NCCL_READY, CN_NOTE_NCCL_COMMIT, answer, sizeof(answer),
-			   RESUME_WAIT_MS, why, sizeof(why)) < 0) {
-		cn_lead_give_up(&lead, why);
-		clear();
+	clear(c);
+	if (say(c, CN_NOTE_NCCL_READY, ready) < 0 ||
+	    answer(c, &lead, CN_NOTE_NCCL_READY, CN_NOTE_NCCL_COMMIT, go, sizeof(go),
+		   RESUME_WAIT_MS, why, sizeof(why)) < 0) {
+		give_up(&lead, why);
+		clear(c);
 		snprintf(msg, len,
 			 "resumed, but its NCCL communicators wait for the job's other ranks (%s): "
 			 "resume the whole job",
@@ -234,7 +281,7 @@ int cn_nccl_resume(struct cn_resp *r, char *msg, size_t len)
 		failed(r, CN_RES_NCCL_WAITING);
 		return -1;
 	}
-	clear();
+	clear(c);
 	if (cn_comms_resume(why, sizeof(why)) < 0) {
 		snprintf(msg, len, "resumed, but %s", why);
 		failed(r, CN_RES_NCCL_RESUME);

@@ -13,11 +13,10 @@
 
 #include "cn_proc.h"
 #include "cn_safe.h"
-#include "agent/state.h"
 
-void cn_others_each(bool (*fn)(const struct cn_status *s, void *arg), void *arg)
+void cn_others_each(const char *dir, bool (*fn)(const struct cn_status *s, void *arg), void *arg)
 {
-	DIR *d = opendir(cn_ag.cfg.status_dir);
+	DIR *d = opendir(dir);
 	struct dirent *e;
 
 	while (d && (e = readdir(d))) {
@@ -28,9 +27,8 @@ void cn_others_each(bool (*fn)(const struct cn_status *s, void *arg), void *arg)
 
 		snprintf(name, sizeof(name), "%d.json", pid);
 		if (pid <= 0 || pid == getpid() || strcmp(name, e->d_name) != 0 ||
-		    cn_status_read(cn_ag.cfg.status_dir, pid, &s) < 0 ||
-		    s.starttime != cn_proc_starttime(pid) || cn_safe_owner_of(pid, false, &o) < 0 ||
-		    o.uid != getuid())
+		    cn_status_read(dir, pid, &s) < 0 || s.starttime != cn_proc_starttime(pid) ||
+		    cn_safe_owner_of(pid, false, &o) < 0 || o.uid != getuid())
 			continue;
 		if (!fn(&s, arg))
 			break;
@@ -58,10 +56,10 @@ static bool add_kept(const struct cn_status *s, void *arg)
 	return k->n < MAX_KEPT;
 }
 
-unsigned long long cn_others_kept_bytes(void)
+unsigned long long cn_others_kept_bytes(const char *dir)
 {
 	struct kept k = { 0, 0 };
 
-	cn_others_each(add_kept, &k);
+	cn_others_each(dir, add_kept, &k);
 	return k.bytes;
 }

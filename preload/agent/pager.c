@@ -23,7 +23,8 @@
 #define ASK_MS	  120000	 /* an allocation waits this long at most for room */
 #define CTX_BYTES (512ull << 20) /* what a new context takes, about (H100: 500-520 MiB) */
 
-/* The app's request, one at a time (ask), and its answer, under mu. */
+/* The app's request, one at a time (ask), and its answer, under mu: file-scope, since the gate
+ * calls cn_pager_oom and cn_pager_done in the app's thread, with no context. */
 static pthread_mutex_t ask = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
@@ -34,18 +35,14 @@ static struct {
 	double until_ms;  /* when the agent stops trying */
 } req;
 
-static bool pending;	  /* agent thread: an app thread waits for an answer */
-static bool failure_said; /* agent thread: the last allocation's failure was logged */
-static bool wait_said;	  /* agent thread: this allocation's wait for the turn was logged */
-
-void cn_pager_reset(void)
+void cn_pager_reset(struct cn_pager *pg)
 {
 	cn_room_reset();
 	pthread_mutex_init(&ask, NULL);
 	pthread_mutex_init(&mu, NULL);
 	pthread_cond_init(&cv, NULL);
 	memset(&req, 0, sizeof(req));
-	pending = failure_said = wait_said = false;
+	pg->pending = pg->failure_said = pg->wait_said = false;
 }
 
 /* ---- an allocation refused: the app's side ---- */
@@ -116,7 +113,7 @@ void cn_pager_done(void)
 /* ---- an allocation refused: the agent's side ---- */
 
 /* The answer to the waiting thread; room made for a thread that stopped waiting is given back. */
-static void answer_app(bool made)
+static void answer_app(struct cn_pager *pg, bool made)
 {
 	bool gone;
 
@@ -128,12 +125,13 @@ static void answer_app(bool made)
 	pthread_mutex_unlock(&mu);
 	if (made && gone)
 		cn_room_release();
-	pending = false;
+	pg->pending = false;
 }
 
-static void serve_app(void)
+static void serve_app(struct cn_agent *ag, struct cn_pager *pg)
 {
 	struct cn_room_need need;
+	struct cn_room_soon soon;
 	const char *what;
 	char why[600];
 	double until;
@@ -142,49 +140,49 @@ static void serve_app(void)
 	pthread_mutex_lock(&mu);
 	if (!req.asked || req.answered) {
 		pthread_mutex_unlock(&mu);
-		pending = false;
+		pg->pending = false;
 		return;
 	}
 	need = req.need;
 	what = req.what;
 	until = req.until_ms;
 	pthread_mutex_unlock(&mu);
-	r = cn_room_make(&need, 1, what, false, why, sizeof(why));
+	r = cn_room_make(ag, &need, 1, what, false, &soon, why, sizeof(why));
 	if (r == -EAGAIN && cn_clock_ms() < until) {
-		pending = true; /* tried again at the next tick */
+		pg->pending = true; /* tried again at the next tick */
 		/* a wait that may be long is said once, a second in */
-		if (!wait_said && cn_clock_ms() > until - ASK_MS + 1000) {
-			cn_log(&cn_ag.cfg, CN_LOG_INFO,
+		if (!pg->wait_said && cn_clock_ms() > until - ASK_MS + 1000) {
+			cn_log(&ag->cfg, CN_LOG_INFO,
 			       "%s: out of memory; another process of this user is making room on "
 			       "that GPU: the call waits for its turn, %.0f s more at most",
 			       what, (until - cn_clock_ms()) / 1000);
-			wait_said = true;
+			pg->wait_said = true;
 		}
 		return;
 	}
-	wait_said = false;
-	if (r < 0 && !failure_said)
-		cn_log(&cn_ag.cfg, CN_LOG_INFO,
+	pg->wait_said = false;
+	if (r < 0 && !pg->failure_said)
+		cn_log(&ag->cfg, CN_LOG_INFO,
 		       "%s: out of memory, and no room could be made (%s): the call fails as it "
 		       "would have",
 		       what, why);
-	failure_said = r < 0;
-	answer_app(r == 0);
+	pg->failure_said = r < 0;
+	answer_app(pg, r == 0);
 }
 
-void cn_pager_asked(void)
+void cn_pager_asked(struct cn_agent *ag, struct cn_pager *pg)
 {
-	pending = true;
-	serve_app();
+	pg->pending = true;
+	serve_app(ag, pg);
 }
 
-int cn_pager_timeout_ms(void)
+int cn_pager_timeout_ms(const struct cn_pager *pg)
 {
-	return pending ? 100 : -1;
+	return pg->pending ? 100 : -1;
 }
 
-void cn_pager_tick(void)
+void cn_pager_tick(struct cn_agent *ag, struct cn_pager *pg)
 {
-	if (pending)
-		serve_app();
+	if (pg->pending)
+		serve_app(ag, pg);
 }

@@ -104,8 +104,8 @@ static bool nccl_socket(void)
 	return hit;
 }
 
-int cn_preflight_suspend(const struct cn_config *c, const struct cn_route *nccl, char *why,
-			 size_t len)
+int cn_preflight_suspend(const struct cn_config *c, const struct cn_where *w,
+			 const struct cn_route *nccl, char *why, size_t len)
 {
 	char env[200], who[160];
 	int n;
@@ -121,7 +121,7 @@ int cn_preflight_suspend(const struct cn_config *c, const struct cn_route *nccl,
 			n, n == 1 ? "" : "s", who);
 		return -1;
 	}
-	if (cn_preflight_peers(c, why, len) < 0)
+	if (cn_preflight_peers(c, w, why, len) < 0)
 		return -1;
 	n = cn_managed_held(who, sizeof(who));
 	if (n > 0) {
@@ -153,13 +153,12 @@ int cn_preflight_suspend(const struct cn_config *c, const struct cn_route *nccl,
 	return 0;
 }
 
-int cn_preflight_peers(const struct cn_config *c, char *why, size_t len)
+int cn_preflight_peers(const struct cn_config *c, const struct cn_where *w, char *why, size_t len)
 {
 	char what[600];
 	int kind;
 
-	kind = cn_peers_unrestorable(cn_ag.gpus, (int)cn_ag.n_gpus, c->peer_off, what,
-				     sizeof(what));
+	kind = cn_peers_unrestorable(w->gpus, (int)w->n_gpus, c->peer_off, what, sizeof(what));
 	if (!kind)
 		return 0;
 	snprintf(why, len, "refusing to suspend a process with %s; %s", what,

@@ -3,10 +3,11 @@
 #define CN_PREPARE_H
 
 #include "cn_outcome.h"
+#include "agent/state.h"
 
 /* cudanap prepare: fault the next checkpoint's host copy in, and hold it a while. */
-struct cn_outcome cn_prepare(void);
+struct cn_outcome cn_prepare(struct cn_agent *ag);
 /* The prepared copy was not used in time: give it back, and say so. */
-void cn_prepare_expired(void);
+void cn_prepare_expired(struct cn_agent *ag);
 
 #endif

@@ -14,18 +14,18 @@
  * hibernate directory and the timeouts before a suspend. The signals and the status dir stay as
  * they were at start. A file broken since ends the action with its error: a suspend leaves the
  * job running, a resume leaves it suspended. */
-bool cn_reload_quietly(char *err, size_t len)
+bool cn_reload_quietly(struct cn_agent *ag, char *err, size_t len)
 {
 	static struct cn_config fresh; /* only the agent thread reloads */
 
-	if (!cn_ag.cfg.path[0])
+	if (!ag->cfg.path[0])
 		return true;
-	if (cn_config_load(&fresh, cn_ag.cfg.path, err, len) < 0)
+	if (cn_config_load(&fresh, ag->cfg.path, err, len) < 0)
 		return false;
-	fresh.suspend_signal = cn_ag.cfg.suspend_signal;
-	fresh.resume_signal = cn_ag.cfg.resume_signal;
-	memcpy(fresh.status_dir, cn_ag.cfg.status_dir, sizeof(fresh.status_dir));
-	cn_ag.cfg = fresh;
+	fresh.suspend_signal = ag->cfg.suspend_signal;
+	fresh.resume_signal = ag->cfg.resume_signal;
+	memcpy(fresh.status_dir, ag->cfg.status_dir, sizeof(fresh.status_dir));
+	ag->cfg = fresh;
 	cn_wrap_oom_on(fresh.nap_make_room);
 	cn_owned_config(fresh.own, cn_config_light_naps(&fresh));
 	return true;
@@ -40,14 +40,13 @@ static const char *left(int action)
 					  : "the process keeps running";
 }
 
-bool cn_reload(void)
+bool cn_reload(struct cn_agent *ag)
 {
 	char err[CN_ERR_LEN];
 
-	if (cn_reload_quietly(err, sizeof(err)))
+	if (cn_reload_quietly(ag, err, sizeof(err)))
 		return true;
-	snprintf(err + strlen(err), sizeof(err) - strlen(err), "; %s",
-		 left(cn_report_status()->action));
-	cn_report_fail(CN_RES_CONFIG, err);
+	snprintf(err + strlen(err), sizeof(err) - strlen(err), "; %s", left(ag->status.action));
+	cn_report_fail(ag, CN_RES_CONFIG, err);
 	return false;
 }

@@ -4,11 +4,12 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include "agent/state.h"
 
 /* Re-read the INI at the start of the action begun (report.c). False when it is broken: the action
  * is over, and reported with where it leaves the process. */
-bool cn_reload(void);
+bool cn_reload(struct cn_agent *ag);
 /* The same, reporting nothing: false with err when it is broken. */
-bool cn_reload_quietly(char *err, size_t len);
+bool cn_reload_quietly(struct cn_agent *ag, char *err, size_t len);
 
 #endif

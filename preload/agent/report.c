@@ -33,44 +33,44 @@
 #include "agent/state.h"
 
 /* The status's nccl and nccl_keys: route.c says them. */
-static void describe_nccl(struct cn_status *st)
+static void describe_nccl(struct cn_agent *ag, struct cn_status *st)
 {
-	cn_route_describe(st->nccl, sizeof(st->nccl), st->nccl_keys, sizeof(st->nccl_keys));
+	cn_route_describe(&ag->cfg, st->nccl, sizeof(st->nccl), st->nccl_keys,
+			  sizeof(st->nccl_keys));
 }
 
-/* What the status file says: written here only; the other rooms read it (cn_report_status) and
- * tell it through the calls of report.h. */
-static struct cn_status status;
-
 /* What a light nap would give back now; -1 when it would nap fully. */
-static void light_able(void)
+static void light_able(struct cn_agent *ag)
 {
 	enum cn_depth_why why;
 
-	status.light_able_mib =
-		cn_depth_light(&why, NULL, 0) ? (double)cn_owned_bytes() / (1 << 20) : -1;
-	status.host_kept_mib = (double)cn_hostbuf_bytes() / (1 << 20);
+	ag->status.light_able_mib =
+		cn_depth_light(&ag->cfg, &why, NULL, 0) ? (double)cn_owned_bytes() / (1 << 20) : -1;
+	ag->status.host_kept_mib = (double)cn_hostbuf_bytes() / (1 << 20);
 }
 
-void cn_report_shared(void)
+void cn_report_shared(struct cn_agent *ag)
 {
-	struct cn_status *st = &status;
+	struct cn_status *st = &ag->status;
 	size_t o;
 
-	light_able();
+	light_able(ag);
 
-	cn_peers_describe(cn_ag.gpus, (int)cn_ag.n_gpus, st->peer, sizeof(st->peer));
+	cn_peers_describe(ag->where.gpus, (int)ag->where.n_gpus, st->peer, sizeof(st->peer));
 	o = strlen(st->peer);
 	if (o + 3 < sizeof(st->peer) &&
 	    cn_owned_describe(st->peer + o + (o ? 2 : 0), sizeof(st->peer) - o - 2) && o)
 		memcpy(st->peer + o, "; ", 2);
 }
 
-static pthread_mutex_t publishing; /* a status write and the removal at exit exclude each other */
-static double t_begin;		   /* CLOCK_MONOTONIC ms when the action began */
-static bool exiting;
-static char status_path[4200]; /* for the removal at _exit, which must be async-signal-safe */
-static char calls_path[4200];  /* CUDANAP_DEBUG=calls: the counts beside it */
+/* What the process's exit needs: file-scope, since exit() and _exit() come in an app thread, or
+ * anywhere (_exit is async-signal-safe), with no context to hand them. */
+static struct {
+	pthread_mutex_t publishing; /* a status write and the removal at exit exclude each other */
+	bool exiting;		    /* the status file is gone: never written again */
+	char status_path[4200];	    /* for the removal at _exit: unlink only */
+	char calls_path[4200];	    /* CUDANAP_DEBUG=calls: the counts beside it */
+} at_exit;
 
 void cn_report_time(char *out, size_t len, double ago_ms)
 {
@@ -88,34 +88,33 @@ void cn_report_time(char *out, size_t len, double ago_ms)
 	snprintf(out, len, "%s.%03dZ", when, (int)(ns % 1000000000LL / 1000000));
 }
 
-void cn_report_publish(void)
+void cn_report_publish(struct cn_agent *ag)
 {
-	cn_report_time(status.timestamp, sizeof(status.timestamp), 0);
-	cn_report_write();
+	cn_report_time(ag->status.timestamp, sizeof(ag->status.timestamp), 0);
+	cn_report_write(ag);
 }
 
-void cn_report_write(void)
+void cn_report_write(struct cn_agent *ag)
 {
-	static bool said; /* the failure was logged; said again after a success */
-	struct cn_status *st = &status;
+	struct cn_status *st = &ag->status;
 	char why[300];
 	int r;
 
-	pthread_mutex_lock(&publishing);
-	r = exiting ? 0 : cn_status_write(cn_ag.cfg.status_dir, st);
+	pthread_mutex_lock(&at_exit.publishing);
+	r = at_exit.exiting ? 0 : cn_status_write(ag->cfg.status_dir, st);
 	/* A dir removed since the start (a tmp cleaner) and made again by another user is not ours:
 	 * nothing is written there, said once. */
-	if (r < 0 && !said) {
-		if (cn_dirs_status_check(cn_ag.cfg.status_dir, why, sizeof(why)) == 0)
-			snprintf(why, sizeof(why), "status dir %s: %s", cn_ag.cfg.status_dir,
+	if (r < 0 && !ag->unwritten_said) {
+		if (cn_dirs_status_check(ag->cfg.status_dir, why, sizeof(why)) == 0)
+			snprintf(why, sizeof(why), "status dir %s: %s", ag->cfg.status_dir,
 				 strerror(-r));
-		cn_log(&cn_ag.cfg, CN_LOG_ERROR,
+		cn_log(&ag->cfg, CN_LOG_ERROR,
 		       "%s; status not written: the command line cannot see this process until it "
 		       "is",
 		       why);
 	}
-	said = r < 0;
-	pthread_mutex_unlock(&publishing);
+	ag->unwritten_said = r < 0;
+	pthread_mutex_unlock(&at_exit.publishing);
 }
 
 /* The command line, its NULs made spaces. */
@@ -133,88 +132,86 @@ static void read_command(char *out, size_t len)
 	snprintf(out, len, "%s", buf);
 }
 
-void cn_report_start(void)
+void cn_report_start(struct cn_agent *ag)
 {
-	struct cn_status *st = &status;
+	struct cn_status *st = &ag->status;
 
-	pthread_mutex_init(&publishing, NULL); /* in a child: the parent's agent may have held it */
-	exiting = false;
+	pthread_mutex_init(&at_exit.publishing,
+			   NULL); /* in a child: the parent's agent may have held it */
+	at_exit.exiting = false;
 	cn_status_init(st, (int)getpid());
-	cn_status_path(cn_ag.cfg.status_dir, st->pid, status_path, sizeof(status_path));
-	cn_notes_path(cn_ag.cfg.status_dir, st->pid, CN_NOTE_CALLS, calls_path, sizeof(calls_path));
+	cn_status_path(ag->cfg.status_dir, st->pid, at_exit.status_path,
+		       sizeof(at_exit.status_path));
+	cn_notes_path(ag->cfg.status_dir, st->pid, CN_NOTE_CALLS, at_exit.calls_path,
+		      sizeof(at_exit.calls_path));
 	st->starttime = cn_proc_starttime(st->pid);
-	st->suspend_signal = cn_ag.cfg.suspend_signal;
-	st->resume_signal = cn_ag.cfg.resume_signal;
+	st->suspend_signal = ag->cfg.suspend_signal;
+	st->resume_signal = ag->cfg.resume_signal;
 	read_command(st->command, sizeof(st->command));
 	st->state = CN_STATE_RUNNING;
 	st->action = CN_ACTION_START;
 	st->result = CN_RES_OK;
-	st->nap = cn_ag.cfg.nap_idle_s ? CN_NAP_AWAKE : CN_NAP_OFF;
-	cn_report_publish();
+	st->nap = ag->cfg.nap_idle_s ? CN_NAP_AWAKE : CN_NAP_OFF;
+	cn_report_publish(ag);
 }
 
-void cn_report_gpus(bool asleep)
+void cn_report_gpus(struct cn_agent *ag, bool asleep)
 {
-	const struct cn_uuid *all = cn_ag.gpus;
+	const struct cn_uuid *all = ag->where.gpus;
 	struct cn_uuid now[CN_MAX_GPUS], home[CN_MAX_GPUS], to[CN_MAX_GPUS];
-	struct cn_status *st = &status;
-	int k = (int)cn_ag.n_use, n = (int)cn_ag.n_gpus;
+	struct cn_status *st = &ag->status;
+	int k = (int)ag->where.n_use, n = (int)ag->where.n_gpus;
 
 	for (int u = 0; u < k; u++) {
-		now[u] = cn_ag.use[u].uuid;
-		cn_gpumap_home_of(cn_ag.moves, cn_ag.n_moves, &now[u], &home[u]);
+		now[u] = ag->where.use[u].uuid;
+		cn_gpumap_home_of(ag->where.moves, ag->where.n_moves, &now[u], &home[u]);
 	}
 	cn_gpumap_list(now, k, all, n, st->gpus, sizeof(st->gpus));
 	cn_gpumap_list(home, k, all, n, st->home_gpus, sizeof(st->home_gpus));
 	st->restore_gpus[0] = '\0';
-	if (!asleep || cn_state_targets(&cn_ag.cfg.gpu_map, to) < 0)
+	if (!asleep || cn_state_targets(&ag->where, &ag->cfg.gpu_map, to) < 0)
 		return;
 	cn_gpumap_list(to, k, all, n, st->restore_gpus, sizeof(st->restore_gpus));
 }
 
-void cn_report_begin(int action)
+void cn_report_begin(struct cn_agent *ag, int action)
 {
-	struct cn_status *st = &status;
+	struct cn_status *st = &ag->status;
 
-	t_begin = cn_clock_ms();
+	ag->began_ms = cn_clock_ms();
 	cn_status_new_action(st, action);
-	describe_nccl(st);
-	st->footprint_mib = cn_state_footprint_mib();
-	st->prepared = cn_ag.prepared_bytes > 0;
+	describe_nccl(ag, st);
+	st->footprint_mib = cn_state_footprint_mib(&ag->where);
+	st->prepared = ag->held.prepared_bytes > 0;
 	if (st->prepared)
-		st->host_mib = (double)cn_ag.prepared_bytes / (1 << 20);
+		st->host_mib = (double)ag->held.prepared_bytes / (1 << 20);
 }
 
-void cn_report_step(enum cn_step s, const struct cn_resp *r)
+void cn_report_step(struct cn_agent *ag, enum cn_step s, const struct cn_resp *r)
 {
-	status.step_ms[s] = r->elapsed_ms;
+	ag->status.step_ms[s] = r->elapsed_ms;
 }
 
-const struct cn_status *cn_report_status(void)
-{
-	return &status;
-}
-
-void cn_report_message(const char *fmt, ...)
+void cn_report_message(struct cn_agent *ag, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(status.message, sizeof(status.message), fmt, ap);
+	vsnprintf(ag->status.message, sizeof(ag->status.message), fmt, ap);
 	va_end(ap);
 }
 
-void cn_report_step_ms(enum cn_step s, double ms)
+void cn_report_step_ms(struct cn_agent *ag, enum cn_step s, double ms)
 {
-	status.step_ms[s] = ms;
+	ag->status.step_ms[s] = ms;
 }
 
-void cn_report_call_ns(unsigned long long ns)
+void cn_report_call_ns(struct cn_agent *ag, unsigned long long ns)
 {
-	status.call_ns = ns;
+	ag->status.call_ns = ns;
 }
 
-/* Where each figure and counter is in the status. */
+/* Where each figure and counter is in the ag->status. */
 static const size_t field_at[] = {
 	[CN_REPORT_STAGED_MIB] = offsetof(struct cn_status, staged_mib),
 	[CN_REPORT_PREFAULT_MS] = offsetof(struct cn_status, prefault_ms),
@@ -238,133 +235,133 @@ static const size_t field_at[] = {
 	[CN_REPORT_ROOMS_MADE] = offsetof(struct cn_status, rooms_made),
 };
 
-static void *field(unsigned f)
+static void *field(struct cn_agent *ag, unsigned f)
 {
-	return (char *)&status + field_at[f];
+	return (char *)&ag->status + field_at[f];
 }
 
-void cn_report_figure(enum cn_report_figure f, double v)
+void cn_report_figure(struct cn_agent *ag, enum cn_report_figure f, double v)
 {
-	*(double *)field(f) = v;
+	*(double *)field(ag, f) = v;
 }
 
-void cn_report_count(enum cn_report_counter c)
+void cn_report_count(struct cn_agent *ag, enum cn_report_counter c)
 {
-	(*(unsigned long *)field(c))++;
+	(*(unsigned long *)field(ag, c))++;
 }
 
-void cn_report_prepared(bool prepared, double host_mib)
+void cn_report_prepared(struct cn_agent *ag, bool prepared, double host_mib)
 {
-	status.prepared = prepared;
-	status.host_mib = host_mib;
+	ag->status.prepared = prepared;
+	ag->status.host_mib = host_mib;
 }
 
-void cn_report_nap(enum cn_nap state, const char *why)
+void cn_report_nap(struct cn_agent *ag, enum cn_nap state, const char *why)
 {
-	status.nap = state;
-	snprintf(status.nap_why, sizeof(status.nap_why), "%s", why);
+	ag->status.nap = state;
+	snprintf(ag->status.nap_why, sizeof(ag->status.nap_why), "%s", why);
 }
 
-void cn_report_nap_for(int pid, double mib)
+void cn_report_nap_for(struct cn_agent *ag, int pid, double mib)
 {
-	status.nap_for_pid = pid;
-	status.nap_for_mib = mib;
+	ag->status.nap_for_pid = pid;
+	ag->status.nap_for_mib = mib;
 }
 
-void cn_report_depth_why(enum cn_depth_why why)
+void cn_report_depth_why(struct cn_agent *ag, enum cn_depth_why why)
 {
-	status.depth_why = why;
+	ag->status.depth_why = why;
 }
 
-void cn_report_nap_depth(enum cn_depth depth)
+void cn_report_nap_depth(struct cn_agent *ag, enum cn_depth depth)
 {
-	status.nap_depth = depth;
+	ag->status.nap_depth = depth;
 }
 
-void cn_report_idle_since(double ago_ms)
+void cn_report_idle_since(struct cn_agent *ag, double ago_ms)
 {
-	cn_report_time(status.idle_since, sizeof(status.idle_since), ago_ms);
-	light_able(); /* what making room would take from it, as of the idleness it says */
+	cn_report_time(ag->status.idle_since, sizeof(ag->status.idle_since), ago_ms);
+	light_able(ag); /* what making room would take from it, as of the idleness it says */
 }
 
-void cn_report_active(void)
+void cn_report_active(struct cn_agent *ag)
 {
-	status.idle_since[0] = '\0';
+	ag->status.idle_since[0] = '\0';
 }
 
-void cn_report_wake_ms(double ms)
+void cn_report_wake_ms(struct cn_agent *ag, double ms)
 {
-	status.last_wake_ms = ms;
-	cn_counts_observe(&status.counts.wake, ms / 1000);
+	ag->status.last_wake_ms = ms;
+	cn_counts_observe(&ag->status.counts.wake, ms / 1000);
 }
 
-void cn_report_beside(const char *beside)
+void cn_report_beside(struct cn_agent *ag, const char *beside)
 {
-	snprintf(status.beside, sizeof(status.beside), "%s", beside);
+	snprintf(ag->status.beside, sizeof(ag->status.beside), "%s", beside);
 }
 
-void cn_report_peer_more(const char *more)
+void cn_report_peer_more(struct cn_agent *ag, const char *more)
 {
-	struct cn_status *st = &status;
+	struct cn_status *st = &ag->status;
 
 	snprintf(st->peer + strlen(st->peer), sizeof(st->peer) - strlen(st->peer), "%s", more);
 }
 
-void cn_report_ask(enum cn_ask ask, const char *why_not)
+void cn_report_ask(struct cn_agent *ag, enum cn_ask ask, const char *why_not)
 {
-	status.suspendable = ask;
-	snprintf(status.why_not, sizeof(status.why_not), "%s", why_not);
+	ag->status.suspendable = ask;
+	snprintf(ag->status.why_not, sizeof(ag->status.why_not), "%s", why_not);
 }
 
-void cn_report_inside(const char *inside)
+void cn_report_inside(struct cn_agent *ag, const char *inside)
 {
-	snprintf(status.inside, sizeof(status.inside), "%s", inside);
+	snprintf(ag->status.inside, sizeof(ag->status.inside), "%s", inside);
 }
 
-void cn_report_gpu_now(const char *gpu_now, double mib, const char *model)
+void cn_report_gpu_now(struct cn_agent *ag, const char *gpu_now, double mib, const char *model)
 {
-	struct cn_status *st = &status;
+	struct cn_status *st = &ag->status;
 
 	snprintf(st->gpu_now, sizeof(st->gpu_now), "%s", gpu_now);
 	st->gpu_now_mib = mib;
 	snprintf(st->gpu_model, sizeof(st->gpu_model), "%s", model);
 }
 
-void cn_report_host_room(double need_mib, double room_mib, const char *bound)
+void cn_report_host_room(struct cn_agent *ag, double need_mib, double room_mib, const char *bound)
 {
-	struct cn_status *st = &status;
+	struct cn_status *st = &ag->status;
 
 	st->host_need_mib = need_mib;
 	st->host_room_mib = room_mib;
 	snprintf(st->host_bound, sizeof(st->host_bound), "%s", bound);
 }
 
-void cn_report_estimate(double suspend_s, double resume_s, const char *source)
+void cn_report_estimate(struct cn_agent *ag, double suspend_s, double resume_s, const char *source)
 {
-	struct cn_status *st = &status;
+	struct cn_status *st = &ag->status;
 
 	st->est_suspend_s = suspend_s;
 	st->est_resume_s = resume_s;
 	snprintf(st->est_source, sizeof(st->est_source), "%s", source);
 }
 
-void cn_report_queried(void)
+void cn_report_queried(struct cn_agent *ag)
 {
-	struct cn_status *st = &status;
+	struct cn_status *st = &ag->status;
 
 	cn_report_time(st->query_time, sizeof(st->query_time), 0);
 	st->query_seq++;
-	describe_nccl(st); /* communicators made since the last action */
-	cn_report_write(); /* its timestamp stays the last action's */
+	describe_nccl(ag, st); /* communicators made since the last action */
+	cn_report_write(ag);   /* its timestamp stays the last action's */
 }
 
-void cn_report_waiting(const char *op, unsigned s)
+void cn_report_waiting(struct cn_agent *ag, const char *op, unsigned s)
 {
-	cn_log(&cn_ag.cfg, CN_LOG_ERROR,
-	       "the driver's %s has not answered after %u s; still waiting", op, s);
-	snprintf(status.message, sizeof(status.message), "waiting for the driver's %s since %u s",
-		 op, s);
-	cn_report_publish();
+	cn_log(&ag->cfg, CN_LOG_ERROR, "the driver's %s has not answered after %u s; still waiting",
+	       op, s);
+	snprintf(ag->status.message, sizeof(ag->status.message),
+		 "waiting for the driver's %s since %u s", op, s);
+	cn_report_publish(ag);
 }
 
 static void fmt_secs(double ms, char *buf, size_t len)
@@ -399,10 +396,10 @@ static bool napping(int action)
 	return action == CN_ACTION_NAP || action == CN_ACTION_WAKE;
 }
 
-static void run_hook(const struct cn_outcome *o)
+static void run_hook(struct cn_agent *ag, const struct cn_outcome *o)
 {
-	const struct cn_config *cfg = &cn_ag.cfg;
-	int action = status.action;
+	const struct cn_config *cfg = &ag->cfg;
+	int action = ag->status.action;
 	const char *hook = NULL, *event = NULL;
 	int rc;
 
@@ -414,7 +411,8 @@ static void run_hook(const struct cn_outcome *o)
 		hook = cfg->on_resumed, event = done_word(action);
 	if (!hook || !hook[0])
 		return;
-	rc = cn_launch_hook(cfg, hook, event, cn_status_state(&status), cn_status_result(&status));
+	rc = cn_launch_hook(cfg, hook, event, cn_status_state(&ag->status),
+			    cn_status_result(&ag->status));
 	if (rc == -ETIMEDOUT)
 		cn_log(cfg, CN_LOG_ERROR, "%s hook killed after %u ms", event,
 		       cfg->hook_timeout_ms);
@@ -424,21 +422,21 @@ static void run_hook(const struct cn_outcome *o)
 
 /* The outcome of r: its result, and the state it leaves (no CUDA for a process without it or a
  * machine without a driver; the state recorded when the driver's is not known). */
-static struct cn_outcome outcome_of(const struct cn_resp *r)
+static struct cn_outcome outcome_of(struct cn_agent *ag, const struct cn_resp *r)
 {
 	struct cn_outcome o = { r->state, r->result };
 
 	if (r->result == CUDA_ERROR_NOT_INITIALIZED || r->result == CN_RES_NO_DRIVER)
 		o.state = CN_STATE_NO_CUDA;
 	else if (o.state < CN_STATE_RUNNING || o.state > CN_STATE_FAILED)
-		o.state = status.state;
+		o.state = ag->status.state;
 	return o;
 }
 
 /* GPU memory given back, and for how long (cudanap metrics): a release begins when an action
  * leaves the process checkpointed and ends when one leaves it otherwise; what it gave back is
  * what it held on each GPU at the checkpoint (the controller's count). */
-static void count_release(struct cn_status *st)
+static void count_release(struct cn_agent *ag, struct cn_status *st)
 {
 	struct timespec ts;
 	double now, bytes = 0;
@@ -446,17 +444,17 @@ static void count_release(struct cn_status *st)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-	for (uint32_t u = 0; u < cn_ag.n_use; u++)
-		bytes += (double)cn_ag.use[u].bytes;
+	for (uint32_t u = 0; u < ag->where.n_use; u++)
+		bytes += (double)ag->where.use[u].bytes;
 	if (st->state == CN_STATE_CHECKPOINTED && st->released_since < 0) {
 		st->released_since = now;
 		st->released_gpus[0] = '\0';
-		for (uint32_t u = 0; u < cn_ag.n_use && o < sizeof(st->released_gpus); u++)
-			o += (size_t)snprintf(
-				st->released_gpus + o, sizeof(st->released_gpus) - o, "%s%d:%.0f",
-				o ? "," : "",
-				cn_uuid_index(cn_ag.gpus, (int)cn_ag.n_gpus, &cn_ag.use[u].uuid),
-				(double)cn_ag.use[u].bytes / (1 << 20));
+		for (uint32_t u = 0; u < ag->where.n_use && o < sizeof(st->released_gpus); u++)
+			o += (size_t)snprintf(st->released_gpus + o, sizeof(st->released_gpus) - o,
+					      "%s%d:%.0f", o ? "," : "",
+					      cn_uuid_index(ag->where.gpus, (int)ag->where.n_gpus,
+							    &ag->where.use[u].uuid),
+					      (double)ag->where.use[u].bytes / (1 << 20));
 	} else if (st->state != CN_STATE_CHECKPOINTED && st->released_since >= 0) {
 		st->released_byte_s =
 			(st->released_byte_s < 0 ? 0 : st->released_byte_s) +
@@ -487,10 +485,11 @@ static void count_action(struct cn_status *st, const struct cn_outcome *o, bool 
 }
 
 /* The status file, then the log line; the hook when asked. */
-static struct cn_outcome finish(const struct cn_resp *r, const char *message, bool already)
+static struct cn_outcome finish(struct cn_agent *ag, const struct cn_resp *r, const char *message,
+				bool already)
 {
-	struct cn_status *st = &status;
-	struct cn_outcome o = outcome_of(r);
+	struct cn_status *st = &ag->status;
+	struct cn_outcome o = outcome_of(ag, r);
 	bool ok = o.result == CN_RES_OK;
 	char total[32], steps[200];
 	size_t n;
@@ -498,89 +497,91 @@ static struct cn_outcome finish(const struct cn_resp *r, const char *message, bo
 	st->state = o.state;
 	st->busy = false;
 	st->seq++;
-	count_release(st);
-	describe_nccl(st);
-	cn_report_shared();
+	count_release(ag, st);
+	describe_nccl(ag, st);
+	cn_report_shared(ag);
 	st->result = o.result;
 	snprintf(st->result_name, sizeof(st->result_name), "%s", o.result > 0 ? r->name : "");
 	snprintf(st->message, sizeof(st->message), "%s", message);
 	/* From the agent's wake to now: what the user waited for, the steps and the rest. */
-	st->total_ms = cn_clock_ms() - t_begin;
+	st->total_ms = cn_clock_ms() - ag->began_ms;
 	n = cn_status_steps(st, steps, sizeof(steps));
 	count_action(st, &o, already);
-	cn_report_publish();
+	cn_report_publish(ag);
 
 	fmt_secs(st->total_ms, total, sizeof(total));
 	if (napping(st->action))
 		; /* nap.c says it, with the nap's own figures, and a failure once */
 	else if (ok && n && !already)
-		cn_log(&cn_ag.cfg, CN_LOG_INFO, "%s in %s (%s)", done_word(st->action), total,
-		       steps);
+		cn_log(&ag->cfg, CN_LOG_INFO, "%s in %s (%s)", done_word(st->action), total, steps);
 	else if (ok || o.state == CN_STATE_NO_CUDA)
-		cn_log(&cn_ag.cfg, CN_LOG_INFO, "%s", message);
+		cn_log(&ag->cfg, CN_LOG_INFO, "%s", message);
 	else
-		cn_log(&cn_ag.cfg, CN_LOG_ERROR, "%s failed: %s: %s; state %s",
+		cn_log(&ag->cfg, CN_LOG_ERROR, "%s failed: %s: %s; state %s",
 		       cn_outcome_action_to_string(st->action), cn_status_result(st), message,
 		       cn_status_state(st));
 	/* The host copy a restore gave back is unmapped now that the outcome is out. */
 	cn_staging_free_retired_soon();
 	if (!already)
-		run_hook(&o);
+		run_hook(ag, &o);
 	return o;
 }
 
-struct cn_outcome cn_report_finish(const struct cn_resp *r, const char *message)
+struct cn_outcome cn_report_finish(struct cn_agent *ag, const struct cn_resp *r,
+				   const char *message)
 {
-	return finish(r, message, false);
+	return finish(ag, r, message, false);
 }
 
-struct cn_outcome cn_report_already(const struct cn_resp *r, const char *message)
+struct cn_outcome cn_report_already(struct cn_agent *ag, const struct cn_resp *r,
+				    const char *message)
 {
-	return finish(r, message, true);
+	return finish(ag, r, message, true);
 }
 
-struct cn_outcome cn_report_fail(int result, const char *message)
+struct cn_outcome cn_report_fail(struct cn_agent *ag, int result, const char *message)
 {
 	struct cn_resp r;
 
 	memset(&r, 0, sizeof(r));
 	r.result = result;
 	r.state = CN_STATE_UNKNOWN;
-	return finish(&r, message, false);
+	return finish(ag, &r, message, false);
 }
 
-struct cn_outcome cn_report_outcome(void)
+struct cn_outcome cn_report_outcome(struct cn_agent *ag)
 {
-	return (struct cn_outcome){ status.state, status.result };
+	return (struct cn_outcome){ ag->status.state, ag->status.result };
 }
 
 /* An app's handler that re-raises our signal (faulthandler.register(..., chain=True) does) makes
  * one right after the real action. It is counted, so that a waiter sees it handled, but the last
  * real outcome stays in the status file for whoever reads it. A recorded state the driver
  * contradicts is news, and reported. */
-bool cn_report_redundant(const struct cn_status *before, const struct cn_resp *r, const char *msg)
+bool cn_report_redundant(struct cn_agent *ag, const struct cn_status *before,
+			 const struct cn_resp *r, const char *msg)
 {
 	if (r->state < CN_STATE_RUNNING || r->state != before->state || before->busy)
 		return false;
-	status = *before;
-	status.seq++;
-	describe_nccl(&status);
-	cn_report_publish();
-	cn_log(&cn_ag.cfg, CN_LOG_INFO, "%s", msg);
+	ag->status = *before;
+	ag->status.seq++;
+	describe_nccl(ag, &ag->status);
+	cn_report_publish(ag);
+	cn_log(&ag->cfg, CN_LOG_INFO, "%s", msg);
 	return true;
 }
 
-void cn_report_exit(void)
+void cn_report_exit(struct cn_agent *ag)
 {
-	pthread_mutex_lock(&publishing);
-	exiting = true;
-	cn_status_remove(cn_ag.cfg.status_dir, status.pid);
-	unlink(calls_path);
-	pthread_mutex_unlock(&publishing);
+	pthread_mutex_lock(&at_exit.publishing);
+	at_exit.exiting = true;
+	cn_status_remove(ag->cfg.status_dir, ag->status.pid);
+	unlink(at_exit.calls_path);
+	pthread_mutex_unlock(&at_exit.publishing);
 }
 
 void cn_report_exit_now(void)
 {
-	unlink(status_path);
-	unlink(calls_path);
+	unlink(at_exit.status_path);
+	unlink(at_exit.calls_path);
 }

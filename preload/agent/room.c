@@ -29,29 +29,22 @@
 
 #define NAP_WAIT_MS 60000 /* one candidate's nap, beyond [lock] timeout_ms */
 
-/* The turn: this process's fd on room.lock while it holds it; -1 when not. Agent thread, but
- * for the release after an app thread's call made room for (pager.c's cn_pager_done). */
+/* The turn: this process's fd on room.lock while it holds it; -1 when not. File-scope: the app's
+ * thread whose call the room was made for gives it back (pager.c's cn_pager_done). */
 static atomic_int turn_fd = -1;
-
-/* agent thread: after a make that found no process idle long enough, when the first passed over
- * for that will have been idle [nap] min_idle_s (monotonic ms; 0: none), and its pid */
-static struct {
-	double at_ms;
-	int pid;
-} idle_soon;
 
 /* ---- the turn ---- */
 
 /* The lock in the status dir, checked again now and used by its fd (cn_safe.h): 0, -EAGAIN when
  * another process holds it, or -1 with why said. */
-static int take_turn(char *why, size_t len)
+static int take_turn(struct cn_agent *ag, char *why, size_t len)
 {
 	struct cn_owner o;
 	int dir, fd;
 
 	if (atomic_load(&turn_fd) >= 0)
 		return 0;
-	dir = cn_safe_dir_of(cn_ag.cfg.status_dir, (int)getpid(), &o, why, len);
+	dir = cn_safe_dir_of(ag->cfg.status_dir, (int)getpid(), &o, why, len);
 	if (dir < 0)
 		return -1;
 	fd = cn_safe_lock_file(dir, "room.lock");
@@ -71,13 +64,13 @@ static int take_turn(char *why, size_t len)
 	return 0;
 }
 
-bool cn_room_turn_free(void)
+bool cn_room_turn_free(struct cn_agent *ag)
 {
 	char why[200];
 
 	if (atomic_load(&turn_fd) >= 0)
 		return true;
-	if (take_turn(why, sizeof(why)) == -EAGAIN)
+	if (take_turn(ag, why, sizeof(why)) == -EAGAIN)
 		return false;
 	cn_room_release();
 	return true;
@@ -114,7 +107,8 @@ enum answer { ANS_WAIT, ANS_NAPPED, ANS_NOT };
  * asked at once and not waited for; the wake copies in while they copy out, each piece mapped as
  * soon as one of theirs is given back (both directions of the bus at once), trying again while
  * cn_room_coming says a candidate has not answered yet; cn_room_settle, after the wake, waits for
- * the answers, takes back the notes and says it. The agent thread's. */
+ * the answers, takes back the notes and says it. The agent thread's; file-scope, since cuda/light.c
+ * asks cn_room_coming, with no argument, while it copies. */
 static struct {
 	int n;
 	struct cand c[CN_USERS_MAX];
@@ -123,6 +117,8 @@ static struct {
 	int gpu[CN_USERS_MAX];
 	uint64_t need[CN_USERS_MAX];
 	const char *what;
+	struct cn_agent
+		*ag; /* whose room: cn_room_coming takes no argument (cuda/light.c calls it) */
 	double t0, seen_ms;
 	bool coming;
 	/* the other candidates that nap lightly, in order: one is asked in place of one that could
@@ -138,7 +134,6 @@ void cn_room_reset(void)
 	if (fd >= 0)
 		close(fd); /* the parent's lock stays the parent's: its descriptor holds it */
 	memset(&over, 0, sizeof(over));
-	memset(&idle_soon, 0, sizeof(idle_soon));
 }
 
 static int by_idle(const void *a, const void *b)
@@ -152,8 +147,9 @@ static int by_idle(const void *a, const void *b)
 struct cands {
 	struct cand *c;
 	int n, max;
-	double soon_s; /* the least wait until one idle too briefly is idle enough */
-	int soon_pid;  /* which (0: none) */
+	unsigned min_idle_s; /* [nap] min_idle_s */
+	double soon_s;	     /* the least wait until one idle too briefly is idle enough */
+	int soon_pid;	     /* which (0: none) */
 };
 
 /* One of this status dir's processes taken as a candidate if it may be napped now. */
@@ -165,8 +161,8 @@ static bool take_candidate(const struct cn_status *s, void *arg)
 	if (s->state != CN_STATE_RUNNING || s->busy || cn_outcome_nap_asleep(s->nap) ||
 	    s->nap == CN_NAP_REFUSED || idle < 0)
 		return true;
-	if (idle < cn_ag.cfg.nap_min_idle_s) {
-		double wait = cn_ag.cfg.nap_min_idle_s - idle;
+	if (idle < cs->min_idle_s) {
+		double wait = cs->min_idle_s - idle;
 
 		if (!cs->soon_pid || wait < cs->soon_s) {
 			cs->soon_s = wait;
@@ -184,21 +180,22 @@ static bool take_candidate(const struct cn_status *s, void *arg)
 	return cs->n < cs->max;
 }
 
-/* The processes of this status dir that may be napped now, the longest idle first; idle_soon
- * names the first of the others that will be, once idle [nap] min_idle_s. */
-static int candidates(struct cand *c, int max)
+/* The processes of this status dir that may be napped now, the longest idle first; soon names
+ * the first of the others that will be, once idle [nap] min_idle_s. */
+static int candidates(struct cn_agent *ag, struct cand *c, int max, struct cn_room_soon *soon)
 {
-	struct cands cs = { c, 0, max, 0, 0 };
+	struct cands cs = { .c = c, .max = max, .min_idle_s = ag->cfg.nap_min_idle_s };
 
-	cn_others_each(take_candidate, &cs);
+	cn_others_each(ag->cfg.status_dir, take_candidate, &cs);
 	qsort(c, (size_t)cs.n, sizeof(*c), by_idle);
-	idle_soon.pid = cs.soon_pid;
-	idle_soon.at_ms = cs.soon_pid ? cn_clock_ms() + cs.soon_s * 1000 : 0;
+	soon->pid = cs.soon_pid;
+	soon->at_ms = cs.soon_pid ? cn_clock_ms() + cs.soon_s * 1000 : 0;
 	return cs.n;
 }
 
 /* What each candidate holds on the GPU, and what is free there; -1 when NVML cannot say. */
-static int users(const struct cn_uuid *uuid, struct cand *c, int n, uint64_t *free_bytes, int *gpu)
+static int users(struct cn_agent *ag, const struct cn_uuid *uuid, struct cand *c, int n,
+		 uint64_t *free_bytes, int *gpu)
 {
 	static struct cn_req q;
 	struct cn_resp r;
@@ -209,7 +206,7 @@ static int users(const struct cn_uuid *uuid, struct cand *c, int n, uint64_t *fr
 	q.n_pids = (uint32_t)(n < CN_USERS_MAX ? n : CN_USERS_MAX);
 	for (uint32_t i = 0; i < q.n_pids; i++)
 		q.pids[i] = c[i].pid;
-	if (cn_channel_call(&q, &r, cn_report_waiting) < 0 || r.result != CUDA_SUCCESS)
+	if (cn_channel_call(ag, &q, &r, cn_report_waiting) < 0 || r.result != CUDA_SUCCESS)
 		return -1;
 	for (uint32_t i = 0; i < q.n_pids; i++) {
 		uint64_t light = (uint64_t)(c[i].light_mib * (1 << 20));
@@ -231,43 +228,43 @@ static int users(const struct cn_uuid *uuid, struct cand *c, int n, uint64_t *fr
  * [lock] timeout_ms + 60 s): the signal goes only to the process that wrote the status file
  * (cn_proc_signal), never to one that got its pid since. False when it could not be asked (the
  * note taken back). */
-static bool ask_one(const struct cand *c, uint64_t need, int gpu)
+static bool ask_one(struct cn_agent *ag, const struct cand *c, uint64_t need, int gpu)
 {
 	char note[64], back[64];
 	union sigval v = { .sival_int = CN_SIGVAL_NAP };
 
 	snprintf(note, sizeof(note), "%d %llu %d %u\n", (int)getpid(),
-		 (unsigned long long)(need >> 20), gpu, cn_ag.cfg.nap_min_idle_s);
-	if (cn_notes_put(cn_ag.cfg.status_dir, c->pid, CN_NOTE_NAP_FOR, note) < 0)
+		 (unsigned long long)(need >> 20), gpu, ag->cfg.nap_min_idle_s);
+	if (cn_notes_put(ag->cfg.status_dir, c->pid, CN_NOTE_NAP_FOR, note) < 0)
 		return false;
 	if (cn_proc_signal(c->pid, c->starttime, c->sig, &v) == 0)
 		return true;
-	cn_notes_take(cn_ag.cfg.status_dir, c->pid, CN_NOTE_NAP_FOR, back, sizeof(back));
+	cn_notes_take(ag->cfg.status_dir, c->pid, CN_NOTE_NAP_FOR, back, sizeof(back));
 	return false;
 }
 
-static enum answer answer_of(const struct cand *c)
+static enum answer answer_of(struct cn_agent *ag, const struct cand *c)
 {
 	struct cn_status s;
 	char note[64];
 
-	if (cn_status_read(cn_ag.cfg.status_dir, c->pid, &s) < 0 || s.starttime != c->starttime)
+	if (cn_status_read(ag->cfg.status_dir, c->pid, &s) < 0 || s.starttime != c->starttime)
 		return ANS_NOT; /* gone */
 	if (s.seq <= c->seq || s.busy)
 		return ANS_WAIT;
 	/* it takes the note once its answer is written: before, what the status says may be the end
 	 * of another action of its own */
-	if (cn_notes_read(cn_ag.cfg.status_dir, c->pid, CN_NOTE_NAP_FOR, note, sizeof(note)) >= 0)
+	if (cn_notes_read(ag->cfg.status_dir, c->pid, CN_NOTE_NAP_FOR, note, sizeof(note)) >= 0)
 		return ANS_WAIT;
 	return s.state == CN_STATE_CHECKPOINTED || cn_status_light_held(&s) ? ANS_NAPPED : ANS_NOT;
 }
 
 /* Its note taken back if it did not take it (gone, or too late). */
-static void take_back(const struct cand *c)
+static void take_back(struct cn_agent *ag, const struct cand *c)
 {
 	char back[64];
 
-	cn_notes_take(cn_ag.cfg.status_dir, c->pid, CN_NOTE_NAP_FOR, back, sizeof(back));
+	cn_notes_take(ag->cfg.status_dir, c->pid, CN_NOTE_NAP_FOR, back, sizeof(back));
 }
 
 /* One candidate's line in the log's list of those napped: its bytes and idleness, or that it did
@@ -284,22 +281,22 @@ static void say_napped(char *list, size_t len, const struct cand *c, bool napped
 }
 
 /* Nap one candidate for this process, and wait for it: true when it naps. */
-static bool nap_one(const struct cand *c, uint64_t need, int gpu)
+static bool nap_one(struct cn_agent *ag, const struct cand *c, uint64_t need, int gpu)
 {
-	double until = cn_clock_ms() + cn_ag.cfg.lock_timeout_ms + NAP_WAIT_MS;
+	double until = cn_clock_ms() + ag->cfg.lock_timeout_ms + NAP_WAIT_MS;
 	enum answer a = ANS_NOT;
 
-	if (!ask_one(c, need, gpu))
+	if (!ask_one(ag, c, need, gpu))
 		return false;
 	while (cn_clock_ms() < until) {
 		struct timespec ts = { 0, 50 * 1000000L };
 
 		nanosleep(&ts, NULL);
-		a = answer_of(c);
+		a = answer_of(ag, c);
 		if (a != ANS_WAIT)
 			break;
 	}
-	take_back(c);
+	take_back(ag, c);
 	return a == ANS_NAPPED;
 }
 
@@ -322,10 +319,10 @@ static int light_set(const struct cand *c, int n, uint64_t free_bytes, uint64_t 
 
 /* The room asked of the candidates picked, each asked at once: 0, or -1 with said. */
 /* Candidate c, asked, waited for while the wake copies in. */
-static void asked_now(const struct cand *c, uint64_t need, int gpu)
+static void asked_now(struct cn_agent *ag, const struct cand *c, uint64_t need, int gpu)
 {
 	over.c[over.n] = *c;
-	over.until[over.n] = cn_clock_ms() + cn_ag.cfg.lock_timeout_ms + NAP_WAIT_MS;
+	over.until[over.n] = cn_clock_ms() + ag->cfg.lock_timeout_ms + NAP_WAIT_MS;
 	over.a[over.n] = ANS_WAIT;
 	over.gpu[over.n] = gpu;
 	over.need[over.n++] = need;
@@ -333,21 +330,21 @@ static void asked_now(const struct cand *c, uint64_t need, int gpu)
 
 /* The next of the other candidates asked instead of one that could not be asked or did not nap:
  * true when one was. */
-static bool ask_instead(uint64_t need, int gpu)
+static bool ask_instead(struct cn_agent *ag, uint64_t need, int gpu)
 {
 	while (over.n_rest > 0 && over.n < CN_USERS_MAX) {
 		struct cand c = over.rest[0];
 
 		memmove(over.rest, over.rest + 1, (size_t)--over.n_rest * sizeof(c));
-		if (ask_one(&c, need, gpu)) {
-			asked_now(&c, need, gpu);
+		if (ask_one(ag, &c, need, gpu)) {
+			asked_now(ag, &c, need, gpu);
 			return true;
 		}
 	}
 	return false;
 }
 
-static int ask_all(const struct cand *c, const int *pick, int k, int n,
+static int ask_all(struct cn_agent *ag, const struct cand *c, const int *pick, int k, int n,
 		   const struct cn_room_need *need, int gpu, char *said, size_t len)
 {
 	int asked = 0;
@@ -362,9 +359,9 @@ static int ask_all(const struct cand *c, const int *pick, int k, int n,
 			over.rest[over.n_rest++] = c[i];
 	}
 	for (int j = 0; j < k && over.n < CN_USERS_MAX; j++) {
-		if (ask_one(&c[pick[j]], need->bytes, gpu))
-			asked_now(&c[pick[j]], need->bytes, gpu);
-		else if (!ask_instead(need->bytes, gpu))
+		if (ask_one(ag, &c[pick[j]], need->bytes, gpu))
+			asked_now(ag, &c[pick[j]], need->bytes, gpu);
+		else if (!ask_instead(ag, need->bytes, gpu))
 			continue;
 		asked++;
 	}
@@ -376,6 +373,7 @@ static int ask_all(const struct cand *c, const int *pick, int k, int n,
 
 bool cn_room_coming(void)
 {
+	struct cn_agent *ag = over.ag;
 	double now = cn_clock_ms();
 
 	if (!over.coming || now - over.seen_ms < 20)
@@ -384,16 +382,16 @@ bool cn_room_coming(void)
 	over.coming = false;
 	for (int i = 0; i < over.n; i++) { /* over.n grows by those asked instead */
 		if (over.a[i] == ANS_WAIT) {
-			over.a[i] = now < over.until[i] ? answer_of(&over.c[i]) : ANS_NOT;
+			over.a[i] = now < over.until[i] ? answer_of(ag, &over.c[i]) : ANS_NOT;
 			if (over.a[i] == ANS_NOT)
-				ask_instead(over.need[i], over.gpu[i]);
+				ask_instead(ag, over.need[i], over.gpu[i]);
 		}
 		over.coming |= over.a[i] == ANS_WAIT;
 	}
 	return over.coming;
 }
 
-void cn_room_settle(void)
+void cn_room_settle(struct cn_agent *ag)
 {
 	char napped[400] = "";
 	int done = 0;
@@ -408,20 +406,20 @@ void cn_room_settle(void)
 			nanosleep(&ts, NULL);
 	}
 	for (int i = 0; i < over.n; i++) {
-		take_back(&over.c[i]);
+		take_back(ag, &over.c[i]);
 		say_napped(napped, sizeof(napped), &over.c[i], over.a[i] == ANS_NAPPED);
 		done += over.a[i] == ANS_NAPPED;
 	}
 	if (done) {
-		cn_report_count(CN_REPORT_ROOMS_MADE);
-		cn_log(&cn_ag.cfg, CN_LOG_INFO,
+		cn_report_count(ag, CN_REPORT_ROOMS_MADE);
+		cn_log(&ag->cfg, CN_LOG_INFO,
 		       "made room on GPU %d for %llu MiB (%s): napped %s in %.2f s, lightly, as it "
 		       "copied in",
 		       over.gpu[0], (unsigned long long)(over.need[0] >> 20), over.what, napped,
 		       (cn_clock_ms() - over.t0) / 1000);
-		cn_report_write();
+		cn_report_write(ag);
 	} else {
-		cn_log(&cn_ag.cfg, CN_LOG_INFO, "no room made on GPU %d for %llu MiB (%s): %s",
+		cn_log(&ag->cfg, CN_LOG_INFO, "no room made on GPU %d for %llu MiB (%s): %s",
 		       over.gpu[0], (unsigned long long)(over.need[0] >> 20), over.what, napped);
 	}
 	over.n = 0;
@@ -431,10 +429,11 @@ void cn_room_settle(void)
  * they would be napped until free_bytes reach want: each nap's copy ([preflight] host_margin_mib
  * beside it) and those of the ones before it must fit in its host room, with the ready host
  * copies of the others (cache.c), which a nap asks back. What they hold. */
-static uint64_t host_fit(struct cand *c, int n, uint64_t free_bytes, uint64_t want)
+static uint64_t host_fit(struct cn_agent *ag, struct cand *c, int n, uint64_t free_bytes,
+			 uint64_t want)
 {
-	uint64_t margin = (uint64_t)cn_ag.cfg.host_margin_mib << 20, spent = 0, out = 0;
-	uint64_t ready = cn_others_kept_bytes() + cn_hostbuf_bytes();
+	uint64_t margin = (uint64_t)ag->cfg.host_margin_mib << 20, spent = 0, out = 0;
+	uint64_t ready = cn_others_kept_bytes(ag->cfg.status_dir) + cn_hostbuf_bytes();
 
 	for (int i = 0; i < n && free_bytes < want; i++) {
 		/* a light nap into the copy it kept takes no more host memory */
@@ -451,7 +450,7 @@ static uint64_t host_fit(struct cand *c, int n, uint64_t free_bytes, uint64_t wa
 							   : (double)ready);
 
 		if (copy && c[i].host && c[i].host + back < spent + copy + margin) {
-			cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
+			cn_log(&ag->cfg, CN_LOG_DEBUG,
 			       "make_room: %d's nap needs %llu MiB of host memory, %llu MiB there",
 			       c[i].pid, (unsigned long long)((copy + margin) >> 20),
 			       (unsigned long long)((c[i].host - spent) >> 20));
@@ -466,12 +465,12 @@ static uint64_t host_fit(struct cand *c, int n, uint64_t free_bytes, uint64_t wa
 }
 
 /* What the candidates would give back by napping, each said in the debug log. */
-static uint64_t candidates_give(const struct cand *c, int n)
+static uint64_t candidates_give(struct cn_agent *ag, const struct cand *c, int n)
 {
 	uint64_t can = 0;
 
 	for (int i = 0; i < n; i++) {
-		cn_log(&cn_ag.cfg, CN_LOG_DEBUG, "make_room: candidate %d, idle %.1f s, %llu MiB",
+		cn_log(&ag->cfg, CN_LOG_DEBUG, "make_room: candidate %d, idle %.1f s, %llu MiB",
 		       c[i].pid, c[i].idle_s, (unsigned long long)(c[i].bytes >> 20));
 		can += c[i].bytes;
 	}
@@ -503,8 +502,9 @@ static bool refuse_useless_nap(int gpu, uint64_t free_bytes, uint64_t want, uint
 
 /* The candidates napped one at a time, in their order, until the GPU has want free (free_bytes
  * and gpu read again after each nap); napped lists each. How many napped. */
-static int nap_until_free(struct cand *c, int n, const struct cn_room_need *need, uint64_t want,
-			  uint64_t *free_bytes, int *gpu, char *napped, size_t len)
+static int nap_until_free(struct cn_agent *ag, struct cand *c, int n,
+			  const struct cn_room_need *need, uint64_t want, uint64_t *free_bytes,
+			  int *gpu, char *napped, size_t len)
 {
 	int done = 0;
 
@@ -513,12 +513,12 @@ static int nap_until_free(struct cand *c, int n, const struct cn_room_need *need
 
 		if (!c[i].bytes)
 			continue;
-		ok = nap_one(&c[i], need->bytes, *gpu);
+		ok = nap_one(ag, &c[i], need->bytes, *gpu);
 		say_napped(napped, len, &c[i], ok);
 		if (!ok)
 			continue;
 		done++;
-		if (users(&need->uuid, c, 0, free_bytes, gpu) < 0)
+		if (users(ag, &need->uuid, c, 0, free_bytes, gpu) < 0)
 			break;
 	}
 	return done;
@@ -544,16 +544,16 @@ static bool take_light(const struct cn_status *s, void *arg)
 
 /* A light napper deepened to the driver's checkpoint by its suspend signal (docs/NAPS.md), its
  * answer waited for: whether it gave its context back. */
-static bool deepen_one(const struct cand *c)
+static bool deepen_one(struct cn_agent *ag, const struct cand *c)
 {
-	double until = cn_clock_ms() + cn_ag.cfg.lock_timeout_ms + NAP_WAIT_MS;
+	double until = cn_clock_ms() + ag->cfg.lock_timeout_ms + NAP_WAIT_MS;
 	struct cn_status s;
 
 	if (cn_proc_signal(c->pid, c->starttime, c->sig, NULL) < 0)
 		return false;
 	while (cn_clock_ms() < until) {
 		nanosleep(&(struct timespec){ 0, 50 * 1000000L }, NULL);
-		if (cn_status_read(cn_ag.cfg.status_dir, c->pid, &s) < 0 ||
+		if (cn_status_read(ag->cfg.status_dir, c->pid, &s) < 0 ||
 		    s.starttime != c->starttime)
 			return false;
 		if (s.seq > c->seq && !s.busy)
@@ -564,15 +564,15 @@ static bool deepen_one(const struct cand *c)
 
 /* For a new context: the light nappers of the directory on the GPU deepened, one at a time, until
  * want is free there (every one of them, for the GPU to itself), each said in list. Their count. */
-static int deepen_light(const struct cn_room_need *need, uint64_t want, uint64_t *free_bytes,
-			int *gpu, char *list, size_t len)
+static int deepen_light(struct cn_agent *ag, const struct cn_room_need *need, uint64_t want,
+			uint64_t *free_bytes, int *gpu, char *list, size_t len)
 {
 	struct cand c[CN_USERS_MAX];
-	struct cands cs = { c, 0, CN_USERS_MAX, 0, 0 };
+	struct cands cs = { .c = c, .max = CN_USERS_MAX };
 	int done = 0;
 
-	cn_others_each(take_light, &cs);
-	if (!cs.n || users(&need->uuid, c, cs.n, free_bytes, gpu) < 0)
+	cn_others_each(ag->cfg.status_dir, take_light, &cs);
+	if (!cs.n || users(ag, &need->uuid, c, cs.n, free_bytes, gpu) < 0)
 		return 0;
 	for (int i = 0; i < cs.n && (need->exclusive || *free_bytes < want); i++) {
 		size_t o = strlen(list);
@@ -580,11 +580,11 @@ static int deepen_light(const struct cn_room_need *need, uint64_t want, uint64_t
 
 		if (!c[i].bytes)
 			continue;
-		ok = deepen_one(&c[i]);
+		ok = deepen_one(ag, &c[i]);
 		snprintf(list + o, len - o, "%s%d (its light nap deepened)%s", o ? ", " : "",
 			 c[i].pid, ok ? "" : " did not answer");
 		done += ok;
-		if (users(&need->uuid, c, 0, free_bytes, gpu) < 0)
+		if (users(ag, &need->uuid, c, 0, free_bytes, gpu) < 0)
 			break;
 	}
 	return done;
@@ -593,22 +593,22 @@ static int deepen_light(const struct cn_room_need *need, uint64_t want, uint64_t
 /* The GPU to itself (a context refused as unavailable): every idle process of the directory there
  * napped (fully: auto's choice in an exclusive compute mode) and every light napper deepened. 0
  * once one gave its context back, -1 with said. */
-static int make_exclusive(const struct cn_room_need *need, struct cand *c, int n, int gpu,
-			  uint64_t free_bytes, char *said, size_t len)
+static int make_exclusive(struct cn_agent *ag, const struct cn_room_need *need, struct cand *c,
+			  int n, int gpu, uint64_t free_bytes, char *said, size_t len)
 {
 	char napped[400] = "";
 	int done = 0;
 
 	for (int i = 0; i < n; i++)
 		if (c[i].bytes) {
-			bool ok = nap_one(&c[i], 0, gpu);
+			bool ok = nap_one(ag, &c[i], 0, gpu);
 
 			say_napped(napped, sizeof(napped), &c[i], ok);
 			done += ok;
 		}
-	done += deepen_light(need, 0, &free_bytes, &gpu, napped, sizeof(napped));
+	done += deepen_light(ag, need, 0, &free_bytes, &gpu, napped, sizeof(napped));
 	if (done) {
-		cn_log(&cn_ag.cfg, CN_LOG_INFO,
+		cn_log(&ag->cfg, CN_LOG_INFO,
 		       "made GPU %d free of this user's other contexts for a new one (its "
 		       "exclusive "
 		       "compute mode): %s",
@@ -623,43 +623,43 @@ static int make_exclusive(const struct cn_room_need *need, struct cand *c, int n
 }
 
 /* The room made on one GPU: 0 (room there), -1 (none to be made now). */
-static int make_one(const struct cn_room_need *need, const char *what, bool overlap, char *said,
-		    size_t len)
+static int make_one(struct cn_agent *ag, const struct cn_room_need *need, const char *what,
+		    bool overlap, struct cn_room_soon *soon, char *said, size_t len)
 {
 	struct cand c[CN_USERS_MAX];
 	int pick[CN_USERS_MAX], k;
-	uint64_t free_bytes, want = need->bytes + ((uint64_t)cn_ag.cfg.margin_mib << 20), can;
+	uint64_t free_bytes, want = need->bytes + ((uint64_t)ag->cfg.margin_mib << 20), can;
 	uint64_t no_host;
 	double t0 = cn_clock_ms();
 	char napped[400] = "";
-	int n = candidates(c, CN_USERS_MAX), gpu, done;
+	int n = candidates(ag, c, CN_USERS_MAX, soon), gpu, done;
 
-	if (users(&need->uuid, c, n, &free_bytes, &gpu) < 0) {
-		idle_soon.at_ms = 0;
+	if (users(ag, &need->uuid, c, n, &free_bytes, &gpu) < 0) {
+		soon->at_ms = 0;
 		snprintf(said, len, "NVML cannot say what is free on the GPU");
 		return -1;
 	}
 	if (need->exclusive)
-		return make_exclusive(need, c, n, gpu, free_bytes, said, len);
-	no_host = host_fit(c, n, free_bytes, want);
-	can = candidates_give(c, n);
+		return make_exclusive(ag, need, c, n, gpu, free_bytes, said, len);
+	no_host = host_fit(ag, c, n, free_bytes, want);
+	can = candidates_give(ag, c, n);
 	if (refuse_useless_nap(gpu, free_bytes, want, can, no_host, said, len))
 		return -1;
 	if (overlap && free_bytes < want && (k = light_set(c, n, free_bytes, want, pick)) > 0) {
 		over.what = what;
-		return ask_all(c, pick, k, n, need, gpu, said, len);
+		return ask_all(ag, c, pick, k, n, need, gpu, said, len);
 	}
-	done = nap_until_free(c, n, need, want, &free_bytes, &gpu, napped, sizeof(napped));
+	done = nap_until_free(ag, c, n, need, want, &free_bytes, &gpu, napped, sizeof(napped));
 	if (need->context && free_bytes < want) /* the contexts light naps keep */
-		done += deepen_light(need, want, &free_bytes, &gpu, napped, sizeof(napped));
+		done += deepen_light(ag, need, want, &free_bytes, &gpu, napped, sizeof(napped));
 	if (free_bytes >= want) {
 		if (done) {
-			cn_report_count(CN_REPORT_ROOMS_MADE);
-			cn_log(&cn_ag.cfg, CN_LOG_INFO,
+			cn_report_count(ag, CN_REPORT_ROOMS_MADE);
+			cn_log(&ag->cfg, CN_LOG_INFO,
 			       "made room on GPU %d for %llu MiB (%s): napped %s in %.2f s", gpu,
 			       (unsigned long long)(need->bytes >> 20), what, napped,
 			       (cn_clock_ms() - t0) / 1000);
-			cn_report_write();
+			cn_report_write(ag);
 		}
 		return 0;
 	}
@@ -672,14 +672,14 @@ static int make_one(const struct cn_room_need *need, const char *what, bool over
 	return -1;
 }
 
-int cn_room_make(const struct cn_room_need *need, int n, const char *what, bool overlap, char *why,
-		 size_t len)
+int cn_room_make(struct cn_agent *ag, const struct cn_room_need *need, int n, const char *what,
+		 bool overlap, struct cn_room_soon *soon, char *why, size_t len)
 {
 	int r;
 
 	why[0] = '\0';
-	idle_soon.at_ms = 0;
-	r = take_turn(why, len);
+	soon->at_ms = 0;
+	r = take_turn(ag, why, len);
 	if (r == -EAGAIN) {
 		snprintf(why, len, "another process of this user is making room");
 		return -EAGAIN;
@@ -687,20 +687,15 @@ int cn_room_make(const struct cn_room_need *need, int n, const char *what, bool 
 	if (r < 0)
 		return -1;
 	over.n = over.n_rest = 0;
+	over.ag = ag;
 	over.t0 = over.seen_ms = cn_clock_ms();
 	/* Overlapped on one GPU only: a need of another GPU that fails would leave the first's
 	 * processes asked for nothing. */
 	for (int i = 0; i < n; i++)
-		if (make_one(&need[i], what, overlap && n == 1, why, len) < 0) {
+		if (make_one(ag, &need[i], what, overlap && n == 1, soon, why, len) < 0) {
 			cn_room_release();
 			return -1;
 		}
 	over.coming = over.n > 0;
 	return 0; /* the turn is kept until the room is used: cn_room_release */
-}
-
-double cn_room_idle_soon_ms(int *pid)
-{
-	*pid = idle_soon.pid;
-	return idle_soon.at_ms;
 }

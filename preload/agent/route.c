@@ -6,7 +6,6 @@
 #include <stdio.h>
 
 #include "nccl/comms.h"
-#include "agent/state.h"
 
 static void version(char *out, size_t len)
 {
@@ -20,17 +19,18 @@ static void version(char *out, size_t len)
 		snprintf(out, len, "NCCL");
 }
 
-bool cn_route_uses_api(void)
+bool cn_route_uses_api(const struct cn_config *c)
 {
-	int mode = cn_ag.cfg.nccl_mode;
+	int mode = c->nccl_mode;
 
 	return cn_comms_count() > 0 && (mode == CN_NCCL_AUTO || mode == CN_NCCL_API) &&
 	       cn_comms_have_api();
 }
 
-void cn_route_describe(char *out, size_t len, char *keys, size_t keys_len)
+void cn_route_describe(const struct cn_config *c, char *out, size_t len, char *keys,
+		       size_t keys_len)
 {
-	int n = cn_comms_count(), mode = cn_ag.cfg.nccl_mode;
+	int n = cn_comms_count(), mode = c->nccl_mode;
 	const char *many = n == 1 ? "" : "s";
 	char v[32];
 
@@ -48,7 +48,7 @@ void cn_route_describe(char *out, size_t len, char *keys, size_t keys_len)
 		snprintf(out, len, "no suspend API: %d communicator%s (%s)", n, many, v);
 }
 
-void cn_route_hint(char *out, size_t len)
+void cn_route_hint(const struct cn_config *c, char *out, size_t len)
 {
 	char v[32];
 
@@ -56,7 +56,7 @@ void cn_route_hint(char *out, size_t len)
 	if (!cn_comms_count() || cn_comms_have_api())
 		return;
 	version(v, sizeof(v));
-	if (cn_ag.cfg.nccl_mode == CN_NCCL_API)
+	if (c->nccl_mode == CN_NCCL_API)
 		snprintf(out, len,
 			 "[nccl] mode = suspend-api, but %s has no ncclCommSuspend: load NCCL "
 			 "2.29.7 or later, or set mode = sockets",
@@ -68,10 +68,10 @@ void cn_route_hint(char *out, size_t len)
 			 v);
 }
 
-const struct cn_route *cn_route_facts(struct cn_route *f)
+const struct cn_route *cn_route_facts(const struct cn_config *c, struct cn_route *f)
 {
-	cn_route_hint(f->hint, sizeof(f->hint));
+	cn_route_hint(c, f->hint, sizeof(f->hint));
 	f->comms = cn_comms_count();
-	f->handled = cn_route_uses_api();
+	f->handled = cn_route_uses_api(c);
 	return f;
 }

@@ -6,7 +6,7 @@
  * ports ([nccl] cut_port) that nothing else holds. Each rank connects to it, proves it is a rank
  * of the job and checks that the leader is one (a secret of a communicator they share, never
  * sent: base/cn_spanwire.h), then says its lines at each step of the cut and waits for the answer,
- * with a bound. lead.c decides when; this file does the talking, in the agent thread. */
+ * with a bound. nccl.c decides when; this file does the talking, in the agent thread. */
 #define _GNU_SOURCE
 #include "agent/span.h"
 
@@ -28,7 +28,6 @@
 #include "cn_spanwire.h"
 #include "nccl/comms.h"
 #include "agent/hub.h"
-#include "agent/state.h"
 
 #define MAX_SECRETS 64
 #define DIAL_MS	    300	 /* a connection made, or the next address */
@@ -39,7 +38,9 @@ struct step {
 	char job[64], node[256], first[256], nodes[4096];
 };
 
-/* The cut under way: the connection to its leader, and the leader itself when this rank is it. */
+/* The cut under way: the connection to its leader, and the leader itself when this rank is it.
+ * File-scope: it outlives the action that opened it, and a forked child's atfork handler
+ * (cn_span_after_fork) closes it, with no argument. */
 static struct {
 	int fd;
 	struct cn_spanwire_in in;
@@ -64,11 +65,11 @@ static bool step_of(struct step *s)
 	return true;
 }
 
-bool cn_span_wanted(void)
+bool cn_span_wanted(unsigned port)
 {
 	struct step s;
 
-	return cn_ag.cfg.nccl_cut_port && step_of(&s);
+	return port && step_of(&s);
 }
 
 static int high_fd(int fd)
@@ -181,11 +182,10 @@ no:
 
 /* Connected to the job's leader (started here, when this rank is on the step's first node and
  * finds none) by until; -1 with why. */
-static int open_session(double until, char *why, size_t wlen)
+static int open_session(unsigned base, double until, char *why, size_t wlen)
 {
 	static uint8_t secrets[MAX_SECRETS][CN_SHA256_LEN];
 	int n = cn_comms_secrets(secrets, MAX_SECRETS);
-	unsigned base = cn_ag.cfg.nccl_cut_port;
 	struct step st;
 	bool first;
 
@@ -219,15 +219,15 @@ static int open_session(double until, char *why, size_t wlen)
 	return -1;
 }
 
-int cn_span_answer(const char *phase, const char *text, unsigned hub_ms, unsigned wait_ms,
-		   bool final, char *buf, size_t len, char *why, size_t wlen)
+int cn_span_answer(unsigned port, const char *phase, const char *text, unsigned hub_ms,
+		   unsigned wait_ms, bool final, char *buf, size_t len, char *why, size_t wlen)
 {
 	double until = cn_clock_ms() + wait_ms;
 	char line[CN_SPANWIRE_LINE], head[128], got[32];
 	int n = 0, k = 0, r;
 	size_t o = 0;
 
-	if (me.fd < 0 && open_session(until, why, wlen) < 0)
+	if (me.fd < 0 && open_session(port, until, why, wlen) < 0)
 		return -1;
 	for (const char *p = text; *p; p++)
 		n += *p == '\n';

@@ -40,7 +40,7 @@
 /* After the checkpoint, with the host copy in the hibernate file: synced, then out of RAM. The
  * hibernate step is all of it, from the checkpoint's end until the RAM is free: the writer's last
  * write-back (which can wait on a busy disk), the sync, the page-out and the counting. */
-static void hibernate_after(int rc, const struct cn_staging_stats *ss)
+static void hibernate_after(struct cn_agent *ag, int rc, const struct cn_staging_stats *ss)
 {
 	struct cn_hibernate_stats hs;
 	double t0 = cn_clock_ms(), stop_ms;
@@ -50,7 +50,7 @@ static void hibernate_after(int rc, const struct cn_staging_stats *ss)
 	stop_ms = cn_clock_ms() - t0;
 	if (rc < 0 || !ss->file) {
 		if (rc == 0 && ss->bytes)
-			snprintf(cn_ag.hib_note, sizeof(cn_ag.hib_note),
+			snprintf(ag->held.hib_note, sizeof(ag->held.hib_note),
 				 "no room for the %.0f MiB copy in %s (%s): it stays in RAM",
 				 (double)ss->bytes / (1 << 20), cn_hibernate_dir(),
 				 strerror(ss->file_err ? ss->file_err : EIO));
@@ -58,56 +58,56 @@ static void hibernate_after(int rc, const struct cn_staging_stats *ss)
 		return;
 	}
 	if (cn_hibernate_settle(ss->addr, ss->bytes, &hs, err, sizeof(err)) < 0) {
-		snprintf(cn_ag.hib_note, sizeof(cn_ag.hib_note), "%s", err);
+		snprintf(ag->held.hib_note, sizeof(ag->held.hib_note), "%s", err);
 		if (cn_hibernate_fd() < 0) {
-			cn_report_step_ms(CN_STEP_HIBERNATE, cn_clock_ms() - t0);
+			cn_report_step_ms(ag, CN_STEP_HIBERNATE, cn_clock_ms() - t0);
 			return; /* moved into RAM */
 		}
 	}
-	cn_ag.hib_addr = ss->addr;
-	cn_ag.hib_len = ss->bytes;
-	cn_report_figure(CN_REPORT_HOST_MIB,
+	ag->held.hib_addr = ss->addr;
+	ag->held.hib_len = ss->bytes;
+	cn_report_figure(ag, CN_REPORT_HOST_MIB,
 			 (double)cn_hibernate_resident(ss->addr, ss->bytes) / (1 << 20));
-	cn_report_figure(CN_REPORT_DISK_MIB, (double)cn_hibernate_disk_bytes() / (1 << 20));
-	cn_report_step_ms(CN_STEP_HIBERNATE, cn_clock_ms() - t0);
-	cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
+	cn_report_figure(ag, CN_REPORT_DISK_MIB, (double)cn_hibernate_disk_bytes() / (1 << 20));
+	cn_report_step_ms(ag, CN_STEP_HIBERNATE, cn_clock_ms() - t0);
+	cn_log(&ag->cfg, CN_LOG_DEBUG,
 	       "hibernate: %.0f MiB in %s, %.1f ms for the write-back under way, %.1f ms to sync, "
 	       "%.1f ms to page out; %.1f MiB left in RAM",
 	       (double)ss->bytes / (1 << 20), cn_hibernate_dir(), stop_ms, hs.write_ms,
-	       hs.pageout_ms, cn_report_status()->host_mib);
+	       hs.pageout_ms, ag->status.host_mib);
 }
 
 /* The checkpoint call, with the host copy staged in huge pages when the INI asks for it, or in
  * the hibernate file. */
-static int checkpoint(struct cn_resp *r)
+static int checkpoint(struct cn_agent *ag, struct cn_resp *r)
 {
 	struct cn_staging_stats ss;
 	int rc;
 
-	if (!cn_ag.cfg.hugepages && !cn_ag.hib)
-		return cn_requests_checkpoint(r);
-	if (cn_ag.cfg.hugepages && !cn_ag.thp && !cn_ag.thp_said) {
-		cn_ag.thp_said = true;
-		cn_log(&cn_ag.cfg, CN_LOG_INFO,
+	if (!ag->cfg.hugepages && !ag->held.hib)
+		return cn_requests_checkpoint(ag, r);
+	if (ag->cfg.hugepages && !ag->held.thp && !ag->held.thp_said) {
+		ag->held.thp_said = true;
+		cn_log(&ag->cfg, CN_LOG_INFO,
 		       "transparent huge pages are off on this host ([never]): staging the host "
 		       "copy in 4 KiB pages");
 	}
-	cn_staging_arm(cn_ag.thp && cn_ag.cfg.hugepages,
-		       cn_ag.cfg.hugepages ? cn_ag.cfg.prefault_threads : 0,
-		       cn_ag.cfg.keep_host_buffer, cn_ag.hib ? cn_hibernate_fd() : -1);
-	if (cn_ag.hib)
+	cn_staging_arm(ag->held.thp && ag->cfg.hugepages,
+		       ag->cfg.hugepages ? ag->cfg.prefault_threads : 0, ag->cfg.keep_host_buffer,
+		       ag->held.hib ? cn_hibernate_fd() : -1);
+	if (ag->held.hib)
 		cn_hibernate_writer_start();
-	rc = cn_requests_checkpoint(r);
+	rc = cn_requests_checkpoint(ag, r);
 	cn_staging_disarm(&ss);
-	cn_ag.copy_bytes = ss.bytes;
-	if (cn_ag.hib)
-		hibernate_after(rc, &ss);
+	ag->held.copy_bytes = ss.bytes;
+	if (ag->held.hib)
+		hibernate_after(ag, rc, &ss);
 	if (ss.bytes) {
-		cn_report_figure(CN_REPORT_STAGED_MIB, (double)ss.bytes / (1 << 20));
-		cn_report_figure(CN_REPORT_PREFAULT_MS, ss.prefault_ms);
-		cn_log(&cn_ag.cfg, CN_LOG_DEBUG,
+		cn_report_figure(ag, CN_REPORT_STAGED_MIB, (double)ss.bytes / (1 << 20));
+		cn_report_figure(ag, CN_REPORT_PREFAULT_MS, ss.prefault_ms);
+		cn_log(&ag->cfg, CN_LOG_DEBUG,
 		       "host copy: %.0f MiB%s%s%s, %u prefault threads, %.1f ms",
-		       cn_report_status()->staged_mib, ss.file ? ", in the hibernate file" : "",
+		       ag->status.staged_mib, ss.file ? ", in the hibernate file" : "",
 		       ss.huge ? ", huge pages" : "",
 		       ss.reused ? ", in a kept or prepared buffer" : "", ss.threads,
 		       ss.prefault_ms);
@@ -127,9 +127,9 @@ struct how {
 };
 
 /* What the gate's wait and the lock may take in all: [lock] timeout_ms, or a nap's less. */
-static unsigned lock_budget(const struct how *h)
+static unsigned lock_budget(struct cn_agent *ag, const struct how *h)
 {
-	unsigned t = cn_ag.cfg.lock_timeout_ms;
+	unsigned t = ag->cfg.lock_timeout_ms;
 
 	return h->lock_limit_ms && (!t || h->lock_limit_ms < t) ? h->lock_limit_ms : t;
 }
@@ -138,18 +138,18 @@ static unsigned lock_budget(const struct how *h)
  * <pid>.hibernate beside the status file (read once, removed), else the INI's [hibernate] dir;
  * for a nap, [hibernate] dir when [nap] to = disk, else RAM. Its file opened now. -1 with msg
  * when asked for and impossible: the suspend is refused. */
-static int hibernate_setup(const struct how *h, char *msg, size_t len)
+static int hibernate_setup(struct cn_agent *ag, const struct how *h, char *msg, size_t len)
 {
 	char dir[PATH_MAX];
 	int n;
 
-	cn_ag.hib = false;
-	cn_ag.hib_note[0] = '\0';
+	ag->held.hib = false;
+	ag->held.hib_note[0] = '\0';
 	snprintf(dir, sizeof(dir), "%s",
-		 !h->nap || cn_ag.cfg.nap_to_disk ? cn_ag.cfg.hibernate_dir : "");
-	n = h->nap ? -1 : cn_requests_take("hibernate", dir, sizeof(dir));
+		 !h->nap || ag->cfg.nap_to_disk ? ag->cfg.hibernate_dir : "");
+	n = h->nap ? -1 : cn_requests_take(ag, "hibernate", dir, sizeof(dir));
 	if (n == 0)
-		snprintf(dir, sizeof(dir), "%s", cn_ag.cfg.hibernate_dir);
+		snprintf(dir, sizeof(dir), "%s", ag->cfg.hibernate_dir);
 	if (n >= 0 && !dir[0]) {
 		snprintf(msg, len,
 			 "--to-disk: no directory given and none in [hibernate] dir; the process "
@@ -164,18 +164,18 @@ static int hibernate_setup(const struct how *h, char *msg, size_t len)
 		snprintf(msg + strlen(msg), len - strlen(msg), "; the process keeps running");
 		return -1;
 	}
-	cn_ag.hib = true;
-	cn_ag.hib_free = cn_hibernate_free_bytes(dir);
+	ag->held.hib = true;
+	ag->held.hib_free = cn_hibernate_free_bytes(dir);
 	return 0;
 }
 
 /* After a failed step of a suspend: let the process run on. */
-static void unlock_after(struct cn_resp *r, char *msg, size_t len)
+static void unlock_after(struct cn_agent *ag, struct cn_resp *r, char *msg, size_t len)
 {
 	struct cn_resp u;
 
-	cn_requests_call(CN_OP_UNLOCK, &u);
-	cn_report_step(CN_STEP_UNLOCK, &u);
+	cn_requests_call(ag, CN_OP_UNLOCK, &u);
+	cn_report_step(ag, CN_STEP_UNLOCK, &u);
 	if (u.result != CUDA_SUCCESS)
 		snprintf(msg + strlen(msg), len - strlen(msg), "; unlock after it failed too: %s",
 			 u.name);
@@ -185,14 +185,14 @@ static void unlock_after(struct cn_resp *r, char *msg, size_t len)
 /* The gate closes: from now on no call of the app's enters libcuda, and those inside return
  * within [lock] timeout_ms, whose rest is left to the lock. -1 with msg when one stays inside:
  * the gate is open again. */
-static int close_gate(struct how *h, struct cn_resp *r, char *msg, size_t len)
+static int close_gate(struct cn_agent *ag, struct how *h, struct cn_resp *r, char *msg, size_t len)
 {
-	unsigned t = lock_budget(h);
+	unsigned t = lock_budget(ag, h);
 	char why[160], paths[400];
 	double ms;
 
 	cn_lookup_summary(paths, sizeof(paths));
-	cn_log(&cn_ag.cfg, CN_LOG_DEBUG, "%s", paths);
+	cn_log(&ag->cfg, CN_LOG_DEBUG, "%s", paths);
 	if (cn_gate_close_drained(t, &ms, why, sizeof(why)) < 0) {
 		if (cn_light_holding())
 			cn_gate_close_now(); /* a light nap's: closed while its memory is on the
@@ -207,25 +207,25 @@ static int close_gate(struct how *h, struct cn_resp *r, char *msg, size_t len)
 	}
 	h->lock_ms = !t ? 0 : ms + 1 >= t ? 1 : t - (unsigned)ms;
 	if (ms >= 1)
-		cn_log(&cn_ag.cfg, CN_LOG_DEBUG, "the app's driver calls returned in %.1f ms", ms);
+		cn_log(&ag->cfg, CN_LOG_DEBUG, "the app's driver calls returned in %.1f ms", ms);
 	return 0;
 }
 
 /* With the gate closed no call of the app's turns peer access on any more: a process that holds
  * it is refused now ([peer] mode = refuse), or has it turned off ([peer] mode = off), for the
  * resume to ask for it again. -1 with msg: the process runs on. */
-static int peers(struct how *h, struct cn_resp *r, char *msg, size_t len)
+static int peers(struct cn_agent *ag, struct how *h, struct cn_resp *r, char *msg, size_t len)
 {
 	char why[200], which[300];
 
 	h->peers_off = false;
-	if (cn_preflight_peers(&cn_ag.cfg, msg, len) < 0) {
+	if (cn_preflight_peers(&ag->cfg, &ag->where, msg, len) < 0) {
 		r->result = CN_RES_REFUSED;
 		return -1;
 	}
 	if (!cn_peers_large(why, sizeof(why)))
 		return 0;
-	cn_peers_describe(cn_ag.gpus, (int)cn_ag.n_gpus, which, sizeof(which));
+	cn_peers_describe(ag->where.gpus, (int)ag->where.n_gpus, which, sizeof(which));
 	if (cn_peers_drop(why, sizeof(why)) < 0) {
 		r->result = CN_RES_REFUSED;
 		snprintf(msg, len,
@@ -235,16 +235,16 @@ static int peers(struct how *h, struct cn_resp *r, char *msg, size_t len)
 		return -1;
 	}
 	h->peers_off = true;
-	cn_log(&cn_ag.cfg, CN_LOG_DEBUG, "peer access turned off for the suspend: %s", which);
+	cn_log(&ag->cfg, CN_LOG_DEBUG, "peer access turned off for the suspend: %s", which);
 	return 0;
 }
 
 /* The process runs on without a checkpoint: the peer access this suspend turned off is on again
  * (the driver gives it back to a process it did not restore). */
-static void peers_back(struct how *h)
+static void peers_back(struct cn_agent *ag, struct how *h)
 {
 	if (h->peers_off && cn_peers_raise(NULL, 0) > 0)
-		cn_log(&cn_ag.cfg, CN_LOG_ERROR,
+		cn_log(&ag->cfg, CN_LOG_ERROR,
 		       "peer access between its GPUs could not be turned on again after the failed "
 		       "suspend");
 	h->peers_off = false;
@@ -258,49 +258,49 @@ static void comms_stay(char *msg, size_t len)
 			 "; its NCCL communicators stay suspended until the job is resumed");
 }
 
-struct cn_outcome cn_suspend(void)
+struct cn_outcome cn_suspend(struct cn_agent *ag)
 {
-	return cn_suspend_as(false, 0);
+	return cn_suspend_as(ag, false, 0);
 }
 
 /* The checks before anything is done, for a running process: the preflight (a nap's too), the
  * room for the host copy on disk. -1 with msg when the suspend is refused. */
-static int refused(const struct how *h, char *msg, size_t len)
+static int refused(struct cn_agent *ag, const struct how *h, char *msg, size_t len)
 {
 	struct cn_route nf;
 
-	cn_requests_know_gpus();
-	return (h->nap && cn_preflight_nap(cn_route_facts(&nf), msg, len) < 0) ||
-			       cn_preflight_suspend(&cn_ag.cfg, cn_route_facts(&nf), msg, len) <
-				       0 ||
-			       hibernate_setup(h, msg, len) < 0
+	cn_requests_know_gpus(ag);
+	return (h->nap && cn_preflight_nap(cn_route_facts(&ag->cfg, &nf), msg, len) < 0) ||
+			       cn_preflight_suspend(&ag->cfg, &ag->where,
+						    cn_route_facts(&ag->cfg, &nf), msg, len) < 0 ||
+			       hibernate_setup(ag, h, msg, len) < 0
 		       ? -1
 		       : 0;
 }
 
 /* The lock, for a running process whose gate is closed. -1 with msg when it failed: the process
  * is unlocked again if the lock was had. */
-static int lock(struct how *h, struct cn_resp *r, char *msg, size_t len)
+static int lock(struct cn_agent *ag, struct how *h, struct cn_resp *r, char *msg, size_t len)
 {
-	struct cn_requests_disk disk = { .to_disk = cn_ag.hib, .free_bytes = cn_ag.hib_free };
+	struct cn_requests_disk disk = { .to_disk = ag->held.hib, .free_bytes = ag->held.hib_free };
 
-	if (cn_requests_lock(h->lock_ms, &disk, h->light ? cn_owned_bytes() : 0, r) == 0) {
-		cn_report_step(CN_STEP_LOCK, r);
+	if (cn_requests_lock(ag, h->lock_ms, &disk, h->light ? cn_owned_bytes() : 0, r) == 0) {
+		cn_report_step(ag, CN_STEP_LOCK, r);
 		return 0;
 	}
 	if (r->result == CUDA_ERROR_NOT_READY)
 		snprintf(msg, len,
 			 "lock timed out after %u ms: GPU work still running (%s); the process "
 			 "keeps running",
-			 lock_budget(h), h->nap ? "a nap's lock" : "[lock] timeout_ms");
+			 lock_budget(ag, h), h->nap ? "a nap's lock" : "[lock] timeout_ms");
 	else if (r->result == CN_RES_NO_HOST || r->result == CN_RES_NO_DISK)
 		snprintf(msg, len, "%s; the process keeps running", r->message);
 	else
 		snprintf(msg, len, "lock: %s", r->message);
 	if (r->state == CN_STATE_LOCKED)
-		unlock_after(r, msg, len);
+		unlock_after(ag, r, msg, len);
 	if (r->state == CN_STATE_RUNNING) /* the driver holds a locked process's calls */
-		peers_back(h);
+		peers_back(ag, h);
 	comms_stay(msg, len);
 	return -1;
 }
@@ -308,7 +308,8 @@ static int lock(struct how *h, struct cn_resp *r, char *msg, size_t len)
 /* After a failed checkpoint. The driver leaves the process LOCKED after one (measured with
  * managed memory: docs/DRIVER.md): it is unlocked, so that it runs on; a controller that died
  * mid-checkpoint may have left it done, and then it stays. */
-static struct cn_outcome checkpoint_failed(struct how *h, struct cn_resp *r, char *msg, size_t len)
+static struct cn_outcome checkpoint_failed(struct cn_agent *ag, struct how *h, struct cn_resp *r,
+					   char *msg, size_t len)
 {
 	snprintf(msg, len, "checkpoint: %s%s", r->message,
 		 r->result == CUDA_ERROR_NOT_SUPPORTED ? " (the driver cannot checkpoint a process "
@@ -316,87 +317,89 @@ static struct cn_outcome checkpoint_failed(struct how *h, struct cn_resp *r, cha
 							 "or MPS)"
 						       : "");
 	if (r->state != CN_STATE_CHECKPOINTED)
-		unlock_after(r, msg, len);
+		unlock_after(ag, r, msg, len);
 	if (r->state == CN_STATE_RUNNING)
-		peers_back(h);
+		peers_back(ag, h);
 	comms_stay(msg, len);
-	return cn_report_finish(r, msg);
+	return cn_report_finish(ag, r, msg);
 }
 
 /* After the checkpoint: where the memory was, the outcome, the estimates' sample. */
-static struct cn_outcome suspended(const struct how *h, bool was_prepared, struct cn_resp *r)
+static struct cn_outcome suspended(struct cn_agent *ag, const struct how *h, bool was_prepared,
+				   struct cn_resp *r)
 {
 	struct cn_outcome o;
 	char msg[420];
 
-	cn_report_step(CN_STEP_CHECKPOINT, r);
+	cn_report_step(ag, CN_STEP_CHECKPOINT, r);
 	if (cn_light_holding())
-		cn_report_nap_depth(CN_DEPTH_FULL);
-	cn_state_remember(r);
-	cn_report_gpus(true);
-	cn_report_figure(CN_REPORT_FOOTPRINT_MIB, cn_state_footprint_mib());
+		cn_report_nap_depth(ag, CN_DEPTH_FULL);
+	cn_state_remember(&ag->where, r);
+	cn_report_gpus(ag, true);
+	cn_report_figure(ag, CN_REPORT_FOOTPRINT_MIB, cn_state_footprint_mib(&ag->where));
 	if (r->note[0])
-		cn_log(&cn_ag.cfg, CN_LOG_INFO,
+		cn_log(&ag->cfg, CN_LOG_INFO,
 		       "free GPU memory will not be checked before the restore: %s", r->note);
-	if (cn_ag.hib_note[0]) {
-		cn_log(&cn_ag.cfg, CN_LOG_ERROR, "hibernate: %s", cn_ag.hib_note);
-		snprintf(msg, sizeof(msg), "suspended; hibernate: %s", cn_ag.hib_note);
+	if (ag->held.hib_note[0]) {
+		cn_log(&ag->cfg, CN_LOG_ERROR, "hibernate: %s", ag->held.hib_note);
+		snprintf(msg, sizeof(msg), "suspended; hibernate: %s", ag->held.hib_note);
 	} else {
-		snprintf(msg, sizeof(msg), cn_ag.hib_addr ? "%s to %s" : "%s",
+		snprintf(msg, sizeof(msg), ag->held.hib_addr ? "%s to %s" : "%s",
 			 h->nap ? "napped" : "suspended", cn_hibernate_dir());
 	}
-	o = cn_report_finish(r, msg);
+	o = cn_report_finish(ag, r, msg);
 	if (!was_prepared) /* a prepared one only copies: not what the estimates are for */
-		cn_rates_record(cn_ag.model,
-				cn_ag.hib_addr ? CN_RATE_SUSPEND_DISK : CN_RATE_SUSPEND,
-				cn_report_status()->footprint_mib / 1024,
-				cn_report_status()->total_ms / 1000);
+		cn_rates_record(ag->where.model,
+				ag->held.hib_addr ? CN_RATE_SUSPEND_DISK : CN_RATE_SUSPEND,
+				ag->status.footprint_mib / 1024, ag->status.total_ms / 1000);
 	return o;
 }
 
 /* Asleep already: a nap that wakes by itself, or a suspend. */
-static struct cn_outcome already(const struct cn_status *before, const struct cn_resp *r)
+static struct cn_outcome already(struct cn_agent *ag, const struct cn_status *before,
+				 const struct cn_resp *r)
 {
-	const char *why = cn_outcome_nap_asleep(cn_report_status()->nap)
+	const char *why = cn_outcome_nap_asleep(ag->status.nap)
 				  ? "napping already: it wakes at its next CUDA call that needs "
 				    "the GPU (cudanap resume wakes it now)"
 				  : "already suspended";
 
-	if (cn_report_redundant(before, r, why))
-		return cn_report_outcome();
-	return cn_report_already(r, why);
+	if (cn_report_redundant(ag, before, r, why))
+		return cn_report_outcome(ag);
+	return cn_report_already(ag, r, why);
 }
 
 /* What every suspend does first: its action begun, the INI read again, the driver's state asked,
  * the checks before anything is done. 0 to go on; -1 with *o its outcome (asleep already,
  * refused, a failure). */
-static int opening(const struct how *h, struct cn_resp *r, struct cn_outcome *o)
+static int opening(struct cn_agent *ag, const struct how *h, struct cn_resp *r,
+		   struct cn_outcome *o)
 {
-	struct cn_status before = *cn_report_status();
+	struct cn_status before = ag->status;
 	char msg[420];
 
-	cn_report_begin(h->nap ? CN_ACTION_NAP : CN_ACTION_SUSPEND);
-	cn_ag.hib = false; /* set again by hibernate_setup, for this suspend only */
-	if (!cn_reload() || !cn_requests_state(r)) {
-		*o = cn_report_outcome();
+	cn_report_begin(ag, h->nap ? CN_ACTION_NAP : CN_ACTION_SUSPEND);
+	ag->held.hib = false; /* set again by hibernate_setup, for this suspend only */
+	if (!cn_reload(ag) || !cn_requests_state(ag, r)) {
+		*o = cn_report_outcome(ag);
 		return -1;
 	}
 	/* A light nap's host copy held: asleep already for another light nap, deepened by the
 	 * others */
 	if (r->state == CN_STATE_CHECKPOINTED || (h->light && cn_light_holding())) {
-		*o = already(&before, r);
+		*o = already(ag, &before, r);
 		return -1;
 	}
-	if (r->state == CN_STATE_RUNNING && refused(h, msg, sizeof(msg)) < 0) {
+	if (r->state == CN_STATE_RUNNING && refused(ag, h, msg, sizeof(msg)) < 0) {
 		r->result = CN_RES_REFUSED;
-		*o = cn_report_finish(r, msg);
+		*o = cn_report_finish(ag, r, msg);
 		return -1;
 	}
-	cn_report_publish();
+	cn_report_publish(ag);
 	return 0;
 }
 
-struct cn_outcome cn_suspend_light(unsigned lock_limit)
+struct cn_outcome cn_suspend_light(struct cn_agent *ag, unsigned lock_limit)
 {
 	struct how h = { .nap = true, .light = true, .lock_limit_ms = lock_limit };
 	struct cn_light_stats ls;
@@ -405,40 +408,40 @@ struct cn_outcome cn_suspend_light(unsigned lock_limit)
 	char msg[420], why[300];
 	int rc;
 
-	if (opening(&h, &r, &o) < 0)
+	if (opening(ag, &h, &r, &o) < 0)
 		return o;
 	if (r.state != CN_STATE_RUNNING) {
 		snprintf(msg, sizeof(msg), "its CUDA is not running: not napped");
-		return cn_report_finish(&r, msg);
+		return cn_report_finish(ag, &r, msg);
 	}
 	/* The lock waits for its GPU work, as a nap's does; let go at once, the gate holds the
 	 * app's calls. */
-	if (close_gate(&h, &r, msg, sizeof(msg)) < 0 || lock(&h, &r, msg, sizeof(msg)) < 0)
-		return cn_report_finish(&r, msg);
-	cn_requests_call(CN_OP_UNLOCK, &u);
-	cn_report_step(CN_STEP_UNLOCK, &u);
+	if (close_gate(ag, &h, &r, msg, sizeof(msg)) < 0 || lock(ag, &h, &r, msg, sizeof(msg)) < 0)
+		return cn_report_finish(ag, &r, msg);
+	cn_requests_call(ag, CN_OP_UNLOCK, &u);
+	cn_report_step(ag, CN_STEP_UNLOCK, &u);
 	r.state = u.state;
 	if (u.result != CUDA_SUCCESS) {
 		snprintf(msg, sizeof(msg), "unlock after the lock: %s", u.message);
-		return cn_report_finish(&r, msg);
+		return cn_report_finish(ag, &r, msg);
 	}
 	rc = cn_light_out(&ls, why, sizeof(why));
 	if (rc < 0 && !cn_light_holding()) {
 		r.result = CN_RES_REFUSED;
 		snprintf(msg, sizeof(msg), "light nap: %s; the process keeps running", why);
-		return cn_report_finish(&r, msg);
+		return cn_report_finish(ag, &r, msg);
 	}
 	if (rc < 0) {
 		/* A copy failed and not all could be put back: it naps, its wake puts the rest
 		 * back. */
-		cn_report_nap_depth(CN_DEPTH_LIGHT);
-		cn_report_figure(CN_REPORT_LIGHT_MIB, (double)cn_light_left(-1) / (1 << 20));
+		cn_report_nap_depth(ag, CN_DEPTH_LIGHT);
+		cn_report_figure(ag, CN_REPORT_LIGHT_MIB, (double)cn_light_left(-1) / (1 << 20));
 		snprintf(msg, sizeof(msg), "napped lightly after a failure: %s", why);
-		cn_log(&cn_ag.cfg, CN_LOG_ERROR, "light nap: %s", why);
-		return cn_report_finish(&r, msg);
+		cn_log(&ag->cfg, CN_LOG_ERROR, "light nap: %s", why);
+		return cn_report_finish(ag, &r, msg);
 	}
-	cn_report_nap_depth(CN_DEPTH_LIGHT);
-	cn_log(&cn_ag.cfg, CN_LOG_INFO,
+	cn_report_nap_depth(ag, CN_DEPTH_LIGHT);
+	cn_log(&ag->cfg, CN_LOG_INFO,
 	       "light nap: %.0f MiB in %zu pieces to the %s in %.1f ms: %.1f ms laying it out, "
 	       "%.1f ms waiting for %u thread%s that fault in and pin the host copy (%.1f ms of "
 	       "their time pinning), %.1f ms issuing the copies, %.1f ms waiting for them, %.1f ms "
@@ -447,17 +450,16 @@ struct cn_outcome cn_suspend_light(unsigned lock_limit)
 	       ls.reused ? "host copy made ready before it" : "host", ls.ms, ls.lay_ms, ls.wait_ms,
 	       ls.threads, ls.threads == 1 ? "" : "s", ls.pin_ms, ls.issue_ms, ls.copy_ms,
 	       ls.give_ms, ls.end_ms);
-	cn_report_figure(CN_REPORT_LIGHT_MIB, (double)ls.bytes / (1 << 20));
-	cn_report_figure(CN_REPORT_LIGHT_MS, ls.ms);
+	cn_report_figure(ag, CN_REPORT_LIGHT_MIB, (double)ls.bytes / (1 << 20));
+	cn_report_figure(ag, CN_REPORT_LIGHT_MS, ls.ms);
 	snprintf(msg, sizeof(msg),
 		 "napped lightly: %.0f MiB it owns copied to the host in %.1f ms (%.1f GB/s)%s",
-		 cn_report_status()->light_mib, ls.ms,
-		 ls.ms > 0 ? (double)ls.bytes / ls.ms / 1e6 : 0.0,
+		 ag->status.light_mib, ls.ms, ls.ms > 0 ? (double)ls.bytes / ls.ms / 1e6 : 0.0,
 		 ls.kept ? "; a handle it maps twice or in part stays on the GPU" : "");
-	return cn_report_finish(&r, msg);
+	return cn_report_finish(ag, &r, msg);
 }
 
-struct cn_outcome cn_suspend_as(bool nap, unsigned lock_limit)
+struct cn_outcome cn_suspend_as(struct cn_agent *ag, bool nap, unsigned lock_limit)
 {
 	struct how h = { .nap = nap, .lock_limit_ms = lock_limit };
 	struct cn_outcome o;
@@ -466,16 +468,16 @@ struct cn_outcome cn_suspend_as(bool nap, unsigned lock_limit)
 	bool was_prepared;
 	int rc;
 
-	if (opening(&h, &r, &o) < 0)
+	if (opening(ag, &h, &r, &o) < 0)
 		return o;
-	if (r.state == CN_STATE_RUNNING && cn_nccl_suspend(&r, msg, sizeof(msg)) < 0)
-		return cn_report_finish(&r, msg);
+	if (r.state == CN_STATE_RUNNING && cn_nccl_suspend(&ag->cfg, &r, msg, sizeof(msg)) < 0)
+		return cn_report_finish(ag, &r, msg);
 	if (r.state == CN_STATE_LOCKED) {
 		cn_gate_close_now(); /* a failed unlock's: its callers wait inside the driver */
-	} else if (r.state == CN_STATE_RUNNING && (close_gate(&h, &r, msg, sizeof(msg)) < 0 ||
-						   peers(&h, &r, msg, sizeof(msg)) < 0)) {
+	} else if (r.state == CN_STATE_RUNNING && (close_gate(ag, &h, &r, msg, sizeof(msg)) < 0 ||
+						   peers(ag, &h, &r, msg, sizeof(msg)) < 0)) {
 		comms_stay(msg, sizeof(msg));
-		return cn_report_finish(&r, msg);
+		return cn_report_finish(ag, &r, msg);
 	}
 	/* A light nap deepened: its host copy is plain memory to the driver's checkpoint, unpinned
 	 * before the lock (a locked process's calls wait for the unlock); its wake pins it again.
@@ -483,15 +485,15 @@ struct cn_outcome cn_suspend_as(bool nap, unsigned lock_limit)
 	 */
 	if (r.state == CN_STATE_RUNNING)
 		cn_light_unpin();
-	if (r.state == CN_STATE_RUNNING && lock(&h, &r, msg, sizeof(msg)) < 0)
-		return cn_report_finish(&r, msg);
-	was_prepared = cn_ag.prepared_bytes != 0;
-	rc = checkpoint(&r);
-	if (cn_ag.prepared_bytes) { /* used by this checkpoint, or never to be */
-		cn_state_unprepare();
-		cn_report_prepared(false, -1);
+	if (r.state == CN_STATE_RUNNING && lock(ag, &h, &r, msg, sizeof(msg)) < 0)
+		return cn_report_finish(ag, &r, msg);
+	was_prepared = ag->held.prepared_bytes != 0;
+	rc = checkpoint(ag, &r);
+	if (ag->held.prepared_bytes) { /* used by this checkpoint, or never to be */
+		cn_state_unprepare(&ag->held);
+		cn_report_prepared(ag, false, -1);
 	}
 	if (rc < 0)
-		return checkpoint_failed(&h, &r, msg, sizeof(msg));
-	return suspended(&h, was_prepared, &r);
+		return checkpoint_failed(ag, &h, &r, msg, sizeof(msg));
+	return suspended(ag, &h, was_prepared, &r);
 }
