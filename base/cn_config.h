@@ -1,8 +1,5 @@
-/* config: the job's INI file, parsed and validated into struct cn_config.
- *
- * Shared by the preload and the CLI as a static library. It may read files and the environment; it
- * never prints, never exits and never touches CUDA. Functions return 0 or -errno and, where a user
- * must see why, fill an error buffer with one line. */
+/* config: the job's INI file, parsed and validated into struct cn_config; shared by the preload
+ * and the CLI, it never prints, exits or touches CUDA (docs/FILES.md). */
 #ifndef CN_CONFIG_H
 #define CN_CONFIG_H
 

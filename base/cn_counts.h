@@ -1,7 +1,5 @@
-/* counts: what a process's actions add up to, kept across them in its status file (cn_status.h)
- * for cudanap metrics: the actions that ended, by action and result, and histograms of how long
- * its suspends, its resumes and the calls that woke it from a nap took. Only finite, bounded
- * numbers go in, whoever wrote the file they are read from. */
+/* counts: what a process's actions add up to in its status file, by action and result, and how
+ * long they took, for cudanap metrics (docs/FILES.md). */
 #ifndef CN_COUNTS_H
 #define CN_COUNTS_H
 

@@ -1,8 +1,5 @@
-/* gpumap: what [restore] gpu_map says and means on a machine. The map names where the GPUs a job
- * started on go; the same map applied twice leaves the job where it is, and an empty map brings it
- * home. Pure functions over a machine's GPUs (UUIDs in nvidia-smi order, PCI bus order over every
- * GPU the driver sees): the controller resolves a restore with them, the agent says where a resume
- * will go. */
+/* gpumap: what [restore] gpu_map says and means on a machine's GPUs, as pure functions for the
+ * controller's restore and the agent's status (docs/FILES.md). */
 #ifndef CN_GPUMAP_H
 #define CN_GPUMAP_H
 

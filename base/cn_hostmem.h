@@ -10,12 +10,12 @@
  * less what cannot be reclaimed (usage less inactive file pages). proc and sys_cgroup are the
  * roots ("/proc", "/sys/fs/cgroup"). which names the bound that won, e.g. "MemAvailable" or
  * "cgroup /job memory.max". Returns 0, or -1 when not even MemAvailable can be read. */
-int cn_hostmem_room(int pid, const char *proc, const char *sys_cgroup, uint64_t *room, char *which,
-		    size_t len);
+int cn_hostmem_available(int pid, const char *proc, const char *sys_cgroup, uint64_t *avail,
+			 char *which, size_t len);
 
 /* The same, with the size of the bound that won in *total (MemTotal for MemAvailable, the
  * cgroup's limit for a cgroup's). */
-int cn_hostmem_bound(int pid, const char *proc, const char *sys_cgroup, uint64_t *room,
+int cn_hostmem_bound(int pid, const char *proc, const char *sys_cgroup, uint64_t *avail,
 		     uint64_t *total, char *which, size_t len);
 
 /* The host's memory pressure: PSI's "some avg10" of <proc>/pressure/memory, the share (percent)

@@ -1,10 +1,5 @@
-/* ncclenv: which of NCCL's transports a checkpoint survives, told by the environment NCCL reads.
- *
- * The driver restores each process on its own. An NCCL rank whose transports share GPU or pinned
- * memory with another process (peer-to-peer over NVLink or CUDA IPC, shared memory, NVLink SHARP,
- * GPUDirect RDMA) cannot be restored; one that talks to its peers over sockets only can. These
- * functions read and write the process's environment; like the rest of this library they never
- * print. */
+/* ncclenv: which of NCCL's transports a checkpoint survives, told and set by the environment NCCL
+ * reads (docs/FILES.md). */
 #ifndef CN_NCCLENV_H
 #define CN_NCCLENV_H
 

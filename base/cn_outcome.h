@@ -1,7 +1,5 @@
-/* outcome: what a process's state and an action's end are, as numbers. The agent decides on these,
- * the controller answers with them, the command line reads them; their words ("checkpointed",
- * "NO_GPU_MEMORY", "waiting for room") are made only where a status file is written or read
- * (status.c) and in what the command line prints. */
+/* outcome: a process's state and an action's end as numbers, and their one table of words each
+ * (docs/FILES.md). */
 #ifndef CN_OUTCOME_H
 #define CN_OUTCOME_H
 

@@ -1,8 +1,5 @@
-/* safe: opening what another user may have planted. Every file or directory that root opens on a
- * user's behalf (the Slurm plugin's job directories and status files, the CLI reading another
- * user's status), and every file whose name came from someone else's environment, goes through
- * here: never through a symbolic link, never blocking (a FIFO, a device), only a directory or a
- * regular file, of the owner expected, of a bounded size. */
+/* safe: opening what another user may have planted: no link followed, nothing blocking, only the
+ * owner and size expected (docs/FILES.md). */
 #ifndef CN_SAFE_H
 #define CN_SAFE_H
 

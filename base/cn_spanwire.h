@@ -1,15 +1,6 @@
-/* spanwire: what the ranks of an NCCL job on several nodes say to each other at their cut, over a
- * TCP connection to the rank that leads it (preload/agent/span.c): the ports they look for it on,
- * and the proofs that each side is a rank of the job. Each communicator has a secret made from its
- * unique id (or from its parent's, for a split), which only its ranks know, as only they can join
- * its bootstrap: a rank proves it knows one of the leader's without sending it, and the leader
- * proves the same back, each over fresh nonces. The lines, in order:
- *   leader: "cut-hub 1 JOB NONCE"                 JOB is the Slurm step, "JOBID.STEPID"
- *   rank:   "rank NODE PID NONCE PROOF[,PROOF]"   one proof per communicator of the rank's
- *   leader: "welcome PROOF" or "refused WHY"
- *   rank:   "said PHASE TIMEOUT_MS N", then N lines "KEY RANK NRANKS ISSUED" (cn_cut.h)
- *   leader: "answer PHASE N", then N lines (the counts to reach, or the go), or "abort WHY"
- *   rank:   "giveup WHY" at any time; the leader then tells every other rank "abort WHY". */
+/* spanwire: what the ranks of an NCCL job on several nodes say at their cut over TCP: the ports
+ * they look for its leader on, the proofs that each side is a rank of the job, the lines in order
+ * (docs/FILES.md). */
 #ifndef CN_SPANWIRE_H
 #define CN_SPANWIRE_H
 

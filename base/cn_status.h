@@ -12,7 +12,7 @@
 #include "cn_outcome.h"
 #include "cn_safe.h"
 
-/* Room for the worst case: every character of command and message escaped as \u00XX. */
+/* Space for the worst case: every character of command and message escaped as \u00XX. */
 #define CN_STATUS_MAX 16384
 /* The largest number a status file may hold, in magnitude: a 64-bit count or clock fits. */
 #define CN_STATUS_NUM_MAX 1.8e19

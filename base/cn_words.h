@@ -1,7 +1,5 @@
-/* words: what the command line and a process under cudanap say to each other, written once here
- * for both sides. A process is asked by a signal, with a value of ours for the asks that are not
- * a plain suspend or resume; it is told what an action needs beyond its INI by a note, a file
- * beside its status file (cn_notes.h), and answers in its status file (cn_status.h). */
+/* words: what the command line and a process under cudanap say to each other (signals' values,
+ * notes), written once here for both sides (docs/FILES.md). */
 #ifndef CN_WORDS_H
 #define CN_WORDS_H
 

@@ -165,7 +165,7 @@ enum key_kind {
 	K_GPU_MAP /* [restore] gpu_map: a struct cn_gpumap */
 };
 
-/* One key of the INI: its kind, where it goes in struct cn_config (size: a string's room), and
+/* One key of the INI: its kind, where it goes in struct cn_config (size: a string's size), and
  * its bounds. */
 struct key {
 	const char *section, *key;
@@ -190,7 +190,7 @@ struct key {
 _Static_assert(sizeof(enum cn_depth) == sizeof(int) && sizeof(enum cn_own) == sizeof(int) &&
 		       sizeof(enum cn_nccl_mode) == sizeof(int),
 	       "K_WORD stores an int");
-_Static_assert(sizeof(((struct cn_config *)0)->on_suspended) == CN_HOOK_LEN, "a hook's room");
+_Static_assert(sizeof(((struct cn_config *)0)->on_suspended) == CN_HOOK_LEN, "a hook's size");
 
 static const struct key key_table[] = {
 	{ KEY("signals", "suspend", K_SIGNAL, suspend_signal) },

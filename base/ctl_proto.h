@@ -19,7 +19,8 @@ enum cn_op {
 	CN_OP_RESTORE,
 	CN_OP_UNLOCK,
 	CN_OP_PREPARE, /* no driver call: the footprint, and the host check of CN_OP_LOCK */
-	CN_OP_QUERY,   /* no driver call but the state: the footprint, the host's room, the model */
+	CN_OP_QUERY, /* no driver call but the state: the footprint, the host memory free, the model
+		      */
 	CN_OP_USERS, /* no driver call: what other processes hold on one GPU, and its free memory */
 };
 
@@ -87,7 +88,7 @@ struct cn_resp {
 	 * when not known) and what bounds it ("MemAvailable", "cgroup /job memory.max").
 	 * CN_OP_QUERY and CN_OP_CHECKPOINT: the model of the first GPU the process holds memory
 	 * on, "" when not known. */
-	uint64_t host_room;
+	uint64_t host_available;
 	char host_which[160];
 	char model[96];
 	/* CN_OP_QUERY: for each of gpus, whether it is of that model, and the bytes free on it
@@ -99,8 +100,8 @@ struct cn_resp {
 	 * rank's warning that another job's process shares its GPUs (preload/agent/beside.c). */
 	int32_t gpu_beside[CN_MAX_GPUS];
 	/* CN_OP_USERS: what each of pids holds on the GPU (NVML's; 0 for none), the host memory
-	 * a nap's copy of it could take now (as CN_OP_QUERY's host_room; 0 when not known), and
-	 * the GPU's free memory (result not CUDA_SUCCESS when NVML could not say). */
+	 * a nap's copy of it could take now (as CN_OP_QUERY's host_available; 0 when not known),
+	 * and the GPU's free memory (result not CUDA_SUCCESS when NVML could not say). */
 	uint64_t pid_bytes[CN_USERS_MAX];
 	uint64_t pid_host[CN_USERS_MAX];
 	uint64_t free_bytes;

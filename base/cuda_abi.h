@@ -1,7 +1,5 @@
-/* cuda_abi: the few driver-API types and values cudanap uses, declared here so that building the
- * preload needs no CUDA Toolkit. They mirror cuda.h (CUDA 12.8 and 13.0, section CUDA_CHECKPOINT);
- * the layouts are the driver's ABI and must not change. The test suite's fake driver uses them too.
- */
+/* cuda_abi: the few driver-API types and values cudanap uses, mirroring cuda.h so that the preload
+ * builds without a CUDA Toolkit (docs/FILES.md). */
 #ifndef CN_CUDA_ABI_H
 #define CN_CUDA_ABI_H
 

@@ -1,7 +1,5 @@
-/* fanout: split, run part 0 here, join. Used by the preload's parallel loops (the host copy's
- * prefault, the hibernate read-back) and the benchmark's floors. The copy pool
- * (preload/hostcopy/copy.c) is not one of them: its helpers live across a whole driver call and
- * take many jobs, where these take one. */
+/* fanout: split a loop over a few threads, run part 0 here, join (the host copy's prefault and
+ * read-back, the benchmark's floors; docs/FILES.md). */
 #define _GNU_SOURCE
 #include "fanout.h"
 

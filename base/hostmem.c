@@ -47,12 +47,12 @@ static int read_key(const char *path, const char *key, uint64_t *v)
 	return r;
 }
 
-/* A bound's room cand, of its size total, taken when it is the least so far. */
-static void bound(uint64_t *room, uint64_t *total, uint64_t cand, uint64_t size, char *which,
+/* A bound's available memory cand, of its size total, taken when it is the least so far. */
+static void bound(uint64_t *avail, uint64_t *total, uint64_t cand, uint64_t size, char *which,
 		  size_t len, const char *what, const char *cg)
 {
-	if (cand < *room) {
-		*room = cand;
+	if (cand < *avail) {
+		*avail = cand;
 		*total = size;
 		snprintf(which, len, "%s%s%s", cg ? "cgroup " : "", cg ? cg : "", what);
 	}
@@ -60,7 +60,7 @@ static void bound(uint64_t *room, uint64_t *total, uint64_t cand, uint64_t size,
 
 /* One cgroup directory: limit less usage that cannot be reclaimed. */
 static void cgroup_level(const char *dir, const char *name, const char *limit_file,
-			 const char *usage_file, uint64_t *room, uint64_t *total, char *which,
+			 const char *usage_file, uint64_t *avail, uint64_t *total, char *which,
 			 size_t len)
 {
 	char p[PATH_MAX + 32], what[64];
@@ -78,18 +78,18 @@ static void cgroup_level(const char *dir, const char *name, const char *limit_fi
 		read_key(p, "total_inactive_file", &inactive);
 	usage = inactive < usage ? usage - inactive : 0;
 	snprintf(what, sizeof(what), " %s", limit_file);
-	bound(room, total, limit > usage ? limit - usage : 0, limit, which, len, what, name);
+	bound(avail, total, limit > usage ? limit - usage : 0, limit, which, len, what, name);
 }
 
-int cn_hostmem_room(int pid, const char *proc, const char *sys_cgroup, uint64_t *room, char *which,
-		    size_t len)
+int cn_hostmem_available(int pid, const char *proc, const char *sys_cgroup, uint64_t *avail,
+			 char *which, size_t len)
 {
 	uint64_t total;
 
-	return cn_hostmem_bound(pid, proc, sys_cgroup, room, &total, which, len);
+	return cn_hostmem_bound(pid, proc, sys_cgroup, avail, &total, which, len);
 }
 
-int cn_hostmem_bound(int pid, const char *proc, const char *sys_cgroup, uint64_t *room,
+int cn_hostmem_bound(int pid, const char *proc, const char *sys_cgroup, uint64_t *avail,
 		     uint64_t *total, char *which, size_t len)
 {
 	char p[PATH_MAX], line[PATH_MAX];
@@ -99,7 +99,7 @@ int cn_hostmem_bound(int pid, const char *proc, const char *sys_cgroup, uint64_t
 	snprintf(p, sizeof(p), "%s/meminfo", proc);
 	if (read_key(p, "MemAvailable", &kb) < 0)
 		return -1;
-	*room = kb << 10;
+	*avail = kb << 10;
 	read_key(p, "MemTotal", &mem);
 	*total = mem << 10;
 	snprintf(which, len, "MemAvailable");
@@ -122,10 +122,10 @@ int cn_hostmem_bound(int pid, const char *proc, const char *sys_cgroup, uint64_t
 				 strcmp(path, "/") == 0 ? "" : path);
 			if (v2)
 				cgroup_level(dir, *path ? path : "/", "memory.max",
-					     "memory.current", room, total, which, len);
+					     "memory.current", avail, total, which, len);
 			else
 				cgroup_level(dir, *path ? path : "/", "memory.limit_in_bytes",
-					     "memory.usage_in_bytes", room, total, which, len);
+					     "memory.usage_in_bytes", avail, total, which, len);
 			{
 				char *up = strrchr(path, '/');
 

@@ -1,12 +1,5 @@
-/* cudanap-ctl: the helper process that drives the CUDA checkpoint API on the target.
- *
- * A program of its own, started by the target's agent (launch.c) with its socket on fd 3 and the
- * target's pid as its argument: an exec'd image shares nothing with the app, so it can be started
- * at any moment, after the app has initialised CUDA too, and started again if it dies. It forks
- * once so that init adopts it. It is the only code in cudanap that loads libcuda (driver.c); it
- * serves one request at a time over a SOCK_SEQPACKET socket and exits when the target's end
- * closes. Where a restore goes and whether it has room there is placement.c's; what the process
- * holds, as NVML counts it, nvml.c's; the host's room for a checkpoint, hostmem.c's. */
+/* cudanap-ctl: the helper process that drives the driver's checkpoint API for one process, one
+ * request at a time over its socket; the only code that loads libcuda (docs/FILES.md). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -57,10 +50,10 @@ static CUresult do_restore(const struct cn_req *req, struct cn_resp *resp)
  * the lock when the host or the process's cgroup cannot take it, or, hibernating, the disk. The
  * copy then streams through the page cache and needs no more RAM than the kernel can write back.
  * No NVML: no check. */
-static int host_room(const struct cn_req *req, struct cn_resp *resp)
+static int host_check(const struct cn_req *req, struct cn_resp *resp)
 {
 	struct cn_gpu_use use[CN_MAX_GPUS];
-	uint64_t need = 0, room;
+	uint64_t need = 0, avail;
 	char why[200], which[160];
 	int n = cn_nvml_footprint(target, use, CN_MAX_GPUS, why, sizeof(why));
 
@@ -84,25 +77,25 @@ static int host_room(const struct cn_req *req, struct cn_resp *resp)
 	}
 	if (req->copy_bytes && !req->to_disk)
 		need = req->copy_bytes; /* a light nap's copy: the context stays on the GPU */
-	if ((n <= 0 && !req->copy_bytes) ||
-	    cn_hostmem_room(target, "/proc", "/sys/fs/cgroup", &room, which, sizeof(which)) < 0)
+	if ((n <= 0 && !req->copy_bytes) || cn_hostmem_available(target, "/proc", "/sys/fs/cgroup",
+								 &avail, which, sizeof(which)) < 0)
 		return 0;
-	if (room + req->prepared_bytes >= need + req->host_margin_bytes)
+	if (avail + req->prepared_bytes >= need + req->host_margin_bytes)
 		return 0;
 	snprintf(resp->message, sizeof(resp->message),
 		 "%s %llu MiB%s, but the host copy can have only %llu MiB (%s) less the %llu MiB "
 		 "margin ([preflight] host_margin_mib)",
 		 req->copy_bytes ? "its light nap copies" : "the process holds",
 		 (unsigned long long)(need >> 20), req->copy_bytes ? "" : " on its GPUs",
-		 (unsigned long long)((room + req->prepared_bytes) >> 20), which,
+		 (unsigned long long)((avail + req->prepared_bytes) >> 20), which,
 		 (unsigned long long)(req->host_margin_bytes >> 20));
 	resp->result = CN_RES_NO_HOST;
 	return -1;
 }
 
-/* CN_OP_USERS: what each process asked about holds on one GPU and the host room for its nap, and
- * what is free there, for a process making room (preload/agent/pager.c). NVML and /proc alone: no
- * driver call. */
+/* CN_OP_USERS: what each process asked about holds on one GPU and the host memory its nap's copy
+ * could take, and what is free on the GPU, for a process making room (preload/agent/room.c). NVML
+ * and /proc alone: no driver call. */
 static void users(const struct cn_req *req, struct cn_resp *resp)
 {
 	struct cn_gpu_use use[CN_MAX_GPUS];
@@ -115,8 +108,8 @@ static void users(const struct cn_req *req, struct cn_resp *resp)
 		for (int j = 0; j < k; j++)
 			if (cn_uuid_eq(&use[j].uuid, &req->use[0].uuid))
 				resp->pid_bytes[i] = use[j].bytes;
-		if (cn_hostmem_room(req->pids[i], "/proc", "/sys/fs/cgroup", &resp->pid_host[i],
-				    why, sizeof(why)) < 0)
+		if (cn_hostmem_available(req->pids[i], "/proc", "/sys/fs/cgroup",
+					 &resp->pid_host[i], why, sizeof(why)) < 0)
 			resp->pid_host[i] = 0;
 	}
 	k = cn_nvml_gpus(resp->gpus, CN_MAX_GPUS, why, sizeof(why));
@@ -155,9 +148,9 @@ static void facts(const struct cn_req *req, struct cn_resp *resp)
 			resp->gpu_free[i] = 0;
 		resp->gpu_beside[i] = cn_placement_beside(req, &resp->gpus[i]);
 	}
-	if (query && cn_hostmem_room(target, "/proc", "/sys/fs/cgroup", &resp->host_room,
-				     resp->host_which, sizeof(resp->host_which)) < 0)
-		resp->host_room = 0;
+	if (query && cn_hostmem_available(target, "/proc", "/sys/fs/cgroup", &resp->host_available,
+					  resp->host_which, sizeof(resp->host_which)) < 0)
+		resp->host_available = 0;
 }
 
 /* ---- the operations' driver calls ---- */
@@ -229,7 +222,7 @@ static void serve(const struct cn_req *req, struct cn_resp *resp)
 		return;
 	if (op && op->facts)
 		facts(req, resp);
-	if (op && op->host_check && req->host_check && host_room(req, resp) < 0) {
+	if (op && op->host_check && req->host_check && host_check(req, resp) < 0) {
 		if (cn_cu.get_state(target, &st) == CUDA_SUCCESS)
 			resp->state = st;
 		return;

@@ -1,8 +1,5 @@
-/* nvml: GPU memory as NVML counts it, for the controller's checks around a restore.
- *
- * Loaded lazily with dlopen, like libcuda, and only in the controller: libnvidia-ml.so.1, or the
- * file that CUDANAP_LIBNVML names. NVML sees every process on the machine without a CUDA context
- * of its own, which is what a check on a GPU the job does not use yet needs. */
+/* nvml: GPU memory as NVML counts it, loaded lazily, for the controller's checks around a restore
+ * (docs/FILES.md). */
 #define _GNU_SOURCE
 #include "nvml.h"
 

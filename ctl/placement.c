@@ -1,13 +1,5 @@
-/* placement: where a restore puts the process's memory, and whether there is room for it there.
- *
- * gpu_map names where the GPUs the process started on go, as nvidia-smi numbers GPUs (PCI bus
- * order over every GPU the driver sees) or by UUID; the request says where they are now. The
- * driver wants a complete list of UUID pairs, from where each GPU's memory is to where it goes.
- * Before the restore, NVML's free memory on each target GPU is checked against the footprint the
- * checkpoint recorded, and the footprint is held there until the restore: a restore that runs out
- * of memory wedges the process for good (docs/DRIVER.md, The restore). A restore that would put
- * a restored NCCL rank and another job's process on one GPU is refused first (the driver does not
- * preempt a restored context: docs/DISTRIBUTED.md). Runs in the controller. */
+/* placement: where a restore puts the process's memory, and whether there is room for it there;
+ * runs in the controller (docs/FILES.md). */
 #define _GNU_SOURCE
 #include "placement.h"
 

@@ -1,9 +1,5 @@
 /* entry: the preload's entry points: the constructor, the exits that skip the destructor, and
- * forks.
- *
- * The constructor loads the INI, starts the agent thread and only then arms the signal handler
- * (signals.c), so that no signal is ever accepted without someone to act on it. A child forked
- * without exec gets an agent of its own. Runs in the app's threads. */
+ * forks (docs/FILES.md). The app's threads. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>

@@ -1,12 +1,5 @@
-/* signals: cudanap's signal handler, and the app's say over cudanap's signals.
- *
- * The handler turns a signal into one byte on the agent's wake pipe (wake.c), then calls the
- * handler the app wants for that signal, as the kernel would have, and does nothing else.
- *
- * The app keeps its say over our signals without taking them from us: its sigaction() and
- * signal() calls for them are recorded here as what the app sees and wants, and never reach the
- * kernel; every other signal goes straight through. Runs in the app's threads, the handler in
- * signal context. */
+/* signals: cudanap's signal handler (one byte on the wake pipe), and the app's say over cudanap's
+ * signals (docs/FILES.md). The app's threads; the handler in signal context. */
 #define _GNU_SOURCE
 #include "signals.h"
 

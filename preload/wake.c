@@ -1,8 +1,5 @@
-/* wake: the agent's wake pipe, the one way from any thread into the agent thread: the signal
- * handler (signals.c) writes the wish a signal carries, an app thread whose driver call needs the
- * GPU while the process naps (through the gate, agent/nap.c) writes a wake, and the agent reads
- * them all (agent/agent.c). A wish is one byte; a full pipe loses nothing the agent needs, since
- * it folds the bytes it reads into one wish. The writer's side is async-signal-safe. */
+/* wake: the agent's wake pipe, the one way from any thread into the agent thread; its writer's side
+ * is async-signal-safe (docs/FILES.md). */
 #define _GNU_SOURCE
 #include "wake.h"
 

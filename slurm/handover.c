@@ -1,19 +1,5 @@
-/* handover: Slurm's preemption hands a GPU on only if the job it suspends lets the GPU go before
- * the preemptor uses it. With PreemptMode=SUSPEND,GANG slurmctld marks the preempted job suspended
- * and then launches the preemptor, while the preempted job's tasks get SIGTSTP: the two race. A
- * task of the preemptor (of any job, under cudanap or not) waits here, before it starts, for the
- * cudanap processes of the jobs suspended on its node to be checkpointed. Which jobs those are,
- * squeue says, with their users; where their processes stand, their status files in the job
- * directories of the plugin's statusbase (jobdirs.c, which believes only what the job's own user
- * could have written there). Runs in the task's process, as root, before its exec: max_s bounds
- * the whole wait, squeue included.
- *
- * A job's user can continue its own processes after Slurm stopped them (SIGCONT: the job stays
- * suspended for Slurm), and write what it likes in its status files: such a process looks like one
- * still letting its GPU go, for as long as its job stays suspended. So a suspended job's processes
- * are waited for only during the first max_s seconds after Slurm suspended it (its SuspendTime, as
- * scontrol says it): the window of a preemption, which a slow checkpoint could fill as well; a task
- * that starts later does not wait for them. */
+/* handover: a preemptor's task waits, before it starts, until the jobs Slurm suspended on its node
+ * have let their GPUs go (docs/FILES.md). The task's process, as root. */
 #define _GNU_SOURCE
 #include "handover.h"
 

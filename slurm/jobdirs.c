@@ -1,10 +1,5 @@
-/* jobdirs: the per-job status directories of a node, <statusbase>/cudanap/job<J>. Root makes
- * <statusbase>/cudanap (owned by root, 0711: others may pass through it but not write in it) and,
- * for each job, job<J> in it, given to the job's user (0700). So no user can make, replace or
- * link another job's directory: squatting is impossible by construction. What the job's own user
- * puts in its directory is read by root the way cn_safe.h reads: no link followed, no FIFO
- * waited on, only regular files of that user, and only status files naming that user's processes
- * of that job are believed. Runs in slurmstepd's task processes (root) and in the epilog. */
+/* jobdirs: the per-job status directories of a node, made by root for each job's user, read as
+ * only that user could have written them (docs/FILES.md). */
 #define _GNU_SOURCE
 #include "jobdirs.h"
 

@@ -1,21 +1,5 @@
-/* spank_cudanap: Slurm's SPANK plugin. `--cudanap[=INI]` (or a site default from plugstack.conf)
- * runs every task of a job, on every node, under the preload: LD_PRELOAD appended, CUDANAP_CONFIG
- * and a per-job status directory set; an INI with an error fails the job at submission and at
- * launch, in the INI's own one line. Root makes the job's status directory, in a directory of its
- * own that no user can write to (jobdirs.c), and the job's epilog removes it.
- *
- * plugstack.conf arguments (all optional):
- *   default=INI|on       jobs that do not say --cudanap run under it anyway (on: no INI, the
- *                        built-in defaults); --cudanap=off opts a job out
- *   partitions=A,B       the default applies only to jobs of these partitions
- *   preload=PATH         the library (default: the one installed beside this plugin's build)
- *   statusbase=DIR       root makes DIR/cudanap there, and in it the per-job status directories
- *                        (default /run; DIR/cudanap must not be another user's)
- *   handover=SECONDS     every task of every job on the node (under cudanap or not) waits, at
- *                        most this long, before it starts, for the cudanap processes of the jobs
- *                        Slurm has suspended on the node to let their GPUs go, in the first
- *                        SECONDS after each job's suspend: a preemptor then starts on a free GPU
- *                        (handover.c; default 0, no wait) */
+/* spank_cudanap: Slurm's SPANK plugin: --cudanap runs every task of a job under the preload, with
+ * a per-job status directory; its plugstack.conf arguments are in docs/FILES.md. */
 #define _GNU_SOURCE
 #include <limits.h>
 #include <stdbool.h>

@@ -1,21 +1,5 @@
-/* beside: which processes a restore may share its GPUs with. A context that the driver has
- * restored is no longer preempted: measured on H100s, driver 580, through the driver's own
- * checkpoint API with no cudanap in the process, its kernels run to their end before another
- * process's context gets the GPU, and one that runs past about 5 s while another context has
- * work there is stopped by the driver (Xid 109, CTX SWITCH TIMEOUT: "unspecified launch failure").
- * An NCCL kernel runs until its peer ranks arrive, so a restored rank that waits a few seconds in
- * a collective (a peer saving a checkpoint, loading data) beside any other process's work loses
- * its job; two restored NCCL jobs on the same GPUs wait on each other and both die
- * (docs/DISTRIBUTED.md). So, unless [restore] beside_restored: a process with communicators is
- * restored only onto GPUs where no process but its own job's runs (itself and the processes of
- * this status directory that share a communicator with it: a rank's stray context on another
- * rank's GPU is of its job), and any other process is not restored onto GPUs where a rank of an
- * NCCL job runs that cudanap restored (a restore behind it, or under way). Refused, a process
- * stays suspended, to be resumed once the GPU is free of the other, or onto other GPUs. Who is on
- * a target GPU is NVML's to say, in the controller (ctl/placement.c): a process asleep holds
- * nothing there, and a graphics process (a display server) counts as much as a compute one. A
- * process that starts on a restored rank's GPU asks cudanap nothing; the rank's status says it,
- * the next time it is asked (cn_beside_describe). */
+/* beside: which processes a restore may share its GPUs with, since the driver no longer preempts
+ * a restored context (docs/FILES.md). Agent thread. */
 #define _GNU_SOURCE
 #include "agent/beside.h"
 

@@ -1,17 +1,5 @@
-/* cache: the pinned host copies ready for light naps (kept since a wake, made ahead while a
- * process idles) as one budget for this user's processes of the status directory, [memory]
- * host_cache, given back when the share, the host's pressure or another process's nap needs the
- * memory. Agent thread.
- *
- * Every process decides for its own copy from the same facts (the status files' host_kept_mib and
- * idle_since), so they agree without talking: over the share, the copies of the processes that
- * worked most recently go first, since make_room naps the longest idle first and an idle nap
- * comes after idle_s: the copy of the process that worked last is the one needed last (plain LRU
- * by the copy's own last use would give back, under notebooks used in turn, the copy of the next
- * one to be napped). Under pressure (the host short of [preflight] host_margin_mib and a quarter
- * of its memory, or PSI's some avg10 at 10 % or more) the first of that order goes, one a second;
- * with not even the margin free, all go. A nap that finds the host short asks the others back at
- * once (CN_SIGVAL_TRIM), in the same order. */
+/* cache: the pinned host copies kept ready for light naps, one budget ([memory] host_cache) for the
+ * user's processes of the status directory (docs/FILES.md). Agent thread. */
 #define _GNU_SOURCE
 #include "agent/cache.h"
 
@@ -114,7 +102,7 @@ static void holders(struct cn_agent *ag, struct holders *hs, bool with_me,
 
 /* What the process can still take of the host's memory, the bound's size in *size; false when not
  * known. */
-static bool host_room(unsigned long long *room, unsigned long long *size)
+static bool host_available(unsigned long long *avail, unsigned long long *size)
 {
 	uint64_t r, t;
 	char which[64];
@@ -122,7 +110,7 @@ static bool host_room(unsigned long long *room, unsigned long long *size)
 	if (cn_hostmem_bound((int)getpid(), "/proc", "/sys/fs/cgroup", &r, &t, which,
 			     sizeof(which)) < 0)
 		return false;
-	*room = r;
+	*avail = r;
 	*size = t;
 	return true;
 }
@@ -152,7 +140,7 @@ static void let_go(struct cn_agent *ag, const char *why)
 static bool to_give_back(struct cn_agent *ag, char *why, size_t len)
 {
 	static struct holders hs;
-	unsigned long long total, budget, room, size, over;
+	unsigned long long total, budget, avail, size, over;
 	char which[128] = "";
 	double psi = 0;
 	int first = -1;
@@ -174,9 +162,9 @@ static bool to_give_back(struct cn_agent *ag, char *why, size_t len)
 		}
 		first = first < 0 ? i : first;
 	}
-	if (!host_room(&room, &size))
+	if (!host_available(&avail, &size))
 		return false;
-	if (room < margin(ag)) {
+	if (avail < margin(ag)) {
 		snprintf(why, len,
 			 "the host has less than [preflight] host_margin_mib (%u MiB) free",
 			 ag->cfg.host_margin_mib);
@@ -184,7 +172,7 @@ static bool to_give_back(struct cn_agent *ag, char *why, size_t len)
 	}
 	if (first < 0 || !hs.h[first].me)
 		return false;
-	if (room < margin(ag) + size / 4) {
+	if (avail < margin(ag) + size / 4) {
 		snprintf(
 			why, len,
 			"the host has less than [preflight] host_margin_mib (%u MiB) and a quarter "
@@ -211,11 +199,12 @@ static double ahead_after_s(struct cn_agent *ag)
 	return s / 2 < 1 ? 1 : s / 2;
 }
 
-/* A copy made ahead, where the share and the host have room for it: true when one is begun. */
+/* A copy made ahead, where the share and the host's free memory allow it: true when one is begun.
+ */
 static bool make_ahead(struct cn_agent *ag, double now)
 {
 	const struct cn_config *c = &ag->cfg;
-	unsigned long long bytes, others, budget, room, size;
+	unsigned long long bytes, others, budget, avail, size;
 	enum cn_depth_why why;
 	char which[128];
 	void *ctx;
@@ -227,8 +216,8 @@ static bool make_ahead(struct cn_agent *ag, double now)
 	bytes = cn_depth_light_bytes(&ctx);
 	budget = cn_depth_cache_budget(&ag->cfg, which, sizeof(which));
 	others = cn_others_kept_bytes(ag->cfg.status_dir);
-	if (!bytes || !ctx || others + bytes > budget || !host_room(&room, &size) ||
-	    room < margin(ag) + size / 4 + bytes)
+	if (!bytes || !ctx || others + bytes > budget || !host_available(&avail, &size) ||
+	    avail < margin(ag) + size / 4 + bytes)
 		return false;
 	if (cn_hostbuf_ahead(bytes, ctx, MAKERS) < 0)
 		return false;
@@ -272,31 +261,32 @@ bool cn_cache_tick(struct cn_agent *ag, double now)
 
 bool cn_cache_may_keep(struct cn_agent *ag, unsigned long long bytes)
 {
-	unsigned long long budget, room, size;
+	unsigned long long budget, avail, size;
 	bool asked = ag->held.ready.trim;
 	char which[128];
 
 	ag->held.ready.trim = false;
-	if (asked || !cn_config_keeps_host(&ag->cfg) || !host_room(&room, &size))
+	if (asked || !cn_config_keeps_host(&ag->cfg) || !host_available(&avail, &size))
 		return false;
 	budget = cn_depth_cache_budget(&ag->cfg, which, sizeof(which));
 	return cn_others_kept_bytes(ag->cfg.status_dir) + bytes <= budget &&
-	       room >= margin(ag) + size / 4;
+	       avail >= margin(ag) + size / 4;
 }
 
-void cn_cache_room_for(struct cn_agent *ag, unsigned long long bytes)
+void cn_cache_free_for(struct cn_agent *ag, unsigned long long bytes)
 {
 	static struct holders hs;
-	unsigned long long total, room, size, want = bytes + margin(ag), asked = 0;
+	unsigned long long total, avail, size, want = bytes + margin(ag), asked = 0;
 	union sigval v = { .sival_int = CN_SIGVAL_TRIM };
 	char pids[200] = "";
 	double until;
 
-	/* its own ready copy is room for it: taken by its light nap, or let go before a full one */
-	if (!host_room(&room, &size) || room + cn_hostbuf_bytes() >= want)
+	/* its own ready copy is memory for it already: taken by its light nap, or let go before a
+	 * full one */
+	if (!host_available(&avail, &size) || avail + cn_hostbuf_bytes() >= want)
 		return;
 	holders(ag, &hs, false, &total);
-	for (int i = 0; i < hs.n && room + cn_hostbuf_bytes() + asked < want; i++) {
+	for (int i = 0; i < hs.n && avail + cn_hostbuf_bytes() + asked < want; i++) {
 		size_t o = strlen(pids);
 
 		if (cn_proc_signal(hs.h[i].pid, hs.h[i].starttime, hs.h[i].sig, &v) < 0)
@@ -310,7 +300,8 @@ void cn_cache_room_for(struct cn_agent *ag, unsigned long long bytes)
 	       "asked %s to give back their ready host copies (%llu MiB) for its nap's %llu MiB",
 	       pids, asked >> 20, bytes >> 20);
 	until = cn_clock_ms() + ROOM_WAIT_MS;
-	while (cn_clock_ms() < until && host_room(&room, &size) && room + cn_hostbuf_bytes() < want)
+	while (cn_clock_ms() < until && host_available(&avail, &size) &&
+	       avail + cn_hostbuf_bytes() < want)
 		nanosleep(&(struct timespec){ 0, 20000000 }, NULL);
 }
 

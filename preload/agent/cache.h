@@ -13,13 +13,13 @@
 bool cn_cache_tick(struct cn_agent *ag, double now_ms);
 
 /* Whether a wake that put bytes back keeps its host copy: keep_host_copy, the share with the
- * others' ready copies, and the host's room beside what is pinned now. */
+ * others' ready copies, and the host's free memory beside what is pinned now. */
 bool cn_cache_may_keep(struct cn_agent *ag, unsigned long long bytes);
 
 /* Before a nap whose host copy takes bytes: the other processes' ready copies asked back, the one
- * needed last first, until the host has room for it and [preflight] host_margin_mib, waiting for
- * that 2 s at most. */
-void cn_cache_room_for(struct cn_agent *ag, unsigned long long bytes);
+ * needed last first, until the host has the memory for it and [preflight] host_margin_mib, waiting
+ * for that 2 s at most. */
+void cn_cache_free_for(struct cn_agent *ag, unsigned long long bytes);
 
 /* Another process of this user asked for the host memory (CN_WAKE_TRIM): the ready copy let go
  * now, when the process runs awake; true when it was. */

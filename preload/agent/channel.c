@@ -1,7 +1,5 @@
-/* channel: the agent's line to the controller. One request, one answer over a SOCK_SEQPACKET
- * socket; the controller (cudanap-ctl, preload/ctl/) is started at the first request and again
- * after it died. A call that runs past the watchdog is said and waited for: a driver call in
- * flight cannot be taken back. Runs in the agent thread only. */
+/* channel: the agent's line to the controller, one request and one answer, the controller started
+ * again after it died (docs/FILES.md). Agent thread. */
 #define _GNU_SOURCE
 #include "agent/channel.h"
 

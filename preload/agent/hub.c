@@ -1,12 +1,5 @@
-/* hub: the leader of an NCCL job's cut across the nodes of its Slurm step, when no command line
- * leads it. A thread of one rank's on the step's first node, started by that rank's agent at the
- * cut (span.c) and living only through it: it listens on the job's port, serves every rank's
- * connection, its own rank's too, and answers the ranks as the command line would (base/cut.c):
- * once every communicator among the lines said for a step of the cut has all its ranks there,
- * each rank gets its counts to reach, or the go. A rank that gives up, or whose connection ends
- * before the cut is made, makes it tell all the others to give up; so does its bound, naming the
- * nodes it heard nothing from. The words and the proofs are base/cn_spanwire.h's. It writes no
- * status and no log: what it decides reaches each rank's agent as that rank's answer. */
+/* hub: the leader of an NCCL job's cut across the nodes of its Slurm step: a thread of one rank's
+ * on the step's first node, living through one cut (docs/FILES.md). */
 #define _GNU_SOURCE
 #include "agent/hub.h"
 

@@ -1,10 +1,5 @@
-/* launch: the programs the agent starts, the controller and the INI's hooks.
- *
- * posix_spawn, not fork: the app is multi-threaded and may hold gigabytes, and a vfork-and-exec
- * neither runs the app's atfork handlers nor copies its memory. Every child gets default signal
- * dispositions, an empty mask, stdin on /dev/null, none of the app's other descriptors but its
- * own fd 3, and an LD_PRELOAD without cudanap, so that it is never a job itself. Called from the
- * agent thread only: the buffers are its own. */
+/* launch: the programs the agent starts, the controller and the INI's hooks, by posix_spawn with
+ * nothing of the app's (docs/FILES.md). Agent thread. */
 #define _GNU_SOURCE
 #include "agent/launch.h"
 

@@ -1,13 +1,5 @@
-/* lead: who answers a rank at its NCCL job's cut (agent/nccl.c has the rank's steps). When the
- * command line suspends or resumes the job it leads the cut (tools/cli/ncclcut.c), and says so in
- * a note beside each process's status file before its signal. Otherwise the signals came from
- * elsewhere (Slurm's own suspend and resume, scancel --signal, kill on every rank) and the ranks
- * lead themselves: each reads the notes its peers left in the status directory they share, takes
- * the ranks whose communicators meet its own, and waits until every communicator among them has
- * all of its ranks there. The one with the lowest pid then answers each of them as the command
- * line would (base/cut.c: the same arithmetic); the others wait for its answer. A rank that gives
- * up tells the others, who give up too: all of them suspend or none. The ranks of a Slurm step on
- * several nodes see only their own node's notes: they meet over TCP instead (span.c). */
+/* lead: who answers a rank at its NCCL job's cut, the command line or the ranks themselves
+ * (docs/FILES.md). Agent thread. */
 #define _GNU_SOURCE
 #include "agent/lead.h"
 

@@ -219,7 +219,7 @@ static bool nap_go(struct cn_agent *ag, struct cn_naps *nap, bool asked, const c
 	l = light(ag, depth_why, sizeof(depth_why));
 	/* the host memory its copy takes, the others' ready copies given back for it (cache.c) */
 	mib = ag->status.gpu_now_mib;
-	cn_cache_room_for(ag, l		? cn_depth_light_bytes(&ctx)
+	cn_cache_free_for(ag, l		? cn_depth_light_bytes(&ctx)
 			      : mib > 0 ? (unsigned long long)(mib * (1 << 20))
 					: cn_owned_bytes());
 	o = nap->deeds->sleep(ag, l, asked ? 0 : NAP_LOCK_MS);
@@ -321,7 +321,7 @@ void cn_nap_now(struct cn_agent *ag, struct cn_naps *nap, bool acted)
 }
 
 /* After a wake, the app's calls going on: its host copy let go now, unless the wake kept it
- * ([nap] keep_host_copy and the host's room); the wake did not wait for it. */
+ * ([nap] keep_host_copy and the host's free memory); the wake did not wait for it. */
 static void let_go_copy(struct cn_agent *ag)
 {
 	if (cn_hostbuf_let_go_unkept()) {
@@ -470,7 +470,7 @@ static struct cn_outcome page_for_wake(struct cn_agent *ag, struct cn_naps *nap,
 		o = nap->deeds->wake(ag, NULL, 0); /* copying in while the room comes (room.h) */
 		if (o.state == CN_STATE_RUNNING && !cn_light_holding()) {
 			/* the calls go on while those napped answer; its copy goes first, the next
-			 * waker's room counts the host memory it frees */
+			 * waker's host check counts the host memory it frees */
 			nap->awake_ms = cn_clock_ms();
 			let_go_copy(ag);
 		}

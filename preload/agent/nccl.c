@@ -1,19 +1,5 @@
-/* nccl: the NCCL steps of an action, in the agent thread. Which route a process's communicators
- * take ([nccl] mode and the NCCL loaded); with NCCL's suspend API, before the lock of a suspend:
- * the gate closed, the cut agreed with the job's other ranks, the communicators suspended; after
- * the unlock of a resume: the ranks agree again, the communicators are resumed and the gate opens.
- * A process whose communicators are suspended keeps the gate closed until the job's resume, also
- * when its own suspend failed after them (the command line's rollback resumes it with the others).
- *
- * The cut: the ranks agree on the point where their communicators are suspended or resumed, in
- * notes beside the status file (cn_words.h says which and in what order), led by the command line
- * that suspends or resumes them all (tools/cli/ncclcut.c) or, when the signals came from
- * elsewhere (Slurm's own, kill on every rank), by one of the ranks (lead.c). A rank waits with a
- * bound: a rank signalled alone gives up and runs on.
- *
- * On every route, a process with communicators starts no GPU work from the start of its suspend
- * until its communicators run again (nccl/hold.c), and its lock waits until the work it started
- * has ended and PyTorch's watchdog has dropped it: no collective's clock runs while it sleeps. */
+/* nccl: the NCCL steps of an action: the app's work held and settled, the cut agreed with the job's
+ * other ranks, the communicators suspended and resumed (docs/FILES.md). Agent thread. */
 #define _GNU_SOURCE
 #include "agent/nccl.h"
 

@@ -1,7 +1,5 @@
-/* others: the other living processes of this user that share this process's status directory,
- * read from their status files: each file named <pid>.json for a pid other than this one, readable
- * as cn_status_read believes it, whose process started when the file says (not a reused pid) and
- * is this user's. */
+/* others: the other living processes of this user that share this process's status directory, as
+ * their status files say (docs/FILES.md). Agent thread. */
 #define _GNU_SOURCE
 #include "agent/others.h"
 

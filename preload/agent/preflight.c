@@ -1,10 +1,5 @@
-/* preflight: what the agent checks before it asks for a lock, from inside the process and without
- * the driver: NCCL ranks whose transports the driver cannot restore, GPU memory imported from
- * other processes and peer access between the process's GPUs, which the driver cannot restore
- * either, and managed memory, which it cannot checkpoint. It reads /proc/self and what the
- * gate's watchers saw (cuda/ipc.c, managed.c, peers.c). (JAX was refused here while
- * its calls could reach the driver as it held the process checkpointed; they wait at the gate now,
- * cuda/gate.c.) */
+/* preflight: what the agent refuses before it asks for a lock, seen from inside the process without
+ * the driver (docs/FILES.md). Agent thread. */
 #define _GNU_SOURCE
 #include "agent/preflight.h"
 

@@ -26,8 +26,8 @@ static void release(struct cn_agent *ag)
 
 /* Notice of a suspend to come (cudanap prepare): fault the host copy in now, within the host
  * memory check, and hold it for [performance] prepare_s, so that the suspend only copies. Asked
- * again, it starts over, sized to what the process holds then. It stages in RAM: the host's room
- * is what is checked, whatever the last suspend went to. */
+ * again, it starts over, sized to what the process holds then. It stages in RAM: the host's free
+ * memory is what is checked, whatever the last suspend went to. */
 struct cn_outcome cn_prepare(struct cn_agent *ag)
 {
 	struct cn_requests_disk disk = { .to_disk = false, .free_bytes = 0 };

@@ -1,12 +1,5 @@
-/* query: what a suspend would do now, without doing it: the answer to `cudanap status` and
- * `cudanap suspend --dry-run`, asked by a queued signal. It runs the suspend's checks (the INI,
- * the preflight, the room for the host copy), asks the controller what the process holds on which
- * GPU (and, of a restored NCCL rank, which other job's process shares them: beside.c), looks at
- * the app's threads inside a driver call (cuda/gate.c), estimates the suspend's and the resume's
- * times from this machine's past (rates.c), and writes it all in the status file's
- * query fields. It locks nothing, and leaves the state and the last action's outcome as they
- * were. A thread seen inside the same call at the query's start and end, or at the last query,
- * has been inside it at least that long; longer than [lock] timeout_ms, a suspend would fail. */
+/* query: what a suspend would do now, without doing it, in the status file's query fields
+ * (docs/FILES.md). Agent thread. */
 #define _GNU_SOURCE
 #include "agent/query.h"
 
@@ -103,8 +96,9 @@ static double memory_now(struct cn_agent *ag, const struct cn_resp *r)
 	return total;
 }
 
-/* Room for the host copy: in RAM (or the cgroup), or on disk when it hibernates. */
-static void room(struct cn_agent *ag, const struct cn_resp *r, double gpu_mib)
+/* Where the host copy would go and how much it has: RAM (or the cgroup), or the disk when it
+ * hibernates. */
+static void host_space(struct cn_agent *ag, const struct cn_resp *r, double gpu_mib)
 {
 	const struct cn_config *c = &ag->cfg;
 	double need = gpu_mib + gpu_mib / 16 + c->host_margin_mib, have;
@@ -116,9 +110,9 @@ static void room(struct cn_agent *ag, const struct cn_resp *r, double gpu_mib)
 		have = free_b == UINT64_MAX ? -1 : (double)free_b / (1 << 20);
 		snprintf(bound, sizeof(bound), "free space in %s", c->hibernate_dir);
 	} else {
-		/* a host copy kept for a light nap is room for it, as for the lock */
+		/* a host copy kept for a light nap is space for it, as for the lock */
 		have = r->host_which[0]
-			       ? (double)(r->host_room + ag->held.prepared_bytes +
+			       ? (double)(r->host_available + ag->held.prepared_bytes +
 					  (c->nap_depth != CN_DEPTH_FULL ? cn_hostbuf_bytes()
 									 : 0)) /
 					 (1 << 20)
@@ -205,7 +199,7 @@ void cn_query(struct cn_agent *ag, struct cn_look *look)
 					sizeof(why)) < 0) {
 		no(ag, why);
 	}
-	room(ag, &r, gpu_mib);
+	host_space(ag, &r, gpu_mib);
 	threads_inside(ag, look, first, n_first, t0);
 	estimate(ag, gpu_mib);
 	stamp(ag);

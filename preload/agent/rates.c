@@ -1,15 +1,5 @@
-/* rates: how long suspends and resumes take on this machine, per GPU model, learnt from the ones
- * done and kept in the user's state directory ($XDG_STATE_HOME/cudanap/rates, else
- * ~/.local/state/cudanap/rates): the last 32 of each kind and model, as "KIND GIB SECONDS MODEL"
- * lines. An estimate fits a line to them where their sizes span enough, else scales the defaults
- * by how this machine's times compared with them; with none, it takes defaults fitted to an
- * H200's figures on an H200 and an H100's on any other GPU (driver 580, docs/PERFORMANCE.md: on an
- * H100 1, 8 and 32 GiB suspended in 0.30, 0.90, 2.72 s and resumed in 0.17, 0.41, 1.20 s; 8 GiB
- * to disk and back in 5.39 and 6.22 s). Not kept, as colder than the rest: the first suspend after
- * the machine boots (a fresh VM's first touch of host pages costs it about 1.6 times more,
- * docs/DRIVER.md), and each process's first suspend and first resume of each kind (the first resume
- * of a 1 GiB process took 0.31 s on an H100, the next ones 0.16 s). Written by the agent after each
- * action; read by its query. */
+/* rates: how long suspends and resumes take on this machine, per GPU model, learnt from those done
+ * (docs/FILES.md). Agent thread. */
 #define _GNU_SOURCE
 #include "agent/rates.h"
 

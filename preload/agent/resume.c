@@ -1,8 +1,5 @@
-/* resume: the resume, top to bottom. It re-reads the INI (gpu_map may have changed while the job
- * slept), asks where the process stands, reads a hibernated host copy back into RAM, restores the
- * process (onto the GPUs the map names, after the controller's room check), unlocks it and opens
- * the gate on the app's driver calls. A restore that cannot be made leaves the process suspended,
- * to be resumed again. */
+/* resume: the resume, top to bottom: the INI read again, the host copy read back, the restore onto
+ * the map's GPUs, the unlock, the gate open (docs/FILES.md). Agent thread. */
 #define _GNU_SOURCE
 #include "agent/resume.h"
 
@@ -214,8 +211,8 @@ static struct cn_outcome light_back(struct cn_agent *ag, struct cn_resp *r, unsi
 {
 	struct cn_light_stats ls;
 	char why[300], msg[420];
-	/* kept for the next nap ([nap] keep_host_copy, the cache's share, the host's room), not
-	 * when leaving */
+	/* kept for the next nap ([nap] keep_host_copy, the cache's share, the host's free memory),
+	 * not when leaving */
 	bool keep = !cn_gate_leaving() && cn_cache_may_keep(ag, cn_light_left(-1));
 	int rc = cn_light_in(keep, wait_ms, cn_room_coming, &ls, why, sizeof(why));
 

@@ -427,8 +427,8 @@ void cn_room_settle(struct cn_agent *ag)
 
 /* The candidates whose nap the host has no memory for, taken out (their bytes 0), in the order
  * they would be napped until free_bytes reach want: each nap's copy ([preflight] host_margin_mib
- * beside it) and those of the ones before it must fit in its host room, with the ready host
- * copies of the others (cache.c), which a nap asks back. What they hold. */
+ * beside it) and those of the ones before it must fit in the host memory it can take, with the
+ * ready host copies of the others (cache.c), which a nap asks back. What they hold. */
 static uint64_t host_fit(struct cn_agent *ag, struct cand *c, int n, uint64_t free_bytes,
 			 uint64_t want)
 {
@@ -444,7 +444,8 @@ static uint64_t host_fit(struct cn_agent *ag, struct cand *c, int n, uint64_t fr
 
 		if (!c[i].bytes)
 			continue;
-		/* its own ready copy is in its host room already, not to be asked back */
+		/* its own ready copy is in the host memory it holds already, not to be asked back
+		 */
 		uint64_t back = ready - (uint64_t)(c[i].kept_mib * (1 << 20) < (double)ready
 							   ? c[i].kept_mib * (1 << 20)
 							   : (double)ready);

@@ -1,12 +1,5 @@
-/* span: a rank's part in its NCCL job's cut across the nodes of its Slurm step, when no command
- * line leads the cut (Slurm's own suspend and resume: scontrol suspend, PreemptMode=SUSPEND;
- * scancel --signal). Each node's status directory is its own, so the ranks cannot read each
- * other's notes there (lead.c's way on one node); they meet over TCP at a leader instead (hub.c),
- * which one of the ranks on the step's first node starts at the cut, on the first of the job's
- * ports ([nccl] cut_port) that nothing else holds. Each rank connects to it, proves it is a rank
- * of the job and checks that the leader is one (a secret of a communicator they share, never
- * sent: base/cn_spanwire.h), then says its lines at each step of the cut and waits for the answer,
- * with a bound. nccl.c decides when; this file does the talking, in the agent thread. */
+/* span: a rank's part in its NCCL job's cut across the nodes of its Slurm step, over TCP to the
+ * job's leader, when no command line leads the cut (docs/FILES.md). Agent thread. */
 #define _GNU_SOURCE
 #include "agent/span.h"
 

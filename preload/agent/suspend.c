@@ -1,12 +1,5 @@
-/* suspend: the suspend, top to bottom, and its notice (cudanap prepare).
- *
- * A suspend re-reads the INI, asks where the process stands, runs the preflight and opens the
- * hibernate file if one is asked for, closes the gate on the app's driver calls (cuda/gate.c),
- * locks the process's CUDA (waiting at most [lock] timeout_ms for both), then checkpoints it: the
- * driver copies GPU memory into a host copy that staging.c makes fast (huge pages, prefaulted or
- * prepared ahead) or backs with the hibernate file (hibernate.c), while copy.c runs libcuda's
- * copies in parallel. A step that fails unlocks the process, which runs on; the outcome goes out
- * through report.c. */
+/* suspend: the suspend, top to bottom: the checks, the gate closed, the lock, the checkpoint into a
+ * fast host copy or the hibernate file (docs/FILES.md). Agent thread. */
 #define _GNU_SOURCE
 #include "agent/suspend.h"
 
@@ -264,7 +257,7 @@ struct cn_outcome cn_suspend(struct cn_agent *ag)
 }
 
 /* The checks before anything is done, for a running process: the preflight (a nap's too), the
- * room for the host copy on disk. -1 with msg when the suspend is refused. */
+ * space for the host copy on disk. -1 with msg when the suspend is refused. */
 static int refused(struct cn_agent *ag, const struct how *h, char *msg, size_t len)
 {
 	struct cn_route nf;

@@ -1,22 +1,5 @@
-/* answers: the calls of a napping process that are answered at the gate, without waking it.
- *
- * A nap leaves the process checkpointed: no call may enter libcuda (docs/DRIVER.md: XLA's poller
- * died in there), and any call that needs the GPU wakes it. Some calls need no GPU, and an idle
- * program makes them all the time (XLA's poller: cuCtxSetCurrent, cuStreamQuery and
- * cuStreamIsCapturing several times a second, measured on an H100); waking for them would keep it
- * from ever napping. They are answered here as the driver would have:
- * - cuStreamQuery, cuEventQuery: CUDA_SUCCESS. The nap's lock waited for every piece of work to
- *   finish, and no work has been submitted since: the driver would say the same.
- * - cuStreamIsCapturing: not capturing, while no capture the app began is still open (the gate
- *   counts them: wrap.c); with one open, the call wakes the process.
- * - cuCtxSetCurrent: kept for the calling thread and made current for real at its next call that
- *   enters the driver; cuCtxGetCurrent on that thread answers the kept context. The thread's
- *   calls take the slow path until then (its depth is raised: gate.h).
- * Everything else wakes the process, but in a process leaving (exit() runs its handlers): its
- * teardown, the calls that free, destroy, unload or release and the synchronizations, get
- * CUDA_ERROR_DEINITIALIZED, as the driver answers while it shuts down, instead of a wake that
- * would restore gigabytes to be freed at once and make room for them by napping others. A call
- * that moves data or works the GPU (a destructor saving results) still wakes it. */
+/* answers: the calls of a napping process answered at the gate without waking it, and a leaving
+ * process's teardown (docs/FILES.md). The app's threads. */
 #define _GNU_SOURCE
 #include "cuda/answers.h"
 

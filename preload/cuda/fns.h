@@ -1,5 +1,5 @@
 /* fns: the driver functions the gate has handed out, one entry point each (stubs.S), shared by the
- * rooms of preload/cuda/: lookup.c fills the table, wrap.c reads it at every call. */
+ * files of preload/cuda/: lookup.c fills the table, wrap.c reads it at every call. */
 #ifndef CN_FNS_H
 #define CN_FNS_H
 

@@ -1,16 +1,5 @@
-/* ipc: the GPU memory this process imports from other processes outside NCCL, counted as the app
- * opens and closes it, so that a suspend is refused before the lock: the driver checkpoints an
- * importer and then cannot restore it (CUDA_ERROR_INVALID_VALUE; docs/COMPATIBILITY.md).
- *
- * The driver's import calls are seen by the gate (cuda/wrap.c counts them here), whatever path
- * the app took to them: -lcuda, dlsym, cuGetProcAddress (the static runtime, cuda-python). The
- * shared runtime's calls are interposed here too, by their exported names: the line of a refusal
- * then names the library that called the runtime (libc10_cuda.so), not the runtime itself; the
- * runtime's own driver call inside is not counted twice. A call from libnccl is not counted:
- * NCCL's imports are released by its own suspend (nccl/), and a rank whose NCCL cannot release
- * them is refused by the preflight's NCCL check.
- *
- * Runs in the app's threads; the agent reads the count (cn_ipc_imports). */
+/* ipc: the GPU memory this process imports from other processes outside NCCL, counted so that a
+ * suspend is refused before the lock (docs/FILES.md). The app's threads. */
 #define _GNU_SOURCE
 #include "cuda/ipc.h"
 

@@ -1,23 +1,5 @@
 /* lookup: every path by which an app gets a driver function leads to the gate's entry point for
- * it; this room hands them out and keeps the table.
- *
- * - Exported names (-lcuda, or dlsym on RTLD_DEFAULT): the preload exports every name of names.h,
- *   ahead of libcuda in the global scope. The driver's function behind one is found at its first
- *   call: the next definition after the preload (RTLD_NEXT), else libcuda's own by its handle.
- * - dlsym on libcuda's handle (XLA, Triton, PyTorch's lazy wrappers, cudart's own look-up of
- *   cuGetProcAddress): the preload's dlsym (stubs.S) asks route() about every name of the form
- *   cu[A-Z]...; the real dlsym answers, and a function that lies in libcuda is handed back
- *   wrapped. Every other name, and RTLD_NEXT, goes to libc's dlsym untouched and with the app's
- *   return address, so that RTLD_NEXT keeps its meaning. dlvsym is not interposed (libcuda's
- *   names carry no version; cudart asks dlvsym only for libc's).
- * - cuGetProcAddress and cuGetProcAddress_v2 (cudart >= 12, hence PyTorch, cuDNN, cuBLAS and the
- *   static runtime; cudaGetDriverEntryPoint, hence NCCL and cuda-python): the driver picks the
- *   function for the version and flags asked (a _v2, _v3, _ptsz or _ptds variant, or one it does
- *   not export), and wrap.c wraps what it hands out.
- * - cuGetExportTable: noted. The driver's private tables it hands out are not seen.
- * A function is known by its address: its exported name when libcuda exports it (dladdr),
- * else the name asked for. One the table does not know (a newer driver's) gets a spare entry
- * point, passes through as it is, and is counted. */
+ * it; this file hands them out and keeps the table (docs/FILES.md). */
 #define _GNU_SOURCE
 #include "cuda/fns.h"
 

@@ -1,10 +1,5 @@
-/* managed: the managed memory (cuMemAllocManaged, hence cudaMallocManaged) the app holds, counted
- * as the gate sees it allocated and freed, so that a suspend is refused before the lock: with it
- * the driver locks the process and then fails the checkpoint (CUDA_ERROR_NOT_SUPPORTED, measured
- * on an H200: docs/DRIVER.md). Frees are looked at only while some is held (the gate's cuMemFree
- * entries take the slow path then: cuda/lookup.c). Managed variables of a module (__managed__)
- * are the driver's own doing, not seen: their suspend still fails at the checkpoint. Runs in the
- * app's threads; the agent reads the count. */
+/* managed: the managed memory the app holds, counted so that a suspend is refused before the lock
+ * (docs/FILES.md). The app's threads; the agent reads the count. */
 #define _GNU_SOURCE
 #include "cuda/managed.h"
 

@@ -1,7 +1,5 @@
-/* names: the driver functions the gate exports under their own names, sorted, with the
- * 8-byte words of arguments each takes on the stack (x86-64), which its trampoline copies.
- * Written by names.py from a CUDA Toolkit's headers and libcuda link stub, and a real
- * libcuda's exports (CUDA 13.0 and driver 580.159.04 here); do not edit. */
+/* names: the driver functions the gate exports, sorted, with their stack words; written by names.py
+ * (docs/FILES.md), do not edit. */
 CN_FN(cuArray3DCreate, 0)
 CN_FN(cuArray3DCreate_v2, 0)
 CN_FN(cuArray3DGetDescriptor, 0)

@@ -1,17 +1,5 @@
-/* owned: large device memory served by cudanap in pieces the driver can restore. App threads, at
- * their allocation calls, inside the gate; the driver's functions are called directly.
- *
- * An allocation of cuMemAlloc's over CN_OWNED_LINE is made of handles of cuMemCreate's of that
- * size at most, mapped one after another in one reserved range: the address and size the app
- * sees, its GPUs' access mirrored from the peer access the app turns on. A cuMemCreate handle over
- * the line (not one to export) is made of such pieces too, under a handle of ours that cuMemMap,
- * cuMemRelease and the property query take. The driver checkpoints and restores the pieces as it
- * would the app's own memory, onto other GPUs too: nothing is copied by cudanap. What the app can
- * ask of an owned allocation (its range, a free of an interior pointer) is answered as the driver
- * answers for its own; a CUDA IPC export is refused, as the driver refuses one of its own pieces,
- * and so is an export of a split handle, which is no one handle. Where light naps are allowed
- * ([nap] depth), every allocation of LIGHT_MIN or more is owned, on one GPU too: a light nap
- * (light.c) moves what is owned, through cn_owned_spans, cn_owned_give and cn_owned_take. */
+/* owned: large device memory served by cudanap in pieces the driver can restore (docs/FILES.md).
+ * The app's threads, at their allocation calls, inside the gate. */
 #define _GNU_SOURCE
 #include "cuda/owned.h"
 

@@ -1,8 +1,5 @@
-/* stubs: the gate's entry points in machine code (x86-64, System V): one per driver function,
- * exported under the names of names.h or handed out by address, all running one trampoline that
- * calls the driver's function between wrap.c's two halves; and dlsym, which hands a driver name's
- * lookup to lookup.c and every other one to libc's dlsym by a jump, so that libc sees the app's
- * return address and RTLD_NEXT means what it meant for the app. */
+/* stubs: the gate's entry points in machine code, one per driver function, and the preload's dlsym
+ * (docs/FILES.md). */
 
 #include "cuda/fns.h"
 #include "cuda/gate.h"

@@ -1,16 +1,5 @@
-/* wrap: what happens at each driver call the app makes, around the driver's own function.
- *
- * Every entry point of the gate (stubs.S) runs one trampoline, which calls the driver's function
- * with the app's registers and stack arguments. Its fast path, in the trampoline itself, takes
- * the function from the table, marks the thread inside (gate.c) and calls; after the call it marks
- * the thread outside. Whatever it cannot do at once comes here, with the app's argument registers
- * saved in a frame: a thread's first call, a function not yet resolved, a closed gate, a counted
- * call, cudanap's own thread, and after the call the kinds whose arguments or results matter:
- * cuGetProcAddress, whose answer is wrapped in turn (lookup.c), cuGetExportTable, noted, and the
- * CUDA IPC imports, counted for the preflight (ipc.c), the queries that found work not done (when
- * last: an NCCL job's suspend waits for its work to settle, nccl/hold.c), and with [nap] make_room
- * an allocation or a context refused as out of memory, tried again once room is made. Runs in the
- * app's threads. */
+/* wrap: the slow halves of each driver call the app makes, around the driver's own function
+ * (docs/FILES.md). The app's threads. */
 #define _GNU_SOURCE
 #include <stdatomic.h>
 #include <stdint.h>

@@ -1,20 +1,5 @@
-/* comms: the process's NCCL communicators, and the gate that holds the app's NCCL calls back while
- * they are suspended.
- *
- * NCCL 2.29.7 and later can suspend a communicator (ncclCommSuspend, NCCL_SUSPEND_MEM): it unmaps
- * the buffers it imported from its peers and releases its own, after which the driver can
- * checkpoint a rank whose transports share GPU memory (P2P over NVLink, cuMem, shared memory), and
- * ncclCommResume maps them again (measured on two H200s with NCCL 2.30.7: docs/DISTRIBUTED.md).
- * Both are collectives: every rank of the communicator must make them, and before its barrier
- * ncclCommSuspend waits for all the device's work, so every operation a rank has issued must have
- * been issued by its peers too. A cut that every rank agrees on is made in three steps: the gate
- * closes (quiesce: the app's next operation waits, the ones under way return) and each rank says
- * how many operations it has issued on each communicator; the ranks behind are let through until
- * they have issued as many as the rank furthest on (drain), which the command line works out from
- * every rank's counts (cut.c, tools/ncclcut.c); then all suspend. The gate stays closed until the
- * communicators are resumed. The app's threads meet the gate in interpose.c, at each call that
- * issues work; the agent thread drives the rest. Everything here is cheap on the app's path: an
- * atomic add and a load while the gate is open. */
+/* comms: the process's NCCL communicators, their suspend and resume, and the gate that holds the
+ * app's NCCL calls back meanwhile (docs/FILES.md). */
 #define _GNU_SOURCE
 #include "nccl/comms.h"
 

@@ -1,22 +1,5 @@
-/* hold: which of the app's driver calls go on while an NCCL job is being suspended, and when the
- * GPU work it started before has settled.
- *
- * PyTorch starts a collective's clock when it creates the collective's work, before it calls NCCL,
- * and its watchdog thread kills the process when a work still on its list is older than the
- * process group's timeout, whether the work has finished or not (it looks at the clock first).
- * So a suspend must leave no work with a running clock: none created and waiting to be issued,
- * none finished and still listed. From the start of the suspend the gate holds every app thread
- * at its next call that starts GPU work (a launch, a copy, a memset, a stream wait, a graph
- * launch) or begins a collective (PyTorch's first driver call in one asks whether the stream is
- * capturing); a thread that has left an NCCL operation and has not been held since may still ask
- * that, as PyTorch's send and receive do before they hand the work to the watchdog. Everything else
- * goes on: the calls NCCL makes (from its own code, or from inside an NCCL call of the app's),
- * event records (an operation's end), the queries and context calls of the watchdog, allocations
- * and frees. A rank that the job's cut finds behind runs freely until it has issued its share
- * (cn_comms_behind). Then the watchdog sees every work end and drops it: the suspend waits until
- * no query of the app's has found work not done for a while (cn_hold_settle), after which the
- * watchdog's list is empty and stays so, asleep or not, and its heartbeat goes on. The facts are
- * in docs/DISTRIBUTED.md (Long sleeps). */
+/* hold: which of the app's driver calls go on while an NCCL job is being suspended, and when its
+ * GPU work has settled (docs/FILES.md). */
 #define _GNU_SOURCE
 #include "nccl/hold.h"
 

@@ -1,11 +1,5 @@
-/* interpose: NCCL's entry points, as the app calls them. The calls that create or destroy a
- * communicator tell the registry (comms.c), with a key that is the same on every rank of it (a
- * hash of its unique id, or of its parent's key and the split's colour) and a secret only its
- * ranks know (made the same way, with SHA-256: base/cn_spanwire.h); the calls that issue work
- * pass the gate and are counted. Everything else goes straight to NCCL: the real function is
- * found once by name (cn_comms_sym), also where the framework loaded NCCL late or privately. The
- * preload must come before libnccl in LD_PRELOAD for these to be the app's (cudanap run puts it
- * there). This file runs in the app's threads only. */
+/* interpose: NCCL's entry points as the app calls them, forwarded to NCCL, the communicators
+ * registered and the operations counted (docs/FILES.md). The app's threads. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <link.h>

@@ -129,7 +129,7 @@ echo "[lock" >> "$T/job.ini"
 like "$(dry "$pid")" "^$pid: would refuse: .*job.ini.*:1$" "a broken INI: would refuse, naming it"
 write_ini "[preflight]" "host_margin_mib = 16000000"
 like "$(dry "$pid")" "^$pid: would refuse: its host copy needs [0-9]+ MiB with the margin, and .* has [0-9]+ MiB:1$" \
-	"no room for the host copy: would refuse"
+	"too little host memory for the host copy: would refuse"
 cp "$T/good.ini" "$T/job.ini"
 kill -STOP "$pid"
 eventually 10 stopped "$pid" # a signal is delivered later, under load after the next command

@@ -355,7 +355,7 @@ is "$REPLY" "vmm word 0 5" "the new allocation's too"
 no_pin() { [ "$(pinned_mib "$1")" = 0 ]; }
 write_ini "[nap]" "depth = light" "keep_host_copy = true" "[preflight]" "host_margin_mib = 16000000" "[log]" "level = info"
 cli2 nap "$pid" # the INI read again
-like "$rc:$out" "^1:$pid: nap failed: NO_HOST_MEMORY" "a nap then: refused, the host has no room for the copy and the margin"
+like "$rc:$out" "^1:$pid: nap failed: NO_HOST_MEMORY" "a nap then: refused, the host has too little memory for the copy and the margin"
 check "the host without the margin free: the kept copy let go" eventually 10 no_pin "$pid"
 log_like "$T/K.err" "let go of its ready host copy \(1000 MiB\): the host has less than \[preflight\] host_margin_mib \(16000000 MiB\) free" "the log says so"
 check "the status says none is kept" eventually 10 fields_are "$pid" host_kept_mib 0.000

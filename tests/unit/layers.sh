@@ -3,7 +3,8 @@
 # folders below it, each preload header named with its folder ("agent/state.h"), so that an arrow
 # back up fails here. agent/ (the agent thread) may use hostcopy/, nccl/, cuda/ and the wake pipe
 # (wake.h, shared by its writers and its reader); nccl/ may use cuda/; cuda/ and hostcopy/ none of
-# the others.
+# the others. Inside agent/, the loop (agent.c) stands on the actions and the actions on the
+# services: no action includes another action's header, no service an action's or the loop's.
 . "$(dirname "$0")/../lib.sh"
 root=$(cd "$(dirname "$0")/../.." && pwd)
 src=$root/preload
@@ -30,6 +31,23 @@ for d in agent cuda hostcopy nccl; do
 	done
 	is "${bad:-none}" none "$d/ includes only its own headers and those below it"
 done
+
+# agent/'s own layers: the actions, side by side; every other file but the loop is a service
+actions=" suspend resume nap query prepare pager "
+bad=
+for f in "$src"/agent/*.[ch]; do
+	me=$(basename "${f%.*}")
+	[ "$me" = agent ] && continue
+	while read -r inc; do
+		[[ $inc == agent/* ]] || continue
+		to=$(basename "${inc%.h}")
+		[ "$to" = "$me" ] && continue
+		if [ "$to" = agent ] || [[ $actions == *" $to "* ]]; then
+			bad+=" ${f#"$src"/}: $inc;"
+		fi
+	done < <(includes "$f")
+done
+is "${bad:-none}" none "agent/: no action includes another action, no service an action or the loop"
 
 unnamed=
 while read -r f; do

@@ -1,19 +1,5 @@
-/* cudanap-bench: suspend/resume timings of cudanap against the driver alone, in one run.
- *
- * For each size and mode it starts the test program holdmem (GPU memory filled with a verifiable
- * pattern), suspends and resumes it `reps` times, verifies every byte after each resume, and prints
- * the median seconds and the ratio to the baseline measured in the same run:
- *   driver     the driver alone, called from this process (a separate controller, as every tool
- *              built on the checkpoint API does); holdmem runs without cudanap
- *   off        cudanap end to end (signal sent -> status file says done), [performance] hugepages
- * off on         the same with the fast path on (the default) With --experiments, 8 GiB also runs
- * variations of "on": without the parallel libcuda copies, without prefault, with 16 copy threads,
- * with the host buffer kept between suspends. Then the latency from signal to the first driver call
- * (p50/p99) and the steady-state cost of the preload on a kernel-launch loop, beside an A/A control
- * that shows the noise of that measurement. --sizes 0 skips the size table. First of all, the
- * host's own floors (floors.c): page population and memcpy rates, and the seconds they give for
- * each size; --floors-only prints them alone, without a GPU. Prints figures only; it asserts
- * nothing about speed. */
+/* cudanap-bench: suspend and resume timings of cudanap against the driver alone, in one run, each
+ * beside its baseline (docs/FILES.md). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>

@@ -1,7 +1,5 @@
-/* floors: the best this machine's host side can do, measured for the benchmark's ratios. The rate
- * of populating fresh anonymous memory (4 KiB pages and transparent huge pages, one thread and N,
- * MADV_POPULATE_WRITE: what a suspend's host copy costs before a byte is copied) and the rate of
- * memcpy between populated buffers (one thread and N). Medians of three runs over `bytes`. */
+/* floors: the best this machine's host side can do (page population, memcpy), measured for the
+ * benchmark's ratios (docs/FILES.md). */
 #define _GNU_SOURCE
 #include "floors.h"
 #include "fanout.h"

@@ -1,16 +1,5 @@
 /* cudanap-hostpin: the ways to make fresh host memory ready for a light nap's copy out, each timed
- * against the pinned floor (a copy into memory pinned long before) in the same run, on GPU 0.
- *
- * A light nap copies the GPU memory it owns into anonymous host memory it pins first (the driver
- * copies only into pinned memory at the bus's speed). The ways: fault and pin 256 MiB or 1 GiB
- * chunks by threads while the copies follow them (what cuda/light.c did); fault everything first,
- * then pin it in one call; let the pinning fault the pages itself; the driver's own pinned
- * allocation; no pinning at all, the copy going through a small pinned bounce buffer that threads
- * copy out of into the fresh pages. The bounce way back (host to GPU) is timed too, against the
- * pinned floor that way. Each way runs on memory never touched before by this process; the host
- * floors (fault rate alone, pin rate alone) come first, the very first fault of the run beside a
- * second one (a fresh virtual machine's memory is slower the first time). Figures only.
- * `cudanap-hostpin --floor GIB` prints the pinned floors alone ("floor out MS in MS"). */
+ * against the pinned floor in the same run (docs/FILES.md). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>

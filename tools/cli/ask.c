@@ -1,7 +1,5 @@
-/* ask: what a suspend would do now, asked of each process without doing it: the suspend signal,
- * queued with cudanap's query value (which the preload takes for a question, not an action, and
- * does not pass to the app's handler), and the answer in the status file's query fields (the
- * agent's query.c). Used by cudanap status, suspend --dry-run and pick. */
+/* ask: what a suspend would do now, asked of each process without doing it, for cudanap status,
+ * suspend --dry-run and pick (docs/FILES.md). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>

@@ -1,13 +1,5 @@
-/* group: processes acted on at once, all or nothing. Each gets the signal its INI names (a prepare:
- * the suspend signal queued with a value of ours), each outcome is read from its status file, and
- * a job is kept whole: a suspend of several processes (the ranks of a distributed job) ends with
- * all of them suspended or all of them running. It never talks to the driver.
- *
- * Why all or nothing: a rank locked while a peer's collective waits for it leaves the peer's
- * kernel spinning, so the peer's lock times out, and a job half asleep holds its GPUs and makes no
- * progress. The signals go out together; if any rank fails, the ranks this attempt suspended are
- * resumed (which lets the spinning collective finish) and, when every failure was a lock that
- * timed out, the whole job is tried again after a pause. */
+/* group: processes acted on at once, all or nothing: the signals sent together, the outcomes read,
+ * a job kept whole (docs/FILES.md). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>

@@ -1,7 +1,5 @@
-/* kernel: cudanap kernel install|list|remove, Jupyter kernelspecs that start a kernel under
- * `cudanap run --nap N`. This file checks the command line and finds the Python that runs
- * Jupyter; tools/kernel/kernelspec.py does the rest there, with jupyter_client's own idea of
- * where kernels live. */
+/* kernel: cudanap kernel install|list|remove, Jupyter kernelspecs that start a kernel under cudanap
+ * run --nap N (docs/FILES.md). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>

@@ -1,7 +1,5 @@
-/* cudanap: the command line. It starts jobs under the preload, sends them the signals their INI
- * names, and reads the outcome from their status files; it never talks to the driver. This file
- * only parses the command and hands it to the file that does it: run.c, act.c, status.c, pick.c,
- * metrics.c, kernel.c. */
+/* cudanap: the command line; this file parses the command and hands it to the file that does it
+ * (docs/FILES.md). */
 #define _GNU_SOURCE
 #include <stdbool.h>
 #include <stdio.h>

@@ -1,7 +1,5 @@
 /* metrics: cudanap metrics, the status files of this user's processes (root: everyone's) in
- * Prometheus' text format, on stdout or, with --textfile DIR, replaced atomically in
- * DIR/cudanap.prom for node_exporter's textfile collector. It reads status files, and /proc for
- * each process's user and Slurm job: it sends no signal. */
+ * Prometheus' text format (docs/FILES.md). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>

@@ -1,14 +1,5 @@
-/* ncclcut: the command line's side of the cut at which the ranks of an NCCL job suspend and
- * resume their communicators (preload/agent/nccl.c has the ranks' side and preload/nccl/comms.c
- * why). Files beside each process's status file: at a suspend every rank says how many operations
- * it has issued on each communicator (nccl-cut), this command answers each with the most any rank
- * has issued (nccl-go), the ranks say when they are there (nccl-ready), and this command lets them
- * all suspend at once (nccl-commit); at a resume every rank says it is restored (nccl-ready) and
- * all resume at once. A communicator some of whose ranks are not in the group, or a rank that
- * fails, makes this command tell the others to give up (nccl-abort): none of them then waits in a
- * collective its peers never make. The ranks know this command leads from its note (nccl-led,
- * group.c); signalled from elsewhere they lead themselves (preload/agent/lead.c), with the same
- * arithmetic (base/cut.c). */
+/* ncclcut: the command line's side of the cut at which an NCCL job's ranks suspend and resume their
+ * communicators (docs/FILES.md). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>

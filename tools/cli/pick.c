@@ -1,7 +1,5 @@
 /* pick: cudanap pick, which processes to suspend to free GPU memory at the least cost, for a
- * scheduler choosing its victims: every candidate is asked what a suspend would do (ask.c), the
- * ones that would suspend and hold memory on the GPU are weighed by their estimated suspend time,
- * and the cheapest set that frees enough is printed with the command that suspends it. */
+ * scheduler choosing its victims (docs/FILES.md). */
 #define _GNU_SOURCE
 #include <getopt.h>
 #include <stdio.h>

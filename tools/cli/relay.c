@@ -1,11 +1,5 @@
-/* relay: this node's part in a whole Slurm job led by the command line on another host (span.c).
- * There this command runs as the task of one srun step on each node of the job, acts on this
- * node's processes as group.c does, and at each point where the job's nodes must agree (may the
- * signals go out; the NCCL ranks' counts and their word that they are at the cut; did a process
- * fail; is the job tried again) it says what it has on stdout and waits for the leader's word on
- * stdin, which srun gives every task. Every line says which node it is from, and a beat every
- * second says the node is alive, so that the leader tells a node that does not answer from one
- * that is slow. The words, both ways, are span.c's (its opening comment). */
+/* relay: this node's part in a whole Slurm job led by the command line on another host, the task
+ * of one srun step on each node of the job (docs/FILES.md). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>

@@ -1,7 +1,5 @@
-/* slurm: a Slurm job as Slurm knows it: its processes on this node (`scontrol listpids`, which
- * the job's step daemons answer even while slurmd is down, else the environment every process of
- * a job inherits), its state and nodes (squeue), and Slurm's programs started as root may start
- * them: found in trusted directories only, from "/", without a shell. */
+/* slurm: a Slurm job as Slurm knows it: its processes on this node, its state and nodes, and
+ * Slurm's programs found where root may start them (docs/FILES.md). */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>

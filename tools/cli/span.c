@@ -1,25 +1,5 @@
-/* span: a whole Slurm job over its nodes, led from here: the step on every node and the words
- * with it (spanjob.c decides what an action does with them). When a job runs on several nodes, or
- * on one that is not this host (the controller, a login node), `cudanap suspend|resume|prepare|nap
- * --slurm J` starts itself on every node of the job through Slurm, as the tasks of one step (srun
- * --jobid=J --overlap, one task per node, never ssh), each acting on its node's processes
- * (relay.c). They act as one job: the same all-or-nothing rule and rollback as on one node, and
- * the cut of the job's NCCL ranks worked out here from every node's counts (base/cut.c).
- *
- * srun gives every task what is written to its stdin and brings back what each writes; every
- * line of ours starts with SPAN_MARK, and the nodes' name their node:
- *   node: "hello N [WHY]" (its processes of the job; none: why), then "beat" every second
- *   node: "checked ok" or "checked refused LINE"        here: "send" or "refuse WHY"
- *   node: "cut PHASE IDX KEY RANK NRANKS ISSUED"..., "said PHASE ok|hint|bad [WHY]"
- *         PHASE count (a suspend's counts), there (at the cut), restored (a resume's)
- *   here: "go NODE IDX KEY:COUNT,..."... "went", or "commit", "nocut", "abort WHY"
- *   node: "proc OK OUTCOME PID LINE"..., ["json OBJECT"...], "result ok|failed|transient [LINE]"
- *   here: "ok" or "rollback"; then node: "rolledback M BAD LINE", here: "retry" or "stop"
- *   node: "end"
- * A node that says nothing, not even its beat, for SILENCE_S is taken for gone: what it holds is
- * left as it was, the others are rolled back, and its line says so. The commands that only look
- * (status, suspend --dry-run) run there with --this-node, and their lines come back with the
- * node's name (passthrough). */
+/* span: a whole Slurm job over its nodes, led from here: one srun step with a task on every node,
+ * and the words with it (docs/FILES.md: the lines). */
 #define _GNU_SOURCE
 #include "spanstep.h"
 

@@ -1,8 +1,5 @@
-/* spanjob: an action on a Slurm job over all its nodes (span.c has the step and its words): the
- * same all-or-nothing rule as on one node (group.c), decided here from every node's word: every
- * node checked before any signal, the NCCL ranks' cut from every node's counts, a failure
- * anywhere rolled back everywhere and tried again when it was a lock that timed out; then one
- * line per process under its node, one per node, and the total. */
+/* spanjob: an action on a Slurm job over all its nodes, all or nothing as on one node, decided
+ * here from every node's word (docs/FILES.md). */
 #define _GNU_SOURCE
 #include "spanstep.h"
 

@@ -1,13 +1,5 @@
-/* bench-gatecall: what the gate (preload/cuda/) adds to each driver call an app makes, on each
- * path the app can take to the function: its exported name (the preload's, ahead of libcuda's),
- * dlsym on the driver's handle, cuGetProcAddress_v2 with the default and the per-thread default
- * stream. "bare" calls the driver's function itself (taken with libc's own dlsym, past the
- * preload's) and "again" does it once more: the difference between the two is this machine's noise.
- * Blocks of calls take turns, in an order that rotates each block; it prints the median ns of a
- * call each way and what the gate added to bare. A query of one argument (cuDriverGetVersion) and
- * a launch of eleven, five on the stack (cuLaunchKernel, which with no context fails at once on a
- * real driver). Run it under cudanap: `ninja -C build bench-gatecall` (a driver that does nothing),
- * or `cudanap run -- cudanap-bench-gatecall --driver libcuda.so.1` on a GPU machine. */
+/* bench-gatecall: what the gate adds to each driver call, on each path an app takes to the
+ * function, beside this machine's noise (docs/FILES.md). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <linux/membarrier.h>

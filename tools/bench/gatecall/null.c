@@ -1,7 +1,5 @@
-/* null: a CUDA driver that does nothing, for bench-gatecall on a machine without a GPU: each call
- * it answers returns at once. Named libcuda-null.so; the benchmark names it in CUDANAP_LIBCUDA, as
- * a test's stand-in for libcuda is named. Linked -Bsymbolic, as the functions it hands out must be
- * its own, not the preload's exports of the same names. */
+/* null: a CUDA driver that does nothing, for bench-gatecall on a machine without a GPU
+ * (docs/FILES.md). */
 #include <stdint.h>
 #include <string.h>
 

@@ -1,7 +1,5 @@
-/* bench-ncclcall: what cudanap's NCCL interposition adds to each NCCL call an app makes. The same
- * calls go to an NCCL that does nothing (null.c), once straight to it and once through the
- * preload's definitions, in one process, in alternating blocks; it prints the median time of a
- * call each way and the difference. Run it under cudanap: `ninja -C build bench-ncclcall`. */
+/* bench-ncclcall: what cudanap's NCCL interposition adds to each NCCL call, against an NCCL that
+ * does nothing (docs/FILES.md). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
