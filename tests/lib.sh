@@ -194,11 +194,25 @@ nap_is() { [ "$(field "$1" nap)" = "$2" ]; }
 # so a call can answer first.
 awake_is() { state_is "$1" running && [[ $(field "$1" nap) =~ ^(awake|off)$ ]]; }
 woke() { eventually 5 awake_is "$1"; }
-# gone PID: PID has exited (gone, or a zombie not reaped yet).
-gone() { [ ! -e "/proc/$1" ] || grep -q '^[0-9]* (.*) Z' "/proc/$1/stat"; }
 # stopped PID: PID is stopped (SIGSTOP); a signal is delivered after kill returns, so a test polls
 # for it with eventually.
 stopped() { [[ $(cat "/proc/$1/stat" 2> /dev/null) =~ \)\ T\  ]]; }
+# gone PID...: every PID has exited, or is a zombie not reaped yet; wait for it with eventually.
+gone() {
+	local p
+	for p in "$@"; do
+		[ ! -e "/proc/$p" ] || grep -q '^[0-9]* (.*) Z' "/proc/$p/stat" 2> /dev/null || return 1
+	done
+}
+# ctl_of PID: the pid of PID's controller, known by its argument (another suite's run has its own).
+ctl_of() { pgrep -f "^cudanap-ctl $1\$"; }
+# synced NAME: the target NAME's last synchronisation has returned ("drv synced" answers
+# "synced RESULT MS", or "synced running" while it waits); wait for it with eventually.
+synced() { ask "$1" "drv synced"; [ "${REPLY#synced }" != running ]; }
+# held PID: the MiB the fake driver holds on the GPU for PID, its own allocations (0: none).
+held() { cat "$T/fake/$1.alloc" 2> /dev/null || echo 0; }
+# importable MODULE: the Python of the test ($py, else python3) imports MODULE.
+importable() { "${py:-python3}" -c "import $1" > /dev/null 2>&1; }
 # napped PID [SECONDS]: until a nap is all in PID's status, its state and its nap napping (20 s at
 # most): the nap's outcome is written first, then its nap state and count.
 nap_whole() { state_is "$1" napping && nap_is "$1" napping; }

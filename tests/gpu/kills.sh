@@ -6,7 +6,6 @@ command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 || skip_all 
 [ -n "${HOLDMEM:-}" ] && [ -x "$HOLDMEM" ] || skip_all "CUDA test programs not built (no nvcc when meson set up)"
 gib=${CUDANAP_GPU_TEST_GIB:-8}
 write_ini
-ctl_of() { pgrep -f "^cudanap-ctl $1\$"; }
 
 # wait_busy PID: until PID's agent has an action in flight.
 wait_busy() { for _ in $(seq 500); do [ "$(field "$1" busy)" = true ] && return 0; sleep 0.01; done; return 1; }

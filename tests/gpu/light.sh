@@ -18,7 +18,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 || skip_all "no NVIDIA GPU or driver"
 py=${PYTHON:-python3}
 gib=${CUDANAP_GPU_TEST_GIB:-8}
-has() { "$py" -c "import $1" > /dev/null 2>&1; }
 full_napped() { nap_whole "$1" && [ "$(field "$1" nap_depth)" = full ]; }
 # cell NAME: one cell, its time in ms in $ms
 cell() {
@@ -124,19 +123,19 @@ session() {
 	timeout 60 tail --pid="$pid" -f /dev/null
 }
 
-if has torch; then
+if importable torch; then
 	session PyTorch torch "$gib"
 	defaults PyTorch torch "$gib"
 else
 	skip "PyTorch" "torch not installed"
 fi
-if has cupy; then
+if importable cupy; then
 	session CuPy cupy "$gib"
 	defaults CuPy cupy "$gib"
 else
 	skip "CuPy" "cupy not installed"
 fi
-if has jax; then
+if importable jax; then
 	session "JAX, its pool preallocated" jax "$gib"
 	defaults "JAX, its pool preallocated" jax "$gib"
 	export XLA_PYTHON_CLIENT_PREALLOCATE=false

@@ -12,11 +12,10 @@ command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 || skip_all 
 [ -n "${HOLDMEM:-}" ] && [ -x "$HOLDMEM" ] || skip_all "CUDA test programs not built (no nvcc when meson set up)"
 py=${PYTHON:-python3}
 gib=${CUDANAP_GPU_TEST_GIB:-8}
-has() { "$py" -c "import $1" > /dev/null 2>&1; }
 write_ini "[nap]" "idle_s = 3" "[log]" "level = info"
 
 # -- a PyTorch session through a pipe: idle, it naps; the next cell wakes it, right
-if has torch; then
+if importable torch; then
 	ref=$(echo compute | "$py" "$here/nap_session.py" torch "$gib" | grep '^result')
 	start nb "$py" "$here/nap_session.py" torch "$gib"
 	pid=$nb_pid
@@ -44,7 +43,7 @@ else
 fi
 
 # -- JAX idle: XLA's poller neither keeps it awake nor wakes it
-if has jax; then
+if importable jax; then
 	export XLA_PYTHON_CLIENT_PREALLOCATE=false
 	ref=$(echo compute | "$py" "$here/nap_session.py" jax | grep '^result')
 	start jx "$py" "$here/nap_session.py" jax
@@ -64,7 +63,7 @@ else
 fi
 
 # -- a transformers server napping between requests
-if has transformers; then
+if importable transformers; then
 	ref=$(printf 'compute\ncompute\n' | "$py" "$here/nap_session.py" hf | grep '^result' | head -n 1)
 	start hf "$py" "$here/nap_session.py" hf
 	ok=0

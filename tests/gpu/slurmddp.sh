@@ -130,8 +130,7 @@ low_job 29553
 check "a low job trains again, rank pids $r0 $r1" test -n "$r1"
 high_job Q
 requeue_ms=$took
-gone() { ! kill -0 "$r0" 2> /dev/null && ! kill -0 "$r1" 2> /dev/null; }
-check "Slurm killed the low job's ranks" eventually 60 gone ||
+check "Slurm killed the low job's ranks" eventually 60 gone "$r0" "$r1" ||
 	diag "ranks: $(ps -o pid=,stat=,etime=,cmd= -p "$r0,$r1" | cut -c1-120 | tr '\n' ';')"
 like "$(job_state "$low")" "^(PENDING|REQUEUED|REQUEUE_HOLD|REQUEUE_FED)$" "and requeued it ($(job_state "$low"))"
 REPLY=

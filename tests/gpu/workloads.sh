@@ -7,7 +7,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 || skip_all "no NVIDIA GPU or driver"
 [ -n "${FEATURES:-}" ] && [ -x "$FEATURES" ] || skip_all "CUDA test programs not built (no nvcc when meson set up)"
 py=${PYTHON:-python3}
-has() { "$py" -c "import $1" > /dev/null 2>&1; }
 write_ini "[log]" "level = info"
 
 # run_steps NAME "AT..." SECONDS CMD...: run a training script under cudanap, suspend it after each
@@ -38,7 +37,7 @@ spread() {
 }
 
 # ---- PyTorch
-if has torch; then
+if importable torch; then
 	"$py" "$here/torch_train.py" 30 0 100 | grep '^step' > "$T/torch.ref"
 	run_steps torch "5 15" 3 "$py" "$here/torch_train.py" 30 6 100
 	is "$(grep -c suspended "$T/torch.times")$(grep -c resumed "$T/torch.times")" 22 \
@@ -55,7 +54,7 @@ else
 fi
 
 # ---- CuPy
-if has cupy; then
+if importable cupy; then
 	ref=$(echo | "$py" "$here/cupy_work.py" | grep '^result')
 	start cupy "$py" "$here/cupy_work.py"
 	out=$("$CUDANAP" suspend "$cupy_pid"); sleep 2; out2=$("$CUDANAP" resume "$cupy_pid")
@@ -68,7 +67,7 @@ fi
 
 # ---- JAX: XLA's driver calls (its poller's cuStreamQuery among them) wait at the gate while the
 # process sleeps; without the gate it died inside libcuda in every run (docs/DRIVER.md, The lock)
-if has jax; then
+if importable jax; then
 	# XLA picks kernels by autotuning: without these two runs differ from step 6 on (measured).
 	export XLA_FLAGS="--xla_gpu_deterministic_ops=true --xla_gpu_autotune_level=0"
 	export XLA_PYTHON_CLIENT_PREALLOCATE=false
@@ -154,7 +153,7 @@ ask imps verify 60
 is "$REPLY" "verify ok" "CUDA IPC: and its data is intact"
 ask imps quit
 # torch.multiprocessing: a child that holds its parent's CUDA tensor.
-if has torch; then
+if importable torch; then
 	start tipc "$py" "$here/torch_ipc.py" || diag "torch_ipc did not start: $(tail -n 3 "$T/tipc.err")"
 	kid=${tipc_ready##* }
 	ask tipc sum 60; before=$REPLY

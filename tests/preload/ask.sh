@@ -162,8 +162,7 @@ for ((i = 0; i < 10; i++)); do
 	sleep 0.3
 done
 like "$out" "$long_inside" "a thread inside a call longer than timeout_ms: would refuse"
-synced() { ask A "drv synced"; [ "${REPLY#synced }" != running ]; }
-eventually 20 synced
+eventually 20 synced A
 like "$(dry "$pid")" "would suspend.*:0$" "the call ended: would suspend"
 write_ini
 

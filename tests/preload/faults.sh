@@ -6,8 +6,6 @@
 export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake
 mkdir "$T/fake"
 write_ini
-ctl_of() { pgrep -f "^cudanap-ctl $1\$"; }
-gone() { for _ in $(seq 100); do [[ $(ps -o stat= -p "$1") =~ ^Z?$ ]] && return 0; sleep 0.05; done; return 1; }
 
 # -- killed while idle: noticed at once, replaced at the next request
 start A "$TARGET"
@@ -81,7 +79,7 @@ kill -USR1 "$D_pid"
 eventually 20 in_delay checkpoint "$D_pid"
 kill -9 "$D_pid"
 wait "$D_pid" 2>/dev/null
-check "the target's controller exits after the call in flight" gone "$ctl"
+check "the target's controller exits after the call in flight" eventually 5 gone "$ctl"
 is "$(ps -o stat= --ppid $$ | grep -c Z)" 0 "no zombie left with the test's shell"
 rm "$T/fake/delay_checkpoint"
 

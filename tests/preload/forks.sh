@@ -9,7 +9,6 @@
 export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake T
 mkdir "$T/fake"
 write_ini
-ctl_of() { pgrep -f "^cudanap-ctl $1\$"; } # by its argument: another suite's run has its own
 
 # -- C: a forked child that initialises CUDA itself
 start A "$TARGET"

@@ -17,7 +17,6 @@
 export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake CUDANAP_FAKE_GPUS=2
 export CUDANAP_FAKE_GPU_MIB=4000 # memory counted: what is freed shows
 mkdir "$T/fake"
-held() { cat "$T/fake/$1.alloc" 2> /dev/null || echo 0; }
 pinned_mib() { echo $(($(cat "$T/fake/$1.pinned" 2> /dev/null || echo 0) >> 20)); }
 owned_of() { field "$1" peer | grep -o 'owned: [^(;]*'; }
 # words NAME: the words the target wrote, read back through its allocation (A) and its range (V)

@@ -145,7 +145,6 @@ is "$REPLY" "vmm drop 0" "unmapped and freed"
 "$CUDANAP" status "$B_pid" > /dev/null
 like "$(field "$B_pid" peer)" "owned: 392 MiB in 2 pieces of 256 MiB at most \(1 allocation, 0 handles\)" \
 	"the handle's pieces gone, the pitched allocation left (390 MiB, in whole 2 MiB granules)"
-held() { cat "$T/fake/$1.alloc" 2> /dev/null || echo 0; }
 before=$(held "$B_pid")
 ask B "drv vmm create 600"
 ask B "drv vmm map"

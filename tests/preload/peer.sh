@@ -155,8 +155,7 @@ cli suspend "$pid"
 like "$rc:$out" "^1:.*lock timed out" "a suspend whose lock times out fails"
 is "$(peers_on "$pid")" "0 1 1 0 " "and the peer access it turned off is on again"
 ask B "drv bgsync export"
-synced() { ask B "drv synced"; [ "${REPLY#synced }" != running ]; }
-eventually 20 synced
+eventually 20 synced B
 cli suspend "$pid"
 is "$rc" 0 "suspended ($out)"
 is "$(peers_on "$pid")" "" "the driver had no peer access on at the checkpoint"

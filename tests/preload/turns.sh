@@ -163,8 +163,8 @@ for i in 0 1; do
 	flock -o "$T/status/.restore-copy-GPU-face0000-0000-0000-0000-000000000000-$i" sleep 60 < /dev/null > /dev/null 2>&1 &
 	eval "pholder$i=\$!"
 done
-held() { ! flock -n "$1" true; }
-for i in 0 1; do eventually 20 held "$T/status/.restore-copy-GPU-face0000-0000-0000-0000-000000000000-$i"; done
+locked() { ! flock -n "$1" true; } # locked FILE: another process holds FILE's flock
+for i in 0 1; do eventually 20 locked "$T/status/.restore-copy-GPU-face0000-0000-0000-0000-000000000000-$i"; done
 (eventually 20 resuming; sleep 1; pkill -9 -P $pholder0; pkill -9 -P $pholder1; kill -9 $pholder0 $pholder1) 2> /dev/null &
 : > "$T/job.log"
 cli resume "$A_pid"

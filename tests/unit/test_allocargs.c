@@ -5,12 +5,14 @@
 #include "cuda/allocargs.h"
 #include "tap.h"
 
-int main(void)
+static uint64_t ptr = 0x7f0000200000ull;
+
+/* The pitched and the 32-bit allocations of CUDA before 3.2. */
+static void test_pitched_and_narrow(void)
 {
 	struct cn_alloc_args a;
-	uint64_t ptr = 0x7f0000200000ull, pitch = 20480;
+	uint64_t pitch = 20480;
 	uint32_t ptr32 = 0x200000;
-	int prop[6] = { 1, 0, 1, 3, 0, 0 }; /* pinned, no handle types, on device 3 */
 
 	{ /* cuMemAllocPitch_v2(dptr *, pitch *, width, height, element size) */
 		uint64_t gp[6] = { (uint64_t)&ptr, (uint64_t)&pitch, 20000, 20000, 4, 0 };
@@ -44,6 +46,14 @@ int main(void)
 			   a.asked == 64u << 20 && a.ptr == ptr32 && a.bytes == 64u << 20,
 		   "cuMemAlloc: 32 bits of address and size");
 	}
+}
+
+/* The plain and pool allocations, cuMemCreate's on a device or the host. */
+static void test_plain_and_created(void)
+{
+	int prop[6] = { 1, 0, 1, 3, 0, 0 }; /* pinned, no handle types, on device 3 */
+	struct cn_alloc_args a;
+
 	{
 		uint64_t gp[6] = { (uint64_t)&ptr, 3ull << 30, 0, 0, 0, 0 };
 		const char *names[] = { "cuMemAlloc_v2", "cuMemAllocAsync", "cuMemAllocAsync_ptsz",
@@ -63,8 +73,14 @@ int main(void)
 		prop[2] = 2; /* CU_MEM_LOCATION_TYPE_HOST */
 		ok(!cn_allocargs_read("cuMemCreate", gp, false, &a),
 		   "cuMemCreate of host memory: none");
-		prop[2] = 1;
 	}
+}
+
+/* Contexts, by every version of the call; and the calls that are no allocation of device memory. */
+static void test_contexts_and_others(void)
+{
+	struct cn_alloc_args a;
+
 	{
 		uint64_t c, gp[6] = { (uint64_t)&c, 2, 0, 0, 0, 0 };
 
@@ -92,5 +108,12 @@ int main(void)
 			   !cn_allocargs_read("cuMemFree_v2", gp, true, &a),
 		   "host and managed memory, and other calls: none");
 	}
+}
+
+int main(void)
+{
+	test_pitched_and_narrow();
+	test_plain_and_created();
+	test_contexts_and_others();
 	return tap_done();
 }

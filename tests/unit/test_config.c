@@ -107,11 +107,9 @@ static void test_full_file(void)
 	ok(load_text("", &c, err) == 0 && c.suspend_signal == SIGUSR1, "an empty file is defaults");
 }
 
-static void test_errors(void)
+/* A value that is not its key's: one line, the file's line, the key, what it must be. */
+static void test_values(void)
 {
-	static struct cn_config c;
-	char err[CN_ERR_LEN];
-
 	expect_error("timeout_ms = 3\n", "1: timeout_ms: a key before any [section]");
 	expect_error("[signals]\nsuspend = SIGFOO\n",
 		     "2: signals.suspend: 'SIGFOO' is not a signal that can be used (try SIGUSR1, "
@@ -142,6 +140,15 @@ static void test_errors(void)
 	expect_error("[restore]\ngpu_map = 64=0\n",
 		     "2: restore.gpu_map: '64=0': each side must be a GPU index (0-63) or a UUID "
 		     "like GPU-8c5c8d2e-0000-1111-2222-333344445555");
+}
+
+/* The rest of the file's errors: paths, words, a key given twice, unknown keys and sections, its
+ * syntax, a line too long, a file missing. */
+static void test_errors(void)
+{
+	static struct cn_config c;
+	char err[CN_ERR_LEN];
+
 	expect_error("[status]\ndir = relative/dir\n",
 		     "2: status.dir: 'relative/dir' must be an absolute path");
 	expect_error("[status]\nif_unusable = exit\n",
@@ -316,6 +323,7 @@ int main(void)
 		return 1;
 	test_defaults();
 	test_full_file();
+	test_values();
 	test_errors();
 	test_signals();
 	test_gpu_map();

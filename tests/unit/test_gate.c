@@ -77,19 +77,15 @@ static void *ours(void *arg)
 	return NULL;
 }
 
-int main(void)
+/* The driver's functions through dlsym on its handle: the gate's entry points, which answer. */
+static void *load(const char *lib)
 {
-	const char *lib = getenv("CUDANAP_LIBCUDA");
 	void *h = lib ? dlopen(lib, RTLD_NOW) : NULL;
 	int (*bias)(void *, float);
-	pthread_t t[THREADS], s;
-	char why[200];
-	double waited;
-	bool clean = true;
 
 	ok(h != NULL, "the test driver loads (%s)", lib ? lib : "CUDANAP_LIBCUDA unset");
 	if (!h)
-		return tap_done();
+		return NULL;
 	query = (query_fn)dlsym(h, "cuStreamQuery");
 	sync_fn = (int (*)(void))dlsym(h, "cuCtxSynchronize");
 	bias = (int (*)(void *, float))dlsym(h, "cuTexRefSetMipmapLevelBias");
@@ -103,13 +99,23 @@ int main(void)
 	ok(cn_fns_index(inside) < 0 && inside,
 	   "a name that is not a driver function comes back bare");
 	ok(query(NULL) == 0 && bias(NULL, 0.75f) == 0, "calls through them answer right");
+	return h;
+}
+
+/* Closes under busy threads: none inside, none entering, all going on once it is open. */
+static void test_closes(void)
+{
+	pthread_t t[THREADS];
+	unsigned long held;
+	double waited, longest;
+	char why[200];
+	bool clean = true;
+	long before;
 
 	for (int i = 0; i < THREADS; i++)
 		pthread_create(&t[i], NULL, busy, NULL);
 	sleep_ms(50);
 	for (int round = 0; round < 20; round++) {
-		long before;
-
 		if (cn_gate_close_drained(2000, &waited, why, sizeof(why)) < 0) {
 			clean = false;
 			break;
@@ -127,20 +133,22 @@ int main(void)
 	ok(clean && atomic_load(violations) == 0,
 	   "20 closes under 8 busy threads: none inside, none entered (%d violations)",
 	   atomic_load(violations));
-	{
-		long before = atomic_load(calls);
-		unsigned long held;
-		double longest;
-
-		sleep_ms(50);
-		ok(atomic_load(calls) > before, "the threads go on once it is open");
-		cn_gate_held(&held, &longest);
-		ok(held > 0, "the calls that waited are counted (%lu, the longest %.1f ms)", held,
-		   longest);
-	}
+	before = atomic_load(calls);
+	sleep_ms(50);
+	ok(atomic_load(calls) > before, "the threads go on once it is open");
+	cn_gate_held(&held, &longest);
+	ok(held > 0, "the calls that waited are counted (%lu, the longest %.1f ms)", held, longest);
 	atomic_store(&stop, true);
 	for (int i = 0; i < THREADS; i++)
 		pthread_join(t[i], NULL);
+}
+
+/* A close waits for a thread inside a call, within its timeout, and names the one that stays. */
+static void test_inside(void)
+{
+	double waited;
+	char why[200];
+	pthread_t s;
 
 	atomic_store(hold_ms, 300);
 	pthread_create(&s, NULL, sync_once, NULL);
@@ -156,64 +164,84 @@ int main(void)
 	   "one that stays past the timeout fails the close, which opens the gate again");
 	ok(strstr(why, "stayed inside cuCtxSynchronize") != NULL, "naming the call: %s", why);
 	pthread_join(s, NULL);
-
 	cn_gate_close_now();
 	pthread_create(&s, NULL, ours, NULL);
 	pthread_join(s, NULL);
 	ok(1, "cudanap's own thread passes a closed gate");
 	cn_gate_open();
-	{
-		atomic_long *syncs = dlsym(h, "gatedrv_syncs");
-		unsigned long w0 = cn_gate_work();
-		long s0, a0;
-		bool entered = false;
+}
 
-		query(NULL);
-		ok(cn_gate_work() == w0, "a query is no work for the naps");
-		sync_fn();
-		ok(cn_gate_work() == w0 + 1, "a synchronization is");
-		atomic_store(hold_ms, 0);
-		atomic_store(&stop, false);
-		cn_gate_nap(CN_GATE_NAP_CLOSING, wake);
-		ok(cn_gate_close_drained(1000, &waited, why, sizeof(why)) == 0, "closed for a nap");
-		cn_gate_nap(CN_GATE_NAP_ASLEEP, wake);
-		atomic_store(closed_flag, 1);
-		s0 = atomic_load(syncs);
-		for (int i = 0; i < THREADS; i++)
-			pthread_create(&t[i], NULL, i % 2 ? asking : sync_once, NULL);
-		sleep_ms(100);
-		a0 = atomic_load(&answered);
-		sleep_ms(50);
-		ok(atomic_load(&answered) > a0 && a0 > 0,
-		   "napping: four threads' queries are answered at the gate (%ld)", a0);
-		ok(atomic_load(&wakes) == 1 && atomic_load(syncs) == s0,
-		   "four threads' synchronizations wait, having asked for one wake (%d)",
-		   atomic_load(&wakes));
-		entered = atomic_load(violations) != 0;
-		atomic_store(closed_flag, 0);
-		cn_gate_nap(CN_GATE_NAP_NONE, NULL);
-		cn_gate_open();
-		atomic_store(&stop, true);
-		for (int i = 0; i < THREADS; i++)
-			pthread_join(t[i], NULL);
-		ok(!entered && atomic_load(syncs) == s0 + THREADS / 2,
-		   "none entered the driver while it napped; after the wake each ran once");
-	}
-	cn_gate_close_now();
-	{
-		pid_t c;
-		int st = -1;
+/* Napping: the queries answered at the gate, the synchronizations waiting for one wake. */
+static void test_nap(void *h)
+{
+	atomic_long *syncs = dlsym(h, "gatedrv_syncs");
+	unsigned long w0 = cn_gate_work();
+	pthread_t t[THREADS];
+	double waited;
+	char why[200];
+	long s0, a0;
+	bool entered;
 
-		fflush(stdout);
-		c = fork();
-		if (c == 0) {
-			cn_gate_after_fork();
-			_exit(query(NULL) == 0 && !cn_gate_stops_calls() ? 0 : 1);
-		}
-		waitpid(c, &st, 0);
-		ok(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-		   "a child forked while the gate is closed starts with it open");
-	}
+	query(NULL);
+	ok(cn_gate_work() == w0, "a query is no work for the naps");
+	sync_fn();
+	ok(cn_gate_work() == w0 + 1, "a synchronization is");
+	atomic_store(hold_ms, 0);
+	atomic_store(&stop, false);
+	cn_gate_nap(CN_GATE_NAP_CLOSING, wake);
+	ok(cn_gate_close_drained(1000, &waited, why, sizeof(why)) == 0, "closed for a nap");
+	cn_gate_nap(CN_GATE_NAP_ASLEEP, wake);
+	atomic_store(closed_flag, 1);
+	s0 = atomic_load(syncs);
+	for (int i = 0; i < THREADS; i++)
+		pthread_create(&t[i], NULL, i % 2 ? asking : sync_once, NULL);
+	sleep_ms(100);
+	a0 = atomic_load(&answered);
+	sleep_ms(50);
+	ok(atomic_load(&answered) > a0 && a0 > 0,
+	   "napping: four threads' queries are answered at the gate (%ld)", a0);
+	ok(atomic_load(&wakes) == 1 && atomic_load(syncs) == s0,
+	   "four threads' synchronizations wait, having asked for one wake (%d)",
+	   atomic_load(&wakes));
+	entered = atomic_load(violations) != 0;
+	atomic_store(closed_flag, 0);
+	cn_gate_nap(CN_GATE_NAP_NONE, NULL);
 	cn_gate_open();
+	atomic_store(&stop, true);
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(t[i], NULL);
+	ok(!entered && atomic_load(syncs) == s0 + THREADS / 2,
+	   "none entered the driver while it napped; after the wake each ran once");
+}
+
+/* A child forked while the gate is closed starts with it open. */
+static void test_fork(void)
+{
+	pid_t c;
+	int st = -1;
+
+	cn_gate_close_now();
+	fflush(stdout);
+	c = fork();
+	if (c == 0) {
+		cn_gate_after_fork();
+		_exit(query(NULL) == 0 && !cn_gate_stops_calls() ? 0 : 1);
+	}
+	waitpid(c, &st, 0);
+	ok(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	   "a child forked while the gate is closed starts with it open");
+	cn_gate_open();
+}
+
+int main(void)
+{
+	void *h = load(getenv("CUDANAP_LIBCUDA"));
+
+	if (!h)
+		return tap_done();
+	test_closes();
+	test_inside();
+	test_nap(h);
+	test_fork();
 	return tap_done();
 }

@@ -85,27 +85,14 @@ static void test_elsewhere(void)
 	}
 }
 
-int main(void)
+/* A job moved by 0=1, 1=0: its moves, where each home GPU is now, the same map again, the empty
+ * map, the GPU it is on now and its home. */
+static void test_moves(void)
 {
-	struct cn_gpu_move moves[CN_MAX_GPUS], none[1] = { 0 };
-	char why[200], list[CN_GPU_LIST_LEN];
+	struct cn_gpu_move moves[CN_MAX_GPUS];
 	int want[N] = { 1, 0, 2 }, cur[N];
+	char why[200];
 	unsigned k;
-
-	for (int i = 0; i < N; i++) {
-		memset(gpus[i].b, 0xfa, sizeof(gpus[i].b));
-		gpus[i].b[15] = (unsigned char)i;
-	}
-	is_str(plan("", none, 0, why), "0 1 2", "an empty map: every GPU home");
-	is_str(plan("0=1, 1=0", none, 0, why), "1 0 2", "0=1, 1=0 swaps the two, GPU 2 stays");
-	is_str(plan("GPU-fafafafa-fafa-fafa-fafa-fafafafafa00=2, 2=0", none, 0, why), "2 1 0",
-	       "a UUID names the same GPU as its index");
-	is_str(plan("2=0", none, 0, why), "",
-	       "a map that puts a GPU where another stays is refused");
-	is_str(why, "gpu_map moves GPU 2 onto GPU 0 but says nothing of where GPU 0 goes; add 0=N",
-	       "saying which pair to add");
-	is_str(plan("0=3", none, 0, why), "", "an index beyond the machine is refused");
-	is_str(why, "gpu_map names GPU 3, but this machine has GPUs 0-2", "saying so");
 
 	k = cn_gpumap_moves(want, gpus, N, moves);
 	ok(k == 2 && moves[0].now.b[15] == 1 && moves[1].now.b[15] == 0,
@@ -138,6 +125,34 @@ int main(void)
 		cn_gpumap_home_of(moves, k, &gpus[2], &home);
 		ok(home.b[15] == 2, "a GPU that never moved is its own home");
 	}
+	ok(cn_uuid_eq(&moves[0].now, &gpus[1]) && !cn_uuid_eq(&gpus[0], &gpus[1]),
+	   "UUIDs equal by their bytes");
+	moves[0].now.b[15] = 9;
+	ok(cn_gpumap_now(moves, k, gpus, N, cur, why, sizeof(why)) < 0,
+	   "a job that was on a GPU this machine does not have cannot be placed");
+}
+
+int main(void)
+{
+	struct cn_gpu_move none[1] = { 0 };
+	char why[200], list[CN_GPU_LIST_LEN];
+
+	for (int i = 0; i < N; i++) {
+		memset(gpus[i].b, 0xfa, sizeof(gpus[i].b));
+		gpus[i].b[15] = (unsigned char)i;
+	}
+	is_str(plan("", none, 0, why), "0 1 2", "an empty map: every GPU home");
+	is_str(plan("0=1, 1=0", none, 0, why), "1 0 2", "0=1, 1=0 swaps the two, GPU 2 stays");
+	is_str(plan("GPU-fafafafa-fafa-fafa-fafa-fafafafafa00=2, 2=0", none, 0, why), "2 1 0",
+	       "a UUID names the same GPU as its index");
+	is_str(plan("2=0", none, 0, why), "",
+	       "a map that puts a GPU where another stays is refused");
+	is_str(why, "gpu_map moves GPU 2 onto GPU 0 but says nothing of where GPU 0 goes; add 0=N",
+	       "saying which pair to add");
+	is_str(plan("0=3", none, 0, why), "", "an index beyond the machine is refused");
+	is_str(why, "gpu_map names GPU 3, but this machine has GPUs 0-2", "saying so");
+
+	test_moves();
 	cn_gpumap_list(gpus, 2, gpus, N, list, sizeof(list));
 	is_str(list,
 	       "0=GPU-fafafafa-fafa-fafa-fafa-fafafafafa00,1=GPU-fafafafa-fafa-fafa-fafa-"
@@ -147,11 +162,6 @@ int main(void)
 	is_str(list, "?=GPU-fafafafa-fafa-fafa-fafa-fafafafafa00", "an index not known is '?'");
 	ok(cn_uuid_index(gpus, N, &gpus[2]) == 2 && cn_uuid_index(gpus, 2, &gpus[2]) == -1,
 	   "a GPU's index among the machine's, -1 when absent");
-	ok(cn_uuid_eq(&moves[0].now, &gpus[1]) && !cn_uuid_eq(&gpus[0], &gpus[1]),
-	   "UUIDs equal by their bytes");
-	moves[0].now.b[15] = 9;
-	ok(cn_gpumap_now(moves, k, gpus, N, cur, why, sizeof(why)) < 0,
-	   "a job that was on a GPU this machine does not have cannot be placed");
 	test_elsewhere();
 	return tap_done();
 }

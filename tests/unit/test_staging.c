@@ -51,14 +51,13 @@ static long huge_kb(void *p)
 	return kb;
 }
 
-int main(void)
+/* The driver's host copy: passed through unless armed, then staged: aligned, prefaulted, unmapped
+ * after the resume by the agent's free. */
+static void test_staged(size_t len)
 {
 	struct cn_staging_stats st;
-	size_t len = 200 * MIB + 4096; /* not a multiple of 2 MiB, like 1.06 x a footprint */
 	char *p, *q;
 	int zero = 1;
-
-	cn_staging_init();
 
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, DRIVER_FLAGS, -1, 0);
 	cn_staging_unmap_stats(&st);
@@ -72,7 +71,6 @@ int main(void)
 	ok(st.bytes == 0, "armed: small mappings and mappings without MAP_POPULATE pass through");
 	munmap(q, 8 * MIB);
 	munmap(p, len);
-
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, DRIVER_FLAGS, -1, 0);
 	cn_staging_disarm(&st);
 	ok(p != MAP_FAILED && st.bytes == len, "armed: the host copy is staged");
@@ -103,9 +101,14 @@ int main(void)
 	   "the agent's free after the resume really unmaps it, in a thread");
 	cn_staging_free_retired();
 	ok(1, "a second free has nothing to do");
+}
 
-	/* keep_host_buffer: the next suspend of the same size gets the same, already faulted,
-	 * buffer */
+/* keep_host_buffer: the next suspend of the same size gets the same, already faulted, buffer. */
+static void test_kept(size_t len)
+{
+	struct cn_staging_stats st;
+	char *p, *q;
+
 	cn_staging_arm(true, 2, true, -1);
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, DRIVER_FLAGS, -1, 0);
 	cn_staging_disarm(&st);
@@ -122,8 +125,14 @@ int main(void)
 	munmap(q, len);
 	cn_staging_free_retired();
 	ok(resident(p, 4096) == 0, "and the driver's munmap then frees it");
+}
 
-	/* cudanap prepare: a buffer faulted in ahead serves a copy that fits in it */
+/* cudanap prepare: a buffer faulted in ahead serves a copy that fits in it. */
+static void test_prepared(size_t len)
+{
+	struct cn_staging_stats st;
+	char *p, *q;
+
 	ok(cn_staging_prepare(len + len / 16, true, 2, &st) == 0 && st.bytes >= len + len / 16 &&
 		   st.bytes % (2u << 20) == 0 && resident(st.addr, st.bytes) == st.bytes,
 	   "prepared: %zu MiB faulted in ahead, 2 MiB-rounded", st.bytes >> 20);
@@ -158,6 +167,13 @@ int main(void)
 	ok(cn_staging_prepare(len, true, 1, &st) == 0 && cn_staging_release() == st.bytes &&
 		   resident(st.addr, 4096) == 0,
 	   "released unused: unmapped");
+}
+
+/* No huge pages, no threads: aligned but left to fault lazily. */
+static void test_lazy(size_t len)
+{
+	struct cn_staging_stats st;
+	char *p;
 
 	cn_staging_arm(false, 0, false, -1);
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, DRIVER_FLAGS, -1, 0);
@@ -165,5 +181,16 @@ int main(void)
 	ok(st.bytes == len && !st.huge && st.threads == 0 && resident(p, len) == 0,
 	   "no huge pages, no threads: aligned but left to fault lazily");
 	munmap(p, len);
+}
+
+int main(void)
+{
+	size_t len = 200 * MIB + 4096; /* not a multiple of 2 MiB, like 1.06 x a footprint */
+
+	cn_staging_init();
+	test_staged(len);
+	test_kept(len);
+	test_prepared(len);
+	test_lazy(len);
 	return tap_done();
 }

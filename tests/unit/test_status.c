@@ -79,6 +79,17 @@ static void test_round_trip(void)
 	   "step times");
 	ok(b.suspend_signal == 10 && b.resume_signal == 12, "signals");
 	ok(cn_status_format(&a, buf, 40) < 0, "a too-small buffer is refused, not overrun");
+}
+
+/* What no writer of ours would write, and another user's could: control characters, quotes that
+ * end a string, escape sequences for root's terminal. */
+static void test_hostile_text(void)
+{
+	struct cn_status a, b;
+	char buf[CN_STATUS_MAX];
+	int n;
+
+	sample(&a);
 	/* A command line of control characters (a python -c script's newlines, say): every byte
 	 * escapes to six. Found by the fuzzer: the file was then not written at all. */
 	memset(a.command, '\n', sizeof(a.command) - 1);
@@ -104,7 +115,14 @@ static void test_round_trip(void)
 		   strcmp(b.home_gpus, "\"}") == 0,
 	   "quotes in the timestamp and GPU fields are escaped: no key can be added");
 	is_str(b.gpus, "0=?]0;owned??[31m??2J", "and escape sequences read back as '?'");
-	sample(&a);
+}
+
+/* A file is believed only as a whole: its signals, its JSON, its numbers, its strings. */
+static void test_believed(void)
+{
+	char buf[CN_STATUS_MAX];
+	struct cn_status b;
+
 	ok(cn_status_parse("{\"pid\":7,\"suspend_signal\":9}", &b) < 0 &&
 		   cn_status_parse("{\"pid\":7,\"resume_signal\":15}", &b) < 0 &&
 		   cn_status_parse("{\"pid\":7,\"suspend_signal\":20,\"resume_signal\":18}", &b) ==
@@ -384,6 +402,8 @@ int main(void)
 	if (!mkdtemp(dir))
 		return 1;
 	test_round_trip();
+	test_hostile_text();
+	test_believed();
 	test_words();
 	test_files();
 	test_steps();
