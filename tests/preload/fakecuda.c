@@ -41,8 +41,8 @@
  * wedges the process, as on a real driver. The fake NVML reports both, and names every GPU
  * $CUDANAP_FAKE_MODEL (default "Fake GPU 80GB"); a cuMemCreate in the controller is checked against
  * the same numbers; the file graphics.<k>, when there, lists the pids NVML gives as graphics
- * processes on GPU k (a display server). Reservations and restores are appended to the file "events", one line each, so
- * that tests can see their order.
+ * processes on GPU k (a display server). Reservations and restores are appended to the file
+ * "events", one line each, so that tests can see their order.
  *
  * Host copy: with $CUDANAP_FAKE_COPY_MIB set, the checkpoint also makes the host copy inside the
  * target the way the real driver does: a thread of the target's (the "driver thread", started at
@@ -389,6 +389,62 @@ static void restore_setup(void)
 	restore_event("setup", "end");
 }
 
+/* The driver's thread at a checkpoint: the host copy mapped as the driver maps it, and filled
+ * with memcpy from a staging block, as the driver's copy from pinned memory. */
+static void thread_checkpoint(int ack, size_t len)
+{
+	copy = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+		    -1, 0);
+	if (copy == MAP_FAILED) {
+		copy = NULL;
+		answer_ack(ack, "bad mmap\n");
+		return;
+	}
+	for (size_t o = 0; o < len; o += 2u << 20) {
+		static uint64_t page[(2u << 20) / 8];
+		size_t n = len - o < (2u << 20) ? len - o : 2u << 20;
+
+		for (size_t w = 0; w < n / 8; w++)
+			page[w] = word_at(o / 8 + w);
+		memcpy(copy + o, page, n);
+	}
+	answer_ack(ack, "ok\n");
+}
+
+/* The driver's thread at a restore: the host copy read back with memcpy to a staging block, as the
+ * driver's copy to pinned memory (the copy begins when the first block is through: the preload may
+ * hold that one), checked, then unmapped. */
+static void thread_restore(int ack, size_t len)
+{
+	static uint64_t block[(2u << 20) / 8];
+	long dma_ms = env_ms("CUDANAP_FAKE_BLOCK_MS");
+	bool good = copy != NULL;
+
+	restore_setup();
+	for (size_t o = 0; good && o < len; o += sizeof(block)) {
+		size_t n = len - o < sizeof(block) ? len - o : sizeof(block);
+
+		memcpy(block, copy + o, n);
+		if (o == 0 && dma_ms > 0)
+			restore_event("copy", "begin");
+		for (size_t w = 0; good && w < n / 8; w++)
+			good = block[w] == word_at(o / 8 + w);
+		if (o + n >= len && dma_ms > 0)
+			restore_event("copy", "end");
+		if (dma_ms > 0)
+			sleep_ms(dma_ms);
+	}
+	if (env_ms("CUDANAP_FAKE_CLOSE_MS") > 0) {
+		restore_event("close", "begin");
+		sleep_ms(env_ms("CUDANAP_FAKE_CLOSE_MS"));
+		restore_event("close", "end");
+	}
+	if (copy)
+		munmap(copy, len);
+	copy = NULL;
+	answer_ack(ack, good ? "ok\n" : "bad the host copy changed\n");
+}
+
 static void *driver_thread(void *arg)
 {
 	char p[4200], c;
@@ -401,57 +457,10 @@ static void *driver_thread(void *arg)
 	path_of(p, sizeof(p), getpid(), "ack");
 	ack = open(p, O_RDWR | O_CLOEXEC);
 	while (drv >= 0 && ack >= 0 && read(drv, &c, 1) == 1) {
-		if (c == 'c') {
-			copy = mmap(NULL, len, PROT_READ | PROT_WRITE,
-				    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-			if (copy == MAP_FAILED) {
-				copy = NULL;
-				answer_ack(ack, "bad mmap\n");
-				continue;
-			}
-			/* memcpy from a staging block, as the driver's copy from pinned memory */
-			for (size_t o = 0; o < len; o += 2u << 20) {
-				static uint64_t page[(2u << 20) / 8];
-				size_t n = len - o < (2u << 20) ? len - o : 2u << 20;
-
-				for (size_t w = 0; w < n / 8; w++)
-					page[w] = word_at(o / 8 + w);
-				memcpy(copy + o, page, n);
-			}
-			answer_ack(ack, "ok\n");
-		} else if (c == 'r') {
-			static uint64_t block[(2u << 20) / 8];
-			bool good = copy != NULL;
-
-			long dma_ms = env_ms("CUDANAP_FAKE_BLOCK_MS");
-
-			restore_setup();
-			/* memcpy to a staging block, as the driver's copy to pinned memory; the
-			 * copy begins when the first block is through (the preload may hold that
-			 * one) */
-			for (size_t o = 0; good && o < len; o += sizeof(block)) {
-				size_t n = len - o < sizeof(block) ? len - o : sizeof(block);
-
-				memcpy(block, copy + o, n);
-				if (o == 0 && dma_ms > 0)
-					restore_event("copy", "begin");
-				for (size_t w = 0; good && w < n / 8; w++)
-					good = block[w] == word_at(o / 8 + w);
-				if (o + n >= len && dma_ms > 0)
-					restore_event("copy", "end");
-				if (dma_ms > 0)
-					sleep_ms(dma_ms);
-			}
-			if (env_ms("CUDANAP_FAKE_CLOSE_MS") > 0) {
-				restore_event("close", "begin");
-				sleep_ms(env_ms("CUDANAP_FAKE_CLOSE_MS"));
-				restore_event("close", "end");
-			}
-			if (copy)
-				munmap(copy, len);
-			copy = NULL;
-			answer_ack(ack, good ? "ok\n" : "bad the host copy changed\n");
-		}
+		if (c == 'c')
+			thread_checkpoint(ack, len);
+		else if (c == 'r')
+			thread_restore(ack, len);
 	}
 	return NULL;
 }
@@ -614,8 +623,8 @@ EXPORT CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d)
 
 	*v = attr == CU_DEVICE_ATTRIBUTE_PCI_BUS_ID ? 0x10 + gpu_of_ordinal(d)
 	     : attr == 102 /* CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED */ ? 1
-	     : attr == 20 /* CU_DEVICE_ATTRIBUTE_COMPUTE_MODE */ && mode		 ? atoi(mode)
-										: 0;
+	     : attr == 20 /* CU_DEVICE_ATTRIBUTE_COMPUTE_MODE */ && mode ? atoi(mode)
+									 : 0;
 	return CUDA_SUCCESS;
 }
 
