@@ -338,6 +338,94 @@ static void teardown(void)
 	fflush(stdout);
 }
 
+/* fork, fork cuda FILE: a child that idles 30 s, or uses CUDA itself (cuda_child). */
+static void fork_command(char *line)
+{
+	pid_t c;
+
+	line[strcspn(line, "\n")] = '\0';
+	c = fork();
+	if (c == 0 && strncmp(line, "fork cuda ", 10) == 0)
+		cuda_child(line + 10);
+	if (c == 0) {
+		for (int i = 0; i < 300; i++)
+			usleep(100000);
+		_exit(0);
+	}
+	printf("child %d\n", (int)c);
+}
+
+/* map FILE: the file mapped, so that its path shows in /proc/self/maps like a loaded library. */
+static void map_command(char *line)
+{
+	int fd;
+
+	line[strcspn(line, "\n")] = '\0';
+	fd = open(line + 4, O_RDONLY);
+	printf("map %s\n", fd >= 0 && mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0) != MAP_FAILED
+				   ? "ok"
+				   : "failed");
+}
+
+/* thread NAME: a thread with this name, as runtimes name their helpers. */
+static void thread_command(char *line)
+{
+	pthread_t t;
+
+	line[strcspn(line, "\n")] = '\0';
+	line[7 + 15] = '\0';
+	printf("thread %s\n",
+	       pthread_create(&t, NULL, idle, NULL) == 0 && pthread_setname_np(t, line + 7) == 0
+		       ? "ok"
+		       : "failed");
+}
+
+/* One line of the test's: answered on stdout. False for quit. */
+static bool command(char *line)
+{
+	if (strncmp(line, "verify", 6) == 0) {
+		printf("verify %s\n", verify() == 0 ? "ok" : "bad");
+	} else if (strncmp(line, "write", 5) == 0) {
+		printf("write %s\n", fill() == 0 ? "ok" : "bad");
+	} else if (strncmp(line, "kernel ", 7) == 0) {
+		fake_launch((unsigned)atoi(line + 7));
+		printf("kernel ok\n");
+	} else if (strncmp(line, "sync", 4) == 0) {
+		printf("sync %s\n", fake_sync() == CUDA_SUCCESS ? "ok" : "failed");
+	} else if (strncmp(line, "gpu", 3) == 0) {
+		printf("gpu %d\n", fake_current_gpu());
+	} else if (strncmp(line, "fork", 4) == 0) {
+		fork_command(line);
+	} else if (strncmp(line, "map ", 4) == 0) {
+		map_command(line);
+	} else if (strncmp(line, "thread ", 7) == 0) {
+		thread_command(line);
+	} else if (strncmp(line, "handler ", 8) == 0) {
+		line[strcspn(line, "\n")] = '\0';
+		printf("handler %s\n", set_handlers(line + 8) == 0 ? "ok" : "failed");
+	} else if (strncmp(line, "count", 5) == 0) {
+		printf("count %d %d\n", (int)runs[0], (int)runs[1]);
+	} else if (strncmp(line, "query", 5) == 0) {
+		printf("query %s\n", query());
+	} else if (strncmp(line, "nccl ", 5) == 0) {
+		line[strcspn(line, "\n")] = '\0';
+		nccl_command(line);
+	} else if (strncmp(line, "ipc ", 4) == 0) {
+		line[strcspn(line, "\n")] = '\0';
+		printf("ipc %s\n", ipc_command(line + 4) == 0 ? "ok" : "failed");
+	} else if (strncmp(line, "drv ", 4) == 0) {
+		line[strcspn(line, "\n")] = '\0';
+		paths_command(line + 4);
+	} else if (strncmp(line, "ping", 4) == 0) {
+		printf("pong\n");
+	} else if (strncmp(line, "quit", 4) == 0) {
+		return false;
+	} else {
+		printf("unknown\n");
+	}
+	return true;
+}
+
 int main(int argc, char **argv)
 {
 	int cuda = !(argc > 1 && strcmp(argv[1], "--no-cuda") == 0);
@@ -351,75 +439,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	printf("ready %d\n", (int)getpid());
-	while (fgets(line, sizeof(line), stdin)) {
-		if (strncmp(line, "verify", 6) == 0) {
-			printf("verify %s\n", verify() == 0 ? "ok" : "bad");
-		} else if (strncmp(line, "write", 5) == 0) {
-			printf("write %s\n", fill() == 0 ? "ok" : "bad");
-		} else if (strncmp(line, "kernel ", 7) == 0) {
-			fake_launch((unsigned)atoi(line + 7));
-			printf("kernel ok\n");
-		} else if (strncmp(line, "sync", 4) == 0) {
-			printf("sync %s\n", fake_sync() == CUDA_SUCCESS ? "ok" : "failed");
-		} else if (strncmp(line, "gpu", 3) == 0) {
-			printf("gpu %d\n", fake_current_gpu());
-		} else if (strncmp(line, "fork", 4) == 0) {
-			pid_t c;
-
-			line[strcspn(line, "\n")] = '\0';
-			c = fork();
-			if (c == 0 && strncmp(line, "fork cuda ", 10) == 0)
-				cuda_child(line + 10);
-			if (c == 0) {
-				for (int i = 0; i < 300; i++)
-					usleep(100000);
-				_exit(0);
-			}
-			printf("child %d\n", (int)c);
-		} else if (strncmp(line, "map ", 4) == 0) {
-			/* Map a file, so that its path shows in /proc/self/maps like a loaded
-			 * library. */
-			int fd;
-
-			line[strcspn(line, "\n")] = '\0';
-			fd = open(line + 4, O_RDONLY);
-			printf("map %s\n", fd >= 0 && mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd,
-							   0) != MAP_FAILED
-						   ? "ok"
-						   : "failed");
-		} else if (strncmp(line, "thread ", 7) == 0) {
-			/* A thread with this name, as runtimes name their helpers. */
-			pthread_t t;
-
-			line[strcspn(line, "\n")] = '\0';
-			line[7 + 15] = '\0';
-			printf("thread %s\n", pthread_create(&t, NULL, idle, NULL) == 0 &&
-							      pthread_setname_np(t, line + 7) == 0
-						      ? "ok"
-						      : "failed");
-		} else if (strncmp(line, "handler ", 8) == 0) {
-			line[strcspn(line, "\n")] = '\0';
-			printf("handler %s\n", set_handlers(line + 8) == 0 ? "ok" : "failed");
-		} else if (strncmp(line, "count", 5) == 0) {
-			printf("count %d %d\n", (int)runs[0], (int)runs[1]);
-		} else if (strncmp(line, "query", 5) == 0) {
-			printf("query %s\n", query());
-		} else if (strncmp(line, "nccl ", 5) == 0) {
-			line[strcspn(line, "\n")] = '\0';
-			nccl_command(line);
-		} else if (strncmp(line, "ipc ", 4) == 0) {
-			line[strcspn(line, "\n")] = '\0';
-			printf("ipc %s\n", ipc_command(line + 4) == 0 ? "ok" : "failed");
-		} else if (strncmp(line, "drv ", 4) == 0) {
-			line[strcspn(line, "\n")] = '\0';
-			paths_command(line + 4);
-		} else if (strncmp(line, "ping", 4) == 0) {
-			printf("pong\n");
-		} else if (strncmp(line, "quit", 4) == 0) {
-			break;
-		} else {
-			printf("unknown\n");
-		}
-	}
+	while (fgets(line, sizeof(line), stdin) && command(line))
+		;
 	return 0;
 }
