@@ -323,18 +323,58 @@ static void peer(const char *path, const char *what, int a, int b)
 	printf("peer %d\n", rc);
 }
 
-void paths_command(const char *line);
-void paths_command(const char *line)
+/* "forkpoll PATH FILE": a child that polls cuStreamQuery by PATH for 30 s, writing how many
+ * calls succeeded to FILE as it goes. */
+static void forkpoll(const char *path, const char *name)
+{
+	query_fn q = (query_fn)get(path, "cuStreamQuery");
+	pid_t c = q ? fork() : -1;
+
+	if (c == 0) {
+		char tmp[300];
+		unsigned long good = 0;
+
+		snprintf(tmp, sizeof(tmp), "%s.tmp", name);
+		for (double end = now_ms() + 30000; now_ms() < end;) {
+			FILE *out = fopen(tmp, "w");
+
+			good += q(NULL) == CUDA_SUCCESS;
+			if (out) {
+				fprintf(out, "%lu\n", good);
+				fclose(out);
+				rename(tmp, name);
+			}
+			usleep(5000);
+		}
+		_exit(0);
+	}
+	printf("forkpoll %d\n", (int)c);
+}
+
+/* "nexter": what nexter.c found by dlsym in its constructor, before the preload's: the next
+ * getppid and a driver function, and that function's answer. */
+static void nexter(void)
+{
+	void *(*next)(void) = (void *(*)(void))dlsym(RTLD_DEFAULT, "nexter_next");
+	void *(*early)(void) = (void *(*)(void))dlsym(RTLD_DEFAULT, "nexter_early");
+	Dl_info a, b;
+
+	if (!next || !early || !dladdr(next(), &a) || !dladdr(early(), &b))
+		printf("nexter none\n");
+	else
+		printf("nexter %s %s %s %d %d\n", strrchr(a.dli_fname, '/') + 1,
+		       strrchr(b.dli_fname, '/') + 1, b.dli_sname ? b.dli_sname : "?",
+		       ((query_fn)early())(NULL), (int)getppid());
+}
+
+/* One call by a path, answered at once: false when line is none of these. */
+static bool call_command(const char *line)
 {
 	char path[16], name[256];
 	unsigned ms = 0, n = 0;
 	void *f;
 
-	int ga, gb;
-
-	if (sscanf(line, "peer %15s %255s %d %d", path, name, &ga, &gb) == 4) {
-		peer(path, name, ga, gb);
-	} else if (sscanf(line, "alloc %15s %u", path, &n) == 2) {
+	if (sscanf(line, "alloc %15s %u", path, &n) == 2) {
 		CUresult (*alloc)(CUdeviceptr *, size_t) = get(path, "cuMemAlloc");
 
 		printf("alloc %d\n", alloc ? alloc(&allocated, (size_t)n << 20) : -2);
@@ -357,7 +397,20 @@ void paths_command(const char *line)
 	} else if (sscanf(line, "launch %15s %u", path, &ms) == 2) {
 		f = get(path, "cuLaunchKernel");
 		printf("launch %d\n", f ? call(f, "cuLaunchKernel", ms) : -2);
-	} else if (sscanf(line, "poll %15s %u", path, &ms) == 2) {
+	} else {
+		return false;
+	}
+	return true;
+}
+
+/* Threads that call by a path while the test acts ("poll", "xlapoll", "bgsync", "storm"), and
+ * what they saw ("polled", "xlapolled", "synced", "stormed"): false when line is none of these. */
+static bool loop_command(const char *line)
+{
+	char path[16];
+	unsigned ms = 0, n = 0;
+
+	if (sscanf(line, "poll %15s %u", path, &ms) == 2) {
 		poller.f = (query_fn)get(path, "cuStreamQuery");
 		poller.ms = ms;
 		printf("poll %s\n", poller.f && start(poll_loop) == 0 ? "ok" : "failed");
@@ -400,41 +453,24 @@ void paths_command(const char *line)
 		else
 			printf("stormed %lu %lu\n", atomic_load(&storm.calls),
 			       atomic_load(&storm.failed));
-	} else if (sscanf(line, "forkpoll %15s %255s", path, name) == 2) {
-		query_fn q = (query_fn)get(path, "cuStreamQuery");
-		pid_t c = q ? fork() : -1;
-
-		if (c == 0) {
-			char tmp[300];
-			unsigned long good = 0;
-
-			snprintf(tmp, sizeof(tmp), "%s.tmp", name);
-			for (double end = now_ms() + 30000; now_ms() < end;) {
-				FILE *out = fopen(tmp, "w");
-
-				good += q(NULL) == CUDA_SUCCESS;
-				if (out) {
-					fprintf(out, "%lu\n", good);
-					fclose(out);
-					rename(tmp, name);
-				}
-				usleep(5000);
-			}
-			_exit(0);
-		}
-		printf("forkpoll %d\n", (int)c);
-	} else if (strcmp(line, "nexter") == 0) {
-		void *(*next)(void) = (void *(*)(void))dlsym(RTLD_DEFAULT, "nexter_next");
-		void *(*early)(void) = (void *(*)(void))dlsym(RTLD_DEFAULT, "nexter_early");
-		Dl_info a, b;
-
-		if (!next || !early || !dladdr(next(), &a) || !dladdr(early(), &b))
-			printf("nexter none\n");
-		else
-			printf("nexter %s %s %s %d %d\n", strrchr(a.dli_fname, '/') + 1,
-			       strrchr(b.dli_fname, '/') + 1, b.dli_sname ? b.dli_sname : "?",
-			       ((query_fn)early())(NULL), (int)getppid());
-	} else if (!vmm_command(line)) {
-		printf("unknown\n");
+	} else {
+		return false;
 	}
+	return true;
+}
+
+void paths_command(const char *line);
+void paths_command(const char *line)
+{
+	char path[16], name[256];
+	int ga, gb;
+
+	if (sscanf(line, "peer %15s %255s %d %d", path, name, &ga, &gb) == 4)
+		peer(path, name, ga, gb);
+	else if (sscanf(line, "forkpoll %15s %255s", path, name) == 2)
+		forkpoll(path, name);
+	else if (strcmp(line, "nexter") == 0)
+		nexter();
+	else if (!call_command(line) && !loop_command(line) && !vmm_command(line))
+		printf("unknown\n");
 }

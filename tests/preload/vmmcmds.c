@@ -109,11 +109,33 @@ static void look(const char *what, char which, unsigned off)
 	       bytes >> 20);
 }
 
-bool vmm_command(const char *line)
+/* "vmm ncclfree": the range freed as NCCL frees its buffers, through a handle retained from an
+ * address: "vmm ncclfree RC MIB". */
+static void ncclfree(void)
 {
-	char which, what[16], onoff[8];
-	unsigned a, b, v;
-	CUipcMemHandle ih;
+	CUmemGenericAllocationHandle h;
+	CUdeviceptr base;
+	size_t bytes = 0;
+	CUresult r = FN(cuMemRetainAllocationHandle)(&h, (void *)range_va);
+
+	if (r == CUDA_SUCCESS)
+		r = FN(cuMemRelease)(h);
+	if (r == CUDA_SUCCESS)
+		r = FN(cuMemGetAddressRange_v2)(&base, &bytes, range_va);
+	if (r == CUDA_SUCCESS)
+		r = FN(cuMemUnmap)(range_va, bytes);
+	if (r == CUDA_SUCCESS)
+		r = FN(cuMemRelease)(h);
+	if (r == CUDA_SUCCESS)
+		r = FN(cuMemAddressFree)(range_va, bytes);
+	printf("vmm ncclfree %d %zu\n", r, bytes >> 20);
+}
+
+/* The range and the handle kept: made, shared, mapped, looked at, let go. False when line is
+ * none of these. */
+static bool range_command(const char *line)
+{
+	unsigned a;
 	CUmemAllocationProp p;
 
 	if (sscanf(line, "vmm use %u", &a) == 1) {
@@ -143,7 +165,28 @@ bool vmm_command(const char *line)
 		printf("vmm props %d %d\n", r, r ? -1 : p.location.id);
 	} else if (strcmp(line, "vmm release") == 0) {
 		printf("vmm release %d\n", FN(cuMemRelease)(kept));
-	} else if (sscanf(line, "vmm word %c %u %u", &which, &a, &v) == 3) {
+	} else if (strcmp(line, "vmm export") == 0) {
+		int fd = -1;
+
+		printf("vmm export %d\n", FN(cuMemExportToShareableHandle)(&fd, kept, 1, 0));
+	} else if (strcmp(line, "vmm ncclfree") == 0) {
+		ncclfree();
+	} else {
+		return false;
+	}
+	return true;
+}
+
+/* Calls on an address of the range's or the allocation's: its words, its range and attributes,
+ * a free, an IPC handle, a pool's access, a pitched allocation. False when line is none of
+ * these. */
+static bool address_command(const char *line)
+{
+	char which, what[16], onoff[8];
+	unsigned a, b, v;
+	CUipcMemHandle ih;
+
+	if (sscanf(line, "vmm word %c %u %u", &which, &a, &v) == 3) {
 		printf("vmm word %d %u\n", fake_vmm_word(at(which, a), true, &v), v);
 	} else if (sscanf(line, "vmm word %c %u", &which, &a) == 2) {
 		CUresult r = fake_vmm_word(at(which, a), false, &v);
@@ -156,27 +199,6 @@ bool vmm_command(const char *line)
 		look(what, which, a);
 	} else if (sscanf(line, "vmm freeat %u", &a) == 1) {
 		printf("vmm freeat %d\n", FN(cuMemFree_v2)(at('A', a)));
-	} else if (strcmp(line, "vmm export") == 0) {
-		int fd = -1;
-
-		printf("vmm export %d\n", FN(cuMemExportToShareableHandle)(&fd, kept, 1, 0));
-	} else if (strcmp(line, "vmm ncclfree") == 0) {
-		CUmemGenericAllocationHandle h;
-		CUdeviceptr base;
-		size_t bytes = 0;
-		CUresult r = FN(cuMemRetainAllocationHandle)(&h, (void *)range_va);
-
-		if (r == CUDA_SUCCESS)
-			r = FN(cuMemRelease)(h);
-		if (r == CUDA_SUCCESS)
-			r = FN(cuMemGetAddressRange_v2)(&base, &bytes, range_va);
-		if (r == CUDA_SUCCESS)
-			r = FN(cuMemUnmap)(range_va, bytes);
-		if (r == CUDA_SUCCESS)
-			r = FN(cuMemRelease)(h);
-		if (r == CUDA_SUCCESS)
-			r = FN(cuMemAddressFree)(range_va, bytes);
-		printf("vmm ncclfree %d %zu\n", r, bytes >> 20);
 	} else if (strcmp(line, "vmm ipc") == 0) {
 		printf("vmm ipc %d\n", FN(cuIpcGetMemHandle)(&ih, at('A', 0)));
 	} else if (sscanf(line, "vmm pool %u %7s", &a, onoff) == 2) {
@@ -193,4 +215,9 @@ bool vmm_command(const char *line)
 		return false;
 	}
 	return true;
+}
+
+bool vmm_command(const char *line)
+{
+	return range_command(line) || address_command(line);
 }
