@@ -1,9 +1,5 @@
-/* log: see log.h. Each line goes out in one write(); a log file is opened for each line, so the
- * app closing or reusing descriptors can never redirect our output into its files. The target may
- * be in a directory anyone can write in: it is opened without blocking (a FIFO nobody reads is
- * refused at once, one whose reader stops drops the line) and without following a link, and is
- * used only if it is our own file or FIFO, or a device (a terminal, /dev/null); else the lines go
- * to stderr, after one line that says why. */
+/* log: see log.h; one write() a line, the target opened for each line without blocking or
+ * following a link (docs/FILES.md). The agent thread. */
 #define _GNU_SOURCE
 #include "agent/log.h"
 

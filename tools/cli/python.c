@@ -1,13 +1,5 @@
-/* python: whether root may run a Python, beyond its own file (cn_safe_trusted): the standard
- * library it would load before a line of ours runs. Python finds it from where it is, not from
- * its arguments or its environment (-I): from a venv's pyvenv.cfg "home", else from its real
- * directory, it looks up, directory by directory, for lib/pythonX.Y/os.py (its prefix) and
- * lib/pythonX.Y/lib-dynload (its exec prefix), then puts lib/pythonXY.zip and those two on
- * sys.path; a build tree (pybuilddir.txt) says where else. So each of those directories, up to
- * where both are found, must be one nobody else may write in (none could put a lib/ there that
- * Python would take), and so must the library's whole tree: every directory and file in
- * lib/pythonX.Y and lib64/pythonX.Y, and what their links name. It reads the file system; it runs
- * nothing. */
+/* python: whether root may run a Python, its standard library included: the directories Python
+ * would load from before a line of ours runs (docs/FILES.md). It reads files; it runs nothing. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <ftw.h>
