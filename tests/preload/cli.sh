@@ -126,7 +126,7 @@ fi
 
 # -- status: a command on several lines, a long result
 write_ini
-"$CUDANAP" run -c "$T/job.ini" -- bash -c $'sleep 60\n: second line' &
+"$CUDANAP" run -c "$T/job.ini" -- bash -c $'sleep 600\n: second line' &
 sh_pid=$!
 eventually 20 test -e "$T/status/$sh_pid.json"
 kill -USR1 "$sh_pid"
@@ -134,12 +134,14 @@ settle "$sh_pid" 1
 is "$(field "$sh_pid" result)" CUDA_ERROR_NOT_INITIALIZED "a shell signalled has no CUDA"
 out=$("$CUDANAP" status -c "$T/job.ini")
 is "$(grep -c "second line" <<< "$out")" 1 "status: a command's newlines do not break its row"
-like "$(grep "^$sh_pid " <<< "$out")" "sleep 60 : second line$" "they are shown as spaces"
+like "$(grep "^$sh_pid " <<< "$out")" "sleep 600 : second line$" "they are shown as spaces"
 hdr=$(head -n 1 <<< "$out")
 row=$(grep "^$sh_pid " <<< "$out")
 is "$(awk -v h="$hdr" -v r="$row" 'BEGIN { p = index(h, "TIME"); print substr(r, p - 1, 1) == " " && substr(r, p, 1) != " " }')" 1 \
 	"the RESULT column fits CUDA_ERROR_NOT_INITIALIZED, and TIME stays aligned"
-kill "$sh_pid"
+# the shell's sleep too: it holds the test's output open for as long as it lives
+kill "$sh_pid" $(pgrep -P "$sh_pid" -x sleep)
+wait "$sh_pid" 2> /dev/null
 ask A quit
 
 # -- the demo without a GPU: the fake driver, said on every line, and the real command at the end
