@@ -178,6 +178,7 @@ like "$out" "^$pid: would refuse: an action is under way \(suspend, since .*\):1
 check "without waiting for it ($ms ms)" test "$ms" -lt 1500
 like "$("$CUDANAP" status --no-query "$pid")" "
 $pid +running\* .* busy " "cudanap status: busy"
+eventually 60 gone "$slow" || diag "the slow suspend still runs after 60 s: $(cat "$T/slow.out")"
 wait $slow
 rm "$T/fake/delay_checkpoint"
 is "$(field "$pid" state)" checkpointed "the action went on as if never asked"
@@ -197,6 +198,7 @@ CUDANAP_FAKE_FOOTPRINT_MIB=2500 CUDANAP_FAKE_START_GPU=1 start R "$TARGET"
 CUDANAP_FAKE_FOOTPRINT_MIB=9000 CUDANAP_FAKE_START_GPU=1 start S "$TARGET"
 ask S "ipc open"
 ask A quit
+eventually 60 gone "$A_pid" || { echo "Bail out! A did not quit in 60 s (state $(field "$A_pid" state))"; exit 1; }
 wait "$A_pid" # gone, not exiting: pick would count it
 cli pick -c "$T/job.ini" --free 2G --gpu 0
 is "$rc:$out" "0:$P_pid: frees 3000 MiB on GPU 0, about 0.4 s
