@@ -120,28 +120,12 @@ const char cli_usage_nap[] =
 	"0 if every PID naps (or was asleep already), 1 otherwise, 2 on usage errors.\n"
 	"Example: cudanap nap 4711; cudanap status 4711\n";
 
-int act_job_json(const struct job *j, char *out, size_t len)
-{
-	char line[sizeof(j->line) * 6 + 3], st[CN_STATUS_MAX];
-	int n;
-
-	if (cn_json_str(line, sizeof(line), j->line) < 0)
-		snprintf(line, sizeof(line), "\"\"");
-	if (!j->have_st || cn_status_format(&j->st, st, sizeof(st)) < 0)
-		snprintf(st, sizeof(st), "null");
-	st[strcspn(st, "\n")] = '\0';
-	n = snprintf(out, len,
-		     "{\"pid\":%d,\"ok\":%s,\"outcome\":\"%s\",\"line\":%s,\"status\":%s}", j->pid,
-		     j->ok ? "true" : "false", j->outcome ? j->outcome : "", line, st);
-	return n >= 0 && (size_t)n < len ? 0 : -1;
-}
-
 /* The JSON of one job: its outcome, its line, and its status file as last read (null if none). */
 static void print_job_json(const struct job *j, bool first)
 {
 	static char obj[CN_STATUS_MAX + sizeof(j->line) * 6 + 256];
 
-	if (act_job_json(j, obj, sizeof(obj)) == 0)
+	if (cli_job_json(j, obj, sizeof(obj)) == 0)
 		printf("%s\n  %s", first ? "" : ",", obj);
 }
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cn_json.h"
 
 const char *cli_prog = "cudanap";
 
@@ -126,4 +127,20 @@ int cli_find_file(const char *in_build, const char *rel_dir, const char *name, c
 	}
 	snprintf(out, len, "%s", abs);
 	return access(out, R_OK);
+}
+
+int cli_job_json(const struct job *j, char *out, size_t len)
+{
+	char line[sizeof(j->line) * 6 + 3], st[CN_STATUS_MAX];
+	int n;
+
+	if (cn_json_str(line, sizeof(line), j->line) < 0)
+		snprintf(line, sizeof(line), "\"\"");
+	if (!j->have_st || cn_status_format(&j->st, st, sizeof(st)) < 0)
+		snprintf(st, sizeof(st), "null");
+	st[strcspn(st, "\n")] = '\0';
+	n = snprintf(out, len,
+		     "{\"pid\":%d,\"ok\":%s,\"outcome\":\"%s\",\"line\":%s,\"status\":%s}", j->pid,
+		     j->ok ? "true" : "false", j->outcome ? j->outcome : "", line, st);
+	return n >= 0 && (size_t)n < len ? 0 : -1;
 }

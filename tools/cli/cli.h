@@ -67,7 +67,8 @@ struct procs_dir {
 	char path[4096];
 	uid_t uid;
 	/* one of the processes that use it is in another pid namespace (a container): the pids
-	 * its files name are not ours, and a file is not stale because no process of ours has its pid */
+	 * its files name are not ours, and a file is not stale because no process of ours has its
+	 * pid */
 	bool foreign;
 };
 /* Every status dir in use by this user's preloaded processes (root's: every user's), each once
@@ -137,6 +138,9 @@ struct job {
 	const char *outcome; /* suspended, resumed, prepared, already, failed, no-cuda, gone, ... */
 	char line[600];	     /* what to print for it */
 };
+/* One process's outcome as the JSON object of --json, on one line (cli.c). 0, or -1 when it does
+ * not fit. */
+int cli_job_json(const struct job *j, char *out, size_t len);
 
 struct plan {
 	const char *cfg; /* -c: where the status files are; NULL: each process's own */
@@ -254,9 +258,6 @@ void ncclcut_run(struct job *jobs, int n, enum verb v, double deadline, struct r
 /* act.c: suspend, resume and prepare */
 extern const char cli_usage_suspend[], cli_usage_prepare[], cli_usage_nap[];
 int act_main(int argc, char **argv, enum verb verb);
-/* One process's outcome as the JSON object of --json, on one line. 0, or -1 when it does not fit.
- */
-int act_job_json(const struct job *j, char *out, size_t len);
 /* status.c */
 extern const char cli_usage_status[];
 int status_main(int argc, char **argv);

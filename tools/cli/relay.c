@@ -247,7 +247,7 @@ bool relay_outcome(struct relay *r, const struct job *jobs, int n, const struct 
 	for (int i = 0; i < n; i++) {
 		say(r, "proc %d %s %d %s", jobs[i].ok, jobs[i].outcome ? jobs[i].outcome : "-",
 		    jobs[i].pid, jobs[i].line);
-		if (json && act_job_json(&jobs[i], obj, sizeof(obj)) == 0)
+		if (json && cli_job_json(&jobs[i], obj, sizeof(obj)) == 0)
 			say_long(r, "json", obj);
 	}
 	if (failed)
