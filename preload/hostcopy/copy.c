@@ -1,18 +1,5 @@
-/* copy: the driver's own memcpy, made parallel while a checkpoint or restore is in flight.
- *
- * With the host copy in huge pages, what is left of a checkpoint is the driver copying GPU memory
- * into it at ~6 GB/s (an H200 with driver 580: 8.7 GB in 1.5 s once no page faults remain).
- * libcuda imports memcpy and memmove from glibc, so while the agent has armed us we point
- * libcuda's own GOT slots for them at a copy that splits large blocks over a few threads, and put
- * the slots back afterwards. Nothing else in the process is touched and outside the window nothing
- * runs at all: no exported memcpy, no cost on any other call.
- *
- * The parts are copied with non-temporal stores. Each block the driver copies crosses host memory
- * three times (read, written, then read again by the DMA) while the DMA of the block before runs
- * beside the copy, so memory bandwidth is what a restore waits for; an ordinary store first reads
- * every line it writes. On an H100 host that took the 8 GiB resume from 0.63 s to 0.41 s; the
- * suspend did not move (0.88 s against 0.86 s).
- * Everything here runs in the agent (arm, disarm) or in the driver's threads (the copy). */
+/* copy: the driver's own memcpy, made parallel (non-temporal stores) while a checkpoint or restore
+ * is in flight (docs/FILES.md). The agent arms it; the driver's threads copy. */
 #define _GNU_SOURCE
 #include "hostcopy/copy.h"
 

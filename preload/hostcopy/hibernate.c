@@ -1,15 +1,5 @@
-/* hibernate: the host copy of a checkpoint in a file, so that a sleeping job holds no RAM for it.
- *
- * The agent opens an unnamed file (O_TMPFILE, mode 0600) in the INI's [hibernate] dir before the
- * checkpoint; staging.c backs the driver's host-copy mapping with it (MAP_SHARED), space reserved
- * up front with posix_fallocate, and falls back to anonymous memory when the disk cannot take it.
- * While the driver copies, a writer thread pushes dirty pages to disk behind it; after the
- * checkpoint the file is synced and its pages are dropped (MADV_PAGEOUT, FADV_DONTNEED). Before
- * the restore they are read back in parallel. A write error moves the copy into anonymous memory
- * at the same address (the driver never notices); a read error leaves the job suspended with the
- * file kept. The file has no name: whatever ends the process, its space goes back.
- *
- * The agent thread calls everything here; the writer thread only calls sync_file_range. */
+/* hibernate: the host copy of a checkpoint in an unnamed file, so that a sleeping job holds no RAM
+ * for it (docs/FILES.md). The agent thread; its writer thread only calls sync_file_range. */
 #define _GNU_SOURCE
 #include "hostcopy/hibernate.h"
 

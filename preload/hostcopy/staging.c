@@ -1,17 +1,5 @@
-/* staging: the host copy of a checkpoint, made fast.
- *
- * During cuCheckpointProcessCheckpoint the driver's thread inside this process allocates the host
- * copy with one mmap(NULL, ~1.06 x footprint, RW, MAP_PRIVATE|MAP_ANONYMOUS|MAP_POPULATE) and
- * unmaps it after the restore (measured on an H200 with driver 580: docs/DRIVER.md). Populating
- * that mapping 4 KiB page by page is most of the suspend time. While, and only while, the agent has
- * armed us, that one mapping is made 2 MiB-aligned without MAP_POPULATE, advised to huge pages and
- * prefaulted by a few threads; or, faster still, it is a buffer faulted in ahead: the last host
- * copy kept ([performance] keep_host_buffer) or one prepared on notice (cudanap prepare). Every
- * other mmap and munmap goes straight through: outside the window the cost is one relaxed atomic
- * load.
- *
- * This file exports mmap, mmap64 and munmap, the only symbols of the preload. It never logs: the
- * agent reads cn_staging_stats after the driver call. */
+/* staging: the host copy of a checkpoint, made fast: huge pages, prefault, buffers faulted in ahead
+ * (docs/FILES.md). Exports mmap, mmap64 and munmap, the preload's only symbols; it never logs. */
 /* Meson sets _FILE_OFFSET_BITS=64, under which glibc's headers name our mmap "mmap64"; on 64-bit
  * targets off_t is 64 bits anyway, and we define both names ourselves. */
 #undef _FILE_OFFSET_BITS
