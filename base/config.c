@@ -3,6 +3,7 @@
 #include "cn_config.h"
 #include "cn_dirs.h"
 #include "cn_gpumap.h"
+#include "cn_ini.h"
 #include "cn_safe.h"
 #include "cn_signame.h"
 #include "cn_spanwire.h"
@@ -118,39 +119,11 @@ void cn_config_defaults(struct cn_config *c)
 
 struct load_ctx {
 	struct cn_config *c;
-	const char *path;
-	FILE *f;
-	int line;		 /* line inih is handling now */
-	int long_line;		 /* first line longer than inih's buffer, or 0 */
 	unsigned long long seen; /* bit per key_table entry */
-	char msg[CN_ERR_LEN];	 /* first handler error, without the FILE:LINE prefix */
-	int msg_line;
-	int prepare_line; /* where [signals] prepare was set, for the check after the file */
-	int mode_line;	  /* where [nccl] mode was set, likewise */
-	int nap_to_line;  /* where [nap] to was set, likewise */
+	int prepare_line;	 /* where [signals] prepare was set, for the check after the file */
+	int mode_line;		 /* where [nccl] mode was set, likewise */
+	int nap_to_line;	 /* where [nap] to was set, likewise */
 };
-
-/* inih hands out no line numbers here, so count them as we feed it. */
-static char *counting_reader(char *str, int num, void *stream)
-{
-	struct load_ctx *x = stream;
-	char *r = fgets(str, num, x->f);
-	size_t len;
-
-	if (!r)
-		return NULL;
-	len = strlen(str);
-	if (len == (size_t)num - 1 && str[len - 1] != '\n') {
-		int ch;
-
-		while ((ch = fgetc(x->f)) != EOF && ch != '\n')
-			;
-		if (!x->long_line)
-			x->long_line = x->line + 1;
-	}
-	x->line++;
-	return r;
-}
 
 /* How a key's value is read, and where it goes (struct key below). */
 enum key_kind {
@@ -369,11 +342,12 @@ static int set_key(const struct key *k, struct cn_config *c, const char *v, char
 	return -EINVAL;
 }
 
-static int on_ini_key(void *user, const char *section, const char *name, const char *value)
+static int on_ini_key(void *user, const char *section, const char *name, const char *value,
+		      int line, char *msg, size_t msglen)
 {
 	struct load_ctx *x = user;
 	bool section_known = false;
-	char why[CN_ERR_LEN - 64];
+	char why[CN_ERR_LEN - 128];
 
 	for (size_t i = 0; i < N_KEYS; i++) {
 		if (strcmp(section, key_table[i].section) != 0)
@@ -387,64 +361,28 @@ static int on_ini_key(void *user, const char *section, const char *name, const c
 		} else {
 			x->seen |= 1ull << i;
 			if (key_table[i].offset == offsetof(struct cn_config, prepare_signal))
-				x->prepare_line = x->line;
+				x->prepare_line = line;
 			if (key_table[i].offset == offsetof(struct cn_config, nccl_mode))
-				x->mode_line = x->line;
+				x->mode_line = line;
 			if (key_table[i].offset == offsetof(struct cn_config, nap_to_disk))
-				x->nap_to_line = x->line;
+				x->nap_to_line = line;
 			if (set_key(&key_table[i], x->c, value, why, sizeof(why)) == 0)
-				return 1;
+				return 0;
 		}
-		snprintf(x->msg, sizeof(x->msg), "%s.%s: %s", section, name, why);
-		x->msg_line = x->line;
-		return 0;
+		snprintf(msg, msglen, "%s.%s: %s", section, name, why);
+		return -EINVAL;
 	}
 	if (!section[0])
-		snprintf(x->msg, sizeof(x->msg), "%s: a key before any [section]", name);
+		snprintf(msg, msglen, "%s: a key before any [section]", name);
 	else
-		snprintf(x->msg, sizeof(x->msg), "%s.%s: unknown %s", section, name,
+		snprintf(msg, msglen, "%s.%s: unknown %s", section, name,
 			 section_known ? "key" : "section");
-	x->msg_line = x->line;
-	return 0;
-}
-
-/* The INI at path, opened without blocking (a FIFO opens at once) and judged by what it is: a
- * regular file, read again at every action, not a directory, a device or a pipe. Links are
- * followed: a Kubernetes ConfigMap's files are links. NULL with err and *rc. */
-static FILE *open_ini(const char *path, char *err, size_t errlen, int *rc)
-{
-	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-	struct stat st;
-	FILE *f;
-
-	if (fd < 0) {
-		*rc = -errno;
-		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-		return NULL;
-	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		bool dir = fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
-
-		snprintf(err, errlen, "%s: %s", path,
-			 dir ? "a directory, not an INI file"
-			     : "not a regular file; an INI file is read again at each suspend and "
-			       "resume");
-		*rc = dir ? -EISDIR : -EINVAL;
-		close(fd);
-		return NULL;
-	}
-	f = fdopen(fd, "re");
-	if (!f) {
-		*rc = -errno;
-		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-		close(fd);
-	}
-	return f;
+	return -EINVAL;
 }
 
 int cn_config_load(struct cn_config *c, const char *path, char *err, size_t errlen)
 {
-	struct load_ctx x = { .c = c, .path = path };
+	struct load_ctx x = { .c = c };
 	int r;
 
 	cn_config_defaults(c);
@@ -453,28 +391,9 @@ int cn_config_load(struct cn_config *c, const char *path, char *err, size_t errl
 		return -ENAMETOOLONG;
 	}
 	strcpy(c->path, path);
-	x.f = open_ini(path, err, errlen, &r);
-	if (!x.f)
+	r = cn_ini_parse(path, on_ini_key, &x, err, errlen);
+	if (r < 0)
 		return r;
-	r = ini_parse_stream(counting_reader, &x, on_ini_key, &x);
-	fclose(x.f);
-	if (x.long_line && (r == 0 || x.long_line <= r)) {
-		snprintf(err, errlen, "%s:%d: line longer than %d characters", path, x.long_line,
-			 INI_MAX_LINE - 2);
-		return -EINVAL;
-	}
-	if (r < 0) {
-		snprintf(err, errlen, "%s: cannot read", path);
-		return -EIO;
-	}
-	if (r > 0) {
-		if (x.msg[0] && x.msg_line == r)
-			snprintf(err, errlen, "%s:%d: %s", path, r, x.msg);
-		else
-			snprintf(err, errlen,
-				 "%s:%d: syntax error: expected [section] or key = value", path, r);
-		return -EINVAL;
-	}
 	if (c->prepare_signal &&
 	    (c->prepare_signal == c->suspend_signal || c->prepare_signal == c->resume_signal)) {
 		snprintf(err, errlen,
