@@ -1,0 +1,368 @@
+/* jobs: the needs programs send, served one GPU at a time. A need waits in the queue until its
+ * GPU's turn is free; then its GPU is looked at (scan.c), the policy chooses (base/pagerpick.c),
+ * the processes chosen are asked to nap at once (ask.c) and their answers waited for; the GPU's
+ * free memory is read again and, short, the choice made again among those left (a process that
+ * refused or did not answer is passed over: it is not idle, or not napped). Once the room is
+ * there the program hears so and holds the GPU's turn until it says it used the room (or goes):
+ * two programs never nap each other for the same memory. With no room to make, it hears why at
+ * once, or, with [pager] when_full = wait, hears that it waits and is tried again when the soonest
+ * of the processes that worked too recently will be idle enough, or every second, until wait_s.
+ * Nothing here ever wakes a process: one napped for another wakes at its own next call. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "cn_proc.h"
+#include "pager.h"
+
+#define JOBS	  256
+#define ROUNDS	  4	/* choices made again after naps that did not give enough */
+#define ANSWER_MS 70000 /* one asked process's answer: its lock's timeout and its nap */
+#define HOLD_MS	  30000 /* a program that holds a GPU's turn longer without a word loses it */
+#define POLL_MS	  50
+
+enum phase { QUEUED, ASKED, HELD };
+
+struct job {
+	struct client *c; /* NULL once its program is gone */
+	int pid;	  /* the asker, for the log once c is gone */
+	uid_t uid;
+	char user[33];
+	struct cn_pagerwire_need need;
+	enum phase phase;
+	double t0_ms, until_ms, next_ms, held_ms, wait_ms;
+	int rounds;
+	bool coming_said;
+	int gpu; /* nvidia-smi's index, once looked at */
+	int n_asked;
+	struct scan_proc asked[CN_PAGERPICK_MAX];
+	enum ask_answer answer[CN_PAGERPICK_MAX];
+	double answer_until[CN_PAGERPICK_MAX];
+	struct cn_pagerwire_answer made; /* the processes napped so far */
+	char napped_words[600];		 /* the log's list of them */
+};
+
+static struct job *jobs[JOBS];
+
+static bool same_gpu(const struct job *a, const struct job *b)
+{
+	return cn_uuid_eq(&a->need.gpu, &b->need.gpu);
+}
+
+/* Whether another job holds j's GPU's turn, or has waited for it longer and may go now. */
+static bool turn_taken(const struct job *j, double now)
+{
+	for (int i = 0; i < JOBS; i++) {
+		const struct job *o = jobs[i];
+
+		if (!o || o == j || !same_gpu(o, j))
+			continue;
+		if (o->phase != QUEUED || (o->next_ms <= now && o->t0_ms < j->t0_ms))
+			return true;
+	}
+	return false;
+}
+
+/* The job's line for the log and the state file: "for PID (USER, WHAT, N MiB on GPU G): ..." */
+static void say(struct job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(struct job *j, const char *fmt, ...)
+{
+	char line[1400], gpu[16];
+	va_list ap;
+	size_t o;
+
+	snprintf(gpu, sizeof(gpu), j->gpu >= 0 ? "GPU %d" : "a GPU", j->gpu);
+	o = (size_t)snprintf(line, sizeof(line), "for %d (%s, %s, %llu MiB on %s): ", j->pid,
+			     j->user, j->need.what[0] ? j->need.what : "?",
+			     (unsigned long long)j->need.mib, gpu);
+	va_start(ap, fmt);
+	vsnprintf(line + o, sizeof(line) - o, fmt, ap);
+	va_end(ap);
+	log_info("%s", line);
+	ledger_choice(line);
+}
+
+static void answer(struct job *j, struct cn_pagerwire_answer *a)
+{
+	if (j->c)
+		clients_send(j->c, a);
+}
+
+/* The job ends: its turn free, its program free to ask again. */
+static void end(struct job *j)
+{
+	for (int i = 0; i < JOBS; i++)
+		if (jobs[i] == j) {
+			if (j->c)
+				j->c->busy = false;
+			if (j->wait_ms)
+				ledger_waited(j->uid, j->user, (cn_clock_ms() - j->wait_ms) / 1000);
+			free(j);
+			jobs[i] = NULL;
+		}
+}
+
+static void refuse(struct job *j, const char *why)
+{
+	struct cn_pagerwire_answer a = { .kind = CN_PW_REFUSED };
+
+	snprintf(a.why, sizeof(a.why), "%s", why);
+	say(j, "no room made: %s", why);
+	ledger_refused(j->uid, j->user);
+	answer(j, &a);
+	end(j);
+}
+
+static void made(struct job *j)
+{
+	double s = (cn_clock_ms() - j->t0_ms) / 1000;
+
+	j->made.kind = CN_PW_MADE;
+	j->made.seconds = s;
+	if (j->made.n)
+		say(j, "napped %s in %.2f s", j->napped_words, s);
+	ledger_made(j->uid, j->user, s);
+	answer(j, &j->made);
+	j->phase = HELD;
+	j->held_ms = cn_clock_ms();
+	if (!j->c)
+		end(j);
+}
+
+/* No room to make now: refused, or, with when_full = wait, tried again later. */
+static void no_room(struct job *j, int r, const struct cn_pagerpick *pk, const char *why)
+{
+	double now = cn_clock_ms();
+	struct cn_pagerwire_answer a = { .kind = CN_PW_WAIT };
+
+	if (!pg_policy.wait || now >= j->until_ms) {
+		refuse(j, why);
+		return;
+	}
+	j->phase = QUEUED;
+	/* the soonest that will be idle enough, 50 ms after, else in a second */
+	j->next_ms = now + (r == -EAGAIN && pk->soon_s < 1 ? pk->soon_s * 1000 + 50 : 1000);
+	if (j->wait_ms)
+		return;
+	j->wait_ms = now;
+	a.seconds = (j->until_ms - now) / 1000;
+	snprintf(a.why, sizeof(a.why), "%s", why);
+	say(j, "no room now, it waits %.0f s at most for some: %s", a.seconds, why);
+	answer(j, &a);
+}
+
+/* p, napped for the job: in its answer's list and the log's. */
+static void add_napped(struct job *j, const struct scan_proc *p)
+{
+	struct cn_pagerwire_napped *w = &j->made.napped[j->made.n];
+	size_t o = strlen(j->napped_words);
+
+	ledger_napped(p, j->uid);
+	snprintf(j->napped_words + o, sizeof(j->napped_words) - o,
+		 "%s%d (%s, %llu MiB, idle %.0f s%s)", o ? ", " : "", p->pick.pid, p->pick.user,
+		 (unsigned long long)(p->pick.gives >> 20), p->pick.idle_s < 0 ? 0 : p->pick.idle_s,
+		 p->pick.kind == CN_PP_LIGHT ? ", its light nap deepened"
+		 : p->pick.light	     ? ", lightly"
+					     : "");
+	if (j->made.n == CN_PAGERWIRE_NAPPED)
+		return;
+	*w = (struct cn_pagerwire_napped){ .pid = p->pick.pid,
+					   .mib = p->pick.gives >> 20,
+					   .idle_s = p->pick.idle_s < 0 ? 0 : p->pick.idle_s,
+					   .light = p->pick.light && p->pick.kind == CN_PP_AWAKE };
+	snprintf(w->user, sizeof(w->user), "%s", p->pick.user);
+	j->made.n++;
+}
+
+/* The picks asked to nap; COMING said when they all nap lightly for a light wake. */
+static void ask_picks(struct job *j, const struct scan *s, const struct cn_pagerpick *pk)
+{
+	struct cn_pagerwire_answer coming = { .kind = CN_PW_COMING };
+
+	j->n_asked = 0;
+	for (int i = 0; i < pk->n; i++) {
+		const struct scan_proc *p = &s->p[pk->idx[i]];
+
+		log_debug("for %d: asking %d (%s, %llu MiB, idle %.0f s) to nap", j->pid,
+			  p->pick.pid, p->pick.user, (unsigned long long)(p->pick.gives >> 20),
+			  p->pick.idle_s);
+		if (ask_nap(p, j->pid, j->user, j->need.mib << 20, s->gpu.index) < 0)
+			continue;
+		j->asked[j->n_asked] = *p;
+		j->answer[j->n_asked] = ASK_WAIT;
+		j->answer_until[j->n_asked++] = cn_clock_ms() + ANSWER_MS;
+	}
+	if (!j->n_asked)
+		return;
+	j->phase = ASKED;
+	if (!pk->all_light || !j->need.light || j->coming_said)
+		return;
+	for (int i = 0; i < j->n_asked && coming.n < CN_PAGERWIRE_NAPPED; i++)
+		coming.napped[coming.n++] =
+			(struct cn_pagerwire_napped){ .pid = j->asked[i].pick.pid,
+						      .mib = j->asked[i].pick.gives >> 20,
+						      .idle_s = j->asked[i].pick.idle_s,
+						      .light = true };
+	for (int i = 0; i < coming.n; i++)
+		snprintf(coming.napped[i].user, sizeof(coming.napped[i].user), "%s",
+			 j->asked[i].pick.user);
+	answer(j, &coming);
+	j->coming_said = true;
+}
+
+/* The GPU looked at and the choice made: room there, naps asked, or none to make. */
+static void try(struct job *j)
+{
+	static struct scan s;
+	struct cn_pagerpick_ask a = {
+		.pid = j->pid, .uid = j->uid, .bytes = j->need.mib << 20, .context = j->need.context
+	};
+	struct cn_pagerpick pk;
+	char why[1000];
+	int r;
+
+	if (j->c && cn_proc_starttime(j->pid) != j->c->starttime) {
+		refuse(j, "the asking process is gone"); /* its pid may be another's now */
+		return;
+	}
+	if (scan_gpu(&j->need.gpu, &s, why, sizeof(why)) < 0) {
+		refuse(j, why);
+		return;
+	}
+	j->gpu = s.gpu.index;
+	ledger_gpu(&s);
+	if (a.bytes > s.gpu.total) {
+		snprintf(why, sizeof(why), "%llu MiB is more than GPU %d has (%llu MiB)",
+			 (unsigned long long)j->need.mib, s.gpu.index,
+			 (unsigned long long)(s.gpu.total >> 20));
+		refuse(j, why);
+		return;
+	}
+	snprintf(a.user, sizeof(a.user), "%s", j->user);
+	a.rule = scan_rule_of(j->uid, j->c ? j->c->gid : 0, a.user, sizeof(a.user));
+	r = cn_pagerpick_choose(&pg_policy, &a, &s.gpu, s.pick, s.n, &pk, why, sizeof(why));
+	if (r == 0 && pk.n == 0) {
+		made(j);
+		return;
+	}
+	if (r == 0)
+		ask_picks(j, &s, &pk);
+	if (r == 0 && j->n_asked)
+		return;
+	if (r == 0)
+		snprintf(why, sizeof(why),
+			 "GPU %d: none of the idle processes chosen could be asked "
+			 "to nap",
+			 s.gpu.index);
+	no_room(j, r, &pk, why);
+}
+
+/* The asked processes' answers; once all are in, the room looked at again. */
+static void watch(struct job *j, double now)
+{
+	bool waiting = false;
+
+	for (int i = 0; i < j->n_asked; i++) {
+		if (j->answer[i] == ASK_WAIT)
+			j->answer[i] =
+				now < j->answer_until[i] ? ask_answer(&j->asked[i]) : ASK_NOT;
+		waiting |= j->answer[i] == ASK_WAIT;
+	}
+	if (waiting)
+		return;
+	for (int i = 0; i < j->n_asked; i++) {
+		ask_take_back(&j->asked[i]);
+		if (j->answer[i] == ASK_NAPPED)
+			add_napped(j, &j->asked[i]);
+		else
+			log_info("for %d: %d (%s) did not nap", j->pid, j->asked[i].pick.pid,
+				 j->asked[i].pick.user);
+	}
+	j->n_asked = 0;
+	if (!j->c) {
+		end(j);
+		return;
+	}
+	if (++j->rounds > ROUNDS) {
+		refuse(j, "the processes asked to nap did not give the room back");
+		return;
+	}
+	try(j); /* the room there now, or the next ones asked */
+}
+
+void jobs_need(struct client *c, const struct cn_pagerwire_need *n)
+{
+	struct job *j;
+	int slot = -1;
+
+	for (int i = 0; i < JOBS && slot < 0; i++)
+		if (!jobs[i])
+			slot = i;
+	if (slot < 0 || !(j = calloc(1, sizeof(*j)))) {
+		struct cn_pagerwire_answer a = { .kind = CN_PW_REFUSED };
+
+		snprintf(a.why, sizeof(a.why), "the node pager has too many needs queued");
+		clients_send(c, &a);
+		return;
+	}
+	*j = (struct job){
+		.c = c, .pid = c->pid, .uid = c->uid, .need = *n, .phase = QUEUED, .gpu = -1
+	};
+	snprintf(j->user, sizeof(j->user), "%s", c->user);
+	j->t0_ms = j->next_ms = cn_clock_ms();
+	j->until_ms = j->t0_ms + pg_policy.wait_s * 1000.0;
+	c->busy = true;
+	jobs[slot] = j;
+	ledger_ask(c->uid, c->user);
+	log_debug("for %d (%s): %llu MiB wanted (%s)", c->pid, c->user, (unsigned long long)n->mib,
+		  n->what);
+}
+
+void jobs_done(struct client *c, bool gone)
+{
+	for (int i = 0; i < JOBS; i++) {
+		struct job *j = jobs[i];
+
+		if (!j || j->c != c)
+			continue;
+		c->busy = false;
+		if (j->phase == ASKED) { /* the naps asked are seen through, then it ends */
+			j->c = NULL;
+			continue;
+		}
+		if (gone && j->phase == QUEUED)
+			log_debug("for %d: gone before its turn", j->pid);
+		end(j);
+	}
+}
+
+int jobs_tick(double now)
+{
+	int next = 1000;
+
+	for (int i = 0; i < JOBS; i++) {
+		struct job *j = jobs[i];
+
+		if (!j)
+			continue;
+		if (j->phase == HELD && now - j->held_ms > HOLD_MS) {
+			say(j, "its turn on the GPU ended: it did not say it used the room in %d s",
+			    HOLD_MS / 1000);
+			end(j);
+		} else if (j->phase == ASKED) {
+			watch(j, now);
+		} else if (j->phase == QUEUED && now >= j->next_ms && !turn_taken(j, now)) {
+			try(j);
+		}
+		j = jobs[i];
+		if (j && j->phase == ASKED)
+			next = POLL_MS;
+		else if (j && j->phase == QUEUED)
+			next = (int)(j->next_ms - now) < next ? (int)(j->next_ms - now) : next;
+	}
+	return next < 10 ? 10 : next;
+}
