@@ -90,6 +90,8 @@ int cn_pagerwire_answer_fmt(const struct cn_pagerwire_answer *a, char *buf, size
 		r |= put(buf, len, &o, "%s%d:%s:%llu:%.0f:%c", i ? ";" : " napped=", p->pid, user,
 			 (unsigned long long)p->mib, p->idle_s, p->light ? 'L' : 'F');
 	}
+	if (a->kind == CN_PW_REFUSED && a->soon_s > 0)
+		r |= put(buf, len, &o, " soon=%.2f", a->soon_s);
 	if (a->kind == CN_PW_WAIT || a->kind == CN_PW_REFUSED) {
 		char why[sizeof(a->why)];
 
@@ -272,6 +274,8 @@ int cn_pagerwire_answer_parse(const char *msg, size_t n, struct cn_pagerwire_ans
 
 		if (is_key(key, klen, "s") && (k == CN_PW_MADE || k == CN_PW_WAIT))
 			r = seconds(val, vlen, &out->seconds), bit = 1;
+		else if (is_key(key, klen, "soon") && k == CN_PW_REFUSED)
+			r = seconds(val, vlen, &out->soon_s), bit = 8;
 		else if (is_key(key, klen, "napped") && k != CN_PW_WAIT && k != CN_PW_REFUSED)
 			r = napped_list(val, vlen, out), bit = 2;
 		else if (is_key(key, klen, "why") && (k == CN_PW_WAIT || k == CN_PW_REFUSED))

@@ -106,15 +106,20 @@ static void end(struct job *j)
 		}
 }
 
-static void refuse(struct job *j, const char *why)
+static void refuse_soon(struct job *j, const char *why, double soon_s)
 {
-	struct cn_pagerwire_answer a = { .kind = CN_PW_REFUSED };
+	struct cn_pagerwire_answer a = { .kind = CN_PW_REFUSED, .soon_s = soon_s };
 
 	snprintf(a.why, sizeof(a.why), "%s", why);
 	say(j, "no room made: %s", why);
 	ledger_refused(j->uid, j->user);
 	answer(j, &a);
 	end(j);
+}
+
+static void refuse(struct job *j, const char *why)
+{
+	refuse_soon(j, why, 0);
 }
 
 static void made(struct job *j)
@@ -140,7 +145,7 @@ static void no_room(struct job *j, int r, const struct cn_pagerpick *pk, const c
 	struct cn_pagerwire_answer a = { .kind = CN_PW_WAIT };
 
 	if (!pg_policy.wait || now >= j->until_ms) {
-		refuse(j, why);
+		refuse_soon(j, why, r == -EAGAIN ? pk->soon_s : 0);
 		return;
 	}
 	j->phase = QUEUED;

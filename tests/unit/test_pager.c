@@ -55,6 +55,11 @@ static void test_wire(void)
 	ok(cn_pagerwire_answer_parse(buf, (size_t)len, &b) == 0 &&
 		   strcmp(b.why, "GPU 0 has 10 MiB free??[31m") == 0,
 	   "read back");
+	a.soon_s = 2.5;
+	len = cn_pagerwire_answer_fmt(&a, buf, sizeof(buf));
+	ok(cn_pagerwire_answer_parse(buf, (size_t)len, &b) == 0 && b.soon_s == 2.5 &&
+		   strstr(buf, " soon=2.50 why="),
+	   "a refusal with the time one will be idle enough: %s", buf);
 	static const char *const bad[] = {
 		"need gpu=GPU-00000000-0000-0000-0000-0000000000aa",
 		"need gpu=GPU-00000000-0000-0000-0000-0000000000aa mib=0",
