@@ -92,9 +92,13 @@ static void answer(struct job *j, struct cn_pagerwire_answer *a)
 		clients_send(j->c, a);
 }
 
-/* The job ends: its turn free, its program free to ask again. */
+/* The job ends: its turn free, its program free to ask again; the notes of those asked that
+ * never answered taken back. */
 static void end(struct job *j)
 {
+	for (int i = 0; i < j->n_asked; i++)
+		if (j->answer[i] == ASK_WAIT)
+			ask_take_back(&j->asked[i]);
 	for (int i = 0; i < JOBS; i++)
 		if (jobs[i] == j) {
 			if (j->c)
@@ -187,9 +191,16 @@ static void add_napped(struct job *j, const struct scan_proc *p)
 static void ask_picks(struct job *j, const struct scan *s, const struct cn_pagerpick *pk)
 {
 	struct cn_pagerwire_answer coming = { .kind = CN_PW_COMING };
+	int k = 0, asked;
 
-	j->n_asked = 0;
-	for (int i = 0; i < pk->n; i++) {
+	for (int i = 0; i < j->n_asked; i++) /* those still to answer stay watched */
+		if (j->answer[i] == ASK_WAIT) {
+			j->asked[k] = j->asked[i];
+			j->answer_until[k] = j->answer_until[i];
+			j->answer[k++] = ASK_WAIT;
+		}
+	j->n_asked = asked = k;
+	for (int i = 0; i < pk->n && j->n_asked < CN_PAGERPICK_MAX; i++) {
 		const struct scan_proc *p = &s->p[pk->idx[i]];
 
 		log_debug("for %d: asking %d (%s, %llu MiB, idle %.0f s) to nap", j->pid,
@@ -201,7 +212,7 @@ static void ask_picks(struct job *j, const struct scan *s, const struct cn_pager
 		j->answer[j->n_asked] = ASK_WAIT;
 		j->answer_until[j->n_asked++] = cn_clock_ms() + ANSWER_MS;
 	}
-	if (!j->n_asked)
+	if (j->n_asked == asked)
 		return;
 	j->phase = ASKED;
 	if (!pk->all_light || !j->need.light || j->coming_said)
@@ -230,6 +241,7 @@ static void try(struct job *j)
 	char why[1000];
 	int r;
 
+	j->phase = QUEUED; /* until it asks or answers */
 	if (j->c && cn_proc_starttime(j->pid) != j->c->starttime) {
 		refuse(j, "the asking process is gone"); /* its pid may be another's now */
 		return;
@@ -256,7 +268,7 @@ static void try(struct job *j)
 	}
 	if (r == 0)
 		ask_picks(j, &s, &pk);
-	if (r == 0 && j->n_asked)
+	if (r == 0 && j->phase == ASKED)
 		return;
 	if (r == 0)
 		snprintf(why, sizeof(why),
@@ -266,28 +278,55 @@ static void try(struct job *j)
 	no_room(j, r, &pk, why);
 }
 
-/* The asked processes' answers; once all are in, the room looked at again. */
-static void watch(struct job *j, double now)
+/* Whether the room is there already, those asked that napped so far having given it: then the
+ * program need not wait for one slow to answer (nor for a process that keeps its note and never
+ * answers). */
+static bool room_now(struct job *j)
 {
-	bool waiting = false;
+	static struct scan s;
+	char why[300];
 
+	return scan_gpu(&j->need.gpu, &s, why, sizeof(why)) == 0 &&
+	       s.gpu.free >= (j->need.mib << 20) + ((uint64_t)pg_policy.margin_mib << 20);
+}
+
+/* The answers come in: each one's note taken back once it answered (or its time ran out). True
+ * when one napped since the last look; *waiting when some have not answered. */
+static bool answers(struct job *j, double now, bool *waiting)
+{
+	bool news = false;
+
+	*waiting = false;
 	for (int i = 0; i < j->n_asked; i++) {
-		if (j->answer[i] == ASK_WAIT)
-			j->answer[i] =
-				now < j->answer_until[i] ? ask_answer(&j->asked[i]) : ASK_NOT;
-		waiting |= j->answer[i] == ASK_WAIT;
-	}
-	if (waiting)
-		return;
-	for (int i = 0; i < j->n_asked; i++) {
+		if (j->answer[i] != ASK_WAIT)
+			continue;
+		j->answer[i] = now < j->answer_until[i] ? ask_answer(&j->asked[i]) : ASK_NOT;
+		if (j->answer[i] == ASK_WAIT) {
+			*waiting = true;
+			continue;
+		}
 		ask_take_back(&j->asked[i]);
-		if (j->answer[i] == ASK_NAPPED)
+		if (j->answer[i] == ASK_NAPPED) {
 			add_napped(j, &j->asked[i]);
-		else
+			news = true;
+		} else {
 			log_info("for %d: %d (%s) did not nap", j->pid, j->asked[i].pick.pid,
 				 j->asked[i].pick.user);
+		}
 	}
-	j->n_asked = 0;
+	return news;
+}
+
+/* The asked processes' answers; once all are in, or those in made the room, the room looked at
+ * again. Those that have not answered then are seen through while the program holds its turn. */
+static void watch(struct job *j, double now)
+{
+	bool waiting, news = answers(j, now, &waiting);
+
+	if (waiting && !(news && j->c && room_now(j)))
+		return;
+	if (!waiting)
+		j->n_asked = 0;
 	if (!j->c) {
 		end(j);
 		return;
@@ -360,11 +399,16 @@ int jobs_tick(double now)
 			end(j);
 		} else if (j->phase == ASKED) {
 			watch(j, now);
+		} else if (j->phase == HELD && j->n_asked) {
+			bool waiting;
+
+			answers(j, now, &waiting);
+			j->n_asked = waiting ? j->n_asked : 0;
 		} else if (j->phase == QUEUED && now >= j->next_ms && !turn_taken(j, now)) {
 			try(j);
 		}
 		j = jobs[i];
-		if (j && j->phase == ASKED)
+		if (j && (j->phase == ASKED || j->n_asked))
 			next = POLL_MS;
 		else if (j && j->phase == QUEUED)
 			next = (int)(j->next_ms - now) < next ? (int)(j->next_ms - now) : next;

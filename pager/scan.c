@@ -69,6 +69,24 @@ static void judge(struct scan_proc *sp, const struct cn_status *st, uint64_t hos
 	p->no_host = host && copy && host < copy + HOST_MARGIN;
 }
 
+/* A stopped process (SIGSTOP, a debugger) cannot answer a nap: asked, it would hold the GPU's
+ * turn until its answer's time ran out. */
+static bool stopped(int pid)
+{
+	char path[64], buf[512];
+	const char *p;
+	FILE *f;
+	bool t = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "re");
+	if (f && fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')))
+		t = p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
+	if (f)
+		fclose(f);
+	return t;
+}
+
 /* Process pid, holding bytes there: its owner, rule and status. */
 static void one(struct scan_proc *sp, int pid, uint64_t bytes, uint64_t host)
 {
@@ -91,7 +109,7 @@ static void one(struct scan_proc *sp, int pid, uint64_t bytes, uint64_t host)
 	n = readlink(path, exe, sizeof(exe) - 1);
 	exe[n > 0 ? n : 0] = '\0';
 	p->never = n > 0 && cn_pagerconf_never_program(&pg_policy, exe);
-	if (!cn_proc_preloaded(pid))
+	if (!cn_proc_preloaded(pid) || stopped(pid))
 		return;
 	cn_proc_status_dir(pid, sp->dir, sizeof(sp->dir));
 	if (cn_status_read(sp->dir, pid, &st) < 0 || !st.starttime ||
