@@ -101,10 +101,17 @@ struct cn_config {
 	unsigned nap_idle_s;	     /* nap after this long without driver work; 0: never */
 	bool nap_to_disk;	     /* a nap's host copy goes to [hibernate] dir */
 	bool nap_wake_any; /* a nap wakes on any GPU of its model with room, not only home */
-	/* [nap] make_room: when this process needs GPU memory that is not free (a wake, an
-	 * allocation refused as out of memory), nap idle processes of the user on that GPU, idle
-	 * for min_idle_s at least (preload/agent/pager.c). */
-	bool nap_make_room;
+	/* [nap] make_room as the file says it: when this process needs GPU memory that is not free
+	 * (a wake, an allocation refused as out of memory), nap idle processes on that GPU. off;
+	 * user: this user's own, idle min_idle_s at least (preload/agent/pager.c); node: every
+	 * user's, by the node pager (pager_socket) under the operator's policy, this user's own
+	 * when it does not answer (said once); on (true): the node pager where its socket is, else
+	 * this user's own; auto: the node pager where its socket is, else off. */
+	enum cn_room { CN_ROOM_OFF, CN_ROOM_ON, CN_ROOM_USER, CN_ROOM_NODE, CN_ROOM_AUTO } nap_room;
+	/* What it comes to (cn_config_room, at each load): room made at all, and by asking the node
+	 * pager first. */
+	bool nap_make_room, nap_room_node;
+	char pager_socket[PATH_MAX];
 	unsigned nap_min_idle_s;
 	enum cn_depth nap_depth; /* [nap] depth */
 	unsigned nap_full_after_s;
@@ -142,6 +149,9 @@ void cn_config_status_dir(const char *path, const char *status_env, const char *
 
 /* The file named by $CUDANAP_CONFIG, or defaults alone when it is unset or empty. */
 int cn_config_load_env(struct cn_config *c, char *err, size_t errlen);
+
+/* nap_make_room and nap_room_node from nap_room and whether pager_socket is a socket now. */
+void cn_config_room(struct cn_config *c);
 
 /* A decimal number of at most max, digits only: 0, -EINVAL or -ERANGE. */
 int cn_config_uint(const char *s, unsigned long max, unsigned long *out);

@@ -4,6 +4,7 @@
 #include "cn_dirs.h"
 #include "cn_gpumap.h"
 #include "cn_ini.h"
+#include "cn_pagerwire.h"
 #include "cn_safe.h"
 #include "cn_signame.h"
 #include "cn_spanwire.h"
@@ -56,13 +57,25 @@ static void nap_from_env(struct cn_config *c)
 	char *end;
 	unsigned long n;
 
-	if (room && strcmp(room, "1") == 0)
-		c->nap_make_room = true;
+	if (room && strcmp(room, "1") == 0 && c->nap_room != CN_ROOM_USER &&
+	    c->nap_room != CN_ROOM_NODE)
+		c->nap_room = CN_ROOM_ON;
 	if (!v || !*v)
 		return;
 	n = strtoul(v, &end, 10);
 	if (!*end && n <= 24ul * 3600)
 		c->nap_idle_s = (unsigned)n;
+}
+
+void cn_config_room(struct cn_config *c)
+{
+	struct stat st;
+	bool pager = stat(c->pager_socket, &st) == 0 && S_ISSOCK(st.st_mode);
+
+	c->nap_make_room = c->nap_room == CN_ROOM_ON || c->nap_room == CN_ROOM_USER ||
+			   c->nap_room == CN_ROOM_NODE || (c->nap_room == CN_ROOM_AUTO && pager);
+	c->nap_room_node = c->nap_room == CN_ROOM_NODE ||
+			   ((c->nap_room == CN_ROOM_ON || c->nap_room == CN_ROOM_AUTO) && pager);
 }
 
 bool cn_config_keeps_host(const struct cn_config *c)
@@ -110,7 +123,10 @@ void cn_config_defaults(struct cn_config *c)
 	c->nap_copy_ahead = true;
 	c->host_cache_pct = 50;
 	c->nccl_cut_port = 28640;
+	c->nap_room = CN_ROOM_AUTO;
+	snprintf(c->pager_socket, sizeof(c->pager_socket), "%s", CN_PAGER_SOCKET);
 	nap_from_env(c);
+	cn_config_room(c);
 	cn_dirs_status_default(secure_getenv("CUDANAP_STATUS_DIR"), xdg, getuid(), c->status_dir,
 			       sizeof(c->status_dir));
 }
@@ -127,15 +143,16 @@ struct load_ctx {
 
 /* How a key's value is read, and where it goes (struct key below). */
 enum key_kind {
-	K_BOOL,	  /* true/false, yes/no, on/off, 1/0: a bool */
-	K_SIGNAL, /* a signal's name or number: an int */
-	K_MS,	  /* milliseconds, 0 to CN_TIMEOUT_MAX_MS, at least min: an unsigned */
-	K_COUNT,  /* a number of unit, 0 to max: an unsigned */
-	K_WORD,	  /* one of words, by its index: an int (or an enum of int's size) */
-	K_FLAG,	  /* one of two words: a bool, true for the second */
-	K_PATH,	  /* an absolute path, or the word off for none ("") */
-	K_HOOK,	  /* a command of fewer than CN_HOOK_LEN characters */
-	K_GPU_MAP /* [restore] gpu_map: a struct cn_gpumap */
+	K_BOOL,	   /* true/false, yes/no, on/off, 1/0: a bool */
+	K_SIGNAL,  /* a signal's name or number: an int */
+	K_MS,	   /* milliseconds, 0 to CN_TIMEOUT_MAX_MS, at least min: an unsigned */
+	K_COUNT,   /* a number of unit, 0 to max: an unsigned */
+	K_WORD,	   /* one of words, by its index: an int (or an enum of int's size) */
+	K_FLAG,	   /* one of two words: a bool, true for the second */
+	K_PATH,	   /* an absolute path, or the word off for none ("") */
+	K_HOOK,	   /* a command of fewer than CN_HOOK_LEN characters */
+	K_GPU_MAP, /* [restore] gpu_map: a struct cn_gpumap */
+	K_ROOM	   /* [nap] make_room: a bool, or user, node, auto: an enum cn_room */
 };
 
 /* One key of the INI: its kind, where it goes in struct cn_config (size: a string's size), and
@@ -161,6 +178,7 @@ struct key {
 #define ENUM(name) .words = name##_words, .n_words = sizeof(name##_words) / sizeof(name##_words[0])
 
 _Static_assert(sizeof(enum cn_depth) == sizeof(int) && sizeof(enum cn_own) == sizeof(int) &&
+		       sizeof(enum cn_room) == sizeof(int) &&
 		       sizeof(enum cn_nccl_mode) == sizeof(int),
 	       "K_WORD stores an int");
 _Static_assert(sizeof(((struct cn_config *)0)->on_suspended) == CN_HOOK_LEN, "a hook's size");
@@ -210,7 +228,8 @@ static const struct key key_table[] = {
 	{ KEY("nap", "idle_s", K_COUNT, nap_idle_s), .max = 24 * 3600, .unit = "seconds" },
 	{ KEY("nap", "to", K_FLAG, nap_to_disk), WORDS("ram", "disk"), .why = "ram or disk" },
 	{ KEY("nap", "wake_on", K_FLAG, nap_wake_any), WORDS("home", "any"), .why = "home or any" },
-	{ KEY("nap", "make_room", K_BOOL, nap_make_room) },
+	{ KEY("nap", "make_room", K_ROOM, nap_room) },
+	{ KEY("nap", "pager_socket", K_PATH, pager_socket) },
 	{ KEY("nap", "min_idle_s", K_COUNT, nap_min_idle_s), .max = 24 * 3600, .unit = "seconds" },
 	{ KEY("nap", "depth", K_WORD, nap_depth), ENUM(cn_config_depth),
 	  .why = "full, light or auto" },
@@ -247,6 +266,25 @@ static int set_bool(bool *dst, const char *v, char *why, size_t len)
 	}
 	snprintf(why, len, "'%s' is not true or false", v);
 	return -EINVAL;
+}
+
+static int set_room(enum cn_room *dst, const char *v, char *why, size_t len)
+{
+	bool on;
+
+	if (strcasecmp(v, "user") == 0)
+		*dst = CN_ROOM_USER;
+	else if (strcasecmp(v, "node") == 0)
+		*dst = CN_ROOM_NODE;
+	else if (strcasecmp(v, "auto") == 0)
+		*dst = CN_ROOM_AUTO;
+	else if (set_bool(&on, v, why, len) == 0)
+		*dst = on ? CN_ROOM_ON : CN_ROOM_OFF;
+	else {
+		snprintf(why, len, "'%s' is not true, false, user, node or auto", v);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 static int set_signal(int *dst, const char *v, char *why, size_t len)
@@ -338,6 +376,8 @@ static int set_key(const struct key *k, struct cn_config *c, const char *v, char
 		return set_string(k, dst, v, why, len);
 	case K_GPU_MAP:
 		return cn_gpumap_parse(v, dst, why, len);
+	case K_ROOM:
+		return set_room(dst, v, why, len);
 	}
 	return -EINVAL;
 }
@@ -420,6 +460,7 @@ int cn_config_load(struct cn_config *c, const char *path, char *err, size_t errl
 		return -EINVAL;
 	}
 	nap_from_env(c);
+	cn_config_room(c);
 	return 0;
 }
 
