@@ -51,7 +51,9 @@ struct cn_pagerwire_napped {
 struct cn_pagerwire_answer {
 	enum cn_pagerwire_kind kind;
 	double seconds; /* MADE: how long it took; WAIT: how long it waits at most */
-	double soon_s;	/* REFUSED: when one that worked too recently will be idle enough (0: none) */
+	double soon_s;	/* REFUSED: when one that worked too recently will be idle enough (0: none)
+			 */
+	int gpu;	/* MADE, COMING: the GPU's index (nvidia-smi's); -1 when not said */
 	int n;
 	struct cn_pagerwire_napped napped[CN_PAGERWIRE_NAPPED];
 	char why[600]; /* REFUSED, WAIT: one line */

@@ -80,6 +80,8 @@ int cn_pagerwire_answer_fmt(const struct cn_pagerwire_answer *a, char *buf, size
 	if (a->kind < CN_PW_COMING || a->kind > CN_PW_REFUSED)
 		return -EINVAL;
 	r |= put(buf, len, &o, "%s", kinds[a->kind]);
+	if ((a->kind == CN_PW_MADE || a->kind == CN_PW_COMING) && a->gpu >= 0)
+		r |= put(buf, len, &o, " gpu=%d", a->gpu);
 	if (a->kind == CN_PW_MADE || a->kind == CN_PW_WAIT)
 		r |= put(buf, len, &o, " s=%.2f", a->seconds);
 	for (int i = 0; i < a->n && i < CN_PAGERWIRE_NAPPED; i++) {
@@ -269,12 +271,18 @@ int cn_pagerwire_answer_parse(const char *msg, size_t n, struct cn_pagerwire_ans
 	if (k < CN_PW_COMING)
 		return -EINVAL;
 	out->kind = (enum cn_pagerwire_kind)k;
+	out->gpu = -1;
 	while ((r = next(&rest, "why", &key, &klen, &val, &vlen)) == 0) {
 		unsigned bit;
 
 		if (is_key(key, klen, "s") && (k == CN_PW_MADE || k == CN_PW_WAIT))
 			r = seconds(val, vlen, &out->seconds), bit = 1;
-		else if (is_key(key, klen, "soon") && k == CN_PW_REFUSED)
+		else if (is_key(key, klen, "gpu") && (k == CN_PW_MADE || k == CN_PW_COMING)) {
+			unsigned long long g = 0;
+
+			r = number(val, vlen, 63, &g), bit = 16;
+			out->gpu = (int)g;
+		} else if (is_key(key, klen, "soon") && k == CN_PW_REFUSED)
 			r = seconds(val, vlen, &out->soon_s), bit = 8;
 		else if (is_key(key, klen, "napped") && k != CN_PW_WAIT && k != CN_PW_REFUSED)
 			r = napped_list(val, vlen, out), bit = 2;

@@ -132,6 +132,7 @@ static void made(struct job *j)
 
 	j->made.kind = CN_PW_MADE;
 	j->made.seconds = s;
+	j->made.gpu = j->gpu;
 	if (j->made.n)
 		say(j, "napped %s in %.2f s", j->napped_words, s);
 	ledger_made(j->uid, j->user, s);
@@ -190,7 +191,7 @@ static void add_napped(struct job *j, const struct scan_proc *p)
 /* The picks asked to nap; COMING said when they all nap lightly for a light wake. */
 static void ask_picks(struct job *j, const struct scan *s, const struct cn_pagerpick *pk)
 {
-	struct cn_pagerwire_answer coming = { .kind = CN_PW_COMING };
+	struct cn_pagerwire_answer coming = { .kind = CN_PW_COMING, .gpu = s->gpu.index };
 	int k = 0, asked;
 
 	for (int i = 0; i < j->n_asked; i++) /* those still to answer stay watched */
