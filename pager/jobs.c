@@ -110,13 +110,50 @@ static void end(struct job *j)
 		}
 }
 
+/* The last refusals: a program asks again for the same GPU while its wake waits (every second, or
+ * when one will be idle enough); one need, however many asks, in the log and the figures. */
+#define RECENT	 64
+#define AGAIN_MS 10000
+static struct {
+	int pid;
+	unsigned long long starttime;
+	struct cn_uuid gpu;
+	double at_ms;
+	char why[200];
+} refusals[RECENT];
+
+static int recent_refusal(const struct job *j)
+{
+	for (int i = 0; i < RECENT; i++)
+		if (refusals[i].pid == j->pid && cn_uuid_eq(&refusals[i].gpu, &j->need.gpu) &&
+		    j->c && refusals[i].starttime == j->c->starttime &&
+		    cn_clock_ms() - refusals[i].at_ms < AGAIN_MS)
+			return i;
+	return -1;
+}
+
 static void refuse_soon(struct job *j, const char *why, double soon_s)
 {
 	struct cn_pagerwire_answer a = { .kind = CN_PW_REFUSED, .soon_s = soon_s };
+	int r = recent_refusal(j), oldest = 0;
 
 	snprintf(a.why, sizeof(a.why), "%s", why);
-	say(j, "no room made: %s", why);
-	ledger_refused(j->uid, j->user);
+	if (r >= 0 && strncmp(refusals[r].why, why, sizeof(refusals[r].why) - 1) == 0) {
+		log_debug("for %d: no room made again, as before", j->pid);
+	} else {
+		say(j, "no room made: %s", why);
+		if (r < 0)
+			ledger_refused(j->uid, j->user);
+	}
+	for (int i = 0; r < 0 && i < RECENT; i++)
+		if (refusals[i].at_ms < refusals[oldest].at_ms)
+			oldest = i;
+	r = r >= 0 ? r : oldest;
+	refusals[r].pid = j->pid;
+	refusals[r].starttime = j->c ? j->c->starttime : 0;
+	refusals[r].gpu = j->need.gpu;
+	refusals[r].at_ms = cn_clock_ms();
+	snprintf(refusals[r].why, sizeof(refusals[r].why), "%s", why);
 	answer(j, &a);
 	end(j);
 }
@@ -362,7 +399,8 @@ void jobs_need(struct client *c, const struct cn_pagerwire_need *n)
 	j->until_ms = j->t0_ms + pg_policy.wait_s * 1000.0;
 	c->busy = true;
 	jobs[slot] = j;
-	ledger_ask(c->uid, c->user);
+	if (recent_refusal(j) < 0) /* asked again after a refusal: the same need */
+		ledger_ask(c->uid, c->user);
 	log_debug("for %d (%s): %llu MiB wanted (%s)", c->pid, c->user, (unsigned long long)n->mib,
 		  n->what);
 }

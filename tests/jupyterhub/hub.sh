@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# JupyterHub end to end, on the fake driver's one GPU (6000 MiB) shared by two users: Debian's
+# JupyterHub end to end, on the fake driver's one GPU (600 MiB) shared by two users: Debian's
 # jupyterhub with its proxy, two real users made here who log in through the Hub's login page
 # (PAM), LocalProcessSpawner starting each one's notebook server as that user, cudanap's kernel
 # installed for all of them (a prefix the Hub names in JUPYTER_PATH), and the node pager run by
@@ -33,8 +33,10 @@ at_exit status_dirs_gone
 # -- the GPU, one for both users, and the node pager
 mkdir -m 1777 "$T/pub/fake"
 mkdir -m 755 "$T/run"
+# 600 MiB, each process's context 100 (the fake's footprint): small, since a light nap's copy is
+# real host memory
 gpu_env=(CUDANAP_LIBCUDA="$FAKECUDA" CUDANAP_LIBNVML="$FAKECUDA" CUDANAP_FAKE_DIR="$T/pub/fake"
-	CUDANAP_FAKE_GPU_MIB=6000)
+	CUDANAP_FAKE_GPU_MIB=600 CUDANAP_FAKE_FOOTPRINT_MIB=100)
 cat > "$T/pager.ini" << EOF
 [pager]
 socket = $T/run/pager.sock
@@ -89,7 +91,7 @@ $(for e in "${gpu_env[@]}"; do printf '    "%s": "%s",\n' "${e%%=*}" "${e#*=}"; 
 }
 EOF
 # Debian's proxy finds its modules in /usr/share/nodejs; another node first on PATH does not
-(cd "$T/hub" && env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin NODE_PATH=/usr/share/nodejs LANG=C.UTF-8 \
+(cd "$T/hub" && exec env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin NODE_PATH=/usr/share/nodejs LANG=C.UTF-8 \
 	/usr/bin/jupyterhub -f "$T/hub/jupyterhub_config.py" > "$T/hub/hub.log" 2>&1) &
 hub_pid=$!
 hub_up() { curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/hub/api" | grep -q 200; }
@@ -139,28 +141,28 @@ STATUS_A=/tmp/cudanap-$UA STATUS_B=/tmp/cudanap-$UB
 fa() { STATUS_DIR=$STATUS_A field "$a_pid" "$1"; }
 fb() { STATUS_DIR=$STATUS_B field "$b_pid" "$1"; }
 
-# -- A holds 1000 + 3500 MiB, B 1000: 500 of 6000 free
-say "cell cnhuba hold 3500"
-like "$REPLY" "^cell cnhuba hold ok [0-9.]+ alloc 0 0$" "A's cell takes 3500 MiB of the GPU"
-say "cell cnhubb hold 100"
-like "$REPLY" "^cell cnhubb hold ok [0-9.]+ alloc 0 0$" "B's kernel holds 1100 MiB"
-a_idle() { [ -n "$(fa idle_since)" ] && [ $(($(date +%s%3N) - $(date -d "$(fa idle_since)" +%s%3N))) -ge 1500 ]; }
+# -- A holds 100 + 300 MiB, B 100 + 10: 190 of 600 free
+say "cell cnhuba hold 300"
+like "$REPLY" "^cell cnhuba hold ok [0-9.]+ alloc 0 0$" "A's cell takes 300 MiB of the GPU"
+say "cell cnhubb hold 10"
+like "$REPLY" "^cell cnhubb hold ok [0-9.]+ alloc 0 0$" "B's kernel holds 110 MiB"
+a_idle() { [ -n "$(fa idle_since)" ] && [ $(($(date +%s%3N) - $(date -d "$(fa idle_since)" +%s%3N))) -ge 1200 ]; }
 check "A's kernel idle (its status says since when)" eventually 20 a_idle
 
-# -- B's cell needs 2000 MiB more: the pager naps A's kernel, B's cell runs
-say "cell cnhubb hold 2000"
-like "$REPLY" "^cell cnhubb hold ok [0-9.]+ alloc 0 0$" "B's cell of 2000 MiB runs: the room was made"
+# -- B's cell needs 250 MiB more: the pager naps A's kernel, B's cell runs
+say "cell cnhubb hold 250"
+like "$REPLY" "^cell cnhubb hold ok [0-9.]+ alloc 0 0$" "B's cell of 250 MiB runs: the room was made"
 a_asleep() { [ "$(fa state)" = napping ] || [ "$(fa nap)" = napping ]; }
 check "A's kernel napped for it" eventually 10 a_asleep
 is "$(fa nap_for_pid)" "$b_pid" "A's status: napped for B's kernel"
-log_like "$T/pager.log" "for $b_pid \(cnhubb, cuMemAlloc_v2, 2000 MiB on GPU 0\): napped $a_pid \(cnhuba, [0-9]+ MiB, idle [0-9]+ s" \
+log_like "$T/pager.log" "for $b_pid \(cnhubb, cuMemAlloc_v2, 250 MiB on GPU 0\): napped $a_pid \(cnhuba, [0-9]+ MiB, idle [0-9]+ s" \
 	"the pager's log: its choice, in one line"
 say "stderr cnhubb"
-like "$REPLY" "made room on GPU 0 for 2000 MiB \(cuMemAlloc_v2\) through the node pager: napped $a_pid \(cnhuba" \
+like "$REPLY" "made room on GPU 0 for 250 MiB \(cuMemAlloc_v2\) through the node pager: napped $a_pid \(cnhuba" \
 	"B's notebook shows the room made, under its cell"
 
 # -- A's next cell wakes it: B's kernel, idle now, napped for it; A's data intact
-b_idle() { [ -n "$(fb idle_since)" ] && [ $(($(date +%s%3N) - $(date -d "$(fb idle_since)" +%s%3N))) -ge 1500 ]; }
+b_idle() { [ -n "$(fb idle_since)" ] && [ $(($(date +%s%3N) - $(date -d "$(fb idle_since)" +%s%3N))) -ge 1200 ]; }
 check "B's kernel idle" eventually 20 b_idle
 say "cell cnhuba verify"
 like "$REPLY" "^cell cnhuba verify ok [0-9.]+ launch 0 word 0 True data True$" \
@@ -173,7 +175,8 @@ like "$REPLY" "^cell cnhubb verify ok [0-9.]+ launch 0 word 0 True data True$" \
 	"B's next cell wakes B in turn, its data intact"
 
 out=$("$CUDANAP" pager status --state "$T/run/pager.state")
-like "$out" $'\n''cnhubb +[0-9]+ +[0-9]+ ' "cudanap pager status: B's needs"
-like "$out" $'\n''cnhuba +[0-9]+ +[0-9]+ +0 +0 +[0-9.]+ +[1-9]' "and A's kernel napped for another user"
+like "$out" $'\n''cnhubb +[1-9][0-9]* +[1-9][0-9]* ' "cudanap pager status: B's needs, and rooms made"
+like "$out" $'\n''cnhuba +[0-9]+ +[0-9]+ +[0-9]+ +0 +[0-9.]+ +[1-9][0-9]* +0 +[0-9.]+' "A's kernel napped for another user's"
+like "$out" $'\n''cnhubb +[0-9]+ +[0-9]+ +[0-9]+ +0 +[0-9.]+ +[1-9][0-9]* +0 +[0-9.]+' "and B's"
 for u in cnhuba cnhubb; do say "stop $u"; done
 finish
