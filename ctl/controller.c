@@ -124,12 +124,16 @@ static void users(const struct cn_req *req, struct cn_resp *resp)
  * GPU's memory, for the node pager (pager/), whose own controller this is. No driver call. */
 static void gpu_users(const struct cn_req *req, struct cn_resp *resp)
 {
-	char why[200];
+	char why[200], name[CN_UUID_STR_LEN];
 	bool more = false;
-	int n = cn_nvml_usage(&req->use[0].uuid, resp->procs, resp->pid_bytes, CN_USERS_MAX,
-			      &resp->total_bytes, &resp->free_bytes, &more, why, sizeof(why)),
-	    k;
+	int k = cn_nvml_gpus(resp->gpus, CN_MAX_GPUS, why, sizeof(why)), n;
 
+	resp->n_gpus = k > 0 ? (uint32_t)k : 0;
+	cn_uuid_fmt(&req->use[0].uuid, name);
+	n = k > 0 && cn_uuid_index(resp->gpus, k, &req->use[0].uuid) < 0
+		    ? (snprintf(why, sizeof(why), "no GPU %s on this machine", name), -1)
+		    : cn_nvml_usage(&req->use[0].uuid, resp->procs, resp->pid_bytes, CN_USERS_MAX,
+				    &resp->total_bytes, &resp->free_bytes, &more, why, sizeof(why));
 	if (n < 0) {
 		resp->result = CN_RES_NO_ROOM;
 		snprintf(resp->message, sizeof(resp->message), "%s", why);
@@ -141,8 +145,6 @@ static void gpu_users(const struct cn_req *req, struct cn_resp *resp)
 		if (cn_hostmem_room(resp->procs[i], "/proc", "/sys/fs/cgroup", &resp->pid_host[i],
 				    why, sizeof(why)) < 0)
 			resp->pid_host[i] = 0;
-	k = cn_nvml_gpus(resp->gpus, CN_MAX_GPUS, why, sizeof(why));
-	resp->n_gpus = k > 0 ? (uint32_t)k : 0;
 }
 
 /* What the locked process holds, and the machine's GPUs (by index, for the status: NVML's list

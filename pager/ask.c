@@ -39,14 +39,16 @@ enum ask_answer ask_answer(const struct scan_proc *p)
 
 	if (cn_status_read(p->dir, p->pick.pid, &s) < 0 || s.starttime != p->starttime)
 		return ASK_NOT; /* gone, or its status no longer believed */
-	if (s.seq <= p->seq || s.busy)
+	if (s.busy)
+		return ASK_BUSY;
+	if (s.seq <= p->seq)
 		return ASK_WAIT;
 	if (p->pick.kind == CN_PP_LIGHT)
 		return s.state == CN_STATE_CHECKPOINTED ? ASK_NAPPED : ASK_NOT;
 	/* it takes the note once its answer is written: before, what its status says may be the
 	 * end of another action of its own */
 	if (cn_notes_read(p->dir, p->pick.pid, CN_NOTE_NAP_FOR, note, sizeof(note)) >= 0)
-		return ASK_WAIT;
+		return ASK_BUSY;
 	return s.state == CN_STATE_CHECKPOINTED || cn_status_light_held(&s) ? ASK_NAPPED : ASK_NOT;
 }
 

@@ -172,7 +172,13 @@ static void take(void)
 		static const char full[] = "refused why=the node pager holds as many connections "
 					   "of this user as it takes; try again";
 
+		char drop[CN_PAGERWIRE_MAX];
+
 		send(fd, full, sizeof(full) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+		/* what it sent already read first: a socket closed on unread data resets the
+		 * peer, which would lose the refusal */
+		while (recv(fd, drop, sizeof(drop), MSG_DONTWAIT) > 0)
+			;
 		close(fd);
 		return;
 	}

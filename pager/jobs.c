@@ -22,6 +22,8 @@
 #define JOBS	  256
 #define ROUNDS	  4	/* choices made again after naps that did not give enough */
 #define ANSWER_MS 70000 /* one asked process's answer: its lock's timeout and its nap */
+#define START_MS  5000	/* ... its first word (busy): one that says nothing is passed over */
+#define ROOM_MS	  500	/* the GPU looked at while answers are awaited */
 #define HOLD_MS	  30000 /* a program that holds a GPU's turn longer without a word loses it */
 #define POLL_MS	  50
 
@@ -42,6 +44,8 @@ struct job {
 	struct scan_proc asked[CN_PAGERPICK_MAX];
 	enum ask_answer answer[CN_PAGERPICK_MAX];
 	double answer_until[CN_PAGERPICK_MAX];
+	bool started[CN_PAGERPICK_MAX];	 /* it said it acts (busy): its answer comes */
+	double room_ms;			 /* the GPU last looked at while the answers come */
 	struct cn_pagerwire_answer made; /* the processes napped so far */
 	char napped_words[600];		 /* the log's list of them */
 };
@@ -235,6 +239,7 @@ static void ask_picks(struct job *j, const struct scan *s, const struct cn_pager
 		if (j->answer[i] == ASK_WAIT) {
 			j->asked[k] = j->asked[i];
 			j->answer_until[k] = j->answer_until[i];
+			j->started[k] = j->started[i];
 			j->answer[k++] = ASK_WAIT;
 		}
 	j->n_asked = asked = k;
@@ -247,6 +252,7 @@ static void ask_picks(struct job *j, const struct scan *s, const struct cn_pager
 		if (ask_nap(p, j->pid, j->user, j->need.mib << 20, s->gpu.index) < 0)
 			continue;
 		j->asked[j->n_asked] = *p;
+		j->started[j->n_asked] = false;
 		j->answer[j->n_asked] = ASK_WAIT;
 		j->answer_until[j->n_asked++] = cn_clock_ms() + ANSWER_MS;
 	}
@@ -336,9 +342,23 @@ static bool answers(struct job *j, double now, bool *waiting)
 
 	*waiting = false;
 	for (int i = 0; i < j->n_asked; i++) {
+		enum ask_answer a;
+		bool mute;
+
 		if (j->answer[i] != ASK_WAIT)
 			continue;
-		j->answer[i] = now < j->answer_until[i] ? ask_answer(&j->asked[i]) : ASK_NOT;
+		a = now < j->answer_until[i] ? ask_answer(&j->asked[i]) : ASK_NOT;
+		j->started[i] |= a == ASK_BUSY;
+		/* one that never says it acts (its agent stuck, its status unwritable) holds no
+		 * one's room for long */
+		mute = a == ASK_WAIT && !j->started[i] &&
+		       now > j->answer_until[i] - ANSWER_MS + START_MS;
+		j->answer[i] = a == ASK_BUSY || (a == ASK_WAIT && !mute) ? ASK_WAIT : a;
+		if (mute) {
+			j->answer[i] = ASK_NOT;
+			log_info("for %d: %d (%s) said nothing in %d s: passed over", j->pid,
+				 j->asked[i].pick.pid, j->asked[i].pick.user, START_MS / 1000);
+		}
 		if (j->answer[i] == ASK_WAIT) {
 			*waiting = true;
 			continue;
@@ -359,9 +379,11 @@ static bool answers(struct job *j, double now, bool *waiting)
  * again. Those that have not answered then are seen through while the program holds its turn. */
 static void watch(struct job *j, double now)
 {
-	bool waiting, news = answers(j, now, &waiting);
+	bool waiting, news = answers(j, now, &waiting), look = news || now - j->room_ms > ROOM_MS;
 
-	if (waiting && !(news && j->c && room_now(j)))
+	if (waiting && look)
+		j->room_ms = now;
+	if (waiting && !(look && j->c && room_now(j)))
 		return;
 	if (!waiting)
 		j->n_asked = 0;

@@ -74,7 +74,9 @@ int scan_gpu(const struct cn_uuid *gpu, struct scan *s, char *why, size_t len);
 int scan_rule_of(uid_t uid, gid_t gid, char *user, size_t len);
 
 /* ---- ask.c: one process asked to nap, and its answer ---- */
-enum ask_answer { ASK_WAIT, ASK_NAPPED, ASK_NOT };
+/* ASK_WAIT: no word yet; ASK_BUSY: acting on it (its answer comes); ASK_NAPPED; ASK_NOT: it did
+ * not nap (refused, failed, gone). */
+enum ask_answer { ASK_WAIT, ASK_BUSY, ASK_NAPPED, ASK_NOT };
 /* p asked to nap for the asker (its note, then its suspend signal, or for a light napper the
  * plain suspend signal that deepens it): 0, or -1. */
 int ask_nap(const struct scan_proc *p, int for_pid, const char *for_user, uint64_t mib, int gpu);
