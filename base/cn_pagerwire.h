@@ -73,4 +73,11 @@ int cn_pagerwire_answer_parse(const char *msg, size_t n, struct cn_pagerwire_ans
  * (32 at most, not first '-'), else "uid N". */
 void cn_pagerwire_user(const char *name, uid_t uid, char *out, size_t len);
 
+/* Helpers of the pager's text, for pagerstate.c too: n bytes of src as they may be written in a
+ * line (printable ASCII, '?' for the rest), at most len - 1 of them; and fmt appended to buf at
+ * *o (0, or -ENOSPC when it does not fit). */
+void cn_pagerwire_text(char *dst, size_t len, const char *src, size_t n);
+int cn_pagerwire_put(char *buf, size_t len, size_t *o, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
 #endif

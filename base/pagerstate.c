@@ -1,6 +1,7 @@
 /* pagerstate: the node pager's state file written and read (see cn_pagerstate.h). */
 #define _GNU_SOURCE
 #include "cn_pagerstate.h"
+#include "cn_pagerwire.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -62,16 +63,6 @@ static const struct field head_fields[] = {
 	{ NULL, 0, 0, 0 },
 };
 
-/* A line's free text as it may be written: printable, '?' for the rest. */
-static void text_copy(char *dst, size_t size, const char *src)
-{
-	size_t o = 0;
-
-	for (; *src && o + 1 < size; src++)
-		dst[o++] = *src >= 0x20 && *src < 0x7f ? *src : '?';
-	dst[o] = '\0';
-}
-
 /* A word as it may be written: no space or control character (others become '_'). */
 static void word_copy(char *dst, size_t size, const char *src, size_t n)
 {
@@ -80,22 +71,6 @@ static void word_copy(char *dst, size_t size, const char *src, size_t n)
 	for (size_t i = 0; i < n && src[i] && o + 1 < size; i++)
 		dst[o++] = src[i] > 0x20 && src[i] < 0x7f ? src[i] : '_';
 	dst[o] = '\0';
-}
-
-static int add(char *buf, size_t len, size_t *o, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int add(char *buf, size_t len, size_t *o, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = *o < len ? vsnprintf(buf + *o, len - *o, fmt, ap) : -1;
-	va_end(ap);
-	if (n < 0 || (size_t)n >= len - *o)
-		return -ENOSPC;
-	*o += (size_t)n;
-	return 0;
 }
 
 /* The fields of one thing at base, as " key=value" words. */
@@ -109,22 +84,23 @@ static int put_fields(char *buf, size_t len, size_t *o, const struct field *f, c
 
 		switch (f->kind) {
 		case T_INT:
-			r |= add(buf, len, o, " %s=%d", f->key, *(const int *)at);
+			r |= cn_pagerwire_put(buf, len, o, " %s=%d", f->key, *(const int *)at);
 			break;
 		case T_ULONG:
-			r |= add(buf, len, o, " %s=%lu", f->key, *(const unsigned long *)at);
+			r |= cn_pagerwire_put(buf, len, o, " %s=%lu", f->key,
+					      *(const unsigned long *)at);
 			break;
 		case T_U64:
-			r |= add(buf, len, o, " %s=%llu", f->key,
-				 (unsigned long long)*(const uint64_t *)at);
+			r |= cn_pagerwire_put(buf, len, o, " %s=%llu", f->key,
+					      (unsigned long long)*(const uint64_t *)at);
 			break;
 		case T_DOUBLE:
-			r |= add(buf, len, o, " %s=%.2f", f->key, *(const double *)at);
+			r |= cn_pagerwire_put(buf, len, o, " %s=%.2f", f->key, *(const double *)at);
 			break;
 		case T_STR:
 		case T_TEXT:
 			word_copy(w, sizeof(w), at, f->size);
-			r |= add(buf, len, o, " %s=%s", f->key, w[0] ? w : "-");
+			r |= cn_pagerwire_put(buf, len, o, " %s=%s", f->key, w[0] ? w : "-");
 			break;
 		}
 	}
@@ -134,30 +110,30 @@ static int put_fields(char *buf, size_t len, size_t *o, const struct field *f, c
 int cn_pagerstate_format(const struct cn_pagerstate *s, char *buf, size_t len)
 {
 	size_t o = 0;
-	int r = add(buf, len, &o, MAGIC);
+	int r = cn_pagerwire_put(buf, len, &o, MAGIC);
 
 	r |= put_fields(buf, len, &o, head_fields, s);
-	r |= add(buf, len, &o, "\n");
+	r |= cn_pagerwire_put(buf, len, &o, "\n");
 	for (int i = 0; i < s->n_users; i++) {
-		r |= add(buf, len, &o, "user");
+		r |= cn_pagerwire_put(buf, len, &o, "user");
 		r |= put_fields(buf, len, &o, user_fields, &s->users[i]);
-		r |= add(buf, len, &o, "\n");
+		r |= cn_pagerwire_put(buf, len, &o, "\n");
 	}
 	for (int i = 0; i < s->n_gpus; i++) {
-		r |= add(buf, len, &o, "gpu");
+		r |= cn_pagerwire_put(buf, len, &o, "gpu");
 		r |= put_fields(buf, len, &o, gpu_fields, &s->gpus[i]);
-		r |= add(buf, len, &o, "\n");
+		r |= cn_pagerwire_put(buf, len, &o, "\n");
 	}
 	for (int i = 0; i < s->n_uses; i++) {
-		r |= add(buf, len, &o, "use");
+		r |= cn_pagerwire_put(buf, len, &o, "use");
 		r |= put_fields(buf, len, &o, use_fields, &s->uses[i]);
-		r |= add(buf, len, &o, "\n");
+		r |= cn_pagerwire_put(buf, len, &o, "\n");
 	}
 	for (int i = 0; i < s->n_choices; i++) {
 		char line[sizeof(s->choices[0])];
 
-		text_copy(line, sizeof(line), s->choices[i]);
-		r |= add(buf, len, &o, "choice text=%s\n", line);
+		cn_pagerwire_text(line, sizeof(line), s->choices[i], sizeof(line));
+		r |= cn_pagerwire_put(buf, len, &o, "choice text=%s\n", line);
 	}
 	return r ? -ENOSPC : (int)o;
 }
@@ -277,8 +253,8 @@ int cn_pagerstate_parse(const char *text, struct cn_pagerstate *s)
 						       sizeof(s->uses[0]));
 			else if (!strcmp(line, "choice") && !strncmp(rest, "text=", 5) &&
 				 s->n_choices < CN_PAGERSTATE_CHOICES)
-				text_copy(s->choices[s->n_choices++], sizeof(s->choices[0]),
-					  rest + 5);
+				cn_pagerwire_text(s->choices[s->n_choices++], sizeof(s->choices[0]),
+						  rest + 5, strlen(rest + 5));
 		}
 		p += n + (p[n] == '\n');
 	}

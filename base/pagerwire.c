@@ -30,20 +30,16 @@ void cn_pagerwire_user(const char *name, uid_t uid, char *out, size_t len)
 		snprintf(out, len, "%u", (unsigned)uid);
 }
 
-/* Free text as it may travel: printable ASCII, at most len - 1 bytes; the rest dropped. */
-static void text_copy(char *dst, size_t len, const char *src, size_t n)
+void cn_pagerwire_text(char *dst, size_t len, const char *src, size_t n)
 {
 	size_t o = 0;
 
-	for (size_t i = 0; i < n && o + 1 < len; i++)
+	for (size_t i = 0; i < n && src[i] && o + 1 < len; i++)
 		dst[o++] = src[i] >= 0x20 && src[i] < 0x7f ? src[i] : '?';
 	dst[o] = '\0';
 }
 
-/* Appended to buf at *o: 0, or -ENOSPC. */
-static int put(char *buf, size_t len, size_t *o, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int put(char *buf, size_t len, size_t *o, const char *fmt, ...)
+int cn_pagerwire_put(char *buf, size_t len, size_t *o, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
@@ -65,9 +61,9 @@ int cn_pagerwire_need_fmt(const struct cn_pagerwire_need *n, char *buf, size_t l
 	size_t o = 0;
 
 	cn_uuid_fmt(&n->gpu, gpu);
-	text_copy(what, sizeof(what), n->what, strlen(n->what));
-	if (put(buf, len, &o, "need gpu=%s mib=%llu context=%d light=%d what=%s", gpu,
-		(unsigned long long)n->mib, n->context, n->light, what) < 0)
+	cn_pagerwire_text(what, sizeof(what), n->what, strlen(n->what));
+	if (cn_pagerwire_put(buf, len, &o, "need gpu=%s mib=%llu context=%d light=%d what=%s", gpu,
+			     (unsigned long long)n->mib, n->context, n->light, what) < 0)
 		return -ENOSPC;
 	return (int)o;
 }
@@ -79,26 +75,27 @@ int cn_pagerwire_answer_fmt(const struct cn_pagerwire_answer *a, char *buf, size
 
 	if (a->kind < CN_PW_COMING || a->kind > CN_PW_REFUSED)
 		return -EINVAL;
-	r |= put(buf, len, &o, "%s", kinds[a->kind]);
+	r |= cn_pagerwire_put(buf, len, &o, "%s", kinds[a->kind]);
 	if ((a->kind == CN_PW_MADE || a->kind == CN_PW_COMING) && a->gpu >= 0)
-		r |= put(buf, len, &o, " gpu=%d", a->gpu);
+		r |= cn_pagerwire_put(buf, len, &o, " gpu=%d", a->gpu);
 	if (a->kind == CN_PW_MADE || a->kind == CN_PW_WAIT)
-		r |= put(buf, len, &o, " s=%.2f", a->seconds);
+		r |= cn_pagerwire_put(buf, len, &o, " s=%.2f", a->seconds);
 	for (int i = 0; i < a->n && i < CN_PAGERWIRE_NAPPED; i++) {
 		const struct cn_pagerwire_napped *p = &a->napped[i];
 		char user[33];
 
 		cn_pagerwire_user(p->user, 0, user, sizeof(user));
-		r |= put(buf, len, &o, "%s%d:%s:%llu:%.0f:%c", i ? ";" : " napped=", p->pid, user,
-			 (unsigned long long)p->mib, p->idle_s, p->light ? 'L' : 'F');
+		r |= cn_pagerwire_put(buf, len, &o, "%s%d:%s:%llu:%.0f:%c",
+				      i ? ";" : " napped=", p->pid, user,
+				      (unsigned long long)p->mib, p->idle_s, p->light ? 'L' : 'F');
 	}
 	if (a->kind == CN_PW_REFUSED && a->soon_s > 0)
-		r |= put(buf, len, &o, " soon=%.2f", a->soon_s);
+		r |= cn_pagerwire_put(buf, len, &o, " soon=%.2f", a->soon_s);
 	if (a->kind == CN_PW_WAIT || a->kind == CN_PW_REFUSED) {
 		char why[sizeof(a->why)];
 
-		text_copy(why, sizeof(why), a->why, strlen(a->why));
-		r |= put(buf, len, &o, " why=%s", why);
+		cn_pagerwire_text(why, sizeof(why), a->why, strlen(a->why));
+		r |= cn_pagerwire_put(buf, len, &o, " why=%s", why);
 	}
 	return r < 0 ? -ENOSPC : (int)o;
 }
@@ -220,7 +217,7 @@ int cn_pagerwire_need_parse(const char *msg, size_t n, struct cn_pagerwire_need 
 		} else if (is_key(key, klen, "light")) {
 			r = flag(val, vlen, &out->light), bit = 8;
 		} else if (is_key(key, klen, "what") && vlen < sizeof(out->what)) {
-			text_copy(out->what, sizeof(out->what), val, vlen), r = 0, bit = 16;
+			cn_pagerwire_text(out->what, sizeof(out->what), val, vlen), r = 0, bit = 16;
 		} else {
 			return -EINVAL;
 		}
@@ -287,7 +284,7 @@ int cn_pagerwire_answer_parse(const char *msg, size_t n, struct cn_pagerwire_ans
 		else if (is_key(key, klen, "napped") && k != CN_PW_WAIT && k != CN_PW_REFUSED)
 			r = napped_list(val, vlen, out), bit = 2;
 		else if (is_key(key, klen, "why") && (k == CN_PW_WAIT || k == CN_PW_REFUSED))
-			text_copy(out->why, sizeof(out->why), val, vlen), r = 0, bit = 4;
+			cn_pagerwire_text(out->why, sizeof(out->why), val, vlen), r = 0, bit = 4;
 		else
 			return -EINVAL;
 		if (r < 0 || (seen & bit))

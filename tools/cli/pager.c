@@ -192,6 +192,19 @@ static void per_user(FILE *f, const struct cn_pagerstate *s, const char *name, c
 
 void pager_metrics(FILE *f, const struct cn_pagerstate *s)
 {
+	static const struct {
+		const char *name, *text;
+		bool share;
+	} gauges[] = {
+		{ "cudanap_pager_gpu_used_bytes",
+		  "GPU memory of a user (or a group, @NAME) as the node pager last looked.",
+		  false },
+		{ "cudanap_pager_gpu_share_bytes",
+		  "The share of the GPU's memory the node pager's policy gives a user (or a group, "
+		  "@NAME).",
+		  true },
+	};
+
 #define AT(m) offsetof(struct cn_pagerstate_user, m)
 	per_user(f, s, "cudanap_pager_asks_total", "counter",
 		 "Needs of the user's programs the node pager heard.", AT(asks), false);
@@ -215,18 +228,14 @@ void pager_metrics(FILE *f, const struct cn_pagerstate *s)
 		 "The time the user's programs stayed napped by the node pager.", AT(napped_s),
 		 true);
 #undef AT
-	fprintf(f, "# HELP cudanap_pager_gpu_used_bytes GPU memory of a user (or a group, "
-		   "@NAME) as the node pager last looked, and its share.\n"
-		   "# TYPE cudanap_pager_gpu_used_bytes gauge\n");
-	for (int i = 0; i < s->n_uses; i++)
-		fprintf(f, "cudanap_pager_gpu_used_bytes{gpu=\"%d\",user=\"%s\"} %llu\n",
-			s->uses[i].gpu, s->uses[i].name,
-			(unsigned long long)s->uses[i].used_mib << 20);
-	fprintf(f, "# HELP cudanap_pager_gpu_share_bytes The share of the GPU's memory the node "
-		   "pager's policy gives a user (or a group, @NAME).\n"
-		   "# TYPE cudanap_pager_gpu_share_bytes gauge\n");
-	for (int i = 0; i < s->n_uses; i++)
-		fprintf(f, "cudanap_pager_gpu_share_bytes{gpu=\"%d\",user=\"%s\"} %llu\n",
-			s->uses[i].gpu, s->uses[i].name,
-			(unsigned long long)s->uses[i].share_mib << 20);
+	for (size_t g = 0; g < sizeof(gauges) / sizeof(gauges[0]); g++) {
+		fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", gauges[g].name, gauges[g].text,
+			gauges[g].name);
+		for (int i = 0; i < s->n_uses; i++)
+			fprintf(f, "%s{gpu=\"%d\",user=\"%s\"} %llu\n", gauges[g].name,
+				s->uses[i].gpu, s->uses[i].name,
+				(unsigned long long)(gauges[g].share ? s->uses[i].share_mib
+								     : s->uses[i].used_mib)
+					<< 20);
+	}
 }
