@@ -32,7 +32,8 @@
 #include "agent/report.h"
 #include "agent/state.h"
 
-#define IDLE_CLOSE_MS 2000 /* a connection nobody looked at this long is closed */
+#define IDLE_CLOSE_MS 2000  /* a connection nobody looked at this long is closed */
+#define SETTLE_MS     60000 /* the pager's last word on a room used already, awaited */
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -41,6 +42,7 @@ static struct conn {
 	struct cn_pagerwire_need need;
 	struct cn_pagerwire_answer answer; /* kind 0 until one came; COMING kept until MADE */
 	bool wait_said, made_said;
+	bool settling; /* the room used before the pager's last word: heard at the ticks */
 	double asked_ms, seen_ms;
 } conns[CN_MAX_GPUS] = { [0 ... CN_MAX_GPUS - 1] = { .fd = -1 } };
 
@@ -58,6 +60,7 @@ static void hang_up(struct conn *c, bool done)
 		send(c->fd, msg, sizeof(msg) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 	close(c->fd);
 	c->fd = -1;
+	c->settling = false;
 	memset(&c->answer, 0, sizeof(c->answer));
 }
 
@@ -198,7 +201,8 @@ static int ask_all(struct cn_agent *ag, const struct cn_room_need *need, int n, 
 		struct conn *c = &conns[i];
 		bool wanted = i < n;
 
-		if (c->fd >= 0 && (!wanted || !cn_uuid_eq(&c->need.gpu, &need[i].uuid)))
+		if (c->fd >= 0 &&
+		    (!wanted || c->settling || !cn_uuid_eq(&c->need.gpu, &need[i].uuid)))
 			hang_up(c, true); /* a need of before, no longer this one */
 		if (!wanted)
 			continue;
@@ -296,8 +300,18 @@ void cn_nodepager_settle(struct cn_agent *ag)
 void cn_nodepager_release(void)
 {
 	pthread_mutex_lock(&mu);
-	for (int i = 0; i < CN_MAX_GPUS; i++)
-		hang_up(&conns[i], true);
+	for (int i = 0; i < CN_MAX_GPUS; i++) {
+		struct conn *c = &conns[i];
+
+		/* the room used while the processes asked still copied out: their answer heard
+		 * at the ticks, the room made said then (done at once would lose it) */
+		if (c->fd >= 0 && c->answer.kind == CN_PW_COMING && !c->made_said) {
+			c->settling = true;
+			c->asked_ms = c->asked_ms ? c->asked_ms : cn_clock_ms();
+			continue;
+		}
+		hang_up(c, true);
+	}
 	coming_what = NULL;
 	pthread_mutex_unlock(&mu);
 }
@@ -334,11 +348,21 @@ int cn_nodepager_timeout_ms(void)
 void cn_nodepager_tick(struct cn_agent *ag)
 {
 	double now = cn_clock_ms();
+	char why[200];
 
 	pthread_mutex_lock(&mu);
-	for (int i = 0; i < CN_MAX_GPUS; i++)
-		if (conns[i].fd >= 0 && now - conns[i].seen_ms > IDLE_CLOSE_MS)
-			hang_up(&conns[i], true);
+	for (int i = 0; i < CN_MAX_GPUS; i++) {
+		struct conn *c = &conns[i];
+
+		if (c->fd >= 0 && c->settling) {
+			if (hear(c, why, sizeof(why)) == 0 &&
+			    (c->answer.kind == CN_PW_MADE || c->answer.kind == CN_PW_REFUSED ||
+			     now - c->asked_ms > SETTLE_MS))
+				hang_up(c, true);
+		} else if (c->fd >= 0 && now - c->seen_ms > IDLE_CLOSE_MS) {
+			hang_up(c, true);
+		}
+	}
 	pthread_mutex_unlock(&mu);
 }
 

@@ -64,6 +64,8 @@ is "$(cat "$T/pub/answer")" "refused why=the asking process is gone" \
 	"refused: the pid the kernel names is another process now"
 sleep 3 # what does not happen: the victim's program napped once idle 2 s
 is "$(STATUS_DIR=$T/pub/vst field "$V1_pid" state)" running "the victim's program was not napped for it"
+[ "$(STATUS_DIR=$T/pub/vst field "$V1_pid" state)" = running ] ||
+	diag "V1: $(ls -la "$T/pub/vst" 2>&1; cat "$T/V1.err"); the pager: $(cat "$T/pager.log")"
 check "the victim's process that took the pid got no signal" kill -0 "$reuser"
 log_like "$T/pager.log" "for $asker \(cnattacker, x, 2500 MiB on a GPU\): no room made: the asking process is gone" \
 	"the pager's log says so"
