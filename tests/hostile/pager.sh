@@ -6,7 +6,8 @@
 # pager unharmed. It floods the socket: its connections beyond a few are refused, those that say
 # nothing or too much are closed, and the victim's need is served all the same. It forges its own
 # status files: what its process claims to give back is what NVML says it holds, and a process
-# whose status never answers holds nobody's room for long. Root's cudanap pager status and
+# whose status never answers holds nobody's room for long; it plants a link and a FIFO where
+# root's note to its process goes: root writes through neither. Root's cudanap pager status and
 # metrics believe no state file the attacker wrote. The pager restarted: the victim's napped
 # process wakes, its memory intact; the pager stopped: the attacker's need reaches no one of the
 # victim's. The pids raced: hostile/pagerpids.sh.
@@ -162,9 +163,17 @@ f=$T/pub/ast/$A1_pid.json
 "${AS_A[@]}" sh -c 'sed "s/\"light_able_mib\":[^,]*/\"light_able_mib\":3900/; s/\"idle_since\":\"[^\"]*\"/\"idle_since\":\"2020-01-01T00:00:00.000Z\"/" "$1" > "$1.x" && mv "$1.x" "$1"' _ "$f"
 like "$(cat "$f")" '"light_able_mib":3900.*"idle_since":"2020-01-01|"idle_since":"2020-01-01.*"light_able_mib":3900' \
 	"its status file claims it idles since 2020 and would give back 3900 MiB"
+# and the names root's note to it will take planted: a link to a file of root's, a FIFO at the
+# temporary name
+echo untouched > "$T/root-file"
+"${AS_A[@]}" sh -c 'ln -s "$1" "$2/$3.nap-for" && mkfifo "$2/.$3.nap-for.tmp"' _ "$T/root-file" "$T/pub/ast" "$A1_pid"
+check "the attacker planted a link where root's note goes, and a FIFO at its temporary name" \
+	test -L "$T/pub/ast/$A1_pid.nap-for" -a -p "$T/pub/ast/.$A1_pid.nap-for.tmp"
 check "the victim's program" holder v V1 0
 ask V1 "drv alloc export 1500" 60
 is "$REPLY" "alloc 0" "the victim's allocation made room for"
+is "$(cat "$T/root-file")" untouched "root's note went through no link: the file it named is untouched"
+check "and the pager did not hang on the FIFO" kill -0 "$pager_pid"
 log_like "$T/pager.log" "for $V1_pid \(cnvictim, cuMemAlloc_v2, 1500 MiB on GPU 0\): napped $A1_pid \(cnattacker, 2000 MiB, idle [0-9]+ s" \
 	"the attacker's program napped for what NVML says it holds, not what it claims"
 [[ $(cat "$T/pager.log") =~ napped\ $A1_pid ]] || diag "V1: $(cat "$T/V1.err"); A1: $(cat "$T/A1.err")"
