@@ -41,11 +41,13 @@ static void test_wire(void)
 	a.napped[0] = (struct cn_pagerwire_napped){ 4711, "alice", 6000, 120.4, true };
 	a.napped[1] = (struct cn_pagerwire_napped){ 4712, "bad name!", 1000, 61, false };
 	len = cn_pagerwire_answer_fmt(&a, buf, sizeof(buf));
-	is_str(len > 0 ? buf : "", "made gpu=3 s=1.25 napped=4711:alice:6000:120:L;4712:0:1000:61:F",
+	is_str(len > 0 ? buf : "",
+	       "made gpu=3 s=1.25 napped=4711:alice:6000:120:L;4712:0:1000:61:F",
 	       "an answer, written (a name that is not one goes as a number)");
 	ok(cn_pagerwire_answer_parse(buf, (size_t)len, &b) == 0 && b.kind == CN_PW_MADE &&
-		   b.gpu == 3 && b.n == 2 && b.napped[0].pid == 4711 && strcmp(b.napped[0].user, "alice") == 0 &&
-		   b.napped[0].light && b.napped[1].mib == 1000 && !b.napped[1].light,
+		   b.gpu == 3 && b.n == 2 && b.napped[0].pid == 4711 &&
+		   strcmp(b.napped[0].user, "alice") == 0 && b.napped[0].light &&
+		   b.napped[1].mib == 1000 && !b.napped[1].light,
 	   "and read back");
 	a = (struct cn_pagerwire_answer){ .kind = CN_PW_REFUSED };
 	snprintf(a.why, sizeof(a.why), "GPU 0 has 10 MiB free\n\033[31m");
