@@ -82,6 +82,7 @@ c.PAMAuthenticator.open_sessions = False
 c.Authenticator.allowed_users = {"cnhuba", "cnhubb"}
 c.JupyterHub.spawner_class = "jupyterhub.spawner.LocalProcessSpawner"
 c.Spawner.cmd = ["/usr/bin/jupyterhub-singleuser"]
+c.Spawner.args = ["--MappingKernelManager.default_kernel_name=python3-cudanap"]
 c.Spawner.start_timeout = 120
 c.Spawner.http_timeout = 120
 c.Spawner.environment = {
@@ -134,9 +135,12 @@ like "$REPLY" "^kernel cnhuba ok [0-9a-f-]+ [0-9]+$" "A's cudanap kernel starts 
 a_pid=${REPLY##* }
 say "cell cnhuba info"
 like "$REPLY" "^cell cnhuba info ok [0-9.]+ $a_pid $UA True$" "it runs as A, with the preload"
-say "kernel cnhubb python3-cudanap"
+say "kernel cnhubb default"
 b_pid=${REPLY##* }
-like "$REPLY" "^kernel cnhubb ok [0-9a-f-]+ [0-9]+$" "B's cudanap kernel starts in B's server"
+like "$REPLY" "^kernel cnhubb ok [0-9a-f-]+ [0-9]+$" "B's kernel, none named, starts in B's server"
+say "cell cnhubb info"
+like "$REPLY" "^cell cnhubb info ok [0-9.]+ $b_pid $UB True$" \
+	"cudanap's: the Hub made it the servers' default kernel (Spawner.args)"
 STATUS_A=/tmp/cudanap-$UA STATUS_B=/tmp/cudanap-$UB
 fa() { STATUS_DIR=$STATUS_A field "$a_pid" "$1"; }
 fb() { STATUS_DIR=$STATUS_B field "$b_pid" "$1"; }

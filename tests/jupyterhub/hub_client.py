@@ -6,6 +6,7 @@ messages, JSON over the websocket, tornado's client). One line per command read 
     login USER PASSWORD     "login USER ok" once the Hub's cookie is set, else "login USER failed WHY"
     spawn USER              "spawn USER ok URL" once the user's server answers (the Hub's API)
     kernel USER SPEC        "kernel USER ok ID PID": a kernel of kernelspec SPEC started, its pid
+                            (default: none named, the notebook server's default kernel)
     cell USER NAME [ARG]    runs CELLS[NAME] (ARG in its {arg}) in USER's kernel: "cell USER NAME
                             ok|error ENAME SECONDS OUTPUT..." (its stdout on one line)
     stderr USER             what its cells wrote on stderr so far: "stderr USER TEXT"
@@ -95,7 +96,8 @@ class User:
         return "failed: the server was not ready in 120 s"
 
     def start_kernel(self, spec):
-        r = self.api("POST", f"/user/{self.name}/api/kernels", json={"name": spec})
+        # "default": none named, the server's default kernel (the Hub's Spawner.args set it)
+        r = self.api("POST", f"/user/{self.name}/api/kernels", json={} if spec == "default" else {"name": spec})
         if r.status_code not in (200, 201):
             return f"failed HTTP {r.status_code} {r.text[:300]}"
         self.kernel = r.json()["id"]
