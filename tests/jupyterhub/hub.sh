@@ -88,10 +88,14 @@ c.Spawner.http_timeout = 120
 c.Spawner.environment = {
     "JUPYTER_PATH": "$T/pub/jupyter/share/jupyter",
     "FAKECUDA": "$FAKECUDA",
+$([ -z "${CN_SANITIZER_RUNTIME:-}" ] || printf '    "LD_PRELOAD": "%s", "ASAN_OPTIONS": "%s", "UBSAN_OPTIONS": "%s",\n' \
+	"$CN_SANITIZER_RUNTIME" "${ASAN_OPTIONS:-}" "${UBSAN_OPTIONS:-}")
 $(for e in "${gpu_env[@]}"; do printf '    "%s": "%s",\n' "${e%%=*}" "${e#*=}"; done)
 }
 EOF
-# Debian's proxy finds its modules in /usr/share/nodejs; another node first on PATH does not
+# Debian's proxy finds its modules in /usr/share/nodejs; another node first on PATH does not (under
+# the sanitize setup the servers, and so the kernels, load the sanitizer's runtime first, which
+# the instrumented preload needs)
 (cd "$T/hub" && exec env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin NODE_PATH=/usr/share/nodejs LANG=C.UTF-8 \
 	/usr/bin/jupyterhub -f "$T/hub/jupyterhub_config.py" > "$T/hub/hub.log" 2>&1) &
 hub_pid=$!
