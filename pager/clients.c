@@ -219,8 +219,10 @@ static void serve(int i)
 		}
 		jobs_need(c, &need);
 		return;
-	case CN_PW_DONE:
+	case CN_PW_DONE: /* a connection is one need: once it ended (its last word said), closed */
 		jobs_done(c, false);
+		if (!c->busy)
+			drop(i, NULL);
 		return;
 	default:
 		drop(i, "not a program's message");

@@ -39,7 +39,8 @@ struct job {
 	double t0_ms, until_ms, next_ms, held_ms, wait_ms;
 	int rounds;
 	bool coming_said;
-	int gpu; /* nvidia-smi's index, once looked at */
+	bool used; /* its program said done while the naps asked were under way: none asked more */
+	int gpu;   /* nvidia-smi's index, once looked at */
 	int n_asked;
 	struct scan_proc asked[CN_PAGERPICK_MAX];
 	enum ask_answer answer[CN_PAGERPICK_MAX];
@@ -167,20 +168,42 @@ static void refuse(struct job *j, const char *why)
 	refuse_soon(j, why, 0);
 }
 
+static struct cn_pagerwire_napped napped_of(const struct scan_proc *p)
+{
+	struct cn_pagerwire_napped w = { .pid = p->pick.pid,
+					 .mib = p->pick.gives >> 20,
+					 .idle_s = p->pick.idle_s < 0 ? 0 : p->pick.idle_s,
+					 .light = p->pick.light && p->pick.kind == CN_PP_AWAKE };
+
+	snprintf(w.user, sizeof(w.user), "%s", p->pick.user);
+	return w;
+}
+
 static void made(struct job *j)
 {
 	double s = (cn_clock_ms() - j->t0_ms) / 1000;
+	struct cn_pagerwire_answer a;
+	int still = 0;
 
 	j->made.kind = CN_PW_MADE;
 	j->made.seconds = s;
 	j->made.gpu = j->gpu;
+	a = j->made;
+	/* those asked that gave their memory but have not said so yet are named to the program
+	 * too; the log and the figures count each when it answers */
+	for (int i = 0; i < j->n_asked; i++)
+		if (j->answer[i] == ASK_WAIT && ++still && a.n < CN_PAGERWIRE_NAPPED)
+			a.napped[a.n++] = napped_of(&j->asked[i]);
 	if (j->made.n)
-		say(j, "napped %s in %.2f s", j->napped_words, s);
+		say(j, "napped %s in %.2f s%s", j->napped_words, s,
+		    still ? ", the room there as others asked still nap" : "");
+	else if (still)
+		say(j, "the room there in %.2f s as the %d asked nap", s, still);
 	ledger_made(j->uid, j->user, s);
-	answer(j, &j->made);
+	answer(j, &a);
 	j->phase = HELD;
 	j->held_ms = cn_clock_ms();
-	if (!j->c)
+	if (!j->c || j->used)
 		end(j);
 }
 
@@ -219,13 +242,11 @@ static void add_napped(struct job *j, const struct scan_proc *p)
 		 p->pick.kind == CN_PP_LIGHT ? ", its light nap deepened"
 		 : p->pick.light	     ? ", lightly"
 					     : "");
+	if (j->phase == HELD)
+		say(j, "%d (%s) napped for it too", p->pick.pid, p->pick.user);
 	if (j->made.n == CN_PAGERWIRE_NAPPED)
 		return;
-	*w = (struct cn_pagerwire_napped){ .pid = p->pick.pid,
-					   .mib = p->pick.gives >> 20,
-					   .idle_s = p->pick.idle_s < 0 ? 0 : p->pick.idle_s,
-					   .light = p->pick.light && p->pick.kind == CN_PP_AWAKE };
-	snprintf(w->user, sizeof(w->user), "%s", p->pick.user);
+	*w = napped_of(p);
 	j->made.n++;
 }
 
@@ -383,12 +404,19 @@ static void watch(struct job *j, double now)
 
 	if (waiting && look)
 		j->room_ms = now;
-	if (waiting && !(look && j->c && room_now(j)))
+	if (waiting && (j->used || !(look && j->c && room_now(j))))
 		return;
 	if (!waiting)
 		j->n_asked = 0;
 	if (!j->c) {
 		end(j);
+		return;
+	}
+	/* the program used the room already (done), or a light wake copies in as the light naps
+	 * asked give their memory back (coming): what they gave may be taken already, so what is
+	 * free now is not the room made, and nobody more is asked for it */
+	if (j->used || (j->coming_said && !waiting && j->made.n)) {
+		made(j);
 		return;
 	}
 	if (++j->rounds > ROUNDS) {
@@ -434,8 +462,14 @@ void jobs_done(struct client *c, bool gone)
 
 		if (!j || j->c != c)
 			continue;
+		/* the naps asked are seen through, then it ends: the program that used the room
+		 * already hears what was napped for it (its last word), none more are asked */
+		if (j->phase == ASKED && !gone) {
+			j->used = true;
+			continue;
+		}
 		c->busy = false;
-		if (j->phase == ASKED) { /* the naps asked are seen through, then it ends */
+		if (j->phase == ASKED || (j->phase == HELD && j->n_asked)) {
 			j->c = NULL;
 			continue;
 		}
@@ -454,7 +488,7 @@ int jobs_tick(double now)
 
 		if (!j)
 			continue;
-		if (j->phase == HELD && now - j->held_ms > HOLD_MS) {
+		if (j->phase == HELD && j->c && now - j->held_ms > HOLD_MS) {
 			say(j, "its turn on the GPU ended: it did not say it used the room in %d s",
 			    HOLD_MS / 1000);
 			end(j);
@@ -465,6 +499,8 @@ int jobs_tick(double now)
 
 			answers(j, now, &waiting);
 			j->n_asked = waiting ? j->n_asked : 0;
+			if (!j->n_asked && !j->c) /* its program gone or done: it ends */
+				end(j);
 		} else if (j->phase == QUEUED && now >= j->next_ms && !turn_taken(j, now)) {
 			try(j);
 		}

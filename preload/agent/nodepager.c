@@ -50,14 +50,14 @@ static bool gone_said; /* the pager's absence was logged, and not since it answe
 static double soon_ms; /* a refusal's soon=, as monotonic ms; 0: none */
 static const char *coming_what;
 
+static const char done_msg[] = "done";
+
 static void hang_up(struct conn *c, bool done)
 {
-	static const char msg[] = "done";
-
 	if (c->fd < 0)
 		return;
-	if (done)
-		send(c->fd, msg, sizeof(msg) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (done && !c->settling) /* a settling one said it */
+		send(c->fd, done_msg, sizeof(done_msg) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 	close(c->fd);
 	c->fd = -1;
 	c->settling = false;
@@ -303,9 +303,15 @@ void cn_nodepager_release(void)
 	for (int i = 0; i < CN_MAX_GPUS; i++) {
 		struct conn *c = &conns[i];
 
-		/* the room used while the processes asked still copied out: their answer heard
-		 * at the ticks, the room made said then (done at once would lose it) */
-		if (c->fd >= 0 && c->answer.kind == CN_PW_COMING && !c->made_said) {
+		/* the room used before the pager's last word (its try found the room the pager
+		 * made, or copied in while the processes asked still copied out): done said, so
+		 * that the pager asks nobody more, and the connection kept for that word, heard at
+		 * the ticks (the pager closes it at once where it has none to say) */
+		if (c->fd >= 0 && c->settling)
+			continue;
+		if (c->fd >= 0 && (c->answer.kind == 0 || c->answer.kind == CN_PW_COMING) &&
+		    !c->made_said) {
+			send(c->fd, done_msg, sizeof(done_msg) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 			c->settling = true;
 			c->asked_ms = c->asked_ms ? c->asked_ms : cn_clock_ms();
 			continue;
