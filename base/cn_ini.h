@@ -1,7 +1,5 @@
 /* ini: an INI file read key by key with its line numbers, for the job's INI (config.c) and the
- * node pager's policy (pagerconf.c): opened without blocking and judged a regular file (links
- * followed: a Kubernetes ConfigMap's files are links), each key handed to fn with its line, the
- * first error said as "FILE:LINE: why". */
+ * node pager's policy (pagerconf.c). */
 #ifndef CN_INI_H
 #define CN_INI_H
 

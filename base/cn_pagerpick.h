@@ -31,7 +31,7 @@ struct cn_pagerpick_proc {
 	enum cn_pagerpick_kind kind;
 	bool light;   /* its nap would be light */
 	bool never;   /* its program is never napped ([pager] never_nap_programs) */
-	bool no_host; /* the host has no room for its nap's copy */
+	bool no_host; /* the host has not the memory its nap's copy takes */
 };
 
 /* The program that needs room. */

@@ -1,7 +1,5 @@
-/* pagerstate: the node pager's state file (/run/cudanap/pager.state, root's, 0644): its figures
- * per user, each GPU's usage against the shares, its last choices; written by cudanap-pager,
- * read by `cudanap pager status` and `cudanap metrics`. A line a thing, words key=value, the
- * free text (text=) last. */
+/* pagerstate: the node pager's state file (/run/cudanap/pager.state), written by cudanap-pager,
+ * read by `cudanap pager status` and `cudanap metrics`. */
 #ifndef CN_PAGERSTATE_H
 #define CN_PAGERSTATE_H
 

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cn_names.h"
 #include "cn_uuid.h"
 
 #define CN_PAGER_SOCKET "/run/cudanap/pager.sock"
@@ -28,6 +29,8 @@ enum cn_pagerwire_kind {
 	CN_PW_MADE,   /* pager: the room is there; the turn is the program's until it is done */
 	CN_PW_REFUSED, /* pager: no room made, why in one line */
 };
+/* Each kind's word on the wire, the first of its line. */
+CN_NAMES_DECLARE(cn_pagerwire_word, enum cn_pagerwire_kind);
 
 /* A program's need: room for mib on the GPU gpu. */
 struct cn_pagerwire_need {

@@ -32,6 +32,8 @@ CN_NAMES_DEFINE(cn_config_nccl_mode, enum cn_nccl_mode, CN_NCCL_AUTO, -1, "auto"
 CN_NAMES_DEFINE(cn_config_depth, enum cn_depth, CN_DEPTH_FULL, CN_DEPTH_NONE, "full", "light",
 		"auto")
 CN_NAMES_DEFINE(cn_config_own, enum cn_own, CN_OWN_AUTO, -1, "auto", "always", "never")
+CN_NAMES_DEFINE(cn_config_make_room, enum cn_make_room, CN_MAKE_ROOM_OFF, -1, "false", "true",
+		"user", "node", "auto")
 
 /* A decimal number of at most max, digits only. */
 int cn_config_uint(const char *s, unsigned long max, unsigned long *out)
@@ -57,9 +59,9 @@ static void nap_from_env(struct cn_config *c)
 	char *end;
 	unsigned long n;
 
-	if (room && strcmp(room, "1") == 0 && c->nap_room != CN_ROOM_USER &&
-	    c->nap_room != CN_ROOM_NODE)
-		c->nap_room = CN_ROOM_ON;
+	if (room && strcmp(room, "1") == 0 && c->nap_room != CN_MAKE_ROOM_USER &&
+	    c->nap_room != CN_MAKE_ROOM_NODE)
+		c->nap_room = CN_MAKE_ROOM_ON;
 	if (!v || !*v)
 		return;
 	n = strtoul(v, &end, 10);
@@ -72,10 +74,12 @@ void cn_config_room(struct cn_config *c)
 	struct stat st;
 	bool pager = stat(c->pager_socket, &st) == 0 && S_ISSOCK(st.st_mode);
 
-	c->nap_make_room = c->nap_room == CN_ROOM_ON || c->nap_room == CN_ROOM_USER ||
-			   c->nap_room == CN_ROOM_NODE || (c->nap_room == CN_ROOM_AUTO && pager);
-	c->nap_room_node = c->nap_room == CN_ROOM_NODE ||
-			   ((c->nap_room == CN_ROOM_ON || c->nap_room == CN_ROOM_AUTO) && pager);
+	c->nap_make_room = c->nap_room == CN_MAKE_ROOM_ON || c->nap_room == CN_MAKE_ROOM_USER ||
+			   c->nap_room == CN_MAKE_ROOM_NODE ||
+			   (c->nap_room == CN_MAKE_ROOM_AUTO && pager);
+	c->nap_room_node =
+		c->nap_room == CN_MAKE_ROOM_NODE ||
+		((c->nap_room == CN_MAKE_ROOM_ON || c->nap_room == CN_MAKE_ROOM_AUTO) && pager);
 }
 
 bool cn_config_keeps_host(const struct cn_config *c)
@@ -123,7 +127,7 @@ void cn_config_defaults(struct cn_config *c)
 	c->nap_copy_ahead = true;
 	c->host_cache_pct = 50;
 	c->nccl_cut_port = 28640;
-	c->nap_room = CN_ROOM_AUTO;
+	c->nap_room = CN_MAKE_ROOM_AUTO;
 	snprintf(c->pager_socket, sizeof(c->pager_socket), "%s", CN_PAGER_SOCKET);
 	nap_from_env(c);
 	cn_config_room(c);
@@ -152,7 +156,7 @@ enum key_kind {
 	K_PATH,	   /* an absolute path, or the word off for none ("") */
 	K_HOOK,	   /* a command of fewer than CN_HOOK_LEN characters */
 	K_GPU_MAP, /* [restore] gpu_map: a struct cn_gpumap */
-	K_ROOM	   /* [nap] make_room: a bool, or user, node, auto: an enum cn_room */
+	K_ROOM	   /* [nap] make_room: a bool, or user, node, auto: an enum cn_make_room */
 };
 
 /* One key of the INI: its kind, where it goes in struct cn_config (size: a string's size), and
@@ -178,7 +182,7 @@ struct key {
 #define ENUM(name) .words = name##_words, .n_words = sizeof(name##_words) / sizeof(name##_words[0])
 
 _Static_assert(sizeof(enum cn_depth) == sizeof(int) && sizeof(enum cn_own) == sizeof(int) &&
-		       sizeof(enum cn_room) == sizeof(int) &&
+		       sizeof(enum cn_make_room) == sizeof(int) &&
 		       sizeof(enum cn_nccl_mode) == sizeof(int),
 	       "K_WORD stores an int");
 _Static_assert(sizeof(((struct cn_config *)0)->on_suspended) == CN_HOOK_LEN, "a hook's size");
@@ -268,18 +272,15 @@ static int set_bool(bool *dst, const char *v, char *why, size_t len)
 	return -EINVAL;
 }
 
-static int set_room(enum cn_room *dst, const char *v, char *why, size_t len)
+static int set_room(enum cn_make_room *dst, const char *v, char *why, size_t len)
 {
+	int w = cn_config_make_room_from_string(v);
 	bool on;
 
-	if (strcasecmp(v, "user") == 0)
-		*dst = CN_ROOM_USER;
-	else if (strcasecmp(v, "node") == 0)
-		*dst = CN_ROOM_NODE;
-	else if (strcasecmp(v, "auto") == 0)
-		*dst = CN_ROOM_AUTO;
-	else if (set_bool(&on, v, why, len) == 0)
-		*dst = on ? CN_ROOM_ON : CN_ROOM_OFF;
+	if (w >= 0)
+		*dst = (enum cn_make_room)w;
+	else if (set_bool(&on, v, why, len) == 0) /* yes, on, 1 and the others */
+		*dst = on ? CN_MAKE_ROOM_ON : CN_MAKE_ROOM_OFF;
 	else {
 		snprintf(why, len, "'%s' is not true, false, user, node or auto", v);
 		return -EINVAL;

@@ -1,12 +1,4 @@
-/* pagerpick: which idle programs the node pager naps for a need (see cn_pagerpick.h).
- *
- * A program is napped for another only if it is idle [pager] min_idle_s, is not never napped,
- * has the host's room for its copy, and, for another principal's need (a [group] section's
- * members together, else each user), is of that one's priority or lower and, where the asker
- * would be over its share with the need, is over its own share still. Among those, one at a time
- * until the need and the margin fit: those over their share first, then the lowest priority,
- * then the programs that run before the light nappers (deepened only for a context), then the
- * longest idle. */
+/* pagerpick: which idle programs the node pager naps for a need (see cn_pagerpick.h). */
 #define _GNU_SOURCE
 #include "cn_pagerpick.h"
 
@@ -130,7 +122,7 @@ static void pass(struct passed *ps, enum reason r, const struct cn_pagerpick_pro
 
 static const char *const reason_words[N_REASONS] = {
 	[NEVER] = "never napped",
-	[HOST] = "whose nap's copy the host has no room for",
+	[HOST] = "whose nap's copy the host has no memory for",
 	[PRIORITY] = "of a higher priority",
 	[SHARE] = "of users under their share",
 };

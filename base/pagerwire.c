@@ -12,10 +12,8 @@
 
 #define MIB_MAX (1ull << 30) /* a PiB: more than any GPU has */
 
-static const char *const kinds[] = {
-	[CN_PW_NEED] = "need", [CN_PW_DONE] = "done", [CN_PW_COMING] = "coming",
-	[CN_PW_WAIT] = "wait", [CN_PW_MADE] = "made", [CN_PW_REFUSED] = "refused",
-};
+CN_NAMES_DEFINE(cn_pagerwire_word, enum cn_pagerwire_kind, CN_PW_NEED, -EINVAL, "need", "done",
+		"coming", "wait", "made", "refused")
 
 void cn_pagerwire_user(const char *name, uid_t uid, char *out, size_t len)
 {
@@ -75,7 +73,7 @@ int cn_pagerwire_answer_fmt(const struct cn_pagerwire_answer *a, char *buf, size
 
 	if (a->kind < CN_PW_COMING || a->kind > CN_PW_REFUSED)
 		return -EINVAL;
-	r |= cn_pagerwire_put(buf, len, &o, "%s", kinds[a->kind]);
+	r |= cn_pagerwire_put(buf, len, &o, "%s", cn_pagerwire_word_to_string(a->kind));
 	if ((a->kind == CN_PW_MADE || a->kind == CN_PW_COMING) && a->gpu >= 0)
 		r |= cn_pagerwire_put(buf, len, &o, " gpu=%d", a->gpu);
 	if (a->kind == CN_PW_MADE || a->kind == CN_PW_WAIT)
@@ -104,6 +102,7 @@ int cn_pagerwire_answer_fmt(const struct cn_pagerwire_answer *a, char *buf, size
 static int split(const char *msg, size_t n, char *line, size_t len, const char **rest)
 {
 	size_t w;
+	int k;
 
 	if (n == 0 || n >= len || n > CN_PAGERWIRE_MAX)
 		return -EINVAL;
@@ -113,12 +112,10 @@ static int split(const char *msg, size_t n, char *line, size_t len, const char *
 	memcpy(line, msg, n);
 	line[n] = '\0';
 	w = strcspn(line, " ");
-	for (int k = CN_PW_NEED; k <= CN_PW_REFUSED; k++)
-		if (strlen(kinds[k]) == w && strncmp(line, kinds[k], w) == 0) {
-			*rest = line + w + (line[w] == ' ');
-			return k;
-		}
-	return -EINVAL;
+	*rest = line + w + (line[w] == ' ');
+	line[w] = '\0'; /* the first word alone, for the table */
+	k = cn_pagerwire_word_from_string(line);
+	return k;
 }
 
 int cn_pagerwire_kind(const char *msg, size_t n)

@@ -120,8 +120,8 @@ static void users(const struct cn_req *req, struct cn_resp *resp)
 	}
 }
 
-/* CN_OP_GPU: every process on one GPU, what each holds and the host's room for its nap, and the
- * GPU's memory, for the node pager (pager/), whose own controller this is. No driver call. */
+/* CN_OP_GPU: every process on one GPU, what each holds and the host memory its nap could take, and
+ * the GPU's memory, for the node pager (pager/), whose own controller this is. No driver call. */
 static void gpu_users(const struct cn_req *req, struct cn_resp *resp)
 {
 	char why[200], name[CN_UUID_STR_LEN];
@@ -142,8 +142,8 @@ static void gpu_users(const struct cn_req *req, struct cn_resp *resp)
 	resp->n_procs = (uint32_t)n;
 	resp->more_procs = more;
 	for (int i = 0; i < n; i++)
-		if (cn_hostmem_room(resp->procs[i], "/proc", "/sys/fs/cgroup", &resp->pid_host[i],
-				    why, sizeof(why)) < 0)
+		if (cn_hostmem_available(resp->procs[i], "/proc", "/sys/fs/cgroup",
+					 &resp->pid_host[i], why, sizeof(why)) < 0)
 			resp->pid_host[i] = 0;
 }
 

@@ -1,9 +1,5 @@
-/* ask: one process asked to nap for another program, as a program of its own user's asks it
- * (docs/NAPS.md, Making room): a note beside its status file naming the asker, the need, the GPU
- * and [pager] min_idle_s, then its suspend signal with cudanap's nap value, sent through a pidfd
- * to the process whose start time its status file names (cn_proc_signal), never to one that got
- * its pid since. The process looks again itself and refuses when it worked since its status said
- * so. A light napper is deepened by the plain suspend signal. Its answer is its status. */
+/* ask: one process asked to nap for another program (root's note and a pidfd signal), and its
+ * answer, read from its status. */
 #define _GNU_SOURCE
 #include <signal.h>
 #include <stdio.h>

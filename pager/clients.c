@@ -1,10 +1,5 @@
-/* clients: the pager's socket and the programs on it. A SOCK_SEQPACKET unix socket, one message a
- * datagram; systemd's when it starts the pager (socket activation: LISTEN_FDS), else made here in
- * a directory only root may write to, 0666 so that every user's programs may ask. A peer is known
- * by SO_PEERCRED (its pid, uid and gid, which the kernel took at its connect), never by what it
- * says; a user holds a few connections at once, each one need at a time, and one that says
- * nothing, garbage, or too much is closed, so that no user's flood keeps another's need waiting
- * for long. */
+/* clients: the pager's socket (systemd's, or made here) and the programs on it, each known by
+ * SO_PEERCRED and held to a few connections and one need at a time. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>

@@ -1,7 +1,5 @@
-/* ctl: the pager's own controller, cudanap-ctl started as root with the pager as its target, asked
- * only CN_OP_GPU: NVML is loaded there, never here (docs/ARCHITECTURE.md, Rules). Started at the
- * first need and again after it dies; found beside this program, in the build tree, or where it
- * is installed, and run only if nobody but root could have written it. */
+/* ctl: the pager's own controller, cudanap-ctl started as root and asked only CN_OP_GPU: NVML is
+ * loaded there, never here. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>

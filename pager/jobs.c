@@ -1,13 +1,6 @@
-/* jobs: the needs programs send, served one GPU at a time. A need waits in the queue until its
- * GPU's turn is free; then its GPU is looked at (scan.c), the policy chooses (base/pagerpick.c),
- * the processes chosen are asked to nap at once (ask.c) and their answers waited for; the GPU's
- * free memory is read again and, short, the choice made again among those left (a process that
- * refused or did not answer is passed over: it is not idle, or not napped). Once the room is
- * there the program hears so and holds the GPU's turn until it says it used the room (or goes):
- * two programs never nap each other for the same memory. With no room to make, it hears why at
- * once, or, with [pager] when_full = wait, hears that it waits and is tried again when the soonest
- * of the processes that worked too recently will be idle enough, or every second, until wait_s.
- * Nothing here ever wakes a process: one napped for another wakes at its own next call. */
+/* jobs: the needs programs send, served one GPU's turn at a time: the GPU looked at, the policy's
+ * choice asked to nap, their answers awaited, the room looked at again, the turn held until the
+ * program is done. Nothing here wakes a process. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>

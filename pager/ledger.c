@@ -1,8 +1,5 @@
-/* ledger: what the pager did, per user (needs, rooms made and refused, waits, its programs napped
- * for others and for itself, their time napped), each GPU's usage against the shares as the last
- * look found it, its last choices; written to the state file (base/pagerstate.h) that `cudanap
- * pager status` and `cudanap metrics` read, at most every second, in a directory only root may
- * write to. */
+/* ledger: what the pager did, per user, each GPU's usage against the shares and its last choices,
+ * written to the state file at most every second. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>

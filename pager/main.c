@@ -1,10 +1,6 @@
-/* cudanap-pager: the node pager. One per node, run as root (systemd: cudanap-pager.service and
- * its socket); programs under cudanap whose allocation or wake needs GPU memory that is not free
- * ask it over its socket (clients.c), and it naps idle programs of every user on that GPU for
- * them, as the operator's policy (/etc/cudanap/pager.ini, base/pagerconf.c) allows, and answers
- * when the room is there (jobs.c). It runs no program of a user's and reads what users wrote
- * only through base/safe.c. Its life: the policy, the socket, then one loop over the socket, the
- * needs' turns and the ledger, until SIGTERM; SIGHUP reads the policy again. */
+/* cudanap-pager: the node pager, one per node, run as root: its policy, its socket, then one loop
+ * over the socket, the needs' turns and the ledger until SIGTERM (SIGHUP reads the policy again).
+ */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>

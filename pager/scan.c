@@ -1,9 +1,5 @@
-/* scan: the processes on one GPU as the choice needs them (pagerpick.h): NVML's (through ctl.c)
- * for who holds what, /proc and the user database for whose they are and what they run, and
- * each one's status file, read as root's CLI reads it (base/safe.c: its user's directory and
- * file, never a link, never blocking), for whether it may be napped now. A process whose status
- * is not believed, or that is not under cudanap, counts against its user's share and is never
- * napped. */
+/* scan: the processes on one GPU as the choice needs them: NVML's, through ctl.c, with /proc, the
+ * user database and each one's status file read through base/safe.c. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <grp.h>

@@ -1,18 +1,6 @@
-/* nodepager: [nap] make_room through the node pager, cudanap-pager run by root, for every user's
+/* nodepager: [nap] make_room through the node pager (cudanap-pager, root's), for every user's
  * programs on a GPU (docs/PAGER.md). Agent thread, but for the release an app thread makes once
- * its call is tried again (under mu).
- *
- * A need is one connection to the pager's socket (SOCK_SEQPACKET; the pager is believed only if
- * its peer is root, or this user), one per GPU: the need sent, its answer read without waiting,
- * at each of the pager's tries (pager.c's cn_pager_make, the agent's ticks), while the agent
- * stays free to nap when the pager asks it for another. MADE: the room is there and this process
- * holds the GPU's turn until it used it (cn_nodepager_release says done, or closes); COMING: the
- * processes asked nap lightly and a light wake copies in as they copy out, until MADE; WAIT: the
- * operator's policy waits for room, said once; REFUSED: its line, as the call's failure says it.
- * No pager (no socket, nobody there, not root's) or one that goes away: -ENOTCONN, and the user's
- * own programs are napped instead, as without it, said once until the pager answers again. A
- * connection nobody asked about for a while (the wake went on otherwise, the allocation gave up)
- * is closed: the pager's turn is never held for nothing. */
+ * its call is tried again (under mu). */
 #define _GNU_SOURCE
 #include "agent/nodepager.h"
 
@@ -35,6 +23,8 @@
 #define IDLE_CLOSE_MS 2000  /* a connection nobody looked at this long is closed */
 #define SETTLE_MS     60000 /* the pager's last word on a room used already, awaited */
 
+/* File-scope, under mu: the app thread's release and cuda/light.c's question (cn_room_coming)
+ * reach the connections without the agent's context. */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
 static struct conn {
@@ -361,7 +351,7 @@ void cn_nodepager_tick(struct cn_agent *ag)
 		struct conn *c = &conns[i];
 
 		if (c->fd >= 0 && c->settling) {
-			if (hear(c, why, sizeof(why)) == 0 &&
+			if (hear(ag, c, why, sizeof(why)) == 0 &&
 			    (c->answer.kind == CN_PW_MADE || c->answer.kind == CN_PW_REFUSED ||
 			     now - c->asked_ms > SETTLE_MS))
 				hang_up(c, true);

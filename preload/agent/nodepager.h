@@ -1,4 +1,4 @@
-/* nodepager: [nap] make_room through the node pager (cudanap-pager, root's), for pager.c. See
+/* nodepager: [nap] make_room through the node pager (cudanap-pager, root's), for room.c. See
  * nodepager.c. */
 #ifndef CN_NODEPAGER_H
 #define CN_NODEPAGER_H
@@ -8,7 +8,7 @@
 
 #include "agent/room.h"
 
-/* As cn_pager_make, through the node pager: 0 (the room there, or coming for an overlapped
+/* As cn_room_make, through the node pager: 0 (the room there, or coming for an overlapped
  * light wake: cn_nodepager_coming), -EAGAIN (asked, no answer yet: ask again), -1 (refused: why),
  * -ENOTCONN (no node pager to ask, said once: make room among the user's own). */
 int cn_nodepager_make(struct cn_agent *ag, const struct cn_room_need *need, int n, const char *what,

@@ -288,8 +288,8 @@ static void test_pick_limits(void)
 	p[1].no_host = true;
 	is_str(choose(&pc, &bob, 1000, p + 1, 1),
 	       "NOSPC: GPU 0 has 1000 MiB free, 3000 MiB wanted ([pager] margin_mib included); "
-	       "3000 MiB whose nap's copy the host has no room for (dave)",
-	       "a nap the host has no room for");
+	       "3000 MiB whose nap's copy the host has no memory for (dave)",
+	       "a nap the host has no memory for");
 	p[1].no_host = false;
 	p[1].kind = CN_PP_LIGHT;
 	p[1].gives = 500 * MIB;

@@ -1,7 +1,5 @@
-/* pager: the node pager seen from the command line: `cudanap pager status` prints its state
- * file (what it did per user, each GPU's usage against the shares, its last choices), and
- * `cudanap metrics` adds its figures per user. The file is believed only if root (or this user,
- * for a pager of its own) wrote it; the pager itself is never asked anything. */
+/* pager: the node pager seen from the command line: `cudanap pager status` prints its state file,
+ * `cudanap metrics` adds its figures per user. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
