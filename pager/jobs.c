@@ -41,7 +41,14 @@ struct job {
 	bool started[CN_PAGERPICK_MAX];	 /* it said it acts (busy): its answer comes */
 	double room_ms;			 /* the GPU last looked at while the answers come */
 	struct cn_pagerwire_answer made; /* the processes napped so far */
-	char napped_words[600];		 /* the log's list of them */
+	uint64_t free_then;		 /* the GPU's free memory when the first were asked */
+	int n_gave, n_passed;
+	struct {
+		int pid;
+		unsigned long long starttime;
+		uint64_t before;			    /* what NVML said it held when asked */
+	} gave[CN_PAGERPICK_MAX], passed[CN_PAGERPICK_MAX]; /* napped; asked and did not nap */
+	char napped_words[600];				    /* the log's list of them */
 };
 
 static struct job *jobs[JOBS];
@@ -229,6 +236,9 @@ static void add_napped(struct job *j, const struct scan_proc *p)
 	size_t o = strlen(j->napped_words);
 
 	ledger_napped(p, j->uid);
+	if (j->n_gave < CN_PAGERPICK_MAX)
+		j->gave[j->n_gave++] =
+			(typeof(j->gave[0])){ p->pick.pid, p->starttime, p->pick.bytes };
 	snprintf(j->napped_words + o, sizeof(j->napped_words) - o,
 		 "%s%d (%s, %llu MiB, idle %.0f s%s)", o ? ", " : "", p->pick.pid, p->pick.user,
 		 (unsigned long long)(p->pick.gives >> 20), p->pick.idle_s < 0 ? 0 : p->pick.idle_s,
@@ -317,6 +327,14 @@ static void try(struct job *j)
 		refuse(j, why);
 		return;
 	}
+	/* one asked for it that did not nap (refused, silent, gone) is not asked again */
+	for (int k = 0; k < s.n; k++)
+		for (int i = 0; i < j->n_passed; i++)
+			if (s.p[k].pick.pid == j->passed[i].pid &&
+			    s.p[k].starttime == j->passed[i].starttime)
+				s.pick[k].kind = CN_PP_NOT;
+	if (j->rounds == 0)
+		j->free_then = s.gpu.free;
 	snprintf(a.user, sizeof(a.user), "%s", j->user);
 	a.rule = scan_rule_of(j->uid, j->c ? j->c->gid : 0, a.user, sizeof(a.user));
 	r = cn_pagerpick_choose(&pg_policy, &a, &s.gpu, s.pick, s.n, &pk, why, sizeof(why));
@@ -384,9 +402,35 @@ static bool answers(struct job *j, double now, bool *waiting)
 		} else {
 			log_info("for %d: %d (%s) did not nap", j->pid, j->asked[i].pick.pid,
 				 j->asked[i].pick.user);
+			if (j->n_passed < CN_PAGERPICK_MAX)
+				j->passed[j->n_passed++] =
+					(typeof(j->passed[0])){ j->asked[i].pick.pid,
+								j->asked[i].starttime, 0 };
 		}
 	}
 	return news;
+}
+
+/* Whether those napped for j gave the room, as NVML says what each holds now (never what their
+ * status says): the free memory when the first were asked and what each gave since. What a light
+ * wake took meanwhile is its own, so what is free now does not say it. */
+static bool gave_enough(struct job *j)
+{
+	static struct scan s;
+	uint64_t got = j->free_then;
+	char why[300];
+
+	if (scan_gpu(&j->need.gpu, &s, why, sizeof(why)) < 0)
+		return false;
+	for (int i = 0; i < j->n_gave; i++) {
+		uint64_t now = 0;
+
+		for (int k = 0; k < s.n; k++)
+			if (s.p[k].pick.pid == j->gave[i].pid)
+				now = s.p[k].pick.bytes;
+		got += j->gave[i].before > now ? j->gave[i].before - now : 0;
+	}
+	return got >= (j->need.mib << 20) + ((uint64_t)pg_policy.margin_mib << 20);
 }
 
 /* The asked processes' answers; once all are in, or those in made the room, the room looked at
@@ -408,7 +452,7 @@ static void watch(struct job *j, double now)
 	/* the program used the room already (done), or a light wake copies in as the light naps
 	 * asked give their memory back (coming): what they gave may be taken already, so what is
 	 * free now is not the room made, and nobody more is asked for it */
-	if (j->used || (j->coming_said && !waiting && j->made.n)) {
+	if (j->used || (j->coming_said && !waiting && j->made.n && gave_enough(j))) {
 		made(j);
 		return;
 	}
