@@ -171,9 +171,15 @@ static int hear(struct cn_agent *ag, struct conn *c, char *why, size_t len)
 			return -ENOTCONN;
 		}
 		if (a.kind == CN_PW_WAIT && !c->wait_said) {
-			cn_log(&ag->cfg, CN_LOG_INFO,
-			       "%s: the node pager waits for room on that GPU, %.0f s at most: %s",
-			       c->need.what, a.seconds, a.why);
+			char line[700];
+
+			snprintf(
+				line, sizeof(line),
+				"%s: the node pager waits for room on that GPU, %.0f s at most: %s",
+				c->need.what, a.seconds, a.why);
+			cn_log(&ag->cfg, CN_LOG_INFO, "%s", line);
+			cn_report_room(ag, line); /* the status says the wait too */
+			cn_report_write(ag);
 			c->wait_said = true;
 		}
 		if (a.kind == CN_PW_MADE && !c->made_said)

@@ -121,12 +121,20 @@ check "A holds 2000 MiB, idle" holder A 1000
 ask A "drv launch export 5" # it works again: idle 3 s only in 3 s
 start C "$TARGET"
 t0=$(date +%s%3N)
-ask C "drv alloc export 1500" 60
+echo "drv alloc export 1500" >&"$C_in"
+c_waits() { [[ $(field "$C_pid" room_last) == "cuMemAlloc_v2: the node pager waits for room"* ]]; }
+check "while it waits, C's status says so (room_last)" eventually 10 c_waits
+answer C 60
 t=$(($(date +%s%3N) - t0))
 is "$REPLY" "alloc 0" "C's allocation waits until A has been idle 3 s, then gets its room"
 check "it waited a second or more ($t ms)" test "$t" -ge 1000
 log_like "$T/C.err" "cuMemAlloc_v2: the node pager waits for room on that GPU, [0-9]+ s at most: .*worked less than \[pager\] min_idle_s \(3 s\) ago" \
 	"C's log says it waits, and for what"
+like "$(field "$C_pid" room_last)" "^made room on GPU 0 for 1500 MiB \(cuMemAlloc_v2\) through the node pager: napped $A_pid " \
+	"then the room made"
+eventually 5 grep -q "waits=[1-9]" "$T/run/pager.state"
+like "$("$CUDANAP" pager status --state "$T/run/pager.state")" $'\n'"$me +[0-9]+ +[0-9]+ +[0-9]+ +1 +[0-9]+\.[0-9] " \
+	"cudanap pager status counts the wait, and its time"
 quit_all A C
 
 # -- the pager stopped: the user's own make room, said once; back, it is used again
@@ -143,6 +151,35 @@ ask A "drv launch export 5" 60
 is "$REPLY" "launch 0" "the pager back: A's wake"
 log_like "$T/A.err" "made room on GPU 0 for [0-9]+ MiB \(its wake\) through the node pager" "is made room for by it"
 quit_all A B
+
+# -- the pager killed while a need is in flight: the asker makes room among its own at once,
+# nothing lost (A's nap for it slowed: each pin of its host copy takes 2 s)
+fresh_gpu
+policy
+pager_start
+FAKE_PIN_MS=2000 holder A 1000
+ok $? "A holds 2000 MiB, idle"
+start B "$TARGET"
+ask B "drv vmm use 0"
+echo "drv alloc export 1500" >&"$B_in"
+a_asked() { [ "$(field "$A_pid" busy)" = true ] || [ -e "$T/status/$A_pid.nap-for" ]; }
+check "A asked by the pager for B" eventually 20 a_asked
+kill -9 "$pager_pid"
+wait "$pager_pid" 2> /dev/null
+pager_pid=
+answer B 60
+is "$REPLY" "alloc 0" "the pager killed as A naps for B: B's allocation is made room for all the same"
+log_like "$T/B.err" "the node pager cannot be asked \(the node pager went away" "B's log says the pager went away"
+check "A napped" napped "$A_pid" 20
+ask A "drv launch export 5" 60
+is "$REPLY" "launch 0" "A wakes at its next call, no pager there"
+ask A verify
+is "$REPLY" "verify ok" "its memory intact"
+ask B verify
+is "$REPLY" "verify ok" "and B's"
+check "no note of the pager's left beside A's status" eventually 5 test ! -e "$T/status/$A_pid.nap-for"
+quit_all A B
+rm -f "$T/run/pager.sock" # a killed pager leaves its socket: pager_start waits for the next one's
 
 # -- make_room = auto: the pager where its socket is
 fresh_gpu
