@@ -7,7 +7,8 @@
 # nothing or too much are closed, and the victim's need is served all the same. It forges its own
 # status files: what its process claims to give back is what NVML says it holds, and a process
 # whose status never answers holds nobody's room for long; it plants a link and a FIFO where
-# root's note to its process goes: root writes through neither. Root's cudanap pager status and
+# root's note to its process goes: root writes through neither; it forges root's note to its own
+# process, naming the victim's: nothing of the victim's moves. Root's cudanap pager status and
 # metrics believe no state file the attacker wrote. The pager restarted: the victim's napped
 # process wakes, its memory intact; the pager stopped: the attacker's need reaches no one of the
 # victim's. The pids raced: hostile/pagerpids.sh.
@@ -202,6 +203,25 @@ like "$?:$out" "^1:cudanap pager: no node pager's state to believe \($T/pub/fake
 	"root's cudanap pager status: the attacker's state file not believed, in one line"
 unlike "$("$CUDANAP" metrics --pager-state "$T/pub/fake.state" 2>&1)" "asks_total\{user=\"root\"\} 999" \
 	"nor by root's metrics"
+
+# -- root's note forged: the attacker tells its own process it naps for the victim's, by the node
+# pager; it naps (the attacker may nap its own anyway), and nothing of the victim's moves
+fresh 3000 100%
+check "the victim's program holds 1500 MiB" holder v V1 500
+check "the attacker's 1200" holder a A1 200
+check "the attacker's idle" eventually 20 idle_a "$A1_pid" 1
+"${AS_A[@]}" sh -c 'printf "%s 1500 0 1 cnvictim\n" "$1" > "$2"' _ "$V1_pid" "$T/pub/ast/$A1_pid.nap-for"
+"${AS_A[@]}" "$CUDANAP" nap -c "$T/pub/a.ini" "$A1_pid" > /dev/null 2>&1
+fa() { STATUS_DIR=$T/pub/ast field "$1" "$2"; }
+a_napped() { [ "$(fa "$A1_pid" state)" = napping ]; }
+check "the attacker's process naps, told by its forged note" eventually 20 a_napped
+is "$(fa "$A1_pid" nap_for_user)" cnvictim "its own status says what its own note said"
+is "$(fv "$V1_pid" state):$(fv "$V1_pid" naps):$(fv "$V1_pid" room_last)" "running:0:" \
+	"the victim's program: not napped, and no room said made for it"
+unlike "$(cat "$T/pager.log")" "for $V1_pid " "the pager did nothing for the victim, nor in its name"
+ask A1 "drv launch export 5" 60
+is "$REPLY" "launch 0" "the attacker's process wakes at its next call"
+quit_all V1 A1
 
 # -- the pager restarted: nothing lost; stopped: nobody of the victim's napped for the attacker
 fresh 3000 100%
