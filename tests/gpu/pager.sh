@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Two real users on one GPU through root's node pager: notebook-like sessions of mixed frameworks
 # (tests/gpu/nap_session.py, fed through pipes: PyTorch, CuPy, PyTorch that allocates at its first
-# cell, JAX with its pool preallocated at that size) of GIB GiB each (34 % of the GPU: two fit,
-# three do not), ROUNDS (10) rounds of one cell per session in turn, each cell waking its session
-# by napping another. First the four sessions as one user with the same-user make_room ([nap]
-# make_room = user), then the same four, two of each of two users made here (useradd), through the
-# node pager run by root (make_room = node): every cell right (each equal to its session's first),
-# no out-of-memory error, every session napped for the other user's at least once, and each
-# cell's time printed beside the same cell of the same-user run (the goal: no slower; printed,
-# not asserted). Needs root, a GPU and a Python with PyTorch that the test users may run
-# (PYTHON; CuPy and JAX where it has them, PyTorch in their place where not); skips without.
+# cell, JAX with its pool preallocated at that size) of GIB GiB each where two fit and three do
+# not, ROUNDS (10) rounds of one cell per session in turn, each cell waking its session by napping
+# another. On a GPU larger than an H100's 80 GB, a ballast of root's (PyTorch, not under cudanap:
+# never napped) holds the rest, so that sessions of GIB (27) GiB meet an H100's memory and the
+# host holds the napped ones' copies; on a smaller GPU a session is 34 % of it. First the four
+# sessions as one user with the same-user make_room ([nap] make_room = user), then the same four,
+# two of each of two users made here (useradd), through the node pager run by root (make_room =
+# node): every cell right (each equal to its session's first), no out-of-memory error, every
+# session napped for the other user's at least once, and each cell's time printed beside the same
+# cell of the same-user run (the goal: no slower; printed, not asserted). Needs root, a GPU and a
+# Python with PyTorch (PYTHON; CuPy and JAX where it has them, PyTorch in their place where not);
+# where the test users cannot reach it or the build (under /root, say), the directories on the
+# way are made searchable by others for the test's time, and put back at its end.
 . "$(dirname "$0")/../lib.sh"
 command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 || skip_all "no NVIDIA GPU or driver"
 [ "$(id -u)" = 0 ] || skip_all "needs root: it makes two users and runs the node pager"
@@ -17,6 +21,27 @@ py=$(readlink -f "$(command -v "${PYTHON:-python3}")")
 "$py" -c 'import torch' 2> /dev/null || skip_all "$py cannot import torch (PYTHON names another)"
 . "$(dirname "$0")/../users.sh"
 ROUNDS=${ROUNDS:-10}
+# reach PATH: every directory above PATH searchable by others (x), until the test's end
+reached=()
+reach() {
+	local d
+	d=$(readlink -f "$1") || return 0
+	[ -d "$d" ] || d=$(dirname "$d")
+	while [ "$d" != / ]; do
+		if [ -d "$d" ] && [ $((0$(stat -c %a "$d") & 1)) = 0 ]; then
+			reached+=("$(stat -c %a "$d"):$d")
+			chmod o+x "$d"
+		fi
+		d=$(dirname "$d")
+	done
+}
+unreach() { local r; for r in ${reached[@]+"${reached[@]}"}; do chmod "${r%%:*}" "${r#*:}"; done; }
+at_exit unreach
+for f in "$CUDANAP" "$LIBCUDANAP" "$PAGER" "$(dirname "$0")" \
+	$("$py" -c 'import sys, torch; print(sys.prefix, sys.base_prefix, torch.__file__)'); do
+	reach "$f"
+done
+[ ${#reached[@]} = 0 ] || diag "made searchable for the test users until the end: ${reached[*]#*:}"
 for u in cnpgra cnpgrb; do
 	test_user "$u" -m -d "$T/pub/home-$u" -s /usr/sbin/nologin
 	mkdir -p "$T/pub/home-$u" && chown "$u:" "$T/pub/home-$u" && chmod 700 "$T/pub/home-$u"
@@ -38,12 +63,30 @@ kinds=(torch cupy later jax)
 imports cupy || kinds[1]=torch
 imports jax || kinds[3]=later
 total=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -n 1)
-GIB=${GIB:-$((total * 34 / 100 / 1024))}
+h100=81559 # MiB, an H100 80GB's
+if [ "$total" -gt $((h100 + 4096)) ]; then
+	GIB=${GIB:-27}
+	# what the sessions may have: three sessions and their contexts (about 600 MiB each) less 2 GiB
+	room=$((3 * (GIB * 1024 + 600) - 2048))
+	ballast=$((total - room - 600))
+	"$py" -c 'import sys, time, torch
+x = torch.empty(int(sys.argv[1]) << 20, dtype=torch.uint8, device="cuda")
+torch.cuda.synchronize()
+print("held", flush=True)
+while True:
+    time.sleep(60)' "$ballast" < /dev/null > "$T/ballast.out" 2> "$T/ballast.err" &
+	check "root's ballast holds $ballast MiB (not under cudanap)" eventually 120 grep -q held "$T/ballast.out"
+else
+	GIB=${GIB:-$((total * 34 / 100 / 1024))}
+fi
+host_gib=$(awk '/^MemTotal:/ { print int($2 / 1048576) }' /proc/meminfo)
+[ "$host_gib" -ge $((3 * GIB)) ] ||
+	diag "the host's $host_gib GiB may not hold two napped sessions' copies of $GIB GiB beside the rest"
 frac=$(awk -v g="$GIB" -v t="$total" 'BEGIN { printf "%.3f", g * 1024 / t }')
 session=$T/pub/nap_session.py # where the test users may read it
 cp "$(dirname "$0")/nap_session.py" "$session"
 chmod 644 "$session"
-diag "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1); $total MiB; sessions of $GIB GiB: ${kinds[*]}"
+diag "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1); $total MiB, $(nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits | head -n 1) MiB free; host $host_gib GiB; sessions of $GIB GiB: ${kinds[*]}"
 
 # the node pager, root's, every share whole, as idle as the same-user run asks
 mkdir -m 755 "$T/run"
@@ -94,7 +137,7 @@ phase() {
 			fi
 		done
 	done
-	oom=$(cat "${names[@]/#/$T/}" 2> /dev/null | grep -c -e OutOfMemoryError -e 'out of memory' -e RESOURCE_EXHAUSTED)
+	oom=$(cat "${names[@]/#/$T/}" 2> /dev/null | grep -c -e OutOfMemoryError -e 'CUDA out of memory' -e RESOURCE_EXHAUSTED -e 'no room could be made')
 	for s in "${names[@]}"; do cp "$T/$s.err" "$T/$label-$s.log"; done
 	for s in "${names[@]}"; do eval "exec {${s}_in}>&-"; done
 	for s in "${names[@]}"; do eval "timeout 60 tail --pid=\$${s}_pid -f /dev/null"; done
