@@ -201,6 +201,18 @@ static int rule_key(struct cn_pagerconf_rule *r, const char *key, const char *v,
 	return 1;
 }
 
+/* One of two words: *on true for the second. */
+static int flag_of(const char *v, const char *off, const char *on_word, bool *on, char *why,
+		   size_t len)
+{
+	if (strcmp(v, off) && strcmp(v, on_word)) {
+		snprintf(why, len, "'%s' is not %s or %s", v, off, on_word);
+		return -EINVAL;
+	}
+	*on = strcmp(v, on_word) == 0;
+	return 0;
+}
+
 /* A key of [pager] only: 1 when it was not one. */
 static int pager_key(struct cn_pagerconf *p, const char *key, const char *v, char *why, size_t len)
 {
@@ -216,22 +228,10 @@ static int pager_key(struct cn_pagerconf *p, const char *key, const char *v, cha
 		return uint_of(v, 1u << 20, &p->margin_mib, "MiB", why, len);
 	if (strcmp(key, "never_nap_programs") == 0)
 		return programs_of(p, v, why, len);
-	if (strcmp(key, "when_full") == 0) {
-		if (strcmp(v, "fail") && strcmp(v, "wait")) {
-			snprintf(why, len, "'%s' is not fail or wait", v);
-			return -EINVAL;
-		}
-		p->wait = strcmp(v, "wait") == 0;
-		return 0;
-	}
-	if (strcmp(key, "log") == 0) {
-		if (strcmp(v, "info") && strcmp(v, "debug")) {
-			snprintf(why, len, "'%s' is not info or debug", v);
-			return -EINVAL;
-		}
-		p->debug = strcmp(v, "debug") == 0;
-		return 0;
-	}
+	if (strcmp(key, "when_full") == 0)
+		return flag_of(v, "fail", "wait", &p->wait, why, len);
+	if (strcmp(key, "log") == 0)
+		return flag_of(v, "info", "debug", &p->debug, why, len);
 	return 1;
 }
 

@@ -317,7 +317,8 @@ void cn_proc_status_dir(int pid, char *dir, size_t len)
 
 	/* Its user's: the default dir is /tmp/cudanap-UID of its UID, and an INI its environment
 	 * names is read as that user would (root opens no device another user names). Its
-	 * environment whole: environment modules put tens of kilobytes before cudanap's variables. */
+	 * environment whole: environment modules put tens of kilobytes before cudanap's variables.
+	 */
 	snprintf(path, sizeof(path), "/proc/%d", pid);
 	if (stat(path, &st) < 0)
 		st.st_uid = getuid(), st.st_gid = getgid();

@@ -127,7 +127,8 @@ static void test_make_room(void)
 	int fd, good = 0;
 
 	cn_config_defaults(&c);
-	ok(c.nap_room == CN_MAKE_ROOM_AUTO && strcmp(c.pager_socket, "/run/cudanap/pager.sock") == 0,
+	ok(c.nap_room == CN_MAKE_ROOM_AUTO &&
+		   strcmp(c.pager_socket, "/run/cudanap/pager.sock") == 0,
 	   "make_room is auto by default, the node pager's socket in /run/cudanap");
 	snprintf(a.sun_path, sizeof(a.sun_path), "%s/pager.sock", dir);
 	for (int sock = 0; sock < 2; sock++) {

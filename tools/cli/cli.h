@@ -68,7 +68,8 @@ struct procs_dir {
 	char path[4096];
 	uid_t uid;
 	/* one of the processes that use it is in another pid namespace (a container): the pids
-	 * its files name are not ours, and a file is not stale because no process of ours has its pid */
+	 * its files name are not ours, and a file is not stale because no process of ours has its
+	 * pid */
 	bool foreign;
 };
 /* Every status dir in use by this user's preloaded processes (root's: every user's), each once
