@@ -78,6 +78,9 @@ like "$(field "$A_pid" nap_for_pid):$(field "$A_pid" nap_for_user)" "^$B_pid:$me
 	"A's status: napped for B, a process of $me's, by the node pager"
 log_like "$T/A.err" "napped (lightly )?\(for $B_pid of $me, by the node pager, which needs 1500 MiB on GPU 0\)" \
 	"A's log says for whom"
+# the call may find the room before the pager's last word: that word is heard at the agent's ticks
+b_room() { [[ $(field "$B_pid" room_last) == "made room on GPU 0 for 1500 MiB"* ]]; }
+check "B's status says the room made once the pager's word came" eventually 10 b_room
 like "$(field "$B_pid" room_last)" "^made room on GPU 0 for 1500 MiB \(cuMemAlloc_v2\) through the node pager: napped $A_pid \($me, 1000 MiB, idle [0-9]+ s, lightly\)" \
 	"B's status: what the pager did for it (A napped lightly: its 1000 MiB moved, its context kept)"
 log_like "$T/pager.log" "for $B_pid \($me, cuMemAlloc_v2, 1500 MiB on GPU 0\): napped $A_pid \($me, 1000 MiB, idle [0-9]+ s, lightly\) in [0-9.]+ s" \
