@@ -95,6 +95,7 @@ is "$REPLY" "launch 0" "A's next call wakes it, through the pager"
 check "B napped for A's wake" napped "$B_pid" 10
 log_like "$T/A.err" "made room on GPU 0 for [0-9]+ MiB \(its wake\) through the node pager: napped $B_pid \($me, [0-9]+ MiB, idle [0-9]+ s, lightly\) in [0-9.]+ s, lightly, as it copied in" \
 	"A's light wake copied in as B's light nap gave its memory back (the pager said coming)"
+grep -q "(its wake) through the node pager" "$T/A.err" || diag "the pager's log: $(tail -n 12 "$T/pager.log")"
 ask A verify
 is "$REPLY" "verify ok" "A's memory intact"
 ask B "drv launch export 5" 60
@@ -199,7 +200,7 @@ quit_all A D
 # -- what it did, as cudanap pager status and metrics say
 eventually 5 grep -q "naps_for_self=[1-9]" "$T/run/pager.state"
 out=$("$CUDANAP" pager status --state "$T/run/pager.state")
-like "$out" $'\n'"$me +[1-9][0-9]* +[1-9][0-9]* +0 +0 " \
+like "$out" $'\n'"$me +[1-9][0-9]* +[1-9][0-9]* +[0-9]+ +0 " \
 	"cudanap pager status: this user's needs and rooms made (since the pager started)"
 "$CUDANAP" metrics -c "$T/job.ini" --pager-state "$T/run/pager.state" > "$T/m"
 like "$(cat "$T/m")" $'\n'"cudanap_pager_naps_for_self_total\{user=\"$me\"\} [1-9]" "cudanap metrics: the naps it made"
