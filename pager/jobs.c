@@ -17,6 +17,7 @@
 #define ANSWER_MS 70000 /* one asked process's answer: its lock's timeout and its nap */
 #define START_MS  5000	/* ... its first word (busy): one that says nothing is passed over */
 #define ROOM_MS	  500	/* the GPU looked at while answers are awaited */
+#define GAVE_MS	  3000	/* ... what those napped gave, as NVML says it after their answers */
 #define HOLD_MS	  30000 /* a program that holds a GPU's turn longer without a word loses it */
 #define POLL_MS	  50
 
@@ -42,6 +43,7 @@ struct job {
 	double room_ms;			 /* the GPU last looked at while the answers come */
 	struct cn_pagerwire_answer made; /* the processes napped so far */
 	uint64_t free_then;		 /* the GPU's free memory when the first were asked */
+	double gave_ms, gave_since_ms;	 /* NVML looked at for what they gave: last, first */
 	int n_gave, n_passed;
 	struct {
 		int pid;
@@ -179,6 +181,19 @@ static struct cn_pagerwire_napped napped_of(const struct scan_proc *p)
 	return w;
 }
 
+/* "PID (USER, MIB MiB, idle S s[, lightly])" of p, after what words holds already. */
+static void add_words(char *words, size_t len, const struct scan_proc *p)
+{
+	size_t o = strlen(words);
+
+	snprintf(words + o, len - o, "%s%d (%s, %llu MiB, idle %.0f s%s)", o ? ", " : "",
+		 p->pick.pid, p->pick.user, (unsigned long long)(p->pick.gives >> 20),
+		 p->pick.idle_s < 0 ? 0 : p->pick.idle_s,
+		 p->pick.kind == CN_PP_LIGHT ? ", its light nap deepened"
+		 : p->pick.light	     ? ", lightly"
+					     : "");
+}
+
 static void made(struct job *j)
 {
 	double s = (cn_clock_ms() - j->t0_ms) / 1000;
@@ -189,16 +204,18 @@ static void made(struct job *j)
 	j->made.seconds = s;
 	j->made.gpu = j->gpu;
 	a = j->made;
-	/* those asked that gave their memory but have not said so yet are named to the program
-	 * too; the log and the figures count each when it answers */
+	/* those asked that gave their memory but have not said so yet are named too, to the program
+	 * and in the log's one line; the figures count each when it answers (the log says so only
+	 * of one that then did not nap) */
 	for (int i = 0; i < j->n_asked; i++)
-		if (j->answer[i] == ASK_WAIT && ++still && a.n < CN_PAGERWIRE_NAPPED)
-			a.napped[a.n++] = napped_of(&j->asked[i]);
-	if (j->made.n)
-		say(j, "napped %s in %.2f s%s", j->napped_words, s,
-		    still ? ", the room there as others asked still nap" : "");
-	else if (still)
-		say(j, "the room there in %.2f s as the %d asked nap", s, still);
+		if (j->answer[i] == ASK_WAIT) {
+			add_words(j->napped_words, sizeof(j->napped_words), &j->asked[i]);
+			still++;
+			if (a.n < CN_PAGERWIRE_NAPPED)
+				a.napped[a.n++] = napped_of(&j->asked[i]);
+		}
+	if (j->made.n || still)
+		say(j, "napped %s in %.2f s", j->napped_words, s);
 	ledger_made(j->uid, j->user, s);
 	answer(j, &a);
 	j->phase = HELD;
@@ -233,20 +250,14 @@ static void no_room(struct job *j, int r, const struct cn_pagerpick *pk, const c
 static void add_napped(struct job *j, const struct scan_proc *p)
 {
 	struct cn_pagerwire_napped *w = &j->made.napped[j->made.n];
-	size_t o = strlen(j->napped_words);
 
 	ledger_napped(p, j->uid);
 	if (j->n_gave < CN_PAGERPICK_MAX)
 		j->gave[j->n_gave++] =
 			(typeof(j->gave[0])){ p->pick.pid, p->starttime, p->pick.bytes };
-	snprintf(j->napped_words + o, sizeof(j->napped_words) - o,
-		 "%s%d (%s, %llu MiB, idle %.0f s%s)", o ? ", " : "", p->pick.pid, p->pick.user,
-		 (unsigned long long)(p->pick.gives >> 20), p->pick.idle_s < 0 ? 0 : p->pick.idle_s,
-		 p->pick.kind == CN_PP_LIGHT ? ", its light nap deepened"
-		 : p->pick.light	     ? ", lightly"
-					     : "");
-	if (j->phase == HELD)
-		say(j, "%d (%s) napped for it too", p->pick.pid, p->pick.user);
+	if (j->phase == HELD) /* named already, when the room was there before its answer */
+		return;
+	add_words(j->napped_words, sizeof(j->napped_words), p);
 	if (j->made.n == CN_PAGERWIRE_NAPPED)
 		return;
 	*w = napped_of(p);
@@ -283,6 +294,7 @@ static void ask_picks(struct job *j, const struct scan *s, const struct cn_pager
 	if (j->n_asked == asked)
 		return;
 	j->phase = ASKED;
+	j->gave_since_ms = 0; /* NVML's grace starts again once these answer */
 	if (!pk->all_light || !j->need.light || j->coming_said)
 		return;
 	for (int i = 0; i < j->n_asked && coming.n < CN_PAGERWIRE_NAPPED; i++)
@@ -452,9 +464,27 @@ static void watch(struct job *j, double now)
 	/* the program used the room already (done), or a light wake copies in as the light naps
 	 * asked give their memory back (coming): what they gave may be taken already, so what is
 	 * free now is not the room made, and nobody more is asked for it */
-	if (j->used || (j->coming_said && !waiting && j->made.n && gave_enough(j))) {
+	if (j->used) {
 		made(j);
 		return;
+	}
+	/* NVML may say a process's memory given back a moment after its status says it napped:
+	 * looked at again for GAVE_MS before the choice is made again (with COMING said, what those
+	 * napped gave; else what is free) */
+	if (!waiting && j->made.n) {
+		bool there;
+
+		if (now - j->gave_ms < ROOM_MS / 2)
+			return;
+		j->gave_ms = now;
+		j->gave_since_ms = j->gave_since_ms ? j->gave_since_ms : now;
+		there = j->coming_said ? gave_enough(j) : room_now(j);
+		if (there && j->coming_said) {
+			made(j);
+			return;
+		}
+		if (!there && now - j->gave_since_ms < GAVE_MS)
+			return;
 	}
 	if (++j->rounds > ROUNDS) {
 		refuse(j, "the processes asked to nap did not give the room back");
