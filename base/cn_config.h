@@ -36,11 +36,22 @@ enum cn_depth { CN_DEPTH_NONE = -1, CN_DEPTH_FULL, CN_DEPTH_LIGHT, CN_DEPTH_AUTO
  * (preload/cuda/owned.c); auto: in a process that sees more than one GPU. */
 enum cn_own { CN_OWN_AUTO, CN_OWN_ALWAYS, CN_OWN_NEVER };
 
+/* [nap] make_room: not at all, the node pager where its socket is else the user's own (on), the
+ * user's own, the node pager (the user's own when it does not answer), the node pager or none. */
+enum cn_make_room {
+	CN_MAKE_ROOM_OFF,
+	CN_MAKE_ROOM_ON,
+	CN_MAKE_ROOM_USER,
+	CN_MAKE_ROOM_NODE,
+	CN_MAKE_ROOM_AUTO
+};
+
 /* The words of each, as the INI writes them ("debug", "suspend-api", "light", "never"). */
 CN_NAMES_DECLARE(cn_config_log_level, enum cn_log_level);
 CN_NAMES_DECLARE(cn_config_nccl_mode, enum cn_nccl_mode);
 CN_NAMES_DECLARE(cn_config_depth, enum cn_depth);
 CN_NAMES_DECLARE(cn_config_own, enum cn_own);
+CN_NAMES_DECLARE(cn_config_make_room, enum cn_make_room);
 
 /* One side of a gpu_map pair: a device index as nvidia-smi numbers GPUs, or a UUID. */
 struct cn_gpu_ref {
@@ -94,17 +105,25 @@ struct cn_config {
 	bool allow_nccl;	   /* suspend NCCL processes whatever their transports */
 	bool nccl_suspendable;	   /* set NCCL's environment to transports a checkpoint survives */
 	enum cn_nccl_mode nccl_mode; /* sockets whenever nccl_suspendable */
-	unsigned nccl_cut_port; /* the ranks on several nodes meet at their cut here; 0: they do not */
-	bool host_check;	     /* refuse a suspend whose host copy will not fit */
-	unsigned host_margin_mib;    /* host memory to leave beyond the copy */
-	unsigned watchdog_ms;	     /* say so when a driver call runs longer than this */
-	unsigned nap_idle_s;	     /* nap after this long without driver work; 0: never */
-	bool nap_to_disk;	     /* a nap's host copy goes to [hibernate] dir */
-	bool nap_wake_any; /* a nap wakes on any GPU of its model with room, not only home */
-	/* [nap] make_room: when this process needs GPU memory that is not free (a wake, an
-	 * allocation refused as out of memory), nap idle processes of the user on that GPU, idle
-	 * for min_idle_s at least (preload/agent/pager.c). */
-	bool nap_make_room;
+	unsigned nccl_cut_port; /* the ranks on several nodes meet at their cut here; 0: they do not
+				 */
+	bool host_check;	/* refuse a suspend whose host copy will not fit */
+	unsigned host_margin_mib; /* host memory to leave beyond the copy */
+	unsigned watchdog_ms;	  /* say so when a driver call runs longer than this */
+	unsigned nap_idle_s;	  /* nap after this long without driver work; 0: never */
+	bool nap_to_disk;	  /* a nap's host copy goes to [hibernate] dir */
+	bool nap_wake_any;	  /* a nap wakes on any GPU of its model with room, not only home */
+	/* [nap] make_room as the file says it: when this process needs GPU memory that is not free
+	 * (a wake, an allocation refused as out of memory), nap idle processes on that GPU. off;
+	 * user: this user's own, idle min_idle_s at least (preload/agent/pager.c); node: every
+	 * user's, by the node pager (pager_socket) under the operator's policy, this user's own
+	 * when it does not answer (said once); on (true): the node pager where its socket is, else
+	 * this user's own; auto: the node pager where its socket is, else off. */
+	enum cn_make_room nap_room;
+	/* What it comes to (cn_config_room, at each load): room made at all, and by asking the node
+	 * pager first. */
+	bool nap_make_room, nap_room_node;
+	char pager_socket[PATH_MAX];
 	unsigned nap_min_idle_s;
 	enum cn_depth nap_depth; /* [nap] depth */
 	unsigned nap_full_after_s;
@@ -142,6 +161,9 @@ void cn_config_status_dir(const char *path, const char *status_env, const char *
 
 /* The file named by $CUDANAP_CONFIG, or defaults alone when it is unset or empty. */
 int cn_config_load_env(struct cn_config *c, char *err, size_t errlen);
+
+/* nap_make_room and nap_room_node from nap_room and whether pager_socket is a socket now. */
+void cn_config_room(struct cn_config *c);
 
 /* A decimal number of at most max, digits only: 0, -EINVAL or -ERANGE. */
 int cn_config_uint(const char *s, unsigned long max, unsigned long *out);

@@ -32,4 +32,17 @@ bool cn_proc_in_job(int pid, unsigned long job);
  * could set (a job_<J> directory of their own, SLURM_JOB_ID) is never taken. */
 unsigned long cn_proc_job(int pid);
 
+/* Whether pid has cudanap's library mapped: what it runs, not what its environment says (any
+ * process may put "libcudanap" there, and a decoy must cost its maker a process of its own). Every
+ * line of its maps read whole, whatever its length. */
+bool cn_proc_preloaded(int pid);
+
+/* The value of name in env (a process's environment as cn_proc_file reads it, NUL-separated, n
+ * bytes; NULL: none), or NULL. */
+const char *cn_proc_env_value(const char *env, size_t n, const char *name);
+
+/* The status dir pid uses, worked out from its own environment (read whole) and its user, as its
+ * preload did (an INI its environment names read as that user would: cn_config_status_dir). */
+void cn_proc_status_dir(int pid, char *dir, size_t len);
+
 #endif

@@ -130,8 +130,13 @@ struct cn_status {
 	unsigned long naps_full_host, naps_full_exclusive;
 	int nap_for_pid;
 	double nap_for_mib;
-	/* [nap] make_room: the times other processes were napped to make room for this one. */
+	char nap_for_user[33]; /* that process's user, when the node pager napped it for another's
+				*/
+	/* [nap] make_room: the times other processes were napped to make room for this one; and the
+	 * node pager's last word on its needs, one line ("" before any): the room made and whom it
+	 * napped, or why it made none. */
 	unsigned long rooms_made;
+	char room_last[400];
 	/* GPU memory given back (also kept across actions; cudanap metrics): since when (UTC,
 	 * seconds since the epoch; < 0 while it holds its GPUs), how much on each GPU ("0:8192":
 	 * MiB by nvidia-smi's index, as at the checkpoint), and the bytes given back times the

@@ -3,6 +3,8 @@
 #include "cn_config.h"
 #include "cn_dirs.h"
 #include "cn_gpumap.h"
+#include "cn_ini.h"
+#include "cn_pagerwire.h"
 #include "cn_safe.h"
 #include "cn_signame.h"
 #include "cn_spanwire.h"
@@ -30,6 +32,8 @@ CN_NAMES_DEFINE(cn_config_nccl_mode, enum cn_nccl_mode, CN_NCCL_AUTO, -1, "auto"
 CN_NAMES_DEFINE(cn_config_depth, enum cn_depth, CN_DEPTH_FULL, CN_DEPTH_NONE, "full", "light",
 		"auto")
 CN_NAMES_DEFINE(cn_config_own, enum cn_own, CN_OWN_AUTO, -1, "auto", "always", "never")
+CN_NAMES_DEFINE(cn_config_make_room, enum cn_make_room, CN_MAKE_ROOM_OFF, -1, "false", "true",
+		"user", "node", "auto")
 
 /* A decimal number of at most max, digits only. */
 int cn_config_uint(const char *s, unsigned long max, unsigned long *out)
@@ -55,13 +59,27 @@ static void nap_from_env(struct cn_config *c)
 	char *end;
 	unsigned long n;
 
-	if (room && strcmp(room, "1") == 0)
-		c->nap_make_room = true;
+	if (room && strcmp(room, "1") == 0 && c->nap_room != CN_MAKE_ROOM_USER &&
+	    c->nap_room != CN_MAKE_ROOM_NODE)
+		c->nap_room = CN_MAKE_ROOM_ON;
 	if (!v || !*v)
 		return;
 	n = strtoul(v, &end, 10);
 	if (!*end && n <= 24ul * 3600)
 		c->nap_idle_s = (unsigned)n;
+}
+
+void cn_config_room(struct cn_config *c)
+{
+	struct stat st;
+	bool pager = stat(c->pager_socket, &st) == 0 && S_ISSOCK(st.st_mode);
+
+	c->nap_make_room = c->nap_room == CN_MAKE_ROOM_ON || c->nap_room == CN_MAKE_ROOM_USER ||
+			   c->nap_room == CN_MAKE_ROOM_NODE ||
+			   (c->nap_room == CN_MAKE_ROOM_AUTO && pager);
+	c->nap_room_node =
+		c->nap_room == CN_MAKE_ROOM_NODE ||
+		((c->nap_room == CN_MAKE_ROOM_ON || c->nap_room == CN_MAKE_ROOM_AUTO) && pager);
 }
 
 bool cn_config_keeps_host(const struct cn_config *c)
@@ -109,7 +127,10 @@ void cn_config_defaults(struct cn_config *c)
 	c->nap_copy_ahead = true;
 	c->host_cache_pct = 50;
 	c->nccl_cut_port = 28640;
+	c->nap_room = CN_MAKE_ROOM_AUTO;
+	snprintf(c->pager_socket, sizeof(c->pager_socket), "%s", CN_PAGER_SOCKET);
 	nap_from_env(c);
+	cn_config_room(c);
 	cn_dirs_status_default(secure_getenv("CUDANAP_STATUS_DIR"), xdg, getuid(), c->status_dir,
 			       sizeof(c->status_dir));
 }
@@ -118,51 +139,24 @@ void cn_config_defaults(struct cn_config *c)
 
 struct load_ctx {
 	struct cn_config *c;
-	const char *path;
-	FILE *f;
-	int line;		 /* line inih is handling now */
-	int long_line;		 /* first line longer than inih's buffer, or 0 */
 	unsigned long long seen; /* bit per key_table entry */
-	char msg[CN_ERR_LEN];	 /* first handler error, without the FILE:LINE prefix */
-	int msg_line;
-	int prepare_line; /* where [signals] prepare was set, for the check after the file */
-	int mode_line;	  /* where [nccl] mode was set, likewise */
-	int nap_to_line;  /* where [nap] to was set, likewise */
+	int prepare_line;	 /* where [signals] prepare was set, for the check after the file */
+	int mode_line;		 /* where [nccl] mode was set, likewise */
+	int nap_to_line;	 /* where [nap] to was set, likewise */
 };
-
-/* inih hands out no line numbers here, so count them as we feed it. */
-static char *counting_reader(char *str, int num, void *stream)
-{
-	struct load_ctx *x = stream;
-	char *r = fgets(str, num, x->f);
-	size_t len;
-
-	if (!r)
-		return NULL;
-	len = strlen(str);
-	if (len == (size_t)num - 1 && str[len - 1] != '\n') {
-		int ch;
-
-		while ((ch = fgetc(x->f)) != EOF && ch != '\n')
-			;
-		if (!x->long_line)
-			x->long_line = x->line + 1;
-	}
-	x->line++;
-	return r;
-}
 
 /* How a key's value is read, and where it goes (struct key below). */
 enum key_kind {
-	K_BOOL,	  /* true/false, yes/no, on/off, 1/0: a bool */
-	K_SIGNAL, /* a signal's name or number: an int */
-	K_MS,	  /* milliseconds, 0 to CN_TIMEOUT_MAX_MS, at least min: an unsigned */
-	K_COUNT,  /* a number of unit, 0 to max: an unsigned */
-	K_WORD,	  /* one of words, by its index: an int (or an enum of int's size) */
-	K_FLAG,	  /* one of two words: a bool, true for the second */
-	K_PATH,	  /* an absolute path, or the word off for none ("") */
-	K_HOOK,	  /* a command of fewer than CN_HOOK_LEN characters */
-	K_GPU_MAP /* [restore] gpu_map: a struct cn_gpumap */
+	K_BOOL,	   /* true/false, yes/no, on/off, 1/0: a bool */
+	K_SIGNAL,  /* a signal's name or number: an int */
+	K_MS,	   /* milliseconds, 0 to CN_TIMEOUT_MAX_MS, at least min: an unsigned */
+	K_COUNT,   /* a number of unit, 0 to max: an unsigned */
+	K_WORD,	   /* one of words, by its index: an int (or an enum of int's size) */
+	K_FLAG,	   /* one of two words: a bool, true for the second */
+	K_PATH,	   /* an absolute path, or the word off for none ("") */
+	K_HOOK,	   /* a command of fewer than CN_HOOK_LEN characters */
+	K_GPU_MAP, /* [restore] gpu_map: a struct cn_gpumap */
+	K_ROOM	   /* [nap] make_room: a bool, or user, node, auto: an enum cn_make_room */
 };
 
 /* One key of the INI: its kind, where it goes in struct cn_config (size: a string's size), and
@@ -188,6 +182,7 @@ struct key {
 #define ENUM(name) .words = name##_words, .n_words = sizeof(name##_words) / sizeof(name##_words[0])
 
 _Static_assert(sizeof(enum cn_depth) == sizeof(int) && sizeof(enum cn_own) == sizeof(int) &&
+		       sizeof(enum cn_make_room) == sizeof(int) &&
 		       sizeof(enum cn_nccl_mode) == sizeof(int),
 	       "K_WORD stores an int");
 _Static_assert(sizeof(((struct cn_config *)0)->on_suspended) == CN_HOOK_LEN, "a hook's size");
@@ -237,7 +232,8 @@ static const struct key key_table[] = {
 	{ KEY("nap", "idle_s", K_COUNT, nap_idle_s), .max = 24 * 3600, .unit = "seconds" },
 	{ KEY("nap", "to", K_FLAG, nap_to_disk), WORDS("ram", "disk"), .why = "ram or disk" },
 	{ KEY("nap", "wake_on", K_FLAG, nap_wake_any), WORDS("home", "any"), .why = "home or any" },
-	{ KEY("nap", "make_room", K_BOOL, nap_make_room) },
+	{ KEY("nap", "make_room", K_ROOM, nap_room) },
+	{ KEY("nap", "pager_socket", K_PATH, pager_socket) },
 	{ KEY("nap", "min_idle_s", K_COUNT, nap_min_idle_s), .max = 24 * 3600, .unit = "seconds" },
 	{ KEY("nap", "depth", K_WORD, nap_depth), ENUM(cn_config_depth),
 	  .why = "full, light or auto" },
@@ -274,6 +270,22 @@ static int set_bool(bool *dst, const char *v, char *why, size_t len)
 	}
 	snprintf(why, len, "'%s' is not true or false", v);
 	return -EINVAL;
+}
+
+static int set_room(enum cn_make_room *dst, const char *v, char *why, size_t len)
+{
+	int w = cn_config_make_room_from_string(v);
+	bool on;
+
+	if (w >= 0)
+		*dst = (enum cn_make_room)w;
+	else if (set_bool(&on, v, why, len) == 0) /* yes, on, 1 and the others */
+		*dst = on ? CN_MAKE_ROOM_ON : CN_MAKE_ROOM_OFF;
+	else {
+		snprintf(why, len, "'%s' is not true, false, user, node or auto", v);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 static int set_signal(int *dst, const char *v, char *why, size_t len)
@@ -365,15 +377,18 @@ static int set_key(const struct key *k, struct cn_config *c, const char *v, char
 		return set_string(k, dst, v, why, len);
 	case K_GPU_MAP:
 		return cn_gpumap_parse(v, dst, why, len);
+	case K_ROOM:
+		return set_room(dst, v, why, len);
 	}
 	return -EINVAL;
 }
 
-static int on_ini_key(void *user, const char *section, const char *name, const char *value)
+static int on_ini_key(void *user, const char *section, const char *name, const char *value,
+		      int line, char *msg, size_t msglen)
 {
 	struct load_ctx *x = user;
 	bool section_known = false;
-	char why[CN_ERR_LEN - 64];
+	char why[CN_ERR_LEN - 128];
 
 	for (size_t i = 0; i < N_KEYS; i++) {
 		if (strcmp(section, key_table[i].section) != 0)
@@ -387,64 +402,28 @@ static int on_ini_key(void *user, const char *section, const char *name, const c
 		} else {
 			x->seen |= 1ull << i;
 			if (key_table[i].offset == offsetof(struct cn_config, prepare_signal))
-				x->prepare_line = x->line;
+				x->prepare_line = line;
 			if (key_table[i].offset == offsetof(struct cn_config, nccl_mode))
-				x->mode_line = x->line;
+				x->mode_line = line;
 			if (key_table[i].offset == offsetof(struct cn_config, nap_to_disk))
-				x->nap_to_line = x->line;
+				x->nap_to_line = line;
 			if (set_key(&key_table[i], x->c, value, why, sizeof(why)) == 0)
-				return 1;
+				return 0;
 		}
-		snprintf(x->msg, sizeof(x->msg), "%s.%s: %s", section, name, why);
-		x->msg_line = x->line;
-		return 0;
+		snprintf(msg, msglen, "%s.%s: %s", section, name, why);
+		return -EINVAL;
 	}
 	if (!section[0])
-		snprintf(x->msg, sizeof(x->msg), "%s: a key before any [section]", name);
+		snprintf(msg, msglen, "%s: a key before any [section]", name);
 	else
-		snprintf(x->msg, sizeof(x->msg), "%s.%s: unknown %s", section, name,
+		snprintf(msg, msglen, "%s.%s: unknown %s", section, name,
 			 section_known ? "key" : "section");
-	x->msg_line = x->line;
-	return 0;
-}
-
-/* The INI at path, opened without blocking (a FIFO opens at once) and judged by what it is: a
- * regular file, read again at every action, not a directory, a device or a pipe. Links are
- * followed: a Kubernetes ConfigMap's files are links. NULL with err and *rc. */
-static FILE *open_ini(const char *path, char *err, size_t errlen, int *rc)
-{
-	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-	struct stat st;
-	FILE *f;
-
-	if (fd < 0) {
-		*rc = -errno;
-		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-		return NULL;
-	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		bool dir = fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
-
-		snprintf(err, errlen, "%s: %s", path,
-			 dir ? "a directory, not an INI file"
-			     : "not a regular file; an INI file is read again at each suspend and "
-			       "resume");
-		*rc = dir ? -EISDIR : -EINVAL;
-		close(fd);
-		return NULL;
-	}
-	f = fdopen(fd, "re");
-	if (!f) {
-		*rc = -errno;
-		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-		close(fd);
-	}
-	return f;
+	return -EINVAL;
 }
 
 int cn_config_load(struct cn_config *c, const char *path, char *err, size_t errlen)
 {
-	struct load_ctx x = { .c = c, .path = path };
+	struct load_ctx x = { .c = c };
 	int r;
 
 	cn_config_defaults(c);
@@ -453,28 +432,9 @@ int cn_config_load(struct cn_config *c, const char *path, char *err, size_t errl
 		return -ENAMETOOLONG;
 	}
 	strcpy(c->path, path);
-	x.f = open_ini(path, err, errlen, &r);
-	if (!x.f)
+	r = cn_ini_parse(path, on_ini_key, &x, err, errlen);
+	if (r < 0)
 		return r;
-	r = ini_parse_stream(counting_reader, &x, on_ini_key, &x);
-	fclose(x.f);
-	if (x.long_line && (r == 0 || x.long_line <= r)) {
-		snprintf(err, errlen, "%s:%d: line longer than %d characters", path, x.long_line,
-			 INI_MAX_LINE - 2);
-		return -EINVAL;
-	}
-	if (r < 0) {
-		snprintf(err, errlen, "%s: cannot read", path);
-		return -EIO;
-	}
-	if (r > 0) {
-		if (x.msg[0] && x.msg_line == r)
-			snprintf(err, errlen, "%s:%d: %s", path, r, x.msg);
-		else
-			snprintf(err, errlen,
-				 "%s:%d: syntax error: expected [section] or key = value", path, r);
-		return -EINVAL;
-	}
 	if (c->prepare_signal &&
 	    (c->prepare_signal == c->suspend_signal || c->prepare_signal == c->resume_signal)) {
 		snprintf(err, errlen,
@@ -501,6 +461,7 @@ int cn_config_load(struct cn_config *c, const char *path, char *err, size_t errl
 		return -EINVAL;
 	}
 	nap_from_env(c);
+	cn_config_room(c);
 	return 0;
 }
 

@@ -22,6 +22,7 @@ enum cn_op {
 	CN_OP_QUERY, /* no driver call but the state: the footprint, the host memory free, the model
 		      */
 	CN_OP_USERS, /* no driver call: what other processes hold on one GPU, and its free memory */
+	CN_OP_GPU,   /* no driver call: every process on one GPU, and its memory (the node pager) */
 };
 
 /* CN_OP_USERS and CN_OP_RESTORE: the processes asked about at most. */
@@ -105,6 +106,12 @@ struct cn_resp {
 	uint64_t pid_bytes[CN_USERS_MAX];
 	uint64_t pid_host[CN_USERS_MAX];
 	uint64_t free_bytes;
+	/* CN_OP_GPU: the processes with memory on the GPU (use[0].uuid), NVML's compute processes,
+	 * with pid_bytes and pid_host as for CN_OP_USERS (more_procs set when there were more than
+	 * CN_USERS_MAX), and its memory in all. */
+	uint32_t n_procs, more_procs;
+	int32_t procs[CN_USERS_MAX];
+	uint64_t total_bytes;
 };
 
 /* The GPUs travel as their 16 bytes each: the layout of the raw byte arrays they were. */

@@ -27,7 +27,10 @@ int cn_notes_put(const char *dir, int pid, const char *what, const char *text)
 	if (fd < 0)
 		return fd;
 	snprintf(name, sizeof(name), "%d.%s", pid, what);
-	r = cn_safe_replace(fd, name, text, strlen(text));
+	/* Root's note in another user's directory stays root's (that user's process believes root's
+	 * or its own), so it must be readable by that user: made 0600, it was read as empty. */
+	r = cn_safe_replace_mode(fd, name, text, strlen(text),
+				 geteuid() == 0 && o.uid != 0 ? 0644 : 0600);
 	close(fd);
 	return r;
 }

@@ -1,6 +1,7 @@
 /* proc: what /proc says of another process (see cn_proc.h). */
 #define _GNU_SOURCE
 #include "cn_proc.h"
+#include "cn_config.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -266,4 +267,65 @@ bool cn_proc_in_job(int pid, unsigned long job)
 		if (step_daemon(pid, want, k))
 			return true;
 	return false;
+}
+
+/* Whether a line of /proc/PID/maps maps cudanap's library: ".../libcudanap.so" and its versions
+ * (".so.1"), also once the file was replaced on disk (" (deleted)", after an upgrade). */
+static bool maps_lib(const char *line, const char *name)
+{
+	size_t k = strlen(name);
+
+	for (const char *lib = line; (lib = strstr(lib, name)); lib += k)
+		if (lib[k] == '\n' || lib[k] == '\0' || lib[k] == '.' ||
+		    strncmp(lib + k, " (deleted)", 10) == 0)
+			return true;
+	return false;
+}
+
+bool cn_proc_preloaded(int pid)
+{
+	char path[64], *line = NULL;
+	size_t cap = 0;
+	bool hit = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	while (f && !hit && getline(&line, &cap, f) > 0)
+		hit = maps_lib(line, "/libcudanap.so");
+	if (f)
+		fclose(f);
+	free(line);
+	return hit;
+}
+
+const char *cn_proc_env_value(const char *env, size_t n, const char *name)
+{
+	size_t k = strlen(name);
+
+	for (size_t i = 0; env && i < n; i += strlen(env + i) + 1)
+		if (strncmp(env + i, name, k) == 0 && env[i + k] == '=')
+			return env + i + k + 1;
+	return NULL;
+}
+
+void cn_proc_status_dir(int pid, char *dir, size_t len)
+{
+	char path[32], *env;
+	struct stat st;
+	size_t n = 0;
+
+	/* Its user's: the default dir is /tmp/cudanap-UID of its UID, and an INI its environment
+	 * names is read as that user would (root opens no device another user names). Its
+	 * environment whole: environment modules put tens of kilobytes before cudanap's variables.
+	 */
+	snprintf(path, sizeof(path), "/proc/%d", pid);
+	if (stat(path, &st) < 0)
+		st.st_uid = getuid(), st.st_gid = getgid();
+	env = cn_proc_file(pid, "environ", &n);
+	cn_config_status_dir(cn_proc_env_value(env, n, "CUDANAP_CONFIG"),
+			     cn_proc_env_value(env, n, "CUDANAP_STATUS_DIR"),
+			     cn_proc_env_value(env, n, "XDG_RUNTIME_DIR"), st.st_uid, st.st_gid,
+			     dir, len);
+	free(env);
 }

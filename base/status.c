@@ -143,6 +143,8 @@ static const struct field {
 	WORD(nap, W_NAP),
 	TEXT(nap_why),
 	WORD(nap_depth, W_DEPTH),
+	TEXT(nap_for_user),
+	TEXT(room_last),
 	WORD(depth_why, W_DEPTH_WHY),
 	TEXT(idle_since),
 	TEXT(released_gpus),

@@ -120,6 +120,33 @@ static void users(const struct cn_req *req, struct cn_resp *resp)
 	}
 }
 
+/* CN_OP_GPU: every process on one GPU, what each holds and the host memory its nap could take, and
+ * the GPU's memory, for the node pager (pager/), whose own controller this is. No driver call. */
+static void gpu_users(const struct cn_req *req, struct cn_resp *resp)
+{
+	char why[200], name[CN_UUID_STR_LEN];
+	bool more = false;
+	int k = cn_nvml_gpus(resp->gpus, CN_MAX_GPUS, why, sizeof(why)), n;
+
+	resp->n_gpus = k > 0 ? (uint32_t)k : 0;
+	cn_uuid_fmt(&req->use[0].uuid, name);
+	n = k > 0 && cn_uuid_index(resp->gpus, k, &req->use[0].uuid) < 0
+		    ? (snprintf(why, sizeof(why), "no GPU %s on this machine", name), -1)
+		    : cn_nvml_usage(&req->use[0].uuid, resp->procs, resp->pid_bytes, CN_USERS_MAX,
+				    &resp->total_bytes, &resp->free_bytes, &more, why, sizeof(why));
+	if (n < 0) {
+		resp->result = CN_RES_NO_ROOM;
+		snprintf(resp->message, sizeof(resp->message), "%s", why);
+		return;
+	}
+	resp->n_procs = (uint32_t)n;
+	resp->more_procs = more;
+	for (int i = 0; i < n; i++)
+		if (cn_hostmem_available(resp->procs[i], "/proc", "/sys/fs/cgroup",
+					 &resp->pid_host[i], why, sizeof(why)) < 0)
+			resp->pid_host[i] = 0;
+}
+
 /* What the locked process holds, and the machine's GPUs (by index, for the status: NVML's list
  * needs no cuInit); for a query, which GPUs are of its model, their free memory and who a restore
  * there would be refused beside. Not part of the checkpoint's time. */
@@ -216,6 +243,10 @@ static void serve(const struct cn_req *req, struct cn_resp *resp)
 	resp->state = CN_STATE_UNKNOWN;
 	if (req->op == CN_OP_USERS) {
 		users(req, resp);
+		return;
+	}
+	if (req->op == CN_OP_GPU) {
+		gpu_users(req, resp);
 		return;
 	}
 	if (cn_driver_load(resp) < 0)

@@ -205,3 +205,43 @@ int cn_nvml_free(const struct cn_uuid *uuid, uint64_t *free_bytes, char *why, si
 	*free_bytes = m.free;
 	return 0;
 }
+
+int cn_nvml_usage(const struct cn_uuid *uuid, int32_t *pids, uint64_t *bytes, int max,
+		  uint64_t *total, uint64_t *free_bytes, bool *more, char *why, size_t len)
+{
+	static nvmlProcessInfo_t p[1024];
+	unsigned np = sizeof(p) / sizeof(p[0]);
+	char s[CN_UUID_STR_LEN];
+	nvmlMemory_t m;
+	nvmlDevice_t d;
+	int n = 0;
+
+	if (load(why, len) < 0)
+		return -1;
+	cn_uuid_fmt(uuid, s);
+	if (nv.by_uuid(s, &d) != NVML_SUCCESS || nv.memory(d, &m) != NVML_SUCCESS ||
+	    nv.procs(d, &np, p) != NVML_SUCCESS) {
+		snprintf(why, len, "NVML cannot list the processes and memory of %s", s);
+		return -1;
+	}
+	*total = m.total;
+	*free_bytes = m.free;
+	*more = false;
+	for (unsigned k = 0; k < np; k++) {
+		int j = 0;
+
+		while (j < n && pids[j] != (int32_t)p[k].pid) /* a context on it twice: once */
+			j++;
+		if (j == n && n == max) {
+			*more = true;
+			break;
+		}
+		if (j == n) {
+			pids[n] = (int32_t)p[k].pid;
+			bytes[n++] = 0;
+		}
+		if (p[k].usedGpuMemory != NVML_VALUE_NOT_AVAILABLE)
+			bytes[j] += p[k].usedGpuMemory;
+	}
+	return n;
+}

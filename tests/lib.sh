@@ -106,14 +106,17 @@ write_ini() {
 }
 
 # start NAME CMD...: run CMD under `cudanap run -c $T/job.ini` (and the options in the array
-# RUN_ARGS, when the test has one: --nap 4), stdin/stdout on fifos; sets NAME_pid, NAME_in,
-# NAME_out, and waits for its first line "ready PID ...", kept in NAME_ready.
+# RUN_ARGS, when the test has one: --nap 4; as another user with the array RUN_AS, a command
+# line that runs the rest as that user, in the same process: users.sh's as_user; with the INI
+# JOB_INI instead of $T/job.ini), stdin/stdout on fifos; sets NAME_pid, NAME_in, NAME_out, and
+# waits for its first line "ready PID ...", kept in NAME_ready.
 start() {
 	local name=$1 fin fout line; shift
 	rm -f "$T/$name.in" "$T/$name.out"
 	mkfifo "$T/$name.in" "$T/$name.out"
-	env ${CN_SANITIZER_RUNTIME:+LD_PRELOAD=$CN_SANITIZER_RUNTIME${LD_PRELOAD:+:$LD_PRELOAD}} \
-		"$CUDANAP" run ${RUN_ARGS[@]+"${RUN_ARGS[@]}"} -c "$T/job.ini" -- "$@" \
+	${RUN_AS[@]+"${RUN_AS[@]}"} \
+		env ${CN_SANITIZER_RUNTIME:+LD_PRELOAD=$CN_SANITIZER_RUNTIME${LD_PRELOAD:+:$LD_PRELOAD}} \
+		"$CUDANAP" run ${RUN_ARGS[@]+"${RUN_ARGS[@]}"} -c "${JOB_INI:-$T/job.ini}" -- "$@" \
 		< "$T/$name.in" > "$T/$name.out" 2>> "$T/$name.err" &
 	printf -v "${name}_pid" '%s' $!
 	exec {fin}> "$T/$name.in"

@@ -135,23 +135,27 @@ static bool light(struct cn_agent *ag, char *why, size_t len)
 }
 
 /* Its reason counted and said in why: for another process (for_whom: its note, "PID MIB GPU
- * MIN_IDLE_S"), asked, or idle. */
+ * MIN_IDLE_S", and its user's name when the node pager wrote it), asked, or idle. */
 static void count_nap_reason(struct cn_agent *ag, bool asked, const char *for_whom, double idle_ms,
 			     char *why, size_t len)
 {
 	int pid = 0, gpu = -1;
 	unsigned long long mib = 0;
+	char user[33] = "", of[48] = "";
 
-	if (for_whom && sscanf(for_whom, "%d %llu %d", &pid, &mib, &gpu) >= 2) {
+	if (for_whom &&
+	    sscanf(for_whom, "%d %llu %d %*u %32[A-Za-z0-9._-]", &pid, &mib, &gpu, user) >= 2) {
 		cn_report_count(ag, CN_REPORT_NAPS_ROOM);
-		cn_report_nap_for(ag, pid, (double)mib);
-		snprintf(why, len, "for %d, which needs %llu MiB on GPU %d", pid, mib, gpu);
+		cn_report_nap_for(ag, pid, (double)mib, user);
+		if (user[0])
+			snprintf(of, sizeof(of), " of %s, by the node pager", user);
+		snprintf(why, len, "for %d%s, which needs %llu MiB on GPU %d", pid, of, mib, gpu);
 	} else if (asked) {
-		cn_report_nap_for(ag, 0, -1);
+		cn_report_nap_for(ag, 0, -1, NULL);
 		cn_report_count(ag, CN_REPORT_NAPS_ASKED);
 		snprintf(why, len, "cudanap nap");
 	} else {
-		cn_report_nap_for(ag, 0, -1);
+		cn_report_nap_for(ag, 0, -1, NULL);
 		cn_report_count(ag, CN_REPORT_NAPS_IDLE);
 		snprintf(why, len, "after %.0f s idle", idle_ms / 1000);
 	}
@@ -477,7 +481,7 @@ static struct cn_outcome page_for_wake(struct cn_agent *ag, struct cn_naps *nap,
 		cn_room_settle(ag);
 		cn_room_release();
 		nap->room_said = false;
-	} else if (!nap->room_said) {
+	} else if (!nap->room_said && r == -1) { /* -EAGAIN: room is being made */
 		cn_log(&ag->cfg, CN_LOG_INFO, "no room made for its wake: %s", why);
 		nap->room_said = true;
 	}
@@ -573,6 +577,7 @@ void cn_nap_woken(struct cn_agent *ag, struct cn_naps *nap, double asked)
 	nap->awake_ms = 0;
 	if (!nap->napping)
 		return;
+	cn_room_release(); /* a turn the node pager gave it, whether its room was used or not */
 	nap->napping = nap->idle = nap->retry = nap->stuck = nap->turn_busy = false;
 	nap->idle_at_ms = 0;
 	nap->active_ms = now;

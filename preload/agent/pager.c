@@ -16,6 +16,7 @@
 #include "cuda/fns.h"
 #include "cuda/gate.h"
 #include "agent/log.h"
+#include "agent/nodepager.h"
 #include "agent/room.h"
 #include "agent/state.h"
 #include "wake.h"
@@ -153,9 +154,9 @@ static void serve_app(struct cn_agent *ag, struct cn_pager *pg)
 		/* a wait that may be long is said once, a second in */
 		if (!pg->wait_said && cn_clock_ms() > until - ASK_MS + 1000) {
 			cn_log(&ag->cfg, CN_LOG_INFO,
-			       "%s: out of memory; another process of this user is making room on "
-			       "that GPU: the call waits for its turn, %.0f s more at most",
-			       what, (until - cn_clock_ms()) / 1000);
+			       "%s: out of memory; %s on that GPU: the call waits for its turn, "
+			       "%.0f s more at most",
+			       what, why, (until - cn_clock_ms()) / 1000);
 			pg->wait_said = true;
 		}
 		return;
@@ -178,11 +179,12 @@ void cn_pager_asked(struct cn_agent *ag, struct cn_pager *pg)
 
 int cn_pager_timeout_ms(const struct cn_pager *pg)
 {
-	return pg->pending ? 100 : -1;
+	return pg->pending ? 100 : cn_nodepager_timeout_ms();
 }
 
 void cn_pager_tick(struct cn_agent *ag, struct cn_pager *pg)
 {
+	cn_nodepager_tick(ag);
 	if (pg->pending)
 		serve_app(ag, pg);
 }

@@ -262,10 +262,16 @@ void cn_report_nap(struct cn_agent *ag, enum cn_nap state, const char *why)
 	snprintf(ag->status.nap_why, sizeof(ag->status.nap_why), "%s", why);
 }
 
-void cn_report_nap_for(struct cn_agent *ag, int pid, double mib)
+void cn_report_nap_for(struct cn_agent *ag, int pid, double mib, const char *user)
 {
 	ag->status.nap_for_pid = pid;
 	ag->status.nap_for_mib = mib;
+	snprintf(ag->status.nap_for_user, sizeof(ag->status.nap_for_user), "%s", user ? user : "");
+}
+
+void cn_report_room(struct cn_agent *ag, const char *line)
+{
+	snprintf(ag->status.room_last, sizeof(ag->status.room_last), "%s", line);
 }
 
 void cn_report_depth_why(struct cn_agent *ag, enum cn_depth_why why)

@@ -99,7 +99,9 @@ void cn_report_prepared(struct cn_agent *ag, bool prepared, double host_mib);
  * one), how deep (light, full), since how long ago its CUDA has been idle (cn_report_active:
  * it works), the delay its last waking call saw. */
 void cn_report_nap(struct cn_agent *ag, enum cn_nap state, const char *why);
-void cn_report_nap_for(struct cn_agent *ag, int pid, double mib);
+void cn_report_nap_for(struct cn_agent *ag, int pid, double mib, const char *user);
+/* The node pager's last word on this process's needs (room_last). */
+void cn_report_room(struct cn_agent *ag, const char *line);
 void cn_report_nap_depth(struct cn_agent *ag, enum cn_depth depth);
 /* Why its nap is full: auto's choice or the INI's (CN_DEPTH_WHY_NONE for a light one). */
 void cn_report_depth_why(struct cn_agent *ag, enum cn_depth_why why);

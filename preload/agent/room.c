@@ -23,6 +23,7 @@
 #include "cuda_abi.h"
 #include "cuda/hostbuf.h"
 #include "agent/log.h"
+#include "agent/nodepager.h"
 #include "agent/others.h"
 #include "agent/report.h"
 #include "agent/state.h"
@@ -68,6 +69,8 @@ bool cn_room_turn_free(struct cn_agent *ag)
 {
 	char why[200];
 
+	if (!cn_nodepager_answered(ag))
+		return false;
 	if (atomic_load(&turn_fd) >= 0)
 		return true;
 	if (take_turn(ag, why, sizeof(why)) == -EAGAIN)
@@ -80,6 +83,7 @@ void cn_room_release(void)
 {
 	int fd = atomic_exchange(&turn_fd, -1);
 
+	cn_nodepager_release();
 	if (fd >= 0)
 		close(fd); /* the flock goes with its last descriptor */
 }
@@ -131,6 +135,7 @@ void cn_room_reset(void)
 {
 	int fd = atomic_exchange(&turn_fd, -1);
 
+	cn_nodepager_reset();
 	if (fd >= 0)
 		close(fd); /* the parent's lock stays the parent's: its descriptor holds it */
 	memset(&over, 0, sizeof(over));
@@ -376,6 +381,8 @@ bool cn_room_coming(void)
 	struct cn_agent *ag = over.ag;
 	double now = cn_clock_ms();
 
+	if (cn_nodepager_coming(ag))
+		return true;
 	if (!over.coming || now - over.seen_ms < 20)
 		return over.coming;
 	over.seen_ms = now;
@@ -396,6 +403,7 @@ void cn_room_settle(struct cn_agent *ag)
 	char napped[400] = "";
 	int done = 0;
 
+	cn_nodepager_settle(ag);
 	if (!over.n)
 		return; /* no room made while it copied in */
 	while (over.coming) {
@@ -680,6 +688,16 @@ int cn_room_make(struct cn_agent *ag, const struct cn_room_need *need, int n, co
 
 	why[0] = '\0';
 	soon->at_ms = 0;
+	soon->pid = 0;
+	/* the node pager's where it runs; the GPU to itself (an exclusive compute mode) stays this
+	 * user's own business */
+	over.ag = ag; /* cn_room_coming's, the node pager's too */
+	if (ag->cfg.nap_room_node && !need[0].exclusive) {
+		r = cn_nodepager_make(ag, need, n, what, overlap, why, len);
+		soon->at_ms = r == -1 ? cn_nodepager_soon_ms() : 0;
+		if (r != -ENOTCONN)
+			return r;
+	}
 	r = take_turn(ag, why, len);
 	if (r == -EAGAIN) {
 		snprintf(why, len, "another process of this user is making room");

@@ -32,7 +32,10 @@
  * GPU memory, sized: with $CUDANAP_FAKE_GPU_MIB each GPU has that many MiB, and what is free is
  * what the processes whose memory is on it leave (their footprint, and the MiB of their
  * cuMemAlloc_v2 calls, kept in <pid>.alloc); such a cuMemAlloc_v2 beyond it fails with
- * OUT_OF_MEMORY, and NVML counts each process's footprint with its allocations.
+ * OUT_OF_MEMORY, and NVML counts each process's footprint with its allocations. One GPU across
+ * users: in a CUDANAP_FAKE_DIR every user may write to (1777), <pid>.state and <pid>.alloc are
+ * 0644, so that each user's fake driver and NVML count every user's memory, as a real GPU
+ * does; each process locks and writes only its own.
  *
  * GPU memory: every process holds $CUDANAP_FAKE_FOOTPRINT_MIB (default 1000) on its GPU while its
  * memory is there, and as much on each further GPU of $CUDANAP_FAKE_START_GPU ("0,1": a process on
@@ -527,8 +530,9 @@ EXPORT CUresult fake_register(void)
 		return CUDA_ERROR_OPERATING_SYSTEM;
 	close(fd);
 	path_of(p, sizeof(p), getpid(), "state");
-	fd = open(p, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
+	fd = open(p, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* readable by every user's fake driver: one GPU across users, whatever the umask */
+	if (fd < 0 || fchmod(fd, 0644) < 0)
 		return CUDA_ERROR_OPERATING_SYSTEM;
 	flock(fd, LOCK_EX);
 	store_unlock(fd, &st);
@@ -966,16 +970,14 @@ EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsi
 
 	while (dir && (e = readdir(dir))) {
 		struct pstate st;
-		char mem[4200];
-		int pid, fd;
+		char mem[4200], name[64];
+		int pid = atoi(e->d_name);
 
-		char name[64];
-
-		pid = atoi(e->d_name);
 		snprintf(name, sizeof(name), "%d.state", pid);
-		if (strcmp(name, e->d_name) != 0 || (fd = open_locked(pid, &st)) < 0)
+		/* read, not locked: another user's state is read-only to this one */
+		if (strcmp(name, e->d_name) != 0 || (kill(pid, 0) < 0 && errno == ESRCH) ||
+		    !peek_gpus(pid, &st.gpu, &st.also))
 			continue;
-		close(fd);
 		path_of(mem, sizeof(mem), pid, "gpu");
 		if ((st.gpu != (int)(intptr_t)d - 1 && !(st.also >> ((intptr_t)d - 1) & 1)) ||
 		    access(mem, F_OK) != 0)
@@ -1125,7 +1127,7 @@ CUresult fake_account(long long mib)
 	have = used_mib(getpid()) - footprint_mib() + mib;
 	path_of(p, sizeof(p), getpid(), "alloc");
 	f = fopen(p, "we");
-	if (!f)
+	if (!f || fchmod(fileno(f), 0644) < 0)
 		return CUDA_ERROR_OPERATING_SYSTEM;
 	fprintf(f, "%lld\n", have > 0 ? have : 0);
 	fclose(f);

@@ -29,9 +29,30 @@ eventually 20 test -e "$T/st/$p.json"
 out=$("$cli" suspend "$p" 2>&1)
 like "$out" "nothing to suspend" "the installed library starts the installed controller"
 
+# -- the node pager: its program, units and example policy; it finds the installed controller
+pgr=$(find "$T/inst" -path '*/sbin/cudanap-pager' -type f)
+check "cudanap-pager, its systemd units and example policy installed" test -x "$pgr" -a \
+	-n "$(find "$T/inst" -name cudanap-pager.socket)" -a -n "$(find "$T/inst" -name cudanap-pager.service)" \
+	-a -n "$(find "$T/inst" -path '*/examples/pager.ini')"
+like "$(grep '^ExecStart=' "$(find "$T/inst" -name cudanap-pager.service)")" "^ExecStart=/.*/sbin/cudanap-pager -c /etc/cudanap/pager.ini$" \
+	"the service runs the installed pager"
+printf '[pager]\nsocket = %s/pager.sock\nstate = %s/pager.state\n' "$T" "$T" > "$T/pager.ini"
+CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T "$pgr" -c "$T/pager.ini" 2> "$T/pager.log" &
+pgr_pid=$!
+eventually 20 test -S "$T/pager.sock"
+out=$(python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+s.send(b"need gpu=GPU-face0000-0000-0000-0000-000000000000 mib=10 context=0 light=0 what=x")
+s.settimeout(20)
+print(s.recv(2000).decode())' "$T/pager.sock" 2>&1)
+like "$out" "^made gpu=0 " "the installed pager answers a need through the installed controller (NVML)"
+kill "$pgr_pid"
+
 # -- the man pages (where scdoc built them) and the bash completion
 if [ -f "$BUILD_ROOT/docs/cudanap.1" ]; then
-	check "cudanap(1) and cudanap.ini(5) installed" test -n "$(find "$T/inst" -path '*/man1/cudanap.1')" -a -n "$(find "$T/inst" -path '*/man5/cudanap.ini.5')"
+	check "cudanap(1), cudanap.ini(5) and cudanap-pager(8) installed" test -n "$(find "$T/inst" -path '*/man1/cudanap.1')" -a -n "$(find "$T/inst" -path '*/man5/cudanap.ini.5')" -a -n "$(find "$T/inst" -path '*/man8/cudanap-pager.8')"
 	like "$(MANWIDTH=100 man -l "$(find "$T/inst" -path '*/man1/cudanap.1')" 2> /dev/null)" "--json" "cudanap(1) documents --json"
 else
 	diag "scdoc was not found when meson set up: no man pages to check"

@@ -4,7 +4,9 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "cn_config.h"
@@ -105,6 +107,56 @@ static void test_full_file(void)
 	ok(load_text("[log]\ntarget = stderr\n", &c, err) == 0 && c.log_target[0] == '\0',
 	   "log target stderr");
 	ok(load_text("", &c, err) == 0 && c.suspend_signal == SIGUSR1, "an empty file is defaults");
+}
+
+/* [nap] make_room's words, and what each comes to with and without the node pager's socket. */
+static void test_make_room(void)
+{
+	static const struct {
+		const char *word;
+		bool on, node, on_sock, node_sock;
+	} want[] = {
+		{ "false", false, false, false, false }, { "no", false, false, false, false },
+		{ "user", true, false, true, false },	 { "node", true, true, true, true },
+		{ "true", true, false, true, true },	 { "ON", true, false, true, true },
+		{ "auto", false, false, true, true },
+	};
+	static struct cn_config c;
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	char err[CN_ERR_LEN], text[600];
+	int fd, good = 0;
+
+	cn_config_defaults(&c);
+	ok(c.nap_room == CN_MAKE_ROOM_AUTO &&
+		   strcmp(c.pager_socket, "/run/cudanap/pager.sock") == 0,
+	   "make_room is auto by default, the node pager's socket in /run/cudanap");
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s/pager.sock", dir);
+	for (int sock = 0; sock < 2; sock++) {
+		if (sock) {
+			fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+			if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+				break;
+		}
+		for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+			snprintf(text, sizeof(text), "[nap]\nmake_room = %s\npager_socket = %s\n",
+				 want[i].word, a.sun_path);
+			if (load_text(text, &c, err) == 0 &&
+			    c.nap_make_room == (sock ? want[i].on_sock : want[i].on) &&
+			    c.nap_room_node == (sock ? want[i].node_sock : want[i].node))
+				good++;
+			else
+				printf("# make_room = %s, %s socket: on %d node %d (%s)\n",
+				       want[i].word, sock ? "a" : "no", c.nap_make_room,
+				       c.nap_room_node, err);
+		}
+	}
+	ok(good == 2 * (int)(sizeof(want) / sizeof(want[0])),
+	   "make_room's words, without the pager's socket and with it");
+	unlink(a.sun_path);
+	expect_error("[nap]\nmake_room = sometimes\n",
+		     "2: nap.make_room: 'sometimes' is not true, false, user, node or auto");
+	expect_error("[nap]\npager_socket = pager.sock\n",
+		     "2: nap.pager_socket: 'pager.sock' must be an absolute path");
 }
 
 /* A value that is not its key's: one line, the file's line, the key, what it must be. */
@@ -325,6 +377,7 @@ int main(void)
 	test_full_file();
 	test_values();
 	test_errors();
+	test_make_room();
 	test_signals();
 	test_gpu_map();
 	test_not_a_file();

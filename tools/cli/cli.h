@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "cn_config.h"
@@ -85,6 +86,15 @@ int status_gather(const char *cfg, struct cn_status **out);
 /* ---- metrics.c ---- */
 extern const char cli_usage_metrics[];
 int metrics_main(int argc, char **argv);
+
+/* ---- pager.c: the node pager's state file ---- */
+struct cn_pagerstate;
+extern const char cli_usage_pager[];
+int pager_main(int argc, char **argv);
+/* The state file at path, believed only if root or this user wrote it: 0, or -errno with why. */
+int pager_read_state(const char *path, struct cn_pagerstate *s, char *why, size_t len);
+/* Its figures per user, in Prometheus' text format. */
+void pager_metrics(FILE *f, const struct cn_pagerstate *s);
 
 /* ---- kernel.c: Jupyter kernelspecs that run a kernel under cudanap ---- */
 extern const char cli_usage_kernel[];

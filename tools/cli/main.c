@@ -24,7 +24,8 @@ static const char cli_usage_main[] =
 	"  pick --free SIZE [--gpu N]         which processes to suspend to free SIZE, cheapest\n"
 	"  metrics [--textfile DIR]           the processes' figures for Prometheus\n"
 	"  kernel install|list|remove         Jupyter kernels that nap when idle\n"
-	"  check-config FILE                  validate a job INI file\n"
+	"  pager status [--json]              what the node pager did, per user and GPU\n"
+	"  check-config FILE                  validate a job INI or the node pager's policy\n"
 	"  help [COMMAND]                     this text, or the details of COMMAND\n"
 	"  --version                          print cudanap's version\n"
 	"\n"
@@ -56,6 +57,7 @@ int main(int argc, char **argv)
 		{ "check-config", cli_usage_check, check_main, 0 },
 		{ "metrics", cli_usage_metrics, metrics_main, 0 },
 		{ "kernel", cli_usage_kernel, kernel_main, 0 },
+		{ "pager", cli_usage_pager, pager_main, 0 },
 	};
 
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||

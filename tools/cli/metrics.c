@@ -16,10 +16,12 @@
 #include "cn_counts.h"
 #include "cn_outcome.h"
 #include "cn_proc.h"
+#include "cn_pagerstate.h"
+#include "cn_pagerwire.h"
 #include "cn_safe.h"
 
 const char cli_usage_metrics[] =
-	"usage: cudanap metrics [-c FILE] [--textfile DIR]\n"
+	"usage: cudanap metrics [-c FILE] [--textfile DIR] [--pager-state FILE]\n"
 	"\n"
 	"Print the cudanap processes of this user (root: of every user) in Prometheus' text\n"
 	"format, from their status files (no process is asked anything). Every series has the\n"
@@ -44,10 +46,19 @@ const char cli_usage_metrics[] =
 	"  cudanap_resume_seconds            histogram: its resumes and wakes that succeeded\n"
 	"  cudanap_wake_seconds              histogram: what the calls that woke it waited\n"
 	"gpu and UUID are the labels dcgm-exporter gives a GPU: nvidia-smi's index and its UUID.\n"
+	"Where the node pager runs (its state file), its figures per user (label user):\n"
+	"  cudanap_pager_asks_total, _rooms_made_total, _refused_total, _waits_total,\n"
+	"  cudanap_pager_wait_seconds_total   the user's needs, and how they were answered\n"
+	"  cudanap_pager_naps_for_others_total, _naps_for_self_total\n"
+	"                                    its programs napped for others', for its own\n"
+	"  cudanap_pager_napped_seconds_total their time napped by the pager\n"
+	"  cudanap_pager_gpu_used_bytes{gpu}, cudanap_pager_gpu_share_bytes{gpu}\n"
+	"                                    its GPU memory as the pager last looked, its share\n"
 	"\n"
 	"  -c, --config FILE     where to find the status files (default: each process's own)\n"
 	"  -t, --textfile DIR    write DIR/cudanap.prom instead, replaced atomically (mode 0644),\n"
 	"                        for node_exporter's --collector.textfile.directory\n"
+	"  --pager-state FILE    the node pager's state file (default " CN_PAGER_STATE ")\n"
 	"\n"
 	"Exit status: 0, 1 if DIR cannot be written, 2 on usage errors.\n";
 
@@ -230,8 +241,13 @@ static void histogram(FILE *f, const char *name, const struct cn_hist *h, const 
 	fprintf(f, "%s_sum{%s} %.10g\n%s_count{%s} %.10g\n", name, who, h->sum_s, name, who, cum);
 }
 
+/* The node pager's state, when it runs (and its state file is root's). */
+static const char *pager_state = CN_PAGER_STATE;
+
 static void write_all(FILE *f, const struct cn_status *v, int n, char (*who)[WHO_LEN])
 {
+	static struct cn_pagerstate ps;
+	char why[600];
 	struct timespec ts;
 	double now;
 	char more[64];
@@ -267,7 +283,8 @@ static void write_all(FILE *f, const struct cn_status *v, int n, char (*who)[WHO
 		sample(f, "cudanap_host_kept_bytes", who[i], "",
 		       v[i].host_kept_mib > 0 ? v[i].host_kept_mib * 1048576 : 0);
 	help(f, "cudanap_naps_full_total", "counter",
-	     "Naps made full by [nap] depth = auto: its light copy over [memory] host_cache, or a GPU "
+	     "Naps made full by [nap] depth = auto: its light copy over [memory] host_cache, or a "
+	     "GPU "
 	     "in an exclusive compute mode.");
 	for (int i = 0; i < n; i++) {
 		sample(f, "cudanap_naps_full_total", who[i], "why=\"host cache\"",
@@ -296,6 +313,8 @@ static void write_all(FILE *f, const struct cn_status *v, int n, char (*who)[WHO
 	     "How long the calls that woke the process from a nap waited.");
 	for (int i = 0; i < n; i++)
 		histogram(f, "cudanap_wake_seconds", &v[i].counts.wake, who[i]);
+	if (pager_read_state(pager_state, &ps, why, sizeof(why)) == 0)
+		pager_metrics(f, &ps);
 }
 
 /* -c FILE and --textfile DIR, each left NULL when not given. */
@@ -304,21 +323,25 @@ static void parse_args(int argc, char **argv, const char **cfg, const char **dir
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "textfile", required_argument, NULL, 't' },
+		{ "pager-state", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, ":c:t:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":c:t:p:h", opts, NULL)) != -1) {
 		if (c == 'c')
 			*cfg = optarg;
+		else if (c == 'p')
+			pager_state = optarg;
 		else if (c == 't')
 			*dir = optarg;
 		else
 			cli_die_option("metrics", argv, c);
 	}
 	if (optind < argc)
-		cli_die_usage("usage: cudanap metrics [-c FILE] [--textfile DIR]\n");
+		cli_die_usage(
+			"usage: cudanap metrics [-c FILE] [--textfile DIR] [--pager-state FILE]\n");
 }
 
 /* DIR/cudanap.prom replaced whole; 0, or 1 said. The rows are freed. */

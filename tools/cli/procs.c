@@ -13,46 +13,13 @@
 #include "cli.h"
 #include "cn_proc.h"
 
-/* A process's environment, as it was when it started, whole (environment modules put tens of
- * kilobytes before cudanap's variables): NUL-separated, its length in *n; NULL when unreadable.
- * The caller frees it. */
-static char *read_environ(int pid, size_t *n)
-{
-	return cn_proc_file(pid, "environ", n);
-}
-
-static const char *env_value(const char *env, size_t n, const char *name)
-{
-	size_t k = strlen(name);
-
-	for (size_t i = 0; env && i < n; i += strlen(env + i) + 1)
-		if (strncmp(env + i, name, k) == 0 && env[i + k] == '=')
-			return env + i + k + 1;
-	return NULL;
-}
-
 void procs_status_dir(int pid, const char *cfg_path, char *dir, size_t len)
 {
-	char path[32], *env;
-	struct stat st;
-	size_t n = 0;
-
-	/* Its user's: the default dir is /tmp/cudanap-UID of its UID, and an INI its environment
-	 * names is read as that user would (root opens no device another user names). */
-	snprintf(path, sizeof(path), "/proc/%d", pid);
-	if (stat(path, &st) < 0)
-		st.st_uid = getuid(), st.st_gid = getgid();
-	if (cfg_path) {
+	if (cfg_path)
 		cn_config_status_dir(cfg_path, getenv("CUDANAP_STATUS_DIR"),
 				     getenv("XDG_RUNTIME_DIR"), getuid(), getgid(), dir, len);
-		return;
-	}
-	/* Its default dir follows its own environment, which need not be ours. */
-	env = read_environ(pid, &n);
-	cn_config_status_dir(env_value(env, n, "CUDANAP_CONFIG"),
-			     env_value(env, n, "CUDANAP_STATUS_DIR"),
-			     env_value(env, n, "XDG_RUNTIME_DIR"), st.st_uid, st.st_gid, dir, len);
-	free(env);
+	else /* its default dir follows its own environment, which need not be ours */
+		cn_proc_status_dir(pid, dir, len);
 }
 
 bool procs_alive(const struct cn_status *s)
@@ -106,39 +73,6 @@ void procs_all_users(bool on)
 	all_users = on;
 }
 
-/* Whether a line of /proc/PID/maps maps cudanap's library: ".../libcudanap.so" and its versions
- * (".so.1"), also once the file was replaced on disk (" (deleted)", after an upgrade). */
-static bool maps_lib(const char *line, const char *name)
-{
-	size_t k = strlen(name);
-
-	for (const char *lib = line; (lib = strstr(lib, name)); lib += k)
-		if (lib[k] == '\n' || lib[k] == '\0' || lib[k] == '.' ||
-		    strncmp(lib + k, " (deleted)", 10) == 0)
-			return true;
-	return false;
-}
-
-/* Whether pid has cudanap's library mapped: what it runs, not what its environment says (any
- * process may put "libcudanap" there, and a decoy must cost its maker a process of its own). Every
- * line read whole, whatever its length. */
-static bool preloaded(int pid)
-{
-	char path[64], *line = NULL;
-	size_t cap = 0;
-	bool hit = false;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	f = fopen(path, "re");
-	while (f && !hit && getline(&line, &cap, f) > 0)
-		hit = maps_lib(line, "/libcudanap.so");
-	if (f)
-		fclose(f);
-	free(line);
-	return hit;
-}
-
 /* Every process of this user (every user's, after procs_all_users) but this one, with its parent,
  * its user and whether cudanap is preloaded. The caller frees the array. */
 static int scan_procs(struct proc **out)
@@ -174,7 +108,7 @@ static int scan_procs(struct proc **out)
 		v[n].ppid = 0;
 		v[n].uid = st.st_uid;
 		sscanf(rp + 1, " %*c %d", &v[n].ppid);
-		v[n].preloaded = preloaded(pid);
+		v[n].preloaded = cn_proc_preloaded(pid);
 		n++;
 	}
 	if (d)
@@ -257,8 +191,8 @@ bool procs_cuda_loaded(int pid)
 {
 	char path[64], fake[PATH_MAX] = "", *line = NULL;
 	size_t len = 0, cap = 0;
-	char *env = read_environ(pid, &len);
-	const char *lib = env_value(env, len, "CUDANAP_LIBCUDA");
+	char *env = cn_proc_file(pid, "environ", &len);
+	const char *lib = cn_proc_env_value(env, len, "CUDANAP_LIBCUDA");
 	bool hit = false;
 	FILE *f;
 
@@ -322,8 +256,8 @@ int procs_with_env(const char *name, const char *value, int **out)
 
 	for (int p = 0; sel && p < np; p++) {
 		size_t len = 0;
-		char *env = read_environ(v[p].pid, &len);
-		const char *got = env_value(env, len, name);
+		char *env = cn_proc_file(v[p].pid, "environ", &len);
+		const char *got = cn_proc_env_value(env, len, name);
 
 		if (got && strcmp(got, value) == 0)
 			sel[n++] = v[p].pid;

@@ -232,10 +232,14 @@ static void print_notes(const struct rows *r)
 			       "collective waiting there beside that work is stopped by the driver "
 			       "after ~5 s\n",
 			       s->pid, s->beside);
-		if (s->state == CN_STATE_CHECKPOINTED && s->nap == CN_NAP_NAPPING &&
-		    s->nap_for_pid > 0 && s->nap_for_mib >= 0)
-			printf("%d: napped for %d: %.1f GiB\n", s->pid, s->nap_for_pid,
+		if ((s->state == CN_STATE_CHECKPOINTED || cn_status_light_held(s)) &&
+		    s->nap == CN_NAP_NAPPING && s->nap_for_pid > 0 && s->nap_for_mib >= 0)
+			printf("%d: napped for %d%s%s%s: %.1f GiB\n", s->pid, s->nap_for_pid,
+			       s->nap_for_user[0] ? " (" : "", s->nap_for_user,
+			       s->nap_for_user[0] ? "'s, by the node pager)" : "",
 			       s->nap_for_mib / 1024);
+		if (s->room_last[0])
+			printf("%d: %s\n", s->pid, s->room_last);
 		if ((s->nap == CN_NAP_REFUSED || s->nap == CN_NAP_WAITING ||
 		     s->nap == CN_NAP_BESIDE) &&
 		    s->nap_why[0])
