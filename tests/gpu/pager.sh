@@ -17,7 +17,9 @@
 . "$(dirname "$0")/../lib.sh"
 command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 || skip_all "no NVIDIA GPU or driver"
 [ "$(id -u)" = 0 ] || skip_all "needs root: it makes two users and runs the node pager"
-py=$(readlink -f "$(command -v "${PYTHON:-python3}")")
+# as found on PATH, not resolved: a venv's python3 is a link to the system's, which sees none of
+# the venv's packages
+py=$(command -v "${PYTHON:-python3}")
 "$py" -c 'import torch' 2> /dev/null || skip_all "$py cannot import torch (PYTHON names another)"
 . "$(dirname "$0")/../users.sh"
 ROUNDS=${ROUNDS:-10}
