@@ -114,6 +114,12 @@ int pager_read_state(const char *path, struct cn_pagerstate *s, char *why, size_
 /* Its figures per user, in Prometheus' text format. */
 void pager_metrics(FILE *f, const struct cn_pagerstate *s);
 
+/* ---- serve.c: cudanap metrics --listen ---- */
+/* Listen at addr (ADDR:PORT, [ADDR]:PORT, :PORT) and answer GET /metrics with the text render
+ * makes for each request (0, or -1), one request at a time, for ever; 1 when it cannot listen
+ * (said in one line). */
+int serve_listen(const char *addr, int (*render)(void *arg, char **text, size_t *len), void *arg);
+
 /* ---- kernel.c: Jupyter kernelspecs that run a kernel under cudanap ---- */
 extern const char cli_usage_kernel[];
 int kernel_main(int argc, char **argv);
