@@ -4,6 +4,7 @@
 #include "view.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cn_outcome.h"
@@ -215,4 +216,115 @@ void view_table(const struct rows *r)
 	if (stale)
 		printf("?: as answered before the process's last action, or not answered now: what "
 		       "was, not what is (cudanap status asks again)\n");
+}
+
+/* ---- a table printed by each node of a Slurm job, laid out again as one (span.c) ---- */
+
+/* Where each head of a heads line starts and ends; the number of heads, or -1 when they are not
+ * this table's (NODE first). */
+static int heads_at(const char *line, int *start, int *end)
+{
+	int n = 0;
+
+	for (int i = 0; line[i] && n <= COLS; i++) {
+		if (line[i] == ' ' || (i && line[i - 1] != ' '))
+			continue;
+		start[n] = i;
+		end[n] = i + (int)strcspn(line + i, " ");
+		if ((size_t)(end[n] - i) != strlen(heads[n]) ||
+		    strncmp(line + i, heads[n], (size_t)(end[n] - i)))
+			return -1;
+		n++;
+	}
+	return n == COLS + 1 ? n : -1;
+}
+
+/* text[from, to) trimmed of its spaces into out; first or last: one word of it, that one. */
+static void cell(const char *text, int from, int to, int word, char *out, size_t len)
+{
+	int n = (int)strlen(text);
+
+	from = from < n ? from : n;
+	to = to < n ? to : n;
+	while (from < to && text[from] == ' ')
+		from++;
+	while (to > from && text[to - 1] == ' ')
+		to--;
+	if (word > 0) /* the first word */
+		to = from + (int)strcspn(text + from, " ") < to
+			     ? from + (int)strcspn(text + from, " ")
+			     : to;
+	for (int i = to - 1; word < 0 && i >= from; i--)
+		if (text[i] == ' ') {
+			from = i + 1;
+			break;
+		}
+	snprintf(out, len, "%.*s", to - from, text + from);
+}
+
+/* The cells of a row of a node's table, read back by where its heads are: a number's cell ends
+ * where its head ends, any other starts where its head starts and runs to where the next one's
+ * begins; a cell before a number (GPUS) and a number hold one word. */
+static void row_cells(const char *row, const int *start, const int *end, char c[][300])
+{
+	for (int k = 0; k <= COLS; k++) {
+		bool right = align[k] == 'r', next_right = k < COLS && align[k + 1] == 'r';
+		int from = right ? (align[k - 1] == 'r' ? end[k - 1] : start[k - 1]) : start[k];
+		int to = right || k == COLS ? (right ? end[k] : (int)strlen(row))
+			 : next_right	    ? end[k + 1]
+					    : start[k + 1];
+
+		cell(row, from, to, right ? -1 : next_right ? 1 : 0, c[k], sizeof(c[k]));
+	}
+}
+
+/* Node i's rows into t, by its heads line; false when it has none that is this table's (a node
+ * of another cudanap's version). */
+static bool relay_rows(struct table *t, const char *text, const char *name)
+{
+	int start[COLS + 1], end[COLS + 1], got = -1;
+	size_t k = strlen(name);
+
+	for (const char *l = text, *e; *l; l = e + (*e != '\0')) {
+		char line[4096], c[COLS + 1][300];
+		const char *cells[COLS + 1];
+
+		e = l + strcspn(l, "\n");
+		snprintf(line, sizeof(line), "%.*s", (int)(e - l), l);
+		if (strncmp(line, "NODE ", 5) == 0 && (got = heads_at(line, start, end)) < 0)
+			return false;
+		if (got < 0 || strncmp(line, name, k) != 0 || line[k] != ' ')
+			continue;
+		row_cells(line, start, end, c);
+		for (int m = 0; m <= COLS; m++)
+			cells[m] = c[m];
+		table_add(t, cells);
+	}
+	return true;
+}
+
+void view_relay(char *const *texts, const char *const *names, int n)
+{
+	struct table t;
+	bool *raw = calloc((size_t)(n ? n : 1), sizeof(*raw));
+
+	table_init(&t, heads, align, COLS + 1);
+	for (int i = 0; i < n; i++)
+		if (raw)
+			raw[i] = !relay_rows(&t, texts[i] ? texts[i] : "", names[i]);
+	table_print(&t, stdout);
+	table_free(&t);
+	/* a table this one cannot read: its heads and rows as they came */
+	for (int i = 0; i < n && raw; i++) {
+		size_t k = strlen(names[i]);
+
+		for (const char *l = texts[i] && raw[i] ? texts[i] : "", *e; *l;
+		     l = e + (*e != '\0')) {
+			e = l + strcspn(l, "\n");
+			if (strncmp(l, "NODE ", 5) == 0 ||
+			    (strncmp(l, names[i], k) == 0 && l[k] == ' '))
+				printf("%.*s\n", (int)(e - l), l);
+		}
+	}
+	free(raw);
 }

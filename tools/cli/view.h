@@ -28,4 +28,9 @@ enum {
  * was printed. */
 void view_table(const struct rows *r);
 
+/* The rows of the tables each node of a Slurm job printed (texts[i], under --slurm: NODE first;
+ * names[i] the node's name that starts its rows), laid out again in one table whose columns hold
+ * every node's words. The lines under each node's table are not printed. */
+void view_relay(char *const *texts, const char *const *names, int n);
+
 #endif
