@@ -15,5 +15,12 @@ int cn_notes_take(const char *dir, int pid, const char *what, char *buf, size_t 
  * a directory nobody else may write to, never blocking. Its length, or -errno (-ENOENT: none). */
 int cn_notes_read(const char *dir, int pid, const char *what, char *buf, size_t len);
 void cn_notes_path(const char *dir, int pid, const char *what, char *out, size_t len);
+/* Every note's name (cn_words.h), then NULL: what a process's exit removes, and the command line
+ * of a process that is gone. */
+extern const char *const cn_notes_names[];
+/* Every note of pid in the directory dirfd (its caller judged it), and the temporary file of each
+ * and of its status file left by a write cut short, removed where it is a regular file of the
+ * directory's owner or root's, by cn_safe_unlink_same: for a process that is gone. How many. */
+int cn_notes_remove_in(int dirfd, int pid);
 
 #endif

@@ -17,6 +17,9 @@
 /* The largest number a status file may hold, in magnitude: a 64-bit count or clock fits. */
 #define CN_STATUS_NUM_MAX 1.8e19
 #define CN_STATUS_GPUS	  720 /* 16 GPUs of "63=GPU-...," */
+/* Where the status's peer field says what cudanap owns of the process's memory (its last part,
+ * after "; " when peer access comes first): not peer access, and said apart by the command line. */
+#define CN_STATUS_OWNED "owned: "
 
 /* The steps of an action, in the order they run. prepare: the host copy faulted in ahead (the
  * prepare action's only step); hibernate: the host copy written to disk and dropped from memory
@@ -61,16 +64,17 @@ struct cn_status {
 	/* Of the restore: the room check and the hold on the target GPUs before the driver's call.
 	 */
 	double reserve_ms;
-	/* What the host copy (or a kept or prepared buffer) holds now: resident host memory, and
-	 * space on disk when hibernated; < 0 when there is none. */
+	/* What its host copy holds now (asleep, napping lightly, or prepared), kept across actions
+	 * and set at the end of each: resident host memory, and space on disk when hibernated; < 0
+	 * when there is none. */
 	double host_mib, disk_mib;
 	unsigned long long call_ns; /* CLOCK_MONOTONIC when the action's first driver call began */
 	char timestamp[32];	    /* UTC, ISO 8601, milliseconds */
 	int suspend_signal, resume_signal;
 	bool prepared; /* a prepared host copy waits for the next suspend (cudanap prepare) */
 	/* Where its memory is, "INDEX=UUID,..." in nvidia-smi's numbering ("" until the first
-	 * suspend or prepare): the GPUs it is on (asleep: slept from), those it started on, and,
-	 * asleep, those a resume puts it on by the INI as read at the suspend. */
+	 * question, suspend or prepare): the GPUs it is on (asleep: slept from), those it started
+	 * on, and, asleep, those a resume puts it on by the INI as read at the suspend. */
 	char gpus[CN_STATUS_GPUS], home_gpus[CN_STATUS_GPUS], restore_gpus[CN_STATUS_GPUS];
 	/* How its NCCL communicators are handled at a suspend ("" when it has none). */
 	char nccl[96];
@@ -97,8 +101,8 @@ struct cn_status {
 	char est_source[160]; /* where the estimate comes from */
 	char inside[200];     /* a thread inside a driver call, and for how long at least */
 	/* Access between its GPUs: "GPU 0->1 by cuCtxEnablePeerAccess in libc10_cuda.so", what a
-	 * suspend turned off and stays off, memory mapped to another GPU; "" when none (also kept
-	 * by every action). */
+	 * suspend turned off and stays off, memory mapped to another GPU; then, last, what cudanap
+	 * owns of its memory, after CN_STATUS_OWNED; "" when none (also kept by every action). */
 	char peer[400];
 	/* A restored NCCL rank running: the processes of another job on its GPUs, "GPU 0 runs pid
 	 * 4242" (the driver no longer preempts a restored context, preload/agent/beside.c); "" when

@@ -8,9 +8,25 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cn_safe.h"
+#include "cn_words.h"
+
+const char *const cn_notes_names[] = {
+	CN_NOTE_HIBERNATE,
+	CN_NOTE_GPU_MAP,
+	CN_NOTE_NAP_FOR,
+	CN_NOTE_CALLS,
+	CN_NOTE_NCCL_CUT,
+	CN_NOTE_NCCL_GO,
+	CN_NOTE_NCCL_READY,
+	CN_NOTE_NCCL_COMMIT,
+	CN_NOTE_NCCL_ABORT,
+	CN_NOTE_NCCL_LED,
+	NULL,
+};
 
 void cn_notes_path(const char *dir, int pid, const char *what, char *out, size_t len)
 {
@@ -77,4 +93,33 @@ int cn_notes_read(const char *dir, int pid, const char *what, char *buf, size_t 
 	bool dir_ok;
 
 	return note_read(dir, pid, what, false, buf, len, &dir_ok);
+}
+
+/* name in dirfd removed if it is a regular file of the directory's owner or root's. */
+static int remove_one(int dirfd, const char *name, uid_t owner)
+{
+	struct stat st;
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
+	    (st.st_uid != owner && st.st_uid != 0))
+		return 0;
+	return cn_safe_unlink_same(dirfd, name, &st) == 0;
+}
+
+int cn_notes_remove_in(int dirfd, int pid)
+{
+	char name[300];
+	struct stat dir;
+	int n = 0;
+
+	if (fstat(dirfd, &dir) < 0)
+		return 0;
+	for (size_t i = 0; cn_notes_names[i]; i++) {
+		snprintf(name, sizeof(name), "%d.%s", pid, cn_notes_names[i]);
+		n += remove_one(dirfd, name, dir.st_uid);
+		snprintf(name, sizeof(name), ".%d.%s.tmp", pid, cn_notes_names[i]);
+		n += remove_one(dirfd, name, dir.st_uid);
+	}
+	snprintf(name, sizeof(name), ".%d.json.tmp", pid);
+	return n + remove_one(dirfd, name, dir.st_uid);
 }

@@ -257,6 +257,15 @@ free_port() {
 	echo 26817
 }
 
+# install_tree: `meson install` of the build into $T/inst, as a package lays it out; the test
+# skips without a build to install (or under a sanitizer), and ends failed when the install fails.
+install_tree() {
+	[ -n "${BUILD_ROOT:-}" ] || skip_all "BUILD_ROOT not set"
+	[ -z "${CN_SANITIZER_RUNTIME:-}" ] || skip_all "the install layout is not a sanitizer's business"
+	meson install -C "$BUILD_ROOT" --no-rebuild --destdir "$T/inst" > "$T/install.log" 2>&1 ||
+		{ ok 1 "meson install"; tail -n 5 "$T/install.log" >&2; finish; }
+}
+
 # has FILE REGEX: FILE exists and its text matches REGEX.
 has() { [ -e "$1" ] && [[ $(cat "$1" 2> /dev/null) =~ $2 ]]; }
 

@@ -334,6 +334,18 @@ static void let_go_copy(struct cn_agent *ag)
 	}
 }
 
+/* Its idleness ends now: a suspend, a resume or a prepare; idle_since says so at once, lest the
+ * status show the idleness before it (idle 27s right after a resume). */
+static void idle_ends(struct cn_agent *ag, struct cn_naps *nap)
+{
+	nap->active_ms = cn_clock_ms();
+	if (!nap->idle && !ag->status.idle_since[0])
+		return;
+	nap->idle = false;
+	cn_report_active(ag);
+	cn_report_write(ag);
+}
+
 void cn_nap_tick(struct cn_agent *ag, struct cn_naps *nap)
 {
 	double now = cn_clock_ms();
@@ -612,7 +624,7 @@ void cn_nap_after_action(struct cn_agent *ag, struct cn_naps *nap, struct cn_out
 	else if (nap->napping && o.state != CN_STATE_CHECKPOINTED)
 		nap->napping = false;
 	else if (!nap->napping)
-		nap->active_ms = cn_clock_ms(); /* an action is no idleness */
+		idle_ends(ag, nap); /* an action is no idleness */
 }
 
 void cn_nap_reset(struct cn_agent *ag, struct cn_naps *nap, const struct cn_nap_deeds *deeds)

@@ -177,7 +177,10 @@ void cn_query(struct cn_agent *ag, struct cn_look *look)
 		return;
 	}
 	if (r.result != CUDA_SUCCESS) {
-		snprintf(why, sizeof(why), "%s: %s", r.name, r.message);
+		/* the driver's name of its result, or cudanap's own (a driver not loaded) */
+		const char *name = r.name[0] ? r.name : cn_outcome_result_name(r.result);
+
+		snprintf(why, sizeof(why), "%s: %s", name ? name : "CUDA_ERROR_UNKNOWN", r.message);
 		no(ag, why);
 		stamp(ag);
 		return;
@@ -188,6 +191,8 @@ void cn_query(struct cn_agent *ag, struct cn_look *look)
 		cn_report_peer_more(ag, " (a suspend turns it off, and it stays off after the "
 					"resume: [peer] mode = off)");
 	gpu_mib = memory_now(ag, &r);
+	if (r.state == CN_STATE_RUNNING)
+		cn_report_gpus_using(ag, r.use, r.n_use);
 	cn_beside_describe(&ag->cfg, &r, ag->status.restores, beside, sizeof(beside));
 	cn_report_beside(ag, beside);
 	cn_requests_know_gpus(ag);

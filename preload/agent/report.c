@@ -29,6 +29,7 @@
 #include "agent/route.h"
 #include "cuda/owned.h"
 #include "cuda/peers.h"
+#include "hostcopy/hibernate.h"
 #include "hostcopy/staging.h"
 #include "agent/state.h"
 
@@ -69,8 +70,27 @@ static struct {
 	pthread_mutex_t publishing; /* a status write and the removal at exit exclude each other */
 	bool exiting;		    /* the status file is gone: never written again */
 	char status_path[4200];	    /* for the removal at _exit: unlink only */
-	char calls_path[4200];	    /* CUDANAP_DEBUG=calls: the counts beside it */
+	char notes_at[4200];	    /* "<status dir>/<pid>.", which the notes' names complete */
+	size_t notes_len;
 } at_exit;
+
+/* Every note of this process's removed (cn_notes_names): what the command line left for it and
+ * what it said, none of which means anything once it is gone. At _exit too: memcpy and unlink
+ * only. */
+static void remove_notes(void)
+{
+	char path[sizeof(at_exit.notes_at) + 32];
+
+	memcpy(path, at_exit.notes_at, at_exit.notes_len);
+	for (size_t i = 0; at_exit.notes_len && cn_notes_names[i]; i++) {
+		size_t n = strlen(cn_notes_names[i]) + 1;
+
+		if (at_exit.notes_len + n > sizeof(path))
+			continue;
+		memcpy(path + at_exit.notes_len, cn_notes_names[i], n);
+		unlink(path);
+	}
+}
 
 void cn_report_time(char *out, size_t len, double ago_ms)
 {
@@ -142,8 +162,8 @@ void cn_report_start(struct cn_agent *ag)
 	cn_status_init(st, (int)getpid());
 	cn_status_path(ag->cfg.status_dir, st->pid, at_exit.status_path,
 		       sizeof(at_exit.status_path));
-	cn_notes_path(ag->cfg.status_dir, st->pid, CN_NOTE_CALLS, at_exit.calls_path,
-		      sizeof(at_exit.calls_path));
+	cn_notes_path(ag->cfg.status_dir, st->pid, "", at_exit.notes_at, sizeof(at_exit.notes_at));
+	at_exit.notes_len = strlen(at_exit.notes_at);
 	st->starttime = cn_proc_starttime(st->pid);
 	st->suspend_signal = ag->cfg.suspend_signal;
 	st->resume_signal = ag->cfg.resume_signal;
@@ -155,23 +175,40 @@ void cn_report_start(struct cn_agent *ag)
 	cn_report_publish(ag);
 }
 
-void cn_report_gpus(struct cn_agent *ag, bool asleep)
+/* The GPUs of use, where the process's memory is, and those they came from (its home). */
+static void gpus_of(struct cn_agent *ag, const struct cn_gpu_use *use, uint32_t k)
 {
 	const struct cn_uuid *all = ag->where.gpus;
-	struct cn_uuid now[CN_MAX_GPUS], home[CN_MAX_GPUS], to[CN_MAX_GPUS];
+	struct cn_uuid now[CN_MAX_GPUS], home[CN_MAX_GPUS];
 	struct cn_status *st = &ag->status;
-	int k = (int)ag->where.n_use, n = (int)ag->where.n_gpus;
+	int n = (int)ag->where.n_gpus;
 
-	for (int u = 0; u < k; u++) {
-		now[u] = ag->where.use[u].uuid;
+	for (uint32_t u = 0; u < k && u < CN_MAX_GPUS; u++) {
+		now[u] = use[u].uuid;
 		cn_gpumap_home_of(ag->where.moves, ag->where.n_moves, &now[u], &home[u]);
 	}
-	cn_gpumap_list(now, k, all, n, st->gpus, sizeof(st->gpus));
-	cn_gpumap_list(home, k, all, n, st->home_gpus, sizeof(st->home_gpus));
+	cn_gpumap_list(now, (int)k, all, n, st->gpus, sizeof(st->gpus));
+	cn_gpumap_list(home, (int)k, all, n, st->home_gpus, sizeof(st->home_gpus));
 	st->restore_gpus[0] = '\0';
+}
+
+void cn_report_gpus(struct cn_agent *ag, bool asleep)
+{
+	struct cn_uuid to[CN_MAX_GPUS];
+	struct cn_status *st = &ag->status;
+	int k = (int)ag->where.n_use;
+
+	gpus_of(ag, ag->where.use, ag->where.n_use);
 	if (!asleep || cn_state_targets(&ag->where, &ag->cfg.gpu_map, to) < 0)
 		return;
-	cn_gpumap_list(to, k, all, n, st->restore_gpus, sizeof(st->restore_gpus));
+	cn_gpumap_list(to, k, ag->where.gpus, (int)ag->where.n_gpus, st->restore_gpus,
+		       sizeof(st->restore_gpus));
+}
+
+void cn_report_gpus_using(struct cn_agent *ag, const struct cn_gpu_use *use, uint32_t n)
+{
+	if (n)
+		gpus_of(ag, use, n > CN_MAX_GPUS ? CN_MAX_GPUS : n);
 }
 
 void cn_report_begin(struct cn_agent *ag, int action)
@@ -216,8 +253,6 @@ static const size_t field_at[] = {
 	[CN_REPORT_STAGED_MIB] = offsetof(struct cn_status, staged_mib),
 	[CN_REPORT_PREFAULT_MS] = offsetof(struct cn_status, prefault_ms),
 	[CN_REPORT_UNMAP_MS] = offsetof(struct cn_status, unmap_ms),
-	[CN_REPORT_HOST_MIB] = offsetof(struct cn_status, host_mib),
-	[CN_REPORT_DISK_MIB] = offsetof(struct cn_status, disk_mib),
 	[CN_REPORT_COPY_MIB] = offsetof(struct cn_status, copy_mib),
 	[CN_REPORT_COPY_MS] = offsetof(struct cn_status, copy_ms),
 	[CN_REPORT_RESERVE_MS] = offsetof(struct cn_status, reserve_ms),
@@ -490,6 +525,30 @@ static void count_action(struct cn_status *st, const struct cn_outcome *o, bool 
 		cn_counts_observe(&st->counts.resume, st->total_ms / 1000);
 }
 
+/* What its host copy holds as the action ends, whichever action it was (a resume refused for
+ * room leaves it asleep, its copy where it was): asleep, the copy the checkpoint mapped, or,
+ * where cudanap did not see it map one ([performance] hugepages = false), the GPU memory the
+ * driver copied; on disk, what of it is still in RAM and the file's blocks; a light nap's, what
+ * it has not put back; a prepared one's. */
+static void held_copy(struct cn_agent *ag, struct cn_status *st)
+{
+	const struct cn_held *h = &ag->held;
+	const double mib = 1 << 20;
+
+	st->host_mib = st->disk_mib = -1;
+	if (st->state == CN_STATE_CHECKPOINTED && h->hib_addr) {
+		st->host_mib = (double)cn_hibernate_resident(h->hib_addr, h->hib_len) / mib;
+		st->disk_mib = (double)cn_hibernate_disk_bytes() / mib;
+	} else if (st->state == CN_STATE_CHECKPOINTED) {
+		st->host_mib = h->copy_bytes ? (double)h->copy_bytes / mib
+					     : cn_state_footprint_mib(&ag->where);
+	} else if (cn_light_holding()) {
+		st->host_mib = (double)cn_light_left(-1) / mib;
+	} else if (h->prepared_bytes) {
+		st->host_mib = (double)h->prepared_bytes / mib;
+	}
+}
+
 /* The status file, then the log line; the hook when asked. */
 static struct cn_outcome finish(struct cn_agent *ag, const struct cn_resp *r, const char *message,
 				bool already)
@@ -503,6 +562,7 @@ static struct cn_outcome finish(struct cn_agent *ag, const struct cn_resp *r, co
 	st->state = o.state;
 	st->busy = false;
 	st->seq++;
+	held_copy(ag, st);
 	count_release(ag, st);
 	describe_nccl(ag, st);
 	cn_report_shared(ag);
@@ -582,12 +642,12 @@ void cn_report_exit(struct cn_agent *ag)
 	pthread_mutex_lock(&at_exit.publishing);
 	at_exit.exiting = true;
 	cn_status_remove(ag->cfg.status_dir, ag->status.pid);
-	unlink(at_exit.calls_path);
+	remove_notes();
 	pthread_mutex_unlock(&at_exit.publishing);
 }
 
 void cn_report_exit_now(void)
 {
 	unlink(at_exit.status_path);
-	unlink(at_exit.calls_path);
+	remove_notes();
 }

@@ -50,6 +50,8 @@ void cn_report_waiting(struct cn_agent *ag, const char *op, unsigned s);
 /* Where the process's memory is, into the status (not written yet): the GPUs it is on, those it
  * started on and, asleep, those a resume puts it on by the INI as read now. */
 void cn_report_gpus(struct cn_agent *ag, bool asleep);
+/* The same for a running process, from a question's answer: the n GPUs use it holds memory on. */
+void cn_report_gpus_using(struct cn_agent *ag, const struct cn_gpu_use *use, uint32_t n);
 
 /* At process exit: remove the status file, and never write it again. */
 void cn_report_exit(struct cn_agent *ag);
@@ -63,14 +65,13 @@ void cn_report_step_ms(struct cn_agent *ag, enum cn_step s, double ms);
 /* When the action's first driver call began (CLOCK_MONOTONIC ns). */
 void cn_report_call_ns(struct cn_agent *ag, unsigned long long ns);
 /* The action's figures, by cn_report_figure: the host copy staged and its prefault, its unmap,
- * what it holds in RAM and on disk, libcuda's big copies, the restore's reserve, the footprint at
- * the checkpoint, what a light nap moved and in how long. */
+ * libcuda's big copies, the restore's reserve, the footprint at the checkpoint, what a light nap
+ * moved and in how long. What the host copy holds in RAM and on disk is measured at every
+ * outcome (cn_report_finish). */
 enum cn_report_figure {
 	CN_REPORT_STAGED_MIB,
 	CN_REPORT_PREFAULT_MS,
 	CN_REPORT_UNMAP_MS,
-	CN_REPORT_HOST_MIB,
-	CN_REPORT_DISK_MIB,
 	CN_REPORT_COPY_MIB,
 	CN_REPORT_COPY_MS,
 	CN_REPORT_RESERVE_MS,

@@ -57,17 +57,15 @@ static void hibernate_after(struct cn_agent *ag, int rc, const struct cn_staging
 			return; /* moved into RAM */
 		}
 	}
+	/* what the status says of it, host_mib and disk_mib, the outcome measures (report.c) */
 	ag->held.hib_addr = ss->addr;
 	ag->held.hib_len = ss->bytes;
-	cn_report_figure(ag, CN_REPORT_HOST_MIB,
-			 (double)cn_hibernate_resident(ss->addr, ss->bytes) / (1 << 20));
-	cn_report_figure(ag, CN_REPORT_DISK_MIB, (double)cn_hibernate_disk_bytes() / (1 << 20));
 	cn_report_step_ms(ag, CN_STEP_HIBERNATE, cn_clock_ms() - t0);
 	cn_log(&ag->cfg, CN_LOG_DEBUG,
 	       "hibernate: %.0f MiB in %s, %.1f ms for the write-back under way, %.1f ms to sync, "
 	       "%.1f ms to page out; %.1f MiB left in RAM",
 	       (double)ss->bytes / (1 << 20), cn_hibernate_dir(), stop_ms, hs.write_ms,
-	       hs.pageout_ms, ag->status.host_mib);
+	       hs.pageout_ms, (double)cn_hibernate_resident(ss->addr, ss->bytes) / (1 << 20));
 }
 
 /* The checkpoint call, with the host copy staged in huge pages when the INI asks for it, or in
@@ -77,8 +75,10 @@ static int checkpoint(struct cn_agent *ag, struct cn_resp *r)
 	struct cn_staging_stats ss;
 	int rc;
 
-	if (!ag->cfg.hugepages && !ag->held.hib)
+	if (!ag->cfg.hugepages && !ag->held.hib) {
+		ag->held.copy_bytes = 0; /* the driver's own mapping, not seen */
 		return cn_requests_checkpoint(ag, r);
+	}
 	if (ag->cfg.hugepages && !ag->held.thp && !ag->held.thp_said) {
 		ag->held.thp_said = true;
 		cn_log(&ag->cfg, CN_LOG_INFO,

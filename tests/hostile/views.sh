@@ -46,11 +46,12 @@ prometheus-node-exporter --web.listen-address="127.0.0.1:$ne_port" --collector.d
 ne_pid=$!
 scrape() { curl -s --max-time 5 "http://127.0.0.1:$ne_port/metrics"; }
 eventually 30 scrape > /dev/null
-# textfile_ok PID WHAT: root writes the textfile; promtool takes it, and node_exporter reads it
+# textfile_ok PID WHAT: root writes the textfile, every command line in its labels (--command-line:
+# what a user's bytes can do there at worst); promtool takes it, and node_exporter reads it
 # without an error, PID's series in it (PID "": none expected) once each
 textfile_ok() {
 	local out rc m
-	"$CUDANAP" metrics --textfile "$T/tf"
+	"$CUDANAP" metrics --command-line --textfile "$T/tf"
 	out=$(promtool check metrics < "$T/tf/cudanap.prom" 2>&1); rc=$?
 	is "$rc:$out" "0:" "$2: root's textfile passes promtool"
 	m=$(scrape)

@@ -20,8 +20,9 @@ key() {
 }
 # dry PID: the dry run's line and exit status, "LINE:RC"
 dry() { local out rc; out=$("$CUDANAP" suspend --dry-run "$1" 2>&1); rc=$?; echo "$out:$rc"; }
-snapshot() { # what a dry run must not change: the status file but for the answer, the driver's state
-	sed -E 's/"(query_[a-z]+|suspendable|why_not|gpu_now[a-z_]*|gpu_model|host_[a-z]+_mib|host_bound|est_[a-z_]+|inside)":("[^"]*"|[^,}]*),?//g' \
+snapshot() { # what a dry run must not change: the status file but for the answer (the GPUs a running
+	# process is on among it), the driver's state
+	sed -E 's/"(query_[a-z]+|suspendable|why_not|gpu_now[a-z_]*|gpu_model|host_[a-z]+_mib|host_bound|est_[a-z_]+|inside|gpus|home_gpus)":("[^"]*"|[^,}]*),?//g' \
 		"$T/status/$1.json"
 	"$FAKECTL" "$FAKECUDA" state "$1"
 }
@@ -90,7 +91,7 @@ like "$out" "
 $pid +checkpointed .* 1000\? +yes 0\.[0-9]/0\.[0-9]\? .*
 \?: as answered before the process's last action" \
 	"status --no-query after a suspend: the answer from before it marked stale, not taken for now"
-like "$("$CUDANAP" status --no-query --json "$pid")" '"query_stale":true\}' "--json: query_stale"
+like "$("$CUDANAP" status --no-query --json "$pid")" '"query_stale":true,' "--json: query_stale"
 is "$(key "$pid" suspendable)" asleep "asleep: suspendable says so"
 out=$("$CUDANAP" status "$pid")
 like "$out" "
@@ -135,12 +136,12 @@ kill -STOP "$pid"
 eventually 10 stopped "$pid" # a signal is delivered later, under load after the next command
 like "$(dry "$pid")" "^$pid: would refuse: .*stopped.*:1$" "a stopped process: would refuse, at once"
 like "$("$CUDANAP" status "$pid")" "
-$pid +running .* 1000\? +no .*
+$pid +stopped .* 1000\? +no .*
 $pid: would refuse: it is stopped \(SIGSTOP or a debugger\); continue it first \(kill -CONT\)
 \?: as answered before" \
 	"cudanap status of a stopped process: no, as the dry run says; its NOW_MIB as last asked, marked"
-like "$(json "$pid")" '"suspendable":"no","why_not":"it is stopped .*"query_stale":true\}' \
-	"--json: suspendable no, why_not, query_stale"
+like "$(json "$pid")" '"suspendable":"no","why_not":"it is stopped .*"query_stale":true,"halted":"stopped"\}' \
+	"--json: suspendable no, why_not, query_stale, halted"
 kill -CONT "$pid"
 before=$(snapshot "$pid")
 like "$(dry "$pid")" "would suspend.*:0$" "all well again"

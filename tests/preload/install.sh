@@ -1,10 +1,7 @@
 #!/usr/bin/env bash
 # `cudanap run` after `meson install`: the installed CLI finds the installed preload.
 . "$(dirname "$0")/../lib.sh"
-[ -n "${BUILD_ROOT:-}" ] || skip_all "BUILD_ROOT not set"
-[ -z "${CN_SANITIZER_RUNTIME:-}" ] || skip_all "the install layout is not a sanitizer's business"
-meson install -C "$BUILD_ROOT" --no-rebuild --destdir "$T/inst" > "$T/install.log" 2>&1 ||
-	{ ok 1 "meson install"; tail -n 5 "$T/install.log" >&2; finish; }
+install_tree
 cli=$(find "$T/inst" -path '*/bin/cudanap' -type f)
 lib=$(find "$T/inst" -name libcudanap.so -type f)
 ctl=$(find "$T/inst" -name cudanap-ctl -type f)

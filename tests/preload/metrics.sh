@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # cudanap metrics, with the fake driver: every series labelled with the process's pid, user, Slurm
-# job (from its cgroup, as Slurm's cgroup plugins make it) and command; the processes' states
-# (napping its own), the GPU memory each holds or gave back on each GPU (labels gpu and UUID as
-# dcgm-exporter writes them), the byte-seconds given back (counting up while a process sleeps,
-# kept once it wakes), its actions by result, and histograms of its suspends, resumes and wakes,
-# in Prometheus' text format: checked by promtool (Debian's prometheus package) and parsed back;
-# --textfile writes cudanap.prom atomically, readable by node_exporter. A real Prometheus scrapes
-# it in prometheus.sh.
+# job (from its cgroup, as Slurm's cgroup plugins make it) and command (the program's name; its
+# command line only with --command-line); the processes' states (napping its own), the GPU memory
+# each holds or gave back on each GPU (labels gpu and UUID as dcgm-exporter writes them), its host
+# copy in memory and on disk, its idle seconds, its GPU's model, the byte-seconds given back
+# (counting up while a process sleeps, kept once it wakes), its actions by result, histograms of
+# its suspends, resumes and wakes, and cudanap's version, in Prometheus' text format: checked by
+# promtool (Debian's prometheus package) and parsed back; --textfile writes cudanap.prom
+# atomically, readable by node_exporter; --listen serves it over HTTP, bad requests answered
+# and survived. A real Prometheus scrapes both in prometheus.sh.
 . "$(dirname "$0")/../lib.sh"
 export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake CUDANAP_FAKE_GPUS=2
 mkdir "$T/fake"
@@ -28,8 +30,11 @@ labels_of() { grep "^$1{pid=\"$2\"" "$T/m" | head -n 1 | sed 's/^[^{]*{//; s/}.*
 gt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > b) }'; }
 uuid0=GPU-face0000-0000-0000-0000-000000000000
 
-start A "$TARGET"
-CUDANAP_FAKE_START_GPU=1 start B "$TARGET" 'a"b\c'
+# B's program has a quote and a backslash in its name, and its arguments a secret
+mkdir "$T/bin"
+ln -s "$(readlink -f "$TARGET")" "$T/bin/fake\"tar\\get"
+CUDANAP_FAKE_COPY_MIB=64 start A "$TARGET"
+CUDANAP_FAKE_START_GPU=1 start B "$T/bin/fake\"tar\\get" --token=s3cret 'a"b\c'
 # A Slurm job's cgroup (cgroup v1's pids hierarchy, or v2), made for A where root may: its job
 # label is read from there, never from its environment
 job= cgdir=
@@ -63,15 +68,26 @@ else
 fi
 user=$(id -un)
 if [ -n "$job" ]; then
-	is "$(labels_of cudanap_process_state "$A_pid")" "pid=\"$A_pid\",user=\"$user\",slurm_job=\"4242\",command=\"$TARGET\",state=\"checkpointed\"" \
-		"A's labels: pid, user, its Slurm job from its cgroup, command, and its state"
+	is "$(labels_of cudanap_process_state "$A_pid")" "pid=\"$A_pid\",user=\"$user\",slurm_job=\"4242\",command=\"fake_target\",state=\"checkpointed\"" \
+		"A's labels: pid, user, its Slurm job from its cgroup, command (its program's name), and its state"
 else
 	skip "A's labels with a Slurm job" "no cgroup root may make here"
-	is "$(labels_of cudanap_process_state "$A_pid")" "pid=\"$A_pid\",user=\"$user\",slurm_job=\"\",command=\"$TARGET\",state=\"checkpointed\"" \
-		"A's labels: pid, user, no job, command, and its state"
+	is "$(labels_of cudanap_process_state "$A_pid")" "pid=\"$A_pid\",user=\"$user\",slurm_job=\"\",command=\"fake_target\",state=\"checkpointed\"" \
+		"A's labels: pid, user, no job, command (its program's name), and its state"
 fi
-is "$(labels_of cudanap_process_state "$B_pid")" "pid=\"$B_pid\",user=\"$user\",slurm_job=\"\",command=\"$TARGET a\\\"b\\\\c\",state=\"running\"" \
-	"B's: outside a job, its command's quote and backslash escaped"
+is "$(labels_of cudanap_process_state "$B_pid")" "pid=\"$B_pid\",user=\"$user\",slurm_job=\"\",command=\"fake\\\"tar\\\\get\",state=\"running\"" \
+	"B's: outside a job, its program's name with its quote and backslash escaped"
+check "no argument in a label: B's secret is not there" bash -c '! grep -q s3cret "$1"' _ "$T/m"
+"$CUDANAP" metrics -c "$T/job.ini" --command-line > "$T/argv"
+is "$(grep "^cudanap_process_state{pid=\"$B_pid\"" "$T/argv" | sed 's/.*command="//; s/",state.*//')" \
+	"$T/bin/fake\\\"tar\\\\get --token=s3cret a\\\"b\\\\c" "--command-line: the whole command line, escaped, as asked"
+is "$(value cudanap_build_info "version=\"$("$CUDANAP" --version | sed 's/^cudanap //')\"")" 1 \
+	"cudanap_build_info: its version, once, with no process's labels"
+is "$(value cudanap_copy_bytes "pid=\"$A_pid\"" 'where="host"'):$(value cudanap_copy_bytes "pid=\"$A_pid\"" 'where="disk"')" \
+	"$((68 << 20)):0" "the suspended one's host copy: 64 MiB and the fake driver's 1/16 in host memory, none on disk"
+is "$(value cudanap_copy_bytes "pid=\"$B_pid\"" 'where="host"'):$(value cudanap_copy_bytes "pid=\"$B_pid\"" 'where="disk"')" \
+	"0:0" "the running one's: none"
+is "$(value cudanap_gpu_model_info "pid=\"$B_pid\"" 'model="Fake GPU 80GB"')" 1 "the model of its GPU, as last asked"
 is "$(value cudanap_process_state "pid=\"$A_pid\"" 'state="checkpointed"'):$(value cudanap_process_state "pid=\"$B_pid\"" 'state="running"')" \
 	1:1 "each process's state"
 is "$(value cudanap_gpu_memory_bytes "pid=\"$A_pid\"" 'gpu="0"' "UUID=\"$uuid0\"" 'state="released"')" 1048576000 \
@@ -117,6 +133,20 @@ check "A's kept once it runs again, never less ($a2 then $a3)" gt "$a3" "$a2"
 like "$(field "$A_pid" released_byte_s)" "^[0-9]+\.[0-9]+$" "kept by the process, in its status file"
 is "$(value cudanap_gpu_memory_bytes "pid=\"$A_pid\"" 'state="released"')" "" "and it holds its memory again"
 
+# -- idle seconds, where naps follow a process
+RUN_ARGS=(--nap 600)
+start C "$TARGET"
+unset RUN_ARGS
+ask C "drv launch export 5" # a call the gate sees: its idleness is followed from there
+idle_c() { metrics > "$T/m"; gt "$(value cudanap_idle_seconds "pid=\"$C_pid\"")" 1; }
+check "a process whose naps follow it: its idle seconds ($(value cudanap_idle_seconds "pid=\"$C_pid\""))" \
+	eventually 20 idle_c
+is "$(value cudanap_idle_seconds "pid=\"$A_pid\"")" "" "one whose naps are off: no idle seconds"
+ask C "drv launch export 5"
+busy_c() { metrics > "$T/m"; awk -v v="$(value cudanap_idle_seconds "pid=\"$C_pid\"")" 'BEGIN { exit !(v != "" && v < 1) }'; }
+check "working again: its idle seconds begin again" eventually 10 busy_c
+ask C quit
+
 # -- failures by result: a lock that times out, and a refusal
 write_ini "[lock]" "timeout_ms = 200"
 ask A "kernel 2000"
@@ -145,6 +175,67 @@ cli2 metrics --textfile "$T/none"
 like "$rc:$out" "^1:cudanap: --textfile $T/none: cannot write cudanap.prom: No such file or directory$" "a DIR that is not there: one line"
 cli2 metrics extra
 is "$rc" 2 "an argument it does not take: a usage error"
+cli2 metrics --textfile "$T/tf" --listen 127.0.0.1:0
+is "$rc" 2 "--textfile and --listen: a usage error"
+
+# -- --listen: the text over HTTP, made anew for each request, one at a time
+"$CUDANAP" metrics -c "$T/job.ini" --listen 127.0.0.1:0 2> "$T/listen.err" &
+srv=$!
+said_port() { grep -q "^cudanap: metrics at http://127.0.0.1:[0-9]*/metrics$" "$T/listen.err"; }
+check "--listen 127.0.0.1:0: it says where, once listening" eventually 10 said_port
+url=$(sed -n 's/^cudanap: metrics at //p' "$T/listen.err")
+port=${url#http://127.0.0.1:}
+port=${port%/metrics}
+get() { curl -s --max-time 10 -o "$T/body" -D "$T/head" -w '%{http_code}' "$@"; }
+is "$(get "$url")" 200 "GET /metrics: 200"
+like "$(tr -d '\r' < "$T/head")" $'\nContent-Type: text/plain; version=0.0.4; charset=utf-8\n' "in Prometheus' text format"
+if command -v promtool > /dev/null; then
+	out=$(promtool check metrics < "$T/body" 2>&1); rc=$?
+	is "$rc:$out" "0:" "promtool takes it"
+fi
+is "$(sed -n 's/^# TYPE //p' "$T/body")" "$(metrics | sed -n 's/^# TYPE //p')" "the families cudanap metrics prints"
+is "$(grep -c "^cudanap_process_state{pid=\"$A_pid\"" "$T/body")" 1 "A in it"
+# raw BYTES...: the server's whole answer to them, its lines without their CRs
+raw() {
+	local fd
+	exec {fd}<> "/dev/tcp/127.0.0.1/$port" || return
+	printf "$@" >&"$fd" 2> /dev/null
+	timeout 10 cat <&"$fd" | tr -d '\r'
+	exec {fd}>&-
+}
+out=$(raw 'HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n')
+like "$out" "^HTTP/1.1 200 OK
+.*Content-Length: [1-9][0-9]*
+Connection: close$" "HEAD /metrics: 200, its length, no body"
+is "$(get "http://127.0.0.1:$port/")" 200 "GET /: a line that says where"
+is "$(get "http://127.0.0.1:$port/nothing")" 404 "another path: 404"
+is "$(get -X POST "$url"):$(grep -ci '^Allow: GET, HEAD' "$T/head")" 405:1 "POST: 405, GET and HEAD allowed"
+is "$(raw 'nonsense\r\n\r\n' | head -n 1)" "HTTP/1.1 400 Bad Request" "a line that is no request: 400"
+is "$(raw 'GET /metrics HTTP/1.1\r\nX: %09000d\r\n\r\n' 0 | head -n 1)" "HTTP/1.1 431 Request Header Fields Too Large" \
+	"a head over 8 KiB: 431"
+exec {idle}<> "/dev/tcp/127.0.0.1/$port" # a client that says nothing
+t0=$(date +%s)
+is "$(get "$url")" 200 "while it says nothing, the next request is answered"
+check "within the bound on a request, 5 s ($(($(date +%s) - t0)) s)" test $(($(date +%s) - t0)) -le 8
+exec {idle}>&-
+check "the server runs on" kill -0 "$srv"
+cloexec() { # every socket of PID is close-on-exec (its other descriptors are the test's)
+	local f n=0
+	for f in /proc/$1/fd/*; do
+		[[ $(readlink "$f") == socket:* ]] || continue
+		n=$((n + 1))
+		(($(awk '/^flags:/ { print "0" $2 }' "/proc/$1/fdinfo/${f##*/}") & 02000000)) || return 1
+	done
+	[ "$n" -gt 0 ]
+}
+check "its sockets are close-on-exec" cloexec "$srv"
+cli2 metrics --listen "127.0.0.1:$port"
+is "$rc:$out" "1:cudanap: --listen 127.0.0.1:$port: cannot listen: Address already in use" \
+	"a port in use: one line, exit 1"
+cli2 metrics --listen nonsense
+like "$rc:$out" "^1:cudanap: --listen nonsense: not ADDR:PORT" "not an address: one line, exit 1"
+kill "$srv"
+wait "$srv" 2> /dev/null
 ask A quit
 ask B quit
 finish

@@ -120,7 +120,7 @@ log_like "$T/B.err" "cudanap\[$pid\]: napping already: it wakes at its next CUDA
 cli suspend "$pid"
 is "$rc" 0 "cudanap suspend of a napping process: already asleep ($out)"
 cli nap "$pid"
-like "$rc:$out" "^0:$pid: already suspended" "cudanap nap of it: asleep already"
+like "$rc:$out" "^0:$pid: already napping" "cudanap nap of it: napping already"
 cli resume "$pid"
 woke "$pid" # the wake is counted after the resume's outcome is written
 like "$rc:$out:$(field "$pid" wakes)" "^0:$pid: resumed in .*:9$" "cudanap resume wakes it (a wake counted)"

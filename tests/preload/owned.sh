@@ -48,7 +48,7 @@ is "$(owned_of "$pid")" "" "nothing owned"
 ask A "drv alloc export 600"
 is "$REPLY" "alloc 0" "600 MiB by cuMemAlloc"
 cli2 status "$pid"
-like "$out" $'\n'"$pid: peer access owned: 600 MiB in 3 pieces of 256 MiB at most \(1 allocation, 0 handles\)|owned: 600 MiB in 3 pieces" \
+like "$out" $'\n'"$pid: owned memory: 600 MiB in 3 pieces of 256 MiB at most \(1 allocation, 0 handles\)" \
 	"cudanap status: 600 MiB owned, in 3 pieces"
 ask A "drv vmm range A 300"
 is "$REPLY" "vmm range 0 0 600" "cuMemGetAddressRange inside it: its start and 600 MiB, as the driver answers for its own"

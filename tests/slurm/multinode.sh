@@ -133,6 +133,17 @@ like "$out" "(^|
 )cnode1 +${pid[0]} +running.*
 cnode2 +${pid[2]} +running" "status --slurm from the controller: the rows of both nodes, each named"
 is "$(grep -c '^NODE ' <<< "$out")" 1 "under one header"
+check "in one table: each node's rows laid out again, every cell under its head" awk '
+	/^NODE / { h = $0; next }
+	h != "" && /^cnode[12] / {
+		for (i = 2; i <= length(h); i++) {
+			w = substr(h, i); sub(/ .*/, "", w)
+			if (substr(h, i, 1) == " " || substr(h, i - 1, 1) != " ") continue
+			if (w ~ /MIB$/) { e = i + length(w) - 1; if (substr($0, e, 1) == " " || substr($0, e + 1, 1) != " ") bad = 1 }
+			else if (substr($0, i - 1, 1) != " " || substr($0, i, 1) == " ") bad = 1
+		}
+	}
+	END { exit bad }' <<< "$out"
 
 # -- a rank on cnode2 failing its lock: the rollback resumes everything, on both nodes
 printf '[lock]\ntimeout_ms = 300\n[signals]\nsuspend = SIGTSTP\nresume = SIGCONT\n' > "$T/job.ini"

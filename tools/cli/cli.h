@@ -4,6 +4,7 @@
 #define CN_CLI_H
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -47,6 +48,8 @@ bool procs_alive(const struct cn_status *s);
 
 /* Why pid cannot act on a signal now (stopped, or its cgroup frozen), or NULL. */
 const char *procs_stopped(int pid);
+/* "stopped" or "frozen" for such a process, NULL for one that can act. */
+const char *procs_halt_word(int pid);
 
 /* Has pid mapped the driver (libcuda.so, or the file $CUDANAP_LIBCUDA names in its environment)?
  * One that has not holds no CUDA state. True when its maps cannot be read. */
@@ -83,6 +86,21 @@ int procs_job_dirs(struct procs_dir **out);
  * allocated; returns the count. */
 int status_gather(const char *cfg, struct cn_status **out);
 
+/* ---- table.c: rows of cells in columns as wide as their widest cell, heads included ---- */
+struct table {
+	const char *const *heads;
+	const char *align; /* a letter per column: 'l', or 'r' for a number */
+	int cols;
+	char ***rows; /* each row's cells, copied */
+	int n, cap;
+};
+void table_init(struct table *t, const char *const *heads, const char *align, int cols);
+/* A row of cols cells (NULL: empty); 0, or -1 when out of memory. */
+int table_add(struct table *t, const char *const *cells);
+/* The heads and the rows, the last column not padded. */
+void table_print(const struct table *t, FILE *f);
+void table_free(struct table *t);
+
 /* ---- metrics.c ---- */
 extern const char cli_usage_metrics[];
 int metrics_main(int argc, char **argv);
@@ -95,6 +113,12 @@ int pager_main(int argc, char **argv);
 int pager_read_state(const char *path, struct cn_pagerstate *s, char *why, size_t len);
 /* Its figures per user, in Prometheus' text format. */
 void pager_metrics(FILE *f, const struct cn_pagerstate *s);
+
+/* ---- serve.c: cudanap metrics --listen ---- */
+/* Listen at addr (ADDR:PORT, [ADDR]:PORT, :PORT) and answer GET /metrics with the text render
+ * makes for each request (0, or -1), one request at a time, for ever; 1 when it cannot listen
+ * (said in one line). */
+int serve_listen(const char *addr, int (*render)(void *arg, char **text, size_t *len), void *arg);
 
 /* ---- kernel.c: Jupyter kernelspecs that run a kernel under cudanap ---- */
 extern const char cli_usage_kernel[];

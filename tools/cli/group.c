@@ -192,7 +192,10 @@ static void send_one(struct job *j, const struct plan *p)
 	    !(v == VERB_RESUME && comms_suspended(&s)) &&
 	    !(v == VERB_SUSPEND && s.nap_depth == CN_DEPTH_LIGHT)) {
 		j->done = j->ok = true;
-		say(j, "already", "already %s%s", v == VERB_RESUME ? "running" : "suspended",
+		say(j, "already", "already %s%s",
+		    v == VERB_RESUME				 ? "running"
+		    : cn_status_state_of(&s) == CN_STATE_NAPPING ? "napping"
+								 : "suspended",
 		    v == VERB_PREPARE ? ": nothing to prepare" : "");
 		return;
 	}

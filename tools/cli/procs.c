@@ -27,15 +27,18 @@ bool procs_alive(const struct cn_status *s)
 	return s->starttime && cn_proc_starttime(s->pid) == s->starttime;
 }
 
-const char *procs_stopped(int pid)
+/* Why pid cannot act now, and the word for it (stopped, frozen); NULL when it can. */
+static const char *halted(int pid, const char **word)
 {
 	char path[PATH_MAX], buf[4096], *all, *line, *save = NULL;
 	const char *p, *why = NULL;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 	if (cli_read_file(path, buf, sizeof(buf)) > 0 && (p = strrchr(buf, ')')) &&
-	    (p[2] == 'T' || p[2] == 't'))
+	    (p[2] == 'T' || p[2] == 't')) {
+		*word = "stopped";
 		return "it is stopped (SIGSTOP or a debugger); continue it first (kill -CONT)";
+	}
 	if (!(all = cn_proc_file(pid, "cgroup", NULL)))
 		return NULL;
 	for (line = strtok_r(all, "\n", &save); line && !why; line = strtok_r(NULL, "\n", &save)) {
@@ -52,12 +55,28 @@ const char *procs_stopped(int pid)
 		else
 			continue;
 		if (cli_read_file(path, state, sizeof(state)) > 0 &&
-		    (strstr(state, "frozen 1") || strstr(state, "FROZEN")))
+		    (strstr(state, "frozen 1") || strstr(state, "FROZEN"))) {
+			*word = "frozen";
 			why = "its cgroup is frozen (cgroup freezer, or the scheduler's suspend); "
 			      "thaw it first";
+		}
 	}
 	free(all);
 	return why;
+}
+
+const char *procs_stopped(int pid)
+{
+	const char *word;
+
+	return halted(pid, &word);
+}
+
+const char *procs_halt_word(int pid)
+{
+	const char *word = NULL;
+
+	return halted(pid, &word) ? word : NULL;
 }
 
 struct proc {

@@ -2,6 +2,7 @@
  * and the words with it (docs/FILES.md: the lines). */
 #define _GNU_SOURCE
 #include "spanstep.h"
+#include "view.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -490,9 +491,9 @@ void span_json_str(const char *text)
 
 /* ---- the commands that only look ---- */
 
-/* A node's lines of text: how 2, every line marked with its node; 1, a table's header (the
- * first only) and rows (those that start with the node's name); 0, the rest, marked. */
-static void print_lines(const char *node, const char *text, int how, bool *first)
+/* A node's lines of text, each marked with its node: every one (all), or those that are not a
+ * table's heads or rows (those that start with the node's name). */
+static void print_lines(const char *node, const char *text, bool all)
 {
 	size_t k = strlen(node);
 
@@ -501,24 +502,38 @@ static void print_lines(const char *node, const char *text, int how, bool *first
 		     row = strncmp(l, node, k) == 0 && l[k] == ' ';
 
 		e = l + strcspn(l, "\n");
-		if (how == 2 || (how == 0 && !header && !row))
+		if (all || (!header && !row))
 			printf("%s: %.*s\n", node, (int)(e - l), l);
-		else if (how == 1 && (row || (header && *first)))
-			printf("%.*s\n", (int)(e - l), l);
-		*first &= !(how == 1 && header);
 	}
 }
 
-/* What each node printed, in node order: a table's header once (status), lines marked with their
- * node (a dry run), or one JSON array of every node's (status --json) or an object per node. */
+/* Every node's table laid out again as one, its columns as wide as any node's words (view.c),
+ * then each table's notes, each saying its node. */
+static void print_table(const struct span *s, char **out)
+{
+	const char **names = calloc((size_t)(s->n ? s->n : 1), sizeof(*names));
+
+	for (int i = 0; names && i < s->n; i++)
+		names[i] = s->nodes[i].name;
+	if (names)
+		view_relay(out, names, s->n);
+	free(names);
+	for (int i = 0; i < s->n; i++)
+		print_lines(s->nodes[i].name, out[i] ? out[i] : "", false);
+}
+
+/* What each node printed, in node order: one table (status), lines marked with their node (a dry
+ * run), or one JSON array of every node's (status --json) or an object per node. */
 static void print_looks(const struct span *s, char **out, bool json, bool marked)
 {
 	bool first = true;
 
-	if (json && !marked)
-		printf("[");
-	else if (json)
-		printf("{\"action\":\"dry-run\",\"nodes\":[");
+	if (!json && !marked) {
+		print_table(s, out);
+		return;
+	}
+	if (json)
+		printf(marked ? "{\"action\":\"dry-run\",\"nodes\":[" : "[");
 	for (int i = 0; i < s->n; i++) {
 		char *t = out[i] ? out[i] : "", *a, *b;
 
@@ -532,12 +547,9 @@ static void print_looks(const struct span *s, char **out, bool json, bool marked
 			span_json_str(s->nodes[i].name);
 			printf(",\"result\":%s}", t[strspn(t, " \n")] ? t : "null");
 		} else {
-			print_lines(s->nodes[i].name, t, marked ? 2 : 1, &first);
+			print_lines(s->nodes[i].name, t, true);
 		}
 	}
-	/* A table's notes after all of its rows, each saying its node. */
-	for (int i = 0; i < s->n && !json && !marked; i++)
-		print_lines(s->nodes[i].name, out[i] ? out[i] : "", 0, &first);
 	if (json)
 		printf(marked ? "]}\n" : "]\n");
 }

@@ -3,6 +3,7 @@
  * would do now (ask.c). It removes the files of processes gone. */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
@@ -15,6 +16,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "view.h"
+#include "cn_notes.h"
 
 const char cli_usage_status[] =
 	"usage: cudanap status [-c FILE] [--json] [--no-query] [PID... | --slurm JOBID]\n"
@@ -22,29 +25,34 @@ const char cli_usage_status[] =
 	"Show every cudanap process of this user (root: of every user), or the PIDs given: its\n"
 	"STATE, one of running, locked, checkpointed (suspended: cudanap suspend, a signal),\n"
 	"napping (checkpointed by a nap: it wakes at its next CUDA call that needs the GPU),\n"
-	"failed or no-cuda ('+prep' when a prepared host copy waits, '*' while an action is under\n"
-	"way); the last ACTION, its RESULT and TIME; the GPUS it is on by nvidia-smi's index\n"
-	"('0>1': asleep, and a resume puts it on GPU 1; '-' before its first suspend); the GPU\n"
-	"memory it held at its last suspend, and the host memory and disk space its host copy\n"
-	"holds now; its NAP (off, awake or 'idle 42s', napping, waking, waiting for room, not\n"
-	"napped, waiting for an NCCL job to sleep) and NAPS (naps/wakes, the last wake's delay);\n"
-	"how its NCCL communicators are handled at a suspend (api: NCCL's suspend API;\n"
-	"suspended: they are; sockets; refused: its NCCL has no such API and its transports share\n"
-	"memory; '-': none).\n"
+	"failed or no-cuda, or stopped (SIGSTOP, a debugger) or frozen (its cgroup) in its place\n"
+	"while it runs and after it while it sleeps ('checkpointed+stopped'); '+prep' when a\n"
+	"prepared host copy waits, '*' while an action is under way; the last ACTION, its\n"
+	"RESULT and TIME; the GPUS it is on by nvidia-smi's index ('0>1': asleep, and a resume\n"
+	"puts it on GPU 1; '-' before it was first asked or suspended); the GPU memory it held\n"
+	"at its last suspend (GPU_MIB), and what its host copy holds now in host memory and on\n"
+	"disk (HOST_MIB, DISK_MIB: asleep, napping lightly or prepared); its NAP (off, awake or\n"
+	"'idle 42s' since its last GPU work or its last action, napping, waking, waiting for\n"
+	"room, not napped, waiting for an NCCL job to sleep) and NAPS (naps/wakes, the last\n"
+	"wake's delay); how its NCCL communicators are handled at a suspend (api: NCCL's\n"
+	"suspend API; suspended: they are; sockets; refused: its NCCL has no such API and its\n"
+	"transports share memory; '-': none). Each column is as wide as its widest word.\n"
 	"\n"
 	"Each process not busy with an action is first asked what a suspend would do now, as\n"
 	"'cudanap suspend --dry-run' asks (nothing changes; 5 s at most for all): NOW_MIB is its\n"
-	"GPU memory now, on all its GPUs; SUSPEND says yes, no, asleep, no-cuda or busy, with the\n"
-	"estimated suspend and resume times in seconds (from this machine's past suspends of its\n"
-	"GPU model, else defaults); one that cannot be asked (stopped, frozen, not answering) is\n"
-	"'no'. A line after the table says why for each 'no', and names the processes of another\n"
-	"job on a restored NCCL rank's GPUs. A '?' marks NOW_MIB and SUSPEND answered before the\n"
-	"process's last action (or not answered now): they say what was, not what is. --json\n"
-	"adds the GPUs' UUIDs (gpus, home_gpus, restore_gpus), the NCCL version, the answer's\n"
-	"fields (suspendable, why_not, gpu_now, gpu_now_mib, host_need_mib, host_room_mib,\n"
-	"host_bound, est_suspend_s, est_resume_s, est_source, inside, beside, query_time),\n"
-	"query_stale (true where the table has '?') and every other field.\n"
-	"Status files of processes that are gone are removed.\n"
+	"GPU memory now, on all its GPUs; SUSPEND says yes, no, asleep, no-cuda or busy, with\n"
+	"the estimated suspend and resume times in seconds (from this machine's past suspends\n"
+	"of its GPU model, else defaults); one that cannot be asked (stopped, frozen, not\n"
+	"answering) is 'no'. Lines after the table say why for each 'no', its peer access, the\n"
+	"memory cudanap owns of it ('owned memory: ...'), and the processes of another job on a\n"
+	"restored NCCL rank's GPUs. A '?' marks NOW_MIB and SUSPEND answered before the\n"
+	"process's last action (or not answered now): they say what was, not what is, and a\n"
+	"line after the table says so when one is there. --json adds the GPUs' UUIDs (gpus,\n"
+	"home_gpus, restore_gpus), the NCCL version, the answer's fields (suspendable, why_not,\n"
+	"gpu_now, gpu_now_mib, host_need_mib, host_room_mib, host_bound, est_suspend_s,\n"
+	"est_resume_s, est_source, inside, beside, query_time), query_stale (true where the\n"
+	"answer is not of now), halted (stopped, frozen or \"\") and every other field.\n"
+	"Status files of processes that are gone are removed, with the files beside them.\n"
 	"\n"
 	"  -c, --config FILE   where to find the status files (default: $CUDANAP_CONFIG, else the\n"
 	"                      built-in default directory)\n"
@@ -57,25 +65,6 @@ const char cli_usage_status[] =
 	"Options go anywhere, before or after the PIDs; --slurm followed by an option takes the\n"
 	"job id from the rest of the line.\n"
 	"Exit status: 0, or 1 if a PID given (or the job) has no status.\n";
-
-/* The processes to show, gathered first: the table's columns fit its widest row. */
-struct rows {
-	struct cn_status *s;
-	int n, cap;
-	const char *node;    /* --slurm: this node's name, in a column of its own */
-	unsigned char *mark; /* each row's marks (below), once every row is in */
-};
-
-/* What NOW_MIB and SUSPEND may claim. An answer given before the process's last action says
- * nothing of it now (a suspend since, or a wake), nor one it could not give now (stopped, not
- * answering): its columns are marked, lest a sleeper show 'yes' or a stopped process 'yes
- * 0.3/0.2'. A process that could not be asked would refuse a suspend now, as the dry run says:
- * its SUSPEND is this command's 'no'. */
-enum {
-	STALE_NOW = 1, /* NOW_MIB is as last asked */
-	STALE_ASK = 2, /* so is SUSPEND */
-	TOLD_NO = 4,   /* SUSPEND is 'no' because it could not be asked now */
-};
 
 /* A process once, however many directories hold a file of it. */
 static void add(struct rows *r, const struct cn_status *s)
@@ -95,194 +84,21 @@ static void add(struct rows *r, const struct cn_status *s)
 	r->s[r->n++] = *s;
 }
 
-static void mib(double v, char *buf, size_t len)
-{
-	if (v < 0)
-		snprintf(buf, len, "-");
-	else
-		snprintf(buf, len, "%.0f", v);
-}
-
-/* A command line fit for one row of a table: control characters (a script's newlines) made
- * spaces. */
-static void one_line(const char *in, char *out, size_t len)
-{
-	size_t i;
-
-	for (i = 0; in[i] && i + 1 < len; i++)
-		out[i] = (unsigned char)in[i] < 0x20 || in[i] == 0x7f ? ' ' : in[i];
-	out[i] = '\0';
-}
-
-/* The GPUS column: where the process is; asleep, "0>1" when a resume puts it elsewhere. */
-static void gpus_col(const struct cn_status *s, char *out, size_t len)
-{
-	char now[64], to[64];
-
-	cli_gpu_indices(s->gpus, now, sizeof(now));
-	cli_gpu_indices(s->restore_gpus, to, sizeof(to));
-	if (!now[0])
-		snprintf(out, len, "-");
-	else if (to[0] && strcmp(to, now) != 0)
-		snprintf(out, len, "%s>%s", now, to);
-	else
-		snprintf(out, len, "%s", now);
-}
-
-/* The NCCL column: how the process's communicators are handled at a suspend. */
-static const char *nccl_col(const struct cn_status *s)
-{
-	static const struct {
-		const char *prefix, *word;
-	} words[] = { { "suspended", "suspended" },
-		      { "suspend-api", "api" },
-		      { "sockets", "sockets" },
-		      { "no suspend API", "refused" } };
-
-	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
-		if (strncmp(s->nccl, words[i].prefix, strlen(words[i].prefix)) == 0)
-			return words[i].word;
-	return "-";
-}
-
-/* The SUSPEND column: what a suspend would do, as last asked: "yes 0.9/0.5" with the estimated
- * suspend and resume seconds; no, asleep, no-cuda; busy while an action is under way. */
-static void suspend_col(const struct cn_status *s, unsigned char mark, char *out, size_t len)
-{
-	const char *stale = mark & STALE_ASK ? "?" : "";
-
-	if (s->busy)
-		snprintf(out, len, "busy");
-	else if (s->suspendable == CN_ASK_UNASKED)
-		snprintf(out, len, "-");
-	else if (s->suspendable == CN_ASK_YES && s->est_suspend_s >= 0)
-		snprintf(out, len, "yes %.1f/%.1f%s", s->est_suspend_s, s->est_resume_s, stale);
-	else
-		snprintf(out, len, "%s%s", cn_outcome_ask_to_string(s->suspendable), stale);
-}
-
-/* The NAP column: where its naps stand. */
-static void nap_col(const struct cn_status *s, char *out, size_t len)
-{
-	double idle = cn_status_since_s(s->idle_since);
-
-	/* The nap's own words, as --json and the lines after the table say them. */
-	if (s->nap == CN_NAP_AWAKE && idle >= 0)
-		snprintf(out, len, "idle %.0fs", idle);
-	else if (s->nap != CN_NAP_UNSAID)
-		snprintf(out, len, "%s", cn_outcome_nap_to_string(s->nap));
-	else
-		snprintf(out, len, "-");
-}
-
-/* The NAPS column: naps/wakes and the last wake's delay. */
-static void naps_col(const struct cn_status *s, char *out, size_t len)
-{
-	if (!s->naps && !s->wakes)
-		snprintf(out, len, "-");
-	else if (s->last_wake_ms >= 0)
-		snprintf(out, len, "%lu/%lu %.2fs", s->naps, s->wakes, s->last_wake_ms / 1000);
-	else
-		snprintf(out, len, "%lu/%lu", s->naps, s->wakes);
-}
-
-/* Row i of the table; true when a column of it is as answered before, not now. */
-static bool print_row(const struct rows *r, int i, int wres)
-{
-	char total[32], state[24], gpu[24], host[24], disk[24], now[24], sus[40], nap[48], naps[48];
-	char cmd[sizeof(r->s->command)], on[140];
-	const struct cn_status *s = &r->s[i];
-
-	cli_fmt_ms(s->total_ms, total, sizeof(total));
-	snprintf(state, sizeof(state), "%s%s%s", cn_status_state(s), s->prepared ? "+prep" : "",
-		 s->busy ? "*" : "");
-	mib(s->footprint_mib, gpu, sizeof(gpu));
-	mib(s->host_mib, host, sizeof(host));
-	mib(s->disk_mib, disk, sizeof(disk));
-	one_line(s->command, cmd, sizeof(cmd));
-	mib(s->gpu_now_mib, now, sizeof(now));
-	if (r->mark[i] & STALE_NOW && s->gpu_now_mib >= 0)
-		strcat(now, "?");
-	suspend_col(s, r->mark[i], sus, sizeof(sus));
-	gpus_col(s, on, sizeof(on));
-	if (r->node)
-		printf("%-12s ", r->node);
-	nap_col(s, nap, sizeof(nap));
-	naps_col(s, naps, sizeof(naps));
-	printf("%-8d %-14s %-8s %-*s %-9s %-5s %8s %8s %8s %8s %-13s %-10s %-13s %-9s %s\n", s->pid,
-	       state, cn_outcome_action_to_string(s->action), wres, cn_status_result(s), total, on,
-	       gpu, host, disk, now, sus, nap, naps, nccl_col(s), cmd);
-	return r->mark[i] & (STALE_NOW | STALE_ASK);
-}
-
-/* The lines under the table: why a process would refuse, its peer access, whom it shares its
- * GPUs with, for whom it napped, why a nap did not happen. */
-static void print_notes(const struct rows *r)
-{
-	for (int i = 0; i < r->n; i++) {
-		const struct cn_status *s = &r->s[i];
-
-		if (s->suspendable == CN_ASK_NO)
-			printf("%d: would refuse%s: %s\n", s->pid,
-			       r->mark[i] & STALE_ASK ? " (as last asked)" : "", s->why_not);
-		else if (s->peer[0])
-			printf("%d: peer access %s\n", s->pid, s->peer);
-		if (s->state == CN_STATE_RUNNING && s->beside[0])
-			printf("%d: beside another job: %s, not of its NCCL job: a restored rank's "
-			       "collective waiting there beside that work is stopped by the driver "
-			       "after ~5 s\n",
-			       s->pid, s->beside);
-		if ((s->state == CN_STATE_CHECKPOINTED || cn_status_light_held(s)) &&
-		    s->nap == CN_NAP_NAPPING && s->nap_for_pid > 0 && s->nap_for_mib >= 0)
-			printf("%d: napped for %d%s%s%s: %.1f GiB\n", s->pid, s->nap_for_pid,
-			       s->nap_for_user[0] ? " (" : "", s->nap_for_user,
-			       s->nap_for_user[0] ? "'s, by the node pager)" : "",
-			       s->nap_for_mib / 1024);
-		if (s->room_last[0])
-			printf("%d: %s\n", s->pid, s->room_last);
-		if ((s->nap == CN_NAP_REFUSED || s->nap == CN_NAP_WAITING ||
-		     s->nap == CN_NAP_BESIDE) &&
-		    s->nap_why[0])
-			printf("%d: %s: %s\n", s->pid, cn_outcome_nap_to_string(s->nap),
-			       s->nap_why);
-	}
-}
-
-static void print_table(const struct rows *r)
-{
-	int wres = (int)strlen("RESULT");
-	bool stale = false;
-
-	for (int i = 0; i < r->n; i++)
-		if ((int)strlen(cn_status_result(&r->s[i])) > wres)
-			wres = (int)strlen(cn_status_result(&r->s[i]));
-	if (r->node)
-		printf("%-12s ", "NODE");
-	printf("%-8s %-14s %-8s %-*s %-9s %-5s %8s %8s %8s %8s %-13s %-10s %-13s %-9s %s\n", "PID",
-	       "STATE", "ACTION", wres, "RESULT", "TIME", "GPUS", "GPU_MIB", "HOST_MIB", "DISK_MIB",
-	       "NOW_MIB", "SUSPEND", "NAP", "NAPS", "NCCL", "COMMAND");
-	for (int i = 0; i < r->n; i++)
-		stale |= print_row(r, i, wres);
-	print_notes(r);
-	if (stale)
-		printf("?: as answered before the process's last action, or not answered now: what "
-		       "was, not what is (cudanap status asks again)\n");
-}
-
-/* A JSON array of the status objects, each with "node" first under --slurm, and query_stale
- * last. */
+/* A JSON array of the status objects, each with "node" first under --slurm, and query_stale and
+ * halted (stopped, frozen or "": state_col) last. */
 static void print_json(const struct rows *r)
 {
-	char buf[CN_STATUS_MAX + 32];
+	char buf[CN_STATUS_MAX + 64];
 
 	printf("[");
 	for (int i = 0; i < r->n; i++) {
 		int n = cn_status_format(&r->s[i], buf, CN_STATUS_MAX);
+		const char *halt = procs_halt_word(r->s[i].pid);
 
 		if (n <= 1)
 			continue;
-		snprintf(buf + strcspn(buf, "\n") - 1, 32, ",\"query_stale\":%s}",
-			 r->mark[i] & (STALE_NOW | STALE_ASK) ? "true" : "false");
+		snprintf(buf + strcspn(buf, "\n") - 1, 64, ",\"query_stale\":%s,\"halted\":\"%s\"}",
+			 r->mark[i] & (STALE_NOW | STALE_ASK) ? "true" : "false", halt ? halt : "");
 		if (r->node)
 			printf("%s{\"node\":\"%s\",%s", i ? ",\n" : "", r->node, buf + 1);
 		else
@@ -314,8 +130,39 @@ static void take_file(int dirfd, uid_t dir_uid, int pid, bool prune, struct rows
 	}
 }
 
+/* The pid of a file beside the status files: a note, "<pid>.<what>", or a temporary file a write
+ * cut short left, ".<pid>.<what>.tmp"; 0 for any other name. */
+static int note_pid(const char *name)
+{
+	const char *p = name + (name[0] == '.');
+	char *end;
+	long pid = strtol(p, &end, 10);
+	size_t n = strlen(name);
+
+	if (p[0] < '1' || p[0] > '9' || pid <= 0 || pid > INT_MAX || *end != '.' || !end[1] ||
+	    (name[0] != '.' && strcmp(end, ".json") == 0) ||
+	    (name[0] == '.' && (n < 5 || strcmp(name + n - 4, ".tmp") != 0)))
+		return 0;
+	return (int)pid;
+}
+
+/* The notes of processes whose status file is not there (gone, or removed just now): removed,
+ * as the process's exit removes them, for one that could not (killed). */
+static void prune_notes(int fd, const int *pids, int n)
+{
+	struct stat st;
+	char name[32];
+
+	for (int i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "%d.json", pids[i]);
+		if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+			cn_notes_remove_in(fd, pids[i]);
+	}
+}
+
 /* The status files in dir, a directory of uid's that nobody else may write to: the check the
- * preload made at its start, made again and the directory used by its fd from there. */
+ * preload made at its start, made again and the directory used by its fd from there; with prune,
+ * the files of processes gone removed. */
 static void list_dir(const char *dir, uid_t uid, bool prune, struct rows *r)
 {
 	char why[300];
@@ -323,6 +170,7 @@ static void list_dir(const char *dir, uid_t uid, bool prune, struct rows *r)
 			     sizeof(why));
 	int fd2 = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : -1;
 	DIR *d = fd2 >= 0 ? fdopendir(fd2) : NULL;
+	int *noted = NULL, n_noted = 0, cap = 0;
 	struct dirent *e;
 	struct stat st;
 
@@ -331,13 +179,24 @@ static void list_dir(const char *dir, uid_t uid, bool prune, struct rows *r)
 	if (d && fstat(fd, &st) < 0)
 		st.st_uid = uid;
 	while (d && (e = readdir(d))) {
-		int pid = atoi(e->d_name);
+		int pid = atoi(e->d_name), other = note_pid(e->d_name);
 		char name[64];
 
 		snprintf(name, sizeof(name), "%d.json", pid);
 		if (pid > 0 && strcmp(name, e->d_name) == 0)
 			take_file(fd, st.st_uid, pid, prune, r);
+		if (other && prune && n_noted == cap) {
+			int *m = realloc(noted, (size_t)(cap = cap ? 2 * cap : 16) * sizeof(*m));
+
+			if (!m)
+				break;
+			noted = m;
+		}
+		if (other && prune)
+			noted[n_noted++] = other;
 	}
+	prune_notes(fd, noted, n_noted);
+	free(noted);
 	if (d)
 		closedir(d);
 	if (fd >= 0)
@@ -583,7 +442,7 @@ int status_main(int argc, char **argv)
 	if (a.json)
 		print_json(&rows);
 	else if (rows.n || rc == 0) /* not a bare header under the errors */
-		print_table(&rows);
+		view_table(&rows);
 	free(rows.s);
 	free(rows.mark);
 	return rc;
