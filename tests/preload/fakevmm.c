@@ -26,8 +26,6 @@
 #define ILLEGAL	  700 /* CUDA_ERROR_ILLEGAL_ADDRESS */
 #define NOT_FOUND 500 /* CUDA_ERROR_NOT_FOUND */
 
-CUresult fake_account(long long mib) __attribute__((visibility("hidden")));
-
 struct handle {
 	CUmemGenericAllocationHandle id;
 	size_t bytes;
@@ -147,7 +145,7 @@ CUresult fake_vmm_create(CUmemGenericAllocationHandle *out, size_t bytes, int de
 {
 	long long mib = (long long)(bytes >> 20);
 
-	if (fake_account(mib) != CUDA_SUCCESS)
+	if (fake_account(dev, mib) != CUDA_SUCCESS)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	pthread_mutex_lock(&mu);
 	for (int i = 0; i < MAX; i++)
@@ -161,7 +159,7 @@ CUresult fake_vmm_create(CUmemGenericAllocationHandle *out, size_t bytes, int de
 			return CUDA_SUCCESS;
 		}
 	pthread_mutex_unlock(&mu);
-	fake_account(-mib);
+	fake_account(dev, -mib);
 	return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
@@ -169,7 +167,7 @@ CUresult fake_vmm_create(CUmemGenericAllocationHandle *out, size_t bytes, int de
 static void settle(struct handle *h)
 {
 	if (h->released && !h->maps) {
-		fake_account(-(long long)(h->bytes >> 20));
+		fake_account(h->dev, -(long long)(h->bytes >> 20));
 		h->used = false;
 	}
 }
