@@ -157,13 +157,35 @@ static int slot_of(int dev)
 	return 0;
 }
 
-CUresult fake_account(int dev, long long mib)
+/* text put in pid's file ext, over what was there: truncated to its length after the write, never
+ * to nothing first (ext4 writes back a file truncated to nothing at its close, which a process of
+ * thousands of pieces, each counted here, waits for). */
+static int put(int pid, const char *ext, const char *text)
 {
 	char p[4200];
+	size_t n = strlen(text);
+	int fd;
+	bool done;
+
+	path_of(p, sizeof(p), pid, ext);
+	fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	/* readable by every user's fake driver (fakecuda.c: one GPU across users), whatever the
+	 * umask */
+	done = fchmod(fd, 0644) == 0 && pwrite(fd, text, n, 0) == (ssize_t)n &&
+	       ftruncate(fd, (off_t)n) == 0;
+	close(fd);
+	return done ? 0 : -1;
+}
+
+CUresult fake_account(int dev, long long mib)
+{
+	char text[FAKE_SLOTS * 24], sum[24];
 	struct pstate st;
 	long long m[FAKE_SLOTS], total = 0;
+	size_t o = 0;
 	int s;
-	FILE *f;
 
 	if (!fake_sized_mib() || !fake_peek(getpid(), &st))
 		return CUDA_SUCCESS;
@@ -174,20 +196,13 @@ CUresult fake_account(int dev, long long mib)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	allocs_of(getpid(), m);
 	m[s] = m[s] + mib > 0 ? m[s] + mib : 0;
-	path_of(p, sizeof(p), getpid(), "allocs");
-	f = fopen(p, "we");
-	if (!f || fchmod(fileno(f), 0644) < 0) /* every user's fake driver reads it: fakecuda.c */
-		return CUDA_ERROR_OPERATING_SYSTEM;
 	for (int i = 0; i < FAKE_SLOTS; i++) {
-		fprintf(f, "%lld%c", m[i], i + 1 < FAKE_SLOTS ? ' ' : '\n');
+		o += (size_t)snprintf(text + o, sizeof(text) - o, "%lld%c", m[i],
+				      i + 1 < FAKE_SLOTS ? ' ' : '\n');
 		total += m[i];
 	}
-	fclose(f);
-	path_of(p, sizeof(p), getpid(), "alloc");
-	f = fopen(p, "we");
-	if (!f || fchmod(fileno(f), 0644) < 0) /* every user's fake driver reads it: fakecuda.c */
-		return CUDA_ERROR_OPERATING_SYSTEM;
-	fprintf(f, "%lld\n", total);
-	fclose(f);
-	return CUDA_SUCCESS;
+	snprintf(sum, sizeof(sum), "%lld\n", total);
+	return put(getpid(), "allocs", text) == 0 && put(getpid(), "alloc", sum) == 0
+		       ? CUDA_SUCCESS
+		       : CUDA_ERROR_OPERATING_SYSTEM;
 }
