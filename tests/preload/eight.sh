@@ -369,4 +369,60 @@ is "$fails:$(cat "$T/fake/nccl/misuse" 2> /dev/null)" "0:" "no NCCL call failed,
 check "no rank waited for an operation a peer never issued" bash -c "! compgen -G '$T/fake/nccl/*unmatched*'"
 is "$(cd "$T/fake/nccl" && echo stray.*)" "stray.*" "NCCL set back no device but each communicator's"
 for r in 0 1 2 3 4 5 6 7; do ask "R$r" quit; done
+unset CUDANAP_FAKE_NCCL
+
+# -- the size the issue's machines have: 100 GiB on each of the 8 GPUs, 3,200 owned pieces, each
+# mapped for the 8 GPUs once the 56 directions are on; the host copy, 800 GiB, refused in one line
+# where the host has less (the fake's checkpoint copies nothing, so the times are cudanap's own)
+export CUDANAP_FAKE_GPU_MIB=110000
+write_ini
+CUDANAP_FAKE_START_GPU=$all8 start S "$TARGET"
+t0=$(date +%s%N)
+made=0
+for d in 0 1 2 3 4 5 6 7; do
+	ask S "drv vmm use $d"
+	ask S "drv slot $d"
+	ask S "drv alloc export 102400" 120
+	[ "$REPLY" = "alloc 0" ] && made=$((made + 1))
+	ask S "drv vmm word A 102399 $d"
+done
+ask S "drv peer export on all 8" 120
+t1=$(date +%s%N)
+is "$made:$REPLY" "8:peer all 0:56" "100 GiB on each GPU, then the 56 directions on"
+"$CUDANAP" status "$S_pid" > /dev/null
+like "$(field "$S_pid" peer)" "^$mesh; owned: 819200 MiB in 3200 pieces of 256 MiB at most \(8 allocations, 0 handles\)$" \
+	"3,200 pieces, said in one line"
+bad=
+for d in 0 7; do
+	ask S "drv slot $d"
+	for e in 0 1 2 3 4 5 6 7; do
+		ask S "drv vmm touch A $e 102399"
+		[ "$REPLY" = "vmm touch 0" ] || bad+="$e->$d "
+	done
+done
+is "${bad:-all}" all "the access mirrored into the last piece of each: every GPU reaches it"
+avail=$(awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo)
+t2=$(date +%s%N)
+cli2 suspend "$S_pid"
+t3=$(date +%s%N)
+if [ "$avail" -lt 900000 ]; then
+	like "$rc:$out" "^1:$S_pid: suspend failed: NO_HOST_MEMORY: the process holds 820000 MiB on its GPUs, but the host copy can have only [0-9]+ MiB" \
+		"the host copy of 8 x 100 GiB: refused in one line where the host has less ($avail MiB)"
+	is "$(field "$S_pid" state)" running "it runs on"
+else
+	is "$rc" 0 "a host with the memory: suspended ($out)"
+	"$CUDANAP" resume "$S_pid" > /dev/null
+fi
+ask S "drv slot 3"
+ask S "drv vmm word A 102399"
+is "$REPLY" "vmm word 0 3" "its memory as it was"
+t4=$(date +%s%N)
+ask S "drv free export" 60
+for d in 0 1 2 3 4 5 6 7; do ask S "drv slot $d"; ask S "drv free export" 60; done
+t5=$(date +%s%N)
+"$CUDANAP" status "$S_pid" > /dev/null
+is "$(held "$S_pid"):$(field "$S_pid" peer)" "0:$mesh" "all freed, every piece given back"
+diag "$(awk -v a="$t0" -v b="$t1" -v c="$t2" -v d="$t3" -v e="$t4" -v f="$t5" 'BEGIN {
+	printf "8 x 100 GiB made and mirrored in %.2f s, the suspend answered in %.2f s, freed in %.2f s", (b - a) / 1e9, (d - c) / 1e9, (f - e) / 1e9 }')"
+ask S quit
 finish
