@@ -49,7 +49,8 @@ struct cn_status {
 	int result;	      /* enum cn_result: CUDA's, or cudanap's own */
 	char result_name[48]; /* a CUDA result's name, as the driver gave it (cudanap's own are
 				 named by cn_outcome_result_name) */
-	char message[320];
+	/* A refusal naming the peer access between 8 GPUs runs to about 340. */
+	char message[480];
 	double step_ms[CN_STEPS]; /* < 0: the step did not run in the last action */
 	double total_ms;	  /* the whole action, from the agent's wake to its outcome */
 	/* The host copy, when cudanap staged it (see preload/hostcopy/staging.c); < 0 when it did
@@ -89,7 +90,7 @@ struct cn_status {
 	unsigned long query_seq;
 	char query_time[32]; /* UTC, ISO 8601 */
 	enum cn_ask suspendable;
-	char why_not[300];    /* why not, in a few words */
+	char why_not[480];    /* why not, in a few words */
 	char gpu_now[160];    /* "0:8712,1:0": MiB on each GPU by nvidia-smi's index */
 	char gpu_model[96];   /* of the first of them */
 	double gpu_now_mib;   /* on all of them; < 0 when not known */
@@ -110,7 +111,7 @@ struct cn_status {
 	char beside[200];
 	/* Naps ([nap] idle_s, cudanap nap), also kept across actions. */
 	enum cn_nap nap;
-	char nap_why[300]; /* why it is not napped, or what its wake waits for */
+	char nap_why[480]; /* why it is not napped, or what its wake waits for */
 	/* How the last nap went: light (what cudanap owns on the host, the context kept: its
 	 * light_mib moved out in light_ms), full (the driver's checkpoint), none before any. */
 	enum cn_depth nap_depth;

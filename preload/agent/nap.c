@@ -189,7 +189,7 @@ static void log_napped(struct cn_agent *ag, const char *why, const char *depth_w
 static void say_not_napped(struct cn_agent *ag, struct cn_naps *nap, bool asked,
 			   const struct cn_outcome *o)
 {
-	char why[360];
+	char why[sizeof(ag->status.nap_why)];
 
 	cn_gate_nap(CN_GATE_NAP_NONE, NULL);
 	if (nap->backoff < BACKOFF_MAX)
@@ -526,7 +526,7 @@ static bool turn_still_busy(struct cn_agent *ag, struct cn_naps *nap)
  * wait at once: its home try waits itself. */
 static void still_asleep(struct cn_agent *ag, struct cn_naps *nap, struct cn_outcome o)
 {
-	char why[420];
+	char why[sizeof(ag->status.nap_why)];
 	bool room = o.result == CN_RES_NO_ROOM || o.result == CN_RES_BESIDE, stuck;
 
 	if (room && !nap->retry)

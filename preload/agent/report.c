@@ -53,15 +53,19 @@ static void light_able(struct cn_agent *ag)
 void cn_report_shared(struct cn_agent *ag)
 {
 	struct cn_status *st = &ag->status;
-	size_t o;
+	char owned[sizeof(st->peer) / 2];
+	size_t o, w;
 
 	light_able(ag);
 
-	cn_peers_describe(ag->where.gpus, (int)ag->where.n_gpus, st->peer, sizeof(st->peer));
+	/* What cudanap owns is said whole, the access between the GPUs in the room left (a long
+	 * list of it is cut, peerlist.c). */
+	w = cn_owned_describe(owned, sizeof(owned));
+	cn_peers_describe(ag->where.gpus, (int)ag->where.n_gpus, st->peer,
+			  sizeof(st->peer) - (w ? w + 2 : 0));
 	o = strlen(st->peer);
-	if (o + 3 < sizeof(st->peer) &&
-	    cn_owned_describe(st->peer + o + (o ? 2 : 0), sizeof(st->peer) - o - 2) && o)
-		memcpy(st->peer + o, "; ", 2);
+	if (w)
+		snprintf(st->peer + o, sizeof(st->peer) - o, "%s%s", o ? "; " : "", owned);
 }
 
 /* What the process's exit needs: file-scope, since exit() and _exit() come in an app thread, or

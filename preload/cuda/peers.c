@@ -13,9 +13,10 @@
 #include "cuda_abi.h"
 #include "cuda/fns.h"
 #include "cuda/owned.h"
+#include "cuda/peerlist.h"
 
-#define MAX_PAIRS  64
-#define MAX_GRANTS 32
+#define MAX_PAIRS  256 /* every direction between 16 GPUs */
+#define MAX_GRANTS 512 /* ... by a mapping's access and by a pool's */
 #define MAX_LARGE  1024
 /* A physical allocation larger than this that another GPU may reach makes the restore fail
  * (docs/DRIVER.md, One process on several GPUs). */
@@ -491,36 +492,86 @@ static int index_of(const struct cn_uuid *uuid, const struct cn_uuid *gpus, int 
 	return cn_uuid_eq(uuid, &zero) ? -1 : cn_uuid_index(gpus, n, uuid);
 }
 
+/* A direction's GPUs: by their index among the machine's (gpus, n of them) where known, and by
+ * the process's numbers. */
+static struct cn_peerlist_dir dir_of(const struct cn_uuid *uuid, const int *dev,
+				     const struct cn_uuid *gpus, int n)
+{
+	return (struct cn_peerlist_dir){ index_of(&uuid[0], gpus, n),
+					 index_of(&uuid[1], gpus, n),
+					 { dev[0], dev[1] } };
+}
+
 /* "GPU 0->1" by the machine's indices, else "cuda:0->cuda:1" by the process's numbers. */
 static size_t direction(const struct cn_uuid *uuid, const int *dev, const struct cn_uuid *gpus,
 			int n, char *out, size_t len)
 {
-	int a = index_of(&uuid[0], gpus, n), b = index_of(&uuid[1], gpus, n);
-	int w = a >= 0 && b >= 0 ? snprintf(out, len, "GPU %d->%d", a, b)
-				 : snprintf(out, len, "cuda:%d->cuda:%d", dev[0], dev[1]);
+	struct cn_peerlist_dir d = dir_of(uuid, dev, gpus, n);
 
-	return w > 0 && (size_t)w < len ? (size_t)w : len ? len - 1 : 0;
+	return cn_peerlist_say(&d, 1, NULL, out, len, 0);
 }
 
-/* The directions turned off or not, "GPU 0->1, GPU 1->0 by WHO", after "head" when there is any;
- * appended at o. */
+/* s at o, cut at len - 1: the new end. */
+static size_t append(char *out, size_t len, size_t o, const char *s)
+{
+	size_t w = strlen(s);
+
+	if (o + 1 >= len)
+		return len ? len - 1 : 0;
+	if (w > len - 1 - o)
+		w = len - 1 - o;
+	memcpy(out + o, s, w);
+	out[o + w] = '\0';
+	return o + w;
+}
+
+/* The directions being said (under lock): room for every pair's, or every grant's. */
+#define LISTING (MAX_PAIRS > MAX_GRANTS ? MAX_PAIRS : MAX_GRANTS)
+static struct cn_peerlist_dir listing[LISTING];
+
+/* The directions turned off or not, "GPU 0->1, GPU 1->0 by WHO" (peerlist.h: every pair of eight
+ * GPUs in a few words, a long list cut), after "head" when there is any; appended at o. */
 static size_t directions(bool dropped, const char *head, const struct cn_uuid *gpus, int n,
 			 char *out, size_t len, size_t o)
 {
 	const char *who = NULL;
+	int k = 0;
 
-	for (int i = 0; i < n_pairs && o + 1 < len; i++) {
+	for (int i = 0; i < n_pairs && k < LISTING; i++) {
 		if (pairs[i].dropped != dropped)
 			continue;
-		o += (size_t)snprintf(out + o, len - o, "%s", who ? ", " : head);
-		if (o + 1 < len)
-			o += direction(pairs[i].uuid, pairs[i].dev, gpus, n, out + o, len - o);
+		listing[k++] = dir_of(pairs[i].uuid, pairs[i].dev, gpus, n);
 		if (!who)
 			who = pairs[i].who;
 	}
-	if (who && o + 1 < len)
-		o += (size_t)snprintf(out + o, len - o, " by %s", who);
-	return o < len ? o : len - 1;
+	if (!k)
+		return o;
+	return cn_peerlist_say(listing, k, who, out, len, append(out, len, o, head));
+}
+
+/* The grants, "mapped: GPU 1->0, GPU 2->0 by WHO, GPU 0->1 by WHO2", each WHO's together;
+ * appended at o. */
+static size_t granted(const struct cn_uuid *gpus, int n, char *out, size_t len, size_t o)
+{
+	bool done[MAX_GRANTS] = { false };
+	bool first = true;
+
+	for (int i = 0; i < n_grants; i++) {
+		int k = 0;
+
+		if (done[i])
+			continue;
+		for (int j = i; j < n_grants && k < LISTING; j++)
+			if (!done[j] && grants[j].pool == grants[i].pool &&
+			    strcmp(grants[j].who, grants[i].who) == 0) {
+				listing[k++] = dir_of(grants[j].uuid, grants[j].dev, gpus, n);
+				done[j] = true;
+			}
+		o = append(out, len, o, !first ? ", " : o ? "; mapped: " : "mapped: ");
+		o = cn_peerlist_say(listing, k, grants[i].who, out, len, o);
+		first = false;
+	}
+	return o;
 }
 
 int cn_peers_unrestorable(const struct cn_uuid *gpus, int n, bool peer_off, char *why, size_t len)
@@ -570,21 +621,14 @@ void cn_peers_describe(const struct cn_uuid *gpus, int n, char *out, size_t len)
 {
 	size_t o;
 
+	if (!len)
+		return;
 	out[0] = '\0';
 	pthread_mutex_lock(&lock);
 	o = directions(false, "", gpus, n, out, len, 0);
 	o = directions(true, o ? "; off since the resume: " : "off since the resume: ", gpus, n,
 		       out, len, o);
-	for (int i = 0; i < n_grants && o + 1 < len; i++) {
-		o += (size_t)snprintf(out + o, len - o, "%s",
-				      i	  ? ", "
-				      : o ? "; mapped: "
-					  : "mapped: ");
-		if (o + 1 < len)
-			o += direction(grants[i].uuid, grants[i].dev, gpus, n, out + o, len - o);
-		if (o + 1 < len)
-			o += (size_t)snprintf(out + o, len - o, " by %s", grants[i].who);
-	}
+	granted(gpus, n, out, len, o);
 	pthread_mutex_unlock(&lock);
 }
 

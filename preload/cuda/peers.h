@@ -50,9 +50,11 @@ int cn_peers_unrestorable(const struct cn_uuid *gpus, int n, bool peer_off, char
 
 /* "GPU 0->1, GPU 1->0 by cuCtxEnablePeerAccess in libc10_cuda.so" for the live directions (0->1:
  * GPU 0 may access GPU 1's memory), then "; off since the resume: ..." for those a suspend turned
- * off, then "; mapped: GPU 1->0 by cuMemSetAccess in libnccl.so.2" for the grants seen; "" when
- * there is none. GPUs by their index among gpus (the machine's, nvidia-smi order; n 0: not
- * known), else "cuda:0->cuda:1", the process's numbers. */
+ * off, then "; mapped: GPU 1->0 by cuMemSetAccess in libnccl.so.2" for the grants seen, by who
+ * made them; "" when there is none. GPUs by their index among gpus (the machine's, nvidia-smi
+ * order; n 0: not known), else "cuda:0->cuda:1", the process's numbers; every pair of three GPUs
+ * or more as "all 56 directions between GPUs 0,1,2,3,4,5,6,7", a list too long for len cut
+ * (peerlist.h). */
 void cn_peers_describe(const struct cn_uuid *gpus, int n, char *out, size_t len);
 
 /* Turn off every live direction (the agent's thread, the gate closed): 0, or -1 with why when one

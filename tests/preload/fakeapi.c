@@ -38,7 +38,6 @@
 #define EXPORT __attribute__((visibility("default")))
 
 int fake_state_now(long long *busy_until);
-CUresult fake_account(long long mib);
 CUresult fake_busy(unsigned ms);
 void fake_event(const char *what);
 
@@ -178,14 +177,17 @@ EXPORT CUresult cuMemAlloc(unsigned *p, unsigned bytes)
 	return CUDA_SUCCESS;
 }
 
-/* The sizes of the allocations made (for the GPU's size, $CUDANAP_FAKE_GPU_MIB). */
+/* The sizes of the allocations made and the devices they were made through (for the GPU's size,
+ * $CUDANAP_FAKE_GPU_MIB). */
 static struct {
 	CUdeviceptr p;
 	long long mib;
+	int dev;
 } sizes[256];
 static pthread_mutex_t sizes_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static long long sized(CUdeviceptr p, long long mib)
+/* An allocation of mib at p kept, or (mib 0) forgotten: its MiB, and its device in *dev. */
+static long long sized(CUdeviceptr p, long long mib, int *dev)
 {
 	long long was = 0;
 
@@ -194,9 +196,11 @@ static long long sized(CUdeviceptr p, long long mib)
 		if (mib && !sizes[i].p) {
 			sizes[i].p = p;
 			sizes[i].mib = mib;
+			sizes[i].dev = *dev;
 			break;
 		} else if (!mib && sizes[i].p == p) {
 			was = sizes[i].mib;
+			*dev = sizes[i].dev;
 			sizes[i].p = 0;
 			break;
 		}
@@ -210,13 +214,14 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes)
 {
 	static CUdeviceptr next = 0x7e0000000000ull;
 	long long mib = (long long)(bytes >> 20);
+	int dev = fake_ctx_device(fake_ctx_current());
 
 	entered("cuMemAlloc_v2");
-	if (fake_account(mib) != CUDA_SUCCESS)
+	if (fake_account(dev, mib) != CUDA_SUCCESS)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	*p = bytes ? __atomic_add_fetch(&next, 1ull << 32, __ATOMIC_RELAXED) : 0;
 	if (mib)
-		sized(*p, mib);
+		sized(*p, mib, &dev);
 	if (bytes)
 		fake_large(*p, bytes);
 	return CUDA_SUCCESS;
@@ -255,6 +260,7 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
 	CUdeviceptr base;
 	size_t bytes;
 	long long mib = 0;
+	int dev = -1;
 
 	entered("cuMemFree_v2");
 	if (!p || fake_vmm_range(p, &base, &bytes) == 0)
@@ -263,9 +269,9 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
 	if (base && base != p)
 		return CUDA_ERROR_INVALID_VALUE;
 	fake_large(p, 0);
-	mib = sized(p, 0);
+	mib = sized(p, 0, &dev);
 	if (mib)
-		fake_account(-mib);
+		fake_account(dev, -mib);
 	return CUDA_SUCCESS;
 }
 
@@ -364,7 +370,7 @@ EXPORT CUresult cuDevicePrimaryCtxRetain(void **ctx, CUdevice d)
 	if (d < 0 || d >= (CUdevice)sizeof(primary))
 		return CUDA_ERROR_INVALID_DEVICE;
 	if (mib && !made[d]) {
-		if (fake_account(atoll(mib)) != CUDA_SUCCESS)
+		if (fake_account(d, atoll(mib)) != CUDA_SUCCESS)
 			return CUDA_ERROR_OUT_OF_MEMORY;
 		made[d] = true;
 	}
@@ -397,7 +403,7 @@ void fake_entered(const char *fn)
 
 EXPORT CUresult cuCtxGetDevice(CUdevice *d)
 {
-	int dev = fake_ctx_device(current);
+	int dev = fake_ctx_device(fake_ctx_current());
 
 	entered("cuCtxGetDevice");
 	*d = dev >= 0 ? dev : 0;

@@ -4,9 +4,10 @@
  * The controller loads it through CUDANAP_LIBCUDA and CUDANAP_LIBNVML; the test target links it,
  * calls fake_register (its "CUDA initialisation") and then the fake_* "CUDA calls". Both sides
  * share each process's state through files in $CUDANAP_FAKE_DIR, under flock:
- *   <pid>.state   "STATE BUSY_UNTIL_MS GPU WEDGED ALSO": CUprocessState, end of the last
- *                 "kernel", the GPU it is on, whether a restore without room wedged it, and the
- *                 other GPUs it holds memory on (a mask)
+ *   <pid>.state   "STATE BUSY_UNTIL_MS GPU WEDGED ALSO SLOTS": CUprocessState, end of the last
+ *                 "kernel", the GPU it is on, whether a restore without room wedged it, the
+ *                 other GPUs it holds memory on (a mask), and where each GPU it started on is now
+ *                 ("3,0,7": its slots, in the order it started on them)
  *   <pid>.gpu     the process's "device memory"; renamed to <pid>.host while checkpointed
  *   <pid>.peer    memory the process imported from another (the fake NCCL's P2P, or CUDA IPC
  *                 opened here): its restore fails with NOT_SUPPORTED and wedges it, as the real
@@ -31,11 +32,12 @@
  *
  * GPU memory, sized: with $CUDANAP_FAKE_GPU_MIB each GPU has that many MiB, and what is free is
  * what the processes whose memory is on it leave (their footprint, and the MiB of their
- * cuMemAlloc_v2 calls, kept in <pid>.alloc); such a cuMemAlloc_v2 beyond it fails with
- * OUT_OF_MEMORY, and NVML counts each process's footprint with its allocations. One GPU across
- * users: in a CUDANAP_FAKE_DIR every user may write to (1777), <pid>.state and <pid>.alloc are
- * 0644, so that each user's fake driver and NVML count every user's memory, as a real GPU
- * does; each process locks and writes only its own.
+ * cuMemAlloc_v2 and cuMemCreate calls on that GPU, kept in <pid>.allocs and summed in <pid>.alloc:
+ * fakemem.c); such an allocation beyond it fails with OUT_OF_MEMORY, and NVML counts each
+ * process's footprint on a GPU with its allocations there. One GPU across users: in a
+ * CUDANAP_FAKE_DIR every user may write to (1777), <pid>.state, <pid>.alloc and <pid>.allocs are
+ * 0644, so that each user's fake driver and NVML count every user's memory, as a real GPU does;
+ * each process locks and writes only its own.
  *
  * GPU memory: every process holds $CUDANAP_FAKE_FOOTPRINT_MIB (default 1000) on its GPU while its
  * memory is there, and as much on each further GPU of $CUDANAP_FAKE_START_GPU ("0,1": a process on
@@ -83,14 +85,6 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-struct pstate {
-	int state;
-	long long busy_until;
-	int gpu;
-	int wedged;    /* a restore ran out of memory: it can never be restored */
-	unsigned also; /* the other GPUs it holds memory on: bit k for GPU k */
-};
-
 static long long now_ms(void)
 {
 	struct timespec ts;
@@ -124,117 +118,62 @@ static void event(const char *fmt, ...)
 	fclose(f);
 }
 
-static long long footprint_mib(void)
-{
-	const char *s = getenv("CUDANAP_FAKE_FOOTPRINT_MIB");
-
-	return s ? atoll(s) : 1000;
-}
-
-static long long sized_mib(void)
-{
-	const char *s = getenv("CUDANAP_FAKE_GPU_MIB");
-
-	return s ? atoll(s) : 0;
-}
-
-static void path_of(char *buf, size_t len, int pid, const char *ext);
-
-/* What a process holds on each GPU its memory is on: its footprint and its allocations. */
-static long long used_mib(int pid)
-{
-	char p[4200];
-	long long a = 0;
-	FILE *f;
-
-	path_of(p, sizeof(p), pid, "alloc");
-	f = fopen(p, "re");
-	if (f) {
-		if (fscanf(f, "%lld", &a) != 1)
-			a = 0;
-		fclose(f);
-	}
-	return footprint_mib() + a;
-}
-
-/* pid's GPU and other GPUs, read without its lock (a holder of one lock reads every other
- * process's): the writer truncates then writes, so an empty read is tried again. */
-static bool peek_gpus(int pid, int *gpu, unsigned *also)
-{
-	char p[4200], buf[128];
-
-	path_of(p, sizeof(p), pid, "state");
-	for (int i = 0; i < 50; i++) {
-		int fd = open(p, O_RDONLY | O_CLOEXEC), st, w;
-		long long busy;
-		ssize_t n;
-
-		if (fd < 0)
-			return false;
-		n = pread(fd, buf, sizeof(buf) - 1, 0);
-		close(fd);
-		buf[n > 0 ? n : 0] = '\0';
-		*also = 0;
-		if (sscanf(buf, "%d %lld %d %d %u", &st, &busy, gpu, &w, also) >= 4)
-			return true;
-		usleep(1000);
-	}
-	return false;
-}
-
-/* Free MiB on GPU k (nvidia-smi order). */
-static long long free_mib(int k)
-{
-	char p[4200];
-	long long v = 80000;
-	FILE *f;
-
-	if (sized_mib()) { /* what the processes whose memory is on it leave */
-		DIR *d = opendir(fake_dir());
-		struct dirent *e;
-
-		v = sized_mib();
-		while (d && (e = readdir(d))) {
-			char name[64];
-			int pid = atoi(e->d_name), gpu;
-			unsigned also;
-
-			snprintf(name, sizeof(name), "%d.gpu", pid);
-			if (strcmp(name, e->d_name) == 0 && peek_gpus(pid, &gpu, &also) &&
-			    (gpu == k || also >> k & 1))
-				v -= used_mib(pid);
-		}
-		if (d)
-			closedir(d);
-		return v;
-	}
-	snprintf(p, sizeof(p), "%s/free.%d", fake_dir(), k);
-	f = fopen(p, "re");
-	if (f) {
-		if (fscanf(f, "%lld", &v) != 1)
-			v = 0;
-		fclose(f);
-	}
-	return v;
-}
-
 static void path_of(char *buf, size_t len, int pid, const char *ext)
 {
 	snprintf(buf, len, "%s/%d.%s", fake_dir(), pid, ext);
 }
 
-static int n_gpus(void)
+int fake_gpus(void)
 {
 	const char *s = getenv("CUDANAP_FAKE_GPUS");
 	int n = s ? atoi(s) : 1;
 
-	return n > 0 && n <= 16 ? n : 1;
+	return n > 0 && n <= FAKE_SLOTS ? n : 1;
+}
+
+static int n_gpus(void)
+{
+	return fake_gpus();
+}
+
+/* "STATE BUSY_UNTIL GPU WEDGED ALSO SLOTS" (SLOTS: "G0,G1,..."; a state without it has its slots
+ * in the order of GPU and ALSO's bits): 0, or -1 when buf is no state. */
+int fake_state_parse(const char *buf, struct pstate *st)
+{
+	char slots[FAKE_STATE_LEN] = "";
+	int n;
+
+	st->also = 0;
+	n = sscanf(buf, "%d %lld %d %d %u %s", &st->state, &st->busy_until, &st->gpu, &st->wedged,
+		   &st->also, slots);
+	if (n < 4)
+		return -1;
+	st->n_slots = 0;
+	if (n == 6) {
+		for (char *c = slots; c && st->n_slots < FAKE_SLOTS; c = strchr(c, ','))
+			st->slot[st->n_slots++] = atoi(c += *c == ',');
+		return 0;
+	}
+	st->slot[st->n_slots++] = st->gpu;
+	for (int k = 0; k < FAKE_SLOTS; k++)
+		if (st->also >> k & 1 && k != st->gpu)
+			st->slot[st->n_slots++] = k;
+	return 0;
+}
+
+/* st's slots set to where they are now: its GPU and the mask of the others follow. */
+static void set_slots(struct pstate *st)
+{
+	st->gpu = st->slot[0];
+	st->also = 0;
+	for (int i = 1; i < st->n_slots; i++)
+		st->also |= 1u << st->slot[i];
 }
 
 /* Opens and locks pid's state file; returns the fd or a CUresult as a negative number. */
 static int open_locked(int pid, struct pstate *st)
 {
-	char p[4200], buf[128] = "";
+	char p[4200], buf[FAKE_STATE_LEN] = "";
 	int fd;
 	ssize_t n;
 
@@ -247,9 +186,7 @@ static int open_locked(int pid, struct pstate *st)
 	flock(fd, LOCK_EX);
 	n = pread(fd, buf, sizeof(buf) - 1, 0);
 	buf[n > 0 ? n : 0] = '\0';
-	st->also = 0;
-	if (sscanf(buf, "%d %lld %d %d %u", &st->state, &st->busy_until, &st->gpu, &st->wedged,
-		   &st->also) < 4) {
+	if (fake_state_parse(buf, st) < 0) {
 		close(fd);
 		return -CUDA_ERROR_UNKNOWN;
 	}
@@ -258,10 +195,13 @@ static int open_locked(int pid, struct pstate *st)
 
 static void store_unlock(int fd, const struct pstate *st)
 {
-	char buf[128];
-	int n = snprintf(buf, sizeof(buf), "%d %lld %d %d %u\n", st->state, st->busy_until, st->gpu,
+	char buf[FAKE_STATE_LEN];
+	int n = snprintf(buf, sizeof(buf), "%d %lld %d %d %u ", st->state, st->busy_until, st->gpu,
 			 st->wedged, st->also);
 
+	for (int i = 0; i < st->n_slots; i++)
+		n += snprintf(buf + n, sizeof(buf) - (size_t)n, "%d%c", st->slot[i],
+			      i + 1 < st->n_slots ? ',' : '\n');
 	if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t)n, 0) != n)
 		abort();
 	close(fd);
@@ -517,11 +457,13 @@ EXPORT CUresult fake_register(void)
 {
 	char p[4200];
 	const char *g = getenv("CUDANAP_FAKE_START_GPU");
-	struct pstate st = { 0, 0, g ? atoi(g) : 0, 0, 0 };
+	struct pstate st = { .slot = { g ? atoi(g) : 0 }, .n_slots = 1 };
 	int fd;
 
-	for (const char *c = g ? strchr(g, ',') : NULL; c; c = strchr(c + 1, ','))
-		st.also |= 1u << atoi(c + 1);
+	for (const char *c = g ? strchr(g, ',') : NULL; c && st.n_slots < FAKE_SLOTS;
+	     c = strchr(c + 1, ','))
+		st.slot[st.n_slots++] = atoi(c + 1);
+	set_slots(&st);
 
 	registered = true;
 	path_of(p, sizeof(p), getpid(), "gpu");
@@ -705,9 +647,8 @@ EXPORT CUresult cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpointArg
 
 EXPORT CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs *args)
 {
-	struct pstate st;
-	int fd, to = -1;
-	unsigned also = 0;
+	struct pstate st, to;
+	int fd;
 
 	delay("delay_restore", pid);
 	fd = transition(pid, 2, "fail_restore", &st);
@@ -736,38 +677,37 @@ EXPORT CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs *arg
 		store_unlock(fd, &st);
 		return CUDA_ERROR_INVALID_VALUE;
 	}
+	to = st;
 	if (args && args->gpuPairsCount) {
-		/* The driver wants every GPU in the list. */
+		/* The driver wants every GPU in the list; each of the process's moves by its pair.
+		 */
+		bool moved[FAKE_SLOTS] = { false };
+
 		if (args->gpuPairsCount != (unsigned)n_gpus()) {
 			close(fd);
 			return CUDA_ERROR_INVALID_VALUE;
 		}
-		for (unsigned i = 0; i < args->gpuPairsCount; i++) {
-			int from = args->gpuPairs[i].oldUuid.bytes[15];
-			int t = args->gpuPairs[i].newUuid.bytes[15];
-
-			if (from == st.gpu)
-				to = t;
-			if (st.also >> from & 1)
-				also |= 1u << t;
-		}
-		if (to < 0) {
+		for (unsigned i = 0; i < args->gpuPairsCount; i++)
+			for (int s = 0; s < st.n_slots; s++)
+				if (st.slot[s] == args->gpuPairs[i].oldUuid.bytes[15] &&
+				    !moved[s]) {
+					to.slot[s] = args->gpuPairs[i].newUuid.bytes[15];
+					moved[s] = true;
+				}
+		if (!moved[0]) {
 			close(fd);
 			return CUDA_ERROR_INVALID_VALUE;
 		}
-	} else {
-		also = st.also;
 	}
-	to = to < 0 ? st.gpu : to;
-	event("restore %d", to);
-	for (int k = 0; k < n_gpus(); k++)
-		if ((k == to || also >> k & 1) && free_mib(k) < used_mib(pid)) {
+	event("restore %d", to.slot[0]);
+	for (int s = 0; s < to.n_slots; s++)
+		if (fake_free_mib(to.slot[s]) < fake_slot_mib(pid, s)) {
 			st.wedged = 1;
 			store_unlock(fd, &st);
 			return CUDA_ERROR_OUT_OF_MEMORY;
 		}
-	st.gpu = to;
-	st.also = also;
+	st = to;
+	set_slots(&st);
 	{
 		CUresult r = ask_driver(pid, 'r');
 
@@ -820,7 +760,7 @@ EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t bytes,
 	k = gpu_of_ordinal(prop->location.id);
 	if (injected("fail_alloc"))
 		return injected("fail_alloc");
-	if ((long long)(bytes >> 20) > free_mib(k))
+	if ((long long)(bytes >> 20) > fake_free_mib(k))
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	event("reserve %d %zu", k, bytes >> 20);
 	*h = (CUmemGenericAllocationHandle)(k + 1) << 32;
@@ -943,8 +883,9 @@ EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *s, nvmlDevice_t *d)
 
 EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m)
 {
-	m->total = (unsigned long long)(sized_mib() ? sized_mib() : 81920) << 20;
-	long long f = free_mib((int)(intptr_t)d - 1);
+	long long f = fake_free_mib((int)(intptr_t)d - 1);
+
+	m->total = (unsigned long long)(fake_sized_mib() ? fake_sized_mib() : 81920) << 20;
 
 	m->free = (unsigned long long)(f > 0 ? f : 0) << 20; /* more taken than there is: none */
 	m->used = m->total - m->free;
@@ -976,7 +917,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsi
 		snprintf(name, sizeof(name), "%d.state", pid);
 		/* read, not locked: another user's state is read-only to this one */
 		if (strcmp(name, e->d_name) != 0 || (kill(pid, 0) < 0 && errno == ESRCH) ||
-		    !peek_gpus(pid, &st.gpu, &st.also))
+		    !fake_peek(pid, &st))
 			continue;
 		path_of(mem, sizeof(mem), pid, "gpu");
 		if ((st.gpu != (int)(intptr_t)d - 1 && !(st.also >> ((intptr_t)d - 1) & 1)) ||
@@ -984,7 +925,9 @@ EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsi
 			continue;
 		if (k < *n) {
 			p[k].pid = (unsigned)pid;
-			p[k].usedGpuMemory = (unsigned long long)used_mib(pid) << 20;
+			p[k].usedGpuMemory =
+				(unsigned long long)fake_used_on(pid, &st, (int)(intptr_t)d - 1)
+				<< 20;
 		}
 		k++;
 	}
@@ -1106,32 +1049,6 @@ int fake_state_now(long long *busy_until)
 	close(fd);
 	*busy_until = st.busy_until;
 	return st.state;
-}
-
-/* For fakeapi.c, with $CUDANAP_FAKE_GPU_MIB: an allocation of mib on the process's GPU, counted
- * in <pid>.alloc, or CUDA_ERROR_OUT_OF_MEMORY when the GPU has no room for it; a negative mib
- * gives it back. Without the size, nothing is counted. */
-__attribute__((visibility("hidden"))) CUresult fake_account(long long mib);
-CUresult fake_account(long long mib)
-{
-	char p[4200];
-	int gpu;
-	unsigned also;
-	long long have;
-	FILE *f;
-
-	if (!sized_mib() || !peek_gpus(getpid(), &gpu, &also))
-		return CUDA_SUCCESS;
-	if (mib > 0 && free_mib(gpu) < mib)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	have = used_mib(getpid()) - footprint_mib() + mib;
-	path_of(p, sizeof(p), getpid(), "alloc");
-	f = fopen(p, "we");
-	if (!f || fchmod(fileno(f), 0644) < 0)
-		return CUDA_ERROR_OPERATING_SYSTEM;
-	fprintf(f, "%lld\n", have > 0 ? have : 0);
-	fclose(f);
-	return CUDA_SUCCESS;
 }
 
 /* For fakeapi.c: a "kernel" of ms from now, once the process runs. */

@@ -95,6 +95,35 @@ void fake_peers_checkpoint(int pid);
 int fake_peers_unrestorable(int pid);
 void fake_peers_restored(int pid);
 
+/* A process's state, in <pid>.state (fakecuda.c): its slots are the GPUs it started on, in order,
+ * each where it is now (slot 0 is gpu, the others also's bits). */
+#define FAKE_SLOTS     16
+#define FAKE_STATE_LEN 192
+struct pstate {
+	int state;
+	long long busy_until;
+	int gpu;
+	int wedged;    /* a restore ran out of memory: it can never be restored */
+	unsigned also; /* the other GPUs it holds memory on: bit k for GPU k */
+	int n_slots, slot[FAKE_SLOTS];
+};
+int fake_state_parse(const char *buf, struct pstate *st);
+/* pid's state, read without its lock (a holder of one lock reads every other process's, and
+ * another user's is read-only to this one): the writer truncates then writes, so an empty read is
+ * tried again (fakemem.c). */
+bool fake_peek(int pid, struct pstate *st);
+int fake_gpus(void);
+
+/* GPU memory (fakemem.c): the sizes set, what a process holds in one of its slots and on GPU k,
+ * what GPU k has free, and an allocation of mib made (a negative one given back) through CUDA
+ * device dev (-1: the current context's), or CUDA_ERROR_OUT_OF_MEMORY. */
+long long fake_footprint_mib(void);
+long long fake_sized_mib(void);
+long long fake_slot_mib(int pid, int slot);
+long long fake_used_on(int pid, const struct pstate *st, int k);
+long long fake_free_mib(int k);
+CUresult fake_account(int dev, long long mib);
+
 CUresult fake_register(void);
 CUresult fake_memcpy_htod(size_t off, const void *src, size_t len);
 CUresult fake_memcpy_dtoh(void *dst, size_t off, size_t len);

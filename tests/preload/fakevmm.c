@@ -26,8 +26,6 @@
 #define ILLEGAL	  700 /* CUDA_ERROR_ILLEGAL_ADDRESS */
 #define NOT_FOUND 500 /* CUDA_ERROR_NOT_FOUND */
 
-CUresult fake_account(long long mib) __attribute__((visibility("hidden")));
-
 struct handle {
 	CUmemGenericAllocationHandle id;
 	size_t bytes;
@@ -45,6 +43,7 @@ struct mapping {
 	CUmemGenericAllocationHandle h;
 	unsigned access; /* a bit per device */
 	bool used;
+	struct handle *of; /* h's, found once: a process of thousands of pieces maps each */
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -82,28 +81,32 @@ static bool in_reservation(CUdeviceptr va, size_t bytes)
 	return false;
 }
 
+/* Whether mapping m is over the line and another GPU may access it. */
+static bool large_shared(const struct mapping *m)
+{
+	return m->used && m->of->bytes > LINE && (m->access & ~(1u << m->of->dev));
+}
+
 /* The mappings over the line another GPU may access, written out for the checkpoint (mu held). */
 static void write_large(void)
 {
 	char path[4200];
 	const char *dir = getenv("CUDANAP_FAKE_DIR");
-	FILE *f;
+	FILE *f = NULL;
 	int n = 0;
 
+	for (int i = 0; i < MAX; i++)
+		n += large_shared(&maps[i]);
 	snprintf(path, sizeof(path), "%s/%d.vmmlarge", dir ? dir : "/tmp", (int)getpid());
-	f = fopen(path, "we");
-	for (int i = 0; f && i < MAX; i++) {
-		struct handle *h = maps[i].used ? handle(maps[i].h) : NULL;
-
-		if (h && h->bytes > LINE && (maps[i].access & ~(1u << h->dev))) {
-			fprintf(f, "%llx %zu\n", (unsigned long long)maps[i].va, h->bytes);
-			n++;
-		}
-	}
+	if (n)
+		f = fopen(path, "we");
+	else
+		unlink(path);
+	for (int i = 0; f && i < MAX; i++)
+		if (large_shared(&maps[i]))
+			fprintf(f, "%llx %zu\n", (unsigned long long)maps[i].va, maps[i].of->bytes);
 	if (f)
 		fclose(f);
-	if (!n)
-		unlink(path);
 }
 
 EXPORT CUresult cuMemAddressReserve(CUdeviceptr *p, size_t bytes, size_t align, CUdeviceptr addr,
@@ -147,7 +150,7 @@ CUresult fake_vmm_create(CUmemGenericAllocationHandle *out, size_t bytes, int de
 {
 	long long mib = (long long)(bytes >> 20);
 
-	if (fake_account(mib) != CUDA_SUCCESS)
+	if (fake_account(dev, mib) != CUDA_SUCCESS)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	pthread_mutex_lock(&mu);
 	for (int i = 0; i < MAX; i++)
@@ -161,7 +164,7 @@ CUresult fake_vmm_create(CUmemGenericAllocationHandle *out, size_t bytes, int de
 			return CUDA_SUCCESS;
 		}
 	pthread_mutex_unlock(&mu);
-	fake_account(-mib);
+	fake_account(dev, -mib);
 	return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
@@ -169,7 +172,7 @@ CUresult fake_vmm_create(CUmemGenericAllocationHandle *out, size_t bytes, int de
 static void settle(struct handle *h)
 {
 	if (h->released && !h->maps) {
-		fake_account(-(long long)(h->bytes >> 20));
+		fake_account(h->dev, -(long long)(h->bytes >> 20));
 		h->used = false;
 	}
 }
@@ -203,7 +206,7 @@ EXPORT CUresult cuMemMap(CUdeviceptr va, size_t bytes, size_t offset,
 	    !mapping_at(va + bytes - 1))
 		for (int i = 0; i < MAX; i++)
 			if (!maps[i].used) {
-				maps[i] = (struct mapping){ va, bytes, offset, id, 0, true };
+				maps[i] = (struct mapping){ va, bytes, offset, id, 0, true, h };
 				h->maps++;
 				r = CUDA_SUCCESS;
 				break;
@@ -221,13 +224,11 @@ EXPORT CUresult cuMemUnmap(CUdeviceptr va, size_t bytes)
 	pthread_mutex_lock(&mu);
 	for (int i = 0; i < MAX; i++)
 		if (maps[i].used && maps[i].va >= va && maps[i].va + maps[i].bytes <= va + bytes) {
-			struct handle *h = handle(maps[i].h);
+			struct handle *h = maps[i].of;
 
 			maps[i].used = false;
-			if (h) {
-				h->maps--;
-				settle(h);
-			}
+			h->maps--;
+			settle(h);
 			n++;
 		}
 	write_large();
@@ -334,7 +335,7 @@ EXPORT CUresult fake_vmm_word(CUdeviceptr p, bool w, unsigned *value)
 
 	pthread_mutex_lock(&mu);
 	m = mapping_at(p);
-	h = m ? handle(m->h) : NULL;
+	h = m ? m->of : NULL;
 	if (h) {
 		size_t off = m->offset + (p - m->va);
 		int free_slot = -1, i;
@@ -426,7 +427,7 @@ EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, void 
 	if (all_mapped(src, n)) {
 		r = CUDA_SUCCESS;
 		for (int i = 0; i < MAX; i++) {
-			struct handle *h = maps[i].used ? handle(maps[i].h) : NULL;
+			struct handle *h = maps[i].used ? maps[i].of : NULL;
 
 			for (int w = 0; h && w < WORDS; w++) {
 				size_t off = h->word[w].off - 1;

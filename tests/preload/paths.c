@@ -21,7 +21,13 @@
  *   peer PATH on|off A B   GPU A's primary context current, peer access to GPU B's turned on or
  *                     off: "peer RC"
  *   peer PATH can A B whether GPU A can access GPU B's memory: "peer RC CAN"
+ *   peer PATH on|off|can all N   the same for every ordered pair of GPUs 0..N-1 (N (N-1)
+ *                     directions), tallied: "peer all RC:COUNT ..." (for can, CAN:COUNT), each
+ *                     answer once, in the order first met
  *   alloc PATH MIB    cuMemAlloc of MIB MiB: "alloc RC"; free PATH frees it: "free RC"
+ *   slot K            the allocation alloc, free and vmm's A name from now on, and the range vmm
+ *                     makes and names V, are slot K's (0-15; 0 at the start): one process holding
+ *                     an allocation and a range per GPU: "slot K"
  * PATH: export (the name the program links), dlsym (on libfakecuda's handle), default (dlsym on
  * RTLD_DEFAULT), gpa (cuGetProcAddress, version 11080), gpa2 (cuGetProcAddress_v2, 12000), ptds
  * (the same with the per-thread default stream), v13 (version 13000), raw (bare: past cudanap). */
@@ -121,13 +127,21 @@ static void *get(const char *path, const char *name)
 	return f;
 }
 
-static CUdeviceptr managed;   /* the last managed allocation, which cuMemFree frees */
-static CUdeviceptr allocated; /* the last of the alloc command's */
+static CUdeviceptr managed; /* the last managed allocation, which cuMemFree frees */
+/* The last of the alloc command's, one per slot */
+static CUdeviceptr allocated[16];
+static unsigned slot;
 
 CUdeviceptr *paths_allocated(void);
 CUdeviceptr *paths_allocated(void)
 {
-	return &allocated;
+	return &allocated[slot];
+}
+
+unsigned paths_slot(void);
+unsigned paths_slot(void)
+{
+	return slot;
 }
 
 bool vmm_command(const char *line); /* vmmcmds.c */
@@ -292,35 +306,89 @@ static int start(void *(*fn)(void *))
 	return 0;
 }
 
-/* "peer PATH on|off A B": GPU A's primary context made current, then peer access to GPU B's
- * turned on or off, each call by PATH: "peer RC"; "peer PATH can A B": "peer RC CAN". */
-static void peer(const char *path, const char *what, int a, int b)
-{
-	CUresult (*set)(void *) = get(path, "cuCtxSetCurrent");
-	CUresult (*retain)(void **, int) = get(path, "cuDevicePrimaryCtxRetain");
-	CUresult (*can)(int *, int, int) = get(path, "cuDeviceCanAccessPeer");
-	CUresult (*on)(void *, unsigned) = get(path, "cuCtxEnablePeerAccess");
-	CUresult (*off)(void *) = get(path, "cuCtxDisablePeerAccess");
-	void *ca = NULL, *cb = NULL;
-	int rc, yes = -1;
+/* One direction by PATH's functions: GPU a's primary context made current, then peer access to GPU
+ * b's turned on or off, or asked whether a can access b (*can). */
+struct peer_fns {
+	CUresult (*set)(void *);
+	CUresult (*retain)(void **, int);
+	CUresult (*can)(int *, int, int);
+	CUresult (*on)(void *, unsigned);
+	CUresult (*off)(void *);
+};
 
-	if (strcmp(what, "can") == 0) {
-		rc = can ? can(&yes, a, b) : -2;
-		printf("peer %d %d\n", rc, yes);
+static int one_peer(const struct peer_fns *f, const char *what, int a, int b, int *can)
+{
+	void *ca = NULL, *cb = NULL;
+	int rc;
+
+	if (strcmp(what, "can") == 0)
+		return f->can ? f->can(can, a, b) : -2;
+	if (!f->set || !f->retain || !f->on || !f->off)
+		return -2;
+	rc = f->retain(&ca, a);
+	if (!rc)
+		rc = f->retain(&cb, b);
+	if (!rc)
+		rc = f->set(ca);
+	if (!rc)
+		rc = strcmp(what, "on") == 0 ? f->on(cb, 0) : f->off(cb);
+	return rc;
+}
+
+/* "peer PATH WHAT all N": every ordered pair of GPUs 0..N-1, the answers tallied. */
+static void all_peers(const struct peer_fns *f, const char *what, int n)
+{
+	int answer[16], count[16], kinds = 0;
+
+	for (int a = 0; a < n; a++)
+		for (int b = 0; b < n; b++) {
+			int can = -1, rc, k;
+
+			if (a == b)
+				continue;
+			rc = one_peer(f, what, a, b, &can);
+			if (strcmp(what, "can") == 0 && rc == 0)
+				rc = can;
+			for (k = 0; k < kinds && answer[k] != rc; k++)
+				;
+			if (k == kinds && kinds == 16)
+				continue; /* more kinds than a line shows: n is at most 16 */
+			if (k == kinds) {
+				answer[kinds] = rc;
+				count[kinds++] = 0;
+			}
+			count[k]++;
+		}
+	printf("peer all");
+	for (int k = 0; k < kinds; k++)
+		printf(" %d:%d", answer[k], count[k]);
+	printf("\n");
+}
+
+/* "peer PATH on|off A B": GPU A's primary context made current, then peer access to GPU B's
+ * turned on or off, each call by PATH: "peer RC"; "peer PATH can A B": "peer RC CAN"; with "all N"
+ * for A and B, every ordered pair of N GPUs. */
+static void peer(const char *path, const char *what, const char *args)
+{
+	struct peer_fns f = { get(path, "cuCtxSetCurrent"), get(path, "cuDevicePrimaryCtxRetain"),
+			      get(path, "cuDeviceCanAccessPeer"),
+			      get(path, "cuCtxEnablePeerAccess"),
+			      get(path, "cuCtxDisablePeerAccess") };
+	int a, b, can = -1, rc;
+
+	if (sscanf(args, "all %d", &a) == 1 && a > 0 && a <= 16) {
+		all_peers(&f, what, a);
 		return;
 	}
-	if (!set || !retain || !on || !off) {
+	if (sscanf(args, "%d %d", &a, &b) != 2) {
 		printf("peer -2\n");
 		return;
 	}
-	rc = retain(&ca, a);
-	if (!rc)
-		rc = retain(&cb, b);
-	if (!rc)
-		rc = set(ca);
-	if (!rc)
-		rc = strcmp(what, "on") == 0 ? on(cb, 0) : off(cb);
-	printf("peer %d\n", rc);
+	rc = one_peer(&f, what, a, b, &can);
+	if (strcmp(what, "can") == 0)
+		printf("peer %d %d\n", rc, can);
+	else
+		printf("peer %d\n", rc);
 }
 
 /* "forkpoll PATH FILE": a child that polls cuStreamQuery by PATH for 30 s, writing how many
@@ -377,11 +445,14 @@ static bool call_command(const char *line)
 	if (sscanf(line, "alloc %15s %u", path, &n) == 2) {
 		CUresult (*alloc)(CUdeviceptr *, size_t) = get(path, "cuMemAlloc");
 
-		printf("alloc %d\n", alloc ? alloc(&allocated, (size_t)n << 20) : -2);
+		printf("alloc %d\n", alloc ? alloc(paths_allocated(), (size_t)n << 20) : -2);
 	} else if (sscanf(line, "free %15s", path) == 1) {
 		CUresult (*release)(CUdeviceptr) = get(path, "cuMemFree");
 
-		printf("free %d\n", release ? release(allocated) : -2);
+		printf("free %d\n", release ? release(*paths_allocated()) : -2);
+	} else if (sscanf(line, "slot %u", &n) == 1 && n < 16) {
+		slot = n;
+		printf("slot %u\n", n);
 	} else if (sscanf(line, "fn %15s %255s", path, name) == 2) {
 		Dl_info info;
 
@@ -463,10 +534,10 @@ void paths_command(const char *line);
 void paths_command(const char *line)
 {
 	char path[16], name[256];
-	int ga, gb;
+	int args;
 
-	if (sscanf(line, "peer %15s %255s %d %d", path, name, &ga, &gb) == 4)
-		peer(path, name, ga, gb);
+	if (sscanf(line, "peer %15s %255s %n", path, name, &args) == 2 && line[args])
+		peer(path, name, line + args);
 	else if (sscanf(line, "forkpoll %15s %255s", path, name) == 2)
 		forkpoll(path, name);
 	else if (strcmp(line, "nexter") == 0)

@@ -28,11 +28,15 @@
 #include "fakecuda.h"
 
 CUdeviceptr *paths_allocated(void);
+unsigned paths_slot(void);
 bool vmm_command(const char *line);
 
-static CUdeviceptr range_va, map_va;
-static size_t range_bytes, map_bytes;
+/* The range of each slot (paths.c's slot command), the one vmm map made and its handle */
+static CUdeviceptr ranges_va[16], map_va;
+static size_t ranges_bytes[16], map_bytes;
 static CUmemGenericAllocationHandle kept;
+#define range_va    ranges_va[paths_slot()]
+#define range_bytes ranges_bytes[paths_slot()]
 
 #define FN(name) ((__typeof__(&name))dlsym(RTLD_DEFAULT, #name))
 
