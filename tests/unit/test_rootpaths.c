@@ -442,6 +442,46 @@ static void test_remove_deep(void)
 	   r ? ": " : "", r ? why : "");
 }
 
+/* A process's environment as the CLI reads it (cn_proc_env): values longer than its buffer,
+ * across its edges, a name that only begins like a wanted one, a name twice (the first counts),
+ * an empty value; one too long for any program to start with is refused whole. */
+static void test_env(void)
+{
+	static const char *const names[] = { "CUDANAP_STATUS_DIR", "XDG_RUNTIME_DIR", "NONE" };
+	size_t big = 40000;
+	char *pad = malloc(big + 8), *dir = malloc(big + 32), *v[3];
+	char *envp[] = { pad, "CUDANAP_STATUS_DIRX=not this", dir, "CUDANAP_STATUS_DIR=second",
+			 "XDG_RUNTIME_DIR=", NULL };
+	char *argv[] = { "sleep", "30", NULL };
+	pid_t p;
+	int r;
+
+	memset(pad, 'A', big);
+	strcpy(pad + big, "=x");
+	strcpy(dir, "CUDANAP_STATUS_DIR=");
+	memset(dir + strlen(dir), 'd', big);
+	dir[19 + big] = '\0';
+	p = fork();
+	if (p == 0) {
+		execve("/bin/sleep", argv, envp);
+		_exit(1);
+	}
+	usleep(200 * 1000);
+	r = cn_proc_env((int)p, names, 3, v);
+	ok(r == 0 && v[0] && strlen(v[0]) == big && strspn(v[0], "d") == big && v[1] && !v[1][0] &&
+		   !v[2],
+	   "an environment read to its end: a value of 40000 bytes across the buffer's edges, the "
+	   "first of a name, an empty value, one missing (%d)",
+	   r);
+	for (int i = 0; i < 3 && r == 0; i++)
+		free(v[i]);
+	kill(p, SIGKILL);
+	waitpid(p, NULL, 0);
+	free(pad);
+	free(dir);
+	ok(cn_proc_env(999999999, names, 3, v) < 0 && !v[0], "no process: an error, no values");
+}
+
 static void test_readers(void)
 {
 	char dir[300], p[400], buf[64], sdir[PATH_MAX];
@@ -551,6 +591,7 @@ int main(void)
 #endif
 	test_remove();
 	test_remove_deep();
+	test_env();
 	test_readers();
 	test_read_as();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", base);
