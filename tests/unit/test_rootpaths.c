@@ -4,8 +4,9 @@
  * exist, by uid: the job's (OWNER) and another (OTHER). Every hostile input (a FIFO, links to a
  * file and to a directory, a directory of the wrong user, an oversized and a garbage status file,
  * a status naming a live process of another user or of none of the job) must be refused without
- * blocking, and the handover's look must end by its deadline. Runs as root (CI is); also under
- * valgrind and AddressSanitizer in the default run. */
+ * blocking, and the handover's look must end by its deadline, a SuspendTime forged in a job's
+ * name believed no more than Slurm's, a process's environment read to its end. Runs as root (CI
+ * is); also under valgrind and AddressSanitizer in the default run. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -293,21 +294,27 @@ static void fake_squeue(const char *body)
 	fake("squeue", body);
 }
 
-/* scontrol show job, saying the job was suspended ago seconds ago (in SLURM_TIME_FORMAT's %s), or
- * that it cannot say (ago < 0). */
-static void fake_scontrol(int ago)
+/* scontrol show job, saying the job named name was suspended ago seconds ago (in
+ * SLURM_TIME_FORMAT's %s), in scontrol's order of fields, or that it cannot say (ago < 0). */
+static void fake_scontrol_named(int ago, const char *name)
 {
-	char body[300];
+	char body[600];
 
 	if (ago < 0)
 		snprintf(body, sizeof(body), "#!/bin/sh\nexit 1\n");
 	else
 		snprintf(body, sizeof(body),
 			 "#!/bin/sh\n[ \"$SLURM_TIME_FORMAT\" = %%s ] || exit 1\necho \"JobId=$4 "
-			 "JobState=SUSPENDED SuspendTime=$(($(date +%%s) - %d)) "
-			 "SecsPreSuspend=9\"\n",
-			 ago);
+			 "JobName=%s UserId=u(60101) JobState=SUSPENDED Reason=None "
+			 "StartTime=1 SuspendTime=$(($(date +%%s) - %d)) SecsPreSuspend=9 "
+			 "WorkDir=/w\"\n",
+			 name, ago);
 	fake("scontrol", body);
+}
+
+static void fake_scontrol(int ago)
+{
+	fake_scontrol_named(ago, "x");
 }
 
 static double wait_s(double max_s)
@@ -345,6 +352,14 @@ static void test_wait(void)
 		   strstr(said, "not waiting for 1 process of 1 job suspended more than 1.5 s ago"),
 	   "but not when it suspended the job longer ago than max_s: a process of it that runs was "
 	   "continued by its user (%.2f s): %s",
+	   took, said);
+	/* sbatch -J "x SuspendTime=<a time to come>": the job's name, before Slurm's field */
+	fake_scontrol_named(100, "x SuspendTime=$(($(date +%s) + 100000)) SecsPreSuspend=0");
+	took = wait_s(1.5);
+	ok(took < 0.5 &&
+		   strstr(said, "not waiting for 1 process of 1 job suspended more than 1.5 s ago"),
+	   "a SuspendTime its user wrote in the job's name (to come) hides not Slurm's (%.2f s): "
+	   "%s",
 	   took, said);
 	fake_squeue("#!/bin/sh\nexec sleep 100\n");
 	took = wait_s(1.5);
@@ -444,14 +459,18 @@ static void test_remove_deep(void)
 
 /* A process's environment as the CLI reads it (cn_proc_env): values longer than its buffer,
  * across its edges, a name that only begins like a wanted one, a name twice (the first counts),
- * an empty value; one too long for any program to start with is refused whole. */
+ * an empty value (one longer than a program is started with, hostile/views.sh). */
 static void test_env(void)
 {
 	static const char *const names[] = { "CUDANAP_STATUS_DIR", "XDG_RUNTIME_DIR", "NONE" };
 	size_t big = 40000;
 	char *pad = malloc(big + 8), *dir = malloc(big + 32), *v[3];
-	char *envp[] = { pad, "CUDANAP_STATUS_DIRX=not this", dir, "CUDANAP_STATUS_DIR=second",
-			 "XDG_RUNTIME_DIR=", NULL };
+	char *envp[] = { pad,
+			 "CUDANAP_STATUS_DIRX=not this",
+			 dir,
+			 "CUDANAP_STATUS_DIR=second",
+			 "XDG_RUNTIME_DIR=",
+			 NULL };
 	char *argv[] = { "sleep", "30", NULL };
 	pid_t p;
 	int r;
