@@ -457,6 +457,70 @@ static void test_remove_deep(void)
 	   r ? ": " : "", r ? why : "");
 }
 
+/* A process of the job's user that keeps making entries in the job's directory for up to 20 s,
+ * its working directory there: files, directories, and entries in those through a descriptor. */
+static pid_t writer(void)
+{
+	pid_t p = fork();
+
+	if (p == 0) {
+		double end = now_s() + 20;
+		char name[64];
+
+		if (setgid(OWNER) < 0 || setuid(OWNER) < 0 || chdir(job) < 0)
+			_exit(1);
+		for (unsigned long i = 0; now_s() < end; i++) {
+			int fd;
+
+			snprintf(name, sizeof(name), "w%d-%lu", (int)getpid(), i);
+			if (i % 2) {
+				close(open(name, O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+				continue;
+			}
+			mkdir(name, 0755);
+			fd = open(name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (fd >= 0) {
+				mkdirat(fd, "sub", 0755);
+				close(openat(fd, "f", O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+				close(fd);
+			}
+		}
+		_exit(0);
+	}
+	return p;
+}
+
+/* The job's user keeps writing in its directory while the epilog removes it, from four processes
+ * of its own (outside the job: another job, a login): the epilog takes the directory from its
+ * user first, and ends while they still write (on main it went on as long as they did). */
+static void test_remove_racing(void)
+{
+	char why[512];
+	pid_t w[4];
+	double t0, took;
+	bool writing = true;
+	int r;
+
+	ok(cn_jobdirs_make(base, JOB, OWNER, OWNER, why, sizeof(why)) == 0,
+	   "a job directory again");
+	for (int i = 0; i < 4; i++)
+		w[i] = writer();
+	usleep(300 * 1000);
+	t0 = now_s();
+	r = cn_jobdirs_remove(base, JOB, OWNER, why, sizeof(why));
+	took = now_s() - t0;
+	for (int i = 0; i < 4; i++)
+		writing &= waitpid(w[i], NULL, WNOHANG) == 0;
+	ok(r == 0 && access(job, F_OK) < 0 && writing,
+	   "the epilog removes the directory while 4 processes of its user write in it, and ends "
+	   "before they do (%.2f s)%s%s",
+	   took, r ? ": " : "", r ? why : "");
+	for (int i = 0; i < 4; i++) {
+		kill(w[i], SIGKILL);
+		waitpid(w[i], NULL, 0);
+	}
+}
+
 /* A process's environment as the CLI reads it (cn_proc_env): values longer than its buffer,
  * across its edges, a name that only begins like a wanted one, a name twice (the first counts),
  * an empty value (one longer than a program is started with, hostile/views.sh). */
@@ -610,6 +674,7 @@ int main(void)
 #endif
 	test_remove();
 	test_remove_deep();
+	test_remove_racing();
 	test_env();
 	test_readers();
 	test_read_as();
