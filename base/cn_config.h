@@ -14,6 +14,10 @@
 #define CN_MAX_GPUS 64
 #define CN_ERR_LEN  512
 #define CN_HOOK_LEN 2048
+/* The longest INI file: the one read at a start, and root's reading of the one another user's
+ * process names (cn_config_status_dir), stop at the same size, so that what root reads is all the
+ * process read. */
+#define CN_CONFIG_MAX (1u << 20)
 
 /* [log] level. */
 enum cn_log_level { CN_LOG_ERROR = 0, CN_LOG_INFO = 1, CN_LOG_DEBUG = 2 };

@@ -6,10 +6,23 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* The whole of /proc/PID/NAME (a process's environment, its cgroups: no size of ours decides
- * what is seen), NUL-terminated, its length in *len (when len is not NULL); NULL when it cannot be
- * read. The caller frees it. */
+/* The whole of /proc/PID/NAME (a process's cgroups, which the kernel writes: no size of ours
+ * decides what is seen), NUL-terminated, its length in *len (when len is not NULL); NULL when it
+ * cannot be read. The caller frees it. */
 char *cn_proc_file(int pid, const char *name, size_t *len);
+
+/* The most of a process's environment read. The kernel gives a program it starts at most 3/4 of
+ * 8 MiB of arguments and environment together, whatever the stack limit; a longer environment is
+ * one the process set itself (prctl's PR_SET_MM_MAP needs no privilege), maybe gigabytes of an
+ * untouched mapping that would take minutes to read. */
+#define CN_PROC_ENV_MAX (8u << 20)
+
+/* The values of the n variables names[] in pid's environment (/proc/PID/environ: the one it
+ * started with, or what it set there since), each into values[i], to free (NULL when it has none;
+ * the first of a name counts, as getenv's). Read through a buffer of fixed size, only those values
+ * kept. 0; -E2BIG when it is longer than CN_PROC_ENV_MAX (no environment a program is started with
+ * is), every value NULL; -errno when it cannot be read. */
+int cn_proc_env(int pid, const char *const *names, int n, char **values);
 
 /* /proc/PID/stat's start time, or 0 when the process is gone. */
 unsigned long long cn_proc_starttime(int pid);
@@ -37,12 +50,10 @@ unsigned long cn_proc_job(int pid);
  * line of its maps read whole, whatever its length. */
 bool cn_proc_preloaded(int pid);
 
-/* The value of name in env (a process's environment as cn_proc_file reads it, NUL-separated, n
- * bytes; NULL: none), or NULL. */
-const char *cn_proc_env_value(const char *env, size_t n, const char *name);
-
-/* The status dir pid uses, worked out from its own environment (read whole) and its user, as its
- * preload did (an INI its environment names read as that user would: cn_config_status_dir). */
-void cn_proc_status_dir(int pid, char *dir, size_t len);
+/* The status dir pid uses, worked out from its own environment (cn_proc_env) and its user, as its
+ * preload did (an INI its environment names read as that user would: cn_config_status_dir): 0;
+ * -E2BIG, dir "", when its environment is longer than any a program is started with: no process of
+ * cudanap's (whoever asks takes it for none). */
+int cn_proc_status_dir(int pid, char *dir, size_t len);
 
 #endif

@@ -482,17 +482,19 @@ static int status_dir_only(void *user, const char *section, const char *name, co
 void cn_config_status_dir(const char *path, const char *status_env, const char *xdg, uid_t uid,
 			  gid_t gid, char *dir, size_t len)
 {
-	static const size_t most = 1 << 20;
+	static const size_t most = CN_CONFIG_MAX + 2;
 	struct dir_only d = { dir, len };
 	char err[CN_ERR_LEN], *text;
+	ssize_t n;
 
 	cn_dirs_status_default(status_env, xdg, uid, dir, len);
 	if (!path || !*path || !(text = malloc(most)))
 		return;
 	/* Named by a process's environment, maybe another user's and read by root: opened as that
 	 * user would, never blocking, a regular file of that user's or root's, no more of it than
-	 * an INI file has. */
-	if (cn_safe_read_as(path, uid, gid, text, most, err, sizeof(err)) >= 0)
+	 * an INI file has; a longer one is none the process could have started with. */
+	n = cn_safe_read_as(path, uid, gid, text, most, err, sizeof(err));
+	if (n >= 0 && (size_t)n <= CN_CONFIG_MAX)
 		ini_parse_string(text, status_dir_only, &d);
 	free(text);
 }

@@ -19,6 +19,7 @@ struct reading {
 	cn_ini_fn fn;
 	void *user;
 	int line;	      /* the line inih is handling now */
+	size_t bytes;	      /* read so far: CN_CONFIG_MAX at most */
 	int long_line;	      /* the first line longer than inih's buffer, or 0 */
 	char msg[CN_ERR_LEN]; /* the first key's error, without the FILE:LINE prefix */
 	int msg_line;
@@ -34,6 +35,8 @@ static char *counting_reader(char *str, int num, void *stream)
 	if (!r)
 		return NULL;
 	len = strlen(str);
+	if ((x->bytes += len) > CN_CONFIG_MAX)
+		return NULL; /* grown past it since its size was checked */
 	if (len == (size_t)num - 1 && str[len - 1] != '\n') {
 		int ch;
 
@@ -59,7 +62,8 @@ static int on_key(void *user, const char *section, const char *name, const char 
 }
 
 /* The file at path, opened without blocking (a FIFO opens at once) and judged by what it is: a
- * regular file, not a directory, a device or a pipe. NULL with err and *rc. */
+ * regular file, not a directory, a device or a pipe, of CN_CONFIG_MAX bytes at most. NULL with err
+ * and *rc. */
 static FILE *open_ini(const char *path, char *err, size_t errlen, int *rc)
 {
 	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
@@ -79,6 +83,13 @@ static FILE *open_ini(const char *path, char *err, size_t errlen, int *rc)
 			     : "not a regular file; an INI file is read again at each suspend and "
 			       "resume");
 		*rc = dir ? -EISDIR : -EINVAL;
+		close(fd);
+		return NULL;
+	}
+	if (st.st_size > (off_t)CN_CONFIG_MAX) {
+		snprintf(err, errlen, "%s: %lld bytes; an INI file is 1 MiB at most", path,
+			 (long long)st.st_size);
+		*rc = -EFBIG;
 		close(fd);
 		return NULL;
 	}
@@ -105,6 +116,10 @@ int cn_ini_parse(const char *path, cn_ini_fn fn, void *user, char *err, size_t e
 		snprintf(err, errlen, "%s:%d: line longer than %d characters", path, x.long_line,
 			 INI_MAX_LINE - 2);
 		return -EINVAL;
+	}
+	if (x.bytes > CN_CONFIG_MAX) {
+		snprintf(err, errlen, "%s: longer than 1 MiB; an INI file is 1 MiB at most", path);
+		return -EFBIG;
 	}
 	if (r < 0) {
 		snprintf(err, errlen, "%s: cannot read", path);

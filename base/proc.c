@@ -211,6 +211,95 @@ char *cn_proc_file(int pid, const char *name, size_t *len)
 	return buf;
 }
 
+/* k bytes at p appended to the value *v of *len bytes, NUL-terminated. 0 or -ENOMEM. */
+static int append(char **v, size_t *len, const char *p, size_t k)
+{
+	char *more = realloc(*v, *len + k + 1);
+
+	if (!more)
+		return -ENOMEM;
+	memcpy(more + *len, p, k);
+	*len += k;
+	more[*len] = '\0';
+	*v = more;
+	return 0;
+}
+
+/* The environment's state between two reads: the name of the entry read so far (head, h bytes;
+ * names[] are shorter than head), the variable whose value is being read (cur), or an entry of no
+ * interest being passed over (skip). */
+struct env_scan {
+	const char *const *names;
+	char **values, head[64];
+	size_t h, vlen;
+	int n, cur;
+	bool skip;
+};
+
+/* One block of the environment through the scan: the wanted values kept. 0 or -ENOMEM. */
+static int env_block(struct env_scan *e, const char *buf, size_t got)
+{
+	for (size_t i = 0; i < got;) {
+		if (e->cur >= 0 || e->skip) { /* to the entry's end, in one step */
+			const char *end = memchr(buf + i, '\0', got - i);
+			size_t k = end ? (size_t)(end - (buf + i)) : got - i;
+
+			if (e->cur >= 0 && append(&e->values[e->cur], &e->vlen, buf + i, k) < 0)
+				return -ENOMEM;
+			i += k + (end != NULL);
+			if (end)
+				e->cur = -1, e->skip = false, e->h = 0;
+			continue;
+		}
+		if (buf[i] == '\0') {
+			e->h = 0;
+		} else if (buf[i] == '=') {
+			e->head[e->h] = '\0';
+			/* the first of a name counts, as getenv's */
+			for (int k = 0; k < e->n && e->cur < 0; k++)
+				if (!e->values[k] && strcmp(e->head, e->names[k]) == 0)
+					e->cur = k;
+			e->vlen = 0;
+			if (e->cur >= 0 && append(&e->values[e->cur], &e->vlen, "", 0) < 0)
+				return -ENOMEM;
+			e->skip = e->cur < 0;
+		} else if (e->h == sizeof(e->head) - 1) {
+			e->skip = true; /* a name longer than any wanted */
+		} else {
+			e->head[e->h++] = buf[i];
+		}
+		i++;
+	}
+	return 0;
+}
+
+int cn_proc_env(int pid, const char *const *names, int n, char **values)
+{
+	struct env_scan e = { .names = names, .values = values, .n = n, .cur = -1 };
+	char path[64], buf[16384];
+	size_t total = 0;
+	ssize_t got = 0;
+	int fd, r = 0;
+
+	for (int i = 0; i < n; i++)
+		values[i] = NULL;
+	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while (!r && (got = read(fd, buf, sizeof(buf))) > 0)
+		r = (total += (size_t)got) > CN_PROC_ENV_MAX ? -E2BIG
+							     : env_block(&e, buf, (size_t)got);
+	if (!r && got < 0)
+		r = -errno;
+	close(fd);
+	for (int i = 0; r && i < n; i++) {
+		free(values[i]);
+		values[i] = NULL;
+	}
+	return r;
+}
+
 /* The first line of pid's cgroups below a job's directory root owns (of job, or of any when job
  * is 0): its job, or 0. */
 static unsigned long job_cgroup(int pid, unsigned long job)
@@ -299,33 +388,26 @@ bool cn_proc_preloaded(int pid)
 	return hit;
 }
 
-const char *cn_proc_env_value(const char *env, size_t n, const char *name)
+int cn_proc_status_dir(int pid, char *dir, size_t len)
 {
-	size_t k = strlen(name);
-
-	for (size_t i = 0; env && i < n; i += strlen(env + i) + 1)
-		if (strncmp(env + i, name, k) == 0 && env[i + k] == '=')
-			return env + i + k + 1;
-	return NULL;
-}
-
-void cn_proc_status_dir(int pid, char *dir, size_t len)
-{
-	char path[32], *env;
+	static const char *const names[] = { "CUDANAP_CONFIG", "CUDANAP_STATUS_DIR",
+					     "XDG_RUNTIME_DIR" };
+	char path[32], *v[3];
 	struct stat st;
-	size_t n = 0;
 
 	/* Its user's: the default dir is /tmp/cudanap-UID of its UID, and an INI its environment
 	 * names is read as that user would (root opens no device another user names). Its
-	 * environment whole: environment modules put tens of kilobytes before cudanap's variables.
-	 */
+	 * environment to its end (environment modules put tens of kilobytes before cudanap's
+	 * variables), if it is no longer than any a program is started with. */
 	snprintf(path, sizeof(path), "/proc/%d", pid);
 	if (stat(path, &st) < 0)
 		st.st_uid = getuid(), st.st_gid = getgid();
-	env = cn_proc_file(pid, "environ", &n);
-	cn_config_status_dir(cn_proc_env_value(env, n, "CUDANAP_CONFIG"),
-			     cn_proc_env_value(env, n, "CUDANAP_STATUS_DIR"),
-			     cn_proc_env_value(env, n, "XDG_RUNTIME_DIR"), st.st_uid, st.st_gid,
-			     dir, len);
-	free(env);
+	if (cn_proc_env(pid, names, 3, v) == -E2BIG) {
+		dir[0] = '\0';
+		return -E2BIG;
+	}
+	cn_config_status_dir(v[0], v[1], v[2], st.st_uid, st.st_gid, dir, len);
+	for (int i = 0; i < 3; i++)
+		free(v[i]);
+	return 0;
 }

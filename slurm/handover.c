@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -27,8 +28,8 @@ extern char **environ;
 struct job {
 	uint32_t id;
 	uid_t uid;
-	double since; /* seconds from Slurm's suspend to the wait's start; -1 not asked, -2 unknown
-		       */
+	bool asked; /* scontrol was asked when Slurm suspended it */
+	double at;  /* then (CLOCK_MONOTONIC seconds); NAN when scontrol could not say */
 };
 
 static double now_s(void)
@@ -160,27 +161,47 @@ static int suspended_jobs(const char *node, struct job **jobs, double deadline)
 				break;
 			*jobs = more;
 		}
-		(*jobs)[n++] = (struct job){ (uint32_t)id, (uid_t)uid, -1 };
+		(*jobs)[n++] = (struct job){ (uint32_t)id, (uid_t)uid, false, NAN };
 	}
 	free(out);
 	return n;
 }
 
-/* How long ago Slurm suspended job (its SuspendTime, asked of scontrol in seconds since the
- * epoch), or -2 when scontrol cannot say by the deadline. */
-static double suspended_for(uint32_t job, double deadline)
+/* The earliest " SuspendTime=SECONDS" in scontrol's line of a job, 0 when there is none. Slurm
+ * writes one; a free-text field of the job's user (JobName, before it; WorkDir, Comment, after)
+ * may hold more, but none can hide Slurm's, and an earlier time than Slurm's only makes that
+ * user's own processes believed for less long. */
+static unsigned long long earliest_suspend(const char *line)
+{
+	unsigned long long t = 0;
+
+	for (const char *at = line; (at = strstr(at, " SuspendTime=")); at += 13) {
+		size_t n = strspn(at + 13, "0123456789");
+		unsigned long long v = strtoull(at + 13, NULL, 10);
+
+		if (n && n < 20 && (!at[13 + n] || isspace((unsigned char)at[13 + n])) &&
+		    (!t || v < t))
+			t = v;
+	}
+	return t;
+}
+
+/* When Slurm suspended job (its SuspendTime, asked of scontrol in whole seconds since the epoch),
+ * on CLOCK_MONOTONIC, no later than now (the controller's clock may be a little ahead); NAN when
+ * scontrol cannot say by the deadline. */
+static double suspended_at(uint32_t job, double deadline)
 {
 	char id[16], *argv[] = { "scontrol", "-o", "show", "job", id, NULL }, **env, *out;
-	const char *at;
+	unsigned long long t;
 	size_t n = 0;
-	double since = -2;
+	double at = NAN;
 
 	snprintf(id, sizeof(id), "%u", (unsigned)job);
 	while (environ[n])
 		n++;
 	env = calloc(n + 2, sizeof(*env));
 	if (!env)
-		return -2;
+		return NAN;
 	n = 0;
 	for (char **e = environ; *e; e++)
 		if (strncmp(*e, "SLURM_TIME_FORMAT=", 18) != 0)
@@ -188,23 +209,25 @@ static double suspended_for(uint32_t job, double deadline)
 	env[n] = "SLURM_TIME_FORMAT=%s"; /* strftime's seconds since the epoch */
 	out = run_slurm(argv, env, deadline);
 	free(env);
-	at = out ? strstr(out, " SuspendTime=") : NULL;
-	if (at && isdigit((unsigned char)at[13])) {
+	t = out ? earliest_suspend(out) : 0;
+	if (t) {
 		struct timespec ts;
+		double ago;
 
 		clock_gettime(CLOCK_REALTIME, &ts);
-		since = (double)ts.tv_sec - strtod(at + 13, NULL);
-		since = since < 0 ? 0 : since; /* the controller's clock a little ahead */
+		/* Slurm's second taken at its end: a suspend of this second is one of now */
+		ago = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9 - (double)(t + 1);
+		at = now_s() - (ago > 0 ? ago : 0);
 	}
 	free(out);
-	return since;
+	return at;
 }
 
 /* One look at the jobs' processes: how many hold their GPU (*pid the first), how many were stopped
  * mid-checkpoint (*frozen), and how many of the jobs are left out as suspended more than max_s
  * ago (*late, their holders in *late_n). */
-static int look(const char *statusbase, struct job *jobs, int n, uint32_t self, double t0,
-		double max_s, double deadline, int *frozen, int *pid, int *late, int *late_n)
+static int look(const char *statusbase, struct job *jobs, int n, uint32_t self, double max_s,
+		double deadline, int *frozen, int *pid, int *late, int *late_n)
 {
 	int left = 0;
 
@@ -216,9 +239,11 @@ static int look(const char *statusbase, struct job *jobs, int n, uint32_t self, 
 			continue;
 		h = cn_jobdirs_holding(statusbase, jobs[i].id, jobs[i].uid, deadline + 0.5, &f,
 				       pid);
-		if (h && jobs[i].since == -1)
-			jobs[i].since = suspended_for(jobs[i].id, deadline) - (now_s() - t0);
-		if (h && jobs[i].since >= 0 && now_s() >= t0 - jobs[i].since + max_s) {
+		if (h && !jobs[i].asked) {
+			jobs[i].at = suspended_at(jobs[i].id, deadline);
+			jobs[i].asked = true;
+		}
+		if (h && !isnan(jobs[i].at) && now_s() >= jobs[i].at + max_s) {
 			(*late)++;
 			*late_n += h;
 			h = 0;
@@ -246,7 +271,7 @@ void cn_handover_wait(const char *statusbase, const char *node, uint32_t self, d
 	/* Each look is let past the deadline by half a second at most (a directory of many files
 	 * on a slow disk), so that the last one is whole and its answer right. */
 	for (;;) {
-		left = look(statusbase, jobs, n, self, t0, max_s, deadline, &frozen, &pid, &late,
+		left = look(statusbase, jobs, n, self, max_s, deadline, &frozen, &pid, &late,
 			    &late_n);
 		if (!left || now_s() + 0.05 >= deadline)
 			break;

@@ -59,6 +59,40 @@ int cn_jobdirs_make(const char *statusbase, uint32_t job, uid_t uid, gid_t gid, 
 	return 0;
 }
 
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* How long an epilog removes a job's directory at most: its user can no longer add to it once root
+ * has it (freeze), so only a tree of millions of entries takes that long; what is left then
+ * stays, root's, and is said. */
+#define REMOVE_S 60
+
+/* A directory of the job's being removed, root's from now on and only root's to write in: its
+ * user, or another process of that user's with a descriptor or a working directory in it, can
+ * make nothing more there (4 writers kept an epilog busy 127 s). */
+static void freeze(int fd)
+{
+	if (fchown(fd, 0, 0) == 0)
+		fchmod(fd, 0700); /* what it cannot fix, the removals after it say */
+}
+
+/* The deadline passed: why says so, once. */
+static bool late(double deadline, int *err, char *why, size_t len, const char *path)
+{
+	if (now_s() < deadline)
+		return false;
+	if (!*err) {
+		*err = -ETIMEDOUT;
+		snprintf(why, len, "%s: not emptied in %d s; what is left stays", path, REMOVE_S);
+	}
+	return true;
+}
+
 /* The first failure of a removal: its -errno in *err and why, in one line; the later ones not. */
 static void failed(int *err, char *why, size_t len, const char *path, const char *a, const char *b)
 {
@@ -70,10 +104,11 @@ static void failed(int *err, char *why, size_t len, const char *path, const char
 }
 
 /* The directory name in top emptied and removed: its files and links removed, its directories
- * moved up into top (under a name of ours) to be drained in their turn, its mode fixed first (so
- * that a 0000 or 0777 directory can be emptied). Whether anything was removed or moved. */
-static bool drain(int top, const char *name, const char *path, unsigned long *seq, int *err,
-		  char *why, size_t len)
+ * moved up into top (under a name of ours) to be drained in their turn, it frozen first (so that
+ * a 0000 or 0777 directory can be emptied, and nothing more made in it). Whether anything was
+ * removed or moved. */
+static bool drain(int top, const char *name, const char *path, double deadline, unsigned long *seq,
+		  int *err, char *why, size_t len)
 {
 	int fd = openat(top, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	bool done = false;
@@ -81,14 +116,14 @@ static bool drain(int top, const char *name, const char *path, unsigned long *se
 	DIR *d;
 
 	if (fd >= 0)
-		fchmod(fd, 0700); /* what it cannot fix, the removals below say */
+		freeze(fd);
 	if (fd < 0 || !(d = fdopendir(fd))) {
 		failed(err, why, len, path, name, "");
 		if (fd >= 0)
 			close(fd);
 		return false;
 	}
-	while ((e = readdir(d))) {
+	while (!late(deadline, err, why, len, path) && (e = readdir(d))) {
 		struct stat st;
 		char to[32];
 		int s;
@@ -118,18 +153,17 @@ static bool drain(int top, const char *name, const char *path, unsigned long *se
 	return done;
 }
 
-/* Everything in the directory fd, through fds, whatever its depth: each directory in it drained
- * into it (drain), pass after pass while one removes or moves anything; no link followed (a link
- * is removed, not what it names), no ".." ever taken (a directory its user moves elsewhere
- * meanwhile takes the removal nowhere), no recursion. 0, or -errno of the last pass's first
- * failure with why. */
-static int empty_tree(int fd, const char *path, char *why, size_t len)
+/* Everything in the directory fd (frozen), through fds, whatever its depth: each directory in it
+ * drained into it (drain), pass after pass while one removes or moves anything, until the
+ * deadline; no link followed (a link is removed, not what it names), no ".." ever taken (a
+ * directory its user moves elsewhere meanwhile takes the removal nowhere), no recursion. 0, or
+ * -errno of the last pass's first failure with why (-ETIMEDOUT at the deadline). */
+static int empty_tree(int fd, const char *path, double deadline, char *why, size_t len)
 {
 	unsigned long seq = 0;
 	bool more = true;
 	int err = 0;
 
-	fchmod(fd, 0700);
 	while (more) {
 		int dup = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 		DIR *d = dup >= 0 ? fdopendir(dup) : NULL;
@@ -144,20 +178,21 @@ static int empty_tree(int fd, const char *path, char *why, size_t len)
 			return err;
 		}
 		rewinddir(d); /* the duplicate shares the offset the last pass left at the end */
-		while ((e = readdir(d))) {
+		while (!late(deadline, &err, why, len, path) && (e = readdir(d))) {
 			struct stat st;
 
 			if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
 				continue;
 			if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 			    S_ISDIR(st.st_mode))
-				more |= drain(fd, e->d_name, path, &seq, &err, why, len);
+				more |= drain(fd, e->d_name, path, deadline, &seq, &err, why, len);
 			else if (unlinkat(fd, e->d_name, 0) == 0)
 				more = true;
 			else
 				failed(&err, why, len, path, e->d_name, "");
 		}
 		closedir(d);
+		more &= err != -ETIMEDOUT;
 	}
 	return err;
 }
@@ -177,7 +212,8 @@ int cn_jobdirs_remove(const char *statusbase, uint32_t job, uid_t uid, char *why
 		return j == -ENOENT ? 0 : j;
 	}
 	snprintf(path, sizeof(path), "%s/" BASE "/%s", statusbase, name);
-	r = empty_tree(j, path, why, len);
+	freeze(j); /* the job's directory first: nothing new in it from here */
+	r = empty_tree(j, path, now_s() + REMOVE_S, why, len);
 	close(j);
 	if (unlinkat(b, name, AT_REMOVEDIR) < 0 && !r) {
 		r = -errno;
@@ -185,14 +221,6 @@ int cn_jobdirs_remove(const char *statusbase, uint32_t job, uid_t uid, char *why
 	}
 	close(b);
 	return r;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* Stopped by SIGSTOP (Slurm's, 2 s after its SIGTSTP), or traced. */

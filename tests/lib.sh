@@ -74,6 +74,31 @@ python_with() {
 	done
 }
 
+# root_python [PROGRAM]: a Python of root's that root's `cudanap kernel` may run and that imports
+# nothing but its standard library, its path in $rootpy ("" where there is none: not root, no /run
+# of root's alone): the system's interpreter (or PROGRAM, a stand-in) copied to bin/pythonX.Y of a
+# directory of its own under /run, beside a link to the system's standard library, its site
+# directory lib/python3/dist-packages empty; removed at the end. Not under $T: Python looks for
+# its library in every directory above it, and /tmp is anyone's to write in.
+root_python() {
+	local sys ver dir
+	rootpy=
+	sys=$(readlink -f /usr/bin/python3 2> /dev/null)
+	ver=$("$sys" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2> /dev/null)
+	[ -n "$ver" ] && [ -d "/usr/lib/python$ver" ] && [ "$(id -u)" = 0 ] &&
+		[ -z "$(find /run -maxdepth 0 -perm /022 2> /dev/null)" ] &&
+		dir=$(mktemp -d /run/cudanap-test-py.XXXXXX 2> /dev/null) || return 0
+	[ ${#root_pythons[@]} -gt 0 ] || at_exit root_pythons_gone
+	root_pythons+=("$dir")
+	chmod 755 "$dir"
+	mkdir -p "$dir/bin" "$dir/lib/python3/dist-packages"
+	cp "${1:-$sys}" "$dir/bin/python$ver"
+	ln -s "/usr/lib/python$ver" "$dir/lib/python$ver"
+	rootpy=$dir/bin/python$ver
+}
+root_pythons=()
+root_pythons_gone() { local d; for d in ${root_pythons[@]+"${root_pythons[@]}"}; do rm -rf "$d"; done; }
+
 # real_python: the interpreter itself, not a version manager's shim in front of it. pyenv's is a
 # bash script that forks a dozen times under the preload, and under the sanitize setup a fork
 # while another thread (the preload's agent, starting) holds the ASan runtime's allocator lock

@@ -11,6 +11,8 @@ command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 || skip_all 
 py=$(command -v "${PYTHON:-python3}")
 why=$("$py" -c 'import torch, jupyter_client, ipykernel' 2>&1) ||
 	skip_all "$py cannot import torch, jupyter_client and ipykernel: $(tail -n 1 <<< "$why")"
+# the interpreter itself, not a version manager's shim: root runs no script in a Python's place
+pyexe=$("$py" -c 'import sys; print(sys.executable)')
 export JUPYTER_DATA_DIR=$T/jupyter JUPYTER_CONFIG_DIR=$T/jupyter-config JUPYTER_RUNTIME_DIR=$T/jupyter-run
 export JUPYTER_PATH=$T/jupyter IPYTHONDIR=$T/ipython PYDEVD_DISABLE_FILE_VALIDATION=1
 mkdir -p "$T/jupyter/kernels/torchpy"
@@ -25,7 +27,7 @@ took() { say time; echo "${REPLY#time }"; }
 kernel() {
 	local depth=$1 pid first held sum out
 	write_ini "[log]" "level = info" "[nap]" "depth = $depth"
-	out=$(CUDANAP_PYTHON=$py "$CUDANAP" kernel install --from torchpy --nap 3 -c "$T/job.ini" 2>&1)
+	out=$(CUDANAP_PYTHON=$pyexe "$CUDANAP" kernel install --from torchpy --nap 3 -c "$T/job.ini" 2>&1)
 	like "$out" "^installed kernel 'torchpy-cudanap' \(PyTorch under cudanap, naps after 3 s idle\)" \
 		"$depth: cudanap kernel install"
 	coproc KC { "$py" "$here/../preload/kernel_client.py" torchpy-cudanap 2>> "$T/client.err"; }

@@ -69,15 +69,18 @@ kill "$ap" "$stray" "$forged" 2> /dev/null
 # suspended for Slurm) and says in its status file, again and again, that it holds its GPU: a
 # task that starts more than handover= seconds after the suspend does not wait for it (every task
 # of every job on the node waited the whole handover= time, for as long as the job stayed
-# suspended). The file names the job's own signals: a root `cudanap status` of a run beside this
-# one asks every process on the host, and one naming none would send the job's sleep SIGUSR1.
+# suspended). The file names the job's own signals, and says an action is under way: a root
+# `cudanap status` of a run beside this one asks every process on the host that is not busy, with
+# the signal its file names (one naming none would send the job's sleep SIGUSR1), and the job's
+# agent, answering, wrote its own status ("no CUDA") over the claim: the next task's look, between
+# that and the claimer's next write, found nothing held (2 runs in 9 beside other builds' suites).
 check "Slurm stopped the victim's job's process after its grace" eventually 20 stopped "$vp"
 "${AS_V[@]}" kill -CONT "$vp"
 check "and the victim continued it: it runs, its job still suspended" \
 	eventually 20 not stopped "$vp"
 is "$(job_state "$jv")" SUSPENDED "squeue still says the job is suspended"
 "${AS_V[@]}" sh -c 'while :; do printf %s "$2" > "$1/.f" && mv "$1/.f" "$1/$3.json"; sleep 0.2; done' \
-	_ "$vdir" "$(claim "$vp" | sed 's/}$/,"gpu_now":"0:1000","gpus":"0=GPU-x","suspend_signal":20,"resume_signal":18}/')" "$vp" &
+	_ "$vdir" "$(claim "$vp" | sed 's/}$/,"gpu_now":"0:1000","gpus":"0=GPU-x","suspend_signal":20,"resume_signal":18,"busy":true}/')" "$vp" &
 claimer=$!
 past() { awk -v t0="$1" -v s="$2" -v now="$(date +%s.%N)" 'BEGIN { exit !(now > t0 + s) }'; }
 eventually 20 past "$t_suspend" 6

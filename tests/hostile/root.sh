@@ -3,7 +3,9 @@
 # `cudanap kernel` run in a directory the attacker can write imports none of the attacker's
 # Python, runs no `jupyter` or python3 found there through PATH, nor a Python the attacker could
 # change, nor one whose standard library or site packages the attacker could write (its lib/, a
-# sticky directory Python looks in for one, a package directory of a site directory); root's
+# sticky directory Python looks in for one, a lib/ above its prefix where Python looks for its
+# zip first, a package directory of a site directory), nor a wrapper script of root's that starts
+# such a Python; root's
 # status and metrics, while the attacker flips a link in its status directory's path between its
 # own directory and the victim's, remove nothing of the victim's (and still remove a stale file of
 # the victim's own in a directory root visits for the victim); twenty decoy processes with status
@@ -95,6 +97,39 @@ if [ -x "$sysp" ] && [ -n "$ver" ] && [ -d "/usr/lib/python$ver/encodings" ]; th
 	is "$rc:$out" "69:cudanap kernel: CUDANAP_PYTHON: $T/pub/opt/bin/python$ver: it looks for its standard library in $T/pub, which another user may write to; not run" \
 		"it is refused, in one line"
 	rm -rf "$T/pub/ran-stdlib" "$T/pub/lib"
+	# a wrapper script of root's that starts the Python of $T/py above (its lib/ anyone's): root
+	# cannot see which Python a script runs, and runs none in a Python's place
+	mkdir -m 755 "$T/wrap"
+	printf '#!/bin/sh\nexec %s "$@"\n' "$T/py/bin/python$ver" > "$T/wrap/python3"
+	chmod 755 "$T/wrap/python3"
+	out=$(cd "$proj" && CUDANAP_PYTHON="$T/wrap/python3" "$CUDANAP" kernel list 2>&1); rc=$?
+	check "a wrapper script of root's that starts that Python: the library planted there does not run as root" \
+		test ! -e "$T/pub/ran-stdlib"
+	is "$rc:$out" "69:cudanap kernel: CUDANAP_PYTHON: $T/wrap/python3: a script, not a Python: root checks the standard library of the interpreter it runs, which a script hides; name the interpreter itself; not run" \
+		"it is refused, in one line"
+	rm -f "$T/pub/ran-stdlib"
+	# a Python of root's with its library where it must be (bin/ and lib/pythonX.Y, a link to the
+	# system's, in directories only root may write), and a lib/ anyone may write in a directory
+	# above it: Python looks for lib/pythonXY.zip in every directory up to "/" before its os.py,
+	# so the zip the attacker puts there would be its standard library
+	root_python
+	if [ -n "$rootpy" ]; then
+		zroot=${rootpy%/bin/*}
+		mkdir -m 755 "$zroot/py" && mv "$zroot/bin" "$zroot/lib" "$zroot/py/"
+		mkdir -m 777 "$zroot/lib" && chown "$A" "$zroot/lib"
+		"${AS_A[@]}" python3 -c '
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1], "w") as z:
+    z.writestr("encodings/__init__.py", "import posix\nposix.close(posix.open(%r, posix.O_WRONLY | posix.O_CREAT, 0o644))\nraise SystemExit\n" % sys.argv[2])
+' "$zroot/lib/python${ver/./}.zip" "$T/pub/ran-zip"
+		out=$(cd "$proj" && CUDANAP_PYTHON="$zroot/py/bin/python$ver" "$CUDANAP" kernel list 2>&1); rc=$?
+		check "a zip the attacker put in a lib/ of its own above the Python's prefix does not run as root" \
+			test ! -e "$T/pub/ran-zip"
+		is "$rc:$out" "69:cudanap kernel: CUDANAP_PYTHON: $zroot/py/bin/python$ver: its standard library's directory $zroot/lib: in $zroot/lib, which another user may write to; not run" \
+			"it is refused, in one line"
+	else
+		skip "a zip the attacker put above a Python's prefix" "no /run of root's alone"
+	fi
 	# a whole Python of root's, its site directory lib/python3/dist-packages root's (Debian's
 	# layout), one package directory in it anyone may write; in /run, where every directory
 	# above it is root's alone (under /tmp the site directory is not taken at all)

@@ -8,7 +8,8 @@
 # hides a process from root's status and metrics hides it no longer: its library replaced on disk
 # (an upgrade), 70 KB of environment before cudanap's variables. A job_<J> cgroup of the user's
 # own (a delegated subtree) gives no slurm_job label, and root's status on the host removes no
-# status file of a process in a container (a pid namespace of its own).
+# status file of a process in a container (a pid namespace of its own). An environment of
+# gigabytes (a range the process set) stalls neither root's status nor its --slurm.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/users.sh"
 for b in promtool prometheus-node-exporter curl python3; do
@@ -193,6 +194,48 @@ if command -v unshare > /dev/null && unshare --pid --fork --mount-proc true 2> /
 	wait "$ns_pid" 2> /dev/null
 else
 	skip "a process in a pid namespace of its own" "no unshare that makes one here"
+fi
+
+# -- 8. environments pointed at a mapping never touched (prctl PR_SET_MM_MAP, which needs no
+# privilege; $BIGENV does it): root reads no more of one than a program is started with (8 MiB).
+# One of 2 GiB stalled root's status 96 s, its memory grown by as much, and its --slurm without
+# scontrol (which reads every user's processes'); one of 16 MiB naming a real status directory at
+# its end is not taken for a process of cudanap's, and said so in one line when asked by its pid
+forged_env() { # forged_env NAME MIB: the attacker's $BIGENV, preloaded, its status directory
+	# $T/pub/NAME; NAME_pid, or "" when the kernel refuses the range
+	local pid
+	mkdir -m 700 "$T/pub/$1" && chown "$A" "$T/pub/$1"
+	"${AS_A[@]}" LD_PRELOAD="$lib" CUDANAP_STATUS_DIR="$T/pub/$1" "$BIGENV" "$2" \
+		CUDANAP_STATUS_DIR="$T/pub/$1" > "$T/$1.out" 2>&1 &
+	pid=$!
+	eventually 20 grep -q forged "$T/$1.out" || { kill "$pid" 2> /dev/null; pid=; }
+	printf -v "${1}_pid" '%s' "$pid"
+}
+# the 16 MiB one first; the 2 GiB one only for as long as its checks take (a command of root's
+# that reads it whole, another build's beside this one, would take minutes)
+forged_env long 16
+if [ -n "$long_pid" ]; then
+	check "the attacker's process of 16 MiB of environment has its status file" test -e "$T/pub/long/$long_pid.json"
+	out=$("$CUDANAP" status --no-query 2>&1)
+	unlike "$out" $'\n'"$long_pid " "root's status does not take it for a process of cudanap's"
+	out=$("$CUDANAP" status --no-query "$long_pid" 2>&1); rc=$?
+	is "$rc:$out" "1:cudanap: $long_pid: not a running cudanap process: its environment is longer than 8 MiB, more than a program is started with: not taken for a process of cudanap's" \
+		"asked by its pid, root says so in one line"
+	out=$("$CUDANAP" suspend "$long_pid" 2>&1); rc=$?
+	like "$rc:$out" "^1:$long_pid: its environment is longer than 8 MiB, .*; nothing sent" \
+		"and its suspend sends nothing, in one line"
+	"$CUDANAP" metrics --textfile "$T/tf"
+	unlike "$(cat "$T/tf/cudanap.prom")" "pid=\"$long_pid\"" "root's metrics do not count it"
+	kill "$long_pid"
+	forged_env huge 2048
+	out=$(timeout 30 "$CUDANAP" status --no-query 2>&1); rc=$?
+	check "beside 2 GiB of environment, root's status answers (rc $rc)" test "$rc" = 0
+	out=$(timeout 30 env PATH=/nonexistent "$CUDANAP" suspend --dry-run --slurm 424242 2>&1); rc=$?
+	[ -n "$huge_pid" ] && kill "$huge_pid"
+	check "and root's suspend --slurm without scontrol, which reads every user's processes' environments (rc $rc)" \
+		test "$rc" = 1
+else
+	skip "environments of 16 MiB and 2 GiB" "the kernel refuses a new environment's range (no CONFIG_CHECKPOINT_RESTORE): $(cat "$T/long.out")"
 fi
 
 kill "$ne_pid"

@@ -120,22 +120,36 @@ out=$("$CUDANAP" kernel install --from fakepy -c "$T/bad.ini" 2>&1)
 like "$?:$out" "^78:.*bad.ini" "a broken INI is refused before anything is written"
 out=$(CUDANAP_PYTHON=$T/nopython "$CUDANAP" kernel list 2>&1)
 is "$?:$out" "69:cudanap kernel: CUDANAP_PYTHON: $T/nopython: No such file or directory" "CUDANAP_PYTHON that is not there"
-# a Python without Jupyter (its site packages off), and the one `jupyter` on PATH runs first
-# (in a directory of the test's: one in /tmp itself is not run, /tmp being anyone's to write in)
+# a wrapper script as CUDANAP_PYTHON: root cannot check the library of the Python it starts
 mkdir "$T/bin"
-cat > "$T/bin/barepy" << EOF
-#!/bin/sh
-shift 2 # -I -S: the helper's path and its arguments follow
-exec $py -c 'import sys; sys.modules["jupyter_client"] = None; sys.argv = sys.argv[1:]; exec(compile(open(sys.argv[0]).read(), sys.argv[0], "exec"))' "\$@"
-EOF
-printf '#!/bin/sh\necho "$*" >> %s/python-wrap.log\nexec %s "$@"\n' "$T" "$py" > "$T/bin/python-wrap"
-printf '#!/usr/bin/env %s\n' "$T/bin/python-wrap" > "$T/bin/jupyter"
-chmod +x "$T/bin/barepy" "$T/bin/python-wrap" "$T/bin/jupyter"
-out=$(CUDANAP_PYTHON=$T/bin/barepy "$CUDANAP" kernel list 2>&1)
-like "$?:$out" "^69:cudanap kernel: [^ ]+ cannot import jupyter_client \(.*\); set CUDANAP_PYTHON to the Python that runs Jupyter$" \
-	"a Python without jupyter_client: one line"
-out=$(PATH=$T/bin:$PATH "$CUDANAP" kernel list 2>&1)
-like "$(cat "$T/python-wrap.log" 2> /dev/null)" "kernelspec.py list" "without CUDANAP_PYTHON, the Python of 'jupyter' on PATH is the one asked"
+printf '#!/bin/sh\nexec %s "$@"\n' "$py" > "$T/bin/pywrap"
+chmod +x "$T/bin/pywrap"
+out=$(CUDANAP_PYTHON=$T/bin/pywrap "$CUDANAP" kernel list 2>&1); rc=$?
+if [ "$(id -u)" = 0 ]; then
+	is "$rc:$out" "69:cudanap kernel: CUDANAP_PYTHON: $T/bin/pywrap: a script, not a Python: root checks the standard library of the interpreter it runs, which a script hides; name the interpreter itself; not run" \
+		"a wrapper script, for root: refused in one line that says what to name"
+else
+	like "$rc:$out" "^0:NAME" "a wrapper script of the user's own: run"
+fi
+# a Python without Jupyter (a jupyter_client of its own in its site directory that says it was
+# asked, and fails), and the one `jupyter` on PATH runs first (in a directory of the test's: one in
+# /tmp itself is not run, /tmp being anyone's to write in)
+root_python
+if [ -n "$rootpy" ]; then
+	mkdir "${rootpy%/bin/*}/lib/python3/dist-packages/jupyter_client"
+	printf 'import sys\nopen("%s/python-asked.log", "a").write(" ".join(sys.argv) + "\\n")\nraise ImportError("a stand-in")\n' "$T" \
+		> "${rootpy%/bin/*}/lib/python3/dist-packages/jupyter_client/__init__.py"
+	out=$(CUDANAP_PYTHON=$rootpy "$CUDANAP" kernel list 2>&1)
+	is "$?:$out" "69:cudanap kernel: $rootpy cannot import jupyter_client (a stand-in); set CUDANAP_PYTHON to the Python that runs Jupyter" \
+		"a Python without jupyter_client: one line"
+	printf '#!/usr/bin/env %s\n' "$rootpy" > "$T/bin/jupyter"
+	chmod +x "$T/bin/jupyter"
+	out=$(PATH=$T/bin:$PATH "$CUDANAP" kernel list 2>&1)
+	like "$(cat "$T/python-asked.log" 2> /dev/null)" "kernelspec.py probe" "without CUDANAP_PYTHON, the Python of 'jupyter' on PATH is the one asked"
+	like "$out" "^NAME" "and, as it has no jupyter_client, the next one answers"
+else
+	skip "a Python without jupyter_client" "no /run of root's alone to make one in"
+fi
 out=$("$CUDANAP" kernel install --from fakepy --nap 5 --name other --prefix "$T/pfx" 2>&1)
 like "$out" "in $T/pfx/share/jupyter/kernels/other$" "--prefix DIR: under DIR/share/jupyter/kernels"
 out=$("$CUDANAP" kernel install --from fakepy --nap 30 2>&1)

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -320,6 +321,38 @@ static void test_not_a_file(void)
 	       "and says why");
 }
 
+/* An INI over 1 MiB is refused at a start, and root's reading of one another process names takes
+ * none of it: both see the same file (1 MiB of comments before [status] hid a process from root).
+ */
+static void test_too_long(void)
+{
+	static struct cn_config c;
+	char err[CN_ERR_LEN], want[CN_ERR_LEN], path[300], sdir[300];
+	const char *tail = "[status]\ndir = /elsewhere\n";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/long.ini", dir);
+	f = fopen(path, "w");
+	for (int i = 0; i < (1 << 20) / 64; i++)
+		fprintf(f, "; %61s\n", "a comment of sixty-four bytes, the line's end included");
+	fputs(tail, f);
+	fclose(f);
+	ok(cn_config_load(&c, path, err, sizeof(err)) == -EFBIG, "an INI over 1 MiB is refused");
+	snprintf(want, sizeof(want), "%s: %d bytes; an INI file is 1 MiB at most", path,
+		 (1 << 20) + (int)strlen(tail));
+	is_str(err, want, "and says so");
+	cn_config_status_dir(path, NULL, "/run/user/1", getuid(), getgid(), sdir, sizeof(sdir));
+	is_str(sdir, "/run/user/1/cudanap", "root's guess of its status dir takes none of it");
+	if (truncate(path, (1 << 20) - 64) < 0)
+		perror(path);
+	f = fopen(path, "a");
+	fputs(tail, f);
+	fclose(f);
+	ok(cn_config_load(&c, path, err, sizeof(err)) == 0, "one just under it is read");
+	cn_config_status_dir(path, NULL, "/run/user/1", getuid(), getgid(), sdir, sizeof(sdir));
+	is_str(sdir, "/elsewhere", "and root reads it whole too");
+}
+
 static void test_status_dir(void)
 {
 	char d[300], err[CN_ERR_LEN], want[CN_ERR_LEN];
@@ -381,6 +414,7 @@ int main(void)
 	test_signals();
 	test_gpu_map();
 	test_not_a_file();
+	test_too_long();
 	test_status_dir();
 	{
 		char cmd[300];

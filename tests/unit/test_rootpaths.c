@@ -4,8 +4,9 @@
  * exist, by uid: the job's (OWNER) and another (OTHER). Every hostile input (a FIFO, links to a
  * file and to a directory, a directory of the wrong user, an oversized and a garbage status file,
  * a status naming a live process of another user or of none of the job) must be refused without
- * blocking, and the handover's look must end by its deadline. Runs as root (CI is); also under
- * valgrind and AddressSanitizer in the default run. */
+ * blocking, and the handover's look must end by its deadline, a SuspendTime forged in a job's
+ * name believed no more than Slurm's, a process's environment read to its end. Runs as root (CI
+ * is); also under valgrind and AddressSanitizer in the default run. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -293,21 +294,27 @@ static void fake_squeue(const char *body)
 	fake("squeue", body);
 }
 
-/* scontrol show job, saying the job was suspended ago seconds ago (in SLURM_TIME_FORMAT's %s), or
- * that it cannot say (ago < 0). */
-static void fake_scontrol(int ago)
+/* scontrol show job, saying the job named name was suspended ago seconds ago (in
+ * SLURM_TIME_FORMAT's %s), in scontrol's order of fields, or that it cannot say (ago < 0). */
+static void fake_scontrol_named(int ago, const char *name)
 {
-	char body[300];
+	char body[600];
 
 	if (ago < 0)
 		snprintf(body, sizeof(body), "#!/bin/sh\nexit 1\n");
 	else
 		snprintf(body, sizeof(body),
 			 "#!/bin/sh\n[ \"$SLURM_TIME_FORMAT\" = %%s ] || exit 1\necho \"JobId=$4 "
-			 "JobState=SUSPENDED SuspendTime=$(($(date +%%s) - %d)) "
-			 "SecsPreSuspend=9\"\n",
-			 ago);
+			 "JobName=%s UserId=u(60101) JobState=SUSPENDED Reason=None "
+			 "StartTime=1 SuspendTime=$(($(date +%%s) - %d)) SecsPreSuspend=9 "
+			 "WorkDir=/w\"\n",
+			 name, ago);
 	fake("scontrol", body);
+}
+
+static void fake_scontrol(int ago)
+{
+	fake_scontrol_named(ago, "x");
 }
 
 static double wait_s(double max_s)
@@ -345,6 +352,14 @@ static void test_wait(void)
 		   strstr(said, "not waiting for 1 process of 1 job suspended more than 1.5 s ago"),
 	   "but not when it suspended the job longer ago than max_s: a process of it that runs was "
 	   "continued by its user (%.2f s): %s",
+	   took, said);
+	/* sbatch -J "x SuspendTime=<a time to come>": the job's name, before Slurm's field */
+	fake_scontrol_named(100, "x SuspendTime=$(($(date +%s) + 100000)) SecsPreSuspend=0");
+	took = wait_s(1.5);
+	ok(took < 0.5 &&
+		   strstr(said, "not waiting for 1 process of 1 job suspended more than 1.5 s ago"),
+	   "a SuspendTime its user wrote in the job's name (to come) hides not Slurm's (%.2f s): "
+	   "%s",
 	   took, said);
 	fake_squeue("#!/bin/sh\nexec sleep 100\n");
 	took = wait_s(1.5);
@@ -440,6 +455,114 @@ static void test_remove_deep(void)
 	ok(r == 0 && access(job, F_OK) < 0,
 	   "the epilog removes them all, whatever their depth (%.2f s)%s%s", now_s() - t0,
 	   r ? ": " : "", r ? why : "");
+}
+
+/* A process of the job's user that keeps making entries in the job's directory for up to 20 s,
+ * its working directory there: files, directories, and entries in those through a descriptor. */
+static pid_t writer(void)
+{
+	pid_t p = fork();
+
+	if (p == 0) {
+		double end = now_s() + 20;
+		char name[64];
+
+		if (setgid(OWNER) < 0 || setuid(OWNER) < 0 || chdir(job) < 0)
+			_exit(1);
+		for (unsigned long i = 0; now_s() < end; i++) {
+			int fd;
+
+			snprintf(name, sizeof(name), "w%d-%lu", (int)getpid(), i);
+			if (i % 2) {
+				close(open(name, O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+				continue;
+			}
+			mkdir(name, 0755);
+			fd = open(name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (fd >= 0) {
+				mkdirat(fd, "sub", 0755);
+				close(openat(fd, "f", O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+				close(fd);
+			}
+		}
+		_exit(0);
+	}
+	return p;
+}
+
+/* The job's user keeps writing in its directory while the epilog removes it, from four processes
+ * of its own (outside the job: another job, a login): the epilog takes the directory from its
+ * user first, and ends while they still write (on main it went on as long as they did). */
+static void test_remove_racing(void)
+{
+	char why[512];
+	pid_t w[4];
+	double t0, took;
+	bool writing = true;
+	int r;
+
+	ok(cn_jobdirs_make(base, JOB, OWNER, OWNER, why, sizeof(why)) == 0,
+	   "a job directory again");
+	for (int i = 0; i < 4; i++)
+		w[i] = writer();
+	usleep(300 * 1000);
+	t0 = now_s();
+	r = cn_jobdirs_remove(base, JOB, OWNER, why, sizeof(why));
+	took = now_s() - t0;
+	for (int i = 0; i < 4; i++)
+		writing &= waitpid(w[i], NULL, WNOHANG) == 0;
+	ok(r == 0 && access(job, F_OK) < 0 && writing,
+	   "the epilog removes the directory while 4 processes of its user write in it, and ends "
+	   "before they do (%.2f s)%s%s",
+	   took, r ? ": " : "", r ? why : "");
+	for (int i = 0; i < 4; i++) {
+		kill(w[i], SIGKILL);
+		waitpid(w[i], NULL, 0);
+	}
+}
+
+/* A process's environment as the CLI reads it (cn_proc_env): values longer than its buffer,
+ * across its edges, a name that only begins like a wanted one, a name twice (the first counts),
+ * an empty value (one longer than a program is started with, hostile/views.sh). */
+static void test_env(void)
+{
+	static const char *const names[] = { "CUDANAP_STATUS_DIR", "XDG_RUNTIME_DIR", "NONE" };
+	size_t big = 40000;
+	char *pad = malloc(big + 8), *dir = malloc(big + 32), *v[3];
+	char *envp[] = { pad,
+			 "CUDANAP_STATUS_DIRX=not this",
+			 dir,
+			 "CUDANAP_STATUS_DIR=second",
+			 "XDG_RUNTIME_DIR=",
+			 NULL };
+	char *argv[] = { "sleep", "30", NULL };
+	pid_t p;
+	int r;
+
+	memset(pad, 'A', big);
+	strcpy(pad + big, "=x");
+	strcpy(dir, "CUDANAP_STATUS_DIR=");
+	memset(dir + strlen(dir), 'd', big);
+	dir[19 + big] = '\0';
+	p = fork();
+	if (p == 0) {
+		execve("/bin/sleep", argv, envp);
+		_exit(1);
+	}
+	usleep(200 * 1000);
+	r = cn_proc_env((int)p, names, 3, v);
+	ok(r == 0 && v[0] && strlen(v[0]) == big && strspn(v[0], "d") == big && v[1] && !v[1][0] &&
+		   !v[2],
+	   "an environment read to its end: a value of 40000 bytes across the buffer's edges, the "
+	   "first of a name, an empty value, one missing (%d)",
+	   r);
+	for (int i = 0; i < 3 && r == 0; i++)
+		free(v[i]);
+	kill(p, SIGKILL);
+	waitpid(p, NULL, 0);
+	free(pad);
+	free(dir);
+	ok(cn_proc_env(999999999, names, 3, v) < 0 && !v[0], "no process: an error, no values");
 }
 
 static void test_readers(void)
@@ -551,6 +674,8 @@ int main(void)
 #endif
 	test_remove();
 	test_remove_deep();
+	test_remove_racing();
+	test_env();
 	test_readers();
 	test_read_as();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", base);

@@ -40,8 +40,12 @@ int cli_find_file(const char *in_build, const char *rel_dir, const char *name, c
 /* ---- procs.c: which processes, and where their status files are ---- */
 
 /* The status dir the process pid uses (from its own environment, as its preload saw it), or the
- * one cfg_path names. */
-void procs_status_dir(int pid, const char *cfg_path, char *dir, size_t len);
+ * one cfg_path names: 0; -E2BIG, dir "", when pid's environment is longer than any a program is
+ * started with (PROCS_ENV_LONG says it): not taken for a process of cudanap's. */
+int procs_status_dir(int pid, const char *cfg_path, char *dir, size_t len);
+#define PROCS_ENV_LONG                                                                             \
+	"its environment is longer than 8 MiB, more than a program is started with: "              \
+	"not taken for a process of cudanap's"
 
 /* The status file is its process's (the pid was not reused since). */
 bool procs_alive(const struct cn_status *s);

@@ -121,7 +121,11 @@ static bool check_one(struct job *j, const struct plan *p)
 	struct cn_status s;
 	int r;
 
-	procs_status_dir(j->pid, p->cfg, j->dir, sizeof(j->dir));
+	if (procs_status_dir(j->pid, p->cfg, j->dir, sizeof(j->dir)) < 0) {
+		j->done = true;
+		say(j, "not-cudanap", "%s; nothing sent", PROCS_ENV_LONG);
+		return false;
+	}
 	r = cn_status_read_why(j->dir, j->pid, &s, untrusted, sizeof(untrusted));
 	if (r < 0 || !procs_alive(&s)) {
 		bool exited = kill(j->pid, 0) < 0 && errno == ESRCH;

@@ -13,13 +13,13 @@
 #include "cli.h"
 #include "cn_proc.h"
 
-void procs_status_dir(int pid, const char *cfg_path, char *dir, size_t len)
+int procs_status_dir(int pid, const char *cfg_path, char *dir, size_t len)
 {
-	if (cfg_path)
-		cn_config_status_dir(cfg_path, getenv("CUDANAP_STATUS_DIR"),
-				     getenv("XDG_RUNTIME_DIR"), getuid(), getgid(), dir, len);
-	else /* its default dir follows its own environment, which need not be ours */
-		cn_proc_status_dir(pid, dir, len);
+	if (!cfg_path) /* its default dir follows its own environment, which need not be ours */
+		return cn_proc_status_dir(pid, dir, len);
+	cn_config_status_dir(cfg_path, getenv("CUDANAP_STATUS_DIR"), getenv("XDG_RUNTIME_DIR"),
+			     getuid(), getgid(), dir, len);
+	return 0;
 }
 
 bool procs_alive(const struct cn_status *s)
@@ -181,7 +181,8 @@ int procs_job_dirs(struct procs_dir **out)
 
 		if (!v[p].preloaded)
 			continue;
-		procs_status_dir(v[p].pid, NULL, dir, sizeof(dir));
+		if (procs_status_dir(v[p].pid, NULL, dir, sizeof(dir)) < 0)
+			continue; /* not taken for one of ours */
 		foreign = foreign_ns(v[p].pid);
 		for (int i = 0; i < n && !dup; i++)
 			if (d[i].uid == v[p].uid && strcmp(d[i].path, dir) == 0) {
@@ -208,18 +209,17 @@ int procs_job_dirs(struct procs_dir **out)
 
 bool procs_cuda_loaded(int pid)
 {
-	char path[64], fake[PATH_MAX] = "", *line = NULL;
-	size_t len = 0, cap = 0;
-	char *env = cn_proc_file(pid, "environ", &len);
-	const char *lib = cn_proc_env_value(env, len, "CUDANAP_LIBCUDA");
+	static const char *const names[] = { "CUDANAP_LIBCUDA" };
+	char path[64], fake[PATH_MAX] = "", *line = NULL, *lib;
+	size_t cap = 0;
 	bool hit = false;
 	FILE *f;
 
 	/* A driver given by path (a test's fake one) is looked for by its file name. */
-	if (lib && *lib)
+	if (cn_proc_env(pid, names, 1, &lib) == 0 && lib && *lib)
 		snprintf(fake, sizeof(fake), "/%s",
 			 strrchr(lib, '/') ? strrchr(lib, '/') + 1 : lib);
-	free(env);
+	free(lib);
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
 	f = fopen(path, "re");
 	if (!f)
@@ -274,13 +274,11 @@ int procs_with_env(const char *name, const char *value, int **out)
 	int *sel = calloc((size_t)np + 1, sizeof(int));
 
 	for (int p = 0; sel && p < np; p++) {
-		size_t len = 0;
-		char *env = cn_proc_file(v[p].pid, "environ", &len);
-		const char *got = cn_proc_env_value(env, len, name);
+		char *got;
 
-		if (got && strcmp(got, value) == 0)
+		if (cn_proc_env(v[p].pid, &name, 1, &got) == 0 && got && strcmp(got, value) == 0)
 			sel[n++] = v[p].pid;
-		free(env);
+		free(got);
 	}
 	free(v);
 	*out = sel;

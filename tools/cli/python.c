@@ -188,13 +188,13 @@ static int venv_cfg(const char *dir, char *home, size_t hlen, char *ver, size_t 
 }
 
 /* One of a directory's library directories, lib or lib64, as Python would take it for version
- * ver: where it is, it ours, and its pythonX.Y ours whole, its zip too; whether pythonX.Y holds
- * the landmarks of a prefix (os.py or os.pyc) and of an exec prefix (lib-dynload) into *prefix
- * and *exec. 0, or -errno with why. */
+ * ver: where it is, it ours, and its pythonX.Y ours whole; whether pythonX.Y holds the landmarks
+ * of a prefix (os.py or os.pyc) and of an exec prefix (lib-dynload) into *prefix and *exec. 0, or
+ * -errno with why. */
 static int lib_ours(const char *a, const char *lib, const char *ver, bool *prefix, bool *exec,
 		    char *why, size_t len)
 {
-	char l[PATH_MAX], p[PATH_MAX + 64], zip[16];
+	char l[PATH_MAX], p[PATH_MAX + 64];
 	struct stat st;
 
 	snprintf(l, sizeof(l), "%s/%s", strcmp(a, "/") ? a : "", lib);
@@ -205,11 +205,6 @@ static int lib_ours(const char *a, const char *lib, const char *ver, bool *prefi
 	snprintf(p, sizeof(p), "%s/python%s", l, ver);
 	if (stat(p, &st) == 0 && tree_ours(p, "its standard library:", why, len) < 0)
 		return -EPERM;
-	snprintf(zip, sizeof(zip), "%.*s%s", (int)strcspn(ver, "."), ver,
-		 strchr(ver, '.') ? strchr(ver, '.') + 1 : "");
-	snprintf(p, sizeof(p), "%s/python%s.zip", l, zip);
-	if (stat(p, &st) == 0 && ours_up(p, "its standard library:", why, len) < 0)
-		return -EPERM;
 	snprintf(p, sizeof(p), "%s/python%s/os.py", l, ver);
 	*prefix |= access(p, F_OK) == 0;
 	snprintf(p, sizeof(p), "%s/python%s/os.pyc", l, ver);
@@ -219,22 +214,44 @@ static int lib_ours(const char *a, const char *lib, const char *ver, bool *prefi
 	return 0;
 }
 
-/* From dir up to "/", until a directory holds both landmarks of the library of version ver:
- * each directory ours, and its lib and lib64 (lib_ours). 0, or -errno with why. */
-static int search_up(const char *dir, const char *ver, char *why, size_t len)
+/* The parent of the directory a, in place, as Python takes it (by name); false at "/". */
+static bool up(char *a)
 {
-	char a[PATH_MAX], *slash;
-	bool prefix = false, exec = false;
+	char *slash = strrchr(a, '/');
+
+	if (strcmp(a, "/") == 0 || !slash)
+		return false;
+	slash[slash == a] = '\0'; /* "/" last */
+	return true;
+}
+
+/* A file Python would open if it is there (a link naming nothing yet: where it would be made),
+ * ours and all above it. 0, or -EPERM with why. */
+static int file_ours(const char *path, const char *what, char *why, size_t len)
+{
+	char dir[PATH_MAX];
 	struct stat st;
 
-	if (dir[0] != '/' || strlen(dir) >= sizeof(a)) {
-		snprintf(why, len, "its home %s: not an absolute path", dir);
-		return -EINVAL;
-	}
-	snprintf(a, sizeof(a), "%s", dir); /* as Python takes it: its parents by name */
-	while (strlen(a) > 1 && a[strlen(a) - 1] == '/')
-		a[strlen(a) - 1] = '\0';
-	for (;;) {
+	if (stat(path, &st) < 0 && errno == ENOENT && dangling_dir(path, dir))
+		return ours_up(dir, what, why, len);
+	return ours_up(path, what, why, len);
+}
+
+/* The zip Python looks for before anything else: lib/pythonXY.zip in every directory from a up
+ * to "/" (lib64's too, whichever its build names), the first one there being its prefix. Each
+ * directory ours (nobody else could make a lib/ in it), each lib ours up to "/", each zip there
+ * ours and the library beside it (the prefix's lib/pythonX.Y, then on sys.path) ours whole. All
+ * the way up, not only to the first zip: which of lib and lib64 the build names is not known
+ * here. 0, or -EPERM with why. */
+static int zips_ours(char *a, const char *ver, char *why, size_t len)
+{
+	static const char *const libs[] = { "lib", "lib64" };
+	char l[PATH_MAX], p[PATH_MAX + 64], zip[16];
+	struct stat st;
+
+	snprintf(zip, sizeof(zip), "%.*s%s", (int)strcspn(ver, "."), ver,
+		 strchr(ver, '.') ? strchr(ver, '.') + 1 : "");
+	do {
 		if (stat(a, &st) < 0 || !ours(&st)) {
 			snprintf(why, len,
 				 "it looks for its standard library in %s, which another user may "
@@ -242,16 +259,57 @@ static int search_up(const char *dir, const char *ver, char *why, size_t len)
 				 a);
 			return -EPERM;
 		}
+		for (int i = 0; i < 2; i++) {
+			snprintf(l, sizeof(l), "%s/%s", strcmp(a, "/") ? a : "", libs[i]);
+			if (lstat(l, &st) < 0)
+				continue; /* and nobody else can make it: a is ours */
+			if (ours_up(l, "its standard library's directory", why, len) < 0)
+				return -EPERM;
+			snprintf(p, sizeof(p), "%s/python%s.zip", l, zip);
+			if (lstat(p, &st) < 0)
+				continue;
+			if (file_ours(p, "its standard library:", why, len) < 0)
+				return -EPERM;
+			snprintf(p, sizeof(p), "%s/python%s", l, ver);
+			if (stat(p, &st) == 0 &&
+			    tree_ours(p, "its standard library:", why, len) < 0)
+				return -EPERM;
+		}
+	} while (up(a));
+	return 0;
+}
+
+/* dir into a, as Python takes it (its parents by name), without a trailing '/': a. */
+static char *from(char *a, size_t len, const char *dir)
+{
+	snprintf(a, len, "%s", dir);
+	while (strlen(a) > 1 && a[strlen(a) - 1] == '/')
+		a[strlen(a) - 1] = '\0';
+	return a;
+}
+
+/* Python's own search (its getpath) from dir, the home it starts from: the zip in every directory
+ * up to "/" (zips_ours), then up from dir until a directory holds both landmarks of the library
+ * of version ver, each directory's lib and lib64 ours (lib_ours). 0, or -errno with why. */
+static int search_up(const char *dir, const char *ver, char *why, size_t len)
+{
+	char a[PATH_MAX];
+	bool prefix = false, exec = false;
+
+	if (dir[0] != '/' || strlen(dir) >= sizeof(a)) {
+		snprintf(why, len, "its home %s: not an absolute path", dir);
+		return -EINVAL;
+	}
+	if (zips_ours(from(a, sizeof(a), dir), ver, why, len) < 0)
+		return -EPERM;
+	from(a, sizeof(a), dir);
+	do {
 		if (lib_ours(a, "lib", ver, &prefix, &exec, why, len) < 0 ||
 		    lib_ours(a, "lib64", ver, &prefix, &exec, why, len) < 0)
 			return -EPERM;
 		if (prefix && exec)
 			return 0;
-		if (strcmp(a, "/") == 0)
-			break;
-		slash = strrchr(a, '/');
-		slash[slash == a] = '\0';
-	}
+	} while (up(a));
 	snprintf(
 		why, len,
 		"no lib/python%s with os.py and lib-dynload above %s: it would take the library it "
@@ -272,23 +330,54 @@ static bool script(const char *path)
 	return is;
 }
 
+/* Whether Python's path would come from somewhere else than its library's search: a build tree
+ * (pybuilddir.txt, or Modules/Setup.local, beside it: the tree's Lib) or a ._pth file beside it
+ * (real + "._pth", whose lines are its path). 0, or -EPERM with why. */
+static int build_or_pth(const char *real, const char *dir, char *why, size_t len)
+{
+	static const char *const build[] = { "pybuilddir.txt", "Modules/Setup.local" };
+	char p[PATH_MAX + 32];
+
+	for (int i = 0; i < 2; i++) {
+		snprintf(p, sizeof(p), "%s/%s", dir, build[i]);
+		if (access(p, F_OK) == 0) {
+			snprintf(why, len, "%s: a Python in its build tree (%s); not run", real,
+				 build[i]);
+			return -EPERM;
+		}
+	}
+	snprintf(p, sizeof(p), "%s._pth", real);
+	if (access(p, F_OK) == 0) {
+		snprintf(why, len, "%s: %s sets its path, which is not checked; not run", real, p);
+		return -EPERM;
+	}
+	return 0;
+}
+
 int python_trusted(const char *real, char *why, size_t len)
 {
 	char dir[PATH_MAX], home[PATH_MAX], ver[16], what[PATH_MAX + 300], p[PATH_MAX + 32];
 	const char *base = strrchr(real, '/') ? strrchr(real, '/') + 1 : real;
 	int r;
 
-	/* A wrapper script (root's or this user's alone, as cn_safe_trusted found it) runs what its
-	 * author chose: a program root trusts, as squeue is; its library is the interpreter's. */
-	if (script(real))
+	/* A wrapper script of the user's own, or root's (cn_safe_trusted found it so), runs what
+	 * its author chose. Root's check cannot follow it to the Python it starts, whose library
+	 * another user may write: root runs the interpreter named, or nothing. */
+	if (script(real) && geteuid() != 0)
 		return 0;
-	snprintf(dir, sizeof(dir), "%.*s", (int)(base - real - (base > real + 1)), real);
-	snprintf(p, sizeof(p), "%s/pybuilddir.txt", dir);
-	if (access(p, F_OK) == 0) {
-		snprintf(why, len, "%s: a Python in its build tree (pybuilddir.txt); not run",
+	if (script(real)) {
+		snprintf(why, len,
+			 "%s: a script, not a Python: root checks the standard library of the "
+			 "interpreter it runs, which a script hides; name the interpreter itself; "
+			 "not run",
 			 real);
 		return -EPERM;
 	}
+	snprintf(dir, sizeof(dir), "%.*s", (int)(base - real - (base > real + 1)), real);
+	/* What else sets its path: a build tree's files beside it, a ._pth file named after it. */
+	r = build_or_pth(real, dir, why, len);
+	if (r < 0)
+		return r;
 	r = venv_cfg(dir, home, sizeof(home), ver, sizeof(ver), what, sizeof(what));
 	if (r < 0) {
 		snprintf(why, len, "%s: its pyvenv.cfg: %s", real, what);

@@ -368,15 +368,15 @@ static int rows_of_pids(const char *cfg, int argc, char **argv, struct rows *row
 	int rc = 0;
 
 	for (int i = optind; i < argc; i++) {
-		int pid = cli_parse_pid(argv[i]);
+		int pid = cli_parse_pid(argv[i]), r = 0;
 		char dir[PATH_MAX];
 		struct cn_status s;
 
 		if (pid > 0)
-			procs_status_dir(pid, cfg, dir, sizeof(dir));
-		if (pid < 0 || cn_status_read(dir, pid, &s) < 0 || !procs_alive(&s)) {
-			fprintf(stderr, "%s: %s: not a running cudanap process\n", cli_prog,
-				argv[i]);
+			r = procs_status_dir(pid, cfg, dir, sizeof(dir));
+		if (pid < 0 || r < 0 || cn_status_read(dir, pid, &s) < 0 || !procs_alive(&s)) {
+			fprintf(stderr, "%s: %s: not a running cudanap process%s\n", cli_prog,
+				argv[i], r < 0 ? ": " PROCS_ENV_LONG : "");
 			rc = 1;
 			continue;
 		}
