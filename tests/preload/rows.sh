@@ -163,12 +163,15 @@ idle_for() { # PID SECONDS: its NAP says idle for SECONDS or more
 	[[ $n =~ ^idle\ ([0-9]+)s$ ]] && [ "${BASH_REMATCH[1]}" -ge "$2" ]
 }
 check "G idles: NAP idle 3s or more" eventually 20 idle_for "$G_pid" 3
-"$CUDANAP" suspend -c "$T/job.ini" "$G_pid" > /dev/null
-is "$(field "$G_pid" idle_since)" "" "a suspend ends its idleness"
-"$CUDANAP" resume -c "$T/job.ini" "$G_pid" > /dev/null
+cli suspend -c "$T/job.ini" "$G_pid"
+is "$rc" 0 "G suspended"
+not_idle() { [ -z "$(field "$1" idle_since)" ]; }
+check "a suspend ends its idleness" eventually 10 not_idle "$G_pid"
+t_resume=$(date -u +%s)
+cli resume -c "$T/job.ini" "$G_pid"
 since=$(field "$G_pid" idle_since)
 check "after the resume it is idle since the resume, not before it ($since)" \
-	test -z "$since" -o "$(date -u -d "$since" +%s 2> /dev/null || echo 0)" -ge "$(($(date -u +%s) - 2))"
+	test -z "$since" -o "$(date -u -d "$since" +%s 2> /dev/null || echo 0)" -ge "$((t_resume - 1))"
 not() { ! "$@"; }
 check "and NAP says so: not idle 3s" not idle_for "$G_pid" 3
 ask G quit
