@@ -31,12 +31,13 @@ vrun() {
 	printf -v "${name}_pid" '%s' $!
 	eventually 20 test -e "$T/pub/$name/$!.json"
 }
-# forge NAME JSON-FIELDS: NAME's status file rewritten by the victim: its pid and start time, then
-# the fields given
+# forge NAME JSON-FIELDS: NAME's status file rewritten by the victim: its pid and start time, an
+# action under way (so that a root `cudanap status` of a run beside this one asks it nothing: its
+# agent would answer by writing its own status over the forged one), then the fields given
 forge() {
 	local pid
 	pid=$(eval echo "\$${1}_pid")
-	"${AS_V[@]}" sh -c 'printf "{\"pid\":%d,\"starttime\":%s,\"state\":\"running\",%s}" "$1" "$2" "$4" > "$3/.x" && mv "$3/.x" "$3/$1.json"' \
+	"${AS_V[@]}" sh -c 'printf "{\"pid\":%d,\"starttime\":%s,\"state\":\"running\",\"busy\":true,%s}" "$1" "$2" "$4" > "$3/.x" && mv "$3/.x" "$3/$1.json"' \
 		_ "$pid" "$(awk '{ print $22 }' "/proc/$pid/stat")" "$T/pub/$1" "$2"
 }
 
