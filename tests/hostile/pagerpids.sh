@@ -49,8 +49,10 @@ open(sys.argv[2] + "/answer", "w").write((m.decode() if m else "closed") + "\n")
 asker=$!
 wait "$asker"
 check "the attacker's connecting process exited, its child holds the connection" test ! -e "/proc/$asker"
+# another process of the namespace (the pager's or the victim's threads) may take the pid between
+# the write and the fork: tried until one gets it, 200 times at most
 reuser=
-for _ in 1 2 3 4 5; do
+for _ in $(seq 200); do
 	echo $((asker - 1)) > /proc/sys/kernel/ns_last_pid
 	"${AS_V[@]}" sleep 300 &
 	[ $! = "$asker" ] && { reuser=$!; break; }
