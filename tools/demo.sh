@@ -3,8 +3,10 @@
 # it, show the GPU freed, resume it, verify every byte, print the timings. Without a GPU the same
 # steps run on the test suite's fake driver, every line saying so, and the last line says how to
 # run the real one. CUDANAP_DEMO_FAKE=1 takes the fake driver on a GPU machine too.
-# Usage (through meson): ninja -C build demo
-. "$(dirname "$0")/../tests/lib.sh"
+# Usage (through meson): ninja -C build demo; installed (cudanap-demo), lib.sh is beside it.
+lib=$(dirname "$0")/../tests/lib.sh
+[ -f "$lib" ] || lib=$(dirname "$0")/lib.sh
+. "$lib"
 gib=${CUDANAP_DEMO_GIB:-4}
 fail() { printf '%s: %s\n' "$tag" "$*" >&2; exit 1; }
 
@@ -52,7 +54,10 @@ ask A verify 300
 [ "$REPLY" = "verify ok" ] || fail "data check: $REPLY"
 say "every byte verified after the resume"
 ask A quit
-if [ "$tag" != demo ]; then
+if [ "$tag" != demo ] && [ -n "${CUDANAP_DEMO_INSTALLED:-}" ]; then
+	say "that was the fake driver; on a machine with an NVIDIA GPU, a source tree runs a real CUDA program:"
+	say "  meson setup build && ninja -C build demo (nvcc on PATH)"
+elif [ "$tag" != demo ]; then
 	say "that was the fake driver; on a machine with an NVIDIA GPU and nvcc, the same command runs a real CUDA program:"
 	say "  meson setup --reconfigure build && ninja -C build demo"
 fi
