@@ -10,7 +10,8 @@
  * cuGetProcAddress(_v2) answers as the real driver does: the _ptsz variant for the per-thread
  * default stream flag (2), cuMemAlloc_v2 from version 3020, cuGetProcAddress_v2 from 12000, for
  * cuLaunchKernel from version 13000 a variant libfakecuda does not export, cuMemAllocManaged (a
- * new pointer each call) and cuMemFree_v2, the context calls (a current context per thread, the
+ * new pointer each call) and cuMemFree_v2, cuMemcpyHtoD_v2 and cuMemcpyDtoH_v2 (the target's
+ * memory, at FAKE_MEM_VA), the context calls (a current context per thread, the
  * primary contexts),
  * stream captures (cuStreamIsCapturing says whether any is open), event records (nothing to
  * record: an event's query is the stream's), and "cuFakeNext", a
@@ -170,6 +171,24 @@ static CUresult launch_v13(void *f, unsigned gx, unsigned gy, unsigned gz, unsig
 	return launch("cuLaunchKernel(13000)", gx, gy, gz, bx, by, bz, shmem, s, params, extra);
 }
 
+/* The target's memory, at FAKE_MEM_VA: what fake_memcpy_htod and fake_memcpy_dtoh copy, by the
+ * driver's names (a program's copies, which the gate sees). */
+EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)
+{
+	entered("cuMemcpyHtoD_v2");
+	if (dst < FAKE_MEM_VA)
+		return CUDA_ERROR_INVALID_VALUE;
+	return fake_memcpy_htod((size_t)(dst - FAKE_MEM_VA), src, n);
+}
+
+EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n)
+{
+	entered("cuMemcpyDtoH_v2");
+	if (src < FAKE_MEM_VA)
+		return CUDA_ERROR_INVALID_VALUE;
+	return fake_memcpy_dtoh(dst, (size_t)(src - FAKE_MEM_VA), n);
+}
+
 EXPORT CUresult cuMemAlloc(unsigned *p, unsigned bytes)
 {
 	entered("cuMemAlloc");
@@ -245,7 +264,8 @@ static CUdeviceptr holder(CUdeviceptr p, long long *mib)
 
 	pthread_mutex_lock(&sizes_mu);
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
-		if (sizes[i].p && p >= sizes[i].p && p < sizes[i].p + ((CUdeviceptr)sizes[i].mib << 20)) {
+		if (sizes[i].p && p >= sizes[i].p &&
+		    p < sizes[i].p + ((CUdeviceptr)sizes[i].mib << 20)) {
 			base = sizes[i].p;
 			*mib = sizes[i].mib;
 		}

@@ -76,6 +76,11 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, uint64
 			     int *status);
 void *fake_raw(const char *name);
 CUresult cuCtxPushCurrent_v2(void *ctx);
+/* The target's memory (fake_memcpy_htod's) as a program sees it: at FAKE_MEM_VA, copied by
+ * cuMemcpyHtoD_v2 and cuMemcpyDtoH_v2. */
+#define FAKE_MEM_VA 0x7d0000000000ull
+CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n);
+CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n);
 CUresult cuCtxPopCurrent_v2(void **ctx);
 /* Within libfakecuda: a primary context's device (-1: not one), the thread's current context, the
  * check at an entry point's door. */

@@ -11,6 +11,10 @@
  * as faulthandler's chain=True does); "count"
  * says how often it ran per signal; "query" whether sigaction() reports it back.
  * With --no-cuda it never initialises the fake driver, like a shell script or a data loader.
+ * verify, write, kernel and sync call the fake driver's own functions, which cudanap's gate does
+ * not see (a test decides when the process calls the driver: drv ...); with $CUDANAP_FAKE_AS_APP
+ * set (the playground's), they and the first fill are driver calls by name, as a program's are:
+ * the gate sees them, so the process idles, naps and wakes at its next call as a real one does.
  * "nccl init" loads the fake NCCL ($CUDANAP_FAKE_NCCL; "local": RTLD_LOCAL, as a framework's
  * private copy) and makes a communicator NAME of NRANKS ranks; "nccl loop MS" all-reduces on every
  * communicator every MS ms in a thread of its own (every other step in a group), each step waiting
@@ -42,9 +46,27 @@ void torch_command(const char *line, void *const *comms, int n);
 
 #define SIZE (1u << 20)
 
+static bool as_app; /* $CUDANAP_FAKE_AS_APP */
+
 static unsigned char pattern(size_t i)
 {
 	return (unsigned char)(((i * 2654435761u) >> 13) ^ 0x5a);
+}
+
+/* The memory's copies and the synchronisation: the fake's own, or as an app's (as_app). */
+static CUresult copy_in(const void *buf)
+{
+	return as_app ? cuMemcpyHtoD_v2(FAKE_MEM_VA, buf, SIZE) : fake_memcpy_htod(0, buf, SIZE);
+}
+
+static CUresult copy_out(void *buf)
+{
+	return as_app ? cuMemcpyDtoH_v2(buf, FAKE_MEM_VA, SIZE) : fake_memcpy_dtoh(buf, 0, SIZE);
+}
+
+static CUresult sync_all(void)
+{
+	return as_app ? cuCtxSynchronize() : fake_sync();
 }
 
 static int fill(void)
@@ -53,19 +75,27 @@ static int fill(void)
 
 	for (size_t i = 0; i < SIZE; i++)
 		buf[i] = pattern(i);
-	return fake_memcpy_htod(0, buf, SIZE) == CUDA_SUCCESS ? 0 : -1;
+	return copy_in(buf) == CUDA_SUCCESS ? 0 : -1;
 }
 
 static int verify(void)
 {
 	static unsigned char buf[SIZE];
 
-	if (fake_memcpy_dtoh(buf, 0, SIZE) != CUDA_SUCCESS)
+	if (copy_out(buf) != CUDA_SUCCESS)
 		return -1;
 	for (size_t i = 0; i < SIZE; i++)
 		if (buf[i] != pattern(i))
 			return -1;
 	return 0;
+}
+
+/* A "kernel" of ms: by cuLaunchKernel with the arguments the fake checks (fakeapi.c), as an app. */
+static CUresult launch(unsigned ms)
+{
+	if (!as_app)
+		return fake_launch(ms);
+	return cuLaunchKernel(NULL, ms, 2, 3, 4, 5, 6, 7, (CUstream)8, (void **)9, (void **)10);
 }
 
 static volatile sig_atomic_t runs[2];
@@ -388,10 +418,10 @@ static bool command(char *line)
 	} else if (strncmp(line, "write", 5) == 0) {
 		printf("write %s\n", fill() == 0 ? "ok" : "bad");
 	} else if (strncmp(line, "kernel ", 7) == 0) {
-		fake_launch((unsigned)atoi(line + 7));
-		printf("kernel ok\n");
+		printf("kernel %s\n",
+		       launch((unsigned)atoi(line + 7)) == CUDA_SUCCESS ? "ok" : "failed");
 	} else if (strncmp(line, "sync", 4) == 0) {
-		printf("sync %s\n", fake_sync() == CUDA_SUCCESS ? "ok" : "failed");
+		printf("sync %s\n", sync_all() == CUDA_SUCCESS ? "ok" : "failed");
 	} else if (strncmp(line, "gpu", 3) == 0) {
 		printf("gpu %d\n", fake_current_gpu());
 	} else if (strncmp(line, "fork", 4) == 0) {
@@ -432,9 +462,11 @@ int main(int argc, char **argv)
 	char line[512];
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	as_app = getenv("CUDANAP_FAKE_AS_APP") && *getenv("CUDANAP_FAKE_AS_APP");
 	if (getenv("TARGET_TEARDOWN"))
 		atexit(teardown);
-	if (cuda && (fake_register() != CUDA_SUCCESS || fill() < 0)) {
+	if (cuda && (fake_register() != CUDA_SUCCESS || (as_app && cuInit(0) != CUDA_SUCCESS) ||
+		     fill() < 0)) {
 		printf("init failed\n");
 		return 1;
 	}
