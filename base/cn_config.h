@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "cn_ini.h"
 #include "cn_names.h"
 #include "cn_uuid.h"
 
@@ -154,8 +155,13 @@ struct cn_config {
 void cn_config_defaults(struct cn_config *c);
 
 /* Defaults, then the file at path on top. On error, err reads "FILE:LINE: section.key: reason"
- * and c is left in an unspecified state. */
+ * for the file's first error (with how many more there are), and c is left in an unspecified
+ * state. */
 int cn_config_load(struct cn_config *c, const char *path, char *err, size_t errlen);
+
+/* cn_config_load, each error of the file kept (cn_ini.h): 0 when there is none, else as
+ * cn_config_load. */
+int cn_config_check(struct cn_config *c, const char *path, struct cn_ini_errors *errs);
 
 /* Only [status] dir of the file at path (or the default from the two variables and the uid),
  * ignoring every other error: a job whose INI has since been broken must still be found by its

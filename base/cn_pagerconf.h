@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "cn_ini.h"
+
 #define CN_PAGERCONF_RULES    64
 #define CN_PAGERCONF_PROGRAMS 16
 
@@ -43,6 +45,8 @@ void cn_pagerconf_defaults(struct cn_pagerconf *p);
 /* Defaults, then the file at path: 0, or -errno with err "FILE:LINE: section.key: reason" (a user
  * or group named that this machine does not know is an error). */
 int cn_pagerconf_load(struct cn_pagerconf *p, const char *path, char *err, size_t errlen);
+/* cn_pagerconf_load, each error of the file kept (cn_ini.h): 0 when there is none. */
+int cn_pagerconf_check(struct cn_pagerconf *p, const char *path, struct cn_ini_errors *errs);
 
 /* The rule of a user with these groups (its primary first): its [user] section, else the first
  * [group] section of the file whose group it is in, else -1, the [pager] defaults. */

@@ -4,6 +4,7 @@
 #include "cn_dirs.h"
 #include "cn_gpumap.h"
 #include "cn_ini.h"
+#include "cn_near.h"
 #include "cn_pagerwire.h"
 #include "cn_safe.h"
 #include "cn_signame.h"
@@ -11,7 +12,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stddef.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <ini.h>
@@ -383,86 +382,159 @@ static int set_key(const struct key *k, struct cn_config *c, const char *v, char
 	return -EINVAL;
 }
 
+/* The sections of key_table, each once, into out (N_KEYS at most); their number. */
+static size_t sections(const char **out)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < N_KEYS; i++) {
+		size_t j = 0;
+
+		while (j < n && strcmp(out[j], key_table[i].section) != 0)
+			j++;
+		if (j == n)
+			out[n++] = key_table[i].section;
+	}
+	return n;
+}
+
+/* A key that is not one of its section's: the key of that section it is nearest, else the
+ * sections it is a key of ("[memory] host_cache", "[lock] timeout_ms or [hooks] timeout_ms"); ""
+ * when there is neither. */
+static void key_hint(const char *section, const char *name, char *hint, size_t len)
+{
+	const char *keys[N_KEYS];
+	size_t n = 0, o = 0;
+	int near;
+
+	hint[0] = '\0';
+	for (size_t i = 0; i < N_KEYS; i++)
+		if (strcmp(section, key_table[i].section) == 0)
+			keys[n++] = key_table[i].key;
+	if ((near = cn_near_best(name, keys, n)) >= 0) {
+		snprintf(hint, len, "%s", keys[near]);
+		return;
+	}
+	for (size_t i = 0; i < N_KEYS && o < len; i++)
+		if (strcasecmp(name, key_table[i].key) == 0)
+			o += (size_t)snprintf(hint + o, len - o, "%s[%s] %s", o ? " or " : "",
+					      key_table[i].section, key_table[i].key);
+}
+
+/* A key of no section's of ours (a key of an unknown section is not handed here: cn_ini_read
+ * said the section), with the key meant. */
+static int unknown_key(const char *section, const char *name, char *msg, size_t msglen)
+{
+	char hint[80];
+
+	key_hint(section, name, hint, sizeof(hint));
+	if (!section[0])
+		snprintf(msg, msglen, "%s: a key before any [section]%s%s%s", name,
+			 hint[0] ? CN_INI_MEANT : "", hint, hint[0] ? "?" : "");
+	else
+		snprintf(msg, msglen, "%s.%s: unknown key%s%s%s", section, name,
+			 hint[0] ? CN_INI_MEANT : "", hint, hint[0] ? "?" : "");
+	return -EINVAL;
+}
+
 static int on_ini_key(void *user, const char *section, const char *name, const char *value,
 		      int line, char *msg, size_t msglen)
 {
 	struct load_ctx *x = user;
-	bool section_known = false;
 	char why[CN_ERR_LEN - 128];
+	size_t i;
 
-	for (size_t i = 0; i < N_KEYS; i++) {
-		if (strcmp(section, key_table[i].section) != 0)
-			continue;
-		section_known = true;
-		if (strcmp(name, key_table[i].key) != 0)
-			continue;
-		if (x->seen & (1ull << i)) {
-			snprintf(why, sizeof(why),
-				 "given more than once (an indented line continues the key above)");
-		} else {
-			x->seen |= 1ull << i;
-			if (key_table[i].offset == offsetof(struct cn_config, prepare_signal))
-				x->prepare_line = line;
-			if (key_table[i].offset == offsetof(struct cn_config, nccl_mode))
-				x->mode_line = line;
-			if (key_table[i].offset == offsetof(struct cn_config, nap_to_disk))
-				x->nap_to_line = line;
-			if (set_key(&key_table[i], x->c, value, why, sizeof(why)) == 0)
-				return 0;
-		}
-		snprintf(msg, msglen, "%s.%s: %s", section, name, why);
-		return -EINVAL;
+	for (i = 0; i < N_KEYS; i++)
+		if (strcmp(section, key_table[i].section) == 0 &&
+		    strcmp(name, key_table[i].key) == 0)
+			break;
+	if (i == N_KEYS)
+		return unknown_key(section, name, msg, msglen);
+	if (x->seen & (1ull << i)) {
+		snprintf(why, sizeof(why),
+			 "given more than once (an indented line continues the key above)");
+	} else {
+		x->seen |= 1ull << i;
+		if (key_table[i].offset == offsetof(struct cn_config, prepare_signal))
+			x->prepare_line = line;
+		if (key_table[i].offset == offsetof(struct cn_config, nccl_mode))
+			x->mode_line = line;
+		if (key_table[i].offset == offsetof(struct cn_config, nap_to_disk))
+			x->nap_to_line = line;
+		if (set_key(&key_table[i], x->c, value, why, sizeof(why)) == 0)
+			return 0;
 	}
-	if (!section[0])
-		snprintf(msg, msglen, "%s: a key before any [section]", name);
-	else
-		snprintf(msg, msglen, "%s.%s: unknown %s", section, name,
-			 section_known ? "key" : "section");
+	snprintf(msg, msglen, "%s.%s: %s", section, name, why);
 	return -EINVAL;
 }
 
-int cn_config_load(struct cn_config *c, const char *path, char *err, size_t errlen)
+/* What one key asks of another, once the whole file is read: each broken rule kept at its key's
+ * line. */
+static void check_keys(struct load_ctx *x, struct cn_ini_sink *errs)
 {
+	struct cn_config *c = x->c;
+
+	if (c->prepare_signal &&
+	    (c->prepare_signal == c->suspend_signal || c->prepare_signal == c->resume_signal))
+		cn_ini_error(
+			errs, x->prepare_line, "signals", "prepare", "",
+			"signals.prepare: is the suspend or resume signal too; prepare needs a "
+			"signal of its own");
+	/* suspendable = true is what mode = sockets means, and says the same. */
+	if (c->nccl_suspendable && x->mode_line && c->nccl_mode != CN_NCCL_SOCKETS)
+		cn_ini_error(errs, x->mode_line, "nccl", "mode", "",
+			     "nccl.mode: suspendable = true makes it sockets; give one of the two");
+	if (c->nccl_suspendable)
+		c->nccl_mode = CN_NCCL_SOCKETS;
+	c->nccl_suspendable = c->nccl_mode == CN_NCCL_SOCKETS;
+	if (c->nap_to_disk && !c->hibernate_dir[0])
+		cn_ini_error(errs, x->nap_to_line, "nap", "to", "",
+			     "nap.to: disk needs a directory in [hibernate] dir");
+}
+
+/* Defaults, then the file at path, its errors kept in errs: 0 when there is none. */
+static int load(struct cn_config *c, const char *path, struct cn_ini_sink *errs)
+{
+	const char *names[N_KEYS];
 	struct load_ctx x = { .c = c };
 	int r;
 
 	cn_config_defaults(c);
 	if (strlen(path) >= sizeof(c->path)) {
-		snprintf(err, errlen, "%s: path too long", path);
+		cn_ini_error(errs, 0, "", "", "", "path too long");
 		return -ENAMETOOLONG;
 	}
 	strcpy(c->path, path);
-	r = cn_ini_parse(path, on_ini_key, &x, err, errlen);
-	if (r < 0)
+	r = cn_ini_read(path, names, sections(names), on_ini_key, &x, errs);
+	if (r < 0 && r != -EINVAL)
 		return r;
-	if (c->prepare_signal &&
-	    (c->prepare_signal == c->suspend_signal || c->prepare_signal == c->resume_signal)) {
-		snprintf(err, errlen,
-			 "%s:%d: signals.prepare: is the suspend or resume signal too; prepare "
-			 "needs "
-			 "a signal of its own",
-			 path, x.prepare_line);
+	check_keys(&x, errs);
+	if (errs->n || errs->more)
 		return -EINVAL;
-	}
-	/* suspendable = true is what mode = sockets means, and says the same. */
-	if (c->nccl_suspendable && x.mode_line && c->nccl_mode != CN_NCCL_SOCKETS) {
-		snprintf(err, errlen,
-			 "%s:%d: nccl.mode: suspendable = true makes it sockets; give one of the "
-			 "two",
-			 path, x.mode_line);
-		return -EINVAL;
-	}
-	if (c->nccl_suspendable)
-		c->nccl_mode = CN_NCCL_SOCKETS;
-	c->nccl_suspendable = c->nccl_mode == CN_NCCL_SOCKETS;
-	if (c->nap_to_disk && !c->hibernate_dir[0]) {
-		snprintf(err, errlen, "%s:%d: nap.to: disk needs a directory in [hibernate] dir",
-			 path, x.nap_to_line);
-		return -EINVAL;
-	}
 	nap_from_env(c);
 	cn_config_room(c);
 	return 0;
+}
+
+int cn_config_check(struct cn_config *c, const char *path, struct cn_ini_errors *errs)
+{
+	struct cn_ini_sink sink = { .at = errs->at, .cap = CN_INI_MAX_ERRORS };
+	int r = load(c, path, &sink);
+
+	errs->n = sink.n;
+	errs->more = sink.more;
+	return r;
+}
+
+int cn_config_load(struct cn_config *c, const char *path, char *err, size_t errlen)
+{
+	struct cn_ini_error first;
+	struct cn_ini_sink one = { .at = &first, .cap = 1 };
+	int r = load(c, path, &one);
+
+	if (r < 0)
+		cn_ini_first(path, &one, err, errlen);
+	return r;
 }
 
 struct dir_only {

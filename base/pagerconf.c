@@ -14,6 +14,7 @@
 
 #include "cn_config.h"
 #include "cn_ini.h"
+#include "cn_near.h"
 #include "cn_pagerwire.h"
 
 #define PRIORITY_MAX 1000
@@ -273,27 +274,36 @@ static int on_key(void *user, const char *section, const char *key, const char *
 		     sizeof(why));
 	if (r == 1 && x->rule < 0)
 		r = pager_key(x->p, key, value, why, sizeof(why));
-	if (r == 1)
-		snprintf(why, sizeof(why), "unknown key%s",
-			 x->rule < 0 ? "" : " (a user's or group's: share, priority, never_nap)");
+	if (r == 1) {
+		/* the keys of this section: the first three are every section's */
+		int near =
+			cn_near_best(key, pager_keys,
+				     x->rule < 0 ? sizeof(pager_keys) / sizeof(pager_keys[0]) : 3);
+
+		snprintf(why, sizeof(why), "unknown key%s%s%s%s",
+			 x->rule < 0 ? "" : " (a user's or group's: share, priority, never_nap)",
+			 near >= 0 ? CN_INI_MEANT : "", near >= 0 ? pager_keys[near] : "",
+			 near >= 0 ? "?" : "");
+	}
 	if (r == 0)
 		return 0;
 	snprintf(msg, msglen, "%s.%s: %s", section, key, why);
 	return -EINVAL;
 }
 
-int cn_pagerconf_load(struct cn_pagerconf *p, const char *path, char *err, size_t errlen)
+/* Defaults, then the file at path, its errors kept in errs: 0 when there is none. */
+static int load(struct cn_pagerconf *p, const char *path, struct cn_ini_sink *errs)
 {
 	struct load x = { .p = p, .rule = -1 };
 	int r;
 
 	cn_pagerconf_defaults(p);
 	if (strlen(path) >= sizeof(p->path)) {
-		snprintf(err, errlen, "%s: path too long", path);
+		cn_ini_error(errs, 0, "", "", "", "path too long");
 		return -ENAMETOOLONG;
 	}
 	snprintf(p->path, sizeof(p->path), "%s", path);
-	r = cn_ini_parse(path, on_key, &x, err, errlen);
+	r = cn_ini_read(path, NULL, 0, on_key, &x, errs);
 	/* what a section does not say is the [pager] section's, wherever that is in the file */
 	for (int i = 0; r == 0 && i < p->n_rules; i++) {
 		struct cn_pagerconf_rule *u = &p->rules[i];
@@ -302,6 +312,27 @@ int cn_pagerconf_load(struct cn_pagerconf *p, const char *path, char *err, size_
 		u->priority = u->set & 2 ? u->priority : p->dflt.priority;
 		u->never = u->set & 4 ? u->never : p->dflt.never;
 	}
+	return r;
+}
+
+int cn_pagerconf_load(struct cn_pagerconf *p, const char *path, char *err, size_t errlen)
+{
+	struct cn_ini_error first;
+	struct cn_ini_sink one = { .at = &first, .cap = 1 };
+	int r = load(p, path, &one);
+
+	if (r < 0)
+		cn_ini_first(path, &one, err, errlen);
+	return r;
+}
+
+int cn_pagerconf_check(struct cn_pagerconf *p, const char *path, struct cn_ini_errors *errs)
+{
+	struct cn_ini_sink sink = { .at = errs->at, .cap = CN_INI_MAX_ERRORS };
+	int r = load(p, path, &sink);
+
+	errs->n = sink.n;
+	errs->more = sink.more;
 	return r;
 }
 

@@ -171,6 +171,11 @@ if [ -n "$py" ]; then
 	like "$out" $'\n'"odd +broken +\? " "the malformed one listed as broken, the listing goes on"
 	is "$(cat "$T/klist.err")" "cudanap kernel: kernel 'odd': $T/jupyter/kernels/odd/kernel.json is not one cudanap wrote (metadata.cudanap, its nap_s or its argv malformed); listed as broken" \
 		"and said in one line"
+	out=$("$CUDANAP" kernel list --json 2> /dev/null)
+	is "$("$py" -c 'import json, sys; print([(k["name"], k["broken"], k["wraps"]) for k in json.load(sys.stdin)["kernels"] if k["name"] in ("evil", "odd")])' <<< "$out")" \
+		"[('evil', '/bin/true?]0;owned? missing', 'a?[31mb'), ('odd', 'its kernel.json is not one cudanap wrote', None)]" \
+		"kernel list --json: the same words, '?' for their control characters, the malformed one broken"
+	check "and no escape character in its JSON either" test -z "$(printf %s "$out" | tr -d -c '\033\007\233')"
 else
 	skip "kernel list of hostile kernel.json files" "no Python here imports jupyter_client"
 fi

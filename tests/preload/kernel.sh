@@ -4,7 +4,7 @@
 # runs cells that use the "GPU", interrupts one, lets the kernel nap, wakes it with the next cell,
 # and shuts it down; the same with [nap] depth = light (the memory cudanap owns moved to the host
 # and put back at its address by the next cell); `cudanap run` is the kernel itself (same pid,
-# SIGINT and SIGTERM reach it, its exit status); list and remove; the refusals.
+# SIGINT and SIGTERM reach it, its exit status); list (and --json) and remove; the refusals.
 . "$(dirname "$0")/../lib.sh"
 py=$(python_with jupyter_client ipykernel)
 [ -n "$py" ] || skip_all "no Python here imports jupyter_client and ipykernel"
@@ -38,6 +38,10 @@ check "the wrapped kernel's other files come along" test -f "$T/jupyter/kernels/
 out=$("$CUDANAP" kernel list)
 like "$out" $'\n''fakepy-cudanap +1 s +fakepy +'"$T/jupyter/kernels/fakepy-cudanap"$'(\n|$)' "cudanap kernel list: the wrapper, its nap and what it wraps"
 like "$out" $'\n''fakepy +- +- +' "and the other kernels"
+out=$("$CUDANAP" kernel list --json)
+is "$("$py" -c 'import json, sys; print([(k["name"], k["cudanap"], k["nap_s"], k["wraps"], k["broken"], k["directory"]) for k in json.load(sys.stdin)["kernels"] if k["name"].startswith("fakepy")])' <<< "$out")" \
+	"[('fakepy', False, None, None, None, '$T/jupyter/kernels/fakepy'), ('fakepy-cudanap', True, 1, 'fakepy', None, '$T/jupyter/kernels/fakepy-cudanap')]" \
+	"cudanap kernel list --json: the same, as one JSON object"
 
 # -- a notebook's life: start, cells, an interrupt, a nap, the next cell wakes it, shutdown
 coproc KC { "$py" "$(dirname "$0")/kernel_client.py" fakepy-cudanap 2>> "$T/client.err"; }
@@ -161,5 +165,7 @@ out=$("$CUDANAP" kernel remove fakepy-cudanap 2>&1)
 is "$?:$out" "0:removed kernel 'fakepy-cudanap' ($T/jupyter/kernels/fakepy-cudanap)" "cudanap kernel remove"
 check "the wrapped kernel stays" test -f "$T/jupyter/kernels/fakepy/kernel.json"
 out=$("$CUDANAP" kernel list --nap 3 2>&1)
-is "$?:$out" "2:cudanap kernel: list and remove take no options" "list takes no options"
+is "$?:$out" "2:cudanap kernel: list and remove take no options but list's --json" "list takes no other options"
+out=$("$CUDANAP" kernel remove --json x 2>&1)
+is "$?:$out" "2:cudanap kernel: --json is for list" "--json is for list only"
 finish

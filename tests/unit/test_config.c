@@ -13,21 +13,30 @@
 #include "cn_config.h"
 #include "cn_dirs.h"
 #include "cn_gpumap.h"
+#include "cn_near.h"
 #include "cn_signame.h"
 #include "tap.h"
 
 static char dir[] = "/tmp/cn-unit-XXXXXX";
 
-/* Write text to a file and load it; returns the load result, err holds the message. */
-static int load_text(const char *text, struct cn_config *c, char *err)
+/* text written to the test's t.ini; its path. */
+static const char *write_text(const char *text)
 {
-	char path[256];
+	static char path[256];
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/t.ini", dir);
 	f = fopen(path, "w");
 	fputs(text, f);
 	fclose(f);
+	return path;
+}
+
+/* Write text to a file and load it; returns the load result, err holds the message. */
+static int load_text(const char *text, struct cn_config *c, char *err)
+{
+	const char *path = write_text(text);
+
 	err[0] = '\0';
 	return cn_config_load(c, path, err, CN_ERR_LEN);
 }
@@ -163,7 +172,8 @@ static void test_make_room(void)
 /* A value that is not its key's: one line, the file's line, the key, what it must be. */
 static void test_values(void)
 {
-	expect_error("timeout_ms = 3\n", "1: timeout_ms: a key before any [section]");
+	expect_error("timeout_ms = 3\n", "1: timeout_ms: a key before any [section]; did you mean "
+					 "[lock] timeout_ms or [hooks] timeout_ms?");
 	expect_error("[signals]\nsuspend = SIGFOO\n",
 		     "2: signals.suspend: 'SIGFOO' is not a signal that can be used (try SIGUSR1, "
 		     "USR2, SIGRTMIN+3 or a number)");
@@ -216,21 +226,24 @@ static void test_errors(void)
 	expect_error("[signals]\nsuspend = USR1\nsuspend = USR2\n",
 		     "3: signals.suspend: given more than once (an indented line continues the key "
 		     "above)");
-	expect_error("[lock]\ntimeout = 5\n", "2: lock.timeout: unknown key");
+	expect_error("[lock]\ntimeout = 5\n",
+		     "2: lock.timeout: unknown key; did you mean timeout_ms?");
+	expect_error("[lock]\nzzz = 5\n", "2: lock.zzz: unknown key");
 	expect_error("[performance]\nhugepages = maybe\n",
 		     "2: performance.hugepages: 'maybe' is not true or false");
 	expect_error(
 		"[performance]\nprefault_threads = 257\n",
 		"2: performance.prefault_threads: '257' is not a number of threads from 0 to 256");
-	expect_error("[nope]\nx = 1\n", "2: nope.x: unknown section");
+	expect_error("[nope]\nx = 1\n", "1: [nope]: unknown section");
 	expect_error("[memory]\nown = sometimes\n",
 		     "2: memory.own: 'sometimes' is not auto, always or never");
 	ok(load_text("[memory]\nown = ALWAYS\n", &c, err) == 0 && c.own == CN_OWN_ALWAYS &&
 		   load_text("[memory]\nown = never\n", &c, err) == 0 && c.own == CN_OWN_NEVER &&
 		   load_text("[log]\nlevel = info\n", &c, err) == 0 && c.own == CN_OWN_AUTO,
 	   "[memory] own: always, never, and auto by default");
-	expect_error("[signals]\nsuspend\n", "2: syntax error: expected [section] or key = value");
-	expect_error("[signals\n", "1: syntax error: expected [section] or key = value");
+	expect_error("[signals]\nsuspend\n", "2: syntax error: 'suspend' is not key = value, a "
+					     "[section] or a ; comment");
+	expect_error("[signals\n", "1: syntax error: '[signals' is a [section] without its ']'");
 	{
 		char text[600];
 
@@ -240,6 +253,125 @@ static void test_errors(void)
 	ok(cn_config_load(&c, "/nonexistent/job.ini", err, sizeof(err)) < 0, "missing file");
 	is_str(err, "/nonexistent/job.ini: cannot open: No such file or directory",
 	       "missing file message");
+}
+
+/* Write text and check it whole: every error kept. */
+static int check_text(const char *text, struct cn_ini_errors *e)
+{
+	static struct cn_config c;
+
+	return cn_config_check(&c, write_text(text), e);
+}
+
+/* The errors' lines and messages, one "LINE: MESSAGE" per line. */
+static const char *listed(const struct cn_ini_errors *e)
+{
+	static char out[8192];
+	size_t o = 0;
+
+	out[0] = '\0';
+	for (unsigned i = 0; i < e->n && o < sizeof(out); i++)
+		o += (size_t)snprintf(out + o, sizeof(out) - o, "%d: %s\n", e->at[i].line,
+				      e->at[i].msg);
+	return out;
+}
+
+/* Two mistakes or more: each error at its own line with its own message, all of them, in the
+ * file's order; the first of them, with how many more, in cn_config_load's one line. */
+static void test_every_error(void)
+{
+	static struct cn_ini_errors e;
+	static struct cn_config c;
+	char err[CN_ERR_LEN], want[CN_ERR_LEN], text[8192];
+	size_t o = 0;
+
+	ok(check_text("[nap]\nidel_s = 10\n[lock]\ntimeout_ms = soon\n", &e) == -EINVAL && e.n == 2,
+	   "two mistakes: two errors");
+	is_str(listed(&e),
+	       "2: nap.idel_s: unknown key; did you mean idle_s?\n"
+	       "4: lock.timeout_ms: 'soon' is not a number of milliseconds from 0 to 86400000\n",
+	       "each at its own line, with its own message");
+	ok(load_text("[nap]\nidel_s = 10\n[lock]\ntimeout_ms = soon\n", &c, err) == -EINVAL,
+	   "cn_config_load refuses it too");
+	snprintf(want, sizeof(want),
+		 "%s/t.ini:2: nap.idel_s: unknown key; did you mean idle_s? (and 1 more error: "
+		 "cudanap check-config lists them)",
+		 dir);
+	is_str(err, want, "in one line: the first error, its own line, and how many more");
+	ok(check_text("[nape]\nidle_s = 1\nto = x\n[Nap]\n[signals]\nsuspend\n[lock\n"
+		      "[memory]\nhost_cache = 95\n[nap]\nhost_cache = 3\n  more\n"
+		      "keep_host_copy = maybe\nIdle_S = 3\n",
+		      &e) == -EINVAL,
+	   "a file of many mistakes is refused");
+	is_str(listed(&e),
+	       "1: [nape]: unknown section; did you mean [nap]?\n"
+	       "4: [Nap]: unknown section; did you mean [nap]?\n"
+	       "6: syntax error: 'suspend' is not key = value, a [section] or a ; comment\n"
+	       "7: syntax error: '[lock' is a [section] without its ']'\n"
+	       "9: memory.host_cache: '95' is not a number of percent from 0 to 90\n"
+	       "11: nap.host_cache: unknown key; did you mean [memory] host_cache?\n"
+	       "13: nap.keep_host_copy: 'maybe' is not true or false\n"
+	       "14: nap.Idle_S: unknown key; did you mean idle_s?\n",
+	       "each said once: a section's keys not again, an indented line not again");
+	is_str(e.at[0].section, "nape", "an error names its section");
+	is_str(e.at[0].hint, "[nap]", "and the section meant");
+	ok(e.at[5].line == 11 && strcmp(e.at[5].section, "nap") == 0 &&
+		   strcmp(e.at[5].key, "host_cache") == 0 &&
+		   strcmp(e.at[5].hint, "[memory] host_cache") == 0,
+	   "a key of another section: its section, key and the one meant");
+	ok(e.at[2].section[0] == '\0' && e.at[2].key[0] == '\0' && e.at[2].hint[0] == '\0',
+	   "a syntax error names no key");
+	ok(check_text("[nap]\nto = disk\nidle_s = x\n[signals]\nprepare = USR1\n", &e) == -EINVAL,
+	   "errors of values and of keys together");
+	is_str(listed(&e),
+	       "2: nap.to: disk needs a directory in [hibernate] dir\n"
+	       "3: nap.idle_s: 'x' is not a number of seconds from 0 to 86400\n"
+	       "5: signals.prepare: is the suspend or resume signal too; prepare needs a signal "
+	       "of its own\n",
+	       "the checks between keys are said at their lines too, in order");
+	snprintf(text, sizeof(text), "[hooks]\non_failure = %0500d\n[lock]\ntimeout_ms = x\n", 0);
+	ok(check_text(text, &e) == -EINVAL && e.n == 2, "a line too long and an error after it");
+	is_str(listed(&e),
+	       "2: line longer than 198 characters\n"
+	       "4: lock.timeout_ms: 'x' is not a number of milliseconds from 0 to 86400000\n",
+	       "the long line said once, the next line's error at its own line");
+	ok(check_text("\xef\xbb\xbf[nap] ; a comment\nidle_s: 5 ; five\n# note\n\n   \n"
+		      "[signals]\nsuspend = USR1\n  \n",
+		      &e) == 0 &&
+		   e.n == 0,
+	   "no error where inih sees none: a BOM, inline comments, key: value, blank lines");
+	for (int i = 0; i < 40; i++)
+		o += (size_t)snprintf(text + o, sizeof(text) - o, "[lock]\nt%d = 1\n", i);
+	ok(check_text(text, &e) == -EINVAL && e.n == CN_INI_MAX_ERRORS &&
+		   e.more == 40 - CN_INI_MAX_ERRORS && e.at[0].line == 2 &&
+		   e.at[CN_INI_MAX_ERRORS - 1].line == 2 * CN_INI_MAX_ERRORS,
+	   "40 errors: the first %d kept, in order, and the number of the rest", CN_INI_MAX_ERRORS);
+	ok(check_text("[signals]\nsuspend = \x01\x1b[2J\n", &e) == -EINVAL &&
+		   !strpbrk(e.at[0].msg, "\x01\x1b"),
+	   "a value's control bytes are not in the message");
+	ok(cn_config_check(&c, "/nonexistent/job.ini", &e) == -ENOENT && e.n == 1 &&
+		   e.at[0].line == 0,
+	   "a missing file: one error, of the file as a whole");
+	is_str(e.at[0].msg, "cannot open: No such file or directory", "its message");
+}
+
+/* The hint's word: one slip (a letter in, out, changed or two swapped), two in a longer word. */
+static void test_near(void)
+{
+	static const char *const keys[] = { "idle_s", "to", "wake_on", "make_room", "min_idle_s" };
+
+	ok(cn_near_distance("idel_s", "idle_s") == 1, "two letters swapped: one edit");
+	ok(cn_near_distance("IDLE_S", "idle_s") == 0, "case is no edit");
+	ok(cn_near_distance("idle", "idle_s") == 2, "two letters left out: two edits");
+	ok(cn_near_distance("", "to") == 2 && cn_near_distance("abc", "") == 3,
+	   "to and from nothing");
+	ok(cn_near_best("idel_s", keys, 5) == 0, "idel_s: idle_s");
+	ok(cn_near_best("tp", keys, 5) == 1, "tp: to");
+	ok(cn_near_best("xy", keys, 5) == -1, "xy: nothing near in a short word");
+	ok(cn_near_best("makeroom", keys, 5) == 3, "makeroom: make_room");
+	ok(cn_near_best("min_idle", keys, 5) == 4, "min_idle: min_idle_s");
+	ok(cn_near_best("wake", keys, 5) == -1, "wake: too far from wake_on (three edits)");
+	ok(cn_near_best("completely_different", keys, 5) == -1, "a word near nothing");
 }
 
 static void test_signals(void)
@@ -411,6 +543,8 @@ int main(void)
 	test_values();
 	test_errors();
 	test_make_room();
+	test_every_error();
+	test_near();
 	test_signals();
 	test_gpu_map();
 	test_not_a_file();

@@ -47,14 +47,36 @@ const char *cli_flag_value(int argc, char **argv)
 	return NULL;
 }
 
+void cli_say_config_errors(const char *path, const struct cn_ini_errors *e)
+{
+	for (unsigned i = 0; i < e->n; i++)
+		if (e->at[i].line)
+			fprintf(stderr, "%s: %s:%d: %s\n", cli_prog, path, e->at[i].line,
+				e->at[i].msg);
+		else
+			fprintf(stderr, "%s: %s: %s\n", cli_prog, path, e->at[i].msg);
+	if (e->more)
+		fprintf(stderr, "%s: %s: %u more error%s after these, not shown\n", cli_prog, path,
+			e->more, e->more == 1 ? "" : "s");
+}
+
 void cli_load_config(const char *path, struct cn_config *c)
 {
-	char err[CN_ERR_LEN];
+	static struct cn_ini_errors e;
 
-	if (cn_config_load(c, path, err, sizeof(err)) < 0) {
-		fprintf(stderr, "%s: %s\n", cli_prog, err);
+	if (cn_config_check(c, path, &e) < 0) {
+		cli_say_config_errors(path, &e);
 		exit(78);
 	}
+}
+
+void cli_print_json_str(FILE *f, const char *s)
+{
+	char clean[4096], json[6 * sizeof(clean) + 3];
+
+	/* what the file said, as a terminal or a JSON parser may take it */
+	cn_status_text(clean, sizeof(clean), s);
+	fputs(cn_json_str(json, sizeof(json), clean) > 0 ? json : "\"\"", f);
 }
 
 void cli_fmt_ms(double ms, char *buf, size_t len)

@@ -24,7 +24,12 @@ _Noreturn void cli_die_option(const char *verb, char **argv, int c);
  * getopt_long's table): attached (--tree=PID), or the next argument when it is not an option; NULL
  * when it is a flag, and the command's other arguments are its values. */
 const char *cli_flag_value(int argc, char **argv);
+/* The INI at path into c, or every error of it said (cli_say_config_errors) and exit 78. */
 void cli_load_config(const char *path, struct cn_config *c);
+/* Each error of the INI at path on a line of its own on stderr: "cudanap: FILE:LINE: ...". */
+void cli_say_config_errors(const char *path, const struct cn_ini_errors *e);
+/* s as a JSON string into f, its control characters and bytes that are not UTF-8 replaced. */
+void cli_print_json_str(FILE *f, const char *s);
 double cli_now_s(void);
 void cli_fmt_ms(double ms, char *buf, size_t len);
 /* "0,1" from a status's "0=GPU-...,1=GPU-..." (gpus, home_gpus, restore_gpus); "" from "". */
@@ -302,6 +307,9 @@ int status_main(int argc, char **argv);
 /* pick.c */
 extern const char cli_usage_pick[];
 int pick_main(int argc, char **argv);
+/* promjson.c: metrics, and metrics --json (metrics.c's text as JSON) */
+extern const char cli_usage_metrics_json[];
+int promjson_main(int argc, char **argv);
 /* run.c: run and check-config */
 extern const char cli_usage_run[];
 extern const char cli_usage_check[];

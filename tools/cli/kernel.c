@@ -17,7 +17,7 @@
 const char cli_usage_kernel[] =
 	"usage: cudanap kernel install [--from NAME] [--name NAME] [--nap N] [-c FILE]\n"
 	"                              [--user | --sys-prefix | --prefix DIR]\n"
-	"       cudanap kernel list\n"
+	"       cudanap kernel list [--json]\n"
 	"       cudanap kernel remove NAME...\n"
 	"\n"
 	"Jupyter kernels that nap. install writes a kernelspec that starts an existing\n"
@@ -38,7 +38,9 @@ const char cli_usage_kernel[] =
 	"  --sys-prefix        install into the Python environment that runs Jupyter\n"
 	"  --prefix DIR        install under DIR/share/jupyter/kernels\n"
 	"\n"
-	"list prints every kernel Jupyter finds, with what cudanap's wrap and their naps.\n"
+	"list prints every kernel Jupyter finds, with what cudanap's wrap and their naps;\n"
+	"--json, one object: {\"kernels\": [{\"name\", \"directory\", \"cudanap\", \"nap_s\",\n"
+	"\"wraps\", \"broken\"}, ...]} (nap_s 0: off; broken: why, or null).\n"
 	"remove removes cudanap's kernels only; the kernels they wrap stay.\n"
 	"\n"
 	"Jupyter is asked through the Python that runs it: $CUDANAP_PYTHON, else the\n"
@@ -201,6 +203,7 @@ static bool good_name(const char *s)
 struct kernel_args {
 	const char *action, *from, *name, *nap, *cfg, *where, *prefix;
 	bool install_opts; /* an option that only install takes */
+	bool json;	   /* list --json */
 	char abs_prefix[PATH_MAX], defname[128], config[PATH_MAX], self[PATH_MAX];
 };
 
@@ -228,14 +231,17 @@ static void parse_args(struct kernel_args *k, int argc, char **argv)
 		{ "user", no_argument, NULL, 'u' },
 		{ "sys-prefix", no_argument, NULL, 's' },
 		{ "prefix", required_argument, NULL, 'p' },
+		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 
 	while ((c = getopt_long(argc, argv, ":f:n:N:c:h", opts, NULL)) != -1) {
-		k->install_opts |= c != 'h';
-		if (c == 'f') {
+		k->install_opts |= c != 'h' && c != 'j';
+		if (c == 'j') {
+			k->json = true;
+		} else if (c == 'f') {
 			k->from = optarg;
 		} else if (c == 'n') {
 			k->name = optarg;
@@ -304,13 +310,16 @@ static void list_remove_args(const struct kernel_args *k, int argc, char **argv,
 			     int *n)
 {
 	if (k->install_opts)
-		cli_die_usage("cudanap kernel: list and remove take no options\n");
+		cli_die_usage(
+			"cudanap kernel: list and remove take no options but list's --json\n");
 	if (strcmp(k->action, "list") == 0 && optind < argc)
 		cli_die_usage("cudanap kernel list: takes no arguments\n");
 	if (strcmp(k->action, "remove") == 0 && optind >= argc)
 		cli_die_usage("cudanap kernel remove: which kernels? see 'cudanap kernel "
 			      "--help'\n");
 	args[(*n)++] = k->action;
+	if (k->json)
+		args[(*n)++] = "json";
 	for (int i = optind; i < argc && *n < 15; i++)
 		args[(*n)++] = argv[i];
 	if (optind + 15 - 1 < argc)
@@ -351,6 +360,8 @@ int kernel_main(int argc, char **argv)
 	k.action = argv[1];
 	argc--, argv++;
 	parse_args(&k, argc, argv);
+	if (k.json && strcmp(k.action, "list") != 0)
+		cli_die_usage("cudanap kernel: --json is for list\n");
 	if (strcmp(k.action, "install") == 0) {
 		if ((rc = install_args(&k, argc, args, &n)))
 			return rc;

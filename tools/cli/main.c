@@ -6,6 +6,9 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cn_near.h"
+
+#define N_COMMANDS 11
 
 static const char cli_usage_main[] =
 	"usage: cudanap COMMAND [OPTIONS] [ARGS]\n"
@@ -22,10 +25,10 @@ static const char cli_usage_main[] =
 	"  status [-c FILE] [--json] [PID...] show every cudanap process of this user\n"
 	"  suspend --dry-run PID...           what a suspend would do now, changing nothing\n"
 	"  pick --free SIZE [--gpu N]         which processes to suspend to free SIZE, cheapest\n"
-	"  metrics [--textfile DIR]           the processes' figures for Prometheus\n"
+	"  metrics [--json|--textfile DIR]    the processes\' figures for Prometheus\n"
 	"  kernel install|list|remove         Jupyter kernels that nap when idle\n"
 	"  pager status [--json]              what the node pager did, per user and GPU\n"
-	"  check-config FILE                  validate a job INI or the node pager's policy\n"
+	"  check-config [--json] FILE         validate a job INI or the node pager's policy\n"
 	"  help [COMMAND]                     this text, or the details of COMMAND\n"
 	"  --version                          print cudanap's version\n"
 	"\n"
@@ -40,26 +43,45 @@ static bool want_help(int argc, char **argv)
 	return false;
 }
 
+/* A command that is none of ours, with the one meant where it is near one. */
+static void unknown(const char *cmd, const char *const *names)
+{
+	int near = cn_near_best(cmd, names, N_COMMANDS);
+
+	if (near >= 0)
+		fprintf(stderr, "%s: unknown command '%s'; did you mean '%s'? See 'cudanap help'\n",
+			cli_prog, cmd, names[near]);
+	else
+		fprintf(stderr, "%s: unknown command '%s'; see 'cudanap help'\n", cli_prog, cmd);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
 		const char *name, *usage;
 		int (*fn)(int, char **);
-		enum verb verb; /* when fn is NULL */
+		enum verb verb;	  /* when fn is NULL */
+		const char *more; /* said after usage */
 	} cmds[] = {
-		{ "run", cli_usage_run, run_main, 0 },
-		{ "suspend", cli_usage_suspend, NULL, VERB_SUSPEND },
-		{ "resume", cli_usage_suspend, NULL, VERB_RESUME },
-		{ "prepare", cli_usage_prepare, NULL, VERB_PREPARE },
-		{ "nap", cli_usage_nap, NULL, VERB_NAP },
-		{ "status", cli_usage_status, status_main, 0 },
-		{ "pick", cli_usage_pick, pick_main, 0 },
-		{ "check-config", cli_usage_check, check_main, 0 },
-		{ "metrics", cli_usage_metrics, metrics_main, 0 },
-		{ "kernel", cli_usage_kernel, kernel_main, 0 },
-		{ "pager", cli_usage_pager, pager_main, 0 },
+		{ "run", cli_usage_run, run_main, 0, NULL },
+		{ "suspend", cli_usage_suspend, NULL, VERB_SUSPEND, NULL },
+		{ "resume", cli_usage_suspend, NULL, VERB_RESUME, NULL },
+		{ "prepare", cli_usage_prepare, NULL, VERB_PREPARE, NULL },
+		{ "nap", cli_usage_nap, NULL, VERB_NAP, NULL },
+		{ "status", cli_usage_status, status_main, 0, NULL },
+		{ "pick", cli_usage_pick, pick_main, 0, NULL },
+		{ "check-config", cli_usage_check, check_main, 0, NULL },
+		{ "metrics", cli_usage_metrics, promjson_main, 0, cli_usage_metrics_json },
+		{ "kernel", cli_usage_kernel, kernel_main, 0, NULL },
+		{ "pager", cli_usage_pager, pager_main, 0, NULL },
 	};
 
+	const char *names[N_COMMANDS];
+
+	_Static_assert(sizeof(cmds) / sizeof(cmds[0]) == N_COMMANDS, "one name per command");
+
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		names[i] = cmds[i].name;
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
 	    (strcmp(argv[1], "help") == 0 && argc == 2)) {
 		fputs(cli_usage_main, argc < 2 ? stderr : stdout);
@@ -74,9 +96,10 @@ int main(int argc, char **argv)
 		for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 			if (strcmp(argv[2], cmds[i].name) == 0) {
 				fputs(cmds[i].usage, stdout);
+				fputs(cmds[i].more ? cmds[i].more : "", stdout);
 				return 0;
 			}
-		fprintf(stderr, "%s: no command '%s'; see 'cudanap help'\n", cli_prog, argv[2]);
+		unknown(argv[2], names);
 		return 2;
 	}
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
@@ -84,12 +107,13 @@ int main(int argc, char **argv)
 			continue;
 		if (want_help(argc - 1, argv + 1)) {
 			fputs(cmds[i].usage, stdout);
+			fputs(cmds[i].more ? cmds[i].more : "", stdout);
 			return 0;
 		}
 		if (!cmds[i].fn)
 			return act_main(argc - 1, argv + 1, cmds[i].verb);
 		return cmds[i].fn(argc - 1, argv + 1);
 	}
-	fprintf(stderr, "%s: unknown command '%s'; see 'cudanap help'\n", cli_prog, argv[1]);
+	unknown(argv[1], names);
 	return 2;
 }

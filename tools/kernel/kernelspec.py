@@ -5,7 +5,7 @@ that jupyter_client's KernelSpecManager decides where kernels are found and inst
 `jupyter kernelspec` would. Its arguments are fixed, one form per action (the C side checked them):
 
     kernelspec.py install CUDANAP FROM NAME NAP_S CONFIG WHERE PREFIX
-    kernelspec.py list
+    kernelspec.py list [json]
     kernelspec.py remove NAME...
     kernelspec.py probe           (exit 0 when jupyter_client imports here)
 
@@ -188,31 +188,55 @@ def install(ksm, cudanap, src_name, name, nap_s, config, where, prefix):
     return 0
 
 
-def list_row(name, spec, where):
-    """One row of the listing; a kernelspec cudanap's in name only is said in one line."""
+def list_entry(name, spec, where):
+    """What the listing says of one kernel: its name, directory, whether it is cudanap's, its nap
+    (seconds, 0: off), what it wraps, and why it is broken (None when it is not)."""
+    entry = {"name": name, "directory": where, "cudanap": claims_ours(spec), "nap_s": None,
+             "wraps": None, "broken": None}
+    if not entry["cudanap"]:
+        return entry
     mine = ours(spec)
-    if not claims_ours(spec):
-        return (name, "-", "-", where)
     nap_s = mine.get("nap_s") if mine else None
     argv = spec.get("argv")
     if not mine or not isinstance(nap_s, int) or isinstance(nap_s, bool) or nap_s < 0 \
             or not isinstance(argv, list) or not argv or not isinstance(argv[0], str):
         fail(f"kernel '{shown(name)}': {shown(where)}/kernel.json is not one cudanap wrote "
              "(metadata.cudanap, its nap_s or its argv malformed); listed as broken")
-        return (name, "broken", "?", where)
-    nap = f"{nap_s} s" if nap_s else "off"
+        entry["broken"] = "its kernel.json is not one cudanap wrote"
+        return entry
+    entry["nap_s"] = nap_s
+    entry["wraps"] = str(mine.get("from", "?"))
     if not os.access(argv[0], os.X_OK):
-        nap = f"broken: {argv[0]} missing"
-    return (name, nap, str(mine.get("from", "?")), where)
+        entry["broken"] = f"{argv[0]} missing"
+    return entry
 
 
-def list_all(ksm):
+def list_row(e):
+    """One row of the table: NAME, NAP, WRAPS, DIRECTORY."""
+    if not e["cudanap"]:
+        return (e["name"], "-", "-", e["directory"])
+    if e["nap_s"] is None:
+        return (e["name"], "broken", "?", e["directory"])
+    nap = f"{e['nap_s']} s" if e["nap_s"] else "off"
+    if e["broken"]:
+        nap = f"broken: {e['broken']}"
+    return (e["name"], nap, e["wraps"], e["directory"])
+
+
+def list_all(ksm, as_json):
     specs = ksm.get_all_specs()
-    rows = [("NAME", "NAP", "WRAPS", "DIRECTORY")]
+    entries = []
     for name in sorted(specs):
         entry = specs[name] if isinstance(specs[name], dict) else {}
         spec = entry.get("spec") if isinstance(entry.get("spec"), dict) else {}
-        rows.append(tuple(shown(c) for c in list_row(name, spec, entry.get("resource_dir", "?"))))
+        entries.append(list_entry(name, spec, entry.get("resource_dir", "?")))
+    if as_json:
+        # json.dumps writes ASCII: a kernelspec's control characters come out escaped
+        print(json.dumps({"kernels": [{k: shown(v) if isinstance(v, str) else v
+                                       for k, v in e.items()} for e in entries]}))
+        return 0
+    rows = [("NAME", "NAP", "WRAPS", "DIRECTORY")]
+    rows += [tuple(shown(c) for c in list_row(e)) for e in entries]
     width = [max(len(r[i]) for r in rows) for i in range(3)]
     for r in rows:
         print("  ".join(r[i].ljust(width[i]) for i in range(3)) + "  " + r[3])
@@ -247,7 +271,9 @@ def main(argv):
     if argv[0] == "probe" and len(argv) == 1:
         return 0
     if argv[0] == "list" and len(argv) == 1:
-        return list_all(ksm)
+        return list_all(ksm, False)
+    if argv[0] == "list" and argv[1:] == ["json"]:
+        return list_all(ksm, True)
     if argv[0] == "remove" and len(argv) > 1:
         return remove(ksm, argv[1:])
     return fail("kernelspec.py: bad arguments " + " ".join(argv))
