@@ -46,7 +46,7 @@ const char cli_usage_suspend[] =
 	"                      environment, else the built-in default directory)\n"
 	"  -w, --wait          wait for the outcome (the default)\n"
 	"  -n, --no-wait       return once the signals are sent (no rollback)\n"
-	"  -t, --timeout S     give up waiting after S seconds (default 600)\n"
+	"  -t, --timeout S     give up waiting after S seconds (default 600; a dry run's 5)\n"
 	"  -a, --all           every process of this user running under cudanap (root: of every\n"
 	"                      user)\n"
 	"  -T, --tree PID      PID and all its descendants that run under cudanap (repeatable;\n"
@@ -70,7 +70,8 @@ const char cli_usage_suspend[] =
 	"                      each: would suspend (its GPU memory, the host copy and the room "
 	"for\n"
 	"                      it, the estimated times) or would refuse (why); exit 0 only if\n"
-	"                      every one would suspend\n"
+	"                      every one would suspend (the answers awaited 5 s at most, as\n"
+	"                      status does)\n"
 	"\n"
 	"--all, --tree and --slurm leave out the processes that started this command (a job's\n"
 	"shell running it from a trap), and one that exits between their pick and its signal\n"
@@ -296,6 +297,7 @@ struct act_args {
 	struct plan p;
 	const char *slurm;
 	double timeout;
+	bool timeout_set; /* --timeout given: else a dry run's is ASK_WAIT_S */
 	bool all, each, json, dry;
 	bool tree_flag, slurm_flag; /* --tree, --slurm given without a value of their own */
 	bool this_node;		    /* --this-node: a Slurm job's processes here only */
@@ -357,8 +359,9 @@ static int parse_option(struct act_args *a, int c, int argc, char **argv)
 		break;
 	case 't':
 		a->timeout = strtod(optarg, &end);
-		if (a->timeout <= 0 || *end)
+		if (!(a->timeout > 0) || *end)
 			cli_die_usage("cudanap: --timeout wants a number of seconds above 0\n");
+		a->timeout_set = true;
 		break;
 	case 'a':
 		a->all = true;
@@ -621,6 +624,9 @@ int act_main(int argc, char **argv, enum verb verb)
 
 	if (parse_args(&a, argc, argv) || check_args(&a))
 		return 2;
+	/* a dry run asks, as status does: its answers come in milliseconds, or not at all */
+	if (a.dry && !a.timeout_set)
+		a.timeout = ASK_WAIT_S;
 	if (a.slurm && !a.this_node) {
 		if (in_each_task(a.slurm)) {
 			fprintf(stderr,
@@ -643,7 +649,7 @@ int act_main(int argc, char **argv, enum verb verb)
 		return 1;
 	}
 	if (a.dry)
-		rc = dry_run(jobs, n, &a.p, a.json, a.timeout < 600 ? a.timeout : 30);
+		rc = dry_run(jobs, n, &a.p, a.json, a.timeout);
 	else
 		rc = run_and_print(&a, jobs, n);
 	free(jobs);

@@ -16,6 +16,7 @@ void ask_all(struct job *jobs, int n, const char *cfg, double timeout)
 	union sigval q = { .sival_int = CN_SIGVAL_QUERY };
 	double deadline = cli_now_s() + timeout;
 	bool pending = false;
+	int asked = 0;
 
 	for (int i = 0; i < n; i++) {
 		struct job *j = &jobs[i];
@@ -35,10 +36,14 @@ void ask_all(struct job *jobs, int n, const char *cfg, double timeout)
 			j->done = false;
 			j->seq0 = j->st.query_seq;
 			pending = true;
+			asked++;
 		}
 	}
+	progress_start(timeout, "asking %d process%s what a suspend would do", asked,
+		       asked == 1 ? "" : "es");
 	while (pending && cli_now_s() < deadline) {
-		pending = false;
+		int waiting = 0;
+
 		for (int i = 0; i < n; i++) {
 			struct job *j = &jobs[i];
 			struct cn_status s;
@@ -50,12 +55,16 @@ void ask_all(struct job *jobs, int n, const char *cfg, double timeout)
 				j->done = j->ok = true;
 				j->outcome = "answered";
 			} else {
-				pending = true;
+				waiting++;
 			}
 		}
-		if (pending)
-			usleep(5000);
+		pending = waiting > 0;
+		if (!pending)
+			break;
+		progress_done(asked - waiting, "answered", "");
+		usleep(5000);
 	}
+	progress_end();
 	for (int i = 0; i < n; i++)
 		if (!jobs[i].done) {
 			/* Busy with an action that has not ended: what it is doing says why. */

@@ -280,6 +280,22 @@ bool relay_outcome(struct relay *r, const struct job *jobs, int n, const struct 
 /* The rollback's outcome said; true when the leader says to try again. */
 bool relay_rolled_back(struct relay *r, int m, int bad, const char *line, double deadline);
 
+/* ---- progress.c: a line on the terminal while a command waits ---- */
+
+/* A wait begins, on what topic says ("suspending 3 processes"), for bound seconds at most: its
+ * line is shown on stderr when that is a terminal, once the wait has lasted a second, and
+ * rewritten by each progress_done (five times a second at most): "cudanap: TOPIC: DONE WORD MORE,
+ * 2.4 s (600 s at most)". progress_end erases it, and must come before anything else the command
+ * prints. */
+void progress_start(double bound, const char *topic, ...) __attribute__((format(printf, 2, 3)));
+void progress_done(int done, const char *word, const char *more);
+void progress_end(void);
+
+/* How long status, suspend --dry-run and pick wait for the processes' answers, asked all at once:
+ * an agent answers in milliseconds, so one that has not in this time is busy or stuck, and its
+ * line says so. */
+#define ASK_WAIT_S 5.0
+
 /* ---- ask.c: what a suspend would do now, without doing it ---- */
 
 /* Ask each job what a suspend would do now, all at once, and wait at most timeout seconds for the

@@ -19,6 +19,8 @@
 
 const char *const cli_verb_name[] = { "suspend", "resume", "prepare", "nap" };
 const char *const cli_verb_done[] = { "suspended", "resumed", "prepared", "napping" };
+/* What the progress line says while the outcomes are awaited. */
+static const char *const verb_ing[] = { "suspending", "resuming", "preparing", "napping" };
 
 static bool comms_suspended(const struct cn_status *s)
 {
@@ -292,6 +294,8 @@ static bool agreed(struct job *jobs, int n, const struct plan *p, bool here, cha
  * job (p->whole) is checked first, and refused as a whole (refused says why). */
 static void act(struct job *jobs, int n, const struct plan *p, char *refused, size_t len)
 {
+	int sent = 0;
+
 	for (int i = 0; i < n; i++) {
 		int pid = jobs[i].pid;
 
@@ -304,10 +308,16 @@ static void act(struct job *jobs, int n, const struct plan *p, char *refused, si
 	for (int i = 0; i < n; i++)
 		if (!jobs[i].done)
 			send_one(&jobs[i], p);
+	for (int i = 0; i < n; i++)
+		sent += jobs[i].sent && !jobs[i].done;
+	progress_start(p->timeout, "%s %d process%s", verb_ing[p->verb], sent,
+		       sent == 1 ? "" : "es");
 	/* The ranks of an NCCL job meet at a cut before their communicators go (ncclcut.c). */
 	if (p->wait)
 		ncclcut_run(jobs, n, p->verb, p->deadline, p->relay);
 	for (bool pending = p->wait; pending;) {
+		int waiting = 0;
+
 		pending = false;
 		for (int i = 0; i < n; i++) {
 			struct job *j = &jobs[i];
@@ -329,13 +339,17 @@ static void act(struct job *jobs, int n, const struct plan *p, char *refused, si
 				    cli_verb_name[p->verb]);
 			} else {
 				pending = true;
+				waiting++;
 			}
 		}
 		if (pending && cli_now_s() >= p->deadline)
 			break;
-		if (pending)
-			usleep(2000);
+		if (!pending)
+			break;
+		progress_done(sent - waiting, "done", "");
+		usleep(2000);
 	}
+	progress_end();
 	for (int i = 0; i < n; i++) {
 		struct job *j = &jobs[i];
 
@@ -398,6 +412,7 @@ static int roll_back(const struct job *jobs, int n, const struct plan *p, struct
 		free(back);
 		return 0;
 	}
+	back_plan.timeout = p->timeout;
 	back_plan.deadline = t0 + p->timeout;
 	act(back, m, &back_plan, NULL, 0);
 	if (m == 0) {

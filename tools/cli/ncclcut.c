@@ -39,11 +39,14 @@ static int gather(struct job *jobs, int n, const char *what, int *state, struct 
 
 	for (;;) {
 		bool pending = false;
+		int finished_n = 0;
+		char more[64] = "";
 
 		said = 0;
 		for (int i = 0; i < n; i++) {
 			char text[8192];
 
+			finished_n += jobs[i].sent && state[i] == FINISHED;
 			if (!jobs[i].sent || state[i] == FINISHED)
 				continue;
 			if (state[i] == WAITING) {
@@ -65,6 +68,10 @@ static int gather(struct job *jobs, int n, const char *what, int *state, struct 
 			return said;
 		if (cli_now_s() >= deadline)
 			return -1;
+		if (said)
+			snprintf(more, sizeof(more), "; %d NCCL rank%s at the cut", said,
+				 said == 1 ? "" : "s");
+		progress_done(finished_n, "done", more);
 		usleep(2000);
 	}
 }

@@ -13,13 +13,16 @@
 #define MAX_EXACT 20 /* candidates tried in every combination; more are taken greedily */
 
 const char cli_usage_pick[] =
-	"usage: cudanap pick --free SIZE [--gpu N] [-c FILE] [--slurm JOBID] [--json]\n"
+	"usage: cudanap pick --free SIZE [--gpu N] [-c FILE] [--slurm JOBID] [--timeout S] "
+	"[--json]\n"
 	"\n"
 	"Which processes to suspend to free at least SIZE of GPU memory on GPU N (nvidia-smi's\n"
 	"index; default: the GPU where it costs least), at the least estimated suspend time in\n"
 	"all. The candidates are the cudanap processes of this user (of every user, run as root;\n"
 	"of Slurm job JOBID on this node with --slurm), each asked what a suspend would do now,\n"
-	"as 'cudanap suspend --dry-run' does; only those that would suspend count. Prints the\n"
+	"as 'cudanap suspend --dry-run' does (all at once, waiting 5 s at most for the answers,\n"
+	"as status does: one that has not answered is said so); only those that would suspend\n"
+	"count. Prints the\n"
 	"processes chosen, what each frees and its estimated time, the total, and the command\n"
 	"that suspends them.\n"
 	"\n"
@@ -27,6 +30,7 @@ const char cli_usage_pick[] =
 	"  -g, --gpu N         the GPU, by nvidia-smi's index\n"
 	"  -c, --config FILE   where to find the status files (as for suspend)\n"
 	"  -S, --slurm JOBID   the processes of Slurm job JOBID on this node\n"
+	"  -t, --timeout S     wait S seconds at most for the answers (default 5)\n"
 	"  -j, --json          one JSON object: the GPU, the processes chosen, the totals, the "
 	"command\n"
 	"\n"
@@ -165,6 +169,7 @@ struct pick_args {
 	double need; /* MiB to free */
 	int gpu;     /* -1: any */
 	bool json;
+	double timeout; /* for the answers */
 };
 
 /* The cheapest set found: on which GPU, of which candidates, at what cost; set -1 when none frees
@@ -184,12 +189,14 @@ static void parse_args(struct pick_args *a, int argc, char **argv)
 		{ "config", required_argument, NULL, 'c' },
 		{ "slurm", optional_argument, NULL, 'S' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "timeout", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	char *end;
 	int c;
 
-	while ((c = getopt_long(argc, argv, ":f:g:c:S::jh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":f:g:c:S::jt:h", opts, NULL)) != -1) {
 		if (c == 'f') {
 			if ((a->need = parse_size(optarg)) < 0)
 				cli_die_usage("cudanap: --free wants a size: 512M, 8G, or MiB\n");
@@ -204,13 +211,18 @@ static void parse_args(struct pick_args *a, int argc, char **argv)
 				cli_die_usage("cudanap: --slurm wants a job id\n");
 		} else if (c == 'j') {
 			a->json = true;
+		} else if (c == 't') {
+			a->timeout = strtod(optarg, &end);
+			if (!(a->timeout > 0) || *end)
+				cli_die_usage(
+					"cudanap: --timeout wants a number of seconds above 0\n");
 		} else {
 			cli_die_option("pick", argv, c);
 		}
 	}
 	if (a->need < 0 || optind < argc)
 		cli_die_usage("usage: cudanap pick --free SIZE [--gpu N] [-c FILE] [--slurm JOBID] "
-			      "[--json]\n");
+			      "[--timeout S] [--json]\n");
 }
 
 /* The candidates (the Slurm job's processes, or every one), 64 at most, each asked what a suspend
@@ -242,7 +254,7 @@ static int ask_candidates(const struct pick_args *a, struct job **out)
 	for (int i = 0; i < n; i++)
 		jobs[i].pid = pids[i];
 	free(pids);
-	ask_all(jobs, n, a->cfg, 30);
+	ask_all(jobs, n, a->cfg, a->timeout);
 	*out = jobs;
 	return n;
 }
@@ -292,7 +304,7 @@ static void cheapest_of_gpus(const struct pick_args *a, struct job *jobs, int n,
 
 int pick_main(int argc, char **argv)
 {
-	struct pick_args a = { .need = -1, .gpu = -1 };
+	struct pick_args a = { .need = -1, .gpu = -1, .timeout = ASK_WAIT_S };
 	struct pick_best b;
 	struct job *jobs;
 	int n;

@@ -244,15 +244,20 @@ bool span_active(const struct node *n)
  * deadline. */
 void span_collect(struct span *s)
 {
+	progress_start(s->deadline - cli_now_s(), "waiting for the job's nodes");
 	for (;;) {
-		bool all = true;
+		int active = 0, waiting = 0;
 
-		for (int i = 0; i < s->n; i++)
-			all &= !span_active(&s->nodes[i]) || s->nodes[i].got;
-		if (all || cli_now_s() >= s->deadline)
-			return;
+		for (int i = 0; i < s->n; i++) {
+			active += span_active(&s->nodes[i]);
+			waiting += span_active(&s->nodes[i]) && !s->nodes[i].got;
+		}
+		if (!waiting || cli_now_s() >= s->deadline)
+			break;
+		progress_done(active - waiting, "answered", "");
 		pump(s);
 	}
+	progress_end();
 }
 
 /* The first node that died since the action began, into why; false when none did. */
