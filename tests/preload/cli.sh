@@ -110,17 +110,17 @@ like "$("$CUDANAP" help)" "--version" "the main help lists --version"
 like "$("$CUDANAP" help)" "  help \[COMMAND\] " "and help"
 
 # -- one vocabulary of states: the words the status file writes (base/outcome.c, the only place
-# they are made), each named by status's help, the man page and the README, the napping one too
+# they are made), each named by status's help, the man page and docs/USAGE.md, the napping one too
 src=$(dirname "$0")/../..
 words=$(sed -n '/CN_NAMES_DEFINE(cn_outcome_state,/,/)$/p' "$src/base/outcome.c" | grep -o '"[a-z-]*"' | tr -d '"' | xargs)
 is "$words" "running locked checkpointed failed no-cuda napping" "the states' words, napping its own"
 help=$("$CUDANAP" status --help | tr '\n' ' ')
 man=$(tr '\n' ' ' < "$src/docs/cudanap.1.scd")
-readme=$(tr '\n' ' ' < "$src/README.md")
+usage=$(tr '\n' ' ' < "$src/docs/USAGE.md")
 for w in $words; do
 	check "status --help names the state $w" grep -qw -- "$w" <<< "$help"
 	check "so do the man page's status and status file" test "$(grep -o "\*$w\*" <<< "$man" | wc -l)" -ge 2
-	check "and the README's status file" grep -q "\`$w\`" <<< "$readme"
+	check "and USAGE.md's status file" grep -q "\`$w\`" <<< "$usage"
 done
 out=$("$CUDANAP" help | grep -E '^  (run|suspend|resume|prepare|status|check-config|help|--version) ' |
 	awk '{ print substr($0, 37, 1) == " " && substr($0, 38, 1) != " " }' | sort -u)
@@ -135,11 +135,11 @@ like "$rc:$out" "^2:cudanap: unknown command 'suspnd'; did you mean 'suspend'\?"
 
 # -- a PID given twice is acted on once
 start A "$TARGET"
-# the README's status-file example has every key a status file has, and no other
+# USAGE.md's status-file example has every key a status file has, and no other
 keys() { grep -o '"[a-z_]*":' | sort -u | tr -d '":\n'; }
-readme=$(dirname "$0")/../../README.md
-is "$(sed -n '/^```json$/,/^```$/p' "$readme" | keys)" "$(keys < "$T/status/$A_pid.json")" \
-	"the README's status file example has the keys of a status file"
+usage_md=$(dirname "$0")/../../docs/USAGE.md
+is "$(sed -n '/^```json$/,/^```$/p' "$usage_md" | keys)" "$(keys < "$T/status/$A_pid.json")" \
+	"USAGE.md's status file example has the keys of a status file"
 cli suspend "$A_pid" "$A_pid"
 like "$rc:$out" "^0:$A_pid: suspended in [^
 ]*$" "suspend PID PID: one line, one suspend"
