@@ -49,6 +49,41 @@ if [ -f /usr/share/bash-completion/bash_completion ]; then
 else
 	skip "bash completion" "bash-completion is not installed"
 fi
+# -- the node pager: its program, its controller where it looks, its units installed and not
+# enabled (its policy comes first), its page and its example policy
+is "$(command -v cudanap-pager)" "/usr/sbin/cudanap-pager" "cudanap-pager is in sbin"
+check "it looks for the installed controller" grep -aq "^/usr/libexec/cudanap/cudanap-ctl$" \
+	<(tr '\0' '\n' < /usr/sbin/cudanap-pager)
+check "which is there" test -x /usr/libexec/cudanap/cudanap-ctl
+like "$(cudanap check-config /usr/share/doc/cudanap/examples/pager.ini)" \
+	"^/usr/share/doc/cudanap/examples/pager.ini: ok \(the node pager's policy" "the example policy passes check-config"
+like "$(MANWIDTH=100 man cudanap-pager 2> /dev/null | head -n 20)" "NAME" "man cudanap-pager shows its page"
+for u in cudanap-pager.socket cudanap-pager.service; do
+	check "$u is installed" test -f "/lib/systemd/system/$u"
+	check "and not enabled" test ! -e "/etc/systemd/system/sockets.target.wants/$u" -a \
+		! -e "/etc/systemd/system/multi-user.target.wants/$u"
+done
+if command -v systemd-analyze > /dev/null; then
+	out=$(systemd-analyze verify --man=no /lib/systemd/system/cudanap-pager.socket \
+		/lib/systemd/system/cudanap-pager.service 2>&1)
+	is "$?:$out" "0:" "systemd-analyze verify takes the installed units"
+else
+	skip "systemd-analyze verify of the units" "no systemd-analyze"
+fi
+# -- the metrics' units: installed, none enabled (the operator picks the textfile or HTTP)
+for u in cudanap-metrics.timer cudanap-metrics.service cudanap-metrics-http.service; do
+	check "$u is installed, not enabled" test -f "/lib/systemd/system/$u" -a \
+		-z "$(find /etc/systemd/system -name "$u" 2> /dev/null)"
+done
+if command -v systemd-analyze > /dev/null; then
+	out=$(cd /lib/systemd/system && systemd-analyze verify --man=no cudanap-metrics.timer \
+		cudanap-metrics.service cudanap-metrics-http.service 2>&1)
+	is "$?:$out" "0:" "systemd-analyze verify takes the metrics' units"
+else
+	skip "systemd-analyze verify of the metrics' units" "no systemd-analyze"
+fi
+out=$(timeout 10 cudanap metrics --json 2>&1)
+is "$?:${out:0:12}" '0:{"metrics":[' "the installed cudanap metrics --json"
 # -- the Slurm plugin, where Debian's Slurm looks for plugins by name
 check "the SPANK plugin is in slurm-wlm's plugin directory" \
 	test -n "$(dpkg -L cudanap | grep '/slurm-wlm/spank_cudanap.so$')"
