@@ -37,6 +37,10 @@ enum cn_nccl_mode {
  * status says by it how its last nap went: light or full, none before any. */
 enum cn_depth { CN_DEPTH_NONE = -1, CN_DEPTH_FULL, CN_DEPTH_LIGHT, CN_DEPTH_AUTO };
 
+/* [nap] to: where a nap's copy goes: host memory, a file in [hibernate] dir, or host memory
+ * where the host has room for it and the file where it has not (a full nap then). */
+enum cn_nap_to { CN_NAP_TO_RAM, CN_NAP_TO_DISK, CN_NAP_TO_AUTO };
+
 /* [memory] own: large device memory served by cudanap in pieces the driver restores
  * (preload/cuda/owned.c); auto: in a process that sees more than one GPU. */
 enum cn_own { CN_OWN_AUTO, CN_OWN_ALWAYS, CN_OWN_NEVER };
@@ -56,6 +60,7 @@ CN_NAMES_DECLARE(cn_config_log_level, enum cn_log_level);
 CN_NAMES_DECLARE(cn_config_nccl_mode, enum cn_nccl_mode);
 CN_NAMES_DECLARE(cn_config_depth, enum cn_depth);
 CN_NAMES_DECLARE(cn_config_own, enum cn_own);
+CN_NAMES_DECLARE(cn_config_nap_to, enum cn_nap_to);
 CN_NAMES_DECLARE(cn_config_make_room, enum cn_make_room);
 
 /* One side of a gpu_map pair: a device index as nvidia-smi numbers GPUs, or a UUID. */
@@ -116,7 +121,7 @@ struct cn_config {
 	unsigned host_margin_mib; /* host memory to leave beyond the copy */
 	unsigned watchdog_ms;	  /* say so when a driver call runs longer than this */
 	unsigned nap_idle_s;	  /* nap after this long without driver work; 0: never */
-	bool nap_to_disk;	  /* a nap's host copy goes to [hibernate] dir */
+	enum cn_nap_to nap_to;	  /* where a nap's host copy goes: RAM, [hibernate] dir, either */
 	bool nap_wake_any;	  /* a nap wakes on any GPU of its model with room, not only home */
 	/* [nap] make_room as the file says it: when this process needs GPU memory that is not free
 	 * (a wake, an allocation refused as out of memory), nap idle processes on that GPU. off;

@@ -77,6 +77,7 @@ enum cn_depth_why {
 	CN_DEPTH_WHY_HOST_CACHE, /* its light copy would be over [memory] host_cache */
 	CN_DEPTH_WHY_EXCLUSIVE,	 /* a GPU of it is in exclusive-process compute mode */
 	CN_DEPTH_WHY_DEEPENED,	 /* a light nap deepened ([nap] full_after_s, a suspend) */
+	CN_DEPTH_WHY_HOST_FULL,	 /* [nap] to = auto: the host had no room for its copy: to disk */
 };
 
 /* What a suspend would do now, as the last query found it. */

@@ -123,6 +123,9 @@ struct cn_status {
 	double light_able_mib;
 	/* The pinned host copy it keeps for its next light nap ([nap] keep_host_copy), 0: none. */
 	double host_kept_mib;
+	/* The room in [hibernate] dir that a nap of it takes where the host has none for its copy
+	 * ([nap] to = auto), for the processes that make room; 0: its naps never go to disk so. */
+	double nap_disk_mib;
 	char idle_since[32]; /* UTC: its CUDA idle since then; "" while it works */
 	unsigned long naps, wakes;
 	double last_wake_ms; /* the delay the last waking call saw; < 0 before the first */
@@ -132,7 +135,7 @@ struct cn_status {
 	unsigned long naps_idle, naps_asked, naps_room;
 	/* The naps [nap] depth = auto made full: its light copy over [memory] host_cache, a GPU in
 	 * an exclusive compute mode. */
-	unsigned long naps_full_host, naps_full_exclusive;
+	unsigned long naps_full_host, naps_full_exclusive, naps_full_disk;
 	int nap_for_pid;
 	double nap_for_mib;
 	char nap_for_user[33]; /* that process's user, when the node pager napped it for another's

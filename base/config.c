@@ -31,6 +31,7 @@ CN_NAMES_DEFINE(cn_config_nccl_mode, enum cn_nccl_mode, CN_NCCL_AUTO, -1, "auto"
 CN_NAMES_DEFINE(cn_config_depth, enum cn_depth, CN_DEPTH_FULL, CN_DEPTH_NONE, "full", "light",
 		"auto")
 CN_NAMES_DEFINE(cn_config_own, enum cn_own, CN_OWN_AUTO, -1, "auto", "always", "never")
+CN_NAMES_DEFINE(cn_config_nap_to, enum cn_nap_to, CN_NAP_TO_RAM, -1, "ram", "disk", "auto")
 CN_NAMES_DEFINE(cn_config_make_room, enum cn_make_room, CN_MAKE_ROOM_OFF, -1, "false", "true",
 		"user", "node", "auto")
 
@@ -88,7 +89,7 @@ bool cn_config_keeps_host(const struct cn_config *c)
 
 bool cn_config_light_naps(const struct cn_config *c)
 {
-	return !c->nap_to_disk &&
+	return c->nap_to != CN_NAP_TO_DISK &&
 	       (c->nap_depth == CN_DEPTH_LIGHT ||
 		(c->nap_depth == CN_DEPTH_AUTO && (c->nap_idle_s || c->nap_make_room)));
 }
@@ -182,7 +183,7 @@ struct key {
 
 _Static_assert(sizeof(enum cn_depth) == sizeof(int) && sizeof(enum cn_own) == sizeof(int) &&
 		       sizeof(enum cn_make_room) == sizeof(int) &&
-		       sizeof(enum cn_nccl_mode) == sizeof(int),
+		       sizeof(enum cn_nccl_mode) == sizeof(int) && sizeof(enum cn_nap_to) == sizeof(int),
 	       "K_WORD stores an int");
 _Static_assert(sizeof(((struct cn_config *)0)->on_suspended) == CN_HOOK_LEN, "a hook's size");
 
@@ -229,7 +230,7 @@ static const struct key key_table[] = {
 	{ KEY("nccl", "cut_port", K_COUNT, nccl_cut_port), .max = 65536 - CN_SPANWIRE_PORTS,
 	  .unit = "the first port" },
 	{ KEY("nap", "idle_s", K_COUNT, nap_idle_s), .max = 24 * 3600, .unit = "seconds" },
-	{ KEY("nap", "to", K_FLAG, nap_to_disk), WORDS("ram", "disk"), .why = "ram or disk" },
+	{ KEY("nap", "to", K_WORD, nap_to), ENUM(cn_config_nap_to), .why = "ram, disk or auto" },
 	{ KEY("nap", "wake_on", K_FLAG, nap_wake_any), WORDS("home", "any"), .why = "home or any" },
 	{ KEY("nap", "make_room", K_ROOM, nap_room) },
 	{ KEY("nap", "pager_socket", K_PATH, pager_socket) },
@@ -459,7 +460,7 @@ static int on_ini_key(void *user, const char *section, const char *name, const c
 			x->prepare_line = line;
 		if (key_table[i].offset == offsetof(struct cn_config, nccl_mode))
 			x->mode_line = line;
-		if (key_table[i].offset == offsetof(struct cn_config, nap_to_disk))
+		if (key_table[i].offset == offsetof(struct cn_config, nap_to))
 			x->nap_to_line = line;
 		if (set_key(&key_table[i], x->c, value, why, sizeof(why)) == 0)
 			return 0;
@@ -487,9 +488,11 @@ static void check_keys(struct load_ctx *x, struct cn_ini_sink *errs)
 	if (c->nccl_suspendable)
 		c->nccl_mode = CN_NCCL_SOCKETS;
 	c->nccl_suspendable = c->nccl_mode == CN_NCCL_SOCKETS;
-	if (c->nap_to_disk && !c->hibernate_dir[0])
+	if (c->nap_to != CN_NAP_TO_RAM && !c->hibernate_dir[0])
 		cn_ini_error(errs, x->nap_to_line, "nap", "to", "",
-			     "nap.to: disk needs a directory in [hibernate] dir");
+			     c->nap_to == CN_NAP_TO_DISK
+				     ? "nap.to: disk needs a directory in [hibernate] dir"
+				     : "nap.to: auto needs a directory in [hibernate] dir");
 }
 
 /* Defaults, then the file at path, its errors kept in errs: 0 when there is none. */

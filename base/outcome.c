@@ -19,8 +19,8 @@ CN_NAMES_DEFINE(cn_outcome_ask, enum cn_ask, CN_ASK_UNASKED, CN_ASK_UNASKED, "",
 		"no-cuda", "asleep")
 CN_NAMES_DEFINE(cn_outcome_depth_why, enum cn_depth_why, CN_DEPTH_WHY_NONE, CN_DEPTH_WHY_NONE, "",
 		"depth full", "to disk", "naps off", "owns nothing", "host cache", "exclusive",
-		"deepened")
-_Static_assert(N(cn_outcome_depth_why_words) == CN_DEPTH_WHY_DEEPENED + 1,
+		"deepened", "host full")
+_Static_assert(N(cn_outcome_depth_why_words) == CN_DEPTH_WHY_HOST_FULL + 1,
 	       "a word for each enum cn_depth_why");
 
 bool cn_outcome_nap_asleep(int nap)

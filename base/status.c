@@ -126,6 +126,7 @@ static const struct field {
 	UL(naps_room),
 	UL(naps_full_host),
 	UL(naps_full_exclusive),
+	UL(naps_full_disk),
 	INT(nap_for_pid),
 	UL(rooms_made),
 	UL(restores),
@@ -161,6 +162,7 @@ static const struct field {
 	KEPT(light_ms),
 	KEPT(light_able_mib),
 	KEPT(host_kept_mib),
+	KEPT(nap_disk_mib),
 };
 #undef AT
 #undef INT

@@ -129,7 +129,12 @@ static struct cn_outcome nap_wake(struct cn_agent *ag, const struct cn_gpumap *m
 	return cn_resume_as(ag, true, map, wait_ms);
 }
 
-static const struct cn_nap_deeds deeds = { nap_sleep, nap_wake };
+static struct cn_outcome nap_sleep_disk(struct cn_agent *ag, unsigned lock_ms)
+{
+	return cn_suspend_nap_disk(ag, lock_ms);
+}
+
+static const struct cn_nap_deeds deeds = { nap_sleep, nap_sleep_disk, nap_wake };
 
 /* How long the loop may sleep: until a prepared copy expires, the naps' or the pager's next tick,
  * the next count of the app's calls; -1 for ever. */

@@ -92,7 +92,7 @@ bool cn_depth_light(const struct cn_config *c, enum cn_depth_why *why, char *tex
 	*why = CN_DEPTH_WHY_NONE;
 	if (c->nap_depth == CN_DEPTH_FULL)
 		return full(why, CN_DEPTH_WHY_ASKED);
-	if (c->nap_to_disk)
+	if (c->nap_to == CN_NAP_TO_DISK)
 		return full(why, CN_DEPTH_WHY_DISK);
 	if (!cn_config_light_naps(c)) /* what it owns it owns for another GPU's sake */
 		return full(why, CN_DEPTH_WHY_NAPS_OFF);
@@ -118,5 +118,23 @@ bool cn_depth_light(const struct cn_config *c, enum cn_depth_why *why, char *tex
 			 gpu);
 		return full(why, CN_DEPTH_WHY_EXCLUSIVE);
 	}
+	return true;
+}
+
+bool cn_depth_to_disk(const struct cn_config *c, unsigned long long need, char *text, size_t len)
+{
+	uint64_t avail, margin = (uint64_t)c->host_margin_mib << 20;
+	char which[160];
+
+	if (c->nap_to != CN_NAP_TO_AUTO || !c->hibernate_dir[0] || !need ||
+	    cn_hostmem_available((int)getpid(), "/proc", "/sys/fs/cgroup", &avail, which,
+				 sizeof(which)) < 0 ||
+	    avail >= need + margin)
+		return false;
+	snprintf(text, len,
+		 "to [hibernate] dir %s: the host had no room for its copy (%llu MiB and the %u "
+		 "MiB of [preflight] host_margin_mib, where %s has %llu MiB)",
+		 c->hibernate_dir, need >> 20, c->host_margin_mib, which,
+		 (unsigned long long)(avail >> 20));
 	return true;
 }

@@ -17,6 +17,11 @@ unsigned long long cn_depth_light_bytes(void **ctx);
  * in a line for the log (text, may be NULL). */
 bool cn_depth_light(const struct cn_config *c, enum cn_depth_why *why, char *text, size_t len);
 
+/* [nap] to = auto: whether a nap whose copy takes need bytes more of host memory goes, full, to
+ * [hibernate] dir: the host (or the process's cgroup) has less than need and [preflight]
+ * host_margin_mib; where, and why, in text. */
+bool cn_depth_to_disk(const struct cn_config *c, unsigned long long need, char *text, size_t len);
+
 /* By the INI c: the share of the host's memory the ready host copies may pin ([memory] host_cache
  * of the bound that limits this process: MemTotal or its cgroup's limit), and that bound's name; 0
  * when it is not known or the share is 0. */

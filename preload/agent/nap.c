@@ -213,9 +213,10 @@ static bool nap_go(struct cn_agent *ag, struct cn_naps *nap, bool asked, const c
 {
 	double idle_ms = cn_clock_ms() - nap->active_ms, mib;
 	char why[360], depth_why[300] = "", err[CN_ERR_LEN];
+	unsigned long long bytes, held;
 	struct cn_outcome o;
 	void *ctx;
-	bool l;
+	bool l, disk;
 
 	cn_gate_nap(CN_GATE_NAP_CLOSING, wake_asked);
 	/* Its depth as the INI says now; the nap reads it again and says a failure. */
@@ -223,10 +224,18 @@ static bool nap_go(struct cn_agent *ag, struct cn_naps *nap, bool asked, const c
 	l = light(ag, depth_why, sizeof(depth_why));
 	/* the host memory its copy takes, the others' ready copies given back for it (cache.c) */
 	mib = ag->status.gpu_now_mib;
-	cn_cache_free_for(ag, l		? cn_depth_light_bytes(&ctx)
-			      : mib > 0 ? (unsigned long long)(mib * (1 << 20))
-					: cn_owned_bytes());
-	o = nap->deeds->sleep(ag, l, asked ? 0 : NAP_LOCK_MS);
+	bytes = l ? cn_depth_light_bytes(&ctx)
+	    : mib > 0 ? (unsigned long long)(mib * (1 << 20))
+		      : cn_owned_bytes();
+	held = cn_hostbuf_bytes(); /* its own ready copy, which a light nap copies into */
+	cn_cache_free_for(ag, bytes);
+	/* [nap] to = auto: full, to disk, where the host has no room for its copy even so */
+	disk = cn_depth_to_disk(&ag->cfg, l ? bytes - (held < bytes ? held : bytes) : bytes + bytes / 16,
+				depth_why, sizeof(depth_why));
+	if (disk)
+		cn_report_depth_why(ag, CN_DEPTH_WHY_HOST_FULL);
+	o = disk ? nap->deeds->sleep_disk(ag, asked ? 0 : NAP_LOCK_MS)
+		 : nap->deeds->sleep(ag, l, asked ? 0 : NAP_LOCK_MS);
 	if (o.state == CN_STATE_CHECKPOINTED && !cn_light_holding())
 		cn_report_nap_depth(ag, CN_DEPTH_FULL);
 	if (o.state != CN_STATE_CHECKPOINTED && !cn_light_holding()) {
@@ -243,6 +252,8 @@ static bool nap_go(struct cn_agent *ag, struct cn_naps *nap, bool asked, const c
 		cn_report_count(ag, CN_REPORT_NAPS_FULL_HOST);
 	else if (ag->status.depth_why == CN_DEPTH_WHY_EXCLUSIVE)
 		cn_report_count(ag, CN_REPORT_NAPS_FULL_EXCLUSIVE);
+	else if (ag->status.depth_why == CN_DEPTH_WHY_HOST_FULL)
+		cn_report_count(ag, CN_REPORT_NAPS_FULL_DISK);
 	count_nap_reason(ag, asked, for_whom, idle_ms, why, sizeof(why));
 	log_napped(ag, why, depth_why);
 	return true;

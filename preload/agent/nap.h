@@ -13,6 +13,8 @@ struct cn_nap_deeds {
 	/* Asleep: lightly (what cudanap owns to the host, the context kept) or fully (the driver's
 	 * checkpoint), its lock waiting at most lock_ms (0: [lock] timeout_ms). */
 	struct cn_outcome (*sleep)(struct cn_agent *ag, bool light, unsigned lock_ms);
+	/* Asleep fully, its copy in [hibernate] dir ([nap] to = auto, the host without room). */
+	struct cn_outcome (*sleep_disk)(struct cn_agent *ag, unsigned lock_ms);
 	/* Awake: onto the GPUs of map (NULL: the INI's), waiting up to wait_ms for room there. */
 	struct cn_outcome (*wake)(struct cn_agent *ag, const struct cn_gpumap *map,
 				  unsigned wait_ms);

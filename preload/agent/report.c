@@ -124,6 +124,10 @@ void cn_report_write(struct cn_agent *ag)
 	char why[300];
 	int r;
 
+	/* the room a nap of it would take on disk, for the processes that make room (room.c) */
+	st->nap_disk_mib = ag->cfg.nap_to == CN_NAP_TO_AUTO && ag->cfg.hibernate_dir[0]
+				   ? (double)cn_hibernate_free_bytes(ag->cfg.hibernate_dir) / (1 << 20)
+				   : 0;
 	pthread_mutex_lock(&at_exit.publishing);
 	r = at_exit.exiting ? 0 : cn_status_write(ag->cfg.status_dir, st);
 	/* A dir removed since the start (a tmp cleaner) and made again by another user is not ours:
@@ -269,6 +273,7 @@ static const size_t field_at[] = {
 	[CN_REPORT_NAPS_ROOM] = offsetof(struct cn_status, naps_room),
 	[CN_REPORT_NAPS_FULL_HOST] = offsetof(struct cn_status, naps_full_host),
 	[CN_REPORT_NAPS_FULL_EXCLUSIVE] = offsetof(struct cn_status, naps_full_exclusive),
+	[CN_REPORT_NAPS_FULL_DISK] = offsetof(struct cn_status, naps_full_disk),
 	[CN_REPORT_WAKES] = offsetof(struct cn_status, wakes),
 	[CN_REPORT_RESTORES] = offsetof(struct cn_status, restores),
 	[CN_REPORT_ROOMS_MADE] = offsetof(struct cn_status, rooms_made),

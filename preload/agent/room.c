@@ -99,6 +99,7 @@ struct cand {
 	uint64_t host;	  /* the host memory its nap's copy could take (0: not known) */
 	double light_mib; /* what its light nap would give back; < 0: it naps fully */
 	double kept_mib;  /* the pinned host copy it keeps for its next light nap */
+	double disk_mib;  /* the room its nap takes on disk where the host has none ([nap] to) */
 };
 
 /* An asked candidate's answer, read from its status: ANS_WAIT (none yet), ANS_NAPPED (napped,
@@ -181,7 +182,8 @@ static bool take_candidate(const struct cn_status *s, void *arg)
 					.seq = s->seq,
 					.idle_s = idle,
 					.light_mib = s->light_able_mib,
-					.kept_mib = s->host_kept_mib };
+					.kept_mib = s->host_kept_mib,
+					.disk_mib = s->nap_disk_mib };
 	return cs->n < cs->max;
 }
 
@@ -436,7 +438,9 @@ void cn_room_settle(struct cn_agent *ag)
 /* The candidates whose nap the host has no memory for, taken out (their bytes 0), in the order
  * they would be napped until free_bytes reach want: each nap's copy ([preflight] host_margin_mib
  * beside it) and those of the ones before it must fit in the host memory it can take, with the
- * ready host copies of the others (cache.c), which a nap asks back. What they hold. */
+ * ready host copies of the others (cache.c), which a nap asks back. One whose naps go to disk
+ * where the host has no room ([nap] to = auto) stays, if its copy fits there (the driver's, about
+ * 1.06 times what it holds), as a full nap: it takes no host memory. What they hold. */
 static uint64_t host_fit(struct cn_agent *ag, struct cand *c, int n, uint64_t free_bytes,
 			 uint64_t want)
 {
@@ -458,6 +462,17 @@ static uint64_t host_fit(struct cn_agent *ag, struct cand *c, int n, uint64_t fr
 							   ? c[i].kept_mib * (1 << 20)
 							   : (double)ready);
 
+		if (copy && c[i].host && c[i].host + back < spent + copy + margin &&
+		    c[i].disk_mib * (1 << 20) >= (double)(c[i].bytes + c[i].bytes / 16 + margin)) {
+			cn_log(&ag->cfg, CN_LOG_DEBUG,
+			       "make_room: %d's nap needs %llu MiB of host memory, %llu MiB there: "
+			       "it naps to disk ([nap] to = auto, %.0f MiB free there)",
+			       c[i].pid, (unsigned long long)((copy + margin) >> 20),
+			       (unsigned long long)((c[i].host - spent) >> 20), c[i].disk_mib);
+			c[i].light_mib = -1; /* full: napped one at a time */
+			free_bytes += c[i].bytes;
+			continue;
+		}
 		if (copy && c[i].host && c[i].host + back < spent + copy + margin) {
 			cn_log(&ag->cfg, CN_LOG_DEBUG,
 			       "make_room: %d's nap needs %llu MiB of host memory, %llu MiB there",

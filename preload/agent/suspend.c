@@ -113,6 +113,7 @@ static int checkpoint(struct cn_agent *ag, struct cn_resp *r)
  * steps did that a failure must undo. */
 struct how {
 	bool nap, light;
+	bool disk; /* a nap's copy to [hibernate] dir: [nap] to = disk, or auto without host room */
 	unsigned lock_limit_ms;
 	/* the lock's wait: what the gate's wait left of lock_budget (0: for ever) */
 	unsigned lock_ms;
@@ -129,7 +130,7 @@ static unsigned lock_budget(struct cn_agent *ag, const struct how *h)
 
 /* Where this suspend's copy goes: the directory `cudanap suspend --to-disk[=DIR]` left in
  * <pid>.hibernate beside the status file (read once, removed), else the INI's [hibernate] dir;
- * for a nap, [hibernate] dir when [nap] to = disk, else RAM. Its file opened now. -1 with msg
+ * for a nap, [hibernate] dir when it goes to disk (h->disk), else RAM. Its file opened now. -1 with msg
  * when asked for and impossible: the suspend is refused. */
 static int hibernate_setup(struct cn_agent *ag, const struct how *h, char *msg, size_t len)
 {
@@ -139,7 +140,7 @@ static int hibernate_setup(struct cn_agent *ag, const struct how *h, char *msg, 
 	ag->held.hib = false;
 	ag->held.hib_note[0] = '\0';
 	snprintf(dir, sizeof(dir), "%s",
-		 !h->nap || ag->cfg.nap_to_disk ? ag->cfg.hibernate_dir : "");
+		 !h->nap || h->disk ? ag->cfg.hibernate_dir : "");
 	n = h->nap ? -1 : cn_requests_take(ag, "hibernate", dir, sizeof(dir));
 	if (n == 0)
 		snprintf(dir, sizeof(dir), "%s", ag->cfg.hibernate_dir);
@@ -452,9 +453,9 @@ struct cn_outcome cn_suspend_light(struct cn_agent *ag, unsigned lock_limit)
 	return cn_report_finish(ag, &r, msg);
 }
 
-struct cn_outcome cn_suspend_as(struct cn_agent *ag, bool nap, unsigned lock_limit)
+/* The driver's checkpoint, for a suspend or a full nap, as h says. */
+static struct cn_outcome suspend_full(struct cn_agent *ag, struct how h)
 {
-	struct how h = { .nap = nap, .lock_limit_ms = lock_limit };
 	struct cn_outcome o;
 	struct cn_resp r;
 	char msg[420];
@@ -489,4 +490,16 @@ struct cn_outcome cn_suspend_as(struct cn_agent *ag, bool nap, unsigned lock_lim
 	if (rc < 0)
 		return checkpoint_failed(ag, &h, &r, msg, sizeof(msg));
 	return suspended(ag, &h, was_prepared, &r);
+}
+
+struct cn_outcome cn_suspend_as(struct cn_agent *ag, bool nap, unsigned lock_limit)
+{
+	return suspend_full(ag, (struct how){ .nap = nap,
+					      .disk = nap && ag->cfg.nap_to == CN_NAP_TO_DISK,
+					      .lock_limit_ms = lock_limit });
+}
+
+struct cn_outcome cn_suspend_nap_disk(struct cn_agent *ag, unsigned lock_limit)
+{
+	return suspend_full(ag, (struct how){ .nap = true, .disk = true, .lock_limit_ms = lock_limit });
 }

@@ -21,9 +21,12 @@
 # ahead by default), ROUNDS rounds; it prints each cell, then the median, p90 and longest cell of
 # round 1 and of the rounds after, and whether the trainer was ever napped. FILL_GIB (0) GiB held
 # first by a program without cudanap make the GPU smaller (60 on an H200 leaves an H100's 80).
+# MANY_TO_DISK, a folder: [nap] to = auto there (a nap the host has no room for goes to disk).
+# A cell of "many" still waiting after 2 s prints what its status and log say; CELL_S (600) bounds
+# each cell; LOG_LEVEL (info) is the sessions' [log] level.
 # Run through `ninja -C build bench-room`.
 set -u
-ROUNDS=${ROUNDS:-10} MIN_IDLE=${MIN_IDLE:-1} MIXED=${MIXED:-1}
+ROUNDS=${ROUNDS:-10} MIN_IDLE=${MIN_IDLE:-1} MIXED=${MIXED:-1} CELL_S=${CELL_S:-600}
 MIXED_ROUNDS=${MIXED_ROUNDS:-$ROUNDS}
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../tests/lib.sh"
@@ -192,7 +195,10 @@ many() {
 	local -a names=() kinds=() all=(torch cupy later jax)
 	local -A first=()
 	echo "-- many: $count sessions of $gib GiB (PyTorch, CuPy, PyTorch allocating late, JAX without preallocation), a trainer beside them; [nap] make_room = true, min_idle_s = $MIN_IDLE, the rest the defaults"
-	write_ini "[nap]" "make_room = true" "min_idle_s = $MIN_IDLE" "[log]" "level = info"
+	local -a disk=()
+	[ -z "${MANY_TO_DISK:-}" ] || disk=("to = auto" "[hibernate]" "dir = $MANY_TO_DISK")
+	[ -z "${MANY_TO_DISK:-}" ] || echo "[nap] to = auto, [hibernate] dir = $MANY_TO_DISK ($(df -h --output=avail "$MANY_TO_DISK" | tail -n 1 | tr -d ' ') free): a nap the host has no room for goes to disk"
+	write_ini "[nap]" "make_room = true" "min_idle_s = $MIN_IDLE" ${disk[@]+"${disk[@]}"} "[log]" "level = ${LOG_LEVEL:-info}"
 	if [ "${FILL_GIB:-0}" -gt 0 ]; then # plain, never napped: the GPU is that much smaller
 		exec {fill}> >("$py" -c "import sys, torch; x = torch.empty(${FILL_GIB} << 30, dtype=torch.uint8, device='cuda'); print('held', flush=True); sys.stdin.read()" > "$T/fill.out")
 		until grep -q held "$T/fill.out" 2> /dev/null; do sleep 0.2; done
@@ -220,7 +226,11 @@ many() {
 			eval "pid=\$${s}_pid"
 			wakes=$(field "$pid" wakes)
 			t0=$(date +%s%N)
-			ask $s compute 600
+			# a cell still waiting after 2 s: what its status and its log say, once
+			( sleep 2; echo "      $s still waits after 2 s: nap '$(field "$pid" nap)', $(field "$pid" nap_why | cut -c 1-200); its log: $(tail -n 1 "$T/$s.err" | cut -c 1-300)" ) &
+			local watcher=$!
+			ask $s compute "$CELL_S"
+			kill "$watcher" 2> /dev/null; wait "$watcher" 2> /dev/null
 			ms=$((($(date +%s%N) - t0) / 1000000))
 			cells=$((cells + 1))
 			[ -n "${first[$s]:-}" ] || first[$s]=$REPLY

@@ -383,14 +383,16 @@ static void gpu_model(FILE *f, const struct scrape *sc)
 static void counters(FILE *f, const struct scrape *sc)
 {
 	help(f, "cudanap_naps_full_total", "counter",
-	     "Naps made full by [nap] depth = auto: its light copy over [memory] host_cache, or a "
-	     "GPU "
-	     "in an exclusive compute mode.");
+	     "Naps made full by [nap] depth = auto: its light copy over [memory] host_cache, a GPU "
+	     "in an exclusive compute mode, or, with [nap] to = auto, a host without room for its "
+	     "copy (to disk).");
 	for (int i = 0; i < sc->n; i++) {
 		sample(f, "cudanap_naps_full_total", sc->who[i], "why=\"host cache\"",
 		       (double)sc->v[i].naps_full_host);
 		sample(f, "cudanap_naps_full_total", sc->who[i], "why=\"exclusive\"",
 		       (double)sc->v[i].naps_full_exclusive);
+		sample(f, "cudanap_naps_full_total", sc->who[i], "why=\"host full\"",
+		       (double)sc->v[i].naps_full_disk);
 	}
 	help(f, "cudanap_released_byte_seconds_total", "counter",
 	     "GPU memory the process gave back times the seconds it stayed given back.");
