@@ -227,7 +227,8 @@ many() {
 			wakes=$(field "$pid" wakes)
 			t0=$(date +%s%N)
 			# a cell still waiting after 2 s: what its status and its log say, once
-			( sleep 2; echo "      $s still waits after 2 s: nap '$(field "$pid" nap)', $(field "$pid" nap_why | cut -c 1-200); its log: $(tail -n 1 "$T/$s.err" | cut -c 1-300)" ) &
+			( sleep 2; w=$(field "$pid" nap_why | cut -c 1-200)
+			  echo "      $s still waits after 2 s: nap '$(field "$pid" nap)'${w:+ ($w)}; its log: $(tail -n 1 "$T/$s.err" | cut -c 1-300)" ) &
 			local watcher=$!
 			ask $s compute "$CELL_S"
 			kill "$watcher" 2> /dev/null; wait "$watcher" 2> /dev/null
@@ -250,7 +251,8 @@ many() {
 	read -r m2 p2 x2 <<< "$(stats <<< "$later")"
 	printf '%-26s %8s %8s %8s\n' "cells, s" median p90 longest "round 1" "$m1" "$p1" "$x1" "rounds 2-$ROUNDS" "$m2" "$p2" "$x2"
 	echo "the trainer: napped $(field "$tr_pid" naps) times, $(field "$tr_pid" naps_room) for others; its steps at the end: $(ask TR compute; echo "${REPLY#result }")"
-	echo "out-of-memory errors (many): $(cat "$T"/M*.err | grep -c -e OutOfMemoryError -e 'out of memory' -e RESOURCE_EXHAUSTED)"
+	echo "out-of-memory errors (many): $(cat "$T"/M*.err | grep -v '^cudanap\[' | grep -c -e OutOfMemoryError -e 'out of memory' -e RESOURCE_EXHAUSTED)"
+	echo "naps to disk ([nap] to = auto, the host without room): $(cat "$T"/M*.err | grep -c 'full: to \[hibernate\] dir')"
 	echo "naps: $(cat "$T"/M*.err | grep -c 'napped lightly (') light, $(cat "$T"/M*.err | grep -c '^cudanap\[[0-9]*\]: napped (') full; copies made ahead: $(cat "$T"/M*.err | grep -c 'made its host copy ahead'), given back: $(cat "$T"/M*.err | grep -c 'let go of its ready host copy')"
 	grep -h "light nap: " "$T"/M*.err | tail -n 3 | sed 's/^/  /'
 	[ "$(field "$tr_pid" naps)" = 0 ] || { echo "bench-room: the trainer was napped" >&2; bad=$((bad + 1)); }
