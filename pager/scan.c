@@ -63,6 +63,15 @@ static void judge(struct scan_proc *sp, const struct cn_status *st, uint64_t hos
 	/* a light nap into the copy it keeps takes no more host memory */
 	copy = p->light && st->host_kept_mib * (1 << 20) >= (double)p->gives ? 0 : p->gives;
 	p->no_host = host && copy && host < copy + HOST_MARGIN;
+	/* one whose naps go to disk where the host has no room ([nap] to = auto) naps fully there,
+	 * taking no host memory, where its status says the disk holds the driver's copy (about
+	 * 1.06 times what it holds); its own nap checks the disk again */
+	if (p->no_host &&
+	    st->nap_disk_mib * (1 << 20) >= (double)(p->bytes + p->bytes / 16 + HOST_MARGIN)) {
+		p->no_host = false;
+		p->light = false;
+		p->gives = p->bytes;
+	}
 }
 
 /* A stopped process (SIGSTOP, a debugger) cannot answer a nap: asked, it would hold the GPU's

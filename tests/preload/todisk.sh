@@ -2,8 +2,9 @@
 # [nap] to = auto, with the fake driver and a memory cgroup that leaves no host room for a copy:
 # a nap goes to RAM where the host holds its copy and, full, to [hibernate] dir where it does not
 # (status, log and metrics say why), and wakes intact; to = ram refuses the same nap before the
-# lock and the process runs on; make_room naps an idle process to disk when the host has no room
-# for its copy, where before it waited for room that could not come; check-config's words.
+# lock and the process runs on; make_room, the user's own and the node pager's, naps an idle
+# process to disk when the host has no room for its copy, where before it found no one to nap;
+# check-config's words.
 . "$(dirname "$0")/../lib.sh"
 export CUDANAP_LIBCUDA=$FAKECUDA CUDANAP_LIBNVML=$FAKECUDA CUDANAP_FAKE_DIR=$T/fake
 export CUDANAP_FAKE_GPU_MIB=4000
@@ -78,6 +79,32 @@ quit C
 check "B woken from disk" wake B "$B_pid"
 check "its word as it was" word_is B 7
 quit B
+
+# -- the node pager (make_room = node): the same choice, made by root's pager
+mkdir -m 755 "$T/run"
+printf '[pager]\nsocket = %s\nstate = %s\nmin_idle_s = 1\nmargin_mib = 0\n' \
+	"$T/run/pager.sock" "$T/run/pager.state" > "$T/pager.ini"
+"$PAGER" -c "$T/pager.ini" 2>> "$T/pager.log" &
+pager_pid=$!
+check "the pager listens" eventually 20 test -S "$T/run/pager.sock"
+write_ini "[nap]" "to = auto" "make_room = node" "pager_socket = $T/run/pager.sock" "min_idle_s = 1" \
+	"copy_ahead = false" "keep_host_copy = false" "[hibernate]" "dir = $T/hib" "[restore]" \
+	"margin_mib = 0" "[log]" "level = info"
+CUDANAP_FAKE_COPY_MIB=64 holding E 2500
+check "E offers disk room" eventually 10 disk_room "$E_pid"
+holding F 200 out
+check "E idle a second" eventually 10 idle "$E_pid"
+sleep 1.2
+ask F "drv alloc export 2000" 60
+is "$REPLY" "alloc 0" "F's 2000 MiB allocated: the pager made room"
+check "E napped for it, to disk" eventually 10 full_napped "$E_pid"
+is "$(field "$E_pid" depth_why):$(field "$E_pid" nap_for_pid)" "host full:$F_pid" "E's status: host full, for F"
+quit F
+check "E woken from disk" wake E "$E_pid"
+check "its word as it was" word_is E 7
+quit E
+kill "$pager_pid" 2> /dev/null
+wait "$pager_pid" 2> /dev/null
 
 # -- to = ram: the same nap refused before the lock; the process runs on, and offers no disk room
 write_ini "[nap]" "to = ram" "make_room = true" "min_idle_s = 1" "copy_ahead = false" \
