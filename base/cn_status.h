@@ -123,8 +123,9 @@ struct cn_status {
 	double light_able_mib;
 	/* The pinned host copy it keeps for its next light nap ([nap] keep_host_copy), 0: none. */
 	double host_kept_mib;
-	/* The room in [hibernate] dir that a nap of it takes where the host has none for its copy
-	 * ([nap] to = auto), for the processes that make room; 0: its naps never go to disk so. */
+	/* The free space of [hibernate] dir's file system, which a nap of it may take where the host
+	 * has no room for its copy ([nap] to = auto), as its idleness began, for the processes that
+	 * make room; 0: its naps do not go to disk so (or the dir cannot be used). */
 	double nap_disk_mib;
 	char idle_since[32]; /* UTC: its CUDA idle since then; "" while it works */
 	unsigned long naps, wakes;

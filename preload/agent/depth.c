@@ -9,7 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cn_dirs.h"
 #include "cn_hostmem.h"
+#include "hostcopy/hibernate.h"
 #include "cuda_abi.h"
 #include "cuda/fns.h"
 #include "cuda/owned.h"
@@ -137,4 +139,16 @@ bool cn_depth_to_disk(const struct cn_config *c, unsigned long long need, char *
 		 c->hibernate_dir, need >> 20, c->host_margin_mib, which,
 		 (unsigned long long)(avail >> 20));
 	return true;
+}
+
+double cn_depth_disk_room_mib(const struct cn_config *c)
+{
+	char err[300];
+	uint64_t b;
+
+	if (c->nap_to != CN_NAP_TO_AUTO || !c->hibernate_dir[0] ||
+	    cn_dirs_private(c->hibernate_dir, "hibernate dir", false, err, sizeof(err)) < 0)
+		return 0;
+	b = cn_hibernate_free_bytes(c->hibernate_dir);
+	return b == UINT64_MAX ? 0 : (double)b / (1 << 20);
 }

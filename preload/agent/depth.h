@@ -22,6 +22,11 @@ bool cn_depth_light(const struct cn_config *c, enum cn_depth_why *why, char *tex
  * host_margin_mib; where, and why, in text. */
 bool cn_depth_to_disk(const struct cn_config *c, unsigned long long need, char *text, size_t len);
 
+/* [nap] to = auto: the free space of [hibernate] dir's file system, in MiB, that a nap of this
+ * process may take where the host has no room; 0 where its naps do not go to disk so, or the
+ * directory is not one a nap would use (checked like the status dir) or cannot be read. */
+double cn_depth_disk_room_mib(const struct cn_config *c);
+
 /* By the INI c: the share of the host's memory the ready host copies may pin ([memory] host_cache
  * of the bound that limits this process: MemTotal or its cgroup's limit), and that bound's name; 0
  * when it is not known or the share is 0. */

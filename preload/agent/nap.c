@@ -213,7 +213,7 @@ static bool nap_go(struct cn_agent *ag, struct cn_naps *nap, bool asked, const c
 {
 	double idle_ms = cn_clock_ms() - nap->active_ms, mib;
 	char why[360], depth_why[300] = "", err[CN_ERR_LEN];
-	unsigned long long bytes, held;
+	unsigned long long bytes, held, full, reuse;
 	struct cn_outcome o;
 	void *ctx;
 	bool l, disk;
@@ -230,7 +230,12 @@ static bool nap_go(struct cn_agent *ag, struct cn_naps *nap, bool asked, const c
 	held = cn_hostbuf_bytes(); /* its own ready copy, which a light nap copies into */
 	cn_cache_free_for(ag, bytes);
 	/* [nap] to = auto: full, to disk, where the host has no room for its copy even so */
-	disk = cn_depth_to_disk(&ag->cfg, l ? bytes - (held < bytes ? held : bytes) : bytes + bytes / 16,
+	/* what it needs more: its own ready copy is the light nap's destination, or let go before
+	 * a full nap's checkpoint, and a prepared copy is host memory held for that checkpoint */
+	full = bytes + bytes / 16;
+	reuse = held + (l ? 0 : ag->held.prepared_bytes);
+	disk = cn_depth_to_disk(&ag->cfg, l ? (held < bytes ? bytes - held : 0)
+					    : (reuse < full ? full - reuse : 0),
 				depth_why, sizeof(depth_why));
 	if (disk)
 		cn_report_depth_why(ag, CN_DEPTH_WHY_HOST_FULL);
@@ -399,6 +404,9 @@ void cn_nap_tick(struct cn_agent *ag, struct cn_naps *nap)
 	if (!nap->idle) {
 		nap->idle = true;
 		cn_report_idle_since(ag, now - nap->active_ms);
+		/* the room its nap may take on disk, for the processes that make room: once an
+		 * idleness, here in the agent thread (a statvfs), never in a fork or at the start */
+		cn_report_disk_room(ag, cn_depth_disk_room_mib(&ag->cfg));
 		cn_report_write(ag);
 	}
 	if (ag->cfg.nap_idle_s && now - nap->active_ms >= ag->cfg.nap_idle_s * 1000.0 &&

@@ -124,10 +124,6 @@ void cn_report_write(struct cn_agent *ag)
 	char why[300];
 	int r;
 
-	/* the room a nap of it would take on disk, for the processes that make room (room.c) */
-	st->nap_disk_mib = ag->cfg.nap_to == CN_NAP_TO_AUTO && ag->cfg.hibernate_dir[0]
-				   ? (double)cn_hibernate_free_bytes(ag->cfg.hibernate_dir) / (1 << 20)
-				   : 0;
 	pthread_mutex_lock(&at_exit.publishing);
 	r = at_exit.exiting ? 0 : cn_status_write(ag->cfg.status_dir, st);
 	/* A dir removed since the start (a tmp cleaner) and made again by another user is not ours:
@@ -287,6 +283,11 @@ static void *field(struct cn_agent *ag, unsigned f)
 void cn_report_figure(struct cn_agent *ag, enum cn_report_figure f, double v)
 {
 	*(double *)field(ag, f) = v;
+}
+
+void cn_report_disk_room(struct cn_agent *ag, double mib)
+{
+	ag->status.nap_disk_mib = mib;
 }
 
 void cn_report_count(struct cn_agent *ag, enum cn_report_counter c)

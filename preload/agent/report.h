@@ -94,6 +94,8 @@ enum cn_report_counter {
 	CN_REPORT_ROOMS_MADE,
 };
 void cn_report_count(struct cn_agent *ag, enum cn_report_counter c);
+/* The room a nap of it may take on disk where the host has none ([nap] to = auto), in MiB. */
+void cn_report_disk_room(struct cn_agent *ag, double mib);
 /* A prepared host copy held (host_mib), or not (-1). */
 void cn_report_prepared(struct cn_agent *ag, bool prepared, double host_mib);
 

@@ -28,7 +28,8 @@
 #include "agent/report.h"
 #include "agent/state.h"
 
-#define NAP_WAIT_MS 60000 /* one candidate's nap, beyond [lock] timeout_ms */
+#define NAP_WAIT_MS   60000 /* one candidate's nap, beyond [lock] timeout_ms */
+#define DISK_BYTES_MS 500000.0 /* a nap to disk's speed, bytes a ms, at the least (0.5 GB/s) */
 
 /* The turn: this process's fd on room.lock while it holds it; -1 when not. File-scope: the app's
  * thread whose call the room was made for gives it back (pager.c's cn_pager_done). */
@@ -100,6 +101,7 @@ struct cand {
 	double light_mib; /* what its light nap would give back; < 0: it naps fully */
 	double kept_mib;  /* the pinned host copy it keeps for its next light nap */
 	double disk_mib;  /* the room its nap takes on disk where the host has none ([nap] to) */
+	bool disk;	  /* napped to disk, the host without room for its copy (host_fit) */
 };
 
 /* An asked candidate's answer, read from its status: ANS_WAIT (none yet), ANS_NAPPED (napped,
@@ -287,10 +289,12 @@ static void say_napped(char *list, size_t len, const struct cand *c, bool napped
 		snprintf(list + o, len - o, "%s%d did not nap", o ? ", " : "", c->pid);
 }
 
-/* Nap one candidate for this process, and wait for it: true when it naps. */
+/* Nap one candidate for this process, and wait for it: true when it naps. One napped to disk is
+ * waited for as long again as its copy takes at DISK_BYTES_MS. */
 static bool nap_one(struct cn_agent *ag, const struct cand *c, uint64_t need, int gpu)
 {
-	double until = cn_clock_ms() + ag->cfg.lock_timeout_ms + NAP_WAIT_MS;
+	double until = cn_clock_ms() + ag->cfg.lock_timeout_ms + NAP_WAIT_MS +
+		       (c->disk ? (double)c->bytes / DISK_BYTES_MS : 0);
 	enum answer a = ANS_NOT;
 
 	if (!ask_one(ag, c, need, gpu))
@@ -444,7 +448,7 @@ void cn_room_settle(struct cn_agent *ag)
 static uint64_t host_fit(struct cn_agent *ag, struct cand *c, int n, uint64_t free_bytes,
 			 uint64_t want)
 {
-	uint64_t margin = (uint64_t)ag->cfg.host_margin_mib << 20, spent = 0, out = 0;
+	uint64_t margin = (uint64_t)ag->cfg.host_margin_mib << 20, spent = 0, out = 0, disk = 0;
 	uint64_t ready = cn_others_kept_bytes(ag->cfg.status_dir) + cn_hostbuf_bytes();
 
 	for (int i = 0; i < n && free_bytes < want; i++) {
@@ -462,14 +466,21 @@ static uint64_t host_fit(struct cn_agent *ag, struct cand *c, int n, uint64_t fr
 							   ? c[i].kept_mib * (1 << 20)
 							   : (double)ready);
 
+		uint64_t left = c[i].host > spent ? c[i].host - spent : 0;
+		/* the driver's copy on disk: those napped there before it take the same disk, as
+		 * far as is known */
+		uint64_t on_disk = c[i].bytes + c[i].bytes / 16;
+
 		if (copy && c[i].host && c[i].host + back < spent + copy + margin &&
-		    c[i].disk_mib * (1 << 20) >= (double)(c[i].bytes + c[i].bytes / 16 + margin)) {
+		    c[i].disk_mib * (1 << 20) >= (double)(disk + on_disk + margin)) {
 			cn_log(&ag->cfg, CN_LOG_DEBUG,
 			       "make_room: %d's nap needs %llu MiB of host memory, %llu MiB there: "
 			       "it naps to disk ([nap] to = auto, %.0f MiB free there)",
 			       c[i].pid, (unsigned long long)((copy + margin) >> 20),
-			       (unsigned long long)((c[i].host - spent) >> 20), c[i].disk_mib);
+			       (unsigned long long)(left >> 20), c[i].disk_mib);
 			c[i].light_mib = -1; /* full: napped one at a time */
+			c[i].disk = true;
+			disk += on_disk;
 			free_bytes += c[i].bytes;
 			continue;
 		}
@@ -477,7 +488,7 @@ static uint64_t host_fit(struct cn_agent *ag, struct cand *c, int n, uint64_t fr
 			cn_log(&ag->cfg, CN_LOG_DEBUG,
 			       "make_room: %d's nap needs %llu MiB of host memory, %llu MiB there",
 			       c[i].pid, (unsigned long long)((copy + margin) >> 20),
-			       (unsigned long long)((c[i].host - spent) >> 20));
+			       (unsigned long long)(left >> 20));
 			out += c[i].bytes;
 			c[i].bytes = 0;
 			continue;
