@@ -524,7 +524,8 @@ static bool refuse_useless_nap(int gpu, uint64_t free_bytes, uint64_t want, uint
 	if (no_host)
 		snprintf(host_said, sizeof(host_said),
 			 "; %llu MiB more are held by idle processes whose nap's copy the host has "
-			 "no memory for ([preflight] host_margin_mib included)",
+			 "no memory for ([preflight] host_margin_mib included; [nap] to = auto with a "
+			 "[hibernate] dir would nap them to disk)",
 			 (unsigned long long)(no_host >> 20));
 	snprintf(said, len,
 		 "GPU %d has %llu MiB free and its idle processes would give back %llu MiB "
@@ -702,7 +703,8 @@ static int make_one(struct cn_agent *ag, const struct cn_room_need *need, const 
 		 "GPU %d has %llu MiB free, %llu MiB wanted ([restore] margin_mib included); %s",
 		 gpu, (unsigned long long)(free_bytes >> 20), (unsigned long long)(want >> 20),
 		 napped[0] ? napped
-		 : no_host ? "no idle process of this user there whose nap the host has memory for"
+		 : no_host ? "no idle process of this user there whose nap the host has memory for "
+			     "([nap] to = auto with a [hibernate] dir would nap one to disk)"
 			   : "no process of this user there idle for [nap] min_idle_s to nap");
 	return -1;
 }

@@ -166,7 +166,7 @@ start G "$TARGET"
 ask G "drv alloc export 1500" 20
 is "$REPLY" "alloc 2" "1500 MiB that a nap of E would free, but not the host's memory: out of memory"
 is "$(field "$E_pid" state)" running "E was not napped for it"
-log_like "$T/G.err" "GPU 0 has [0-9]+ MiB free and its idle processes would give back 0 MiB by napping, 1500 MiB wanted \(\[restore\] margin_mib included\); [0-9]+ MiB more are held by idle processes whose nap's copy the host has no memory for \(\[preflight\] host_margin_mib included\): no process napped" \
+log_like "$T/G.err" "GPU 0 has [0-9]+ MiB free and its idle processes would give back 0 MiB by napping, 1500 MiB wanted \(\[restore\] margin_mib included\); [0-9]+ MiB more are held by idle processes whose nap's copy the host has no memory for \(\[preflight\] host_margin_mib included; \[nap\] to = auto with a \[hibernate\] dir would nap them to disk\): no process napped" \
 	"G's log says why, in one line"
 for p in A B C D E F G; do ask "$p" quit 10; done
 
