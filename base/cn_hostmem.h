@@ -18,6 +18,13 @@ int cn_hostmem_available(int pid, const char *proc, const char *sys_cgroup, uint
 int cn_hostmem_bound(int pid, const char *proc, const char *sys_cgroup, uint64_t *avail,
 		     uint64_t *total, char *which, size_t len);
 
+/* The host copy the driver's checkpoint makes of a process holding footprint bytes on its GPUs:
+ * about 1.06 times that (docs/DRIVER.md, The checkpoint). */
+static inline uint64_t cn_hostmem_checkpoint_bytes(uint64_t footprint)
+{
+	return footprint + footprint / 16;
+}
+
 /* The host's memory pressure: PSI's "some avg10" of <proc>/pressure/memory, the share (percent)
  * of the last ten seconds in which some task waited for memory. 0, or -1 without PSI. */
 int cn_hostmem_pressure(const char *proc, double *avg10);

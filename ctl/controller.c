@@ -60,9 +60,7 @@ static int host_check(const struct cn_req *req, struct cn_resp *resp)
 	for (int i = 0; i < n; i++)
 		need += use[i].bytes;
 	if (n > 0 && req->to_disk) {
-		/* The driver's copy is about 1.06 x the footprint (docs/DRIVER.md, The checkpoint).
-		 */
-		uint64_t copy = need + need / 16;
+		uint64_t copy = cn_hostmem_checkpoint_bytes(need);
 
 		if (req->disk_free_bytes >= copy + req->host_margin_bytes)
 			return 0;

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cn_hostmem.h"
 #include "cn_outcome.h"
 #include "cn_proc.h"
 #include "cn_status.h"
@@ -67,7 +68,7 @@ static void judge(struct scan_proc *sp, const struct cn_status *st, uint64_t hos
 	 * taking no host memory, where its status says the disk holds the driver's copy (about
 	 * 1.06 times what it holds); its own nap checks the disk again */
 	if (p->no_host &&
-	    st->nap_disk_mib * (1 << 20) >= (double)(p->bytes + p->bytes / 16 + HOST_MARGIN)) {
+	    st->nap_disk_mib * (1 << 20) >= (double)(cn_hostmem_checkpoint_bytes(p->bytes) + HOST_MARGIN)) {
 		p->no_host = false;
 		p->light = false;
 		p->gives = p->bytes;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "cn_hostmem.h"
 #include "cn_words.h"
 #include "cn_gpumap.h"
 #include "cuda/gate.h"
@@ -229,10 +230,10 @@ static bool nap_go(struct cn_agent *ag, struct cn_naps *nap, bool asked, const c
 		      : cn_owned_bytes();
 	held = cn_hostbuf_bytes(); /* its own ready copy, which a light nap copies into */
 	cn_cache_free_for(ag, bytes);
-	/* [nap] to = auto: full, to disk, where the host has no room for its copy even so */
-	/* what it needs more: its own ready copy is the light nap's destination, or let go before
-	 * a full nap's checkpoint, and a prepared copy is host memory held for that checkpoint */
-	full = bytes + bytes / 16;
+	/* [nap] to = auto: full, to disk, where the host has no room for what its copy needs more
+	 * even so: its own ready copy is the light nap's destination, or let go before a full
+	 * nap's checkpoint, and a prepared copy is host memory held for that checkpoint */
+	full = cn_hostmem_checkpoint_bytes(bytes);
 	reuse = held + (l ? 0 : ag->held.prepared_bytes);
 	disk = cn_depth_to_disk(&ag->cfg, l ? (held < bytes ? bytes - held : 0)
 					    : (reuse < full ? full - reuse : 0),

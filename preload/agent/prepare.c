@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "cn_hostmem.h"
 #include "agent/log.h"
 #include "agent/preflight.h"
 #include "agent/reload.h"
@@ -74,12 +75,12 @@ struct cn_outcome cn_prepare(struct cn_agent *ag)
 	cn_report_gpus(ag, false);
 	/* The driver's copy is about 1.06 x the footprint (docs/DRIVER.md, The checkpoint): room
 	 * for 1/16 more. */
-	e = cn_staging_prepare(need + need / 16, ag->held.thp && ag->cfg.hugepages,
+	e = cn_staging_prepare(cn_hostmem_checkpoint_bytes(need), ag->held.thp && ag->cfg.hugepages,
 			       ag->cfg.prefault_threads, &ss);
 	if (e < 0) {
 		r.result = CN_RES_NO_HOST;
 		snprintf(msg, sizeof(msg), "cannot map %llu MiB: %s; nothing prepared",
-			 (unsigned long long)((need + need / 16) >> 20), strerror(-e));
+			 (unsigned long long)((cn_hostmem_checkpoint_bytes(need)) >> 20), strerror(-e));
 		return cn_report_finish(ag, &r, msg);
 	}
 	ag->held.prepared_bytes = ss.bytes;

@@ -16,6 +16,7 @@
 
 #include "agent/channel.h"
 #include "clock.h"
+#include "cn_hostmem.h"
 #include "cn_notes.h"
 #include "cn_proc.h"
 #include "cn_safe.h"
@@ -469,7 +470,7 @@ static uint64_t host_fit(struct cn_agent *ag, struct cand *c, int n, uint64_t fr
 		uint64_t left = c[i].host > spent ? c[i].host - spent : 0;
 		/* the driver's copy on disk: those napped there before it take the same disk, as
 		 * far as is known */
-		uint64_t on_disk = c[i].bytes + c[i].bytes / 16;
+		uint64_t on_disk = cn_hostmem_checkpoint_bytes(c[i].bytes);
 
 		if (copy && c[i].host && c[i].host + back < spent + copy + margin &&
 		    c[i].disk_mib * (1 << 20) >= (double)(disk + on_disk + margin)) {
