@@ -436,12 +436,14 @@ struct cn_outcome cn_suspend_light(struct cn_agent *ag, unsigned lock_limit)
 	}
 	cn_report_nap_depth(ag, CN_DEPTH_LIGHT);
 	cn_log(&ag->cfg, CN_LOG_INFO,
-	       "light nap: %.0f MiB in %zu pieces to the %s in %.1f ms: %.1f ms laying it out, "
+	       "light nap: %.0f MiB in %zu pieces to the %s in %.1f ms: %.1f ms laying it out (%.1f "
+	       "taking the ready copy), "
 	       "%.1f ms waiting for %u thread%s that fault in and pin the host copy (%.1f ms of "
-	       "their time pinning), %.1f ms issuing the copies, %.1f ms waiting for them, %.1f ms "
-	       "giving the pieces back, %.1f ms ending",
+	       "their time pinning), %.1f ms issuing the copies; beside them %.1f ms waiting for "
+	       "them and %.1f ms giving the pieces back; %.1f ms ending",
 	       (double)ls.bytes / (1 << 20), ls.spans,
-	       ls.reused ? "host copy made ready before it" : "host", ls.ms, ls.lay_ms, ls.wait_ms,
+	       ls.reused ? "host copy made ready before it" : "host", ls.ms, ls.lay_ms, ls.take_ms,
+	       ls.wait_ms,
 	       ls.threads, ls.threads == 1 ? "" : "s", ls.pin_ms, ls.issue_ms, ls.copy_ms,
 	       ls.give_ms, ls.end_ms);
 	cn_report_figure(ag, CN_REPORT_LIGHT_MIB, (double)ls.bytes / (1 << 20));

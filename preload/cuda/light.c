@@ -1,5 +1,6 @@
 /* light: a light nap's memory: what cudanap owns copied into pinned host memory and released, its
- * addresses kept, and put back at the wake. The agent thread, the gate closed; fault threads. */
+ * addresses kept, and put back at the wake. The agent thread, the gate closed; fault threads and a
+ * giver beside it. */
 #define _GNU_SOURCE
 #include "cuda/light.h"
 
@@ -21,7 +22,8 @@
 #include "cuda/owned.h"
 
 #define CHUNK	    CN_HOSTBUF_CHUNK /* the host copy is faulted in and pinned by chunks of this */
-#define LAG	    2		     /* spans copied before the oldest of them is released */
+#define STEP	    (16ull << 20)    /* ... faulted in by steps of this: the memory map's lock is
+				      * held that long at a time (the driver's calls beside need it) */
 #define FAULTERS    8		     /* threads that fault the host copy in, at most */
 #define MAX_STREAMS 16		     /* contexts copied through at once */
 #ifndef MADV_POPULATE_WRITE
@@ -122,6 +124,7 @@ static size_t chunk_len(size_t c)
 }
 
 static atomic_size_t next_fault;
+static atomic_bool fault_go; /* the fault threads begin once all are started */
 
 /* Chunk c made ready: its pages made (the kernel's zeroing is the first cost), then pinned (the
  * second); the threads that do it share both, the copy waits only for the chunk it reaches. */
@@ -132,9 +135,13 @@ static void ready_chunk(size_t c, bool populate)
 	size_t len = chunk_len(c);
 	double t0;
 
-	if (populate && madvise(p, len, MADV_POPULATE_WRITE) != 0)
-		for (size_t o = 0; o < len; o += 4096)
-			p[o] = 0;
+	for (size_t o = 0; populate && o < len; o += STEP) {
+		size_t n = len - o < STEP ? len - o : STEP;
+
+		if (madvise(p + o, n, MADV_POPULATE_WRITE) != 0)
+			for (size_t k = 0; k < n; k += 4096)
+				p[o + k] = 0;
+	}
 	t0 = cn_clock_ms();
 	L.pin_r[c] = reg(p, len, CU_MEMHOSTREGISTER_PORTABLE);
 	L.pinned[c] = L.pin_r[c] == CUDA_SUCCESS;
@@ -142,12 +149,16 @@ static void ready_chunk(size_t c, bool populate)
 	atomic_store(&L.ready[c], true);
 }
 
-/* A thread that readies chunks: the next chunk not taken yet, until none is left. The pinning is
- * portable: any of the app's contexts is current for it. */
+/* A thread that readies chunks: the next chunk not taken yet, until none is left; it begins once
+ * every thread is started (starting one needs the memory map's lock, which faulting holds). The
+ * pinning is portable: any of the app's contexts is current for it. */
 static void *readier(void *arg)
 {
+	struct timespec nap = { 0, 20000 };
 	size_t c;
 
+	while (!atomic_load(&fault_go))
+		nanosleep(&nap, NULL);
 	set_ctx(arg);
 	while ((c = atomic_fetch_add(&next_fault, 1)) < L.chunks)
 		if (!atomic_load(&L.ready[c])) /* a buffer made ahead in part: the rest */
@@ -237,9 +248,11 @@ static bool take_ready(size_t total)
 /* The spans read, their places in the host copy laid out, the host copy mapped: 0, 1 when it is
  * the copy kept since the last wake (pinned already), -1 with why. Whether the host has room for
  * it was checked by the lock (the controller's host check, with its size). */
-static int lay_out(char *why, size_t len)
+static int lay_out(char *why, size_t len, double *take_ms)
 {
 	size_t total = 0;
+	double t0;
+	bool took;
 
 	L.span = cn_owned_spans(&L.n, &L.kept);
 	if (!L.span || !L.n) {
@@ -258,7 +271,10 @@ static int lay_out(char *why, size_t len)
 		total += L.span[i].bytes;
 	}
 	L.total = total;
-	if (L.at && take_ready(total)) {
+	t0 = cn_clock_ms();
+	took = L.at && take_ready(total);
+	*take_ms = cn_clock_ms() - t0;
+	if (took) {
 		/* pinned already: each chunk ready as it is (one the driver could not pin, or one a
 		 * making ahead did not reach, is readied by the copy) */
 		L.ready = calloc(L.chunks, sizeof(*L.ready));
@@ -321,17 +337,29 @@ static CUresult copy(size_t i, bool out, bool threads)
 	return r;
 }
 
-/* An event after span i's copy out, on its stream, recorded as soon as the copy is issued. */
-static CUresult mark(size_t i)
+/* Each span's event, and its context's stream, made before the copies begin: the driver's own
+ * allocations for them then wait for no fault thread. */
+static CUresult make_events(void)
 {
 	CUresult (*create)(void **, unsigned) = drv(CN_FN_IDX_cuEventCreate);
+	CUresult r = CUDA_SUCCESS;
+
+	for (size_t i = 0; r == CUDA_SUCCESS && i < L.n; i++) {
+		r = stream_of(L.span[i].ctx) ? create(&L.ev[i], CU_EVENT_DISABLE_TIMING)
+					     : CUDA_ERROR_INVALID_VALUE;
+		if (r != CUDA_SUCCESS)
+			L.ev[i] = NULL;
+	}
+	return r;
+}
+
+/* Span i's event recorded after its copy out, on its stream, as soon as the copy is issued. */
+static CUresult mark(size_t i)
+{
 	CUresult (*record)(void *, void *) = drv(CN_FN_IDX_cuEventRecord);
 	void *s = stream_of(L.span[i].ctx);
-	CUresult r = s ? create(&L.ev[i], CU_EVENT_DISABLE_TIMING) : CUDA_ERROR_INVALID_VALUE;
 
-	if (r != CUDA_SUCCESS)
-		L.ev[i] = NULL;
-	return r == CUDA_SUCCESS ? record(L.ev[i], s) : r;
+	return s && L.ev[i] ? record(L.ev[i], s) : CUDA_ERROR_INVALID_VALUE;
 }
 
 /* Span i's copy out done: its event waited for, and let go. */
@@ -449,36 +477,84 @@ static CUresult put_back(bool keep, unsigned wait_ms, bool (*coming)(void), size
 	return r;
 }
 
-/* Every span copied out and given back, span i copied while the one LAG before it, copied, is
- * released (the copy engine never waits for a release); threads: fault threads ready the chunks.
- * The steps' times added to st. */
+/* Between the agent thread, which issues the copies out, and the giver beside it, which gives
+ * each piece back once its copy is done: the spans issued, whether either side failed, the
+ * giver's first error and its times. */
+static struct {
+	atomic_size_t issued;
+	atomic_bool stop;
+	CUresult r;
+	double copy_ms, give_ms;
+} G;
+
+/* The giver: span by span, once its copy is issued, the copy waited for and the piece given back,
+ * until every span is or either side fails. */
+static void *giver(void *arg)
+{
+	struct timespec nap = { 0, 20000 };
+	CUresult r = CUDA_SUCCESS;
+
+	(void)arg;
+	for (size_t i = 0; r == CUDA_SUCCESS && i < L.n; i++) {
+		double t0, t1;
+
+		while (atomic_load(&G.issued) <= i && !atomic_load(&G.stop))
+			nanosleep(&nap, NULL);
+		if (atomic_load(&G.stop))
+			break;
+		t0 = cn_clock_ms();
+		r = copied(i);
+		t1 = cn_clock_ms();
+		G.copy_ms += t1 - t0;
+		if (r == CUDA_SUCCESS)
+			r = cn_owned_give(&L.span[i]);
+		G.give_ms += cn_clock_ms() - t1;
+		if (r == CUDA_SUCCESS)
+			L.where[i] = ON_HOST;
+	}
+	if (r != CUDA_SUCCESS) {
+		G.r = r;
+		atomic_store(&G.stop, true);
+	}
+	set_ctx(NULL);
+	return NULL;
+}
+
+/* Every span copied out and given back: this thread issues each copy as its chunks are ready
+ * (threads: fault threads ready them), the giver gives each piece back as its copy ends, so the
+ * copy engine never waits for a release, nor a release for the next issue (either may wait for
+ * the driver while the fault threads pin). Without a thread for it, the giving follows the
+ * copies. The steps' times in st. */
 static CUresult copy_all_out(bool threads, struct cn_light_stats *st)
 {
 	CUresult r = CUDA_SUCCESS;
+	pthread_t th;
+	bool beside;
 
-	for (size_t i = 0; r == CUDA_SUCCESS && i < L.n + LAG; i++) {
-		if (i < L.n) {
-			double c0 = cn_clock_ms();
+	atomic_store(&G.issued, 0);
+	atomic_store(&G.stop, false);
+	G.r = CUDA_SUCCESS;
+	G.copy_ms = G.give_ms = 0;
+	beside = pthread_create(&th, NULL, giver, NULL) == 0;
+	for (size_t i = 0; r == CUDA_SUCCESS && i < L.n && !atomic_load(&G.stop); i++) {
+		double c0 = cn_clock_ms();
 
-			r = copy(i, true, threads);
-			if (r == CUDA_SUCCESS)
-				r = mark(i);
-			st->issue_ms += cn_clock_ms() - c0;
-		}
-		if (r == CUDA_SUCCESS && i >= LAG) {
-			double c0 = cn_clock_ms(), t1;
-
-			r = copied(i - LAG);
-			t1 = cn_clock_ms();
-			st->copy_ms += t1 - c0;
-			if (r == CUDA_SUCCESS)
-				r = cn_owned_give(&L.span[i - LAG]);
-			st->give_ms += cn_clock_ms() - t1;
-			if (r == CUDA_SUCCESS)
-				L.where[i - LAG] = ON_HOST;
-		}
+		r = copy(i, true, threads);
+		if (r == CUDA_SUCCESS)
+			r = mark(i);
+		st->issue_ms += cn_clock_ms() - c0;
+		if (r == CUDA_SUCCESS)
+			atomic_store(&G.issued, i + 1);
 	}
-	return r;
+	if (r != CUDA_SUCCESS)
+		atomic_store(&G.stop, true);
+	if (beside)
+		pthread_join(th, NULL);
+	else if (r == CUDA_SUCCESS)
+		giver(NULL);
+	st->copy_ms = G.copy_ms;
+	st->give_ms = G.give_ms;
+	return r != CUDA_SUCCESS ? r : G.r;
 }
 
 int cn_light_out(struct cn_light_stats *st, char *why, size_t len)
@@ -500,17 +576,22 @@ int cn_light_out(struct cn_light_stats *st, char *why, size_t len)
 		snprintf(why, len, "the driver has no %s", lack);
 		return -1;
 	}
-	kept = lay_out(why, len);
+	kept = lay_out(why, len, &st->take_ms);
 	if (kept < 0) {
 		forget();
 		return -1;
 	}
+	r = make_events();
 	atomic_store(&next_fault, 0);
-	while (unready() && n_th < FAULTERS && n_th + 1 < (unsigned)(cpus > 1 ? cpus : 2) &&
-	       n_th < L.chunks && pthread_create(&th[n_th], NULL, readier, L.span[0].ctx) == 0)
+	atomic_store(&fault_go, false);
+	while (r == CUDA_SUCCESS && unready() && n_th < FAULTERS &&
+	       n_th + 1 < (unsigned)(cpus > 1 ? cpus : 2) && n_th < L.chunks &&
+	       pthread_create(&th[n_th], NULL, readier, L.span[0].ctx) == 0)
 		n_th++;
+	atomic_store(&fault_go, true);
 	st->lay_ms = cn_clock_ms() - t0;
-	r = copy_all_out(n_th > 0, st);
+	if (r == CUDA_SUCCESS)
+		r = copy_all_out(n_th > 0, st);
 	st->end_ms = cn_clock_ms();
 	atomic_store(&next_fault, L.chunks); /* the fault threads stop at their next chunk */
 	for (unsigned k = 0; k < n_th; k++)

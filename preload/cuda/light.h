@@ -9,7 +9,8 @@
 /* What one move took: bytes moved, bytes owned that stay on the GPU (a split handle mapped twice
  * or in part), its pieces, the time; of a copy out, the threads that faulted the host copy in and
  * pinned it, the copy's waits for them (wait_ms), the pinning's time in all of them (pin_ms); its
- * steps: laying the copy out and starting the threads (lay_ms), issuing the copies (issue_ms),
+ * steps: laying the copy out and starting the threads (lay_ms, of it take_ms taking the copy kept
+ * or made ahead: its making stopped, or an unfit one let go), issuing the copies (issue_ms),
  * waiting for them (copy_ms), giving the pieces back (give_ms), the threads' and streams' end
  * (end_ms). */
 struct cn_light_stats {
@@ -17,7 +18,7 @@ struct cn_light_stats {
 	size_t spans;
 	unsigned threads;
 	bool reused; /* the copy out went to the host copy kept since the last wake */
-	double ms, wait_ms, pin_ms, lay_ms, issue_ms, copy_ms, give_ms, end_ms;
+	double ms, wait_ms, pin_ms, lay_ms, take_ms, issue_ms, copy_ms, give_ms, end_ms;
 };
 
 /* The memory cudanap owns copied into host memory (faulted in and pinned by chunks, by threads of

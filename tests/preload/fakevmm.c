@@ -405,14 +405,31 @@ static bool all_mapped(CUdeviceptr va, size_t n)
 }
 
 /* A copy that fails once, as a test asks: <pid>.failcopy (to the GPU) or <pid>.failcopyout (to
- * the host) beside the fake's files, removed by the failure. */
+ * the host) beside the fake's files, removed by the failure; a number in it is how many copies
+ * succeed first (each one counted down in the file). */
 static bool fail_once(const char *what)
 {
+	static pthread_mutex_t fmu = PTHREAD_MUTEX_INITIALIZER;
 	char path[4200];
 	const char *dir = getenv("CUDANAP_FAKE_DIR");
+	FILE *f;
+	int skip = 0;
+	bool fail;
 
 	snprintf(path, sizeof(path), "%s/%d.%s", dir ? dir : "/tmp", (int)getpid(), what);
-	return unlink(path) == 0;
+	pthread_mutex_lock(&fmu);
+	f = fopen(path, "re");
+	if (f && fscanf(f, "%d", &skip) != 1)
+		skip = 0;
+	if (f)
+		fclose(f);
+	if (f && skip > 0 && (f = fopen(path, "we"))) {
+		fprintf(f, "%d\n", skip - 1);
+		fclose(f);
+	}
+	fail = skip <= 0 && unlink(path) == 0;
+	pthread_mutex_unlock(&fmu);
+	return fail;
 }
 
 EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, void *stream)

@@ -90,6 +90,17 @@ is "$REPLY" "launch 0" "it runs on"
 is "$(words A)" "7 307 606 42" "its memory as it was"
 is "$(held "$pid")" "$before" "all of it on the GPU"
 
+# ... and one that fails after two pieces were copied and given back beside the copies: those put
+# back too
+echo 2 > "$T/fake/$pid.failcopyout"
+cli2 nap "$pid"
+like "$rc:$out" "^1:$pid: nap failed: REFUSED: light nap: copying its memory to the host: [^;]*\(999\); the process keeps running" \
+	"a copy out that fails at the third piece: the nap fails in one line"
+ask A "drv launch export 5" 10
+is "$REPLY" "launch 0" "it runs on"
+is "$(words A)" "7 307 606 42" "its memory as it was"
+is "$(held "$pid")" "$before" "all of it on the GPU"
+
 # a copy back that fails: said, tried again a second later (what was mapped is copied again, not
 # made anew), and the waiting call answers
 cli2 nap "$pid"

@@ -352,6 +352,78 @@ static int floor_only(size_t bytes)
 	return 0;
 }
 
+/* "--both GiB": what the bus gives each way alone, both ways at once (two streams, two device
+ * buffers, two pinned buffers), and out while threads fault in and pin other fresh memory (a copy
+ * made ahead beside a nap): the question whether a nap out and a wake in beside it share the bus. */
+static int both_ways(size_t bytes)
+{
+	CUdeviceptr d_out, d_in;
+	void *h_out, *h_in, *st2, *ev_o, *ev_i;
+	double out = 0, in = 0, t, t_o = 0, t_i = 0, both = 0, beside = 0;
+	pthread_t th[MAX_TH];
+
+	check(cu.alloc(&d_out, bytes), "cuMemAlloc");
+	check(cu.alloc(&d_in, bytes), "cuMemAlloc");
+	check(cu.host_alloc(&h_out, bytes, 1), "cuMemHostAlloc");
+	check(cu.host_alloc(&h_in, bytes, 1), "cuMemHostAlloc");
+	check(cu.stream(&st2, 1), "cuStreamCreate");
+	check(cu.ev_create(&ev_o, 0), "cuEventCreate");
+	check(cu.ev_create(&ev_i, 0), "cuEventCreate");
+	for (int k = 0; k < 3; k++) {
+		t = now_ms();
+		check(cu.d2h(h_out, d_out, bytes, st), "d2h");
+		check(cu.sync(st), "sync");
+		t = now_ms() - t;
+		out = k && out < t ? out : t;
+		t = now_ms();
+		check(cu.h2d(d_in, h_in, bytes, st2), "h2d");
+		check(cu.sync(st2), "sync");
+		t = now_ms() - t;
+		in = k && in < t ? in : t;
+		t = now_ms();
+		for (size_t o = 0; o < bytes; o += PIECE) {
+			size_t n = bytes - o < PIECE ? bytes - o : PIECE;
+
+			check(cu.d2h((char *)h_out + o, d_out + o, n, st), "d2h");
+			check(cu.h2d(d_in + o, (char *)h_in + o, n, st2), "h2d");
+		}
+		check(cu.ev_record(ev_o, st), "cuEventRecord");
+		check(cu.ev_record(ev_i, st2), "cuEventRecord");
+		check(cu.ev_sync(ev_o), "cuEventSynchronize");
+		double a = now_ms() - t;
+		check(cu.ev_sync(ev_i), "cuEventSynchronize");
+		double b = now_ms() - t;
+		if (!k || (a > b ? a : b) < both) {
+			both = a > b ? a : b;
+			t_o = a;
+			t_i = b;
+		}
+	}
+	{
+		struct ready q = { .host = fresh(bytes), .bytes = bytes, .chunk = 256 * MIB,
+				   .fault = true, .pin = true };
+
+		ready_start(&q, th, threads);
+		t = now_ms();
+		check(cu.d2h(h_out, d_out, bytes, st), "d2h");
+		check(cu.sync(st), "sync");
+		beside = now_ms() - t;
+		ready_join(&q, th, threads);
+		unpin(q.host, bytes, q.chunk);
+		munmap(q.host, bytes);
+	}
+	printf("%.0f GiB: out alone %.1f ms (%.1f GB/s), in alone %.1f ms (%.1f GB/s); both at "
+	       "once %.1f ms (out done at %.1f, in at %.1f: %.1f GB/s together, %.2fx of one way "
+	       "after the other); out beside %u threads pinning fresh memory %.1f ms (%.2fx alone)\n",
+	       (double)bytes / (1ull << 30), out, bytes / out / 1e6, in, bytes / in / 1e6, both, t_o,
+	       t_i, 2.0 * bytes / both / 1e6, both / (out + in), threads, beside, beside / out);
+	cu.host_free(h_out);
+	cu.host_free(h_in);
+	cu.free(d_out);
+	cu.free(d_in);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -372,6 +444,8 @@ int main(int argc, char **argv)
 	check(cu.stream(&st, 1), "cuStreamCreate");
 	if (argc > 2 && strcmp(argv[1], "--floor") == 0) /* the floors alone, for bench-light */
 		return floor_only((size_t)(atof(argv[2]) * 1024) * MIB);
+	if (argc > 2 && strcmp(argv[1], "--both") == 0)
+		return both_ways((size_t)(atof(argv[2]) * 1024) * MIB);
 	printf("cudanap-hostpin: %ld CPUs, %u threads (light.c's count), THP %s\n", cpus, threads,
 	       thp);
 	for (int i = 1; i < argc; i++) {
