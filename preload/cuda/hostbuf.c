@@ -126,6 +126,18 @@ static void watch(void)
 	atexit(at_exit);
 }
 
+void cn_hostbuf_fault(char *p, size_t len)
+{
+	for (size_t o = 0; o < len; o += CN_HOSTBUF_STEP) {
+		size_t n = len - o < CN_HOSTBUF_STEP ? len - o : CN_HOSTBUF_STEP;
+
+		/* one write per 4 KiB page where the kernel predates MADV_POPULATE_WRITE (5.14) */
+		if (madvise(p + o, n, MADV_POPULATE_WRITE) != 0)
+			for (size_t k = 0; k < n; k += 4096)
+				p[o + k] = 0;
+	}
+}
+
 /* ---- made ahead ---- */
 
 /* A making thread: the next chunk not taken yet faulted in and pinned, until none is left or it is
@@ -145,9 +157,7 @@ static void *maker(void *arg)
 					     ? K.b.bytes - c * CN_HOSTBUF_CHUNK
 					     : CN_HOSTBUF_CHUNK;
 
-			if (madvise(p, len, MADV_POPULATE_WRITE) != 0)
-				for (size_t o = 0; o < len; o += 4096)
-					p[o] = 0;
+			cn_hostbuf_fault(p, len);
 			K.b.pinned[c] = reg(p, len, CU_MEMHOSTREGISTER_PORTABLE) == CUDA_SUCCESS;
 		}
 	set(NULL);

@@ -9,6 +9,11 @@
 /* Host copies are faulted in and pinned by chunks of this. */
 #define CN_HOSTBUF_CHUNK (256ull << 20)
 
+/* len bytes at p faulted in (written), by steps of CN_HOSTBUF_STEP: the memory map's lock, which
+ * faulting holds, is held no longer at a time, for the app's and the driver's calls beside it. */
+#define CN_HOSTBUF_STEP (16ull << 20)
+void cn_hostbuf_fault(char *p, size_t len);
+
 /* A host buffer: its mapping of bytes, its chunks and which are pinned, and the context they were
  * pinned through (the pinning is portable: any of the process's contexts). */
 struct cn_hostbuf {

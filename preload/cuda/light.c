@@ -22,13 +22,8 @@
 #include "cuda/owned.h"
 
 #define CHUNK	    CN_HOSTBUF_CHUNK /* the host copy is faulted in and pinned by chunks of this */
-#define STEP	    (16ull << 20)    /* ... faulted in by steps of this: the memory map's lock is
-				      * held that long at a time (the driver's calls beside need it) */
 #define FAULTERS    8		     /* threads that fault the host copy in, at most */
 #define MAX_STREAMS 16		     /* contexts copied through at once */
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
-#endif
 
 enum { CU_MEMHOSTREGISTER_PORTABLE = 1, CU_STREAM_NON_BLOCKING = 1, CU_EVENT_DISABLE_TIMING = 2 };
 enum { CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713 };
@@ -135,13 +130,8 @@ static void ready_chunk(size_t c, bool populate)
 	size_t len = chunk_len(c);
 	double t0;
 
-	for (size_t o = 0; populate && o < len; o += STEP) {
-		size_t n = len - o < STEP ? len - o : STEP;
-
-		if (madvise(p + o, n, MADV_POPULATE_WRITE) != 0)
-			for (size_t k = 0; k < n; k += 4096)
-				p[o + k] = 0;
-	}
+	if (populate)
+		cn_hostbuf_fault(p, len);
 	t0 = cn_clock_ms();
 	L.pin_r[c] = reg(p, len, CU_MEMHOSTREGISTER_PORTABLE);
 	L.pinned[c] = L.pin_r[c] == CUDA_SUCCESS;

@@ -216,9 +216,11 @@ many() {
 		jax) launch $s env XLA_PYTHON_CLIENT_PREALLOCATE=false "$py" "$session" jax "$gib" ;;
 		*) launch $s "$py" "$session" "$kind" "$gib" ;;
 		esac
+		# one after another, as users come: a session starting where the GPU is full naps one
+		# idle for [nap] min_idle_s, and none is while all start at once
+		ready "$s" || { echo "bench-room: $s did not start: $(tail -n 2 "$T/$s.err")" >&2; cut_off; }
 	done
-	for s in "${names[@]}"; do ready "$s" || { echo "bench-room: $s did not start: $(tail -n 2 "$T/$s.err")" >&2; cut_off; }; done
-	printf 'all %d started in %.1f s\n' "$count" "$((($(date +%s%N) - t0) / 1000000))e-3"
+	printf 'all %d started, one after another, in %.1f s\n' "$count" "$((($(date +%s%N) - t0) / 1000000))e-3"
 	printf '%5s %7s %6s %8s %8s\n' round session kind cell_s wake_s
 	for ((r = 1; r <= ROUNDS; r++)); do
 		for n in "${!names[@]}"; do
