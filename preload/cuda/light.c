@@ -140,8 +140,9 @@ static void ready_chunk(size_t c, bool populate)
 }
 
 /* A thread that readies chunks: the next chunk not taken yet, until none is left; it begins once
- * every thread is started (starting one needs the memory map's lock, which faulting holds). The
- * pinning is portable: any of the app's contexts is current for it. */
+ * every fault thread is started (starting one needs the memory map's lock, which faulting holds;
+ * the giver, started after them, waits for one 16 MiB step of it at most). The pinning is
+ * portable: any of the app's contexts is current for it. */
 static void *readier(void *arg)
 {
 	struct timespec nap = { 0, 20000 };
@@ -469,7 +470,8 @@ static CUresult put_back(bool keep, unsigned wait_ms, bool (*coming)(void), size
 
 /* Between the agent thread, which issues the copies out, and the giver beside it, which gives
  * each piece back once its copy is done: the spans issued, whether either side failed, the
- * giver's first error and its times. */
+ * giver's first error and its times. Until the giver is joined, L.ev[i] and L.where[i] of a span
+ * below issued are the giver's; the agent thread touches only those above. */
 static struct {
 	atomic_size_t issued;
 	atomic_bool stop;

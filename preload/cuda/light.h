@@ -10,8 +10,9 @@
  * or in part), its pieces, the time; of a copy out, the threads that faulted the host copy in and
  * pinned it, the copy's waits for them (wait_ms), the pinning's time in all of them (pin_ms); its
  * steps: laying the copy out and starting the threads (lay_ms, of it take_ms taking the copy kept
- * or made ahead: its making stopped, or an unfit one let go), issuing the copies (issue_ms),
- * waiting for them (copy_ms), giving the pieces back (give_ms), the threads' and streams' end
+ * or made ahead: its making stopped, or an unfit one let go), issuing the copies (issue_ms);
+ * beside the issue, in the giver's thread, waiting for them (copy_ms) and giving the pieces back
+ * (give_ms), which overlap issue_ms and do not add up to ms; the threads' and streams' end
  * (end_ms). */
 struct cn_light_stats {
 	unsigned long long bytes, kept;

@@ -11,9 +11,11 @@
  *   <pid>.vmmlarge   a line per mapping over 256 MiB that another GPU may access */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "fakecuda.h"
@@ -215,12 +217,51 @@ EXPORT CUresult cuMemMap(CUdeviceptr va, size_t bytes, size_t offset,
 	return r;
 }
 
+static atomic_int unmaps; /* every cuMemUnmap that unmapped something */
+
+/* What a test asks to see of the copies out and the releases beside them: with <pid>.slowunmap
+ * beside the fake's files (a number of ms) each cuMemUnmap takes that long; with <pid>.trace, each
+ * copy out as it is issued and each unmap as it ends is a line there, in the order they came. */
+static int knob_ms(const char *what)
+{
+	char path[4200];
+	const char *dir = getenv("CUDANAP_FAKE_DIR");
+	FILE *f;
+	int ms = 0;
+
+	snprintf(path, sizeof(path), "%s/%d.%s", dir ? dir : "/tmp", (int)getpid(), what);
+	f = fopen(path, "re");
+	if (f && fscanf(f, "%d", &ms) != 1)
+		ms = 0;
+	if (f)
+		fclose(f);
+	return ms;
+}
+
+static void trace(const char *what, CUdeviceptr va)
+{
+	static pthread_mutex_t tmu = PTHREAD_MUTEX_INITIALIZER;
+	char path[4200];
+	const char *dir = getenv("CUDANAP_FAKE_DIR");
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%d.trace", dir ? dir : "/tmp", (int)getpid());
+	pthread_mutex_lock(&tmu);
+	if (access(path, F_OK) == 0 && (f = fopen(path, "ae"))) {
+		fprintf(f, "%s %llx\n", what, (unsigned long long)va);
+		fclose(f);
+	}
+	pthread_mutex_unlock(&tmu);
+}
+
 /* Every mapping inside [va, va + bytes) is undone, as the driver's does for a range of several. */
 EXPORT CUresult cuMemUnmap(CUdeviceptr va, size_t bytes)
 {
-	int n = 0;
+	int n = 0, slow = knob_ms("slowunmap");
 
 	fake_entered("cuMemUnmap");
+	if (slow > 0)
+		usleep((useconds_t)slow * 1000);
 	pthread_mutex_lock(&mu);
 	for (int i = 0; i < MAX; i++)
 		if (maps[i].used && maps[i].va >= va && maps[i].va + maps[i].bytes <= va + bytes) {
@@ -233,6 +274,9 @@ EXPORT CUresult cuMemUnmap(CUdeviceptr va, size_t bytes)
 		}
 	write_large();
 	pthread_mutex_unlock(&mu);
+	if (n)
+		atomic_fetch_add(&unmaps, 1);
+	trace("unmapped", va);
 	return n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
@@ -405,11 +449,14 @@ static bool all_mapped(CUdeviceptr va, size_t n)
 }
 
 /* A copy that fails once, as a test asks: <pid>.failcopy (to the GPU) or <pid>.failcopyout (to
- * the host) beside the fake's files, removed by the failure; a number in it is how many copies
- * succeed first (each one counted down in the file). */
+ * the host) beside the fake's files, removed by the failure. A number N in it: N copies succeed
+ * first (counted down in the file), and the failing one waits (3 s at most) until N ranges were
+ * unmapped since the count began, as many as a copy out that gives each piece back once its copy
+ * ends gives back by then. */
 static bool fail_once(const char *what)
 {
 	static pthread_mutex_t fmu = PTHREAD_MUTEX_INITIALIZER;
+	static int base = -1, want;
 	char path[4200];
 	const char *dir = getenv("CUDANAP_FAKE_DIR");
 	FILE *f;
@@ -423,12 +470,20 @@ static bool fail_once(const char *what)
 		skip = 0;
 	if (f)
 		fclose(f);
+	if (f && skip > 0 && base < 0) {
+		base = atomic_load(&unmaps);
+		want = skip;
+	}
 	if (f && skip > 0 && (f = fopen(path, "we"))) {
 		fprintf(f, "%d\n", skip - 1);
 		fclose(f);
 	}
 	fail = skip <= 0 && unlink(path) == 0;
 	pthread_mutex_unlock(&fmu);
+	for (int i = 0; fail && base >= 0 && i < 300 && atomic_load(&unmaps) - base < want; i++)
+		usleep(10000);
+	if (fail)
+		base = -1;
 	return fail;
 }
 
@@ -440,6 +495,7 @@ EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, void 
 	fake_entered("cuMemcpyDtoHAsync_v2");
 	if (fail_once("failcopyout"))
 		return 999; /* CUDA_ERROR_UNKNOWN */
+	trace("copyout", src);
 	pthread_mutex_lock(&mu);
 	if (all_mapped(src, n)) {
 		r = CUDA_SUCCESS;
@@ -501,17 +557,22 @@ EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n,
 /* Pinned host memory: counted, for the tests' look (<pid>.pinned beside the status files). */
 static long long pinned_bytes;
 
+/* Written beside and renamed over, so that a test never reads it half written. */
 static void write_pinned(void)
 {
-	char path[4200];
+	char path[4200], tmp[4300];
 	const char *dir = getenv("CUDANAP_FAKE_DIR");
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/%d.pinned", dir ? dir : "/tmp", (int)getpid());
-	f = fopen(path, "we");
+	snprintf(tmp, sizeof(tmp), "%s.%ld", path, (long)syscall(SYS_gettid));
+	f = fopen(tmp, "we");
 	if (f) {
 		fprintf(f, "%lld\n", pinned_bytes);
-		fclose(f);
+		if (fclose(f) == 0)
+			rename(tmp, path);
+		else
+			unlink(tmp);
 	}
 }
 

@@ -90,12 +90,16 @@ is "$REPLY" "launch 0" "it runs on"
 is "$(words A)" "7 307 606 42" "its memory as it was"
 is "$(held "$pid")" "$before" "all of it on the GPU"
 
-# ... and one that fails after two pieces were copied and given back beside the copies: those put
-# back too
+# ... and one that fails at its third copy, once the first two pieces (a copy each: 256 MiB, where
+# the host copy's chunks are) were given back beside the copies: those put back too
 echo 2 > "$T/fake/$pid.failcopyout"
+: > "$T/fake/$pid.trace"
 cli2 nap "$pid"
 like "$rc:$out" "^1:$pid: nap failed: REFUSED: light nap: copying its memory to the host: [^;]*\(999\); the process keeps running" \
-	"a copy out that fails at the third piece: the nap fails in one line"
+	"a copy out that fails at the third copy: the nap fails in one line"
+got=$(awk '{ print $1 }' "$T/fake/$pid.trace" | sort | uniq -c | awk '{ printf "%s%s x%s", (NR > 1 ? ", " : ""), $2, $1 }')
+rm -f "$T/fake/$pid.trace"
+is "$got" "copyout x2, unmapped x2" "the two pieces copied before it were given back"
 ask A "drv launch export 5" 10
 is "$REPLY" "launch 0" "it runs on"
 is "$(words A)" "7 307 606 42" "its memory as it was"
@@ -343,10 +347,19 @@ like "$(field "$pid" host_kept_mib)" "^900(\.0+)?$" "the status says what it kee
 like "$("$CUDANAP" metrics -c "$T/job.ini")" $'\n'"cudanap_host_kept_bytes\\{pid=\"$pid\",[^}]*\\} 943718400"$'\n' \
 	"cudanap metrics: 900 MiB kept"
 ask K "drv vmm word A 0 11"
+# the copies out issued while the pieces are given back beside them: with each release slowed to
+# 300 ms, every piece's copy is issued before the first release ends (into the kept copy there is
+# no chunk to wait for; one thread doing both would issue two more at most)
+echo 300 > "$T/fake/$pid.slowunmap"
+: > "$T/fake/$pid.trace"
 cli2 nap "$pid"
 check "napped again ($out)" eventually 10 light_napped "$pid"
 log_like "$T/K.err" "light nap: 900 MiB in 5 pieces to the host copy made ready before it in [0-9.]+ ms: .*waiting for 0 threads" \
 	"into the kept copy, no fault threads"
+rm -f "$T/fake/$pid.slowunmap"
+order=$(awk '{ print $1 }' "$T/fake/$pid.trace" | uniq -c | awk '{ printf "%s%s x%s", (NR > 1 ? ", " : ""), $2, $1 }')
+like "$order" "^copyout x[5-9], unmapped x5$" "every copy out issued before the first release ended ($order)"
+rm -f "$T/fake/$pid.trace"
 is "$(pinned_mib "$pid")" 900 "no more host memory pinned"
 ask K "drv launch export 5" 30
 check "woken" woke "$pid"
