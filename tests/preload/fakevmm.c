@@ -89,17 +89,38 @@ static bool large_shared(const struct mapping *m)
 	return m->used && m->of->bytes > LINE && (m->access & ~(1u << m->of->dev));
 }
 
+/* <pid>.WHAT beside the fake's files, this process's. */
+static void pid_file(char *path, size_t len, const char *what)
+{
+	const char *dir = getenv("CUDANAP_FAKE_DIR");
+
+	snprintf(path, len, "%s/%d.%s", dir ? dir : "/tmp", (int)getpid(), what);
+}
+
+/* Whether the file is there, and in *n the number in it (0 when none). */
+static bool number_in(const char *path, int *n)
+{
+	FILE *f = fopen(path, "re");
+
+	*n = 0;
+	if (!f)
+		return false;
+	if (fscanf(f, "%d", n) != 1)
+		*n = 0;
+	fclose(f);
+	return true;
+}
+
 /* The mappings over the line another GPU may access, written out for the checkpoint (mu held). */
 static void write_large(void)
 {
 	char path[4200];
-	const char *dir = getenv("CUDANAP_FAKE_DIR");
 	FILE *f = NULL;
 	int n = 0;
 
 	for (int i = 0; i < MAX; i++)
 		n += large_shared(&maps[i]);
-	snprintf(path, sizeof(path), "%s/%d.vmmlarge", dir ? dir : "/tmp", (int)getpid());
+	pid_file(path, sizeof(path), "vmmlarge");
 	if (n)
 		f = fopen(path, "we");
 	else
@@ -225,16 +246,10 @@ static atomic_int unmaps; /* every cuMemUnmap that unmapped something */
 static int knob_ms(const char *what)
 {
 	char path[4200];
-	const char *dir = getenv("CUDANAP_FAKE_DIR");
-	FILE *f;
-	int ms = 0;
+	int ms;
 
-	snprintf(path, sizeof(path), "%s/%d.%s", dir ? dir : "/tmp", (int)getpid(), what);
-	f = fopen(path, "re");
-	if (f && fscanf(f, "%d", &ms) != 1)
-		ms = 0;
-	if (f)
-		fclose(f);
+	pid_file(path, sizeof(path), what);
+	number_in(path, &ms);
 	return ms;
 }
 
@@ -242,10 +257,9 @@ static void trace(const char *what, CUdeviceptr va)
 {
 	static pthread_mutex_t tmu = PTHREAD_MUTEX_INITIALIZER;
 	char path[4200];
-	const char *dir = getenv("CUDANAP_FAKE_DIR");
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/%d.trace", dir ? dir : "/tmp", (int)getpid());
+	pid_file(path, sizeof(path), "trace");
 	pthread_mutex_lock(&tmu);
 	if (access(path, F_OK) == 0 && (f = fopen(path, "ae"))) {
 		fprintf(f, "%s %llx\n", what, (unsigned long long)va);
@@ -458,32 +472,30 @@ static bool fail_once(const char *what)
 	static pthread_mutex_t fmu = PTHREAD_MUTEX_INITIALIZER;
 	static int base = -1, want;
 	char path[4200];
-	const char *dir = getenv("CUDANAP_FAKE_DIR");
 	FILE *f;
-	int skip = 0;
-	bool fail;
+	int skip, from = -1, n = 0;
+	bool there, fail;
 
-	snprintf(path, sizeof(path), "%s/%d.%s", dir ? dir : "/tmp", (int)getpid(), what);
+	pid_file(path, sizeof(path), what);
 	pthread_mutex_lock(&fmu);
-	f = fopen(path, "re");
-	if (f && fscanf(f, "%d", &skip) != 1)
-		skip = 0;
-	if (f)
-		fclose(f);
-	if (f && skip > 0 && base < 0) {
+	there = number_in(path, &skip);
+	if (skip > 0 && base < 0) {
 		base = atomic_load(&unmaps);
 		want = skip;
 	}
-	if (f && skip > 0 && (f = fopen(path, "we"))) {
+	if (skip > 0 && (f = fopen(path, "we"))) {
 		fprintf(f, "%d\n", skip - 1);
 		fclose(f);
 	}
-	fail = skip <= 0 && unlink(path) == 0;
-	pthread_mutex_unlock(&fmu);
-	for (int i = 0; fail && base >= 0 && i < 300 && atomic_load(&unmaps) - base < want; i++)
-		usleep(10000);
-	if (fail)
+	fail = there && skip <= 0 && unlink(path) == 0;
+	if (fail) {
+		from = base;
+		n = want;
 		base = -1;
+	}
+	pthread_mutex_unlock(&fmu);
+	for (int i = 0; from >= 0 && i < 300 && atomic_load(&unmaps) - from < n; i++)
+		usleep(10000);
 	return fail;
 }
 
@@ -561,10 +573,9 @@ static long long pinned_bytes;
 static void write_pinned(void)
 {
 	char path[4200], tmp[4300];
-	const char *dir = getenv("CUDANAP_FAKE_DIR");
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/%d.pinned", dir ? dir : "/tmp", (int)getpid());
+	pid_file(path, sizeof(path), "pinned");
 	snprintf(tmp, sizeof(tmp), "%s.%ld", path, (long)syscall(SYS_gettid));
 	f = fopen(tmp, "we");
 	if (f) {
