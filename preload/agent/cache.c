@@ -120,12 +120,13 @@ static unsigned long long margin(const struct cn_agent *ag)
 	return (unsigned long long)ag->cfg.host_margin_mib << 20;
 }
 
-/* The ready copy given back, said with why. */
-static void let_go(struct cn_agent *ag, const char *why)
+/* The ready copy given back, said with why: by a thread of its own, in the pauses of the app's GPU
+ * work, or at once where another process waits for the memory (asked). */
+static void let_go(struct cn_agent *ag, const char *why, bool asked)
 {
 	unsigned long long mine = cn_hostbuf_bytes();
 
-	if (!cn_hostbuf_let_go())
+	if (!cn_hostbuf_let_go(asked ? CN_HOSTBUF_ASIDE : CN_HOSTBUF_IN_PAUSES))
 		return;
 	ag->held.ready.making = false;
 	ag->held.ready.not_before_ms = cn_clock_ms() + ag->held.ready.backoff_ms;
@@ -229,11 +230,29 @@ static bool make_ahead(struct cn_agent *ag, double now)
 	return true;
 }
 
+/* A copy let go by a thread of its own, gone now: said. */
+static void say_gone(struct cn_agent *ag)
+{
+	struct cn_hostbuf_gone g;
+
+	if (!cn_hostbuf_gone(&g))
+		return;
+	cn_log(&ag->cfg, CN_LOG_INFO,
+	       "let go of its host copy (%llu MiB) in %.0f ms beside the app's calls (%.0f ms of it "
+	       "waiting for pauses in their GPU work)",
+	       g.mib, g.ms, g.waited_ms);
+	if (g.left_mib)
+		cn_log(&ag->cfg, CN_LOG_ERROR,
+		       "the driver would not unpin %llu MiB of its host copy: left mapped",
+		       g.left_mib);
+}
+
 bool cn_cache_tick(struct cn_agent *ag, double now)
 {
 	unsigned long long mine;
 	char why[300];
 
+	say_gone(ag);
 	if (now - ag->held.ready.last_ms < TICK_MS || ag->status.state != CN_STATE_RUNNING)
 		return false;
 	ag->held.ready.last_ms = now;
@@ -248,12 +267,14 @@ bool cn_cache_tick(struct cn_agent *ag, double now)
 		       mine >> 20);
 	}
 	if (mine && !cn_config_keeps_host(&ag->cfg)) {
-		let_go(ag, ag->cfg.host_cache_pct ? "[nap] keep_host_copy is off"
-						  : "[memory] host_cache is 0");
+		let_go(ag,
+		       ag->cfg.host_cache_pct ? "[nap] keep_host_copy is off"
+					      : "[memory] host_cache is 0",
+		       false);
 		return true;
 	}
 	if (mine && to_give_back(ag, why, sizeof(why))) {
-		let_go(ag, why);
+		let_go(ag, why, false);
 		return true;
 	}
 	return !mine && cn_config_keeps_host(&ag->cfg) && make_ahead(ag, now);
@@ -311,6 +332,6 @@ bool cn_cache_trim_asked(struct cn_agent *ag)
 	ag->held.ready.trim = cn_light_holding() || ag->status.state == CN_STATE_CHECKPOINTED;
 	if (ag->status.state != CN_STATE_RUNNING || !cn_hostbuf_bytes())
 		return false;
-	let_go(ag, "another process of this user needs the host memory for its nap");
+	let_go(ag, "another process of this user needs the host memory for its nap", true);
 	return true;
 }

@@ -116,6 +116,8 @@ int cn_nap_timeout_ms(struct cn_agent *ag, struct cn_naps *nap)
 		return 1000;
 	if (nap->napping)
 		return nap->retry && !nap->stuck ? retry_in(nap) : -1;
+	if (cn_hostbuf_going() && (tick < 0 || tick > 250))
+		return 250; /* a copy let go beside the app's calls: its end said (cache.c) */
 	if (cn_hostbuf_bytes() && tick < 0)
 		return 1000; /* the ready copy's room looked at (cache.c) */
 	if (tick < 0)
@@ -341,11 +343,12 @@ void cn_nap_now(struct cn_agent *ag, struct cn_naps *nap, bool acted)
 		cn_requests_take(ag, CN_NOTE_NAP_FOR, now, sizeof(now));
 }
 
-/* After a wake, the app's calls going on: its host copy let go now, unless the wake kept it
- * ([nap] keep_host_copy and the host's free memory); the wake did not wait for it. */
+/* After a wake, the app's calls going on: its host copy let go now, in the pauses of the app's GPU
+ * work (cache.c says when it is gone), unless the wake kept it ([nap] keep_host_copy and the host's
+ * free memory); the wake did not wait for it. */
 static void let_go_copy(struct cn_agent *ag)
 {
-	if (cn_hostbuf_let_go_unkept()) {
+	if (cn_hostbuf_let_go_unkept(CN_HOSTBUF_IN_PAUSES)) {
 		cn_report_shared(ag);
 		cn_report_write(ag);
 	}

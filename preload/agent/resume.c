@@ -228,7 +228,7 @@ static struct cn_outcome light_back(struct cn_agent *ag, struct cn_resp *r, unsi
 	/* woken in an exit handler: the copy let go before the exit goes on (else after the wake,
 	 * the app's calls going on: nap.c) */
 	if (cn_gate_leaving())
-		cn_hostbuf_let_go_unkept();
+		cn_hostbuf_let_go_unkept(CN_HOSTBUF_NOW);
 	running_again(ag, ag->held.light_restored);
 	ag->held.light_restored = false;
 	snprintf(msg, sizeof(msg), "woken: %.0f MiB back from the host in %.1f ms (%.1f GB/s)%s",

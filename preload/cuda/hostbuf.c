@@ -15,11 +15,17 @@
 #include <unistd.h>
 
 #include "cuda_abi.h"
+#include "clock.h"
 #include "cuda/fns.h"
+#include "cuda/gate.h"
 #include "cuda/owned.h"
 
 #define MAKERS	   4  /* threads that make a buffer ahead, at most */
-#define MAKER_NICE 10 /* they run below the app's threads */
+#define MAKER_NICE 10 /* they run below the app's threads, and so does the one letting go */
+#define PAUSE_MS   1   /* no GPU work of the app's this long: a pause, a chunk is let go */
+#define WAIT_MS	   20  /* a chunk waits this long at most for a pause */
+#define TURN_MS	   100 /* and the calls that came during its unpin this long for their turn */
+#define INSIDE_MAX 64  /* the app's threads inside the driver looked at, at most */
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
@@ -38,6 +44,17 @@ static struct {
 	atomic_bool stop;
 	atomic_uint working; /* threads not done yet */
 } K;
+/* The buffer being let go beside the app's calls by a thread of its own, which alone touches b
+ * while on; hurry: no more waiting for the app's pauses; stop: no more chunks (the process exits);
+ * done: the thread has ended, its figures in st. on, th, unsaid changed under mu. */
+static struct {
+	struct cn_hostbuf b;
+	pthread_t th;
+	bool on;
+	atomic_bool hurry, stop, done;
+	struct cn_hostbuf_gone st;
+	bool unsaid; /* st not yet handed out */
+} G;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static bool exiting;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -73,6 +90,121 @@ static void stop_making(void)
 	atomic_store(&K.stop, false);
 }
 
+/* ---- let go beside the app's calls ---- */
+
+/* Until the app's GPU work pauses: no work call of the app's began since the last unpin began
+ * (*was), or none for PAUSE_MS; WAIT_MS at most, or until hurried. */
+static void wait_for_pause(unsigned long *was)
+{
+	struct timespec t = { 0, PAUSE_MS * 1000000L };
+	unsigned long now = cn_gate_work();
+	double t0 = cn_clock_ms();
+
+	while (now != *was && !atomic_load(&G.hurry) && cn_clock_ms() - t0 < WAIT_MS) {
+		*was = now;
+		nanosleep(&t, NULL);
+		now = cn_gate_work();
+	}
+	G.st.waited_ms += cn_clock_ms() - t0;
+}
+
+static bool among(const struct cn_inside *c, const struct cn_inside *set, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (set[i].tid == c->tid && set[i].calls == c->calls)
+			return true;
+	return false;
+}
+
+/* Until the app's calls that came during the unpin just ended (inside the driver now, not at its
+ * start: before) have had their turn: an unpin holds the driver's lock they need, and a thread
+ * that unpins one chunk after another gets it back before a waiting call does, which would wait
+ * for the whole. TURN_MS at most (a call still inside after that waits for its own work, not for
+ * the lock), or until hurried. */
+static void wait_for_turns(const struct cn_inside *before, int n_before)
+{
+	struct timespec t = { 0, 200000 };
+	struct cn_inside came[INSIDE_MAX], now[INSIDE_MAX];
+	int n_came = 0, n = cn_gate_inside(now, INSIDE_MAX);
+	double t0 = cn_clock_ms();
+
+	for (int i = 0; i < n; i++)
+		if (!among(&now[i], before, n_before))
+			came[n_came++] = now[i];
+	while (n_came && !atomic_load(&G.hurry) && cn_clock_ms() - t0 < TURN_MS) {
+		int left = 0;
+
+		nanosleep(&t, NULL);
+		n = cn_gate_inside(now, INSIDE_MAX);
+		for (int i = 0; i < n_came; i++)
+			if (among(&came[i], now, n))
+				came[left++] = came[i];
+		n_came = left;
+	}
+	G.st.waited_ms += cn_clock_ms() - t0;
+}
+
+/* The going thread: each chunk unpinned in a pause of the app's GPU work, the calls that came
+ * meanwhile let through, then unmapped (one the driver could not unpin stays mapped); without its
+ * context (gone with its pinning) each is only unmapped. */
+static void *going(void *arg)
+{
+	CUresult (*unreg)(void *) = drv(CN_FN_IDX_cuMemHostUnregister);
+	CUresult (*set)(void *) = drv(CN_FN_IDX_cuCtxSetCurrent);
+	struct cn_hostbuf *b = &G.b;
+	bool ctx = set && set(b->ctx) == CUDA_SUCCESS;
+	double t0 = cn_clock_ms();
+	unsigned long work = cn_gate_work();
+
+	(void)arg;
+	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), MAKER_NICE);
+	for (size_t c = 0; c < b->chunks && !atomic_load(&G.stop); c++) {
+		char *p = b->host + c * CN_HOSTBUF_CHUNK;
+		size_t len = b->bytes - c * CN_HOSTBUF_CHUNK < CN_HOSTBUF_CHUNK
+				     ? b->bytes - c * CN_HOSTBUF_CHUNK
+				     : CN_HOSTBUF_CHUNK;
+
+		if (b->pinned[c] && ctx && unreg) {
+			struct cn_inside before[INSIDE_MAX];
+			int n_before;
+			CUresult r;
+
+			wait_for_pause(&work);
+			work = cn_gate_work();
+			n_before = cn_gate_inside(before, INSIDE_MAX);
+			r = unreg(p);
+			wait_for_turns(before, n_before);
+			if (r == CUDA_SUCCESS || r == CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED)
+				b->pinned[c] = false;
+		}
+		if (!b->pinned[c] || !ctx)
+			munmap(p, len);
+		else
+			G.st.left_mib += len >> 20;
+		G.st.chunks++;
+	}
+	if (ctx)
+		set(NULL);
+	G.st.ms = cn_clock_ms() - t0;
+	atomic_store(&G.done, true);
+	return NULL;
+}
+
+/* The going thread hurried (or stopped) and waited for, its buffer's record freed, its figures
+ * kept for cn_hostbuf_gone; mu held. */
+static void going_done(bool stop)
+{
+	if (!G.on)
+		return;
+	atomic_store(&G.hurry, true);
+	atomic_store(&G.stop, stop);
+	pthread_join(G.th, NULL);
+	free(G.b.pinned);
+	memset(&G.b, 0, sizeof(G.b));
+	G.on = false;
+	G.unsaid = true;
+}
+
 /* The ready buffer unpinned and unmapped (left mapped where the driver could not unpin it); mu
  * held. Pushed, not set: an app thread's (ctx_gone) current context stays its own. Without its
  * context (gone with its pinning) it is unmapped. */
@@ -86,6 +218,7 @@ static void let_go(void)
 	if (exiting)
 		return;
 	stop_making();
+	going_done(false);
 	if (!K.b.host)
 		return;
 	if (push && pop && push(K.b.ctx) == CUDA_SUCCESS) {
@@ -99,23 +232,54 @@ static void let_go(void)
 	K.keep = false;
 }
 
+/* The ready buffer handed to a going thread (let go at once where none can start), which waits
+ * for the app's pauses unless hurry; mu held. */
+static void let_go_beside(bool hurry)
+{
+	if (exiting)
+		return;
+	stop_making();
+	going_done(false);
+	if (!K.b.host)
+		return;
+	G.b = K.b;
+	memset(&G.st, 0, sizeof(G.st));
+	G.st.mib = G.b.bytes >> 20;
+	G.unsaid = false;
+	atomic_store(&G.hurry, hurry);
+	atomic_store(&G.stop, false);
+	atomic_store(&G.done, false);
+	if (pthread_create(&G.th, NULL, going, NULL) != 0) {
+		memset(&G.b, 0, sizeof(G.b));
+		let_go();
+		return;
+	}
+	G.on = true;
+	memset(&K.b, 0, sizeof(K.b));
+	K.keep = false;
+}
+
 /* A context going away (owned.c): the buffer pinned through it let go first; at a device's reset,
  * whichever device it was pinned through. */
 static void ctx_gone(void *ctx, int dev)
 {
 	(void)dev;
 	pthread_mutex_lock(&mu);
+	if (G.on && (!ctx || G.b.ctx == ctx))
+		going_done(false);
 	if (K.b.host && (!ctx || K.b.ctx == ctx))
 		let_go();
 	pthread_mutex_unlock(&mu);
 }
 
-/* At exit: a let-go or a making under way ends first, none starts after (the driver tears itself
- * down). Set after the runtime's exit handler, so it runs before the runtime's teardown. */
+/* At exit: a let-go or a making under way ends first (a going one after its chunk), none starts
+ * after (the driver tears itself down). Set after the runtime's exit handler, so it runs before the
+ * runtime's teardown. */
 static void at_exit(void)
 {
 	pthread_mutex_lock(&mu);
 	stop_making();
+	going_done(true);
 	exiting = true;
 	pthread_mutex_unlock(&mu);
 }
@@ -233,6 +397,7 @@ bool cn_hostbuf_take(size_t total, void *ctx, struct cn_hostbuf *b)
 
 	pthread_mutex_lock(&mu);
 	stop_making();
+	atomic_store(&G.hurry, true); /* a nap: the app's calls wait, its memory is wanted */
 	if (K.b.host && (K.b.bytes < total || K.b.bytes / 2 > total || K.b.ctx != ctx)) {
 		let_go();
 	} else if (K.b.host) {
@@ -255,33 +420,68 @@ unsigned long long cn_hostbuf_bytes(void)
 	return n;
 }
 
-bool cn_hostbuf_let_go(void)
+static void let_go_how(enum cn_hostbuf_how how)
+{
+	if (how == CN_HOSTBUF_NOW)
+		let_go();
+	else
+		let_go_beside(how == CN_HOSTBUF_ASIDE);
+}
+
+bool cn_hostbuf_let_go(enum cn_hostbuf_how how)
 {
 	bool went;
 
 	pthread_mutex_lock(&mu);
 	went = K.b.host && !exiting;
-	let_go();
+	let_go_how(how);
 	pthread_mutex_unlock(&mu);
 	return went;
 }
 
-bool cn_hostbuf_let_go_unkept(void)
+bool cn_hostbuf_let_go_unkept(enum cn_hostbuf_how how)
 {
 	bool went;
 
 	pthread_mutex_lock(&mu);
 	went = K.b.host && !K.keep && !exiting;
 	if (went)
-		let_go();
+		let_go_how(how);
 	pthread_mutex_unlock(&mu);
 	return went;
+}
+
+bool cn_hostbuf_going(void)
+{
+	bool on;
+
+	pthread_mutex_lock(&mu);
+	on = G.on || G.unsaid;
+	pthread_mutex_unlock(&mu);
+	return on;
+}
+
+bool cn_hostbuf_gone(struct cn_hostbuf_gone *st)
+{
+	bool said = false;
+
+	pthread_mutex_lock(&mu);
+	if (G.on && atomic_load(&G.done))
+		going_done(false);
+	if (G.unsaid) {
+		*st = G.st;
+		G.unsaid = false;
+		said = true;
+	}
+	pthread_mutex_unlock(&mu);
+	return said;
 }
 
 void cn_hostbuf_after_fork(void)
 {
 	/* K's record left as it may be half changed; the threads are the parent's */
 	memset(&K, 0, sizeof(K));
+	memset(&G, 0, sizeof(G)); /* the going thread too (its buffer was never mapped here) */
 	pthread_mutex_init(&mu, NULL);
 	exiting = false;
 }

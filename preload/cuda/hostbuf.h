@@ -45,11 +45,30 @@ int cn_hostbuf_ahead(size_t bytes, void *ctx, unsigned threads);
 unsigned long long cn_hostbuf_bytes(void);
 bool cn_hostbuf_making(void);
 
+/* How a buffer is let go: NOW, by the calling thread (the app's calls wait at the gate, or it is
+ * the app's own thread); IN_PAUSES, by a thread of its own for an app whose calls go on: an unpin
+ * holds the driver's lock they need, so each chunk is unpinned once the app's GPU work has paused
+ * (20 ms at most a chunk), and the calls that came during it go first (100 ms at most); ASIDE, by
+ * that thread without waiting (another process waits for the memory). A later let-go, keep or
+ * context's end waits for one still going, hurried; a take hurries it. */
+enum cn_hostbuf_how { CN_HOSTBUF_NOW, CN_HOSTBUF_IN_PAUSES, CN_HOSTBUF_ASIDE };
+
 /* The ready buffer let go (unpinned, unmapped): true when there was one. Never after the process
- * began to exit. */
-bool cn_hostbuf_let_go(void);
+ * began to exit; NOW also waits for one still going. */
+bool cn_hostbuf_let_go(enum cn_hostbuf_how how);
 /* ... only when its wake did not keep it. */
-bool cn_hostbuf_let_go_unkept(void);
+bool cn_hostbuf_let_go_unkept(enum cn_hostbuf_how how);
+
+/* A let-go by a thread of its own that ended since the last call: true, and what it let go, its
+ * time, how long it waited for the app's pauses, what the driver would not unpin (left mapped). */
+struct cn_hostbuf_gone {
+	unsigned long long mib, left_mib;
+	size_t chunks;
+	double ms, waited_ms;
+};
+bool cn_hostbuf_gone(struct cn_hostbuf_gone *st);
+/* Whether a let-go by a thread of its own is under way (or ended, its figures not yet taken). */
+bool cn_hostbuf_going(void);
 
 /* In a forked child: the parent's buffer is not its own (MADV_DONTFORK: never mapped there). */
 void cn_hostbuf_after_fork(void);

@@ -600,7 +600,7 @@ int cn_light_out(struct cn_light_stats *st, char *why, size_t len)
 			snprintf(why + strlen(why), len - strlen(why),
 				 "; part of it stays on the host until its wake");
 		else
-			cn_hostbuf_let_go_unkept();
+			cn_hostbuf_let_go_unkept(CN_HOSTBUF_NOW);
 		return -1;
 	}
 	st->bytes = L.total;
@@ -668,7 +668,7 @@ unsigned long long cn_light_left(int dev)
 void cn_light_unpin(void)
 {
 	unpin_all();
-	cn_hostbuf_let_go();
+	cn_hostbuf_let_go(CN_HOSTBUF_NOW);
 }
 
 void cn_light_after_fork(void)

@@ -242,7 +242,8 @@ static atomic_int unmaps; /* every cuMemUnmap that unmapped something */
 
 /* What a test asks to see of the copies out and the releases beside them: with <pid>.slowunmap
  * beside the fake's files (a number of ms) each cuMemUnmap takes that long; with <pid>.trace, each
- * copy out as it is issued and each unmap as it ends is a line there, in the order they came. */
+ * copy out as it is issued and each unmap as it ends is a line there, in the order they came (and
+ * with FAKE_UNPIN_MS each slowed unpin and each launch: fakecuda.h). */
 static int knob_ms(const char *what)
 {
 	char path[4200];
@@ -253,7 +254,7 @@ static int knob_ms(const char *what)
 	return ms;
 }
 
-static void trace(const char *what, CUdeviceptr va)
+void fake_trace(const char *what, CUdeviceptr va)
 {
 	static pthread_mutex_t tmu = PTHREAD_MUTEX_INITIALIZER;
 	char path[4200];
@@ -290,7 +291,7 @@ EXPORT CUresult cuMemUnmap(CUdeviceptr va, size_t bytes)
 	pthread_mutex_unlock(&mu);
 	if (n)
 		atomic_fetch_add(&unmaps, 1);
-	trace("unmapped", va);
+	fake_trace("unmapped", va);
 	return n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
@@ -507,7 +508,7 @@ EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, void 
 	fake_entered("cuMemcpyDtoHAsync_v2");
 	if (fail_once("failcopyout"))
 		return 999; /* CUDA_ERROR_UNKNOWN */
-	trace("copyout", src);
+	fake_trace("copyout", src);
 	pthread_mutex_lock(&mu);
 	if (all_mapped(src, n)) {
 		r = CUDA_SUCCESS;
@@ -614,13 +615,30 @@ EXPORT CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned flags)
 	return r;
 }
 
+static pthread_mutex_t driver_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void fake_driver_lock(void)
+{
+	pthread_mutex_lock(&driver_lock);
+}
+
+void fake_driver_unlock(void)
+{
+	pthread_mutex_unlock(&driver_lock);
+}
+
 EXPORT CUresult cuMemHostUnregister(void *p)
 {
 	CUresult r = CUDA_ERROR_INVALID_VALUE;
+	const char *slow = getenv("FAKE_UNPIN_MS");
 
 	fake_entered("cuMemHostUnregister");
-	if (getenv("FAKE_UNPIN_MS")) /* letting go of pinned memory takes time */
-		usleep((useconds_t)atoi(getenv("FAKE_UNPIN_MS")) * 1000);
+	if (slow) { /* letting go of pinned memory takes time, under the driver's lock */
+		fake_driver_lock();
+		usleep((useconds_t)atoi(slow) * 1000);
+		fake_trace("unpinned", (CUdeviceptr)p);
+		fake_driver_unlock();
+	}
 	pthread_mutex_lock(&mu);
 	for (int i = 0; i < MAX; i++)
 		if (regs[i].p == p) {

@@ -447,6 +447,31 @@ wait "$pid"
 is "$?" 0 "its exit is clean"
 unlike "$(cat "$T/W.err")" "entered while|abort|Segmentation" "no driver call after its teardown"
 rm -f "$T/fake/$pid".* # what it held on the fake GPU
+# ... and its copy is let go in the pauses of the app's GPU work: an unpin holds the driver's lock
+# the app's calls need (the fake's too, with FAKE_UNPIN_MS), and unpins one after another would
+# hold a call up for all of them; an app launching without pause gets its calls in between each
+# two unpins (on the old let-go, by the agent thread at once, the four unpins came back to back)
+FAKE_UNPIN_MS=200 started P
+cli2 nap "$pid"
+check "napped lightly ($out)" eventually 10 light_napped "$pid"
+: > "$T/fake/$pid.trace"
+ask P "drv busy export 6000"
+is "$REPLY" "busy ok" "a thread launching 1 ms kernels without pause"
+check "its first launch woke it" woke "$pid"
+check "its copy let go beside the launches" eventually 20 no_pin "$pid"
+log_like "$T/P.err" "let go of its host copy \(900 MiB\) in [0-9]+ ms beside the app's calls \([0-9]+ ms of it waiting for pauses in their GPU work\)" \
+	"the log says so"
+unpins=$(grep -c '^unpinned' "$T/fake/$pid.trace")
+back_to_back=$(awk '$1 == "unpinned" && prev == "unpinned" { n++ } { prev = $1 } END { print n + 0 }' "$T/fake/$pid.trace")
+is "$unpins:$back_to_back" "4:0" "its four chunks unpinned, a launch between each two ($(awk '{ print $1 }' "$T/fake/$pid.trace" | uniq -c | tr -s ' \n' ' '))"
+rm -f "$T/fake/$pid.trace"
+busied() { ask P "drv busied"; [[ $REPLY =~ ^busied\ [0-9]+\ 0$ ]]; }
+check "the launches ended, none failed" eventually 15 busied
+is "$(words P)" "7 307 606 42" "every word back"
+ask P quit
+wait "$pid"
+is "$?" 0 "its exit is clean"
+rm -f "$T/fake/$pid".*
 
 # -- the host lacks room for the copy: refused, nothing moved
 write_ini "[nap]" "keep_host_copy = false" "depth = light" "[preflight]" "host_margin_mib = 16000000"

@@ -13,6 +13,9 @@
  *   synced            "synced running", or "synced RC MS" once it returned
  *   storm N PATH MS   N threads calling cuStreamQuery by PATH without pause for MS ms
  *   stormed           "stormed running", or "stormed CALLS FAILED" once all are done
+ *   busy PATH MS      a thread launching 1 ms "kernels" by PATH without pause for MS ms, as
+ *                     an app's cell does
+ *   busied            "busied running", or "busied CALLS FAILED" once it is done
  *   forkpoll PATH F   a child forked now calls cuStreamQuery by PATH every 5 ms for 30 s,
  *                     writing its count of successful calls to F: "forkpoll PID"
  *   nexter            with nexter.c preloaded: "nexter OBJECT OBJECT SYMBOL RC PPID": where its
@@ -296,6 +299,25 @@ static void *storm_loop(void *arg)
 	return NULL;
 }
 
+static struct {
+	void *f;
+	double until;
+	atomic_ulong calls, failed;
+	atomic_bool running;
+} busy;
+
+static void *busy_loop(void *arg)
+{
+	(void)arg;
+	while (now_ms() < busy.until) {
+		if (call(busy.f, "cuLaunchKernel", 1) != CUDA_SUCCESS)
+			atomic_fetch_add(&busy.failed, 1);
+		atomic_fetch_add(&busy.calls, 1);
+	}
+	atomic_store(&busy.running, false);
+	return NULL;
+}
+
 static int start(void *(*fn)(void *))
 {
 	pthread_t t;
@@ -518,6 +540,21 @@ static bool loop_command(const char *line)
 			if (start(storm_loop) < 0)
 				atomic_fetch_sub(&storm.running, 1);
 		printf("storm %s\n", storm.f ? "ok" : "failed");
+	} else if (sscanf(line, "busy %15s %u", path, &ms) == 2) {
+		busy.f = get(path, "cuLaunchKernel");
+		busy.until = now_ms() + ms;
+		atomic_store(&busy.calls, 0);
+		atomic_store(&busy.failed, 0);
+		atomic_store(&busy.running, true);
+		if (!busy.f || start(busy_loop) < 0)
+			atomic_store(&busy.running, false);
+		printf("busy %s\n", busy.f && atomic_load(&busy.running) ? "ok" : "failed");
+	} else if (strcmp(line, "busied") == 0) {
+		if (atomic_load(&busy.running))
+			printf("busied running\n");
+		else
+			printf("busied %lu %lu\n", atomic_load(&busy.calls),
+			       atomic_load(&busy.failed));
 	} else if (strcmp(line, "stormed") == 0) {
 		if (atomic_load(&storm.running) > 0)
 			printf("stormed running\n");

@@ -424,6 +424,149 @@ static int both_ways(size_t bytes)
 	return 0;
 }
 
+/* "--let-go GiB": what letting go of a pinned copy costs an app's calls beside it. An app thread
+ * loops on a driver call (64 KiB from pageable memory to the GPU, then a stream sync) and a host
+ * step (4 MiB mapped, written, unmapped: the memory map's lock) while the main thread lets go of
+ * GiB pinned by 256 MiB chunks: every chunk unpinned and then the whole unmapped (hostbuf.c's
+ * way), each chunk unpinned and unmapped in turn, the same with a 1 ms pause after each. Each
+ * phase's app steps: how many, their mean and their longest, against a phase with nothing beside. */
+enum { LG_IDLE = -1, LG_PHASES = 5 };
+static struct {
+	atomic_int phase, in; /* the phase now, the phase the app's step began in */
+	atomic_bool stop;
+	struct lg_stat {
+		unsigned n;
+		double drv_sum, drv_max, host_sum, host_max;
+	} st[LG_PHASES];
+} LG;
+
+static void *lg_app(void *arg)
+{
+	static char src[64 << 10];
+	CUdeviceptr d = *(CUdeviceptr *)arg;
+	void *s;
+
+	cu.set(ctx);
+	check(cu.stream(&s, 1), "cuStreamCreate");
+	while (!atomic_load(&LG.stop)) {
+		int p = atomic_load(&LG.phase);
+		double t0, t1, t2;
+		char *m;
+
+		atomic_store(&LG.in, p);
+		t0 = now_ms();
+		check(cu.h2d(d, src, sizeof(src), s), "cuMemcpyHtoDAsync");
+		check(cu.sync(s), "cuStreamSynchronize");
+		t1 = now_ms();
+		m = mmap(NULL, 4 * MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m != MAP_FAILED) {
+			for (size_t o = 0; o < 4 * MIB; o += 4096)
+				m[o] = 1;
+			munmap(m, 4 * MIB);
+		}
+		t2 = now_ms();
+		if (p >= 0) {
+			struct lg_stat *x = &LG.st[p];
+
+			x->n++;
+			x->drv_sum += t1 - t0;
+			x->host_sum += t2 - t1;
+			x->drv_max = t1 - t0 > x->drv_max ? t1 - t0 : x->drv_max;
+			x->host_max = t2 - t1 > x->host_max ? t2 - t1 : x->host_max;
+		}
+		atomic_store(&LG.in, LG_IDLE);
+	}
+	return NULL;
+}
+
+static void lg_phase(int p)
+{
+	struct timespec w = { 0, 100000 };
+
+	atomic_store(&LG.phase, p);
+	if (p == LG_IDLE)
+		while (atomic_load(&LG.in) != LG_IDLE)
+			nanosleep(&w, NULL);
+}
+
+/* A fresh copy of bytes, faulted and pinned by 256 MiB chunks (light.c's way), not timed. */
+static char *lg_copy(size_t bytes)
+{
+	struct ready r = { .host = fresh(bytes), .bytes = bytes, .chunk = 256 * MIB,
+			   .fault = true, .pin = true };
+	pthread_t t[MAX_TH];
+
+	ready_start(&r, t, threads);
+	ready_join(&r, t, threads);
+	return r.host;
+}
+
+static void lg_row(const char *what, int p, double ms)
+{
+	struct lg_stat *x = &LG.st[p], *b = &LG.st[0];
+	double rate = x->n / (ms > 0 ? ms : 1), brate = b->n / 300.0;
+
+	printf("| %-40s | %7.1f | %5u | %5.2fx | %6.3f | %6.1f | %6.3f | %6.1f |\n", what, ms, x->n,
+	       brate > 0 ? rate / brate : 0, x->n ? x->drv_sum / x->n : 0, x->drv_max,
+	       x->n ? x->host_sum / x->n : 0, x->host_max);
+}
+
+static int let_go(size_t bytes)
+{
+	CUdeviceptr d;
+	pthread_t app;
+	double t, ms[LG_PHASES] = { 300 };
+	const size_t chunk = 256 * MIB;
+	struct timespec pause = { 0, 1000000 }, base = { 0, 300000000 };
+	char *h;
+
+	check(cu.alloc(&d, 64 << 10), "cuMemAlloc");
+	atomic_store(&LG.phase, LG_IDLE);
+	atomic_store(&LG.in, LG_IDLE);
+	pthread_create(&app, NULL, lg_app, &d);
+	h = lg_copy(bytes);
+	lg_phase(0);
+	nanosleep(&base, NULL);
+	lg_phase(1);
+	t = now_ms();
+	unpin(h, bytes, chunk);
+	ms[1] = now_ms() - t;
+	lg_phase(2);
+	t = now_ms();
+	munmap(h, bytes);
+	ms[2] = now_ms() - t;
+	lg_phase(LG_IDLE);
+	for (int p = 3; p < 5; p++) {
+		h = lg_copy(bytes);
+		lg_phase(p);
+		t = now_ms();
+		for (size_t o = 0; o < bytes; o += chunk) {
+			size_t n = bytes - o < chunk ? bytes - o : chunk;
+
+			cu.unreg(h + o);
+			munmap(h + o, n);
+			if (p == 4)
+				nanosleep(&pause, NULL);
+		}
+		ms[p] = now_ms() - t;
+		lg_phase(LG_IDLE);
+	}
+	atomic_store(&LG.stop, true);
+	pthread_join(app, NULL);
+	printf("%.0f GiB pinned by 256 MiB chunks, let go beside an app thread (driver call: 64 KiB "
+	       "pageable to the GPU + sync; host step: 4 MiB mapped, written, unmapped)\n\n"
+	       "| beside the app | ms | app steps | x rate alone | call mean ms | call max ms | host "
+	       "mean ms | host max ms |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n",
+	       (double)bytes / (1ull << 30));
+	lg_row("nothing (300 ms)", 0, ms[0]);
+	lg_row("unpin every chunk (hostbuf.c's way)", 1, ms[1]);
+	lg_row("then unmap the whole (hostbuf.c's way)", 2, ms[2]);
+	lg_row("each chunk unpinned and unmapped", 3, ms[3]);
+	lg_row("the same, 1 ms pause after each", 4, ms[4]);
+	cu.free(d);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -446,6 +589,8 @@ int main(int argc, char **argv)
 		return floor_only((size_t)(atof(argv[2]) * 1024) * MIB);
 	if (argc > 2 && strcmp(argv[1], "--both") == 0)
 		return both_ways((size_t)(atof(argv[2]) * 1024) * MIB);
+	if (argc > 2 && strcmp(argv[1], "--let-go") == 0)
+		return let_go((size_t)(atof(argv[2]) * 1024) * MIB);
 	printf("cudanap-hostpin: %ld CPUs, %u threads (light.c's count), THP %s\n", cpus, threads,
 	       thp);
 	for (int i = 1; i < argc; i++) {
