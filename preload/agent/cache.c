@@ -230,31 +230,32 @@ static bool make_ahead(struct cn_agent *ag, double now)
 	return true;
 }
 
-/* A copy let go by a thread of its own, gone now: said. */
-static void say_gone(struct cn_agent *ag)
+/* A copy let go by a thread of its own, gone now: said (the status's host_kept_mib is less). */
+static bool say_gone(struct cn_agent *ag)
 {
 	struct cn_hostbuf_gone g;
 
 	if (!cn_hostbuf_gone(&g))
-		return;
+		return false;
 	cn_log(&ag->cfg, CN_LOG_INFO,
 	       "let go of its host copy (%llu MiB) in %.0f ms beside the app's calls (%.0f ms of it "
-	       "waiting for pauses in their GPU work)",
+	       "giving way to them)",
 	       g.mib, g.ms, g.waited_ms);
 	if (g.left_mib)
 		cn_log(&ag->cfg, CN_LOG_ERROR,
 		       "the driver would not unpin %llu MiB of its host copy: left mapped",
 		       g.left_mib);
+	return true;
 }
 
 bool cn_cache_tick(struct cn_agent *ag, double now)
 {
 	unsigned long long mine;
+	bool gone = say_gone(ag);
 	char why[300];
 
-	say_gone(ag);
 	if (now - ag->held.ready.last_ms < TICK_MS || ag->status.state != CN_STATE_RUNNING)
-		return false;
+		return gone;
 	ag->held.ready.last_ms = now;
 	mine = cn_hostbuf_bytes();
 	if (ag->held.ready.making && !cn_hostbuf_making()) {
@@ -277,7 +278,7 @@ bool cn_cache_tick(struct cn_agent *ag, double now)
 		let_go(ag, why, false);
 		return true;
 	}
-	return !mine && cn_config_keeps_host(&ag->cfg) && make_ahead(ag, now);
+	return (!mine && cn_config_keeps_host(&ag->cfg) && make_ahead(ag, now)) || gone;
 }
 
 bool cn_cache_may_keep(struct cn_agent *ag, unsigned long long bytes)
@@ -303,11 +304,11 @@ void cn_cache_free_for(struct cn_agent *ag, unsigned long long bytes)
 	double until;
 
 	/* its own ready copy is memory for it already: taken by its light nap, or let go before a
-	 * full one */
-	if (!host_available(&avail, &size) || avail + cn_hostbuf_bytes() >= want)
+	 * full one (one still going too: its nap waits for it) */
+	if (!host_available(&avail, &size) || avail + cn_hostbuf_held_bytes() >= want)
 		return;
 	holders(ag, &hs, false, &total);
-	for (int i = 0; i < hs.n && avail + cn_hostbuf_bytes() + asked < want; i++) {
+	for (int i = 0; i < hs.n && avail + cn_hostbuf_held_bytes() + asked < want; i++) {
 		size_t o = strlen(pids);
 
 		if (cn_proc_signal(hs.h[i].pid, hs.h[i].starttime, hs.h[i].sig, &v) < 0)
@@ -322,7 +323,7 @@ void cn_cache_free_for(struct cn_agent *ag, unsigned long long bytes)
 	       pids, asked >> 20, bytes >> 20);
 	until = cn_clock_ms() + ROOM_WAIT_MS;
 	while (cn_clock_ms() < until && host_available(&avail, &size) &&
-	       avail + cn_hostbuf_bytes() < want)
+	       avail + cn_hostbuf_held_bytes() < want)
 		nanosleep(&(struct timespec){ 0, 20000000 }, NULL);
 }
 
@@ -330,6 +331,7 @@ bool cn_cache_trim_asked(struct cn_agent *ag)
 {
 	/* napping: its copy is the nap's, and not kept by its wake */
 	ag->held.ready.trim = cn_light_holding() || ag->status.state == CN_STATE_CHECKPOINTED;
+	cn_hostbuf_hurry(); /* one going gives way to the app's calls no more */
 	if (ag->status.state != CN_STATE_RUNNING || !cn_hostbuf_bytes())
 		return false;
 	let_go(ag, "another process of this user needs the host memory for its nap", true);

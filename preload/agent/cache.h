@@ -8,8 +8,9 @@
 
 /* At most once a second while the process runs awake: its ready copy let go when the share or the
  * host's pressure needs it (or keep_host_copy is off); else, when it has idled long enough for a
- * nap to come, one made ahead where the share and the host have room. true when the status
- * changed (written by the caller). */
+ * nap to come, one made ahead where the share and the host have room. At every call, a copy let go
+ * beside the app's calls said once it is gone. true when the status changed (written by the
+ * caller). */
 bool cn_cache_tick(struct cn_agent *ag, double now_ms);
 
 /* Whether a wake that put bytes back keeps its host copy: keep_host_copy, the share with the

@@ -230,7 +230,8 @@ static bool nap_go(struct cn_agent *ag, struct cn_naps *nap, bool asked, const c
 	bytes = l ? cn_depth_light_bytes(&ctx)
 	    : mib > 0 ? (unsigned long long)(mib * (1 << 20))
 		      : cn_owned_bytes();
-	held = cn_hostbuf_bytes(); /* its own ready copy, which a light nap copies into */
+	held = cn_hostbuf_held_bytes(); /* its own copy: a light nap copies into it, or into what a
+					   * going one leaves */
 	cn_cache_free_for(ag, bytes);
 	/* [nap] to = auto: full, to disk, where the host has no room for what its copy needs more
 	 * even so: its own ready copy is the light nap's destination, or let go before a full
@@ -508,8 +509,8 @@ static struct cn_outcome page_for_wake(struct cn_agent *ag, struct cn_naps *nap,
 	if (r == 0) {
 		o = nap->deeds->wake(ag, NULL, 0); /* copying in while the room comes (room.h) */
 		if (o.state == CN_STATE_RUNNING && !cn_light_holding()) {
-			/* the calls go on while those napped answer; its copy goes first, the next
-			 * waker's host check counts the host memory it frees */
+			/* the calls go on while those napped answer; its copy is let go beside them,
+			 * held in its status until gone, which the next waker can ask back at once */
 			nap->awake_ms = cn_clock_ms();
 			let_go_copy(ag);
 		}

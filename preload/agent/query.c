@@ -113,7 +113,7 @@ static void host_space(struct cn_agent *ag, const struct cn_resp *r, double gpu_
 		/* a host copy kept for a light nap is space for it, as for the lock */
 		have = r->host_which[0]
 			       ? (double)(r->host_available + ag->held.prepared_bytes +
-					  (c->nap_depth != CN_DEPTH_FULL ? cn_hostbuf_bytes()
+					  (c->nap_depth != CN_DEPTH_FULL ? cn_hostbuf_held_bytes()
 									 : 0)) /
 					 (1 << 20)
 			       : -1;

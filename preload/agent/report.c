@@ -47,7 +47,7 @@ static void light_able(struct cn_agent *ag)
 
 	ag->status.light_able_mib =
 		cn_depth_light(&ag->cfg, &why, NULL, 0) ? (double)cn_owned_bytes() / (1 << 20) : -1;
-	ag->status.host_kept_mib = (double)cn_hostbuf_bytes() / (1 << 20);
+	ag->status.host_kept_mib = (double)cn_hostbuf_held_bytes() / (1 << 20);
 }
 
 void cn_report_shared(struct cn_agent *ag)

@@ -71,8 +71,9 @@ int cn_requests_lock(struct cn_agent *ag, unsigned timeout_ms, const struct cn_r
 
 	start(CN_OP_LOCK, &req);
 	req.timeout_ms = timeout_ms;
-	/* a host copy kept for a light nap is room for this one */
-	host_check(ag, &req, disk, ag->held.prepared_bytes + cn_hostbuf_bytes());
+	/* a host copy kept for a light nap is room for this one (one being let go too: the nap waits
+	 * for it) */
+	host_check(ag, &req, disk, ag->held.prepared_bytes + cn_hostbuf_held_bytes());
 	req.copy_bytes = copy_bytes;
 	return send_req(ag, &req, resp);
 }

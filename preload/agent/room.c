@@ -450,7 +450,7 @@ static uint64_t host_fit(struct cn_agent *ag, struct cand *c, int n, uint64_t fr
 			 uint64_t want)
 {
 	uint64_t margin = (uint64_t)ag->cfg.host_margin_mib << 20, spent = 0, out = 0, disk = 0;
-	uint64_t ready = cn_others_kept_bytes(ag->cfg.status_dir) + cn_hostbuf_bytes();
+	uint64_t ready = cn_others_kept_bytes(ag->cfg.status_dir) + cn_hostbuf_held_bytes();
 
 	for (int i = 0; i < n && free_bytes < want; i++) {
 		/* a light nap into the copy it kept takes no more host memory */

@@ -1,6 +1,6 @@
 /* hostbuf: the pinned host buffer ready for the next light nap, kept since a wake or made ahead by
- * threads of its own while the process idles; the agent thread, and an app thread that destroys
- * the context it was pinned through. */
+ * threads of its own while the process idles, and let go by another beside the app's calls; the
+ * agent thread, and an app thread that destroys the context it was pinned through. */
 #define _GNU_SOURCE
 #include "cuda/hostbuf.h"
 
@@ -21,10 +21,11 @@
 #include "cuda/owned.h"
 
 #define MAKERS	   4  /* threads that make a buffer ahead, at most */
-#define MAKER_NICE 10 /* they run below the app's threads, and so does the one letting go */
+#define MAKER_NICE 10 /* they run below the app's threads */
 #define PAUSE_MS   1   /* no GPU work of the app's this long: a pause, a chunk is let go */
 #define WAIT_MS	   20  /* a chunk waits this long at most for a pause */
 #define TURN_MS	   100 /* and the calls that came during its unpin this long for their turn */
+#define STAYED_MS  20  /* those inside since before it, this long */
 #define INSIDE_MAX 64  /* the app's threads inside the driver looked at, at most */
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
@@ -45,15 +46,18 @@ static struct {
 	atomic_uint working; /* threads not done yet */
 } K;
 /* The buffer being let go beside the app's calls by a thread of its own, which alone touches b
- * while on; hurry: no more waiting for the app's pauses; stop: no more chunks (the process exits);
- * done: the thread has ended, its figures in st. on, th, unsaid changed under mu. */
+ * and st while on; left: its bytes still mapped; hurry: no more giving way to the app's calls;
+ * stop: no more chunks (the process exits); done: the thread has ended. Its figures go to last
+ * once it is joined, added to those not yet handed out (unsaid). on, th, last, unsaid change under
+ * mu. */
 static struct {
 	struct cn_hostbuf b;
 	pthread_t th;
 	bool on;
+	atomic_size_t left;
 	atomic_bool hurry, stop, done;
-	struct cn_hostbuf_gone st;
-	bool unsaid; /* st not yet handed out */
+	struct cn_hostbuf_gone st, last;
+	bool unsaid;
 } G;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static bool exiting;
@@ -116,30 +120,40 @@ static bool among(const struct cn_inside *c, const struct cn_inside *set, int n)
 	return false;
 }
 
-/* Until the app's calls that came during the unpin just ended (inside the driver now, not at its
- * start: before) have had their turn: an unpin holds the driver's lock they need, and a thread
- * that unpins one chunk after another gets it back before a waiting call does, which would wait
- * for the whole. TURN_MS at most (a call still inside after that waits for its own work, not for
- * the lock), or until hurried. */
+/* Until the app's calls inside the driver at the end of an unpin have had their turn: an unpin
+ * holds the driver's lock they need, and a thread that unpins one chunk after another takes it
+ * back before a waiting call does, which would wait for the whole. One that came during the unpin
+ * (not inside at its start: before) is waited for TURN_MS at most, one inside since before it
+ * STAYED_MS (it may have entered just before and not reached the lock, or wait for its own work:
+ * a sync), or until hurried. */
 static void wait_for_turns(const struct cn_inside *before, int n_before)
 {
 	struct timespec t = { 0, 200000 };
-	struct cn_inside came[INSIDE_MAX], now[INSIDE_MAX];
-	int n_came = 0, n = cn_gate_inside(now, INSIDE_MAX);
-	double t0 = cn_clock_ms();
+	struct cn_inside came[INSIDE_MAX], stayed[INSIDE_MAX], now[INSIDE_MAX];
+	int n_came = 0, n_stayed = 0, n = cn_gate_inside(now, INSIDE_MAX);
+	double t0 = cn_clock_ms(), dt = 0;
 
-	for (int i = 0; i < n; i++)
-		if (!among(&now[i], before, n_before))
+	for (int i = 0; i < n; i++) {
+		if (among(&now[i], before, n_before))
+			stayed[n_stayed++] = now[i];
+		else
 			came[n_came++] = now[i];
-	while (n_came && !atomic_load(&G.hurry) && cn_clock_ms() - t0 < TURN_MS) {
-		int left = 0;
+	}
+	while ((n_came || (n_stayed && dt < STAYED_MS)) && !atomic_load(&G.hurry) &&
+	       dt < TURN_MS) {
+		int c = 0, s = 0;
 
 		nanosleep(&t, NULL);
 		n = cn_gate_inside(now, INSIDE_MAX);
 		for (int i = 0; i < n_came; i++)
 			if (among(&came[i], now, n))
-				came[left++] = came[i];
-		n_came = left;
+				came[c++] = came[i];
+		for (int i = 0; i < n_stayed; i++)
+			if (among(&stayed[i], now, n))
+				stayed[s++] = stayed[i];
+		n_came = c;
+		n_stayed = s;
+		dt = cn_clock_ms() - t0;
 	}
 	G.st.waited_ms += cn_clock_ms() - t0;
 }
@@ -156,9 +170,9 @@ static void *going(void *arg)
 	double t0 = cn_clock_ms();
 	unsigned long work = cn_gate_work();
 
+	/* at the app's priority: it holds the driver's lock while it unpins */
 	(void)arg;
-	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), MAKER_NICE);
-	for (size_t c = 0; c < b->chunks && !atomic_load(&G.stop); c++) {
+	for (size_t c = 0; b->pinned && c < b->chunks && !atomic_load(&G.stop); c++) {
 		char *p = b->host + c * CN_HOSTBUF_CHUNK;
 		size_t len = b->bytes - c * CN_HOSTBUF_CHUNK < CN_HOSTBUF_CHUNK
 				     ? b->bytes - c * CN_HOSTBUF_CHUNK
@@ -181,6 +195,7 @@ static void *going(void *arg)
 			munmap(p, len);
 		else
 			G.st.left_mib += len >> 20;
+		atomic_fetch_sub(&G.left, len);
 		G.st.chunks++;
 	}
 	if (ctx)
@@ -194,6 +209,8 @@ static void *going(void *arg)
  * kept for cn_hostbuf_gone; mu held. */
 static void going_done(bool stop)
 {
+	struct cn_hostbuf_gone *l = &G.last;
+
 	if (!G.on)
 		return;
 	atomic_store(&G.hurry, true);
@@ -201,7 +218,15 @@ static void going_done(bool stop)
 	pthread_join(G.th, NULL);
 	free(G.b.pinned);
 	memset(&G.b, 0, sizeof(G.b));
+	atomic_store(&G.left, 0);
 	G.on = false;
+	if (!G.unsaid)
+		memset(l, 0, sizeof(*l));
+	l->mib += G.st.mib;
+	l->left_mib += G.st.left_mib;
+	l->chunks += G.st.chunks;
+	l->ms += G.st.ms;
+	l->waited_ms += G.st.waited_ms;
 	G.unsaid = true;
 }
 
@@ -232,20 +257,20 @@ static void let_go(void)
 	K.keep = false;
 }
 
-/* The ready buffer handed to a going thread (let go at once where none can start), which waits
- * for the app's pauses unless hurry; mu held. */
+/* The ready buffer handed to a going thread (let go at once where none can start), which gives
+ * way to the app's calls unless hurry; one still going is waited for first, hurried; mu held. */
 static void let_go_beside(bool hurry)
 {
 	if (exiting)
 		return;
 	stop_making();
-	going_done(false);
 	if (!K.b.host)
 		return;
+	going_done(false);
 	G.b = K.b;
 	memset(&G.st, 0, sizeof(G.st));
 	G.st.mib = G.b.bytes >> 20;
-	G.unsaid = false;
+	atomic_store(&G.left, G.b.bytes);
 	atomic_store(&G.hurry, hurry);
 	atomic_store(&G.stop, false);
 	atomic_store(&G.done, false);
@@ -397,7 +422,7 @@ bool cn_hostbuf_take(size_t total, void *ctx, struct cn_hostbuf *b)
 
 	pthread_mutex_lock(&mu);
 	stop_making();
-	atomic_store(&G.hurry, true); /* a nap: the app's calls wait, its memory is wanted */
+	going_done(false); /* the app's calls wait for the nap: its memory freed before the nap's */
 	if (K.b.host && (K.b.bytes < total || K.b.bytes / 2 > total || K.b.ctx != ctx)) {
 		let_go();
 	} else if (K.b.host) {
@@ -461,6 +486,28 @@ bool cn_hostbuf_going(void)
 	return on;
 }
 
+unsigned long long cn_hostbuf_held_bytes(void)
+{
+	unsigned long long n;
+
+	pthread_mutex_lock(&mu);
+	n = K.b.bytes + (G.on ? atomic_load(&G.left) : 0);
+	pthread_mutex_unlock(&mu);
+	return n;
+}
+
+bool cn_hostbuf_hurry(void)
+{
+	bool on;
+
+	pthread_mutex_lock(&mu);
+	on = G.on && !atomic_load(&G.done);
+	if (on)
+		atomic_store(&G.hurry, true);
+	pthread_mutex_unlock(&mu);
+	return on;
+}
+
 bool cn_hostbuf_gone(struct cn_hostbuf_gone *st)
 {
 	bool said = false;
@@ -469,7 +516,7 @@ bool cn_hostbuf_gone(struct cn_hostbuf_gone *st)
 	if (G.on && atomic_load(&G.done))
 		going_done(false);
 	if (G.unsaid) {
-		*st = G.st;
+		*st = G.last;
 		G.unsaid = false;
 		said = true;
 	}

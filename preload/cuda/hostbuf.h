@@ -48,9 +48,10 @@ bool cn_hostbuf_making(void);
 /* How a buffer is let go: NOW, by the calling thread (the app's calls wait at the gate, or it is
  * the app's own thread); IN_PAUSES, by a thread of its own for an app whose calls go on: an unpin
  * holds the driver's lock they need, so each chunk is unpinned once the app's GPU work has paused
- * (20 ms at most a chunk), and the calls that came during it go first (100 ms at most); ASIDE, by
- * that thread without waiting (another process waits for the memory). A later let-go, keep or
- * context's end waits for one still going, hurried; a take hurries it. */
+ * (20 ms at most a chunk), and the calls inside at its end go first (100 ms at most); ASIDE, by
+ * that thread without giving way (another process waits for the memory). Anything else that
+ * changes the buffers (a let-go of another buffer, a take, a keep, the end of the context it was
+ * pinned through) waits for one still going, hurried; the exit stops it after its chunk. */
 enum cn_hostbuf_how { CN_HOSTBUF_NOW, CN_HOSTBUF_IN_PAUSES, CN_HOSTBUF_ASIDE };
 
 /* The ready buffer let go (unpinned, unmapped): true when there was one. Never after the process
@@ -69,6 +70,12 @@ struct cn_hostbuf_gone {
 bool cn_hostbuf_gone(struct cn_hostbuf_gone *st);
 /* Whether a let-go by a thread of its own is under way (or ended, its figures not yet taken). */
 bool cn_hostbuf_going(void);
+/* The host memory this process's copies hold: the ready buffer's and what a going one still has
+ * mapped (its next nap waits for that to be let go, so it is room for that nap's copy too). */
+unsigned long long cn_hostbuf_held_bytes(void);
+/* One going hurried: it gives way to the app's calls no more (another process waits for its
+ * memory). Whether one was going. */
+bool cn_hostbuf_hurry(void);
 
 /* In a forked child: the parent's buffer is not its own (MADV_DONTFORK: never mapped there). */
 void cn_hostbuf_after_fork(void);

@@ -144,8 +144,7 @@ static CUresult launch(const char *fn, unsigned gx, unsigned gy, unsigned gz, un
 	if (gy != 2 || gz != 3 || bx != 4 || by != 5 || bz != 6 || shmem != 7 || s != (void *)8 ||
 	    params != (void **)9 || extra != (void **)10)
 		return CUDA_ERROR_INVALID_VALUE;
-	fake_driver_lock();
-	fake_driver_unlock();
+	fake_driver_enter();
 	if (getenv("FAKE_UNPIN_MS"))
 		fake_trace("launched", gx);
 	return fake_busy(gx);

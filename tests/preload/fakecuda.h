@@ -87,11 +87,12 @@ CUresult cuCtxPopCurrent_v2(void **ctx);
 int fake_ctx_device(void *ctx);
 void *fake_ctx_current(void);
 void fake_entered(const char *fn);
-/* The driver's lock, as far as the tests need it: a slowed unpin (FAKE_UNPIN_MS) holds it, as the
- * driver's does, and a launch takes it on its way in; with FAKE_UNPIN_MS set, each unpin and each
- * launch is a line of <pid>.trace when that file is there ("unpinned", "launched"). fakevmm.c. */
-void fake_driver_lock(void);
-void fake_driver_unlock(void);
+/* The driver's lock, as far as the tests need it: a slowed unpin (FAKE_UNPIN_MS) holds it, and a
+ * launch passes it on its way in, after an unpinning thread that comes back for it within 2 ms
+ * (the driver's is not fair: on an H200 one call waited for 28 GiB of unpins one after another);
+ * with FAKE_UNPIN_MS set, each unpin and each launch is a line of <pid>.trace when that file is
+ * there ("unpinned", "launched"). fakevmm.c. */
+void fake_driver_enter(void);
 void fake_trace(const char *what, CUdeviceptr va);
 
 /* Peer access (fakepeer.c). */

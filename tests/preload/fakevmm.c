@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fakecuda.h"
@@ -567,25 +568,34 @@ EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n,
 	return r;
 }
 
-/* Pinned host memory: counted, for the tests' look (<pid>.pinned beside the status files). */
-static long long pinned_bytes;
+/* Pinned host memory: counted, for the tests' look (<pid>.pinned beside the status files, and
+ * the most ever pinned at once in <pid>.pinnedpeak). */
+static long long pinned_bytes, pinned_peak;
 
 /* Written beside and renamed over, so that a test never reads it half written. */
-static void write_pinned(void)
+static void write_number(const char *what, long long n)
 {
 	char path[4200], tmp[4300];
 	FILE *f;
 
-	pid_file(path, sizeof(path), "pinned");
+	pid_file(path, sizeof(path), what);
 	snprintf(tmp, sizeof(tmp), "%s.%ld", path, (long)syscall(SYS_gettid));
 	f = fopen(tmp, "we");
 	if (f) {
-		fprintf(f, "%lld\n", pinned_bytes);
+		fprintf(f, "%lld\n", n);
 		if (fclose(f) == 0)
 			rename(tmp, path);
 		else
 			unlink(tmp);
 	}
+}
+
+static void write_pinned(void)
+{
+	if (pinned_bytes > pinned_peak)
+		pinned_peak = pinned_bytes;
+	write_number("pinned", pinned_bytes);
+	write_number("pinnedpeak", pinned_peak);
 }
 
 static struct {
@@ -615,15 +625,29 @@ EXPORT CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned flags)
 	return r;
 }
 
+/* The driver's lock as a slowed unpin holds it: not fair. A thread that let it go less than
+ * BARGE_MS ago takes it again before a launch waiting for it (fakecuda.h). */
+#define BARGE_MS 2.0
 static pthread_mutex_t driver_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic double released_ms;
 
-void fake_driver_lock(void)
+static double mono_ms(void)
 {
-	pthread_mutex_lock(&driver_lock);
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
-void fake_driver_unlock(void)
+void fake_driver_enter(void)
 {
+	for (;;) {
+		pthread_mutex_lock(&driver_lock);
+		if (mono_ms() - atomic_load(&released_ms) >= BARGE_MS)
+			break;
+		pthread_mutex_unlock(&driver_lock);
+		usleep(200);
+	}
 	pthread_mutex_unlock(&driver_lock);
 }
 
@@ -632,12 +656,12 @@ EXPORT CUresult cuMemHostUnregister(void *p)
 	CUresult r = CUDA_ERROR_INVALID_VALUE;
 	const char *slow = getenv("FAKE_UNPIN_MS");
 
+	if (slow) /* letting go of pinned memory takes time, under the driver's lock */
+		pthread_mutex_lock(&driver_lock);
 	fake_entered("cuMemHostUnregister");
-	if (slow) { /* letting go of pinned memory takes time, under the driver's lock */
-		fake_driver_lock();
+	if (slow) {
 		usleep((useconds_t)atoi(slow) * 1000);
 		fake_trace("unpinned", (CUdeviceptr)p);
-		fake_driver_unlock();
 	}
 	pthread_mutex_lock(&mu);
 	for (int i = 0; i < MAX; i++)
@@ -649,6 +673,10 @@ EXPORT CUresult cuMemHostUnregister(void *p)
 		}
 	write_pinned();
 	pthread_mutex_unlock(&mu);
+	if (slow) {
+		atomic_store(&released_ms, mono_ms());
+		pthread_mutex_unlock(&driver_lock);
+	}
 	return r;
 }
 

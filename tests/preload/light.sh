@@ -448,9 +448,10 @@ is "$?" 0 "its exit is clean"
 unlike "$(cat "$T/W.err")" "entered while|abort|Segmentation" "no driver call after its teardown"
 rm -f "$T/fake/$pid".* # what it held on the fake GPU
 # ... and its copy is let go in the pauses of the app's GPU work: an unpin holds the driver's lock
-# the app's calls need (the fake's too, with FAKE_UNPIN_MS), and unpins one after another would
-# hold a call up for all of them; an app launching without pause gets its calls in between each
-# two unpins (on the old let-go, by the agent thread at once, the four unpins came back to back)
+# the app's calls need (the fake's too, with FAKE_UNPIN_MS), which the unpinning thread takes back
+# first, so unpins one after another would hold a call up for all of them; an app launching
+# without pause gets its calls in between each two unpins (the agent thread's let-go at once
+# before this change: the four unpins back to back)
 FAKE_UNPIN_MS=200 started P
 cli2 nap "$pid"
 check "napped lightly ($out)" eventually 10 light_napped "$pid"
@@ -459,7 +460,7 @@ ask P "drv busy export 6000"
 is "$REPLY" "busy ok" "a thread launching 1 ms kernels without pause"
 check "its first launch woke it" woke "$pid"
 check "its copy let go beside the launches" eventually 20 no_pin "$pid"
-log_like "$T/P.err" "let go of its host copy \(900 MiB\) in [0-9]+ ms beside the app's calls \([0-9]+ ms of it waiting for pauses in their GPU work\)" \
+log_like "$T/P.err" "let go of its host copy \(900 MiB\) in [0-9]+ ms beside the app's calls \([0-9]+ ms of it giving way to them\)" \
 	"the log says so"
 unpins=$(grep -c '^unpinned' "$T/fake/$pid.trace")
 back_to_back=$(awk '$1 == "unpinned" && prev == "unpinned" { n++ } { prev = $1 } END { print n + 0 }' "$T/fake/$pid.trace")
@@ -469,6 +470,29 @@ busied() { ask P "drv busied"; [[ $REPLY =~ ^busied\ [0-9]+\ 0$ ]]; }
 check "the launches ended, none failed" eventually 15 busied
 is "$(words P)" "7 307 606 42" "every word back"
 ask P quit
+wait "$pid"
+is "$?" 0 "its exit is clean"
+rm -f "$T/fake/$pid".*
+# ... while it is let go, what is still pinned counts as its copy (its status, the next nap's host
+# check), and a nap that comes meanwhile waits for the old copy to be gone before it pins its new
+# one: never both pinned at once (unpins of 500 ms: two seconds to let 900 MiB go)
+FAKE_UNPIN_MS=500 started Q
+cli2 nap "$pid"
+check "napped lightly ($out)" eventually 10 light_napped "$pid"
+ask Q "drv launch export 5" 30
+is "$REPLY" "launch 0" "its next call wakes it"
+check "its copy being let go is still its held copy in its status" eventually 2 fields_are "$pid" host_kept_mib 900.000
+is "$(($(pinned_mib "$pid") > 0))" 1 "... while it is still pinned"
+cli2 nap "$pid"
+check "napped again meanwhile ($out)" eventually 10 light_napped "$pid"
+is "$(($(cat "$T/fake/$pid.pinnedpeak") >> 20))" 900 "never more than one copy pinned at once (900 MiB)"
+ask Q "drv launch export 5" 30
+is "$REPLY" "launch 0" "woken again"
+log_like "$T/Q.err" "let go of its host copy \(900 MiB\) in [0-9]+ ms beside the app's calls" \
+	"the copy the nap waited for, said once awake"
+is "$(words Q)" "7 307 606 42" "every word back"
+check "its copy let go again, said in its status" eventually 15 fields_are "$pid" host_kept_mib 0.000
+ask Q quit
 wait "$pid"
 is "$?" 0 "its exit is clean"
 rm -f "$T/fake/$pid".*
