@@ -401,6 +401,15 @@ EXPORT CUresult cuDevicePrimaryCtxRetain(void **ctx, CUdevice d)
 	return CUDA_SUCCESS;
 }
 
+/* A primary context reset: only said (<pid>.trace, with FAKE_UNPIN_MS: fakecuda.h). */
+EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice d)
+{
+	entered("cuDevicePrimaryCtxReset_v2");
+	if (getenv("FAKE_UNPIN_MS"))
+		fake_trace("reset", (CUdeviceptr)d);
+	return d >= 0 && d < (CUdevice)sizeof(primary) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
 EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d)
 {
 	entered("cuDevicePrimaryCtxRelease_v2");

@@ -64,6 +64,7 @@ CUresult cuCtxSetCurrent(void *ctx);
 CUresult cuCtxGetCurrent(void **ctx);
 CUresult cuCtxGetDevice(CUdevice *d);
 CUresult cuDevicePrimaryCtxRetain(void **ctx, CUdevice d);
+CUresult cuDevicePrimaryCtxReset_v2(CUdevice d);
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d);
 CUresult cuStreamIsCapturing(CUstream s, int *status);
 CUresult cuStreamBeginCapture_v2(CUstream s, int mode);

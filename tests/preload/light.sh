@@ -496,6 +496,27 @@ ask Q quit
 wait "$pid"
 is "$?" 0 "its exit is clean"
 rm -f "$T/fake/$pid".*
+# ... and the app resetting its GPU's primary context, the one its copy was pinned through, while
+# the copy is being let go: the rest is let go first, at once, then the reset goes on
+FAKE_UNPIN_MS=500 started R
+cli2 nap "$pid"
+check "napped lightly ($out)" eventually 10 light_napped "$pid"
+ask R "drv launch export 5" 30
+is "$REPLY" "launch 0" "its next call wakes it"
+: > "$T/fake/$pid.trace"
+check "its copy being let go" eventually 2 fields_are "$pid" host_kept_mib 900.000
+ask R "drv call export cuDevicePrimaryCtxReset" 30
+is "$REPLY" "call 0" "the app resets GPU 0's primary context"
+is "$(pinned_mib "$pid")" 0 "by then every chunk of its copy let go"
+order=$(awk '{ print $1 }' "$T/fake/$pid.trace" | uniq -c | awk '{ printf "%s%s x%s", (NR > 1 ? ", " : ""), $2, $1 }')
+like "$order" "^(unpinned x[1-4], )?(unmapped x[0-9]+, )?reset x1$" \
+	"the unpins before the reset (and the owned memory's unmapping), none after ($order)"
+rm -f "$T/fake/$pid.trace"
+ask R quit
+wait "$pid"
+is "$?" 0 "its exit is clean"
+unlike "$(cat "$T/R.err")" "entered while|abort|Segmentation" "no driver call after its teardown"
+rm -f "$T/fake/$pid".*
 
 # -- the host lacks room for the copy: refused, nothing moved
 write_ini "[nap]" "keep_host_copy = false" "depth = light" "[preflight]" "host_margin_mib = 16000000"

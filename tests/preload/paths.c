@@ -90,6 +90,7 @@ static void *exported(const char *name)
 		{ "cuDriverGetVersion", (void *)cuDriverGetVersion },
 		{ "cuGetExportTable", (void *)cuGetExportTable },
 		{ "cuDevicePrimaryCtxRetain", (void *)cuDevicePrimaryCtxRetain },
+		{ "cuDevicePrimaryCtxReset", (void *)cuDevicePrimaryCtxReset_v2 },
 		{ "cuDeviceCanAccessPeer", (void *)cuDeviceCanAccessPeer },
 		{ "cuCtxEnablePeerAccess", (void *)cuCtxEnablePeerAccess },
 		{ "cuCtxDisablePeerAccess", (void *)cuCtxDisablePeerAccess },
@@ -185,6 +186,8 @@ static int call(void *f, const char *name, unsigned ms)
 
 		return ((CUresult(*)(void **, int))f)(&ctx, 0);
 	}
+	if (strcmp(name, "cuDevicePrimaryCtxReset") == 0) /* GPU 0's */
+		return ((CUresult(*)(int))f)(0);
 	if (strcmp(name, "cuMemAlloc") == 0) {
 		CUdeviceptr p = 0;
 		int rc = ((CUresult(*)(CUdeviceptr *, size_t))f)(&p, 1 << 20);
