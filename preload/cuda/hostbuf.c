@@ -94,6 +94,14 @@ static void stop_making(void)
 	atomic_store(&K.stop, false);
 }
 
+/* The length of b's chunk c: CN_HOSTBUF_CHUNK, or what is left for the last. */
+static size_t chunk_len(const struct cn_hostbuf *b, size_t c)
+{
+	size_t at = c * CN_HOSTBUF_CHUNK;
+
+	return b->bytes - at < CN_HOSTBUF_CHUNK ? b->bytes - at : CN_HOSTBUF_CHUNK;
+}
+
 /* ---- let go beside the app's calls ---- */
 
 /* Until the app's GPU work pauses: no work call of the app's began since the last unpin began
@@ -174,9 +182,7 @@ static void *going(void *arg)
 	(void)arg;
 	for (size_t c = 0; b->pinned && c < b->chunks && !atomic_load(&G.stop); c++) {
 		char *p = b->host + c * CN_HOSTBUF_CHUNK;
-		size_t len = b->bytes - c * CN_HOSTBUF_CHUNK < CN_HOSTBUF_CHUNK
-				     ? b->bytes - c * CN_HOSTBUF_CHUNK
-				     : CN_HOSTBUF_CHUNK;
+		size_t len = chunk_len(b, c);
 
 		if (b->pinned[c] && ctx && unreg) {
 			struct cn_inside before[INSIDE_MAX];
@@ -342,9 +348,7 @@ static void *maker(void *arg)
 	if (set(K.b.ctx) == CUDA_SUCCESS)
 		while (!atomic_load(&K.stop) && (c = atomic_fetch_add(&K.next, 1)) < K.b.chunks) {
 			char *p = K.b.host + c * CN_HOSTBUF_CHUNK;
-			size_t len = K.b.bytes - c * CN_HOSTBUF_CHUNK < CN_HOSTBUF_CHUNK
-					     ? K.b.bytes - c * CN_HOSTBUF_CHUNK
-					     : CN_HOSTBUF_CHUNK;
+			size_t len = chunk_len(&K.b, c);
 
 			cn_hostbuf_fault(p, len);
 			K.b.pinned[c] = reg(p, len, CU_MEMHOSTREGISTER_PORTABLE) == CUDA_SUCCESS;
@@ -496,16 +500,12 @@ unsigned long long cn_hostbuf_held_bytes(void)
 	return n;
 }
 
-bool cn_hostbuf_hurry(void)
+void cn_hostbuf_hurry(void)
 {
-	bool on;
-
 	pthread_mutex_lock(&mu);
-	on = G.on && !atomic_load(&G.done);
-	if (on)
+	if (G.on)
 		atomic_store(&G.hurry, true);
 	pthread_mutex_unlock(&mu);
-	return on;
 }
 
 bool cn_hostbuf_gone(struct cn_hostbuf_gone *st)

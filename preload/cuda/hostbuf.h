@@ -74,8 +74,8 @@ bool cn_hostbuf_going(void);
  * mapped (its next nap waits for that to be let go, so it is room for that nap's copy too). */
 unsigned long long cn_hostbuf_held_bytes(void);
 /* One going hurried: it gives way to the app's calls no more (another process waits for its
- * memory). Whether one was going. */
-bool cn_hostbuf_hurry(void);
+ * memory). */
+void cn_hostbuf_hurry(void);
 
 /* In a forked child: the parent's buffer is not its own (MADV_DONTFORK: never mapped there). */
 void cn_hostbuf_after_fork(void);
